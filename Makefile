@@ -1,0 +1,30 @@
+# Two entry points do all the set-up from nothing: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PIN    := -c packaging/constraints.txt
+
+.PHONY: install demo test lint bench-io clean
+
+$(BIN)/dcstudio: pyproject.toml packaging/constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch first and alone, so that nothing can pull a CUDA build
+	$(BIN)/python -m pip install -q $(PIN) torch==2.13.0
+	$(BIN)/python -m pip install -q $(PIN) -e '.[dev]'
+	touch $@
+
+install: $(BIN)/dcstudio
+
+demo: install
+	$(BIN)/dcstudio demo
+
+test: install
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+	$(BIN)/ruff check core gui tests packaging
+
+lint: install
+	$(BIN)/ruff check core gui tests packaging
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

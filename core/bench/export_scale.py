@@ -1,0 +1,104 @@
+"""Participant export of a large CSV versus a bare ``pandas.read_csv`` of the same file.
+
+``dcstudio bench export [--rows 1000000]``: writes a synthetic CSV (50 feature columns + label), then runs
+each measurement in a fresh child process so its peak RSS (``ru_maxrss``) is its own:
+1. ``pandas.read_csv(path)`` alone;
+2. a whole ``participant export`` (read + validate the CSV, PCA to m − 1, reduce the anchor, shuffle, seal
+   with age encryption and signature, save the workspace) through :class:`core.participant.ParticipantExport`.
+Targets (round issue): export ≤ 3× the bare read's wall time, ≤ 1.5 GB peak RSS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_CHILD = r"""
+import json, resource, sys, time
+mode, csv, work = sys.argv[1], sys.argv[2], sys.argv[3]
+t0 = time.perf_counter()
+if mode == "read":
+    import pandas as pd
+    df = pd.read_csv(csv)
+    rows = len(df)
+else:
+    from pathlib import Path
+    from core.anchor import AnchorFile
+    from core.identity import Identity
+    from core.kit import Kit
+    from core.participant import ParticipantExport
+    from core.workspace import SiteWorkspace
+    w = Path(work)
+    kit = Kit.load(w / "p.dckit")
+    job = ParticipantExport(kit, w / "p.dckit", Identity.load(w / "site.dcid", "bench"),
+                            AnchorFile.load(w / "p.dcanchor"), SiteWorkspace(w / "ws"), {"seed": 0})
+    rows = job.load(csv).n_rows
+    job.seal(w / "site.dcbundle")
+wall = time.perf_counter() - t0
+print(json.dumps({"seconds": wall, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "rows": rows}))
+"""
+
+
+def _child(mode: str, csv: Path, work: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run([sys.executable, "-c", _CHILD, mode, str(csv), str(work)], capture_output=True,
+                         text=True, env=env, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run(rows: int = 1_000_000, features: int = 50, repeats: int = 2, folder: Path | None = None) -> dict:
+    from ..anchor import make_anchor
+    from ..identity import Identity
+    from ..kit import Kit
+    from ..tabular_synth import write_synthetic_csv
+
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        work = Path(tmp)
+        csv = work / "big.csv"
+        t0 = time.perf_counter()
+        schema = write_synthetic_csv(csv, rows, features, 3, seed=0)
+        write_s = time.perf_counter() - t0
+        analyst, site = Identity.generate("analyst"), Identity.generate("site")
+        site.save(work / "site.dcid", "bench", log_n=14)
+        kit = Kit(name="scale", task="classification", schema=schema, method="dccfl", analyst=analyst.card)
+        kit.save(work / "p.dckit", analyst)
+        import numpy as np
+
+        seed_rows = np.random.default_rng(0).standard_normal((100, features))
+        make_anchor(kit.project_id, schema.feature_names, kind="smote", rows=1000, seed_rows=seed_rows).save(
+            work / "p.dcanchor")
+        reads = [_child("read", csv, work) for _ in range(repeats)]
+        exports = [_child("export", csv, work) for _ in range(repeats)]
+        size_mb = csv.stat().st_size / 1e6
+    best_read = min(r["seconds"] for r in reads)
+    best_export = min(r["seconds"] for r in exports)
+    return {"rows": rows, "features": features, "csv_mb": round(size_mb, 1), "csv_write_seconds": round(write_s, 1),
+            "read_seconds": round(best_read, 2), "read_peak_rss_mb": round(max(r["peak_rss_mb"] for r in reads)),
+            "export_seconds": round(best_export, 2),
+            "export_peak_rss_mb": round(max(r["peak_rss_mb"] for r in exports)),
+            "ratio": round(best_export / best_read, 2), "repeats": repeats,
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="dcstudio bench export")
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--features", type=int, default=50)
+    ap.add_argument("--repeats", type=int, default=2)
+    args = ap.parse_args(argv)
+    res = run(args.rows, args.features, args.repeats)
+    print(json.dumps(res, indent=2))
+    return res
+
+
+if __name__ == "__main__":
+    main()

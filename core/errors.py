@@ -1,0 +1,49 @@
+"""Errors a user can act on.
+
+Every error raised on purpose by ``core`` is a :class:`DCError`. Its ``str()`` is one sentence that the
+CLI prints after the file name and the GUI shows in a dialog; no traceback is ever needed to understand
+it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class DCError(Exception):
+    """Base class: one clear sentence, optionally naming the file it is about."""
+
+    def __init__(self, message: str, *, path: str | Path | None = None):
+        super().__init__(message)
+        self.message = message
+        self.path = None if path is None else Path(path)
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path is not None else self.message
+
+
+class FormatError(DCError):
+    """A file is malformed, too large, or of a format version this program does not read."""
+
+
+class VerificationError(DCError):
+    """A signature, MAC, tag or binding field does not check out: the file is refused."""
+
+
+class DuplicateError(DCError):
+    """The same bundle (by id) was already imported."""
+
+
+class DataError(DCError):
+    """Local data (a CSV) does not fit the project's schema."""
+
+
+class ConfigError(DCError):
+    """Settings or arguments that cannot work together."""
+
+
+class Cancelled(DCError):
+    """A long job was cancelled by the user; nothing was written."""
+
+    def __init__(self, message: str = "cancelled by the user"):
+        super().__init__(message)

@@ -1,0 +1,101 @@
+"""The project kit (``.dckit``): what the analyst hands every participant before anything else.
+
+Signed, not secret. It fixes the project id, the task, the schema (ordered feature columns, optional
+public ranges, label and classes, optional id column), the method and its settings, the analyst's public
+card (the key every bundle is encrypted to and every package is verified against) and an optional roster
+of expected sites. File: ``{"format": "dcstudio/kit/v1", "kit": {...}, "signature": base64}``, where the
+signature is Ed25519 by the analyst over ``b"dcstudio/kit/v1\\0" + canonical_json(kit)``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .errors import ConfigError, FormatError, VerificationError
+from .fileio import canonical_json, read_json_capped, write_json_atomic
+from .identity import Identity, PublicCard
+from .schema import Schema
+
+FORMAT = "dcstudio/kit/v1"
+TASKS = ("classification", "clustering")
+_DOMAIN = b"dcstudio/kit/v1\0"
+
+
+@dataclass
+class Kit:
+    name: str
+    task: str
+    schema: Schema
+    method: str
+    analyst: PublicCard
+    settings: dict = field(default_factory=dict)
+    anchor: dict = field(default_factory=lambda: {"kind": "smote", "rows": 1000})
+    roster: list[dict] | None = None  # [{"name": ..., "fingerprint": ...}]
+    project_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+
+    def __post_init__(self):
+        if self.task not in TASKS:
+            raise ConfigError(f"unknown task '{self.task}'; choose one of {', '.join(TASKS)}")
+        if self.task == "classification" and (not self.schema.label or len(self.schema.classes) < 2):
+            raise ConfigError("a classification project needs a label column with at least two classes")
+
+    def to_dict(self) -> dict:
+        return {"project_id": self.project_id, "name": self.name, "created": self.created, "task": self.task,
+                "schema": self.schema.to_dict(), "method": self.method, "settings": self.settings,
+                "anchor": self.anchor, "analyst": self.analyst.to_dict(), "roster": self.roster}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Kit:
+        try:
+            return cls(name=str(d["name"]), task=str(d["task"]), schema=Schema.from_dict(d["schema"]),
+                       method=str(d["method"]), analyst=PublicCard.from_dict(d["analyst"]),
+                       settings=dict(d.get("settings") or {}), anchor=dict(d.get("anchor") or {}),
+                       roster=d.get("roster"), project_id=str(d["project_id"]), created=str(d["created"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FormatError(f"kit is incomplete or malformed ({exc})") from None
+
+    def digest(self) -> str:
+        import hashlib
+
+        return hashlib.sha256(canonical_json(self.to_dict())).hexdigest()
+
+    def save(self, path: str | Path, analyst: Identity) -> None:
+        """Sign with the analyst's identity (which must be the kit's analyst) and write atomically."""
+        if analyst.card.key_id != self.analyst.key_id:
+            raise ConfigError("the kit must be signed by the analyst it names")
+        body = self.to_dict()
+        sig = analyst.sign(_DOMAIN + canonical_json(body))
+        write_json_atomic(path, {"format": FORMAT, "kit": body, "signature": base64.b64encode(sig).decode()})
+
+    @classmethod
+    def load(cls, path: str | Path, *, expect_analyst: PublicCard | None = None) -> Kit:
+        """Read and verify a kit; refuse unknown versions, bad signatures and a different analyst."""
+        d = read_json_capped(path, 64 << 20)
+        if not isinstance(d, dict) or "format" not in d:
+            raise FormatError("not a DC Studio kit file", path=path)
+        if d["format"] != FORMAT:
+            raise FormatError(f"unsupported kit format '{d['format']}' (this program reads {FORMAT})", path=path)
+        try:
+            body, sig = d["kit"], base64.b64decode(d["signature"], validate=True)
+            kit = cls.from_dict(body)
+        except (KeyError, TypeError, binascii.Error):
+            raise FormatError("kit file is incomplete or malformed", path=path) from None
+        except FormatError as exc:
+            raise FormatError(exc.message, path=path) from None
+        try:
+            kit.analyst.verify(_DOMAIN + canonical_json(body), sig)
+        except VerificationError:
+            raise VerificationError("the kit's signature does not verify: it was altered or forged",
+                                    path=path) from None
+        if expect_analyst is not None and kit.analyst.key_id != expect_analyst.key_id:
+            raise VerificationError("the kit is signed by a different analyst than expected", path=path)
+        return kit
+
+    def roster_allows(self, card: PublicCard) -> bool:
+        return self.roster is None or any(e.get("fingerprint") == card.fingerprint for e in self.roster)

@@ -1,0 +1,93 @@
+"""The site side shared by the DC family (DC, DC-CFL, DC-Clustering): algorithms.md §1.2.
+
+X̃ᵢ = fᵢ(Xᵢ) and X̃ᵢᵃⁿᶜ = fᵢ(X^anc) are computed with the site's private map; rows are shuffled before
+export and the permutation stays in the site's workspace; fᵢ never leaves. Optional Gaussian noise on X̃ᵢ
+(not on the anchor image) with standard deviation ``noise`` × each reduced column's standard deviation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..control import JobControl, ensure
+from ..errors import ConfigError, FormatError
+from ..reduction import AffineMap, PrivateReduction, default_dimension
+from .base import Disclosure, SiteExport, SiteInput
+
+SITE_DEFAULTS = {"reduction": "pca", "dimension": None, "noise": 0.0, "seed": None}
+MIN_ROWS = 5
+
+
+def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl | None = None) -> SiteExport:
+    control = ensure(control)
+    opts = {**SITE_DEFAULTS, **site.settings}
+    if site.anchor is None:
+        raise ConfigError("this method needs the project's anchor file")
+    n, m = site.X.shape
+    if n < MIN_ROWS:
+        raise ConfigError(f"this site has {n} rows; at least {MIN_ROWS} are needed")
+    rng = np.random.default_rng(opts["seed"])
+    control.step(0.05, "fitting the private reduction")
+    red = PrivateReduction(opts["reduction"], opts["dimension"], random_state=int(rng.integers(2**31))).fit(site.X)
+    control.step(0.4, "reducing the rows")
+    perm = rng.permutation(n)
+    X_tilde = red.transform(site.X, dtype=np.float32)[perm]
+    if opts["noise"]:
+        scale = X_tilde.std(axis=0, dtype=np.float64) * float(opts["noise"])
+        X_tilde += (rng.standard_normal(X_tilde.shape, dtype=np.float32) * scale.astype(np.float32))
+    control.step(0.8, "reducing the anchor")
+    A_tilde = red.transform(site.anchor, dtype=np.float32)
+    k = red.map_.n_components
+    arrays = {"x_tilde": X_tilde, "anchor_tilde": A_tilde}
+    disclosures = [
+        Disclosure("x_tilde", X_tilde.shape, "float32",
+                   f"your {n} rows after a private {opts['reduction'].upper()} reduction from {m} to {k} "
+                   "columns, in shuffled order"),
+        Disclosure("anchor_tilde", A_tilde.shape, "float32",
+                   "the shared synthetic anchor rows after the same private reduction"),
+    ]
+    if site.y is not None:
+        counts = np.bincount(site.y, minlength=len(site.classes)).astype(np.int64)
+        arrays["label_counts"] = counts
+        disclosures.append(Disclosure("label_counts", counts.shape, "int64", "how many rows of each class"))
+        if ship_labels:
+            arrays["y"] = site.y[perm].astype(np.int32)
+            disclosures.append(Disclosure("y", (n,), "int32", "the class of every row (in the same shuffled order)"))
+    if site.ids_hashed is not None:
+        arrays["id_hash"] = site.ids_hashed[perm]
+        disclosures.append(Disclosure("id_hash", site.ids_hashed.shape, "uint8",
+                                      "keyed hashes of the row ids (the analyst cannot reverse them)"))
+    manifest = {"n_rows": n, "n_features": m, "dimension": k, "reduction": opts["reduction"],
+                "noise": float(opts["noise"]), "anchor_rows": int(A_tilde.shape[0])}
+    stays = ["your raw rows", "the private reduction map f (never shipped)", "the anchor file and its secret",
+             "the row order (permutation), needed to map results back"]
+    control.step(1.0, "reduction done")
+    return SiteExport(arrays, manifest, {**red.map_.to_arrays(), "permutation": perm.astype(np.int64)},
+                      {"reduction": opts["reduction"], "dimension": k}, disclosures, stays)
+
+
+def site_map(private_arrays: dict[str, np.ndarray]) -> AffineMap:
+    return AffineMap.from_arrays(private_arrays)
+
+
+def check_dc_bundle(arrays: dict[str, np.ndarray], n_classes: int | None, *, need_labels: bool) -> None:
+    """Shapes and ranges of a DC-family bundle; FormatError naming what is wrong."""
+    for key in ("x_tilde", "anchor_tilde"):
+        a = arrays.get(key)
+        if a is None or a.ndim != 2 or a.dtype.kind != "f":
+            raise FormatError(f"bundle lacks a 2-D float array '{key}'")
+        if not np.all(np.isfinite(a)):
+            raise FormatError(f"bundle array '{key}' holds non-finite values")
+    X, A = arrays["x_tilde"], arrays["anchor_tilde"]
+    if X.shape[1] != A.shape[1] or X.shape[0] < MIN_ROWS:
+        raise FormatError("bundle rows and anchor have different widths, or too few rows")
+    if need_labels:
+        y = arrays.get("y")
+        if y is None or y.shape != (X.shape[0],) or y.dtype.kind not in "iu":
+            raise FormatError("bundle lacks per-row labels 'y' of the right length")
+        if n_classes is not None and (y.min() < 0 or y.max() >= n_classes):
+            raise FormatError("bundle labels are outside the kit's class list")
+
+
+def default_site_dimension(m: int) -> int:
+    return default_dimension(m)

@@ -1,0 +1,149 @@
+"""The participant's half of a round: CSV → private reduction → sealed bundle; later package → results.
+
+:class:`ParticipantExport` is the object the export wizard holds and the CLI drives: load the CSV, compute
+(and show) what leaves, then seal. :func:`apply_package` is the site's last step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+from .anchor import AnchorFile
+from .control import JobControl, ensure
+from .envelope import Payload, SealedFile, inspect, open_sealed, seal
+from .errors import ConfigError, DataError, FormatError
+from .fileio import atomic_writer
+from .identity import Identity
+from .kit import Kit
+from .methods import SiteExport, SiteInput, get_method
+from .tabular import CsvOptions, LocalTable, read_table
+from .workspace import SiteWorkspace
+
+
+def hash_ids(ids: np.ndarray, key: bytes) -> np.ndarray:
+    """HMAC-SHA-256 of every id under the participants' key: (n, 32) uint8, irreversible to the analyst."""
+    out = np.empty((len(ids), 32), dtype=np.uint8)
+    for i, v in enumerate(ids):
+        out[i] = np.frombuffer(hmac.new(key, str(v).encode("utf-8"), hashlib.sha256).digest(), dtype=np.uint8)
+    return out
+
+
+class ParticipantExport:
+    """One site's export for one project.
+
+    Parameters
+    ----------
+    kit, kit_path : the verified project kit and where it was read from (copied into the workspace).
+    identity : the site's unlocked identity (signs the bundle).
+    anchor : the project's anchor file (``None`` only for methods that need none).
+    workspace : where f_i and the permutation are kept.
+    site_settings : reduction ("pca"|"lpp"|"random"), dimension (None = m − 1), noise, seed.
+    """
+
+    def __init__(self, kit: Kit, kit_path: str | Path, identity: Identity, anchor: AnchorFile | None,
+                 workspace: SiteWorkspace, site_settings: dict | None = None):
+        if anchor is not None and anchor.project_id != kit.project_id:
+            raise ConfigError("the anchor file belongs to another project than the kit")
+        if not kit.roster_allows(identity.card):
+            raise ConfigError("this identity is not on the kit's roster of expected sites")
+        self.kit, self.kit_path, self.identity, self.anchor = kit, Path(kit_path), identity, anchor
+        self.workspace = workspace
+        self.method = get_method(kit.method, kit.settings)
+        self.site_settings = dict(site_settings or {})
+        self.table: LocalTable | None = None
+        self.export_: SiteExport | None = None
+
+    def load(self, csv_path: str | Path, options: CsvOptions | None = None) -> LocalTable:
+        schema = self.kit.schema
+        needs_ids = bool(schema.id_column) and self.kit.task == "clustering"
+        self.table = read_table(csv_path, schema, options=options,
+                                labels=self.method.labels_leave != "none" and schema.label is not None,
+                                ids=needs_ids)
+        self.export_ = None
+        return self.table
+
+    def compute(self, control: JobControl | None = None) -> SiteExport:
+        if self.table is None:
+            raise ConfigError("load a CSV first")
+        t = self.table
+        ids_hashed = None
+        if t.ids is not None:
+            if self.anchor is None:
+                raise ConfigError("linking rows by id needs the project's anchor file")
+            if len(set(t.ids.tolist())) != len(t.ids):
+                raise DataError("the id column has duplicate values; every row needs its own id", path=t.source)
+            ids_hashed = hash_ids(t.ids, self.anchor.id_hash_key())
+        site = SiteInput(t.X, t.y, list(self.kit.schema.classes),
+                         None if self.anchor is None else self.anchor.generate(), ids_hashed, self.site_settings)
+        self.export_ = self.method.site_compute(site, control)
+        return self.export_
+
+    def seal(self, out_path: str | Path, control: JobControl | None = None) -> SealedFile:
+        control = ensure(control)
+        if self.export_ is None:
+            self.compute(control.sub(0.0, 0.5))
+            control = control.sub(0.5, 1.0)
+        ex = self.export_
+        manifest = {**ex.manifest, "method": self.method.name, "family": self.method.family,
+                    "kit_digest": self.kit.digest(), "schema_digest": self.kit.schema.digest(),
+                    "site": self.identity.card.name, "software": __version__}
+        sealed = seal(out_path, Payload(manifest, ex.arrays), kind="bundle", project_id=self.kit.project_id,
+                      sender=self.identity, recipient=self.kit.analyst, control=control)
+        self.workspace.save_export(self.kit_path, self.kit.project_id, sealed.digest, ex.private_arrays,
+                                   {**ex.private_meta, "method": self.method.name, "csv": str(self.table.source),
+                                    "rows": int(self.table.n_rows), "envelope_id": sealed.binding.envelope_id})
+        self.workspace.audit.append("export", project=self.kit.project_id, file=str(Path(out_path).resolve()),
+                                    digest=sealed.digest, envelope_id=sealed.binding.envelope_id,
+                                    rows=int(self.table.n_rows), arrays=sorted(ex.arrays))
+        return sealed
+
+
+@dataclass
+class ApplyResult:
+    out_path: Path
+    rows: int
+    columns: list[str]
+    method: str
+    summary: dict
+
+
+def apply_package(package_path: str | Path, identity: Identity, csv_path: str | Path, out_path: str | Path, *,
+                  workspace: SiteWorkspace, options: CsvOptions | None = None,
+                  control: JobControl | None = None) -> ApplyResult:
+    """Verify a package against the kit's analyst, map this site's rows with it and write RESULT.csv."""
+    control = ensure(control)
+    binding = inspect(package_path)
+    kit_path = workspace.kit_path(binding.project_id)
+    if not kit_path.exists():
+        raise FormatError("this package is for a project this site's workspace does not know", path=package_path)
+    kit = Kit.load(kit_path)
+    opened = open_sealed(package_path, identity, expect_kind="package", expect_project=kit.project_id,
+                         expect_sender=kit.analyst, control=control.sub(0.0, 0.3))
+    if not opened.binding.in_reply_to:
+        raise FormatError("package is not bound to a bundle", path=package_path)
+    _, private = workspace.load_export(kit.project_id, opened.binding.in_reply_to)
+    manifest, arrays = opened.payload.manifest, opened.payload.arrays
+    method = get_method(manifest.get("method", ""))
+    control.step(0.4, "reading the CSV")
+    table = read_table(csv_path, kit.schema, options=options, labels=False)
+    control.step(0.6, "applying the package")
+    columns = method.apply(manifest, arrays, private, table.X)
+    control.step(0.8, "writing the results")
+    fmt = table.format
+    original = pd.read_csv(csv_path, sep=fmt.delimiter, encoding=fmt.encoding, dtype=str, keep_default_na=False)
+    for name, values in columns.items():
+        original[name] = values
+    with atomic_writer(out_path, "w") as fh:
+        original.to_csv(fh, index=False)
+    workspace.audit.append("apply", project=kit.project_id, package=str(Path(package_path).resolve()),
+                           package_digest=opened.digest, in_reply_to=opened.binding.in_reply_to,
+                           rows=int(table.n_rows), out=str(Path(out_path).resolve()))
+    control.step(1.0, "done")
+    return ApplyResult(Path(out_path), int(table.n_rows), list(columns), method.name, manifest)

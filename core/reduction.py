@@ -1,0 +1,160 @@
+"""Private dimensionality reductions f_i (algorithms.md §1.2).
+
+Every reduction here is an affine map after fitting, ``f(x) = (x − offset) F`` with ``F ∈ R^{m×m̃}``,
+so a fitted map is stored as two arrays in the site's workspace and never leaves the site. The default
+is the papers' choice: standardise with the site's own mean and std, then PCA to ``m̃ = m − 1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg
+
+from .errors import ConfigError, FormatError
+
+REDUCTIONS = ("pca", "lpp", "random")
+_CHUNK = 131072
+
+
+@dataclass
+class AffineMap:
+    """A fitted private map f(x) = (x − offset) @ matrix."""
+
+    offset: np.ndarray  # (m,)
+    matrix: np.ndarray  # (m, m̃)
+
+    @property
+    def n_features(self) -> int:
+        return self.matrix.shape[0]
+
+    @property
+    def n_components(self) -> int:
+        return self.matrix.shape[1]
+
+    def transform(self, X: np.ndarray, dtype=np.float64) -> np.ndarray:
+        """Apply f in row chunks so a million-row matrix needs only the output as extra memory."""
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise FormatError(f"expected {self.n_features} columns, got {X.shape[1] if X.ndim == 2 else X.ndim}")
+        out = np.empty((X.shape[0], self.n_components), dtype=dtype)
+        for start in range(0, X.shape[0], _CHUNK):
+            block = X[start:start + _CHUNK]
+            out[start:start + len(block)] = (block - self.offset) @ self.matrix
+        return out
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        return {"f_offset": self.offset, "f_matrix": self.matrix}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> AffineMap:
+        offset = np.asarray(arrays["f_offset"], dtype=np.float64)
+        matrix = np.asarray(arrays["f_matrix"], dtype=np.float64)
+        if offset.ndim != 1 or matrix.ndim != 2 or matrix.shape[0] != offset.shape[0]:
+            raise FormatError("stored private map has inconsistent shapes")
+        return cls(offset, matrix)
+
+
+def _moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column means and the population covariance C = (1/n) Σ (x − μ)(x − μ)ᵀ, accumulated in row chunks
+    so a million-row matrix needs no centred copy."""
+    mean = X.mean(axis=0)
+    C = np.zeros((X.shape[1], X.shape[1]))
+    for start in range(0, X.shape[0], _CHUNK):
+        B = X[start:start + _CHUNK] - mean
+        C += B.T @ B
+    return mean, C / X.shape[0]
+
+
+def _std(C: np.ndarray) -> np.ndarray:
+    std = np.sqrt(np.clip(np.diag(C), 0.0, None))
+    std[~(std > 1e-12)] = 1.0  # constant columns: keep them centred, do not divide by zero
+    return std
+
+
+def default_dimension(n_features: int) -> int:
+    """m̃ = m − 1, the papers' default (at least 1)."""
+    return max(1, n_features - 1)
+
+
+class PrivateReduction:
+    """Standardise with the site's own statistics, then reduce (PCA, LPP or Gaussian random projection).
+
+    Parameters
+    ----------
+    method : "pca" (default), "lpp" (locality preserving projections, He & Niyogi 2003) or "random"
+        (Gaussian random projection).
+    n_components : m̃; ``None`` means m − 1.
+    n_neighbors : kNN graph size for LPP.
+    max_fit_rows : LPP builds a kNN graph, so it is fitted on at most this many rows (a seeded sample).
+    random_state : seed for the projection and for any sampling.
+
+    Attributes
+    ----------
+    map_ : AffineMap, the fitted f_i.
+    """
+
+    def __init__(self, method: str = "pca", n_components: int | None = None, *, n_neighbors: int = 10,
+                 max_fit_rows: int = 5000, random_state: int | None = None):
+        self.method = method
+        self.n_components = n_components
+        self.n_neighbors = n_neighbors
+        self.max_fit_rows = max_fit_rows
+        self.random_state = random_state
+
+    def fit(self, X: np.ndarray) -> PrivateReduction:
+        if self.method not in REDUCTIONS:
+            raise ConfigError(f"unknown reduction '{self.method}'; choose one of {', '.join(REDUCTIONS)}")
+        n, m = X.shape
+        k = default_dimension(m) if self.n_components is None else int(self.n_components)
+        if not 1 <= k <= m:
+            raise ConfigError(f"reduced dimension must be between 1 and {m}, got {k}")
+        if self.method == "pca" and k > min(n, m):
+            raise ConfigError(f"PCA to {k} dimensions needs at least {k} rows; this site has {n}")
+        mean, C = _moments(X)
+        std = _std(C)
+        rng = np.random.default_rng(self.random_state)
+        if self.method == "pca":
+            W = _pca_from_covariance(C / np.outer(std, std), k)
+        elif self.method == "random":
+            from sklearn.random_projection import GaussianRandomProjection
+
+            grp = GaussianRandomProjection(n_components=k, random_state=rng.integers(2**31))
+            W = grp.fit(np.zeros((1, m))).components_.T
+        else:
+            rows = X if n <= self.max_fit_rows else X[rng.choice(n, self.max_fit_rows, replace=False)]
+            W = _lpp((rows - mean) / std, k, self.n_neighbors)
+        self.map_ = AffineMap(mean, W / std[:, None])
+        return self
+
+    def transform(self, X: np.ndarray, dtype=np.float64) -> np.ndarray:
+        return self.map_.transform(X, dtype=dtype)
+
+
+def _pca_from_covariance(R: np.ndarray, k: int) -> np.ndarray:
+    """PCA of standardised data: the k leading eigenvectors of its covariance (the correlation matrix R),
+    each signed so that its largest-magnitude loading is positive (a deterministic choice of sign)."""
+    vals, vecs = linalg.eigh(R)
+    W = vecs[:, np.argsort(vals)[::-1][:k]]
+    signs = np.sign(W[np.abs(W).argmax(axis=0), np.arange(k)])
+    return W * np.where(signs == 0, 1.0, signs)
+
+
+def _lpp(Z: np.ndarray, k: int, n_neighbors: int) -> np.ndarray:
+    """LPP: minimise Σ_ij W_ij‖aᵀz_i − aᵀz_j‖² s.t. aᵀZᵀDZa = 1, i.e. the k smallest generalised
+    eigenvectors of Zᵀ L Z a = λ Zᵀ D Z a with a heat-kernel kNN graph (He & Niyogi 2003)."""
+    from sklearn.neighbors import kneighbors_graph
+
+    n, m = Z.shape
+    nn = min(n_neighbors, n - 1)
+    G = kneighbors_graph(Z, nn, mode="distance", include_self=False)
+    G = G.maximum(G.T).tocsr()
+    sigma2 = np.mean(G.data**2) if G.nnz else 1.0
+    G.data = np.exp(-(G.data**2) / sigma2)
+    d = np.asarray(G.sum(axis=1)).ravel()
+    ZtDZ = (Z * d[:, None]).T @ Z
+    ZtWZ = Z.T @ (G @ Z)
+    ZtLZ = ZtDZ - ZtWZ
+    ridge = 1e-9 * np.trace(ZtDZ) / m
+    _, vecs = linalg.eigh(ZtLZ, ZtDZ + ridge * np.eye(m))
+    return vecs[:, :k]

@@ -1,0 +1,134 @@
+"""The analyst's HTML report: settings, seeds, versions, input digests and every plot, in one file.
+
+Plots are inline SVG drawn here (no plotting library, no network, no scripts), so the report opens
+anywhere and prints to PDF from the GUI.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import platform
+
+import numpy as np
+
+from . import __version__
+from .kit import Kit
+from .methods import MethodResult
+
+
+def _esc(x) -> str:
+    return html.escape(str(x))
+
+
+def heatmap_svg(M: np.ndarray, labels: list[str], *, size: int = 360, title: str = "") -> str:
+    """A [0, 1] matrix as a grey-to-blue heatmap."""
+    n = len(M)
+    if n == 0:
+        return ""
+    cell = size / n
+    rects = []
+    for i in range(n):
+        for j in range(n):
+            v = float(np.clip(M[i, j], 0, 1))
+            r, g, b = int(240 - 200 * v), int(244 - 160 * v), int(250 - 60 * v)
+            rects.append(f'<rect x="{j * cell:.2f}" y="{i * cell:.2f}" width="{cell:.2f}" height="{cell:.2f}" '
+                         f'fill="rgb({r},{g},{b})"><title>{_esc(labels[i])} – {_esc(labels[j])}: {v:.3f}'
+                         "</title></rect>")
+    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}" '
+            f'viewBox="0 0 {size} {size}">{"".join(rects)}</svg><figcaption>{_esc(title)}</figcaption></figure>')
+
+
+def line_svg(xs: list[float], ys: list[float], *, width: int = 420, height: int = 220, title: str = "",
+             xlabel: str = "", ylabel: str = "", mark: float | None = None) -> str:
+    """A small line plot with axes and an optional vertical marker."""
+    if not xs:
+        return ""
+    pad = 40
+    x0, x1 = min(xs), max(xs)
+    y0, y1 = min(ys), max(ys)
+    if x1 == x0:
+        x1 = x0 + 1
+    if y1 - y0 < 1e-9:
+        y0, y1 = y0 - 0.05, y1 + 0.05
+
+    def px(x):
+        return pad + (x - x0) / (x1 - x0) * (width - 2 * pad)
+
+    def py(y):
+        return height - pad - (y - y0) / (y1 - y0) * (height - 2 * pad)
+
+    pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys, strict=True))
+    dots = "".join(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="#2563eb"><title>{x:g}: {y:.4f}</title>'
+                   f"</circle>" for x, y in zip(xs, ys, strict=True))
+    marker = "" if mark is None else (f'<line x1="{px(mark):.1f}" y1="{pad / 2}" x2="{px(mark):.1f}" '
+                                      f'y2="{height - pad}" stroke="#dc2626" stroke-dasharray="4 3"/>')
+    axes = (f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#555"/>'
+            f'<line x1="{pad}" y1="{pad / 2}" x2="{pad}" y2="{height - pad}" stroke="#555"/>'
+            f'<text x="{pad}" y="{height - 8}" font-size="11">{x0:g}</text>'
+            f'<text x="{width - pad}" y="{height - 8}" font-size="11" text-anchor="end">{x1:g}</text>'
+            f'<text x="{width / 2}" y="{height - 8}" font-size="11" text-anchor="middle">{_esc(xlabel)}</text>'
+            f'<text x="4" y="{py(y1) + 4:.1f}" font-size="11">{y1:.3f}</text>'
+            f'<text x="4" y="{py(y0) + 4:.1f}" font-size="11">{y0:.3f}</text>'
+            f'<text x="4" y="{pad / 2 - 4}" font-size="11">{_esc(ylabel)}</text>')
+    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">{axes}{marker}'
+            f'<polyline fill="none" stroke="#2563eb" stroke-width="2" points="{pts}"/>{dots}</svg>'
+            f"<figcaption>{_esc(title)}</figcaption></figure>")
+
+
+def bars_svg(counts: list[int], classes: list[str], *, width: int = 160, height: int = 28) -> str:
+    """A label-histogram sparkline."""
+    total = max(1, max(counts) if counts else 1)
+    w = width / max(1, len(counts))
+    bars = "".join(f'<rect x="{k * w + 1:.1f}" y="{height - height * c / total:.1f}" width="{w - 2:.1f}" '
+                   f'height="{height * c / total:.1f}" fill="#2563eb"><title>{_esc(classes[k])}: {c}</title></rect>'
+                   for k, c in enumerate(counts))
+    return f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">{bars}</svg>'
+
+
+_CSS = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;color:#111}
+table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left}
+th{background:#f3f4f6}code,pre{background:#f3f4f6;padding:.1rem .3rem}figure{display:inline-block;margin:1rem}
+figcaption{font-size:.85rem;color:#555}"""
+
+
+def render_report(kit: Kit, result: MethodResult, summary: dict) -> str:
+    classes = list(kit.schema.classes)
+    s = summary
+    rows = []
+    for site in s.get("sites", []):
+        acc = site.get("holdout_accuracy")
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in (
+            _esc(site["site"]), f"<code>{_esc(site.get('fingerprint', ''))}</code>", site.get("rows", ""),
+            site.get("cluster", ""), "" if acc is None else f"{acc:.3f}",
+            bars_svg(site.get("label_counts", []), classes) if site.get("label_counts") else "")) + "</tr>")
+    d = result.details
+    figures = []
+    if "distances" in d and len(d["distances"]) > 1:
+        figures.append(heatmap_svg(d["distances"], [x["site"] for x in s["sites"]],
+                                   title="Total-variation distance between the sites' label distributions"))
+    curve = s.get("validation_curve") or {}
+    if len(curve) > 1:
+        xs = [float(t) for t in curve]
+        figures.append(line_svg(xs, [curve[k] for k in curve], title="Hold-out accuracy for each threshold t",
+                                xlabel="t", ylabel="accuracy", mark=float(s.get("t", xs[0]))))
+    inputs = "".join(f"<tr><td>{_esc(i['site'])}</td><td><code>{_esc(i['bundle_digest'])}</code></td></tr>"
+                     for i in s.get("inputs", []))
+    outputs = "".join(f"<tr><td>{_esc(p['site'])}</td><td>{_esc(p['file'])}</td><td><code>{_esc(p['digest'])}"
+                      "</code></td></tr>" for p in s.get("packages", []))
+    settings = json.dumps(s.get("settings", {}), indent=2, sort_keys=True)
+    versions = {"dcstudio": __version__, "python": platform.python_version(), "numpy": np.__version__}
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>DC Studio report — {_esc(kit.name)}</title><style>{_CSS}</style></head><body>
+<h1>DC Studio report — {_esc(kit.name)}</h1>
+<p>Project <code>{_esc(kit.project_id)}</code>, task {_esc(kit.task)}, method <b>{_esc(result.method)}</b>,
+{len(s.get("sites", []))} sites, {s.get("n_clusters", "?")} cluster(s), threshold t = {s.get("t", "–")}.</p>
+<h2>Sites</h2><table><tr><th>site</th><th>fingerprint</th><th>rows</th><th>cluster</th>
+<th>hold-out accuracy</th><th>labels ({", ".join(_esc(c) for c in classes)})</th></tr>{"".join(rows)}</table>
+<h2>Plots</h2>{"".join(figures) or "<p>(none for this run)</p>"}
+<h2>Settings and seeds</h2><pre>{_esc(settings)}</pre>
+<h2>Versions</h2><pre>{_esc(json.dumps(versions, indent=2))}</pre>
+<h2>Inputs (bundle SHA-256)</h2><table>{inputs}</table>
+<h2>Packages written</h2><table><tr><th>site</th><th>file</th><th>SHA-256</th></tr>{outputs}</table>
+</body></html>
+"""

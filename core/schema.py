@@ -1,0 +1,316 @@
+"""The project schema: which numeric columns form the matrix, in which order, and the label classes.
+
+The analyst fixes the schema once (usually from a sample CSV with :func:`infer_schema`); it travels in
+the project kit, and every site's CSV is read against it by :func:`core.tabular.read_table`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError, DataError, FormatError
+from .fileio import canonical_json
+from .tabular import (
+    CsvFormat,
+    CsvOptions,
+    _check_options,
+    _clean_name,
+    _iter_chunks,
+    _quote,
+    _text_to_numbers,
+    _with_format,
+)
+
+_NUMBER = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$")
+_DIGITS = re.compile(r"(\d+)")
+_MANY_CLASSES = 50
+
+
+def natural_key(value: str) -> tuple:
+    """Sort key: numeric-looking strings first, by value ("2" < "10"); then text, digit runs as numbers."""
+    if _NUMBER.match(value):
+        return (0, float(value), (), value)
+    parts = _DIGITS.split(value)
+    key = tuple(int(p) if i % 2 else _fold(p) for i, p in enumerate(parts))
+    return (1, 0.0, key, value)
+
+
+def _fold(text: str) -> str:
+    """Case and accents folded ("Élevé" -> "eleve"), so text sorts the way people expect."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+def natural_sorted(values: Iterable[str]) -> list[str]:
+    """Distinct ``values`` in natural order (see :func:`natural_key`)."""
+    return sorted(set(values), key=natural_key)
+
+
+@dataclass
+class FeatureColumn:
+    """One numeric feature column, with an optional public range (used to seed anchor data)."""
+
+    name: str
+    min: float | None = None
+    max: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "min": None if self.min is None else float(self.min),
+            "max": None if self.max is None else float(self.max),
+        }
+
+
+@dataclass
+class Schema:
+    """Ordered numeric features (the matrix column order), optional label and classes, optional id column.
+
+    Attributes
+    ----------
+    features : the feature columns, in matrix column order.
+    label : the label column (classification) or None (clustering).
+    classes : the label classes as strings, in a fixed order; ``y`` holds indices into this list.
+    id_column : a row-id column used for vertical linkage, or None.
+    """
+
+    features: list[FeatureColumn]
+    label: str | None = None
+    classes: list[str] = field(default_factory=list)
+    id_column: str | None = None
+
+    @property
+    def feature_names(self) -> list[str]:
+        return [f.name for f in self.features]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "features": [f.to_dict() for f in self.features],
+            "label": self.label,
+            "classes": list(self.classes),
+            "id_column": self.id_column,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Schema:
+        """Parse the dict form strictly: FormatError on a missing, unknown or ill-typed field."""
+        if not isinstance(d, dict):
+            raise FormatError("the schema is not a JSON object")
+        _exact_keys(d, {"features", "label", "classes", "id_column"}, "the schema")
+        feats = d["features"]
+        if not isinstance(feats, list):
+            raise FormatError("the schema's 'features' is not a list")
+        features = []
+        for i, f in enumerate(feats):
+            where = f"feature {i + 1} of the schema"
+            if not isinstance(f, dict):
+                raise FormatError(f"{where} is not a JSON object")
+            _exact_keys(f, {"name"}, where, optional={"min", "max"})
+            features.append(
+                FeatureColumn(
+                    name=_name(f["name"], f"{where}'s name"),
+                    min=_bound(f.get("min"), f"{where}'s min"),
+                    max=_bound(f.get("max"), f"{where}'s max"),
+                )
+            )
+        label = None if d["label"] is None else _name(d["label"], "the schema's label")
+        id_column = None if d["id_column"] is None else _name(d["id_column"], "the schema's id_column")
+        classes = d["classes"]
+        if not isinstance(classes, list) or not all(isinstance(c, str) for c in classes):
+            raise FormatError("the schema's 'classes' is not a list of strings")
+        schema = cls(features=features, label=label, classes=list(classes), id_column=id_column)
+        schema.validate()
+        return schema
+
+    def validate(self) -> None:
+        """Raise FormatError if names repeat, a range is inverted, or label and classes disagree."""
+        if not self.features:
+            raise FormatError("the schema has no feature columns")
+        names = self.feature_names + [n for n in (self.label, self.id_column) if n is not None]
+        for n in names:
+            _name(n, "a schema column name")
+        seen: set[str] = set()
+        for n in names:
+            if n in seen:
+                raise FormatError(f"the schema names column {_quote(n)} more than once")
+            seen.add(n)
+        for f in self.features:
+            lo = _bound(f.min, f"the min of feature {_quote(f.name)}")
+            hi = _bound(f.max, f"the max of feature {_quote(f.name)}")
+            if lo is not None and hi is not None and lo > hi:
+                raise FormatError(f"feature {_quote(f.name)} has min {lo:g} greater than max {hi:g}")
+        if self.label is None and self.classes:
+            raise FormatError("the schema lists label classes but names no label column")
+        if self.label is not None and not self.classes:
+            raise FormatError(f"the schema names label column {_quote(self.label)} but lists no classes")
+        if any(not c.strip() or c != c.strip() for c in self.classes):
+            raise FormatError("a label class in the schema is empty or has surrounding spaces")
+        if len(set(self.classes)) != len(self.classes):
+            raise FormatError("the schema lists a label class more than once")
+
+    def digest(self) -> str:
+        """SHA-256 (hex) of the canonical JSON of :meth:`to_dict`."""
+        return hashlib.sha256(canonical_json(self.to_dict())).hexdigest()
+
+
+def _exact_keys(d: dict, required: set[str], where: str, optional: frozenset | set = frozenset()) -> None:
+    missing = sorted(required - d.keys())
+    if missing:
+        raise FormatError(f"{where} lacks the field {', '.join(map(repr, missing))}")
+    unknown = sorted(k for k in d if k not in required and k not in optional)
+    if unknown:
+        raise FormatError(f"{where} has the unknown field {', '.join(map(repr, unknown))}")
+
+
+def _name(v: Any, what: str) -> str:
+    if not isinstance(v, str) or not v or v != v.strip() or "\ufeff" in v:
+        raise FormatError(f"{what} is not a non-empty column name without surrounding spaces")
+    return v
+
+
+def _bound(v: Any, what: str) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise FormatError(f"{what} is not a finite number")
+    return float(v)
+
+
+def infer_schema(
+    path: str | Path,
+    *,
+    label: str | None,
+    id_column: str | None = None,
+    with_ranges: bool = False,
+    options: CsvOptions | None = None,
+) -> tuple[Schema, list[str]]:
+    """Build a schema from a sample CSV; returns it with notes (plain sentences) on what was left out.
+
+    Every column other than the label and id column whose non-missing values are all numbers becomes a
+    feature, in file order. The label classes are the label's distinct non-missing values, in natural order.
+    With ``with_ranges`` each feature's min/max is taken from the sample (public ranges).
+    """
+    path = Path(path)
+    options = options or CsvOptions()
+    _check_options(options)
+    if label is not None and label == id_column:
+        raise ConfigError(f"column {_quote(label)} cannot be both the label and the id column")
+    return _with_format(
+        path, options, lambda opened: _infer(path, opened, label, id_column, with_ranges, options)
+    )
+
+
+def _infer(
+    path: Path,
+    opened: tuple[CsvFormat, list[str], int],
+    label: str | None,
+    id_column: str | None,
+    with_ranges: bool,
+    options: CsvOptions,
+) -> tuple[Schema, list[str]]:
+    fmt, header, _ = opened
+    names = [_clean_name(h) for h in header]
+    available = ", ".join(_quote(n) for n in names[:30]) + (", ..." if len(names) > 30 else "")
+    for role, col in (("label", label), ("id", id_column)):
+        if col is not None and col not in names:
+            msg = f"there is no {role} column {_quote(col)}; the columns are {available}"
+            raise DataError(msg, path=path)
+    notes: list[str] = []
+    counts = Counter(names)
+    for role, col in (("label", label), ("id", id_column)):
+        if col is not None and counts[col] > 1:
+            raise DataError(
+                f"the {role} column {_quote(col)} appears more than once in the header", path=path
+            )
+    candidates: list[int] = []
+    for i, n in enumerate(names):
+        if n in (label, id_column):
+            continue
+        if not n:
+            notes.append(f"column {i + 1} has no name and was left out")
+        elif counts[n] > 1:
+            if names.index(n) == i:
+                notes.append(f"column {_quote(n)} appears {counts[n]} times in the header and was left out")
+        else:
+            candidates.append(i)
+
+    tokens = frozenset(options.missing_tokens)
+    state = {i: _ColumnStats() for i in candidates}
+    label_pos = names.index(label) if label is not None else None
+    label_values: set[str] = set()
+    label_missing = 0
+    usecols = candidates + ([label_pos] if label_pos is not None else [])
+    chunks = _iter_chunks(path, fmt, len(header), usecols) if usecols else iter(())
+    for _, chunk in chunks:
+        for i, st in state.items():
+            if st.bad is not None:
+                continue
+            values, missing, bad = _text_to_numbers(chunk[i], fmt.decimal, tokens)
+            bad |= ~missing & ~np.isfinite(values)
+            if bad.any():
+                st.bad = str(chunk[i].iloc[int(np.flatnonzero(bad)[0])])
+                continue
+            st.missing += int(missing.sum())
+            present = values[~missing]
+            if present.size:
+                st.count += present.size
+                st.lo = min(st.lo, float(present.min()))
+                st.hi = max(st.hi, float(present.max()))
+        if label_pos is not None:
+            raw = chunk[label_pos]
+            for v, count in raw.value_counts(dropna=False).items():
+                s = v.strip() if isinstance(v, str) else ""
+                if s in tokens or not s:
+                    label_missing += int(count)
+                else:
+                    label_values.add(s)
+
+    features = []
+    for i, st in state.items():
+        n = names[i]
+        if st.bad is not None:
+            notes.append(f"column {_quote(n)} is not numeric and was left out (it holds {_quote(st.bad)})")
+        elif st.count == 0:
+            notes.append(f"column {_quote(n)} has no values and was left out")
+        else:
+            if st.missing:
+                notes.append(f"column {_quote(n)} has {st.missing} missing value(s) in the sample")
+            features.append(FeatureColumn(n, st.lo if with_ranges else None, st.hi if with_ranges else None))
+    if not features:
+        raise DataError("the file has no numeric feature columns besides the label and id columns", path=path)
+    classes: list[str] = []
+    if label is not None:
+        classes = natural_sorted(label_values)
+        if not classes:
+            raise DataError(f"the label column {_quote(label)} has no values", path=path)
+        if label_missing:
+            notes.append(f"the label column {_quote(label)} is empty on {label_missing} row(s) of the sample")
+        if len(classes) == 1:
+            notes.append(f"the label column {_quote(label)} has only one class, {_quote(classes[0])}")
+        elif len(classes) > _MANY_CLASSES:
+            notes.append(
+                f"the label column {_quote(label)} has {len(classes)} distinct values; "
+                "check that it is a class label"
+            )
+    schema = Schema(features=features, label=label, classes=classes, id_column=id_column)
+    schema.validate()
+    return schema, notes
+
+
+@dataclass
+class _ColumnStats:
+    count: int = 0
+    missing: int = 0
+    lo: float = math.inf
+    hi: float = -math.inf
+    bad: str | None = None

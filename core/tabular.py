@@ -1,0 +1,931 @@
+"""CSV ingestion: detect a local file's format and read it into a float64 matrix in the schema's column order.
+
+The fast path is pandas' C parser reading only the needed columns, chunk by chunk, straight into one
+preallocated matrix (so a large file costs about one copy of the matrix). Only when that parser refuses a
+value is the file read again as text, chunk by chunk, to find the first bad cell and name its line,
+column and value. Every problem is a :class:`~core.errors.DataError` with one sentence naming the file.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import csv
+import io
+import re
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import pandas as pd
+
+from .control import JobControl, ensure
+from .errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    from .schema import Schema
+
+_T = TypeVar("_T")
+_Opened = tuple["CsvFormat", list[str], int]
+
+MISSING_TOKENS = ("", "NA", "N/A", "NaN", "nan", "?", "null")
+DELIMITERS = (",", ";", "\t")
+SAMPLE_BYTES = 1 << 20
+_CHUNK_CELLS = 4_000_000
+_DETECT_ROWS = 200
+_MISSING = -1
+_UNKNOWN = -2
+_DEC_COMMA = re.compile(r"^\s*[+-]?\d*,\d+(?:[eE][+-]?\d+)?\s*$")
+_DEC_POINT = re.compile(r"^\s*[+-]?\d*\.\d+(?:[eE][+-]?\d+)?\s*$")
+_NUMBER = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$")
+_JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uff01-\uff5e]")
+# What Windows-1252 accented text looks like when read as Shift_JIS: a kanji glued between two ASCII
+# letters ("Temp" + kanji + "ature") or half-width katakana touching an ASCII letter.
+_MISREAD_LATIN = re.compile(r"[A-Za-z][^\x00-\x7f][A-Za-z]|[A-Za-z][\uff61-\uff9f]|[\uff61-\uff9f][A-Za-z]")
+_SEP_NAMES = {",": "comma", ";": "semicolon", "\t": "tab"}
+_ENCODING_NAMES = {
+    "utf-8": "UTF-8",
+    "utf-8-sig": "UTF-8 (with BOM)",
+    "utf-16": "UTF-16",
+    "shift_jis": "Shift_JIS",
+    "cp932": "Shift_JIS (Windows)",
+    "cp1252": "Windows-1252",
+}
+
+
+@dataclass
+class CsvOptions:
+    """How to read a CSV; every ``None`` is detected from the file.
+
+    ``impute=None`` makes a missing value an error; ``impute="mean"`` fills it with the mean of that
+    column over this site's own rows (an explicit choice the caller should record).
+    """
+
+    encoding: str | None = None
+    delimiter: str | None = None
+    decimal: str | None = None
+    missing_tokens: tuple[str, ...] = MISSING_TOKENS
+    impute: str | None = None
+
+
+@dataclass(frozen=True)
+class CsvFormat:
+    """The encoding, delimiter and decimal mark that were detected (or given) and used."""
+
+    encoding: str
+    delimiter: str
+    decimal: str
+
+    def describe(self) -> str:
+        """Plain words, e.g. "UTF-8, separated by ';', decimal comma"."""
+        sep = {",": "commas", ";": "semicolons", "\t": "tabs"}.get(self.delimiter, repr(self.delimiter))
+        mark = "decimal comma" if self.decimal == "," else "decimal point"
+        return f"{_ENCODING_NAMES.get(self.encoding, self.encoding)}, separated by {sep}, {mark}"
+
+
+@dataclass
+class LocalTable:
+    """A site's rows read against the schema.
+
+    Attributes
+    ----------
+    X : float64 (n, m), columns in ``schema.features`` order, all finite.
+    y : int64 indices into ``schema.classes``, or None.
+    ids : str ids (stripped), or None.
+    format : the CSV format that was used.
+    n_imputed : how many feature cells were missing and imputed.
+    source : the file that was read.
+    """
+
+    X: np.ndarray
+    y: np.ndarray | None
+    ids: np.ndarray | None
+    format: CsvFormat
+    n_imputed: int
+    source: Path
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.X.shape[0])
+
+
+# ----------------------------------------------------------------------------------------------- format
+
+
+def detect_format(path: str | Path, options: CsvOptions | None = None) -> CsvFormat:
+    """Detect encoding, delimiter and decimal mark from the start of the file (options override each)."""
+    options = options or CsvOptions()
+    _check_options(options)
+    return _open_csv(Path(path), options)[0]
+
+
+def preview(
+    path: str | Path, options: CsvOptions | None = None, nrows: int = 50
+) -> tuple[pd.DataFrame, CsvFormat]:
+    """The first ``nrows`` rows as text (header names stripped), and the format used to read them."""
+    path = Path(path)
+    options = options or CsvOptions()
+    _check_options(options)
+
+    def work(opened: _Opened) -> tuple[pd.DataFrame, CsvFormat]:
+        fmt, header, _ = opened
+        names = [_clean_name(h) for h in header]
+        df = pd.DataFrame({i: pd.Series([], dtype=object) for i in range(len(header))})
+        if nrows > 0:
+            chunks = _iter_chunks(path, fmt, len(header), list(range(len(header))), chunk_rows=int(nrows))
+            with contextlib.closing(chunks):
+                df = next(chunks, (0, df))[1]
+        df = df.fillna("")
+        df.columns = names
+        return df, fmt
+
+    return _with_format(path, options, work)
+
+
+def _check_options(options: CsvOptions) -> None:
+    if options.encoding is not None:
+        try:
+            codecs.lookup(options.encoding)
+        except LookupError:
+            raise ConfigError(f"unknown text encoding {options.encoding!r}") from None
+    if options.delimiter is not None and (len(options.delimiter) != 1 or options.delimiter in '"\r\n.'):
+        raise ConfigError(f"{options.delimiter!r} cannot be used as the column separator")
+    if options.decimal is not None and options.decimal not in (".", ","):
+        raise ConfigError(f"the decimal mark must be '.' or ',', not {options.decimal!r}")
+    if options.decimal is not None and options.decimal == options.delimiter:
+        raise ConfigError("the decimal mark and the column separator cannot be the same character")
+    if isinstance(options.missing_tokens, str) or not all(isinstance(t, str) for t in options.missing_tokens):
+        raise ConfigError("the missing-value markers must be a list of strings")
+    if options.impute not in (None, "mean"):
+        raise ConfigError(f"unknown imputation {options.impute!r}; the choices are none or 'mean'")
+
+
+def _open_csv(path: Path, options: CsvOptions) -> tuple[CsvFormat, list[str], int]:
+    """Detect the format and read the header; returns (format, raw header fields, row-count estimate)."""
+    sample, complete, size = _read_sample(path)
+    encoding = options.encoding or _detect_encoding(lambda: iter([sample]), complete, path)
+    return _format_from_sample(path, sample, complete, size, encoding, options)
+
+
+def _with_format(path: Path, options: CsvOptions, work: Callable[[_Opened], _T]) -> _T:
+    """Run ``work((format, header, row estimate))``.
+
+    If a later part of the file is not in the encoding detected from its start, detect again on the whole
+    file and run once more.
+    """
+    sample, complete, size = _read_sample(path)
+    encoding = options.encoding or _detect_encoding(lambda: iter([sample]), complete, path)
+    name = _ENCODING_NAMES.get(encoding, encoding)
+    try:
+        return work(_format_from_sample(path, sample, complete, size, encoding, options))
+    except UnicodeDecodeError:
+        if options.encoding is not None or complete:
+            raise DataError(f"the file is not valid {name} text", path=path) from None
+    encoding2 = _detect_encoding(_file_blocks(path), True, path)
+    if encoding2 == encoding:
+        raise DataError(f"the file is not valid {name} text beyond its first megabyte", path=path)
+    try:
+        return work(_format_from_sample(path, sample, complete, size, encoding2, options))
+    except UnicodeDecodeError:
+        raise DataError("the file mixes text encodings; save it again as UTF-8", path=path) from None
+
+
+def _format_from_sample(
+    path: Path, sample: bytes, complete: bool, size: int, encoding: str, options: CsvOptions
+) -> tuple[CsvFormat, list[str], int]:
+    dec = codecs.getincrementaldecoder(encoding)("replace")
+    text = dec.decode(sample, final=complete)
+    if not complete:  # the last line may be cut
+        text = text[: max(text.rfind("\n"), text.rfind("\r")) + 1] or text
+    allowed = tuple(d for d in DELIMITERS if d != options.decimal)
+    delimiter = options.delimiter or _detect_delimiter(text, allowed)
+    rows = _sample_rows(text, delimiter, _DETECT_ROWS + 1)
+    if not rows:
+        raise DataError("the file has no header row", path=path)
+    header = rows[0]
+    decimal = options.decimal or _detect_decimal(rows[1:], delimiter)
+    newlines = max(sample.count(b"\n"), sample.count(b"\r"), 1)
+    est = int(size / (len(sample) / newlines) * 1.25) + 64
+    return CsvFormat(encoding, delimiter, decimal), header, est
+
+
+def _read_sample(path: Path) -> tuple[bytes, bool, int]:
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            sample = fh.read(SAMPLE_BYTES)
+            complete = not fh.read(1)
+    except FileNotFoundError:
+        raise DataError("file not found", path=path) from None
+    except IsADirectoryError:
+        raise DataError("this is a folder, not a CSV file", path=path) from None
+    except OSError as exc:
+        raise DataError(f"the file cannot be read ({exc.strerror or exc})", path=path) from None
+    if not sample.strip():
+        raise DataError("the file is empty", path=path)
+    return sample, complete, size
+
+
+def _decodes(blocks: Callable[[], Iterator[bytes]], encoding: str, complete: bool) -> str | None:
+    """Strictly decode the blocks; returns evidence text (first block, first non-ASCII block) or None."""
+    dec = codecs.getincrementaldecoder(encoding)("strict")
+    evidence: list[str] = []
+    try:
+        for i, block in enumerate(blocks()):
+            t = dec.decode(block)
+            if i == 0 or (len(evidence) < 2 and not t.isascii()):
+                evidence.append(t)
+        if complete:
+            dec.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return None
+    return "".join(evidence)
+
+
+def _detect_encoding(blocks: Callable[[], Iterator[bytes]], complete: bool, path: Path) -> str:
+    """UTF-8 (BOM or not), else Shift_JIS (or Windows cp932) if it reads as Japanese, else cp1252."""
+    first = next(blocks(), b"")
+    if first.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if first.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    if _decodes(blocks, "utf-8", complete) is not None:
+        return "utf-8"
+    japanese = None
+    for enc in ("shift_jis", "cp932"):
+        text = _decodes(blocks, enc, complete)
+        if text is not None:
+            japanese = enc
+            if _JAPANESE.search(text) and not _MISREAD_LATIN.search(text):
+                return enc
+            break
+    if _decodes(blocks, "cp1252", complete) is not None:
+        return "cp1252"
+    if japanese is not None:
+        return japanese
+    raise DataError("the file is not UTF-8, Shift_JIS or Windows-1252 text; choose its encoding", path=path)
+
+
+def _file_blocks(path: Path) -> Callable[[], Iterator[bytes]]:
+    def gen() -> Iterator[bytes]:
+        with open(path, "rb") as fh:
+            while block := fh.read(SAMPLE_BYTES * 8):
+                yield block
+
+    return gen
+
+
+def _sample_rows(text: str, delimiter: str, n: int) -> list[list[str]]:
+    rows = []
+    try:
+        for row in csv.reader(io.StringIO(text), delimiter=delimiter):
+            if row and any(c.strip() for c in row) or len(row) > 1:
+                rows.append(row)
+                if len(rows) >= n:
+                    break
+    except csv.Error:
+        pass
+    return rows
+
+
+def _detect_delimiter(text: str, allowed: tuple[str, ...]) -> str:
+    """The delimiter that splits the header into several fields and the most rows into as many."""
+    best, best_score = allowed[0], (False, 0.0, 0)
+    for d in allowed:
+        rows = _sample_rows(text, d, _DETECT_ROWS + 1)
+        if not rows:
+            continue
+        n = len(rows[0])
+        body = rows[1:]
+        consistent = sum(len(r) == n for r in body) / len(body) if body else 1.0
+        score = (n > 1, round(consistent, 2), n)
+        if score > best_score:
+            best, best_score = d, score
+    return best
+
+
+def _detect_decimal(rows: list[list[str]], delimiter: str) -> str:
+    """The decimal mark: "," only if the delimiter allows it and numeric-looking cells mostly use a comma."""
+    if delimiter == ",":
+        return "."
+    comma = point = 0
+    for row in rows:
+        for cell in row:
+            if _DEC_COMMA.match(cell):
+                comma += 1
+            elif _DEC_POINT.match(cell):
+                point += 1
+    return "," if comma > point else "."
+
+
+def _clean_name(name: str) -> str:
+    """A header name as matched against the schema: BOM and surrounding whitespace removed."""
+    return name.replace("\ufeff", "").strip()
+
+
+def _quote(value: Any, limit: int = 40) -> str:
+    s = str(value)
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return "'" + s.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + "'"
+
+
+def _quote_list(values: Iterable[str], limit: int = 10) -> str:
+    values = list(values)
+    shown = ", ".join(_quote(v) for v in values[:limit])
+    return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
+
+
+# ------------------------------------------------------------------------------------------ chunked read
+
+
+def _csv_kwargs(
+    fmt: CsvFormat, n_columns: int, usecols: list[int] | None, floats: Iterable[int], tokens: Iterable[str]
+) -> dict[str, Any]:
+    """Arguments for pandas' C parser; columns are named by file position, text columns stay Python str."""
+    floats = set(floats)
+    tokens = list(tokens)
+    cols = range(n_columns) if usecols is None else usecols
+    return dict(
+        sep=fmt.delimiter,
+        decimal=fmt.decimal,
+        encoding=fmt.encoding,
+        encoding_errors="strict",
+        engine="c",
+        header=0,
+        names=list(range(n_columns)),
+        usecols=usecols,
+        index_col=False,
+        dtype={i: (np.float64 if i in floats else object) for i in cols},
+        na_values={i: tokens for i in floats},
+        keep_default_na=False,
+        skip_blank_lines=True,
+        skipinitialspace=True,  # "   " reads as "" (missing), " 2.5" as 2.5
+        quotechar='"',
+        doublequote=True,
+    )
+
+
+def _iter_chunks(
+    path: Path,
+    fmt: CsvFormat,
+    n_columns: int,
+    usecols: list[int],
+    *,
+    floats: Iterable[int] = (),
+    tokens: Iterable[str] = (),
+    chunk_rows: int | None = None,
+) -> Iterator[tuple[int, pd.DataFrame]]:
+    """Yield (first data-row index, chunk); columns keyed by file position, ``floats`` as float64.
+
+    A row with more fields than the header is an error. pandas checks that itself only when it reads every
+    column, so when some columns are skipped the file's bytes are scanned for such a row first.
+    """
+    usecols = sorted(set(usecols))
+    chunk_rows = chunk_rows or max(1000, _CHUNK_CELLS // max(len(usecols), 1))
+    partial: list[int] | None = usecols if len(usecols) < n_columns else None
+    if partial is not None and fmt.encoding == "utf-16":  # its bytes cannot be scanned; read every column
+        partial = None
+    if partial is not None and _has_long_record(path, fmt, n_columns):
+        raise _long_record_error(path, fmt, n_columns)
+    kwargs = _csv_kwargs(fmt, n_columns, partial, floats, tokens)
+    start = 0
+    try:
+        with pd.read_csv(path, chunksize=chunk_rows, **kwargs) as reader:
+            chunks = iter(reader)
+            while True:
+                with warnings.catch_warnings():
+                    # pandas only warns (and drops data) when the first data row is longer than the header
+                    warnings.simplefilter("error", pd.errors.ParserWarning)
+                    chunk = next(chunks, None)
+                if chunk is None:
+                    break
+                yield start, chunk
+                start += len(chunk)
+    except pd.errors.ParserWarning as exc:
+        if "Length of header" in str(exc):
+            raise _long_record_error(path, fmt, n_columns) from None
+        raise DataError(f"the file cannot be read ({exc})", path=path) from None
+    except pd.errors.ParserError as exc:
+        raise _read_error(exc, path, fmt, n_columns) from None
+    except pd.errors.EmptyDataError:
+        raise DataError("the file is empty", path=path) from None
+
+
+def _has_long_record(path: Path, fmt: CsvFormat, n_columns: int, block: int = 1 << 22) -> bool:
+    """Whether any record has more than ``n_columns`` fields, by counting delimiters outside quotes.
+
+    Vectorised over raw bytes: valid for ASCII-compatible encodings whose multibyte characters never use
+    the bytes of '"', the delimiter, CR or LF (UTF-8, Shift_JIS, cp932, cp1252).
+    """
+    delim = fmt.delimiter.encode("ascii")[0]
+    limit = n_columns - 1
+    quote_parity = 0
+    carried = 0  # delimiters seen since the last record end, from earlier blocks
+    with open(path, "rb") as fh:
+        while buf := fh.read(block):
+            b = np.frombuffer(buf, dtype=np.uint8)
+            if quote_parity or buf.find(b'"') >= 0:
+                inside = np.cumsum(b == 34, dtype=np.uint8)  # wraps mod 256: parity survives
+                inside += quote_parity
+                inside &= 1
+                quote_parity = int(inside[-1])
+                outside = inside == 0
+                d = (b == delim) & outside
+                ends = np.flatnonzero(((b == 10) | (b == 13)) & outside)
+            else:
+                d = b == delim
+                ends = np.flatnonzero((b == 10) | (b == 13))
+            if ends.size == 0:
+                carried += int(np.count_nonzero(d))
+                if carried > limit:
+                    return True
+                continue
+            starts = np.concatenate(([0], ends[:-1] + 1))
+            counts = np.add.reduceat(d, starts, dtype=np.int64)
+            tail = int(np.count_nonzero(d[ends[-1] + 1 :]))
+            counts[-1] -= tail
+            counts[0] += carried
+            if int(counts.max()) > limit:
+                return True
+            carried = tail
+    return carried > limit
+
+
+def _text_to_numbers(
+    series: pd.Series, decimal: str, tokens: frozenset[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Parse text cells: (float64 values with NaN where missing or bad, missing mask, bad mask).
+
+    A cell is missing if it is absent (short row) or, stripped, one of the tokens; it is bad if it is not
+    missing and is not a number written with ``decimal`` as the decimal mark. Most cells are plain numbers,
+    so everything is parsed at once and only the cells that did not parse are looked at one by one.
+    """
+    raw = series.to_numpy(dtype=object)
+    if decimal == ",":  # "1,5" -> "1.5"; a point is wrong here ("1.234" could be a thousands mark)
+        work = np.array(
+            [v.replace(",", ".") if isinstance(v, str) and "." not in v else "" for v in raw], dtype=object
+        )
+    else:
+        work = raw
+    values = pd.to_numeric(pd.Series(work, dtype=object), errors="coerce").to_numpy(
+        dtype=np.float64, na_value=np.nan, copy=True
+    )
+    missing = np.zeros(len(raw), dtype=bool)
+    numeric_tokens = [t for t in tokens if _NUMBER.match(t)]
+    if numeric_tokens:  # e.g. -999 as a missing-value marker parses as a number
+        missing |= np.isin(
+            np.array([v.strip() if isinstance(v, str) else "" for v in raw], dtype=object), numeric_tokens
+        )
+    bad = np.zeros(len(raw), dtype=bool)
+    retry: list[int] = []
+    for i in np.flatnonzero(np.isnan(values)).tolist():
+        v = raw[i]
+        s = v.strip() if isinstance(v, str) else None
+        if s is None or s in tokens:
+            missing[i] = True
+        elif decimal == "," and "." in s:
+            bad[i] = True
+        else:
+            retry.append(i)
+    if retry:
+        texts = [raw[i].strip().replace(",", ".") if decimal == "," else raw[i].strip() for i in retry]
+        again = pd.to_numeric(pd.Series(texts, dtype=object), errors="coerce").to_numpy(
+            dtype=np.float64, na_value=np.nan
+        )
+        values[retry] = again
+        bad[np.asarray(retry)[np.isnan(again)]] = True
+    values[missing | bad] = np.nan
+    return values, missing, bad
+
+
+class _Growable:
+    """Rows appended chunk by chunk to one preallocated array (untouched capacity costs no memory)."""
+
+    def __init__(self, capacity: int, width: int | None, dtype: Any):
+        self.width = width
+        self.array = np.empty((capacity,) if width is None else (capacity, width), dtype=dtype)
+        self.n = 0
+
+    def take(self, k: int) -> np.ndarray:
+        """A writable view of the next ``k`` rows."""
+        need = self.n + k
+        if need > self.array.shape[0]:
+            rows = max(need, int(self.array.shape[0] * 1.5))
+            grown = np.empty((rows,) + self.array.shape[1:], self.array.dtype)
+            grown[: self.n] = self.array[: self.n]
+            self.array = grown
+        view = self.array[self.n : need]
+        self.n = need
+        return view
+
+    def finish(self) -> np.ndarray:
+        shape = (self.n,) if self.width is None else (self.n, self.width)
+        try:
+            self.array.resize(shape, refcheck=False)
+        except ValueError:
+            self.array = self.array[: self.n].copy()
+        return self.array
+
+
+class _FastPathRefused(Exception):
+    """pandas' float parser refused a cell; read again as text to find it."""
+
+
+# -------------------------------------------------------------------------------------------- read_table
+
+
+def read_table(
+    path: str | Path,
+    schema: Schema,
+    *,
+    options: CsvOptions | None = None,
+    labels: bool = True,
+    ids: bool = False,
+    control: JobControl | None = None,
+) -> LocalTable:
+    """Read a local CSV against the schema.
+
+    Columns are matched by name (any order, extra columns ignored). ``labels`` reads the schema's label
+    column into class indices (ignored when the schema has no label); ``ids`` reads the id column.
+    Raises DataError with one sentence naming the line, column and value of the first problem.
+    """
+    path = Path(path)
+    options = options or CsvOptions()
+    _check_options(options)
+    schema.validate()
+    if ids and schema.id_column is None:
+        raise ConfigError("the project's schema has no id column")
+    control = ensure(control)
+    return _with_format(
+        path, options, lambda opened: _read_opened(path, schema, options, opened, labels, ids, control)
+    )
+
+
+def _read_opened(
+    path: Path,
+    schema: Schema,
+    options: CsvOptions,
+    opened: tuple[CsvFormat, list[str], int],
+    labels: bool,
+    ids: bool,
+    control: JobControl,
+) -> LocalTable:
+    fmt, header, est_rows = opened
+    names = [_clean_name(h) for h in header]
+    positions: dict[str, int] = {}
+    repeated: set[str] = set()
+    for i, n in enumerate(names):
+        if n in positions:
+            repeated.add(n)
+        positions.setdefault(n, i)
+    label_col = schema.label if labels else None
+    id_col = schema.id_column if ids else None
+    needed = schema.feature_names + [c for c in (label_col, id_col) if c is not None]
+    absent = [c for c in needed if c not in positions]
+    if absent:
+        what = "column" if len(absent) == 1 else "columns"
+        have = _quote_list(names, 20)
+        raise DataError(
+            f"the file has no {what} {_quote_list(absent, len(absent))} (its columns are {have})", path=path
+        )
+    twice = [c for c in needed if c in repeated]
+    if twice:
+        raise DataError(f"column {_quote(twice[0])} appears more than once in the header", path=path)
+
+    args = (path, schema, options, fmt, header, positions, label_col, id_col, est_rows, control)
+    reader = _TableReader(*args)
+    try:
+        reader.run(text=False)
+    except _FastPathRefused:
+        # pandas refused a cell: read on as text from the chunk it was in, to find or accept it
+        reader.run(text=True, skip=reader.X.n)
+    return reader.result()
+
+
+class _TableReader:
+    """One pass over the file: fills X (and y, ids) chunk by chunk and remembers the first problems."""
+
+    def __init__(
+        self,
+        path: Path,
+        schema: Schema,
+        options: CsvOptions,
+        fmt: CsvFormat,
+        header: list[str],
+        positions: dict[str, int],
+        label_col: str | None,
+        id_col: str | None,
+        est_rows: int,
+        control: JobControl,
+    ):
+        self.path, self.schema, self.options, self.fmt, self.header = path, schema, options, fmt, header
+        self.control = control
+        self.est_rows = est_rows
+        self.feat_pos = [positions[n] for n in schema.feature_names]
+        self.label_pos = positions[label_col] if label_col is not None else None
+        self.id_pos = positions[id_col] if id_col is not None else None
+        self.tokens = frozenset(options.missing_tokens)
+        self.X = _Growable(est_rows, len(self.feat_pos), np.float64)
+        self.y = _Growable(est_rows, None, np.int64) if self.label_pos is not None else None
+        self.id_parts: list[np.ndarray] = []
+        self.missing_per_col = np.zeros(len(self.feat_pos), dtype=np.int64)
+        self.sums = np.zeros(len(self.feat_pos), dtype=np.float64)
+        self.first_missing: tuple[int, int] | None = None  # (row, feature index)
+        self.first_missing_label: int | None = None
+        self.first_empty_id: int | None = None
+        self.unknown: dict[str, int] = {}  # unknown label -> rows
+        self.label_cache: dict[Any, int] = {}
+        self.class_index = {c: i for i, c in enumerate(schema.classes)}
+        nums: dict[float, list[int]] = {}
+        for i, c in enumerate(schema.classes):
+            if _NUMBER.match(c):
+                nums.setdefault(float(c), []).append(i)
+        self.numeric_classes = {v: idx[0] for v, idx in nums.items() if len(idx) == 1}
+
+    # -- the pass
+
+    def run(self, *, text: bool, skip: int = 0) -> None:
+        """Read the file; ``text`` parses feature cells as text; the first ``skip`` rows are already read.
+
+        In the fast mode (floats parsed by pandas) a refused cell raises :class:`_FastPathRefused` at a chunk
+        boundary, with every earlier row stored, so a text-mode run can continue from there.
+        """
+        usecols = sorted({*self.feat_pos, *(p for p in (self.label_pos, self.id_pos) if p is not None)})
+        floats = () if text else self.feat_pos
+        n_cols = len(self.header)
+        cells = _CHUNK_CELLS // 8 if text else _CHUNK_CELLS  # text cells are Python strings: smaller chunks
+        rows = max(100, cells // max(len(usecols), 1))
+        chunks = _iter_chunks(
+            self.path, self.fmt, n_cols, usecols, floats=floats, tokens=self.tokens, chunk_rows=rows
+        )
+        if not skip:
+            self.control.step(0.0, "reading rows")
+        with contextlib.closing(chunks):
+            while True:
+                try:
+                    item = next(chunks, None)
+                except UnicodeDecodeError:
+                    raise
+                except ValueError:
+                    if text:
+                        raise
+                    raise _FastPathRefused() from None
+                if item is None:
+                    break
+                start, chunk = item
+                if start + len(chunk) <= skip:
+                    continue
+                if start < skip:
+                    chunk, start = chunk.iloc[skip - start :], skip
+                self._features(start, chunk, text)
+                if self.label_pos is not None:
+                    self._labels(start, chunk[self.label_pos])
+                if self.id_pos is not None:
+                    self._ids(start, chunk[self.id_pos])
+                fraction = min(1.25 * self.X.n / self.est_rows, 0.99)
+                self.control.step(fraction, f"read {self.X.n:,} rows")
+        self.control.step(1.0, f"read {self.X.n:,} rows")
+
+    def _features(self, start: int, chunk: pd.DataFrame, text: bool) -> None:
+        k = len(chunk)
+        block = self.X.take(k)
+        # filled one contiguous row per feature, then copied into the row-major block in one go
+        cols = np.empty((len(self.feat_pos), k), dtype=np.float64)
+        for j, pos in enumerate(self.feat_pos):
+            if text:
+                values, _, bad = _text_to_numbers(chunk[pos], self.fmt.decimal, self.tokens)
+                if bad.any():
+                    self._raise_bad_in_chunk(start, chunk)
+                cols[j] = values
+            else:
+                cols[j] = chunk[pos].to_numpy(dtype=np.float64, copy=False)
+        block[:] = cols.T
+        del cols
+        sums = block.sum(axis=0)
+        if np.isfinite(sums).all():  # no NaN and no inf in this chunk
+            self.sums += sums
+            return
+        nan = np.isnan(block)
+        if nan.any():
+            self.missing_per_col += nan.sum(axis=0)
+            if self.first_missing is None:
+                r = int(np.flatnonzero(nan.any(axis=1))[0])
+                j = int(min(np.flatnonzero(nan[r]), key=lambda jj: self.feat_pos[jj]))
+                self.first_missing = (start + r, j)
+        inf = np.isinf(block)
+        if inf.any():
+            r = int(np.flatnonzero(inf.any(axis=1))[0])
+            j = int(min(np.flatnonzero(inf[r]), key=lambda jj: self.feat_pos[jj]))
+            line, fields = _locate(self.path, self.fmt, start + r)
+            pos = self.feat_pos[j]
+            value = fields[pos] if pos < len(fields) else str(block[r, j])
+            raise DataError(
+                f"line {line}, column {_quote(self.schema.feature_names[j])}: {_quote(value.strip())} "
+                "is not a finite number",
+                path=self.path,
+            )
+        self.sums += np.where(nan, 0.0, block).sum(axis=0)
+
+    def _raise_bad_in_chunk(self, start: int, chunk: pd.DataFrame) -> None:
+        """Raise for the first bad cell of the chunk in file order (earliest row, then leftmost column)."""
+        best: tuple[int, int, int] | None = None  # (row, file position, feature index)
+        for j, pos in enumerate(self.feat_pos):
+            _, _, bad = _text_to_numbers(chunk[pos], self.fmt.decimal, self.tokens)
+            hit = np.flatnonzero(bad)
+            if hit.size and (best is None or (int(hit[0]), pos) < best[:2]):
+                best = (int(hit[0]), pos, j)
+        assert best is not None
+        row, pos, j = best
+        value = chunk[pos].iloc[row]
+        line, _ = _locate(self.path, self.fmt, start + row)
+        raise DataError(
+            f"line {line}, column {_quote(self.schema.feature_names[j])}: {_quote(value)} is not a number"
+            + (" (the decimal mark here is ',')" if self.fmt.decimal == "," and "." in str(value) else ""),
+            path=self.path,
+        )
+
+    def _labels(self, start: int, series: pd.Series) -> None:
+        codes, uniques = pd.factorize(series, use_na_sentinel=True)
+        lut = np.empty(len(uniques) + 1, dtype=np.int64)
+        lut[-1] = _MISSING
+        for k, u in enumerate(uniques):
+            lut[k] = self._label_index(u)
+        y = lut[codes]
+        self.y.take(len(y))[:] = y
+        if (lut[:-1] == _UNKNOWN).any():
+            counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
+            for k in np.flatnonzero(lut[:-1] == _UNKNOWN):
+                s = uniques[k].strip()
+                self.unknown[s] = self.unknown.get(s, 0) + int(counts[k])
+        if self.first_missing_label is None:
+            hit = np.flatnonzero(y == _MISSING)
+            if hit.size:
+                self.first_missing_label = start + int(hit[0])
+
+    def _label_index(self, value: Any) -> int:
+        if value in self.label_cache:
+            return self.label_cache[value]
+        s = value.strip() if isinstance(value, str) else ""
+        if not s or s in self.tokens:
+            idx = _MISSING
+        elif s in self.class_index:
+            idx = self.class_index[s]
+        elif _NUMBER.match(s) and float(s) in self.numeric_classes:
+            idx = self.numeric_classes[float(s)]
+        else:
+            idx = _UNKNOWN
+        self.label_cache[value] = idx
+        return idx
+
+    def _ids(self, start: int, series: pd.Series) -> None:
+        s = series.fillna("").astype(str).str.strip()
+        empty = (s == "").to_numpy()
+        if self.first_empty_id is None and empty.any():
+            self.first_empty_id = start + int(np.flatnonzero(empty)[0])
+        self.id_parts.append(np.asarray(s.to_numpy(dtype=object), dtype=str))
+
+    # -- the outcome
+
+    def result(self) -> LocalTable:
+        path = self.path
+        X = self.X.finish()
+        n = X.shape[0]
+        if n == 0:
+            raise DataError("the file has a header but no data rows", path=path)
+        n_missing = int(self.missing_per_col.sum())
+        names = self.schema.feature_names
+        if n_missing and self.options.impute is None:
+            row, j = self.first_missing
+            line, fields = _locate(path, self.fmt, row)
+            pos = self.feat_pos[j]
+            raw = fields[pos].strip() if pos < len(fields) else None
+            what = (
+                "is missing (the row ends before it)"
+                if raw is None
+                else "is empty"
+                if not raw
+                else f"has the missing-value marker {_quote(raw)}"
+            )
+            others = n_missing - 1
+            verb = "cells are" if others != 1 else "cell is"
+            more = f", and {others:,} other {verb} missing too" if others else ""
+            raise DataError(
+                f"line {line}, column {_quote(names[j])} {what}{more}; "
+                "fix the file or choose mean imputation for missing values",
+                path=path,
+            )
+        if self.y is not None:
+            y = self.y.finish()
+            if self.first_missing_label is not None:
+                line, _ = _locate(path, self.fmt, self.first_missing_label)
+                label = _quote(self.schema.label)
+                raise DataError(f"line {line}: the label column {label} is empty", path=path)
+            if self.unknown:
+                from .schema import natural_sorted
+
+                bad = sorted(natural_sorted(self.unknown), key=lambda v: -self.unknown[v])  # most rows first
+                count = sum(self.unknown.values())
+                raise DataError(
+                    f"the label column {_quote(self.schema.label)} has value{'s' if len(bad) > 1 else ''} "
+                    f"{_quote_list(bad)} on {count:,} row{'s' if count != 1 else ''}, which the project does "
+                    f"not know (its classes are {_quote_list(self.schema.classes, 30)})",
+                    path=path,
+                )
+        else:
+            y = None
+        id_array = None
+        if self.id_pos is not None:
+            if self.first_empty_id is not None:
+                line, _ = _locate(path, self.fmt, self.first_empty_id)
+                col = _quote(self.schema.id_column)
+                raise DataError(f"line {line}: the id column {col} is empty", path=path)
+            id_array = np.concatenate(self.id_parts) if self.id_parts else np.empty(0, dtype=str)
+        if n_missing:
+            counts = n - self.missing_per_col
+            empty = np.flatnonzero(counts == 0)
+            if empty.size:
+                col = _quote(names[int(empty[0])])
+                raise DataError(f"column {col} has no values at all, so it cannot be imputed", path=path)
+            means = self.sums / counts
+            for j in np.flatnonzero(self.missing_per_col):
+                col = X[:, j]
+                col[np.isnan(col)] = means[j]
+        return LocalTable(X=X, y=y, ids=id_array, format=self.fmt, n_imputed=n_missing, source=path)
+
+
+# ------------------------------------------------------------------------------------- locating problems
+
+
+def _records(path: Path, fmt: CsvFormat) -> Iterator[tuple[int, str, bool]]:
+    """Yield (first line number, raw text, closed) for each record, header first, skipping blank lines.
+
+    Follows the C parser closely enough for messages: a record continues over line ends while an odd number
+    of quote characters is open.
+    """
+    blank = " \t\r\n\f\v".replace(fmt.delimiter, "")
+    with open(path, encoding=fmt.encoding, errors="replace", newline="") as fh:
+        buf: list[str] = []
+        start = 0
+        open_quote = False
+        for lineno, line in enumerate(fh, 1):
+            if not buf:
+                if not line.strip(blank):
+                    continue
+                start = lineno
+            buf.append(line)
+            if line.count('"') % 2:
+                open_quote = not open_quote
+            if not open_quote:
+                yield start, "".join(buf), True
+                buf = []
+        if buf:
+            yield start, "".join(buf), False
+
+
+def _fields(text: str, fmt: CsvFormat) -> list[str]:
+    text = text.rstrip("\r\n")
+    if '"' not in text:
+        return text.split(fmt.delimiter)
+    try:
+        return next(csv.reader(io.StringIO(text), delimiter=fmt.delimiter), [])
+    except csv.Error:
+        return text.split(fmt.delimiter)
+
+
+def _locate(path: Path, fmt: CsvFormat, row: int) -> tuple[int, list[str]]:
+    """The line number and fields of data row ``row`` (0-based, header not counted)."""
+    for i, (line, text, _) in enumerate(_records(path, fmt)):
+        if i == row + 1:
+            return line, _fields(text, fmt)
+    return row + 2, []
+
+
+def _long_record_error(path: Path, fmt: CsvFormat, n_header: int) -> DataError:
+    """The error for the first record that has more fields than the header."""
+    for i, (line, text, _) in enumerate(_records(path, fmt)):
+        n = len(_fields(text, fmt))
+        if i > 0 and n > n_header:
+            return DataError(
+                f"line {line} has {n} fields but the header has {n_header} "
+                f"(is a {_SEP_NAMES.get(fmt.delimiter, repr(fmt.delimiter))} inside an unquoted value?)",
+                path=path,
+            )
+    return DataError(f"a row has more fields than the {n_header} of the header", path=path)
+
+
+def _read_error(exc: Exception, path: Path, fmt: CsvFormat, n_header: int) -> DataError:
+    """Turn a pandas parser error into one sentence naming the line."""
+    msg = str(exc)
+    if "Expected" in msg and "fields" in msg:
+        return _long_record_error(path, fmt, n_header)
+    if "EOF inside string" in msg:
+        for line, _, closed in _records(path, fmt):
+            if not closed:
+                return DataError(f"line {line} opens a quoted value that is never closed", path=path)
+    first = msg.strip().splitlines()[0] if msg.strip() else exc.__class__.__name__
+    sep = _SEP_NAMES.get(fmt.delimiter, repr(fmt.delimiter))
+    return DataError(f"the file cannot be read as {sep}-separated text ({first})", path=path)

@@ -1,0 +1,38 @@
+"""A small labelled problem split over sites with label skew, written as CSV files (for round tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.datasets import make_classification
+
+FEATURES = [f"x{j}" for j in range(8)]
+CLASSES = ["a", "b", "c", "d"]
+# per-site class mix: two sites mostly a/b, two mostly c/d
+MIXES = [[0.45, 0.45, 0.05, 0.05], [0.4, 0.5, 0.05, 0.05], [0.05, 0.05, 0.45, 0.45], [0.05, 0.05, 0.5, 0.4]]
+
+
+def make_sites(folder: Path, *, rows: int = 220, seed: int = 0) -> dict[str, tuple[Path, Path]]:
+    """Write sample.csv (schema sample), seed.csv (public anchor seed) and per site train/test CSVs."""
+    X, y = make_classification(n_samples=4000, n_features=8, n_informative=6, n_redundant=1, n_classes=4,
+                               n_clusters_per_class=2, class_sep=1.6, random_state=seed)
+    X = X * np.array([1, 10, 100, 0.1, 1, 5, 50, 2]) + np.array([0, 50, -300, 1, 2, 0, 1000, 7])
+    rng = np.random.default_rng(seed)
+    pools = {k: list(rng.permutation(np.flatnonzero(y == k))) for k in range(4)}
+    frame = pd.DataFrame(X, columns=FEATURES)
+    frame["label"] = np.asarray(CLASSES)[y]
+    folder.mkdir(parents=True, exist_ok=True)
+    frame.iloc[[pools[k].pop() for k in range(4) for _ in range(5)]].to_csv(folder / "sample.csv", index=False)
+    frame.iloc[[pools[k].pop() for k in range(4) for _ in range(25)]].to_csv(folder / "seed.csv", index=False)
+    out = {}
+    for s, mix in enumerate(MIXES):
+        counts = rng.multinomial(rows, mix)
+        idx = rng.permutation([pools[k].pop() for k in range(4) for _ in range(counts[k])])
+        cut = int(0.7 * len(idx))
+        train, test = folder / f"site{s}-train.csv", folder / f"site{s}-test.csv"
+        frame.iloc[idx[:cut]].to_csv(train, index=False)
+        frame.iloc[idx[cut:]].to_csv(test, index=False)
+        out[f"site{s}"] = (train, test)
+    return out

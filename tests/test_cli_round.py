@@ -1,0 +1,213 @@
+"""A scripted CLI round (DESIGN §5) and every refusal the round issue lists.
+
+Each refusal must be one line on stderr, a non-zero exit, and no output written.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.cli import main
+from core.envelope import Payload, seal
+from core.identity import Identity
+from core.mlp import BatchedMLP
+from tests.roundkit import CLASSES, FEATURES, make_sites
+
+WF = ["--work-factor", "14"]
+
+
+def run(*argv) -> int:
+    return main([str(a) for a in argv])
+
+
+def refused(capsys, *argv, expect: str) -> str:
+    """Run a command that must fail: non-zero, one stderr line, naming ``expect``."""
+    code = run(*argv)
+    err = capsys.readouterr().err.strip()
+    assert code != 0, f"expected refusal for {argv}"
+    assert len(err.splitlines()) == 1, err
+    assert "Traceback" not in err
+    assert expect.lower() in err.lower(), err
+    return err
+
+
+@pytest.fixture(scope="module")
+def round_dir(tmp_path_factory):
+    """Run one whole round through the CLI; return its folder (tests below reuse it)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DCSTUDIO_PASSPHRASE", "correct horse battery staple")
+    d = tmp_path_factory.mktemp("round")
+    sites = make_sites(d / "data")
+    assert run("keys", "new", "--name", "analyst", "--out", d / "analyst", *WF) == 0
+    assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "Skewed",
+               "--schema-from", d / "data/sample.csv", "--label", "label", "--method", "dccfl",
+               "--set", "seed=3", "--out", d / "p.dckit") == 0
+    assert run("anchor", "new", "--kit", d / "p.dckit", "--seed-csv", d / "data/seed.csv",
+               "--out", d / "site0/p.dcanchor") == 0
+    for name, (train, _) in sites.items():
+        assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
+        assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "site0/p.dcanchor",
+                   "--identity", d / name / f"{name}.dcid", "--csv", train,
+                   "--out", d / "bundles" / f"{name}.dcbundle", "--seed", "1") == 0
+    assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+               "--bundles", d / "bundles", "--out", d / "out") == 0
+    for name, (_, test) in sites.items():
+        assert run("participant", "apply", "--package", d / "out" / f"{name}.dcpkg",
+                   "--identity", d / name / f"{name}.dcid", "--csv", test, "--out", d / name / "result.csv") == 0
+    yield d, sites
+    mp.undo()
+
+
+def _local_accuracy(train: Path, test: Path) -> float:
+    tr, te = pd.read_csv(train), pd.read_csv(test)
+    X, Xt = tr[FEATURES].to_numpy(), te[FEATURES].to_numpy()
+    mu, sd = X.mean(0), X.std(0)
+    y = np.array([CLASSES.index(c) for c in tr["label"]])
+    m = BatchedMLP(random_state=3).fit([((X - mu) / sd, y)], 4).models_[0]
+    return float(np.mean(np.asarray(CLASSES)[m.predict_proba((Xt - mu) / sd).argmax(1)] == te["label"]))
+
+
+def test_round_outputs_and_accuracy(round_dir):
+    d, sites = round_dir
+    summary = json.loads((d / "out/summary.json").read_text())
+    assert (d / "out/report.html").read_text().startswith("<!doctype html>")
+    assert summary["n_clusters"] >= 2  # the two label-skew groups are told apart
+    clusters = {s["site"]: s["cluster"] for s in summary["sites"]}
+    assert clusters["site0"] == clusters["site1"] != clusters["site2"] == clusters["site3"]
+    package_acc, local_acc = [], []
+    for name, (train, test) in sites.items():
+        res = pd.read_csv(d / name / "result.csv")
+        assert list(res.columns[-5:]) == ["prediction"] + [f"prob_{c}" for c in CLASSES]
+        assert len(res) == len(pd.read_csv(test))
+        np.testing.assert_allclose(res[[f"prob_{c}" for c in CLASSES]].sum(axis=1), 1, atol=1e-5)
+        package_acc.append(float(np.mean(res["prediction"] == res["label"])))
+        local_acc.append(_local_accuracy(train, test))
+    # in line with a local-only model or better (the sites pool rows of the same distribution)
+    assert np.mean(package_acc) >= np.mean(local_acc) - 0.02, (package_acc, local_acc)
+    assert min(package_acc) > 0.6
+
+
+def test_audit_logs_chain(round_dir):
+    from core.audit import AuditLog
+
+    d, _ = round_dir
+    assert AuditLog(d / "site1/site1.workspace/audit.jsonl").verify() >= 2  # export + apply
+    assert AuditLog(d / "analyst/analyst.workspace/audit.jsonl").verify() >= 8  # 4 imports + 4 packages
+
+
+def test_site_cannot_apply_another_sites_package(round_dir, capsys):
+    d, sites = round_dir
+    out = d / "site1/stolen.csv"
+    refused(capsys, "participant", "apply", "--package", d / "out/site0.dcpkg", "--identity",
+            d / "site1/site1.dcid", "--csv", sites["site1"][1], "--out", out, expect="recipient")
+    assert not out.exists()
+
+
+def _analyst_run_refused(capsys, d: Path, bundle_dir: Path, expect: str) -> None:
+    out = d / "refused-out"
+    shutil.rmtree(out, ignore_errors=True)
+    refused(capsys, "analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+            "--bundles", bundle_dir, "--out", out, "--workspace", d / "fresh-ws", expect=expect)
+    assert not out.exists() or not any(out.iterdir())
+
+
+def _one_bundle_dir(d: Path, name: str, data: bytes) -> Path:
+    folder = d / name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    (folder / "x.dcbundle").write_bytes(data)
+    return folder
+
+
+@pytest.mark.parametrize("where", [0.0, 0.01, 0.3, 0.6, 0.999])
+def test_bit_flip_anywhere_in_a_bundle_is_refused(round_dir, capsys, where):
+    d, _ = round_dir
+    data = bytearray((d / "bundles/site2.dcbundle").read_bytes())
+    pos = min(int(where * len(data)), len(data) - 1)
+    data[pos] ^= 0x10
+    _analyst_run_refused(capsys, d, _one_bundle_dir(d, f"flip{where}", bytes(data)), expect="x.dcbundle")
+
+
+def test_truncated_bundle_is_refused(round_dir, capsys):
+    d, _ = round_dir
+    data = (d / "bundles/site2.dcbundle").read_bytes()
+    _analyst_run_refused(capsys, d, _one_bundle_dir(d, "trunc", data[: len(data) // 2]), expect="x.dcbundle")
+
+
+def test_unknown_format_version_is_refused(round_dir, capsys):
+    d, _ = round_dir
+    data = (d / "bundles/site2.dcbundle").read_bytes().replace(b"dcstudio-envelope/v1", b"dcstudio-envelope/v9", 1)
+    _analyst_run_refused(capsys, d, _one_bundle_dir(d, "version", data), expect="version")
+
+
+def test_same_bundle_twice_is_refused_as_duplicate(round_dir, capsys):
+    d, _ = round_dir
+    folder = _one_bundle_dir(d, "dup", (d / "bundles/site2.dcbundle").read_bytes())
+    shutil.copy(d / "bundles/site2.dcbundle", folder / "y.dcbundle")
+    _analyst_run_refused(capsys, d, folder, expect="duplicate")
+    # and importing a bundle the workspace already holds is reported as a duplicate
+    refused(capsys, "analyst", "import", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+            "--bundle", d / "bundles/site2.dcbundle", expect="already imported")
+    # re-running the analysis over the same folder is idempotent: the stored copies are used
+    assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+               "--bundles", d / "bundles", "--out", d / "rerun") == 0
+    assert "already imported" in capsys.readouterr().out
+
+
+def test_bundle_for_another_project_or_analyst_is_refused(round_dir, capsys):
+    d, sites = round_dir
+    # another project, same analyst
+    assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "Other",
+               "--schema-from", d / "data/sample.csv", "--label", "label", "--out", d / "other.dckit") == 0
+    assert run("anchor", "new", "--kit", d / "other.dckit", "--seed-csv", d / "data/seed.csv",
+               "--out", d / "other.dcanchor") == 0
+    assert run("participant", "export", "--kit", d / "other.dckit", "--anchor", d / "other.dcanchor",
+               "--identity", d / "site3/site3.dcid", "--csv", sites["site3"][0],
+               "--out", d / "otherproj/x.dcbundle") == 0
+    capsys.readouterr()
+    _analyst_run_refused(capsys, d, d / "otherproj", expect="project")
+    # this project, but sealed to another analyst's key
+    kit_body = json.loads((d / "p.dckit").read_text())["kit"]
+    site = Identity.load(d / "site3/site3.dcid", "correct horse battery staple")
+    stranger = Identity.generate("stranger")
+    (d / "stranger").mkdir(exist_ok=True)
+    seal(d / "stranger/x.dcbundle", Payload({"n_rows": 1}, {"x": np.zeros(3)}), kind="bundle",
+         project_id=kit_body["project_id"], sender=site, recipient=stranger.card)
+    _analyst_run_refused(capsys, d, d / "stranger", expect="recipient")
+
+
+def test_package_for_another_bundle_or_project_is_refused(round_dir, capsys):
+    d, sites = round_dir
+    # site1 re-exports (a new bundle, new private map); a package for its first bundle still applies,
+    # but a package bound to a bundle this workspace never exported is refused
+    analyst = Identity.load(d / "analyst/analyst.dcid", "correct horse battery staple")
+    site1 = Identity.load(d / "site1/site1.dcid", "correct horse battery staple")
+    kit_body = json.loads((d / "p.dckit").read_text())["kit"]
+    seal(d / "forged.dcpkg", Payload({"method": "dccfl"}, {"x": np.zeros(2)}), kind="package",
+         project_id=kit_body["project_id"], sender=analyst, recipient=site1.card, in_reply_to="ab" * 32)
+    out = d / "site1/forged.csv"
+    refused(capsys, "participant", "apply", "--package", d / "forged.dcpkg", "--identity", d / "site1/site1.dcid",
+            "--csv", sites["site1"][1], "--out", out, expect="bundle")
+    assert not out.exists()
+    seal(d / "otherproj.dcpkg", Payload({"method": "dccfl"}, {"x": np.zeros(2)}), kind="package",
+         project_id="0" * 32, sender=analyst, recipient=site1.card, in_reply_to="ab" * 32)
+    refused(capsys, "participant", "apply", "--package", d / "otherproj.dcpkg", "--identity",
+            d / "site1/site1.dcid", "--csv", sites["site1"][1], "--out", out, expect="project")
+    assert not out.exists()
+
+
+def test_kit_whose_signature_fails_is_refused(round_dir, capsys):
+    d, sites = round_dir
+    doc = json.loads((d / "p.dckit").read_text())
+    doc["kit"]["settings"]["t"] = 0.9
+    (d / "tampered.dckit").write_text(json.dumps(doc))
+    out = d / "tampered.dcbundle"
+    refused(capsys, "participant", "export", "--kit", d / "tampered.dckit", "--anchor", d / "site0/p.dcanchor",
+            "--identity", d / "site2/site2.dcid", "--csv", sites["site2"][0], "--out", out, expect="signature")
+    assert not out.exists()
