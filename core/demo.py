@@ -121,7 +121,7 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
         result = session.run(bundles)
         outputs = session.export(result, bundles, out / "to-sites")
         s = result.summary
-        say(f"analyst: DC-CFL chose t = {s['t']:g} ({s['n_clusters']} clusters); "
+        say(f"analyst: DC-CFL chose t = {s['t']:g} ({s['n_clusters']} cluster{'s' if s['n_clusters'] != 1 else ''}); "
             f"packages in {out / 'to-sites'}, report {outputs.report}")
 
         step = "sites: apply"

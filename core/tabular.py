@@ -1,9 +1,10 @@
 """CSV ingestion: detect a local file's format and read it into a float64 matrix in the schema's column order.
 
 The fast path is pandas' C parser reading only the needed columns, chunk by chunk, straight into one
-preallocated matrix (so a large file costs about one copy of the matrix). Only when that parser refuses a
-value is the file read again as text, chunk by chunk, to find the first bad cell and name its line,
-column and value. Every problem is a :class:`~core.errors.DataError` with one sentence naming the file.
+preallocated matrix (so a large file costs about one copy of the matrix). Only a chunk in which that parser
+refuses a cell is read again as text, to find the first bad cell and name its line, column and value (or
+to accept what only a text reading accepts, such as "NA " with a trailing space). Every problem is a
+:class:`~core.errors.DataError` with one sentence naming the file.
 """
 
 from __future__ import annotations
@@ -378,9 +379,11 @@ def _iter_chunks(
     floats: Iterable[int] = (),
     tokens: Iterable[str] = (),
     chunk_rows: int | None = None,
+    resume: tuple[int, int] | None = None,
 ) -> Iterator[tuple[int, pd.DataFrame]]:
     """Yield (first data-row index, chunk); columns keyed by file position, ``floats`` as float64.
 
+    ``resume=(row, byte offset)`` starts at a data row whose first byte is known (header already read).
     A row with more fields than the header is an error. pandas checks that itself only when it reads every
     column, so when some columns are skipped the file's bytes are scanned for such a row first.
     """
@@ -389,12 +392,18 @@ def _iter_chunks(
     partial: list[int] | None = usecols if len(usecols) < n_columns else None
     if partial is not None and fmt.encoding == "utf-16":  # its bytes cannot be scanned; read every column
         partial = None
-    if partial is not None and _has_long_record(path, fmt, n_columns):
+    if partial is not None and resume is None and _has_long_record(path, fmt, n_columns):
         raise _long_record_error(path, fmt, n_columns)
     kwargs = _csv_kwargs(fmt, n_columns, partial, floats, tokens)
     start = 0
+    source: Any = path
+    if resume is not None:
+        start, offset = resume
+        source = open(path, "rb")  # closed in the finally clause below
+        source.seek(offset)
+        kwargs["header"] = None
     try:
-        with pd.read_csv(path, chunksize=chunk_rows, **kwargs) as reader:
+        with pd.read_csv(source, chunksize=chunk_rows, **kwargs) as reader:
             chunks = iter(reader)
             while True:
                 with warnings.catch_warnings():
@@ -412,7 +421,50 @@ def _iter_chunks(
     except pd.errors.ParserError as exc:
         raise _read_error(exc, path, fmt, n_columns) from None
     except pd.errors.EmptyDataError:
-        raise DataError("the file is empty", path=path) from None
+        if resume is None:
+            raise DataError("the file is empty", path=path) from None
+    finally:
+        if resume is not None:
+            source.close()
+
+
+def _has_quote(path: Path, block: int = 1 << 22) -> bool:
+    with open(path, "rb") as fh:
+        while buf := fh.read(block):
+            if b'"' in buf:
+                return True
+    return False
+
+
+def _skip_lines(path: Path, fmt: CsvFormat, offset: int, n: int, block: int = 1 << 22) -> int:
+    """The byte offset just after the next ``n`` non-blank lines from ``offset`` (a line start).
+
+    In a file without quote characters a record is a non-blank line, for pandas and here alike.
+    """
+    content = np.ones(256, dtype=bool)
+    content[list(" \t\r\n\f\v".replace(fmt.delimiter, "").encode("ascii"))] = False
+    pos = offset
+    open_content = False  # the line that runs into this block already has content
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        while n > 0 and (buf := fh.read(block)):
+            b = np.frombuffer(buf, dtype=np.uint8)
+            ends = np.flatnonzero((b == 10) | (b == 13))
+            counts = np.cumsum(content[b], dtype=np.int64)
+            if ends.size:
+                at_ends = counts[ends]
+                per_line = np.diff(at_ends, prepend=0)
+                has = per_line > 0
+                has[0] |= open_content
+                lines = np.flatnonzero(has)
+                if lines.size >= n:
+                    return pos + int(ends[lines[n - 1]]) + 1
+                n -= lines.size
+                open_content = bool(counts[-1] > at_ends[-1])
+            else:
+                open_content = open_content or bool(counts[-1] > 0)
+            pos += len(buf)
+    return pos
 
 
 def _has_long_record(path: Path, fmt: CsvFormat, n_columns: int, block: int = 1 << 22) -> bool:
@@ -598,11 +650,7 @@ def _read_opened(
 
     args = (path, schema, options, fmt, header, positions, label_col, id_col, est_rows, control)
     reader = _TableReader(*args)
-    try:
-        reader.run(text=False)
-    except _FastPathRefused:
-        # pandas refused a cell: read on as text from the chunk it was in, to find or accept it
-        reader.run(text=True, skip=reader.X.n)
+    reader.read()
     return reader.result()
 
 
@@ -629,6 +677,9 @@ class _TableReader:
         self.label_pos = positions[label_col] if label_col is not None else None
         self.id_pos = positions[id_col] if id_col is not None else None
         self.tokens = frozenset(options.missing_tokens)
+        n_used = len({*self.feat_pos, *(p for p in (self.label_pos, self.id_pos) if p is not None)})
+        self.fast_rows = 8 * max(100, _CHUNK_CELLS // 8 // n_used)
+        self._cursor: tuple[int, int] | None = None  # a (data row, byte offset) pair already found
         self.X = _Growable(est_rows, len(self.feat_pos), np.float64)
         self.y = _Growable(est_rows, None, np.int64) if self.label_pos is not None else None
         self.id_parts: list[np.ndarray] = []
@@ -648,21 +699,68 @@ class _TableReader:
 
     # -- the pass
 
-    def run(self, *, text: bool, skip: int = 0) -> None:
-        """Read the file; ``text`` parses feature cells as text; the first ``skip`` rows are already read.
+    def read(self) -> None:
+        """Read the whole file: fast chunks, and a text-parsed chunk wherever pandas refuses a cell.
 
-        In the fast mode (floats parsed by pandas) a refused cell raises :class:`_FastPathRefused` at a chunk
-        boundary, with every earlier row stored, so a text-mode run can continue from there.
+        A refused chunk is either where the first bad cell is (found and reported from the text) or holds
+        cells only the text reading accepts (e.g. "NA " with a trailing space). In a file without quote
+        characters the chunk is re-read from its byte offset and the fast reading resumes after it;
+        otherwise the rest of the file is read as text.
+        """
+        resume: tuple[int, int] | None = None
+        quote_free: bool | None = None
+        while True:
+            try:
+                self.run(text=False, resume=resume)
+                return
+            except _FastPathRefused:
+                pass
+            row = self.X.n  # every row before the refused chunk is stored
+            if quote_free is None:
+                quote_free = self.fmt.encoding != "utf-16" and not _has_quote(self.path)
+            if not quote_free:
+                self.run(text=True, skip=row)
+                return
+            if self.run(text=True, resume=(row, self._offset_of(row)), stop=row + self.fast_rows):
+                return
+            resume = (self.X.n, self._offset_of(self.X.n))
+
+    def _offset_of(self, row: int) -> int:
+        """Byte offset of data row ``row`` (quote-free files only), scanning on from the last one found."""
+        if self._cursor is None:
+            self._cursor = (0, _skip_lines(self.path, self.fmt, 0, 1))  # past the header
+        known_row, known_offset = self._cursor
+        offset = _skip_lines(self.path, self.fmt, known_offset, row - known_row)
+        self._cursor = (row, offset)
+        return offset
+
+    def run(
+        self, *, text: bool, skip: int = 0, resume: tuple[int, int] | None = None, stop: int | None = None
+    ) -> bool:
+        """One reading pass; True once the end of the file is reached.
+
+        ``text`` parses feature cells as text. ``skip``: rows already stored (they are parsed again but not
+        kept); ``resume``: (row, byte offset) to start at instead; ``stop``: return after this many rows.
+        In the fast mode a refused cell raises :class:`_FastPathRefused` at a chunk boundary, with every
+        earlier row stored.
         """
         usecols = sorted({*self.feat_pos, *(p for p in (self.label_pos, self.id_pos) if p is not None)})
         floats = () if text else self.feat_pos
         n_cols = len(self.header)
-        cells = _CHUNK_CELLS // 8 if text else _CHUNK_CELLS  # text cells are Python strings: smaller chunks
-        rows = max(100, cells // max(len(usecols), 1))
+        rows = (
+            self.fast_rows // 8 if text else self.fast_rows
+        )  # text cells are Python strings: smaller chunks
         chunks = _iter_chunks(
-            self.path, self.fmt, n_cols, usecols, floats=floats, tokens=self.tokens, chunk_rows=rows
+            self.path,
+            self.fmt,
+            n_cols,
+            usecols,
+            floats=floats,
+            tokens=self.tokens,
+            chunk_rows=rows,
+            resume=resume,
         )
-        if not skip:
+        if not skip and resume is None:
             self.control.step(0.0, "reading rows")
         with contextlib.closing(chunks):
             while True:
@@ -688,7 +786,10 @@ class _TableReader:
                     self._ids(start, chunk[self.id_pos])
                 fraction = min(1.25 * self.X.n / self.est_rows, 0.99)
                 self.control.step(fraction, f"read {self.X.n:,} rows")
+                if stop is not None and self.X.n >= stop:
+                    return False
         self.control.step(1.0, f"read {self.X.n:,} rows")
+        return True
 
     def _features(self, start: int, chunk: pd.DataFrame, text: bool) -> None:
         k = len(chunk)

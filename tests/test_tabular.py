@@ -389,25 +389,52 @@ def test_synthetic_csv_european_format_with_missing_values(tmp_path):
     assert 60 < t.n_imputed < 200 and np.isfinite(t.X).all() and t.y is None
 
 
-def test_text_pass_continues_after_the_rows_already_read(tmp_path, monkeypatch):
-    """A cell pandas refuses ("NA " with a trailing space) far into the file: the rows before it are kept from
-    the fast pass, the rest is read as text, and the result equals a clean read."""
-    monkeypatch.setattr(tabular, "_CHUNK_CELLS", 800)
+@pytest.mark.parametrize(
+    "newline, blank_every, quoted", [("\n", 0, False), ("\r\n", 7, False), ("\n", 5, True)]
+)
+def test_text_reading_of_refused_chunks(tmp_path, monkeypatch, newline, blank_every, quoted):
+    """Cells pandas refuses ("NA " with a trailing space) in two chunks far apart: those chunks are read as
+    text (from their byte offset, or to the end of a file with quotes) and the result equals a clean read.
+    A bad cell after them is still reported with its own line."""
+    monkeypatch.setattr(tabular, "_CHUNK_CELLS", 800)  # chunks of 800 rows (100 when read as text)
     rng = np.random.default_rng(5)
     n = 3000
     X = np.round(rng.normal(size=(n, 3)) * 100, 3)
     y = rng.integers(0, 3, n)
     rows = X.tolist()
+    q = '"' if quoted else ""
+    data = [f"{q}p{i}{q},{a!r},{b!r},{c!r},{'xyz'[y[i]]}" for i, (a, b, c) in enumerate(rows)]
+    data[222] = data[222].replace(f",{rows[222][1]!r},", ",NA ,")
+    data[2222] = data[2222].replace(f",{rows[2222][2]!r},", ",null  ,")
     lines = ["pid,a,b,c,label"]
-    lines += [f"p{i},{a!r},{b!r},{c!r},{'xyz'[y[i]]}" for i, (a, b, c) in enumerate(rows)]
-    lines[1 + 2222] = lines[1 + 2222].replace(f",{rows[2222][1]!r},", ",NA ,")
-    p = write(tmp_path, "\n".join(lines) + "\n")
+    line_of = {}
+    for i, d in enumerate(data):
+        if blank_every and i % blank_every == 0:
+            lines.append("")
+        lines.append(d)
+        line_of[i] = len(lines)
+    p = write(tmp_path, newline.join(lines) + newline)
     schema = Schema([FeatureColumn("c"), FeatureColumn("a"), FeatureColumn("b")], label="label",
                     classes=["x", "y", "z"], id_column="pid")
-    with pytest.raises(DataError, match="line 2224, column 'b' has the missing-value marker 'NA'"):
+    with pytest.raises(DataError, match=f"line {line_of[222]}, column 'b' has the missing-value marker 'NA'"):
         read_table(p, schema)
+    offsets = []
+    real_skip_lines = tabular._skip_lines
+
+    def spy(*args, **kwargs):
+        offsets.append(real_skip_lines(*args, **kwargs))
+        return offsets[-1]
+
+    monkeypatch.setattr(tabular, "_skip_lines", spy)
     t = read_table(p, schema, ids=True, options=CsvOptions(impute="mean"))
+    assert len(offsets) == (0 if quoted else 5)  # header, then start and end of each refused chunk
     expected = X[:, [2, 0, 1]].copy()
-    expected[2222, 2] = np.mean(np.delete(X[:, 1], 2222))
+    expected[222, 2] = np.mean(np.delete(X[:, 1], 222))
+    expected[2222, 0] = np.mean(np.delete(X[:, 2], 2222))
     np.testing.assert_allclose(t.X, expected, rtol=0, atol=1e-9)
-    assert t.y.tolist() == y.tolist() and t.ids.tolist() == [f"p{i}" for i in range(n)] and t.n_imputed == 1
+    assert t.y.tolist() == y.tolist() and t.ids.tolist() == [f"p{i}" for i in range(n)] and t.n_imputed == 2
+    data[2900] = data[2900].replace(f",{rows[2900][0]!r},", ",12a,")
+    lines[line_of[2900] - 1] = data[2900]
+    p = write(tmp_path, newline.join(lines) + newline)
+    with pytest.raises(DataError, match=f"line {line_of[2900]}, column 'a': '12a' is not a number"):
+        read_table(p, schema, options=CsvOptions(impute="mean"))
