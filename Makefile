@@ -21,10 +21,10 @@ demo: install
 
 test: install
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
-	$(BIN)/ruff check core gui tests packaging
+	$(BIN)/ruff check core gui tests packaging/launcher.py
 
 lint: install
-	$(BIN)/ruff check core gui tests packaging
+	$(BIN)/ruff check core gui tests packaging/launcher.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

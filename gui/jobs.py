@@ -1,0 +1,82 @@
+"""Run a core job off the UI thread, with progress and cancel.
+
+A core job is any callable ``fn(control: JobControl) -> result`` that reports through ``control.step`` and
+stops at its next checkpoint once cancelled. :class:`Job` runs it on Qt's thread pool and turns its
+progress, result and failure into signals delivered on the UI thread; the job itself never touches a
+widget (napari's split, STYLE.md).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from core.control import JobControl
+from core.errors import Cancelled, DCError
+
+
+class Job(QObject):
+    """One long action. Signals: ``progress(fraction, text)``, ``succeeded(result)``, ``failed(message)``,
+    ``cancelled()``, and ``ended()`` after any of the last three."""
+
+    progress = Signal(float, str)
+    succeeded = Signal(object)
+    failed = Signal(str)
+    cancelled = Signal()
+    ended = Signal()
+
+    def __init__(self, fn: Callable[[JobControl], Any], title: str = "", parent: QObject | None = None):
+        super().__init__(parent)
+        self.fn, self.title = fn, title
+        self.control = JobControl(self._report)
+        self.running = False
+        self.result: Any = None
+        self.error: str | None = None
+
+    def _report(self, fraction: float, text: str) -> None:
+        self.progress.emit(fraction, text)
+
+    def start(self) -> Job:
+        """Run on a daemon thread; signals reach receivers in the UI thread through Qt's queued delivery."""
+        self.running = True
+        self._thread = threading.Thread(target=self._run, name=f"job:{self.title}", daemon=True)
+        self._thread.start()
+        return self
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the job's thread ends (tests, shutdown). True if it ended."""
+        thread = getattr(self, "_thread", None)
+        if thread is not None:
+            thread.join(timeout)
+            return not thread.is_alive()
+        return True
+
+    def cancel(self) -> None:
+        self.control.cancel()
+
+    def _run(self) -> None:
+        try:
+            self.result = self.fn(self.control)
+        except Cancelled:
+            self._finish(self.cancelled.emit)
+            return
+        except DCError as exc:
+            self.error = str(exc)
+            self._finish(lambda: self.failed.emit(self.error))
+            return
+        except Exception as exc:  # an unexpected error still reaches the user as one line
+            traceback.print_exc(file=sys.stderr)
+            self.error = f"unexpected error: {exc.__class__.__name__}: {exc}"
+            self._finish(lambda: self.failed.emit(self.error))
+            return
+        self._finish(lambda: self.succeeded.emit(self.result))
+
+    def _finish(self, emit: Callable[[], None]) -> None:
+        self.running = False
+        emit()
+        self.ended.emit()

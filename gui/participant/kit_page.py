@@ -1,0 +1,156 @@
+"""Page 2: the project kit — open and verify it, confirm the analyst's fingerprint, see what it asks."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QGroupBox, QLabel, QVBoxLayout
+
+from core.errors import DCError
+from core.kit import Kit
+from core.methods import get_method
+from core.reduction import default_dimension
+
+from ..widgets import FingerprintView
+from .common import ANCHOR_WORDS, LABELS_LEAVE_WORDS, Page, PathField
+
+
+def kit_request_html(kit: Kit, tr=QObject.tr) -> str:
+    """What the project asks of a site, in plain words (HTML); ``tr`` translates."""
+    schema = kit.schema
+    names = schema.feature_names
+    shown = ", ".join(html.escape(n) for n in names[:30]) + (", …" if len(names) > 30 else "")
+    lines = [tr("<b>{m} numeric columns</b>: {names}").format(m=len(names), names=shown)]
+    try:
+        method = get_method(kit.method, kit.settings)
+        title, labels_leave = method.title, method.labels_leave
+    except DCError:
+        title, labels_leave = kit.method, "rows"
+    if schema.label:
+        classes = ", ".join(html.escape(c) for c in schema.classes[:20]) + (", …" if len(schema.classes) > 20 else "")
+        lines.append(tr("<b>Label column</b> {label} with the classes {classes}").format(
+            label=html.escape(schema.label), classes=classes))
+    else:
+        lines.append(tr("<b>No label column</b>: the project groups rows without labels"))
+    if schema.id_column:
+        lines.append(tr("<b>Row id column</b> {col} (it leaves only as keyed hashes the analyst cannot reverse)")
+                     .format(col=html.escape(schema.id_column)))
+    blocks = getattr(schema, "block_names", None) or []
+    if len(blocks) > 1:
+        lines.append(tr("<b>Feature blocks</b> (each site holds the columns of one): {blocks}").format(
+            blocks=html.escape(schema.describe_blocks())))
+    lines.append(tr("<b>Method</b>: {title}").format(title=html.escape(title)))
+    lines.append(tr("Your rows are reduced privately on this computer (usually to {d} columns) before anything "
+                    "leaves; the reduction itself never leaves.").format(d=default_dimension(len(names))))
+    if schema.label:
+        lines.append(tr("Labels that leave: {what}").format(
+            what=html.escape(tr(LABELS_LEAVE_WORDS.get(labels_leave, labels_leave)))))
+    anchor = kit.anchor or {}
+    if anchor:
+        kind = str(anchor.get("kind", ""))
+        lines.append(tr("Shared anchor data: {kind}, {rows:,} rows (made by one lead site, never seen by the "
+                        "analyst)").format(kind=html.escape(tr(ANCHOR_WORDS.get(kind, kind))),
+                                           rows=int(anchor.get("rows", 0))))
+    return "<ul>" + "".join(f"<li>{line}</li>" for line in lines) + "</ul>"
+
+
+class KitPage(Page):
+    """Open the ``.dckit`` the analyst sent (verified by :meth:`Kit.load`) and confirm who signed it.
+
+    Test hooks: ``kit_field`` (PathField; ``set_path`` loads), ``project_label``, ``analyst_view``
+    (FingerprintView), ``confirm_check``, ``request_label``.
+    """
+
+    def __init__(self):
+        super().__init__(self.tr("The project kit"),
+                         self.tr("The analyst sent you a project kit (a .dckit file). It says which columns to "
+                                 "use and who the analyst is."))
+        self.kit: Kit | None = None
+        self.kit_path: Path | None = None
+        self.kit_field = PathField("projects", "open", self.tr("DC Studio project kit (*.dckit)"),
+                                   self.tr("Open the project kit"))
+        self.kit_field.changed.connect(self.load_kit)
+        form = QFormLayout()
+        form.addRow(self.tr("Project &kit:"), self.kit_field)
+        self.project_label = QLabel()
+        self.project_label.setWordWrap(True)
+        self.analyst_view = FingerprintView()
+        self.confirm_check = QCheckBox(self.tr("The analyst told me this &same fingerprint (by phone or in person)"))
+        self.confirm_check.toggled.connect(self.completeChanged)
+        box = QGroupBox(self.tr("Who made it"))
+        bl = QVBoxLayout(box)
+        bl.addWidget(self.project_label)
+        bl.addWidget(self.analyst_view)
+        bl.addWidget(self.confirm_check)
+        self.request_label = QLabel()
+        self.request_label.setWordWrap(True)
+        ask = QGroupBox(self.tr("What the project will ask of this site"))
+        QVBoxLayout(ask).addWidget(self.request_label)
+        self.details = [box, ask]
+        self.body.addLayout(form)
+        self.body.addWidget(box)
+        self.body.addWidget(ask)
+        self.body.addStretch(1)
+        self._show(None)
+
+    def initializePage(self) -> None:
+        if self.kit is None and self.kit_field.path():
+            self.load_kit(self.kit_field.path())
+        elif self.kit is not None:
+            self._check_roster()
+
+    def load_kit(self, path: str) -> None:
+        self.message.clear_message()
+        if not path:
+            self._show(None)
+            return
+        try:
+            kit = Kit.load(path)
+        except DCError as exc:
+            self._show(None)
+            self.message.show_message("error", str(exc))
+            return
+        except OSError as exc:
+            self._show(None)
+            self.message.show_message("error", f"{path}: {exc.strerror or exc}")
+            return
+        self.kit_path = Path(path)
+        self.kit_field.remember()
+        self._show(kit)
+        self._check_roster()
+
+    def _check_roster(self) -> None:
+        ident = getattr(self.state, "identity", None) if self.wizard() is not None else None
+        if self.kit is not None and ident is not None and not self.kit.roster_allows(ident.card):
+            self.message.show_message(
+                "error", self.tr("This kit lists the sites it expects, and your identity ({fp}) is not one of them. "
+                                 "Ask the analyst to add your public card to the kit.").format(
+                    fp=ident.card.fingerprint))
+        self.completeChanged.emit()
+
+    def _show(self, kit: Kit | None) -> None:
+        changed = kit is None or self.kit is None or kit.digest() != self.kit.digest()
+        self.kit = kit
+        for w in self.details:
+            w.setVisible(kit is not None)
+        if changed:
+            self.confirm_check.setChecked(False)
+        if kit is None:
+            self.kit_path = None
+            self.analyst_view.set_fingerprint("")
+        else:
+            self.project_label.setText(
+                self.tr("<h2>{name}</h2>Signed by the analyst <b>{analyst}</b>. Its signature checks out. "
+                        "Compare the fingerprint below with the one the analyst read to you.").format(
+                    name=html.escape(kit.name), analyst=html.escape(kit.analyst.name)))
+            self.analyst_view.set_fingerprint(kit.analyst.fingerprint)
+            self.request_label.setText(kit_request_html(kit, self.tr))
+        self.completeChanged.emit()
+
+    def isComplete(self) -> bool:
+        if self.kit is None or not self.confirm_check.isChecked():
+            return False
+        ident = getattr(self.state, "identity", None) if self.wizard() is not None else None
+        return ident is None or self.kit.roster_allows(ident.card)

@@ -1,0 +1,379 @@
+"""The participant's last step: apply the analyst's package to this site's rows and look at the results."""
+
+from __future__ import annotations
+
+import html
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyqtgraph as pg
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.envelope import inspect
+from core.errors import DCError
+from core.identity import Identity
+from core.kit import Kit
+from core.participant import ApplyResult, apply_package
+from core.schema import natural_sorted
+from core.tabular import CsvOptions, preview
+from core.workspace import SiteWorkspace, default_workspace
+
+from .. import settings as app_settings
+from ..widgets import JobPanel, MessageLabel
+from .common import PathField, TextFrameModel, run_job
+
+RESULT_ROWS = 200
+# what apply_package writes: pandas' default CSV
+RESULT_FORMAT = CsvOptions(encoding="utf-8", delimiter=",", decimal=".")
+
+
+def _apply_and_read(package: Path, identity: Identity, csv: Path, out: Path, workspace: Path, impute: bool,
+                    control) -> dict:
+    """The job: apply the package (core), then read the first rows and the result column's counts back."""
+    result: ApplyResult = apply_package(package, identity, csv, out, workspace=SiteWorkspace(workspace),
+                                        options=CsvOptions(impute="mean" if impute else None),
+                                        control=control.sub(0.0, 0.9))
+    control.step(0.92, "reading the results")
+    frame, _ = preview(out, RESULT_FORMAT, RESULT_ROWS)
+    column = "cluster" if "cluster" in result.columns else "prediction"
+    values = pd.read_csv(out, usecols=[column], dtype=str, keep_default_na=False)[column]
+    counts = values.value_counts()
+    order = [str(c) for c in result.summary.get("classes", [])] if column == "prediction" else []
+    order += natural_sorted(set(counts.index) - set(order))  # every class, even one no row was given
+    control.step(1.0, "done")
+    return {"result": result, "frame": frame, "column": column,
+            "counts": [(name, int(counts.get(name, 0))) for name in order]}
+
+
+class ResultsWindow(QWidget):
+    """Pick identity (+ passphrase) → package → CSV; apply in a job; table of the first rows, a bar plot of
+    the predicted classes (or clusters), and the written CSV.
+
+    Test hooks: ``identity_field``, ``passphrase_edit``, ``unlock_button``, ``workspace_field``,
+    ``package_field``, ``package_label``, ``csv_field``, ``impute_check``, ``out_field``, ``apply_button``,
+    ``jobs``, ``message``, ``results_model`` (TextFrameModel), ``plot`` (pyqtgraph PlotWidget), ``bars``
+    (the BarGraphItem), ``save_button`` / ``save_copy(path)``; ``identity``, ``outcome`` (dict: result,
+    frame, column, counts) once done.
+    """
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle(self.tr("DC Studio — apply the analyst's package"))
+        self.identity: Identity | None = None
+        self.identity_path: Path | None = None
+        self.outcome: dict | None = None
+        self._auto_out = ""
+        self._busy = False
+
+        # -- 1. identity
+        self.identity_field = PathField("identities", "open", self.tr("DC Studio identity (*.dcid)"),
+                                        self.tr("Open this site's identity"))
+        recent = app_settings.recent("identities")
+        if recent:
+            self.identity_field.set_path(recent[0], emit=False)
+        self.passphrase_edit = QLineEdit()
+        self.passphrase_edit.setEchoMode(QLineEdit.Password)
+        self.passphrase_edit.returnPressed.connect(self.unlock)
+        self.unlock_button = QPushButton(self.tr("&Unlock"))
+        self.unlock_button.clicked.connect(self.unlock)
+        self.who_label = QLabel()
+        self.who_label.setWordWrap(True)
+        self.workspace_field = PathField("workspaces", "dir", title=self.tr("Workspace folder"))
+        id_box = QGroupBox(self.tr("1. This site's identity"))
+        f = QFormLayout(id_box)
+        f.addRow(self.tr("Identity &file:"), self.identity_field)
+        pw = QHBoxLayout()
+        pw.addWidget(self.passphrase_edit, 1)
+        pw.addWidget(self.unlock_button)
+        pw_label = QLabel(self.tr("&Passphrase:"))
+        pw_label.setBuddy(self.passphrase_edit)
+        f.addRow(pw_label, pw)
+        f.addRow("", self.who_label)
+        f.addRow(self.tr("&Workspace:"), self.workspace_field)
+
+        # -- 2. package
+        self.package_field = PathField("packages", "open", self.tr("DC Studio package (*.dcpkg)"),
+                                       self.tr("Open the analyst's package"))
+        self.package_label = QLabel()
+        self.package_label.setWordWrap(True)
+        pkg_box = QGroupBox(self.tr("2. The analyst's package"))
+        f = QFormLayout(pkg_box)
+        f.addRow(self.tr("Pac&kage:"), self.package_field)
+        f.addRow("", self.package_label)
+
+        # -- 3. rows
+        self.csv_field = PathField("csv", "open", self.tr("CSV files (*.csv *.txt *.tsv);;All files (*)"),
+                                   self.tr("Choose the CSV to apply the package to"))
+        self.impute_check = QCheckBox(self.tr("Fill missing values with my column means"))
+        self.out_field = PathField("results", "save", self.tr("CSV files (*.csv)"), self.tr("Save the results as"))
+        csv_box = QGroupBox(self.tr("3. Your rows"))
+        f = QFormLayout(csv_box)
+        f.addRow(self.tr("&CSV:"), self.csv_field)
+        f.addRow("", self.impute_check)
+        f.addRow(self.tr("&Results file:"), self.out_field)
+
+        self.apply_button = QPushButton(self.tr("&Apply the package"))
+        self.apply_button.setDefault(True)
+        self.apply_button.clicked.connect(self.apply)
+        self.message = MessageLabel()
+        self.jobs = JobPanel()
+
+        left = QVBoxLayout()
+        left.addWidget(id_box)
+        left.addWidget(pkg_box)
+        left.addWidget(csv_box)
+        left.addWidget(self.apply_button, 0, Qt.AlignRight)
+        left.addWidget(self.message)
+        left.addWidget(self.jobs)
+        left.addStretch(1)
+        left_w = QWidget()
+        left_w.setLayout(left)
+        left_w.setMinimumWidth(430)
+
+        # -- results
+        self.results_model = TextFrameModel(self)
+        self.results_view = QTableView()
+        self.results_view.setModel(self.results_model)
+        self.results_view.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.results_view.verticalHeader().setDefaultSectionSize(22)
+        self.results_label = QLabel(self.tr("<b>Results</b> — apply a package to see them here."))
+        self.results_label.setWordWrap(True)
+        self.plot = pg.PlotWidget(background="w")
+        self.plot.setMouseEnabled(x=False, y=False)
+        self.plot.setMenuEnabled(False)
+        self.plot.hideButtons()
+        self.plot.setLabel("left", self.tr("rows"))
+        self.plot.setMinimumHeight(200)
+        self.bars: pg.BarGraphItem | None = None
+        self.save_button = QPushButton(self.tr("&Save a copy of the results as…"))
+        self.save_button.setEnabled(False)
+        self.save_button.clicked.connect(self._save_dialog)
+        right_split = QSplitter(Qt.Vertical)
+        top = QWidget()
+        tl = QVBoxLayout(top)
+        tl.setContentsMargins(0, 0, 0, 0)
+        tl.addWidget(self.results_label)
+        tl.addWidget(self.results_view)
+        right_split.addWidget(top)
+        right_split.addWidget(self.plot)
+        right_split.setSizes([330, 250])
+        right = QVBoxLayout()
+        right.addWidget(right_split, 1)
+        right.addWidget(self.save_button, 0, Qt.AlignRight)
+        right_w = QWidget()
+        right_w.setLayout(right)
+
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(left_w)
+        split.addWidget(right_w)
+        split.setStretchFactor(1, 1)
+        lay = QVBoxLayout(self)
+        lay.addWidget(split)
+
+        self.identity_field.changed.connect(self._identity_changed)
+        self.package_field.changed.connect(lambda _: self._describe_package())
+        self.csv_field.changed.connect(self._csv_changed)
+        for field in (self.workspace_field, self.out_field):
+            field.edit.textChanged.connect(self._update_buttons)
+        self.setTabOrder(self.identity_field, self.passphrase_edit)
+        self.setTabOrder(self.passphrase_edit, self.unlock_button)
+        self._update_buttons()
+
+    def sizeHint(self) -> QSize:
+        return QSize(1120, 720)
+
+    # -- identity
+    def _identity_changed(self, path: str) -> None:
+        if self.identity is not None and Path(path) != self.identity_path:
+            self.identity, self.identity_path = None, None
+            self.who_label.setText("")
+        self._update_buttons()
+
+    def unlock(self) -> None:
+        if self.busy:
+            return
+        text = self.identity_field.path()
+        if not text:
+            self.message.show_message("error", self.tr("Choose this site's identity file (.dcid)."))
+            return
+        path, passphrase = Path(text), self.passphrase_edit.text()
+
+        def ok(ident: Identity) -> None:
+            self.passphrase_edit.clear()
+            self.identity, self.identity_path = ident, path
+            self.identity_field.remember()
+            self.who_label.setText(self.tr("Unlocked: <b>{name}</b> ({fp})").format(
+                name=html.escape(ident.name), fp=ident.card.fingerprint))
+            self.workspace_field.set_path(str(default_workspace(path)), emit=False)
+            self.message.clear_message()
+            self._describe_package()
+            self._update_buttons()
+
+        self._run(lambda control: Identity.load(path, passphrase), self.tr("Unlocking the identity…"), ok)
+
+    # -- package
+    def _describe_package(self) -> None:
+        path = self.package_field.path()
+        self.package_label.setText("")
+        self._update_buttons()
+        if not path:
+            return
+        try:
+            binding = inspect(path)
+        except DCError as exc:
+            self.package_label.setText(f"<span style='color:#b91c1c'>{html.escape(str(exc))}</span>")
+            return
+        if binding.kind != "package":
+            self.package_label.setText(self.tr("<span style='color:#b91c1c'>This is a {kind}, not a package from "
+                                               "the analyst.</span>").format(kind=html.escape(binding.kind)))
+            return
+        project = binding.project_id[:8] + "…"
+        ws = self.workspace_field.path()
+        if ws:
+            kit_path = Path(ws) / "projects" / binding.project_id / "kit.dckit"
+            if kit_path.exists():
+                try:
+                    project = Kit.load(kit_path).name
+                except DCError:
+                    pass
+        text = self.tr("From the analyst <b>{name}</b> ({fp}), made {created}, for the project <b>{project}</b>.")\
+            .format(name=html.escape(binding.sender.name), fp=binding.sender.fingerprint,
+                    created=binding.created[:10], project=html.escape(project))
+        if self.identity is not None and binding.recipient != self.identity.card.key_id:
+            text += self.tr("<br><span style='color:#b91c1c'>It is addressed to another site, not to "
+                            "{name}.</span>").format(name=html.escape(self.identity.name))
+        self.package_field.remember()
+        self.package_label.setText(text)
+
+    # -- rows
+    def _csv_changed(self, path: str) -> None:
+        if path and (not self.out_field.path() or self.out_field.path() == self._auto_out):
+            p = Path(path)
+            self._auto_out = str(p.with_name(f"{p.stem}-results.csv"))
+            self.out_field.set_path(self._auto_out, emit=False)
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        ready = (self.identity is not None and all(f.path() for f in (
+            self.workspace_field, self.package_field, self.csv_field, self.out_field)) and not self.busy)
+        self.apply_button.setEnabled(ready)
+        self.unlock_button.setEnabled(not self.busy)
+
+    # -- apply
+    def _run(self, fn, title: str, ok) -> None:
+        self.message.clear_message()
+        def hide_panel(*_) -> None:
+            self.jobs.setVisible(False)
+
+        def failed(text: str) -> None:
+            self.message.show_message("error", text)
+
+        self._busy = True
+        job = run_job(self.jobs, fn, title, [ok, hide_panel], [failed, hide_panel], self._job_ended)
+        self._update_buttons()
+        self.job = job
+
+    def _job_ended(self) -> None:
+        self._busy = False
+        self._update_buttons()
+
+    @property
+    def busy(self) -> bool:
+        """True from the start of a job until its outcome has been shown."""
+        return self._busy
+
+    def apply(self) -> None:
+        if self.busy or self.identity is None:
+            return
+        package, csv, out = Path(self.package_field.path()), Path(self.csv_field.path()), Path(self.out_field.path())
+        if out.resolve() == csv.resolve():
+            self.message.show_message("error", self.tr("Choose another results file: your CSV is never overwritten."))
+            return
+        ident, ws, impute = self.identity, Path(self.workspace_field.path()), self.impute_check.isChecked()
+        self.outcome = None
+        self.save_button.setEnabled(False)
+
+        def ok(outcome: dict) -> None:
+            self.outcome = outcome
+            self.csv_field.remember()
+            self._show(outcome)
+
+        self._run(lambda control: _apply_and_read(package, ident, csv, out, ws, impute, control),
+                  self.tr("Applying the package…"), ok)
+
+    def _show(self, outcome: dict) -> None:
+        result: ApplyResult = outcome["result"]
+        frame: pd.DataFrame = outcome["frame"]
+        self.results_model.set_frame(frame)
+        added = [frame.columns.get_loc(c) for c in result.columns if c in frame.columns]
+        self.results_model.set_roles(set(), set(added))
+        if added:
+            self.results_view.scrollTo(self.results_model.index(0, added[0]))
+        shown = min(len(frame), result.rows)
+        self.results_label.setText(self.tr(
+            "<b>Results</b>: {rows:,} rows written to <b>{file}</b> with the new column(s) {cols}. "
+            "The first {shown} are shown.").format(rows=result.rows, file=html.escape(result.out_path.name),
+                                                   cols=html.escape(", ".join(result.columns[:4]) + (
+                                                       ", …" if len(result.columns) > 4 else "")),
+                                                   shown=shown))
+        self.message.show_message("ok", self.tr("Done: {path}").format(path=result.out_path))
+        self._plot(outcome["column"], outcome["counts"])
+        self.save_button.setEnabled(True)
+
+    def _plot(self, column: str, counts: list[tuple[str, int]]) -> None:
+        self.plot.clear()
+        names = [n for n, _ in counts]
+        heights = np.array([k for _, k in counts], dtype=float)
+        self.bars = pg.BarGraphItem(x=np.arange(len(names)), height=heights, width=0.6, brush="#2563eb")
+        self.plot.addItem(self.bars)
+        for i, h in enumerate(heights):
+            label = pg.TextItem(f"{int(h):,}", color="#111827", anchor=(0.5, 1.0))
+            label.setPos(i, h)
+            self.plot.addItem(label)
+        self.plot.getAxis("bottom").setTicks([[(i, n) for i, n in enumerate(names)]])
+        what = self.tr("cluster") if column == "cluster" else self.tr("predicted class")
+        self.plot.setTitle(self.tr("Rows per {what}").format(what=what), color="#111827")
+        self.plot.setLabel("bottom", what)
+        self.plot.setXRange(-0.6, max(len(names) - 0.4, 0.6), padding=0)
+        self.plot.setYRange(0, max(float(heights.max()) if heights.size else 1.0, 1.0) * 1.15, padding=0)
+
+    def save_copy(self, path: str | Path) -> Path:
+        """Copy the written results CSV to ``path``."""
+        if self.outcome is None:
+            raise RuntimeError("no results yet")
+        src = self.outcome["result"].out_path
+        dst = Path(path)
+        if dst.resolve() != src.resolve():
+            shutil.copyfile(src, dst)
+        return dst
+
+    def _save_dialog(self) -> None:
+        if self.outcome is None:
+            return
+        src = self.outcome["result"].out_path
+        path, _ = QFileDialog.getSaveFileName(self, self.tr("Save a copy of the results"), str(src),
+                                              self.tr("CSV files (*.csv)"))
+        if path:
+            try:
+                self.save_copy(path)
+            except OSError as exc:
+                self.message.show_message("error", f"{path}: {exc.strerror or exc}")
+                return
+            self.message.show_message("ok", self.tr("Saved a copy to {path}").format(path=path))

@@ -1,0 +1,201 @@
+"""Screenshots of the participant side for the docs: ``render(out_dir, workdir)`` builds a small project with
+core (analyst identity, kit, site CSVs), fills the wizard page by page as a user would and saves each page,
+then applies a package in the results window.
+
+    QT_QPA_PLATFORM=offscreen python -m gui.participant.shots docs/screenshots
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication, QWidget
+
+from core.analyst import AnalystSession
+from core.anchor import AnchorFile
+from core.identity import Identity
+from core.kit import Kit
+from core.participant import ParticipantExport
+from core.schema import infer_schema
+from core.workspace import AnalystWorkspace, SiteWorkspace, default_workspace
+
+from .. import settings as app_settings
+
+PASS = "blue harbour seven lanterns"
+FEATURES = ["age", "bmi", "systolic_bp", "cholesterol", "glucose", "heart_rate"]
+CLASSES = ["healthy", "at risk", "disease"]
+
+
+def _site_rows(rng: np.random.Generator, n: int, mix: list[float]) -> pd.DataFrame:
+    y = rng.choice(len(CLASSES), size=n, p=mix)
+    base = np.array([52, 26, 128, 195, 98, 72], float)
+    shift = np.array([[0, 0, 0, 0, 0, 0], [6, 3, 12, 25, 14, 5], [12, 5, 24, 45, 30, 9]], float)
+    spread = np.array([11, 4, 14, 30, 16, 9], float)
+    X = base + shift[y] + rng.standard_normal((n, len(FEATURES))) * spread
+    frame = pd.DataFrame(np.round(X, 1), columns=FEATURES)
+    frame.insert(0, "patient_ref", [f"P{100000 + k}" for k in range(n)])
+    frame["outcome"] = np.asarray(CLASSES)[y]
+    return frame
+
+
+def _make_project(work: Path) -> dict:
+    rng = np.random.default_rng(7)
+    data = work / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    _site_rows(rng, 60, [0.34, 0.33, 0.33]).to_csv(data / "sample.csv", index=False)
+    _site_rows(rng, 80, [0.34, 0.33, 0.33]).to_csv(data / "seed.csv", index=False)
+    mine = _site_rows(rng, 240, [0.6, 0.3, 0.1])
+    mine.to_csv(data / "cardiology-2024.csv", index=False)
+    bad = mine.copy()
+    bad["cholesterol"] = bad["cholesterol"].astype(str)
+    bad.loc[3, "cholesterol"] = "n/k"
+    bad.to_csv(data / "cardiology-2024-draft.csv", index=False)
+    _site_rows(rng, 120, [0.6, 0.3, 0.1]).to_csv(data / "cardiology-2025.csv", index=False)
+    _site_rows(rng, 220, [0.1, 0.3, 0.6]).to_csv(data / "other-site.csv", index=False)
+    analyst = Identity.generate("DC analyst, University Hospital")
+    analyst.save(work / "analyst.dcid", PASS, log_n=14)
+    schema, _ = infer_schema(data / "sample.csv", label="outcome")
+    kit = Kit(name="Cardiac risk 2025", task="classification", schema=schema, method="dccfl",
+              analyst=analyst.card, settings={"seed": 1, "t": 0.5},
+              anchor={"kind": "smote", "rows": 500})
+    kit.save(work / "cardiac.dckit", analyst)
+    other = Identity.generate("Northside Clinic")
+    other.save(work / "northside.dcid", PASS, log_n=14)
+    return {"data": data, "analyst": analyst, "kit_path": work / "cardiac.dckit", "other": other}
+
+
+def _wait(app: QApplication, condition: Callable[[], bool], timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > end:
+            raise TimeoutError("the window did not reach the expected state")
+        app.processEvents()
+        time.sleep(0.01)
+    for _ in range(5):
+        app.processEvents()
+
+
+def _save(widget: QWidget, out_dir: Path, name: str, shots: list[Path]) -> None:
+    QApplication.processEvents()
+    path = out_dir / f"{name}.png"
+    widget.grab().save(str(path))
+    shots.append(path)
+
+
+def render(out_dir: Path, workdir: Path) -> list[Path]:
+    """Write ``participant-<n>-<page>.png`` into ``out_dir``; scratch files go to ``workdir``."""
+    from .wizard import ParticipantWizard, ResultsWindow
+
+    app = QApplication.instance() or QApplication(["dcstudio-shots"])
+    out_dir, workdir = Path(out_dir), Path(workdir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    workdir.mkdir(parents=True, exist_ok=True)
+    ini = str(workdir / "settings.ini")
+    saved_settings = app_settings.settings
+    app_settings.settings = lambda: QSettings(ini, QSettings.IniFormat)  # never touch the user's settings
+    shots: list[Path] = []
+    try:
+        p = _make_project(workdir)
+        data = p["data"]
+        w = ParticipantWizard()
+        w.resize(940, 740)
+        w.show()
+
+        ip = w.identity_page
+        ip.log_n = 14
+        ip.create_radio.setChecked(True)
+        ip.name_edit.setText("St Mary's Hospital, cardiology")
+        ip.pass_edit.setText(PASS)
+        ip.pass2_edit.setText(PASS)
+        ip.folder_field.set_path(workdir / "site", emit=False)
+        _save(w, out_dir, "participant-1-identity-create", shots)
+        ip.create_button.click()
+        _wait(app, ip.isComplete)
+        _save(w, out_dir, "participant-2-identity", shots)
+
+        w.next()
+        kp = w.kit_page
+        kp.kit_field.set_path(p["kit_path"])
+        kp.confirm_check.setChecked(True)
+        _save(w, out_dir, "participant-3-kit", shots)
+
+        w.next()
+        ap = w.anchor_page
+        ap.lead_radio.setChecked(True)
+        ap.seed_csv_radio.setChecked(True)
+        ap.source_field.set_path(data / "seed.csv")
+        ap.save_field.set_path(workdir / "site" / "cardiac.dcanchor")
+        ap.create_button.click()
+        _wait(app, ap.isComplete)
+        _save(w, out_dir, "participant-4-anchor", shots)
+
+        w.next()
+        dp = w.data_page
+        dp.set_csv(data / "cardiology-2024-draft.csv")
+        _wait(app, lambda: not dp.busy and dp.message.kind == "error")
+        _save(w, out_dir, "participant-5-data-problem", shots)
+        dp.set_csv(data / "cardiology-2024.csv")
+        _wait(app, dp.isComplete)
+        _save(w, out_dir, "participant-6-data", shots)
+
+        w.next()
+        pp = w.privacy_page
+        _wait(app, pp.isComplete)
+        _save(w, out_dir, "participant-7-privacy", shots)
+
+        w.next()
+        ep = w.export_page
+        usb = workdir / "USB-STICK"
+        usb.mkdir(exist_ok=True)
+        ep.folder_field.set_path(usb)
+        _save(w, out_dir, "participant-8-export", shots)
+        ep.export_button.click()
+        _wait(app, lambda: w.page_name() == "done")
+        _save(w, out_dir, "participant-9-done", shots)
+        bundle = ep.sealed.path
+        ident_path = w.identity_path
+        w.close()
+
+        # the analyst's half, by core: a second site, the run, the packages
+        kit = Kit.load(p["kit_path"])
+        anchor = AnchorFile.load(workdir / "site" / "cardiac.dcanchor")
+        other = ParticipantExport(kit, p["kit_path"], p["other"], anchor,
+                                  SiteWorkspace(default_workspace(workdir / "northside.dcid")), {"seed": 2})
+        other.load(data / "other-site.csv")
+        other_bundle = other.seal(workdir / "northside.dcbundle").path
+        session = AnalystSession(kit, p["analyst"], AnalystWorkspace(workdir / "analyst.workspace"))
+        ids = [r.envelope_id for r in session.import_bundles([bundle, other_bundle])]
+        received = session.received(ids)
+        outputs = session.export(session.run(received), received, workdir / "packages")
+        package = next(s.path for s in outputs.packages if s.path.name.startswith("St_Mary"))
+
+        r = ResultsWindow()
+        r.resize(1180, 760)
+        r.show()
+        r.identity_field.set_path(ident_path)
+        r.passphrase_edit.setText(PASS)
+        r.unlock_button.click()
+        _wait(app, lambda: r.identity is not None)
+        r.package_field.set_path(package)
+        r.csv_field.set_path(data / "cardiology-2025.csv")
+        r.apply_button.click()
+        _wait(app, lambda: r.outcome is not None or r.message.kind == "error")
+        _save(r, out_dir, "participant-10-results", shots)
+        r.close()
+    finally:
+        app_settings.settings = saved_settings
+    return shots
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots")
+    with tempfile.TemporaryDirectory() as tmp:
+        for shot in render(target, Path(tmp)):
+            print(shot)

@@ -1,0 +1,136 @@
+"""Small widgets used on every page: a progress/cancel panel, messages, a fingerprint display."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont, QImage, QPixmap
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QProgressBar, QPushButton, QVBoxLayout, QWidget
+
+from .jobs import Job
+
+
+def show_error(parent: QWidget | None, message: str, title: str | None = None) -> None:
+    """A core error as a dialog: its one sentence, never a traceback."""
+    QMessageBox.warning(parent, title or QWidget.tr("DC Studio"), message)
+
+
+class MessageLabel(QLabel):
+    """An inline info / warning / error line (Orange's declared messages, shown the same way everywhere)."""
+
+    STYLES = {"info": "color:#1e3a8a;", "warning": "color:#92400e;", "error": "color:#b91c1c;font-weight:bold;",
+              "ok": "color:#166534;"}
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWordWrap(True)
+        self.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.clear_message()
+
+    def show_message(self, kind: str, text: str) -> None:
+        self.setStyleSheet(self.STYLES.get(kind, ""))
+        self.setText(text)
+        self.setVisible(bool(text))
+        self.kind = kind
+
+    def clear_message(self) -> None:
+        self.kind = ""
+        self.setText("")
+        self.setVisible(False)
+
+
+class JobPanel(QWidget):
+    """Progress bar + status text + Cancel for one running :class:`Job`."""
+
+    finished = Signal(str)  # "succeeded" | "failed" | "cancelled"
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.bar = QProgressBar()
+        self.bar.setRange(0, 1000)
+        self.status = QLabel()
+        self.cancel_button = QPushButton(self.tr("Cancel"))
+        self.cancel_button.clicked.connect(self.cancel)
+        row = QHBoxLayout()
+        row.addWidget(self.bar, 1)
+        row.addWidget(self.cancel_button)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addLayout(row)
+        lay.addWidget(self.status)
+        self.job: Job | None = None
+        self.setVisible(False)
+
+    def run(self, job: Job) -> Job:
+        self.job = job
+        self.bar.setValue(0)
+        self.status.setText(job.title)
+        self.cancel_button.setEnabled(True)
+        self.setVisible(True)
+        job.progress.connect(self._progress)
+        job.succeeded.connect(lambda _: self._done("succeeded"))
+        job.failed.connect(lambda msg: self._done("failed", msg))
+        job.cancelled.connect(lambda: self._done("cancelled", self.tr("Cancelled; nothing was written.")))
+        return job.start()
+
+    def _progress(self, fraction: float, text: str) -> None:
+        self.bar.setValue(int(fraction * 1000))
+        if text:
+            self.status.setText(text)
+
+    def _done(self, how: str, text: str = "") -> None:
+        self.cancel_button.setEnabled(False)
+        if how == "succeeded":
+            self.bar.setValue(1000)
+            self.status.setText(self.tr("Done."))
+        else:
+            self.status.setText(text)
+        self.finished.emit(how)
+
+    def cancel(self) -> None:
+        if self.job is not None and self.job.running:
+            self.status.setText(self.tr("Cancelling…"))
+            self.job.cancel()
+
+    @property
+    def busy(self) -> bool:
+        return self.job is not None and self.job.running
+
+
+def qr_pixmap(text: str, scale: int = 6) -> QPixmap:
+    """A QR code of ``text`` (segno makes the matrix; Qt draws it)."""
+    import segno
+
+    matrix = [list(row) for row in segno.make(text, error="m").matrix]
+    n = len(matrix)
+    border = 4
+    size = (n + 2 * border) * scale
+    img = QImage(size, size, QImage.Format_RGB32)
+    img.fill(0xFFFFFF)
+    for y, row in enumerate(matrix):
+        for x, on in enumerate(row):
+            if on:
+                for dy in range(scale):
+                    for dx in range(scale):
+                        img.setPixel((x + border) * scale + dx, (y + border) * scale + dy, 0x000000)
+    return QPixmap.fromImage(img)
+
+
+class FingerprintView(QWidget):
+    """A fingerprint shown large, with its QR code, for reading out to the other party."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.text = QLabel()
+        font = QFont("monospace")
+        font.setPointSize(22)
+        font.setBold(True)
+        self.text.setFont(font)
+        self.text.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.qr = QLabel()
+        lay = QHBoxLayout(self)
+        lay.addWidget(self.text, 1)
+        lay.addWidget(self.qr)
+
+    def set_fingerprint(self, fingerprint: str) -> None:
+        self.text.setText(fingerprint)
+        self.qr.setPixmap(qr_pixmap(fingerprint, 5) if fingerprint else QPixmap())

@@ -1,0 +1,351 @@
+"""The participant's desktop side, driven like a user would: the export wizard page by page, Back, cancelling
+an export, and the results window applying a package the analyst's core made."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QSettings  # noqa: E402
+
+from core.analyst import AnalystSession  # noqa: E402
+from core.anchor import AnchorFile, make_anchor  # noqa: E402
+from core.identity import Identity  # noqa: E402
+from core.kit import Kit  # noqa: E402
+from core.participant import ParticipantExport  # noqa: E402
+from core.schema import infer_schema  # noqa: E402
+from core.tabular import read_table  # noqa: E402
+from core.workspace import AnalystWorkspace, SiteWorkspace, default_workspace  # noqa: E402
+from gui import settings as app_settings  # noqa: E402
+from gui.participant import ParticipantWizard, ResultsWindow  # noqa: E402
+from tests.roundkit import FEATURES, make_sites  # noqa: E402
+
+PASS = "correct horse battery staple"
+WAIT = 15_000
+
+
+@pytest.fixture(autouse=True)
+def private_settings(tmp_path, monkeypatch):
+    """Remembered choices go to a throw-away file, never to the user's real settings."""
+    path = str(tmp_path / "settings.ini")
+    monkeypatch.setattr(app_settings, "settings", lambda: QSettings(path, QSettings.IniFormat))
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """An analyst identity, a signed kit (5 epochs), the site CSVs and two ready site identities."""
+    d = tmp_path_factory.mktemp("gui-participant")
+    sites = make_sites(d / "data", rows=90)
+    analyst = Identity.generate("Analyst")
+    analyst.save(d / "analyst.dcid", PASS, log_n=14)
+    schema, _ = infer_schema(d / "data/sample.csv", label="label")
+    kit = Kit(name="Skewed wards", task="classification", schema=schema, method="dccfl", analyst=analyst.card,
+              settings={"epochs": 5, "seed": 3, "t": 0.5, "hidden": [16], "batch_size": 64},
+              anchor={"kind": "smote", "rows": 300})
+    kit.save(d / "p.dckit", analyst)
+    idents = {}
+    for name in ("site0", "site1"):
+        ident = Identity.generate(name)
+        ident.save(d / f"{name}.dcid", PASS, log_n=14)
+        idents[name] = ident
+    return {"dir": d, "sites": sites, "analyst": analyst, "kit": Kit.load(d / "p.dckit"), "kit_path": d / "p.dckit",
+            "idents": idents}
+
+
+@pytest.fixture(scope="module")
+def round_packages(project):
+    """Both sites export through core; the analyst runs the round; returns the packages folder."""
+    d, kit = project["dir"], project["kit"]
+    seed = read_table(d / "data/seed.csv", kit.schema, labels=False).X
+    anchor = make_anchor(kit.project_id, kit.schema.feature_names, kind="smote", rows=300, seed_rows=seed)
+    anchor.save(d / "round.dcanchor")
+    bundles = []
+    for name, ident in project["idents"].items():
+        ws = SiteWorkspace(default_workspace(d / f"{name}.dcid"))
+        job = ParticipantExport(kit, project["kit_path"], ident, AnchorFile.load(d / "round.dcanchor"), ws,
+                                {"seed": 1})
+        job.load(project["sites"][name][0])
+        bundles.append(job.seal(d / "bundles" / f"{name}.dcbundle").path)
+    session = AnalystSession(kit, project["analyst"], AnalystWorkspace(d / "analyst.workspace"))
+    ids = [r.envelope_id for r in session.import_bundles(bundles)]
+    received = session.received(ids)
+    session.export(session.run(received), received, d / "out")
+    return d / "out"
+
+
+def write_bad_csvs(d: Path, good: Path) -> tuple[Path, Path]:
+    """The same rows with text in a numeric cell (line 4, x3) and with an empty cell (line 6, x1)."""
+    frame = pd.read_csv(good, dtype=str, keep_default_na=False)
+    text = frame.copy()
+    text.loc[2, "x3"] = "abc"
+    text_path = d / "with-text.csv"
+    text.to_csv(text_path, index=False)
+    empty = frame.copy()
+    empty.loc[4, "x1"] = ""
+    empty_path = d / "with-empty.csv"
+    empty.to_csv(empty_path, index=False)
+    return text_path, empty_path
+
+
+def wait(qtbot, condition, timeout=WAIT):
+    qtbot.waitUntil(condition, timeout=timeout)
+
+
+def drive_to_export(qtbot, w: ParticipantWizard, project, tmp_path: Path, *, create: bool) -> None:
+    """Identity → kit → anchor → data → privacy → export, as a user would."""
+    d = project["dir"]
+    ip = w.identity_page
+    if create:
+        ip.log_n = 14
+        ip.create_radio.setChecked(True)
+        ip.name_edit.setText("St Mary's cardiology")
+        ip.pass_edit.setText("short")
+        assert ip.strength.kind == "error"
+        ip.pass_edit.setText(PASS)
+        ip.pass2_edit.setText(PASS + "x")
+        assert ip.strength.kind == "error"  # the two differ
+        ip.pass2_edit.setText(PASS)
+        assert ip.strength.kind == "ok"
+        ip.folder_field.set_path(tmp_path / "ids")
+    else:
+        ip.open_radio.setChecked(True)
+        ip.identity_field.set_path(d / "site1.dcid")
+        ip.open_pass_edit.setText("wrong passphrase")
+        ip.unlock_button.click()
+        wait(qtbot, lambda: not ip.busy and ip.message.kind == "error")
+        assert "wrong passphrase" in ip.message.text()
+        ip.open_pass_edit.setText(PASS)
+    assert not ip.isComplete()
+    (ip.create_button if create else ip.unlock_button).click()
+    wait(qtbot, lambda: ip.isComplete())
+    assert ip.fingerprint_view.text.text() == w.identity.card.fingerprint
+    assert not ip.fingerprint_view.qr.pixmap().isNull()
+    assert ip.workspace_field.path() == str(default_workspace(w.identity_path))
+    w.next()
+
+    assert w.page_name() == "kit"
+    kp = w.kit_page
+    kp.kit_field.set_path(d / "nope.dckit")
+    assert kp.message.kind == "error" and kp.kit is None
+    kp.kit_field.set_path(project["kit_path"])
+    assert kp.kit is not None and kp.kit.project_id == project["kit"].project_id
+    assert kp.analyst_view.text.text() == project["analyst"].card.fingerprint
+    assert "x0" in kp.request_label.text() and "label" in kp.request_label.text()
+    assert not kp.isComplete()  # the fingerprint must be confirmed
+    kp.confirm_check.setChecked(True)
+    assert kp.isComplete()
+    w.back()  # Back and forth keeps every choice
+    assert w.page_name() == "identity" and ip.isComplete()
+    w.next()
+    assert w.page_name() == "kit" and kp.isComplete()
+    w.next()
+
+    assert w.page_name() == "anchor"
+    ap = w.anchor_page
+    assert not ap.isComplete()
+    assert "never reach the analyst" in ap.secret_note.text()
+    if create:
+        ap.lead_radio.setChecked(True)
+        ap.seed_csv_radio.setChecked(True)
+        ap.source_field.set_path(d / "data/seed.csv")
+        ap.save_field.set_path(tmp_path / "lead.dcanchor")
+        ap.create_button.click()
+        wait(qtbot, lambda: ap.isComplete())
+        assert (tmp_path / "lead.dcanchor").exists()
+        assert ap.anchor.kind == "smote" and ap.anchor.rows == 300
+    else:
+        ap.import_radio.setChecked(True)
+        ap.anchor_field.set_path(tmp_path / "lead.dcanchor")
+        assert ap.isComplete()
+    w.next()
+    assert w.page_name() == "data"
+
+
+def test_wizard_round_trip(qtbot, project, tmp_path):
+    w = ParticipantWizard()
+    qtbot.addWidget(w)
+    w.show()
+    drive_to_export(qtbot, w, project, tmp_path, create=True)
+    dp = w.data_page
+    good = project["sites"]["site0"][0]
+    text_csv, empty_csv = write_bad_csvs(tmp_path, good)
+
+    # text in a numeric cell: the core's sentence, and the cell highlighted in the preview
+    dp.set_csv(text_csv)
+    wait(qtbot, lambda: not dp.busy and dp.message.kind == "error")
+    assert "line 4" in dp.message.text() and "'x3'" in dp.message.text() and "abc" in dp.message.text()
+    assert dp.preview_model.highlight == (2, list(dp.frame.columns).index("x3"))
+    assert dp.preview_model.headerData(2, 2) == "4"  # rows are labelled with their line numbers
+    assert dp.format_label.text().startswith("Read as: UTF-8")
+    assert not dp.isComplete()
+
+    # a bad cell beyond the first rows is fetched and shown below them, at its line
+    far = pd.read_csv(good, dtype=str, keep_default_na=False)
+    far.loc[60, "x5"] = "oops"
+    far.to_csv(tmp_path / "far.csv", index=False)
+    dp.set_csv(tmp_path / "far.csv")
+    wait(qtbot, lambda: dp.preview_model.rowCount() == 52)
+    assert "line 62" in dp.message.text()
+    assert dp.preview_model.highlight == (51, list(dp.frame.columns).index("x5"))
+    assert dp.preview_model.headerData(51, 2) == "62"
+
+    # an empty cell: an error until the user chooses mean imputation
+    dp.set_csv(empty_csv)
+    wait(qtbot, lambda: not dp.busy and dp.message.kind == "error")
+    assert dp.preview_model.highlight == (4, list(dp.frame.columns).index("x1"))
+    dp.impute_check.setChecked(True)
+    wait(qtbot, lambda: dp.isComplete())
+    assert "1 missing cells were filled" in dp.message.text()
+    roles = {dp.columns_table.item(r, 0).text(): dp.columns_table.item(r, 1).text()
+             for r in range(dp.columns_table.rowCount())}
+    assert roles["label"] == "label" and all(roles[f] == "feature" for f in FEATURES)
+
+    # and a clean file
+    dp.impute_check.setChecked(False)
+    dp.set_csv(good)
+    wait(qtbot, lambda: dp.isComplete())
+    assert dp.table.n_rows == len(pd.read_csv(good))
+    w.next()
+
+    assert w.page_name() == "privacy"
+    pp = w.privacy_page
+    wait(qtbot, lambda: pp.isComplete())
+    assert pp.reduction_combo.currentData() == "pca"
+    assert pp.dimension_spin.value() == len(FEATURES) - 1
+    shapes = {pp.disclosure_table.item(r, 0).text(): pp.disclosure_table.item(r, 1).text()
+              for r in range(pp.disclosure_table.rowCount())}
+    n = dp.table.n_rows
+    assert {"x_tilde", "anchor_tilde", "y"} <= set(shapes)
+    assert shapes["x_tilde"] == f"{n} × {len(FEATURES) - 1}" and shapes["anchor_tilde"] == f"300 × {len(FEATURES) - 1}"
+    assert "Labels leave: <b>Yes</b>" in pp.leaves_label.text() and "Row ids leave: No." in pp.leaves_label.text()
+    assert "KB" in pp.leaves_label.text()
+    assert "anchor file" in pp.stays_label.text() and "private reduction map" in pp.stays_label.text()
+
+    # a setting change recomputes; Back and Next keep what was computed
+    pp.dimension_spin.setValue(5)
+    assert not pp.isComplete()
+    wait(qtbot, lambda: pp.isComplete() and pp.site_export.arrays["x_tilde"].shape[1] == 5)
+    computed = pp.site_export
+    w.back()
+    assert w.page_name() == "data" and dp.isComplete()
+    w.next()
+    assert w.page_name() == "privacy" and pp.isComplete() and pp.site_export is computed
+    w.next()
+
+    assert w.page_name() == "export"
+    ep = w.export_page
+    assert ep.name_edit.text() == "St_Mary_s_cardiology-Skewed_wards.dcbundle"
+    usb = tmp_path / "usb"
+    usb.mkdir()
+    ep.folder_field.set_path(usb)
+    assert not ep.isComplete()
+    ep.export_button.click()
+    wait(qtbot, lambda: w.page_name() == "done")
+    bundle = usb / ep.name_edit.text()
+    assert bundle.exists() and ep.sealed.path == bundle
+    done = w.done_page
+    assert done.digest_edit.text() == hashlib.sha256(bundle.read_bytes()).hexdigest()
+    assert bundle.name in done.file_label.text() and "workspace" in done.next_label.text()
+
+    # the analyst's core imports it
+    session = AnalystSession(project["kit"], project["analyst"], AnalystWorkspace(tmp_path / "analyst.ws"))
+    report = session.try_import(bundle)
+    assert report.status == "imported", report.reason
+    assert report.site == "St Mary's cardiology" and report.rows == n
+
+    # Back from the last page works, and warns that a second export makes a second bundle
+    w.back()
+    assert w.page_name() == "export" and ep.message.kind == "info"
+    # recent files were remembered
+    assert str(project["kit_path"].resolve()) in app_settings.recent("projects")
+    assert str(good.resolve()) in app_settings.recent("csv")
+
+
+def test_cancelled_export_leaves_no_file(qtbot, project, tmp_path, monkeypatch):
+    # a lead anchor file, as the other sites receive it
+    d, kit = project["dir"], project["kit"]
+    seed = read_table(d / "data/seed.csv", kit.schema, labels=False).X
+    make_anchor(kit.project_id, kit.schema.feature_names, kind="smote", rows=300, seed_rows=seed).save(
+        tmp_path / "lead.dcanchor")
+    w = ParticipantWizard(kit_path=str(project["kit_path"]))
+    qtbot.addWidget(w)
+    w.show()
+    drive_to_export(qtbot, w, project, tmp_path, create=False)
+    w.data_page.set_csv(project["sites"]["site1"][0])
+    wait(qtbot, lambda: w.data_page.isComplete())
+    w.next()
+    wait(qtbot, lambda: w.privacy_page.isComplete())
+    w.next()
+    ep = w.export_page
+    ep.folder_field.set_path(tmp_path)
+    target = ep.target()
+
+    exporter, gate = w.exporter, threading.Event()
+    real_seal = exporter.seal
+
+    def held_seal(path, control=None):  # hold the job until the user has pressed Cancel
+        gate.wait(5)
+        return real_seal(path, control)
+
+    monkeypatch.setattr(exporter, "seal", held_seal)
+    ep.export_button.click()
+    assert ep.busy
+    ep.jobs.cancel_button.click()
+    gate.set()
+    wait(qtbot, lambda: "Cancelled" in ep.jobs.status.text() and ep.export_button.isEnabled())
+    assert ep.jobs.isVisible()
+    assert not target.exists() and not list(tmp_path.glob(f".{target.name}*"))
+    assert w.page_name() == "export" and not ep.isComplete()
+
+    # exporting again afterwards works
+    monkeypatch.setattr(exporter, "seal", real_seal)
+    ep.export_button.click()
+    wait(qtbot, lambda: w.page_name() == "done")
+    assert target.exists()
+
+
+def test_results_window_applies_a_package(qtbot, project, round_packages, tmp_path):
+    d = project["dir"]
+    r = ResultsWindow()
+    qtbot.addWidget(r)
+    r.show()
+    assert not r.apply_button.isEnabled()
+    r.identity_field.set_path(d / "site0.dcid")
+    r.passphrase_edit.setText("not it")
+    r.unlock_button.click()
+    wait(qtbot, lambda: r.message.kind == "error" and r.unlock_button.isEnabled())
+    r.passphrase_edit.setText(PASS)
+    r.unlock_button.click()
+    wait(qtbot, lambda: r.identity is not None)
+    assert r.workspace_field.path() == str(default_workspace(d / "site0.dcid"))
+    r.package_field.set_path(round_packages / "site0.dcpkg")
+    assert "Analyst" in r.package_label.text() and "Skewed wards" in r.package_label.text()
+    assert "another site" not in r.package_label.text()
+    test_csv = project["sites"]["site0"][1]
+    r.csv_field.set_path(test_csv)
+    assert r.out_field.path() == str(test_csv.with_name(f"{test_csv.stem}-results.csv"))
+    out = tmp_path / "results.csv"
+    r.out_field.set_path(out)
+    assert r.apply_button.isEnabled()
+    r.apply_button.click()
+    wait(qtbot, lambda: r.outcome is not None or r.message.kind == "error")
+    assert r.outcome is not None, r.message.text()
+    written = pd.read_csv(out)
+    rows = len(pd.read_csv(test_csv))
+    assert "prediction" in written.columns and len(written) == rows
+    assert set(written["prediction"]) <= set(project["kit"].schema.classes)
+    assert r.results_model.rowCount() == rows and "prediction" in list(r.results_model.frame.columns)
+    heights = r.bars.opts["height"]
+    assert sum(heights) == rows
+    copy = r.save_copy(tmp_path / "copy.csv")
+    assert copy.read_bytes() == out.read_bytes()
+
+    # a package addressed to another site is named as such before anything is applied
+    r.package_field.set_path(round_packages / "site1.dcpkg")
+    assert "another site" in r.package_label.text()
