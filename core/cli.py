@@ -101,26 +101,61 @@ def cmd_keys_export_age(args) -> None:
 def cmd_kit_new(args) -> None:
     from .identity import PublicCard
     from .kit import Kit
-    from .methods import get_method
-    from .schema import infer_schema
+    from .methods import METHODS, get_method
+    from .schema import Schema, infer_schema, parse_blocks, with_blocks
 
+    method = args.method or ("dcclustering" if args.task == "clustering" else "dccfl")
+    if method not in METHODS:
+        get_method(method)  # the usual "unknown method" error
+    task = args.task or METHODS[method].task
+    if METHODS[method].task != task:
+        raise ConfigError(f"method '{method}' is for {METHODS[method].task}, not {task}")
+    clustering = task == "clustering"
+    ranges = args.ranges if args.ranges is not None else clustering  # the paper's uniform anchor needs them
     ident = load_identity(args.identity)
     schema, notes = infer_schema(args.schema_from, label=args.label, id_column=args.id_column,
-                                 with_ranges=args.ranges, options=csv_options(args))
+                                 with_ranges=ranges, options=csv_options(args))
+    if clustering and schema.label is not None:
+        notes.append(f"column '{schema.label}' is left out: labels never leave a site in a clustering project")
+        schema = Schema(schema.features, id_column=schema.id_column)
+    if args.blocks:
+        if not clustering:
+            raise ConfigError("--blocks (feature blocks) is for clustering projects")
+        schema, more = with_blocks(schema, parse_blocks(args.blocks))
+        notes += more
     settings = parse_sets(args.set)
     if args.t is not None:
         settings["t"] = args.t if args.t == "auto" else float(args.t)
-    get_method(args.method, settings)  # validate now, not at every site
+    if args.k is not None:
+        settings["k"] = args.k if args.k == "auto" else _whole(args.k, "--k")
+    if args.algorithm is not None:
+        settings["algorithm"] = args.algorithm
+    get_method(method, settings)  # validate now, not at every site
     roster = None
     if args.roster:
         cards = [PublicCard.load(p) for p in args.roster]
         roster = [{"name": c.name, "fingerprint": c.fingerprint} for c in cards]
-    kit = Kit(name=args.name, task=args.task, schema=schema, method=args.method, analyst=ident.card,
-              settings=settings, anchor={"kind": args.anchor_kind, "rows": args.anchor_rows}, roster=roster)
+    anchor_kind = args.anchor_kind or ("uniform" if clustering else "smote")
+    kit = Kit(name=args.name, task=task, schema=schema, method=method, analyst=ident.card,
+              settings=settings, anchor={"kind": anchor_kind, "rows": args.anchor_rows}, roster=roster)
     kit.save(args.out, ident)
-    say(*notes, f"kit: {args.out}", f"project id: {kit.project_id}",
-        f"{len(schema.features)} features, label '{schema.label}' with classes {', '.join(schema.classes)}",
+    if clustering:
+        s = get_method(method, settings).settings
+        what = (f"{len(schema.features)} features in block(s) {schema.describe_blocks()}; "
+                f"k = {s['k']}, {s['algorithm']}, {s['alignment']} alignment; no labels leave any site")
+        if schema.id_column:
+            what += f"; rows linked by hashed '{schema.id_column}'"
+    else:
+        what = f"{len(schema.features)} features, label '{schema.label}' with classes {', '.join(schema.classes)}"
+    say(*notes, f"kit: {args.out}", f"project id: {kit.project_id}", what,
         f"analyst fingerprint (participants compare this): {ident.card.fingerprint}")
+
+
+def _whole(text: str, option: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"{option} takes 'auto' or a whole number, got '{text}'") from None
 
 
 def cmd_anchor_new(args) -> None:
@@ -166,10 +201,11 @@ def cmd_participant_export(args) -> None:
     ws = SiteWorkspace(args.workspace or default_workspace(args.identity))
     site = {"reduction": args.reduction, "dimension": args.dimension, "noise": args.noise, "seed": args.seed}
     job = ParticipantExport(kit, args.kit, ident, anchor, ws, site)
-    table = job.load(args.csv, csv_options(args))
+    table = job.load(args.csv, csv_options(args), block=args.block)
     ex = job.compute()
     sealed = job.seal(args.out)
     say(f"bundle: {sealed.path} ({sealed.size} bytes, sha256 {sealed.digest})",
+        *([f"feature block: '{job.block}' ({', '.join(kit.schema.block_columns(job.block))})"] if job.block else []),
         f"rows: {table.n_rows}" + (f" ({table.n_imputed} cells imputed)" if table.n_imputed else ""),
         "leaves this site: " + "; ".join(f"{d.name} {tuple(d.shape)}" for d in ex.disclosures),
         f"workspace: {ws.root}")
@@ -181,8 +217,11 @@ def cmd_participant_apply(args) -> None:
 
     ident = load_identity(args.identity)
     ws = SiteWorkspace(args.workspace or default_workspace(args.identity))
-    res = apply_package(args.package, ident, args.csv, args.out, workspace=ws, options=csv_options(args))
+    res = apply_package(args.package, ident, args.csv, args.out, workspace=ws, options=csv_options(args),
+                        with_representation=args.representation)
     say(f"results: {res.out_path} ({res.rows} rows; columns {', '.join(res.columns)})")
+    if res.summary.get("note"):
+        say(f"note: {res.summary['note']}")
 
 
 def _session(args):
@@ -225,10 +264,29 @@ def cmd_analyst_run(args) -> None:
     for r in reports:
         say(f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows")
     s = result.summary
-    say(f"method {result.method}: t = {s.get('t')}, {s.get('n_clusters')} cluster(s)")
+    if s.get("task") == "clustering":
+        _say_clustering(s)
+    else:
+        say(f"method {result.method}: t = {s.get('t')}, {s.get('n_clusters')} cluster(s)")
     for p in out.packages:
         say(f"package: {p.path}")
     say(f"report:  {out.report}", f"summary: {out.summary}")
+
+
+def _say_clustering(s: dict) -> None:
+    curve = s.get("k_curve") or {}
+    how = "chosen by silhouette" if s.get("k_auto") else "fixed in the kit"
+    say(f"method {s['method']} ({s['algorithm']}, {s['alignment']} alignment, dimension {s['dimension']}): "
+        f"k = {s['k']} ({how}); cluster sizes {s['sizes']}")
+    if curve:
+        say("k curve: " + "; ".join(f"k={k}: silhouette {v['silhouette']:.3f}, inertia {v['inertia']:.4g}"
+                                    for k, v in curve.items()))
+    link = s["linkage"]
+    say(f"rows clustered: {s['rows_clustered']} in {link['groups']} row group(s); "
+        f"left out: {link['partial']} people missing from some block, {link['conflicts']} held twice in a block")
+    for site in s["sites"]:
+        say(f"  {site['site']} [block {site['block']}]: {site['clustered']} of {site['rows']} rows clustered"
+            + (f" — {site['note']}" if site["note"] else ""))
 
 
 def cmd_demo(args) -> None:
@@ -288,11 +346,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--schema-from", required=True)
     p.add_argument("--label")
     p.add_argument("--id-column")
-    p.add_argument("--task", default="classification", choices=["classification", "clustering"])
-    p.add_argument("--method", default="dccfl")
+    p.add_argument("--task", choices=["classification", "clustering"],
+                   help="default: the method's task (classification for dccfl)")
+    p.add_argument("--method", help="dccfl (default), dc, or dcclustering (the default for --task clustering)")
     p.add_argument("--t", help="DC-CFL threshold: auto (default) or a number")
-    p.add_argument("--ranges", action="store_true", help="publish the sample's per-column min/max in the kit")
-    p.add_argument("--anchor-kind", default="smote", choices=["smote", "uniform", "gaussian"])
+    p.add_argument("--blocks", help='clustering: feature blocks, e.g. "clinical=a,b,c;lifestyle=d,e"')
+    p.add_argument("--k", help="clustering: number of clusters, or auto (silhouette over k_range)")
+    p.add_argument("--algorithm", choices=["kmeans", "spectral"], help="clustering algorithm (default kmeans)")
+    p.add_argument("--ranges", action=argparse.BooleanOptionalAction, default=None,
+                   help="publish the sample's per-column min/max in the kit (default: on for clustering)")
+    p.add_argument("--anchor-kind", choices=["smote", "uniform", "gaussian"],
+                   help="default: uniform for clustering (in the public ranges), smote otherwise")
     p.add_argument("--anchor-rows", type=int, default=1000)
     p.add_argument("--roster", nargs="*", help="public cards of the expected sites")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="method setting")
@@ -318,6 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(a, required=True)
     p.add_argument("--anchor")
     p.add_argument("--workspace")
+    p.add_argument("--block", help="clustering: the feature block this CSV holds (default: detected from its columns)")
     p.add_argument("--reduction", default="pca", choices=["pca", "lpp", "random"])
     p.add_argument("--dimension", type=int)
     p.add_argument("--noise", type=float, default=0.0)
@@ -328,6 +393,8 @@ def build_parser() -> argparse.ArgumentParser:
     for a in ("--package", "--identity", "--csv", "--out"):
         p.add_argument(a, required=True)
     p.add_argument("--workspace")
+    p.add_argument("--representation", action="store_true",
+                   help="clustering: also write each row's clustering representation (columns z1, z2, …)")
     _csv_args(p)
     p.set_defaults(func=cmd_participant_apply)
 

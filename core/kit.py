@@ -44,6 +44,11 @@ class Kit:
             raise ConfigError(f"unknown task '{self.task}'; choose one of {', '.join(TASKS)}")
         if self.task == "classification" and (not self.schema.label or len(self.schema.classes) < 2):
             raise ConfigError("a classification project needs a label column with at least two classes")
+        if self.task == "classification" and self.schema.blocks is not None:
+            raise ConfigError("feature blocks (a vertical partition) are only for clustering projects")
+        if self.task == "clustering" and len(self.schema.block_names) > 1 and not self.schema.id_column:
+            raise ConfigError("a clustering project with several feature blocks needs an id column to link the "
+                              "blocks' rows (give one with --id-column)")
 
     def to_dict(self) -> dict:
         return {"project_id": self.project_id, "name": self.name, "created": self.created, "task": self.task,

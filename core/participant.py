@@ -23,7 +23,7 @@ from .fileio import atomic_writer
 from .identity import Identity
 from .kit import Kit
 from .methods import SiteExport, SiteInput, get_method
-from .tabular import CsvOptions, LocalTable, read_table
+from .tabular import CsvOptions, LocalTable, preview, read_table
 from .workspace import SiteWorkspace
 
 
@@ -58,11 +58,31 @@ class ParticipantExport:
         self.method = get_method(kit.method, kit.settings)
         self.site_settings = dict(site_settings or {})
         self.table: LocalTable | None = None
+        self.block: str | None = None
         self.export_: SiteExport | None = None
 
-    def load(self, csv_path: str | Path, options: CsvOptions | None = None) -> LocalTable:
+    def load(self, csv_path: str | Path, options: CsvOptions | None = None, *, block: str | None = None
+             ) -> LocalTable:
+        """Read the CSV against the kit. A clustering kit's site holds one feature block: ``block`` names it,
+        or it is the one block whose columns are all in the file (ConfigError naming the columns if none)."""
         schema = self.kit.schema
-        needs_ids = bool(schema.id_column) and self.kit.task == "clustering"
+        self.block = None
+        if self.kit.task == "clustering":
+            header = [str(c) for c in preview(csv_path, options, nrows=0)[0].columns]
+            if block is None:
+                try:
+                    block = schema.detect_block(header)
+                except ConfigError as exc:
+                    raise ConfigError(exc.message, path=csv_path) from None
+            columns = schema.block_columns(block)
+            absent = [c for c in columns if c not in header]
+            if absent:
+                raise DataError(f"the file lacks {', '.join(repr(c) for c in absent)} of feature block '{block}' "
+                                f"(the block's columns are {', '.join(repr(c) for c in columns)})", path=csv_path)
+            self.block = block
+            schema = schema.block_schema(block)
+        linked = self.kit.task == "clustering" and len(self.kit.schema.block_names) > 1
+        needs_ids = bool(schema.id_column) and linked
         self.table = read_table(csv_path, schema, options=options,
                                 labels=self.method.labels_leave != "none" and schema.label is not None,
                                 ids=needs_ids)
@@ -77,11 +97,19 @@ class ParticipantExport:
         if t.ids is not None:
             if self.anchor is None:
                 raise ConfigError("linking rows by id needs the project's anchor file")
-            if len(set(t.ids.tolist())) != len(t.ids):
-                raise DataError("the id column has duplicate values; every row needs its own id", path=t.source)
+            values, counts = np.unique(t.ids, return_counts=True)
+            if (counts > 1).any():
+                dup = np.argsort(-counts, kind="stable")[: int((counts > 1).sum())]
+                shown = ", ".join(f"'{values[i]}' ({counts[i]} rows)" for i in dup[:5])
+                more = f" and {len(dup) - 5} more" if len(dup) > 5 else ""
+                raise DataError(f"the id column '{self.kit.schema.id_column}' has {len(dup)} duplicate value(s), "
+                                f"e.g. {shown}{more}; every row needs its own id", path=t.source)
             ids_hashed = hash_ids(t.ids, self.anchor.id_hash_key())
-        site = SiteInput(t.X, t.y, list(self.kit.schema.classes),
-                         None if self.anchor is None else self.anchor.generate(), ids_hashed, self.site_settings)
+        anchor = None if self.anchor is None else self.anchor.generate()
+        if anchor is not None and self.block is not None:
+            anchor = anchor[:, self.kit.schema.block_indices(self.block)]  # the anchor split by the same blocks
+        site = SiteInput(t.X, t.y, list(self.kit.schema.classes), anchor, ids_hashed, self.site_settings,
+                         block=self.block)
         self.export_ = self.method.site_compute(site, control)
         return self.export_
 
@@ -116,8 +144,11 @@ class ApplyResult:
 
 def apply_package(package_path: str | Path, identity: Identity, csv_path: str | Path, out_path: str | Path, *,
                   workspace: SiteWorkspace, options: CsvOptions | None = None,
-                  control: JobControl | None = None) -> ApplyResult:
-    """Verify a package against the kit's analyst, map this site's rows with it and write RESULT.csv."""
+                  control: JobControl | None = None, with_representation: bool = False) -> ApplyResult:
+    """Verify a package against the kit's analyst, map this site's rows with it and write RESULT.csv.
+
+    ``with_representation`` (clustering): also write the rows' clustering representation Z_i as columns
+    ``z1`` … ``zq`` (empty for rows left out)."""
     control = ensure(control)
     binding = inspect(package_path)
     kit_path = workspace.kit_path(binding.project_id)
@@ -128,13 +159,18 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                          expect_sender=kit.analyst, control=control.sub(0.0, 0.3))
     if not opened.binding.in_reply_to:
         raise FormatError("package is not bound to a bundle", path=package_path)
-    _, private = workspace.load_export(kit.project_id, opened.binding.in_reply_to)
+    meta, private = workspace.load_export(kit.project_id, opened.binding.in_reply_to)
     manifest, arrays = opened.payload.manifest, opened.payload.arrays
     method = get_method(manifest.get("method", ""))
     control.step(0.4, "reading the CSV")
-    table = read_table(csv_path, kit.schema, options=options, labels=False)
+    schema = kit.schema.block_schema(meta["block"]) if meta.get("block") else kit.schema
+    table = read_table(csv_path, schema, options=options, labels=False)
     control.step(0.6, "applying the package")
     columns = method.apply(manifest, arrays, private, table.X)
+    if with_representation and hasattr(method, "representation"):
+        Z, _ = method.representation(arrays, private)
+        for q in range(Z.shape[1]):
+            columns[f"z{q + 1}"] = np.array(["" if np.isnan(v) else repr(float(v)) for v in Z[:, q]], dtype=object)
     control.step(0.8, "writing the results")
     fmt = table.format
     original = pd.read_csv(csv_path, sep=fmt.delimiter, encoding=fmt.encoding, dtype=str, keep_default_na=False)

@@ -92,7 +92,98 @@ th{background:#f3f4f6}code,pre{background:#f3f4f6;padding:.1rem .3rem}figure{dis
 figcaption{font-size:.85rem;color:#555}"""
 
 
+_PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#475569",
+            "#ea580c"]
+
+
+def scatter_svg(P: np.ndarray, labels: np.ndarray, *, size: int = 360, title: str = "", max_points: int = 3000,
+                seed: int = 0) -> str:
+    """Points (first two columns of P) coloured by cluster; a seeded sample of ``max_points`` when larger."""
+    if len(P) == 0 or P.shape[1] < 2:
+        return ""
+    idx = np.arange(len(P))
+    if len(P) > max_points:
+        idx = np.sort(np.random.default_rng(seed).choice(len(P), max_points, replace=False))
+    pad = 12
+    lo, hi = P[idx, :2].min(axis=0), P[idx, :2].max(axis=0)
+    span = np.where(hi - lo > 1e-12, hi - lo, 1.0)
+    xy = pad + (P[idx, :2] - lo) / span * (size - 2 * pad)
+    dots = "".join(f'<circle cx="{x:.1f}" cy="{size - y:.1f}" r="2" fill="{_PALETTE[int(c) % len(_PALETTE)]}" '
+                   'fill-opacity="0.7"/>' for (x, y), c in zip(xy, labels[idx], strict=True))
+    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}">'
+            f'<rect width="{size}" height="{size}" fill="none" stroke="#ccc"/>{dots}</svg>'
+            f"<figcaption>{_esc(title)}</figcaption></figure>")
+
+
+def _footer(summary: dict) -> str:
+    s = summary
+    inputs = "".join(f"<tr><td>{_esc(i['site'])}</td><td><code>{_esc(i['bundle_digest'])}</code></td></tr>"
+                     for i in s.get("inputs", []))
+    outputs = "".join(f"<tr><td>{_esc(p['site'])}</td><td>{_esc(p['file'])}</td><td><code>{_esc(p['digest'])}"
+                      "</code></td></tr>" for p in s.get("packages", []))
+    settings = json.dumps(s.get("settings", {}), indent=2, sort_keys=True)
+    versions = {"dcstudio": __version__, "python": platform.python_version(), "numpy": np.__version__}
+    return f"""<h2>Settings and seeds</h2><pre>{_esc(settings)}</pre>
+<h2>Versions</h2><pre>{_esc(json.dumps(versions, indent=2))}</pre>
+<h2>Inputs (bundle SHA-256)</h2><table>{inputs}</table>
+<h2>Packages written</h2><table><tr><th>site</th><th>file</th><th>SHA-256</th></tr>{outputs}</table>
+</body></html>
+"""
+
+
+def render_clustering_report(kit: Kit, result: MethodResult, summary: dict) -> str:
+    """DC-Clustering: sites and their blocks, the linkage, the k curve, cluster sizes and a 2-D view."""
+    s, d = summary, result.details
+    rows = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in (
+        _esc(x["site"]), f"<code>{_esc(x.get('fingerprint', ''))}</code>", _esc(x["block"]), x["rows"],
+        x["clustered"], x["not_clustered"], _esc(x.get("note", "")))) + "</tr>" for x in s.get("sites", []))
+    groups = "".join(f"<tr><td>{g}</td><td>{_esc(', '.join(x['sites']))}</td><td>{x['rows']}</td></tr>"
+                     for g, x in enumerate(s.get("groups", [])))
+    link = s.get("linkage", {})
+    figures = []
+    curve = s.get("k_curve") or {}
+    if len(curve) > 1:
+        ks = [int(k) for k in curve]
+        for key, label in (("silhouette", "silhouette (higher is better)"), ("inertia", "within-cluster SS")):
+            figures.append(line_svg(ks, [curve[str(k)][key] for k in ks], title=f"{label} for each k",
+                                    xlabel="k", ylabel=key, mark=float(s["k"])))
+    sizes = s.get("sizes", [])
+    if sizes:
+        figures.append("<figure>" + bars_svg(sizes, [f"cluster {c}" for c in range(len(sizes))], width=320,
+                                             height=80) + "<figcaption>rows per cluster</figcaption></figure>")
+    X = d.get("representation")
+    if X is not None and len(X) and X.shape[1] >= 2:
+        Xc = X - X.mean(axis=0)
+        _, _, Vt = np.linalg.svd(Xc[:: max(1, len(Xc) // 20000)], full_matrices=False)
+        figures.append(scatter_svg(Xc @ Vt[:2].T, d["labels"],
+                                   title="collaborative representation (first two principal axes) by cluster"))
+    how = "chosen by the best silhouette over the tried range" if s.get("k_auto") else "fixed in the kit"
+    comps = s.get("graph_components")
+    graph = "" if not comps or comps <= 1 else (
+        f"<p><b>Note:</b> the {s['settings'].get('n_neighbors')}-nearest-neighbour graph of the spectral clustering "
+        f"falls into {comps} separate pieces" + (f", more than k = {s.get('k')}: the smallest pieces are grouped "
+                                                 "together arbitrarily." if comps > s.get("k", 0) else ".")
+        + "</p>")
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>DC Studio report — {_esc(kit.name)}</title><style>{_CSS}</style></head><body>
+<h1>DC Studio report — {_esc(kit.name)}</h1>
+<p>Project <code>{_esc(kit.project_id)}</code>, task clustering, method <b>{_esc(result.method)}</b>
+({_esc(s.get("algorithm"))}, {_esc(s.get("alignment"))} alignment, collaborative dimension {s.get("dimension")}),
+{len(s.get("sites", []))} sites, blocks {_esc(", ".join(s.get("blocks", [])))}.
+k = <b>{s.get("k")}</b> ({how}); {s.get("rows_clustered")} rows clustered. No labels left any site.</p>{graph}
+<h2>Sites</h2><table><tr><th>site</th><th>fingerprint</th><th>block</th><th>rows</th><th>clustered</th>
+<th>left out</th><th>note</th></tr>{rows}</table>
+<h2>Vertical linkage</h2><p>{link.get("people", 0)} distinct hashed ids; {link.get("joined", 0)} joined over every
+block into {link.get("groups", 0)} row group(s); {link.get("partial", 0)} present in only some blocks and
+{link.get("conflicts", 0)} held by two sites of one block. {_esc(link.get("what_happened", ""))}.</p>
+<table><tr><th>row group</th><th>sites</th><th>people</th></tr>{groups}</table>
+<h2>Plots</h2>{"".join(figures) or "<p>(none for this run)</p>"}
+{_footer(s)}"""
+
+
 def render_report(kit: Kit, result: MethodResult, summary: dict) -> str:
+    if summary.get("task") == "clustering":
+        return render_clustering_report(kit, result, summary)
     classes = list(kit.schema.classes)
     s = summary
     rows = []

@@ -27,11 +27,14 @@ from .tabular import (
     _clean_name,
     _iter_chunks,
     _quote,
+    _quote_list,
     _text_to_numbers,
     _with_format,
 )
 
 _NUMBER = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$")
+_BLOCK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+ALL_COLUMNS = "all"  # the name of the one implicit block of a schema that declares none
 _DIGITS = re.compile(r"(\d+)")
 _MANY_CLASSES = 50
 
@@ -73,6 +76,17 @@ class FeatureColumn:
 
 
 @dataclass
+class FeatureBlock:
+    """A named group of feature columns held together by the sites of one column of the data grid."""
+
+    name: str
+    columns: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "columns": list(self.columns)}
+
+
+@dataclass
 class Schema:
     """Ordered numeric features (the matrix column order), optional label and classes, optional id column.
 
@@ -82,31 +96,78 @@ class Schema:
     label : the label column (classification) or None (clustering).
     classes : the label classes as strings, in a fixed order; ``y`` holds indices into this list.
     id_column : a row-id column used for vertical linkage, or None.
+    blocks : feature blocks (vertical partition, DC-Clustering): named groups of columns that together hold
+        every feature exactly once, in feature order; None means one block of all columns.
     """
 
     features: list[FeatureColumn]
     label: str | None = None
     classes: list[str] = field(default_factory=list)
     id_column: str | None = None
+    blocks: list[FeatureBlock] | None = None
 
     @property
     def feature_names(self) -> list[str]:
         return [f.name for f in self.features]
 
+    @property
+    def block_names(self) -> list[str]:
+        return [ALL_COLUMNS] if self.blocks is None else [b.name for b in self.blocks]
+
+    def block_columns(self, name: str) -> list[str]:
+        """The columns of block ``name``; ConfigError naming the blocks if there is no such block."""
+        if self.blocks is None and name == ALL_COLUMNS:
+            return self.feature_names
+        for b in self.blocks or []:
+            if b.name == name:
+                return list(b.columns)
+        raise ConfigError(f"the project has no feature block {_quote(name)}; its blocks are {self.describe_blocks()}")
+
+    def block_indices(self, name: str) -> list[int]:
+        """Positions of block ``name``'s columns in the feature order (the anchor's column order)."""
+        pos = {n: i for i, n in enumerate(self.feature_names)}
+        return [pos[c] for c in self.block_columns(name)]
+
+    def block_schema(self, name: str) -> Schema:
+        """The schema a site of block ``name`` reads its CSV with: that block's columns and the id column."""
+        cols = set(self.block_columns(name))
+        return Schema([f for f in self.features if f.name in cols], id_column=self.id_column)
+
+    def describe_blocks(self) -> str:
+        """E.g. "'clinical' (a, b, c), 'lifestyle' (d, e)"."""
+        return ", ".join(f"{_quote(n)} ({', '.join(self.block_columns(n))})" for n in self.block_names)
+
+    def detect_block(self, header: Iterable[str]) -> str:
+        """The one block whose columns are all in ``header``; ConfigError naming columns otherwise."""
+        have = set(header)
+        full = [n for n in self.block_names if set(self.block_columns(n)) <= have]
+        if len(full) == 1:
+            return full[0]
+        if len(full) > 1:
+            raise ConfigError(f"the file has the columns of several feature blocks ({', '.join(map(_quote, full))}); "
+                              "name the block this site exports")
+        missing = {n: [c for c in self.block_columns(n) if c not in have] for n in self.block_names}
+        best = min(self.block_names, key=lambda n: len(missing[n]))
+        raise ConfigError(f"the file's columns match no feature block of the project: block {_quote(best)} lacks "
+                          f"{_quote_list(missing[best])}; the blocks are {self.describe_blocks()}")
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "features": [f.to_dict() for f in self.features],
             "label": self.label,
             "classes": list(self.classes),
             "id_column": self.id_column,
         }
+        if self.blocks is not None:  # absent, not null, when there are none (digests of older kits hold)
+            d["blocks"] = [b.to_dict() for b in self.blocks]
+        return d
 
     @classmethod
     def from_dict(cls, d: Any) -> Schema:
         """Parse the dict form strictly: FormatError on a missing, unknown or ill-typed field."""
         if not isinstance(d, dict):
             raise FormatError("the schema is not a JSON object")
-        _exact_keys(d, {"features", "label", "classes", "id_column"}, "the schema")
+        _exact_keys(d, {"features", "label", "classes", "id_column"}, "the schema", optional={"blocks"})
         feats = d["features"]
         if not isinstance(feats, list):
             raise FormatError("the schema's 'features' is not a list")
@@ -128,7 +189,21 @@ class Schema:
         classes = d["classes"]
         if not isinstance(classes, list) or not all(isinstance(c, str) for c in classes):
             raise FormatError("the schema's 'classes' is not a list of strings")
-        schema = cls(features=features, label=label, classes=list(classes), id_column=id_column)
+        blocks = None
+        if "blocks" in d:
+            if not isinstance(d["blocks"], list):
+                raise FormatError("the schema's 'blocks' is not a list")
+            blocks = []
+            for i, b in enumerate(d["blocks"]):
+                where = f"block {i + 1} of the schema"
+                if not isinstance(b, dict):
+                    raise FormatError(f"{where} is not a JSON object")
+                _exact_keys(b, {"name", "columns"}, where)
+                if not isinstance(b["columns"], list):
+                    raise FormatError(f"{where}'s columns are not a list")
+                blocks.append(FeatureBlock(_name(b["name"], f"{where}'s name"),
+                                           [_name(c, f"a column of {where}") for c in b["columns"]]))
+        schema = cls(features=features, label=label, classes=list(classes), id_column=id_column, blocks=blocks)
         schema.validate()
         return schema
 
@@ -157,10 +232,86 @@ class Schema:
             raise FormatError("a label class in the schema is empty or has surrounding spaces")
         if len(set(self.classes)) != len(self.classes):
             raise FormatError("the schema lists a label class more than once")
+        if self.blocks is not None:
+            _check_blocks(self.blocks, self.feature_names)
 
     def digest(self) -> str:
         """SHA-256 (hex) of the canonical JSON of :meth:`to_dict`."""
         return hashlib.sha256(canonical_json(self.to_dict())).hexdigest()
+
+
+def _check_blocks(blocks: list[FeatureBlock], features: list[str]) -> None:
+    """Blocks partition the features, in feature order; each has a valid name and at least two columns."""
+    if not blocks:
+        raise FormatError("the schema declares an empty list of feature blocks")
+    names = [b.name for b in blocks]
+    for n in names:
+        if not _BLOCK_NAME.match(n):
+            raise FormatError(f"block name {_quote(n)} is not 1-64 letters, digits, '_', '-' or '.'")
+    if len(set(names)) != len(names):
+        raise FormatError("the schema names a feature block more than once")
+    seen: dict[str, str] = {}
+    for b in blocks:
+        if len(b.columns) < 2:
+            raise FormatError(f"block {_quote(b.name)} has {len(b.columns)} column(s); a block needs at least two, "
+                              "so that its private reduction drops a dimension")
+        for c in b.columns:
+            if c in seen:
+                raise FormatError(f"column {_quote(c)} is in both block {_quote(seen[c])} and block {_quote(b.name)}")
+            seen[c] = b.name
+    unknown = [c for c in seen if c not in features]
+    if unknown:
+        raise FormatError(f"block {_quote(seen[unknown[0]])} names {_quote_list(unknown)}, which "
+                          f"{'is not a feature' if len(unknown) == 1 else 'are not features'} of the schema")
+    if [c for b in blocks for c in b.columns] != list(features):
+        left = [c for c in features if c not in seen]
+        if left:
+            raise FormatError(f"the feature(s) {_quote_list(left)} belong to no block")
+        raise FormatError("the blocks do not list the features in the schema's column order")
+
+
+def parse_blocks(text: str) -> list[tuple[str, list[str]]]:
+    """``"clinical=a,b,c;lifestyle=d,e"`` → [("clinical", ["a", "b", "c"]), ("lifestyle", ["d", "e"])]."""
+    out = []
+    for part in (p.strip() for p in text.split(";")):
+        if not part:
+            continue
+        if "=" not in part:
+            raise ConfigError(f"a block is NAME=col1,col2,…; got {_quote(part)}")
+        name, cols = part.split("=", 1)
+        out.append((name.strip(), [c.strip() for c in cols.split(",") if c.strip()]))
+    if not out:
+        raise ConfigError("no feature blocks given")
+    return out
+
+
+def with_blocks(schema: Schema, blocks: list[tuple[str, list[str]]]) -> tuple[Schema, list[str]]:
+    """The schema restricted to the blocks' columns, reordered block by block, with the blocks declared.
+
+    Returns notes naming feature columns that no block uses (they are left out). ConfigError naming the
+    columns when a block names a column that is not a numeric column of the sample.
+    """
+    feats = {f.name: f for f in schema.features}
+    for name, cols in blocks:
+        bad = [c for c in cols if c not in feats]
+        if bad:
+            raise ConfigError(f"block {_quote(name)} names {_quote_list(bad)}, which the sample does not have as "
+                              f"numeric column(s); its numeric columns are {_quote_list(list(feats), 30)}")
+    seen: dict[str, str] = {}
+    for name, cols in blocks:
+        for c in cols:
+            if c in seen:
+                raise ConfigError(f"column {_quote(c)} is in both block {_quote(seen[c])} and block {_quote(name)}")
+            seen[c] = name
+    used = [c for _, cols in blocks for c in cols]
+    notes = [f"column {_quote(c)} is in no feature block and was left out" for c in feats if c not in used]
+    out = Schema([feats[c] for c in used], label=schema.label, classes=list(schema.classes),
+                 id_column=schema.id_column, blocks=[FeatureBlock(n, list(c)) for n, c in blocks])
+    try:
+        out.validate()
+    except FormatError as exc:
+        raise ConfigError(exc.message) from None
+    return out, notes
 
 
 def _exact_keys(d: dict, required: set[str], where: str, optional: frozenset | set = frozenset()) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from ..errors import ConfigError
 from ..fileio import write_json_atomic
 
-EXPERIMENTS = ("io", "export")
+EXPERIMENTS = ("io", "export", "dccfl", "dcclustering")
 
 
 def run_benchmark(name: str, args, say: Callable[[str], None]) -> dict:
@@ -20,6 +20,14 @@ def run_benchmark(name: str, args, say: Callable[[str], None]) -> dict:
         from .export_scale import run
 
         result = run(rows=args.rows or 1_000_000)
+    elif name == "dccfl":
+        from .dccfl import run_from_args
+
+        return run_from_args(args, say)  # prints the tables; with --json writes JSON, markdown and SVG
+    elif name == "dcclustering":
+        from .dcclustering import run_from_args as run_dcclustering
+
+        return run_dcclustering(args, say)  # prints the tables; with --json writes JSON and markdown
     else:
         raise ConfigError(f"unknown experiment '{name}'; available: {', '.join(EXPERIMENTS)}")
     say(json.dumps(result, indent=2))

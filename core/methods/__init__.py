@@ -5,8 +5,9 @@ from __future__ import annotations
 from ..errors import ConfigError
 from .base import Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
 from .dccfl import DC, DCCFL
+from .dcclustering import DCClustering
 
-METHODS: dict[str, type[Method]] = {m.name: m for m in (DC, DCCFL)}
+METHODS: dict[str, type[Method]] = {m.name: m for m in (DC, DCCFL, DCClustering)}
 
 
 def get_method(name: str, settings: dict | None = None) -> Method:

@@ -31,6 +31,7 @@ class SiteInput:
     anchor: np.ndarray | None
     ids_hashed: np.ndarray | None = None  # (n, 32) uint8 keyed hashes, when the kit links rows by id
     settings: dict = field(default_factory=dict)  # site-side options (reduction, dimension, noise, seed)
+    block: str | None = None  # the feature block these columns are (clustering kits; X and anchor hold only it)
 
 
 @dataclass
