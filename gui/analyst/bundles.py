@@ -1,0 +1,350 @@
+"""Bundles page: drop or pick bundle files; each is verified and imported (or refused, with the reason).
+
+Each file goes through :meth:`core.analyst.AnalystSession.try_import` in a job; imported bundles are then
+re-opened with :meth:`~core.analyst.AnalystSession.received` and handed to :class:`AnalystState`.
+Confirming a site's fingerprint (after comparing it by phone or on paper) is an explicit tick per row,
+remembered on this computer.
+
+Test hooks: ``table`` (columns ``COL_*``), ``import_paths(paths) -> Job``, ``add_files_button``,
+``add_folder_button``, ``drop_area``, ``job_panel``, ``message``, ``summary_label``,
+``set_confirmed(fingerprint, bool)``, ``rows_by_status(status)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.analyst import ImportReport
+
+from .. import settings as app_settings
+from ..jobs import Job
+from ..widgets import JobPanel, MessageLabel
+from .common import (
+    COUNTS_ROLE,
+    SparklineDelegate,
+    ThrottledJob,
+    confirmed_fingerprints,
+    hide_when_done,
+    label_counts,
+    set_fingerprint_confirmed,
+)
+from .window import AnalystState
+
+COL_SITE, COL_FINGERPRINT, COL_CONFIRMED, COL_STATUS, COL_ROWS, COL_LABELS, COL_FILE = range(7)
+
+
+class DropArea(QFrame):
+    """A dashed box that takes dropped files and folders."""
+
+    dropped = Signal(list)
+
+    def __init__(self, text: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setAcceptDrops(True)
+        self.setObjectName("dropArea")
+        self._style(False)
+        self.label = QLabel(text)
+        self.label.setAlignment(Qt.AlignCenter)
+        self.label.setWordWrap(True)
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.label)
+        self.setMinimumHeight(70)
+
+    def _style(self, hover: bool) -> None:
+        self.setStyleSheet("#dropArea{border:2px dashed %s;border-radius:8px;background:%s;}"
+                           % (("#2563eb", "#eff6ff") if hover else ("#9ca3af", "#f9fafb")))
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+            self._style(True)
+
+    def dragLeaveEvent(self, event) -> None:  # noqa: N802
+        self._style(False)
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        self._style(False)
+        paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if paths:
+            event.acceptProposedAction()
+            self.dropped.emit(paths)
+
+
+def expand_paths(paths: list[str | Path]) -> list[Path]:
+    """Files as given; folders become their ``*.dcbundle`` files (sorted)."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(p.glob("*.dcbundle")))
+        else:
+            out.append(p)
+    return out
+
+
+class BundlesPage(QWidget):
+    def __init__(self, state: AnalystState, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.state = state
+        self._job: Job | None = None
+        heading = QLabel(self.tr("<h2>Bundles</h2><p>Drop the sites' <code>.dcbundle</code> files here. Each file "
+                                 "is checked (signature, project, kit version, duplicates) before it is "
+                                 "imported; a refused file is listed with the reason. Tick <i>Confirmed</i> "
+                                 "once you have compared a site's fingerprint with the site (by phone or on "
+                                 "paper).</p>"))
+        heading.setWordWrap(True)
+        self.drop_area = DropArea(self.tr("Drop bundle files or folders here"))
+        self.drop_area.dropped.connect(self.import_paths)
+        self.add_files_button = QPushButton(self.tr("Add &files…"))
+        self.add_files_button.clicked.connect(self._pick_files)
+        self.add_folder_button = QPushButton(self.tr("Add a f&older…"))
+        self.add_folder_button.clicked.connect(self._pick_folder)
+        self.clear_refused_button = QPushButton(self.tr("C&lear refused"))
+        self.clear_refused_button.clicked.connect(self.clear_refused)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.add_files_button)
+        buttons.addWidget(self.add_folder_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.clear_refused_button)
+
+        self.table = QTableWidget(0, 7)
+        self.table.setHorizontalHeaderLabels([self.tr("Site"), self.tr("Fingerprint"), self.tr("Confirmed"),
+                                              self.tr("Status"), self.tr("Rows"), self.tr("Labels"),
+                                              self.tr("File / reason")])
+        header = self.table.horizontalHeader()
+        for c in range(6):
+            header.setSectionResizeMode(c, QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(COL_LABELS, QHeaderView.Fixed)
+        self.table.setColumnWidth(COL_LABELS, 130)
+        header.setStretchLastSection(True)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setSelectionBehavior(QTableWidget.SelectRows)
+        self.table.setItemDelegateForColumn(COL_LABELS, SparklineDelegate(self.table))
+        self.table.itemChanged.connect(self._item_changed)
+        self.table.setWordWrap(False)
+        self.job_panel = JobPanel()
+        hide_when_done(self.job_panel)
+        self.message = MessageLabel()
+        self.summary_label = QLabel()
+        lay = QVBoxLayout(self)
+        lay.addWidget(heading)
+        lay.addWidget(self.drop_area)
+        lay.addLayout(buttons)
+        lay.addWidget(self.job_panel)
+        lay.addWidget(self.message)
+        lay.addWidget(self.table, 1)
+        lay.addWidget(self.summary_label)
+        self.setAcceptDrops(True)
+        state.session_changed.connect(self._session_changed)
+
+    # ---- whole page accepts drops too --------------------------------------------------------------------
+    def dragEnterEvent(self, event) -> None:  # noqa: N802
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if paths:
+            event.acceptProposedAction()
+            self.import_paths(paths)
+
+    # ---- picking -----------------------------------------------------------------------------------------
+    def _start_dir(self) -> str:
+        recent = app_settings.recent("bundle-folders")
+        return recent[0] if recent else ""
+
+    def _pick_files(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(self, self.tr("Bundles"), self._start_dir(),
+                                                self.tr("Bundles (*.dcbundle);;All files (*)"))
+        if paths:
+            self.import_paths(paths)
+
+    def _pick_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, self.tr("Folder of bundles"), self._start_dir())
+        if path:
+            self.import_paths([path])
+
+    # ---- session -----------------------------------------------------------------------------------------
+    def _session_changed(self) -> None:
+        self.table.setRowCount(0)
+        self.message.clear_message()
+        self._update_summary()
+        session = self.state.session
+        if session is None or not session.workspace.stored(session.kit.project_id):
+            return
+
+        def work(control):
+            with self.state.workspace_lock:
+                return session.received(control=control)
+
+        job = ThrottledJob(work, self.tr("Opening the bundles imported earlier"))
+        job.succeeded.connect(self._stored_ready)
+        job.failed.connect(self._failed)
+        self._job = job
+        self.job_panel.run(job)
+
+    def _stored_ready(self, bundles) -> None:
+        reg = self.state.session.workspace.registry(self.state.session.kit.project_id)
+        for b in bundles:
+            entry = reg.get(b.envelope_id, {})
+            report = ImportReport(Path(entry.get("file", "")), "imported earlier", "", b.site, b.fingerprint,
+                                  int(b.manifest.get("n_rows", 0)), b.envelope_id,
+                                  label_counts(b, len(self.state.classes)).tolist())
+            self._add_row(report, self.tr("imported on {when}").format(when=entry.get("imported", "?")))
+        self.state.add_bundles(bundles)
+        self._update_summary()
+
+    # ---- import ------------------------------------------------------------------------------------------
+    def import_paths(self, paths: list[str | Path]) -> Job | None:
+        session = self.state.session
+        if session is None:
+            self.message.show_message("error", self.tr("Open a project first."))
+            return None
+        if self.job_panel.busy:
+            self.message.show_message("warning", self.tr("Wait for the current import to finish."))
+            return None
+        files = expand_paths(paths)
+        if not files:
+            self.message.show_message("warning", self.tr("No .dcbundle files there."))
+            return None
+        folder = files[0].parent
+        app_settings.remember("bundle-folders", str(folder))
+        self.message.clear_message()
+
+        def work(control):
+            reports = []
+            with self.state.workspace_lock:
+                for k, p in enumerate(files):
+                    control.step(0.8 * k / len(files), f"verifying {p.name}")
+                    reports.append(session.try_import(p))
+                ids = [r.envelope_id for r in reports if r.status == "imported"]
+                bundles = session.received(ids, control=control.sub(0.8, 1.0)) if ids else []
+            order = {e: k for k, e in enumerate(ids)}
+            return reports, sorted(bundles, key=lambda b: order.get(b.envelope_id, len(order)))
+
+        job = ThrottledJob(work, self.tr("Verifying {n} file(s)").format(n=len(files)))
+        job.succeeded.connect(self._imported)
+        job.failed.connect(self._failed)
+        self._job = job
+        return self.job_panel.run(job)
+
+    def _failed(self, message: str) -> None:
+        self.message.show_message("error", message)
+
+    def _imported(self, result) -> None:
+        reports, bundles = result
+        by_id = {b.envelope_id: b for b in bundles}
+        for r in reports:
+            if r.status == "imported" and not r.label_counts and r.envelope_id in by_id:
+                r.label_counts = label_counts(by_id[r.envelope_id], len(self.state.classes)).tolist()
+            self._add_row(r)
+        self.state.add_bundles(bundles)
+        n_ok = sum(r.status == "imported" for r in reports)
+        n_bad = len(reports) - n_ok
+        kind = "warning" if n_bad else "ok"
+        self.message.show_message(kind, self.tr("{ok} imported, {bad} refused.").format(ok=n_ok, bad=n_bad))
+        self._update_summary()
+
+    def _add_row(self, r: ImportReport, note: str = "") -> None:
+        t = self.table
+        t.blockSignals(True)
+        row = t.rowCount()
+        t.insertRow(row)
+        refused = r.status == "refused"
+        site = QTableWidgetItem(r.site or "—")
+        site.setData(Qt.UserRole, r.envelope_id)
+        fp = QTableWidgetItem(r.fingerprint or "—")
+        fp.setFont(_mono(fp.font()))
+        confirm = QTableWidgetItem()
+        if not refused and r.fingerprint:
+            confirm.setFlags(Qt.ItemIsEnabled | Qt.ItemIsUserCheckable | Qt.ItemIsSelectable)
+            confirm.setCheckState(Qt.Checked if r.fingerprint in confirmed_fingerprints() else Qt.Unchecked)
+            confirm.setData(Qt.UserRole, r.fingerprint)
+            confirm.setToolTip(self.tr("Tick after comparing this fingerprint with the site"))
+        else:
+            confirm.setFlags(Qt.ItemIsEnabled)
+        status_text = {"imported": self.tr("✓ verified, imported"),
+                       "imported earlier": self.tr("✓ verified, imported earlier"),
+                       "already imported": self.tr("✓ already imported"),
+                       "refused": self.tr("✗ refused")}.get(r.status, r.status)
+        status = QTableWidgetItem(status_text)
+        status.setData(Qt.UserRole, r.status)
+        status.setForeground(QColor("#b91c1c" if refused else "#166534"))
+        rows = QTableWidgetItem("" if refused else str(r.rows))
+        rows.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+        labels = QTableWidgetItem()
+        if r.label_counts:
+            labels.setData(COUNTS_ROLE, list(r.label_counts))
+            classes = self.state.classes
+            labels.setToolTip(", ".join(f"{classes[k] if k < len(classes) else k}: {c}"
+                                        for k, c in enumerate(r.label_counts)))
+        name = Path(r.path).name
+        file_text = f"{name}: {r.reason}" if refused else (f"{name} — {note}" if note else name)
+        file_item = QTableWidgetItem(file_text)
+        file_item.setToolTip(f"{r.path}\n{r.reason}" if refused else str(r.path))
+        if refused:
+            file_item.setForeground(QColor("#b91c1c"))
+        for c, item in enumerate((site, fp, confirm, status, rows, labels, file_item)):
+            t.setItem(row, c, item)
+        t.blockSignals(False)
+
+    def _item_changed(self, item: QTableWidgetItem) -> None:
+        if item.column() == COL_CONFIRMED and item.data(Qt.UserRole):
+            set_fingerprint_confirmed(item.data(Qt.UserRole), item.checkState() == Qt.Checked)
+            self._update_summary()
+
+    def set_confirmed(self, fingerprint: str, confirmed: bool = True) -> None:
+        """Tick (or untick) the Confirmed box of every row of that fingerprint."""
+        for r in range(self.table.rowCount()):
+            item = self.table.item(r, COL_CONFIRMED)
+            if item is not None and item.data(Qt.UserRole) == fingerprint:
+                item.setCheckState(Qt.Checked if confirmed else Qt.Unchecked)
+
+    def clear_refused(self) -> None:
+        for r in reversed(range(self.table.rowCount())):
+            if self.table.item(r, COL_STATUS).data(Qt.UserRole) == "refused":
+                self.table.removeRow(r)
+        self.message.clear_message()
+        self._update_summary()
+
+    def rows_by_status(self, status: str) -> list[int]:
+        return [r for r in range(self.table.rowCount())
+                if self.table.item(r, COL_STATUS).data(Qt.UserRole) == status]
+
+    def unconfirmed_sites(self) -> list[str]:
+        fps = confirmed_fingerprints()
+        return [b.site for b in self.state.bundles if b.fingerprint not in fps]
+
+    def _update_summary(self) -> None:
+        n = len(self.state.bundles)
+        refused = len(self.rows_by_status("refused"))
+        unconfirmed = len(self.unconfirmed_sites())
+        text = self.tr("{n} site(s) imported").format(n=n)
+        if refused:
+            text += self.tr(", {k} file(s) refused").format(k=refused)
+        if unconfirmed:
+            text += self.tr("; {k} fingerprint(s) not confirmed yet").format(k=unconfirmed)
+        elif n:
+            text += self.tr("; every fingerprint confirmed")
+        self.summary_label.setText(text + ".")
+
+
+def _mono(font):
+    font.setFamily("monospace")
+    font.setStyleHint(font.StyleHint.Monospace)
+    return font

@@ -1,0 +1,137 @@
+"""Pieces every analyst page uses: cluster colours, white pyqtgraph plots, the label sparkline, and the
+remembered list of confirmed site fingerprints."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtGui import QColor, QPainter
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
+
+from core.methods import ReceivedBundle
+
+from .. import settings as app_settings
+from ..jobs import Job
+
+# Okabe–Ito-like qualitative palette (readable for colour-blind users), then tab10 for more clusters.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
+           "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+GREY = "#9ca3af"
+COUNTS_ROLE = Qt.UserRole + 1
+
+
+class ThrottledJob(Job):
+    """A :class:`gui.jobs.Job` whose progress reaches the UI at most ``max_hz`` times a second.
+
+    Core jobs report every epoch; repainting the progress text that often, while the training thread
+    competes for the GIL, was the main cause of the window freezing during training (``python -m
+    gui.stall``). A report whose wording changes (a new phase, not just a new number) always goes through.
+    """
+
+    max_hz = 8.0
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._last_emit = 0.0
+        self._last_shape = None
+
+    def _report(self, fraction: float, text: str) -> None:
+        now = time.monotonic()
+        shape = re.sub(r"[0-9.]+", "#", text)
+        if shape == self._last_shape and now - self._last_emit < 1.0 / self.max_hz and fraction < 1.0:
+            return
+        self._last_emit, self._last_shape = now, shape
+        self.progress.emit(fraction, text)
+
+
+def hide_when_done(panel) -> None:
+    """A JobPanel that disappears after success (the page shows the result) but stays to explain a
+    failure or a cancel. Its room is kept while hidden: showing or hiding it must not re-lay out (and
+    so redraw) the plots below it at the very moment a job starts or ends."""
+    policy = panel.sizePolicy()
+    policy.setRetainSizeWhenHidden(True)
+    panel.setSizePolicy(policy)
+    panel.finished.connect(lambda how: panel.setVisible(how != "succeeded"))
+
+
+def cluster_color(index: int) -> QColor:
+    return QColor(PALETTE[int(index) % len(PALETTE)])
+
+
+def make_plot(title: str = "", x: str = "", y: str = "") -> pg.PlotWidget:
+    """A white plot with dark axes and labels (the look of the HTML report)."""
+    w = pg.PlotWidget(background="w")
+    item = w.getPlotItem()
+    for name in ("left", "bottom"):
+        axis = item.getAxis(name)
+        axis.setPen(pg.mkPen("#374151"))
+        axis.setTextPen(pg.mkPen("#374151"))
+        axis.enableAutoSIPrefix(False)
+    if title:
+        item.setTitle(title, color="#111827", size="10pt")
+    if x:
+        item.setLabel("bottom", x)
+    if y:
+        item.setLabel("left", y)
+    item.showGrid(x=False, y=True, alpha=0.15)
+    w.setMinimumHeight(180)
+    return w
+
+
+def label_counts(bundle: ReceivedBundle, n_classes: int) -> np.ndarray:
+    """Per-class row counts of one received bundle (shipped counts, else counted from its labels)."""
+    if "label_counts" in bundle.arrays:
+        c = np.asarray(bundle.arrays["label_counts"], dtype=np.int64)
+        if c.shape == (n_classes,):
+            return c
+    if "y" in bundle.arrays:
+        return np.bincount(np.asarray(bundle.arrays["y"], dtype=np.int64), minlength=n_classes)[:n_classes]
+    return np.zeros(n_classes, dtype=np.int64)
+
+
+class SparklineDelegate(QStyledItemDelegate):
+    """Paints a tiny bar chart of the counts stored under ``COUNTS_ROLE`` in a table cell."""
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index) -> None:
+        counts = index.data(COUNTS_ROLE)
+        if option.state & QStyle.State_Selected:
+            painter.fillRect(option.rect, option.palette.highlight())
+        if not counts:
+            super().paint(painter, option, index)
+            return
+        painter.save()
+        painter.setRenderHint(QPainter.Antialiasing, False)
+        r = option.rect.adjusted(4, 3, -4, -3)
+        top = max(max(counts), 1)
+        w = r.width() / len(counts)
+        for k, c in enumerate(counts):
+            h = int(round(r.height() * c / top))
+            bar = QRect(int(r.left() + k * w + 1), r.bottom() - h + 1, max(1, int(w) - 2), h)
+            painter.fillRect(bar, QColor("#2563eb"))
+        painter.setPen(QColor("#d1d5db"))
+        painter.drawLine(r.left(), r.bottom() + 1, r.right(), r.bottom() + 1)
+        painter.restore()
+
+    def sizeHint(self, option: QStyleOptionViewItem, index) -> QSize:
+        return QSize(120, 26)
+
+
+# ---- confirmed fingerprints (remembered per computer in QSettings) -----------------------------------
+_CONFIRMED = "analyst/confirmed_fingerprints"
+
+
+def confirmed_fingerprints() -> set[str]:
+    value = app_settings.settings().value(_CONFIRMED, [])
+    if isinstance(value, str):
+        value = [value]
+    return {str(v) for v in (value or [])}
+
+
+def set_fingerprint_confirmed(fingerprint: str, confirmed: bool) -> None:
+    fps = confirmed_fingerprints()
+    (fps.add if confirmed else fps.discard)(fingerprint)
+    app_settings.settings().setValue(_CONFIRMED, sorted(fps))

@@ -1,0 +1,399 @@
+"""Models page: train one model per cluster (``AnalystSession.run`` in a job), watch the loss curves live,
+then read each site's hold-out accuracy.
+
+The core trainer calls ``on_epoch(epoch, losses_per_group)`` on the worker thread; :class:`EpochRelay`
+queues those values and wakes the UI thread with one signal at a time (a burst of fast epochs coalesces
+into one redraw, at most ~6 a second), so the window never waits for the trainer and the trainer never
+waits for the window.
+
+Test hooks: ``train() -> Job``, ``train_button``, ``job_panel`` (``job_panel.cancel()``), ``epochs_spin``,
+``t_label``, ``loss_plot``, ``loss_curves`` (group → PlotDataItem), ``accuracy_plot``, ``metrics_table``
+(columns from ``metric_columns``), ``result_label``, ``message``, ``last_outcome``
+("succeeded" | "failed" | "cancelled" | None), ``torch_threads`` (kernel threads used for training).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.methods import METHODS
+
+from ..jobs import Job
+from ..widgets import JobPanel, MessageLabel
+from .common import ThrottledJob, cluster_color, confirmed_fingerprints, hide_when_done, make_plot
+from .window import AnalystState, training_threads
+
+
+def _thread_limits(n: int):
+    """Cap numpy's BLAS and sklearn's OpenMP pools (threadpoolctl ships with scikit-learn)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=n)
+
+
+class EpochRelay(QObject):
+    """Thread-safe hand-over of per-epoch losses from the training thread to the UI thread."""
+
+    ready = Signal()
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self._lock = threading.Lock()
+        self._pending: list[tuple[int, np.ndarray]] = []
+        self._signalled = False
+
+    def __call__(self, epoch: int, losses) -> None:  # called on the worker thread
+        with self._lock:
+            self._pending.append((int(epoch), np.asarray(losses, dtype=float).copy()))
+            if self._signalled:
+                return
+            self._signalled = True
+        self.ready.emit()
+
+    def drain(self) -> list[tuple[int, np.ndarray]]:  # called on the UI thread
+        with self._lock:
+            out, self._pending, self._signalled = self._pending, [], False
+        return out
+
+
+class ModelsPage(QWidget):
+    show_clients_requested = Signal()
+
+    def __init__(self, state: AnalystState, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.state = state
+        self._job: Job | None = None
+        self.last_outcome: str | None = None
+        self.relay = EpochRelay(self)
+        self._redraw = QTimer(self)  # coalesces bursts of epochs into at most ~6 redraws a second
+        self._redraw.setSingleShot(True)
+        self._redraw.setInterval(160)
+        self._redraw.timeout.connect(self._epochs_arrived)
+        self.relay.ready.connect(self._schedule_redraw)
+        self.loss_curves: dict[int, pg.PlotDataItem] = {}  # this run's curves, by cluster
+        self._curve_pool: dict[int, pg.PlotDataItem] = {}
+        self._loss: dict[int, tuple[list[int], list[float]]] = {}
+        self.metric_columns: list[str] = []
+        self.torch_threads = training_threads()
+
+        self.heading = QLabel()
+        self.heading.setWordWrap(True)
+        settings = QGroupBox(self.tr("Training"))
+        form = QFormLayout(settings)
+        self._form = form
+        self.t_label = QLabel()
+        self.change_t_button = QPushButton(self.tr("Change on the &Clients page"))
+        self.change_t_button.clicked.connect(self.show_clients_requested.emit)
+        t_row = QWidget()
+        row = QHBoxLayout(t_row)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.t_label, 1)
+        row.addWidget(self.change_t_button)
+        form.addRow(self.tr("Threshold:"), t_row)
+        self.epochs_spin = QSpinBox()
+        self.epochs_spin.setRange(1, 5000)
+        self.epochs_spin.setToolTip(self.tr("The kit's value by default"))
+        form.addRow(self.tr("&Epochs:"), self.epochs_spin)
+        self.train_button = QPushButton(self.tr("&Train"))
+        self.train_button.setDefault(True)
+        self.train_button.clicked.connect(self.train)
+        self.fingerprint_warning = MessageLabel()
+        form.addRow("", self.train_button)
+        self.job_panel = JobPanel()
+        hide_when_done(self.job_panel)
+        self.job_panel.finished.connect(self._job_finished)
+        self.message = MessageLabel()
+
+        self.loss_plot = make_plot(self.tr("Training loss per cluster model (live)"), x=self.tr("epoch"),
+                                   y=self.tr("cross-entropy"))
+        self.loss_plot.addLegend(offset=(-10, 10), brush=(255, 255, 255, 210), labelTextColor="#111827")
+        self.accuracy_plot = make_plot(self.tr("Hold-out accuracy per site"), x=self.tr("accuracy"))
+        self.accuracy_plot.getPlotItem().showGrid(x=True, y=False, alpha=0.15)
+        self.accuracy_plot.setMouseEnabled(False, False)
+        self.metrics_table = QTableWidget(0, 0)
+        self.metrics_table.verticalHeader().setVisible(False)
+        self.metrics_table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.metrics_table.setSortingEnabled(False)
+        self.result_label = QLabel()
+        self.result_label.setWordWrap(True)
+        f = self.result_label.font()
+        f.setPointSize(f.pointSize() + 1)
+        self.result_label.setFont(f)
+
+        top = QHBoxLayout()
+        top.addWidget(settings, 2)
+        side = QVBoxLayout()
+        side.addWidget(self.fingerprint_warning)
+        side.addWidget(self.result_label)
+        side.addStretch(1)
+        top.addLayout(side, 3)
+        plots = QHBoxLayout()
+        plots.addWidget(self.loss_plot, 3)
+        plots.addWidget(self.accuracy_plot, 2)
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.heading)
+        lay.addLayout(top)
+        lay.addWidget(self.job_panel)
+        lay.addWidget(self.message)
+        lay.addLayout(plots, 3)
+        lay.addWidget(self.metrics_table, 2)
+        state.session_changed.connect(self._session_changed)
+        state.threshold_changed.connect(self._update_t_label)
+        state.bundles_changed.connect(self._update_ready)
+        # the result is drawn in small steps on later event-loop turns, so the window keeps responding
+        state.result_changed.connect(lambda: QTimer.singleShot(0, self._show_result))
+        self._session_changed()
+
+    # ---- state → widgets -------------------------------------------------------------------------------
+    def _method(self):
+        kit = self.state.kit
+        return None if kit is None else METHODS.get(kit.method)
+
+    def _uses_t(self) -> bool:
+        cls = self._method()
+        return cls is not None and "t" in cls.default_settings() and not getattr(cls, "one_cluster", False)
+
+    def _session_changed(self) -> None:
+        kit = self.state.kit
+        clustering = kit is not None and kit.task == "clustering"
+        if clustering:
+            self.heading.setText(self.tr("<h2>Models</h2><p>Cluster the rows of every site together (one-shot "
+                                         "federated clustering); the result appears on the Data clustering "
+                                         "page.</p>"))
+            self.train_button.setText(self.tr("&Cluster the data"))
+        else:
+            self.heading.setText(self.tr("<h2>Models</h2><p>One model is trained per cluster of sites, on the "
+                                         "aligned reduced rows. A fifth of every site's rows is held out to "
+                                         "measure accuracy (and to choose t automatically).</p>"))
+            self.train_button.setText(self.tr("&Train"))
+        cls = self._method()
+        defaults = cls.default_settings() if cls is not None else {}
+        has_epochs = "epochs" in defaults
+        self.epochs_spin.setVisible(has_epochs)
+        label = self._form.labelForField(self.epochs_spin)
+        if label is not None:
+            label.setVisible(has_epochs)
+        if has_epochs:
+            self.epochs_spin.setValue(int(kit.settings.get("epochs", defaults["epochs"])))
+        self._update_t_label()
+        self._update_ready()
+
+    def _update_t_label(self) -> None:
+        uses_t = self._uses_t()
+        self.change_t_button.setVisible(uses_t)
+        if self.state.kit is None:
+            self.t_label.setText("")
+        elif not uses_t:
+            self.t_label.setText(self.tr("not used by method {m}").format(m=self.state.kit.method))
+        elif self.state.t_choice == "auto":
+            self.t_label.setText(self.tr("automatic (chosen on held-out rows)"))
+        else:
+            self.t_label.setText(self.tr("t = {t:.2f} (set on the Clients page)").format(t=float(self.state.t_choice)))
+
+    def _update_ready(self) -> None:
+        n = len(self.state.bundles)
+        self.train_button.setEnabled(n >= 1 and not self.job_panel.busy)
+        unconfirmed = [b.site for b in self.state.bundles if b.fingerprint not in confirmed_fingerprints()]
+        if unconfirmed:
+            self.fingerprint_warning.show_message(
+                "warning", self.tr("Not yet confirmed with the site: {sites}. Compare fingerprints on the Bundles "
+                                   "page before you send packages back.").format(sites=", ".join(unconfirmed)))
+        else:
+            self.fingerprint_warning.clear_message()
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        self._update_ready()
+        super().showEvent(event)
+
+    # ---- training --------------------------------------------------------------------------------------
+    def run_settings(self) -> dict:
+        cls = self._method()
+        defaults = cls.default_settings() if cls else {}
+        settings: dict = {}
+        if self._uses_t():
+            settings["t"] = self.state.t_choice
+        if "epochs" in defaults:
+            settings["epochs"] = self.epochs_spin.value()
+        return settings
+
+    def train(self) -> Job | None:
+        session = self.state.session
+        if session is None or not self.state.bundles:
+            self.message.show_message("error", self.tr("Import the bundles first."))
+            return None
+        if self.job_panel.busy:
+            return None
+        bundles = list(self.state.bundles)
+        settings = self.run_settings()
+        on_epoch = self.relay if session.kit.task == "classification" else None
+        self.relay.drain()
+        self._reset_plots()
+        self.message.clear_message()
+        self.last_outcome = None
+        self.train_button.setEnabled(False)
+
+        threads = self.torch_threads
+
+        def work(control):
+            # leave a core for the window: torch's kernels, and the BLAS/OpenMP pools of numpy and sklearn
+            if on_epoch is not None:
+                import torch
+
+                torch.set_num_threads(threads)
+            with _thread_limits(threads):
+                return session.run(bundles, None, settings, control, on_epoch=on_epoch)
+
+        job = ThrottledJob(work, self.tr("Training on {n} site(s)").format(n=len(bundles)))
+        job.succeeded.connect(lambda result, b=bundles: self.state.set_result(result, b))
+        job.failed.connect(self._failed)
+        self._job = job
+        return self.job_panel.run(job)
+
+    def _failed(self, message: str) -> None:
+        self.message.show_message("error", message)
+
+    def _job_finished(self, how: str) -> None:
+        self.last_outcome = how
+        self._epochs_arrived()
+        self._update_ready()
+        if how == "cancelled":
+            self.message.show_message("info", self.tr("Training cancelled; no model was kept."))
+
+    def _reset_plots(self) -> None:
+        for curve in self._curve_pool.values():  # kept for the next run: making curves is the slow part
+            curve.setData([], [])
+        self.loss_curves, self._loss = {}, {}
+        self.accuracy_plot.clear()
+        self.metrics_table.setRowCount(0)
+        self.result_label.clear()
+
+    def _schedule_redraw(self) -> None:
+        if not self._redraw.isActive():
+            self._redraw.start()
+
+    def _curves_for(self, n_groups: int) -> None:
+        legend = self.loss_plot.getPlotItem().legend
+        for g in range(max(n_groups, len(self._curve_pool))):
+            curve = self._curve_pool.get(g)
+            if g >= n_groups:
+                if curve is not None and curve.isVisible():
+                    curve.setVisible(False)
+                    legend.removeItem(curve)
+                continue
+            if curve is None:
+                curve = self.loss_plot.plot([], [], pen=pg.mkPen(cluster_color(g), width=2),
+                                            name=self.tr("cluster {g}").format(g=g + 1))
+                self._curve_pool[g] = curve
+            elif not curve.isVisible():
+                curve.setVisible(True)
+                legend.addItem(curve, self.tr("cluster {g}").format(g=g + 1))
+            self.loss_curves[g] = curve
+
+    def _epochs_arrived(self) -> None:
+        batch = self.relay.drain()
+        if not batch:
+            return
+        for epoch, losses in batch:
+            for g, value in enumerate(losses):
+                xs, ys = self._loss.setdefault(g, ([], []))
+                xs.append(epoch + 1)
+                ys.append(float(value))
+        if len(self.loss_curves) != len(self._loss):
+            self._curves_for(len(self._loss))
+        for g, (xs, ys) in self._loss.items():
+            self.loss_curves[g].setData(xs, ys)
+
+    # ---- result ------------------------------------------------------------------------------------------
+    def _show_result(self) -> None:
+        result = self.state.result
+        if result is None:
+            if self.state.session is None or not self.job_panel.busy:
+                self.metrics_table.setRowCount(0)
+                self.accuracy_plot.clear()
+                self.result_label.clear()
+            return
+        s = result.summary
+        sites = s.get("sites", [])
+        preferred = ["site", "cluster", "rows", "holdout_accuracy"]
+        extra = sorted({k for x in sites for k, v in x.items()
+                        if k not in preferred and k not in ("fingerprint", "label_counts")
+                        and isinstance(v, int | float | str)})
+        cols = [c for c in preferred if any(c in x for x in sites)] + extra
+        self.metric_columns = cols
+        titles = {"site": self.tr("Site"), "cluster": self.tr("Cluster"), "rows": self.tr("Rows"),
+                  "holdout_accuracy": self.tr("Hold-out accuracy")}
+        t = self.metrics_table
+        t.clear()
+        t.setColumnCount(len(cols))
+        t.setHorizontalHeaderLabels([titles.get(c, c.replace("_", " ")) for c in cols])
+        t.setRowCount(len(sites))
+        for r, x in enumerate(sites):
+            for c, key in enumerate(cols):
+                v = x.get(key, "")
+                if key == "cluster" and isinstance(v, int):
+                    text = str(v + 1)
+                elif isinstance(v, float):
+                    text = f"{v:.3f}"
+                else:
+                    text = str(v)
+                item = QTableWidgetItem(text)
+                if key == "cluster" and isinstance(v, int):
+                    item.setForeground(cluster_color(v))
+                if isinstance(v, int | float):
+                    item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                t.setItem(r, c, item)
+        t.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        accs = [x["holdout_accuracy"] for x in sites if "holdout_accuracy" in x]
+        QTimer.singleShot(0, lambda: self._draw_accuracy(result))
+        parts = [self.tr("Method <b>{m}</b>").format(m=result.method)]
+        if "n_clusters" in s:
+            parts.append(self.tr("{n} cluster(s)").format(n=s["n_clusters"]))
+        if s.get("t") is not None and self._uses_t():
+            parts.append(self.tr("t = {t:g} ({how})").format(
+                t=float(s["t"]), how=self.tr("automatic") if s.get("t_auto") else self.tr("chosen")))
+        if accs:
+            parts.append(self.tr("mean hold-out accuracy <b>{a:.3f}</b>").format(a=float(np.mean(accs))))
+        self.result_label.setText(" · ".join(parts) + "<br>" + self.tr("Next: write the packages on the Export "
+                                                                        "page."))
+
+    def _draw_accuracy(self, result) -> None:
+        if result is not self.state.result:
+            return
+        sites = result.summary.get("sites", [])
+        accs = [x["holdout_accuracy"] for x in sites if "holdout_accuracy" in x]
+        self.accuracy_plot.clear()
+        if accs and len(accs) == len(sites):
+            clusters = [int(x.get("cluster", 0)) for x in sites]
+            y = np.arange(len(sites))[::-1]  # first site on top
+            self.accuracy_plot.addItem(pg.BarGraphItem(
+                x0=np.zeros(len(sites)), y=y, width=np.asarray(accs), height=0.7,
+                brushes=[pg.mkBrush(cluster_color(c)) for c in clusters], pen=pg.mkPen(None)))
+            mean = float(np.mean(accs))
+            self.accuracy_plot.addItem(pg.InfiniteLine(pos=mean, angle=90, pen=pg.mkPen("#374151", style=Qt.DashLine),
+                                                       label=self.tr("mean {m:.3f}").format(m=mean),
+                                                       labelOpts={"position": 0.03, "color": "#374151",
+                                                                  "fill": (255, 255, 255, 210)}))
+            self.accuracy_plot.getPlotItem().getAxis("left").setTicks(
+                [[(int(yy), x["site"]) for yy, x in zip(y, sites, strict=True)]])
+            self.accuracy_plot.setXRange(0, 1.0, padding=0.02)
+            self.accuracy_plot.setYRange(-0.6, len(sites) - 0.4, padding=0)

@@ -1,0 +1,867 @@
+"""Project page: the analyst's identity, and the project kit (created from a sample CSV, or opened).
+
+Holds core objects only: an :class:`core.identity.Identity`, a :class:`core.kit.Kit` and, once both are
+there, the :class:`core.analyst.AnalystSession` it hands to :class:`AnalystState`.
+
+Test hooks. Identity: ``identity_tabs`` (0 open, 1 create), ``identity_path_edit``,
+``identity_browse_button``, ``open_passphrase``, ``unlock_button``, ``unlock_identity() -> Job``;
+``new_name``, ``new_folder``, ``new_pass1``, ``new_pass2``, ``strength_label``, ``create_identity_button``,
+``create_identity() -> Job``, ``log_n`` (scrypt work factor; tests set 14); ``fingerprint_view``,
+``save_card_button``, ``identity_message``, ``identity_job_panel``.
+Kit: ``kit_path_edit``, ``kit_browse_button``, ``open_kit_button``, ``open_kit(path) -> bool``,
+``kit_message``, ``kit_info``, ``export_kit_button``; creating one: ``sample_edit``,
+``sample_browse_button``, ``load_sample(path) -> Job``, ``project_name``, ``task_combo``, ``label_combo``,
+``id_combo``, ``ranges_check``, ``blocks_edit`` (clustering), ``schema_table`` (column 0 checkable),
+``classes_label``, ``schema_notes``, ``schema_job_panel``, ``method_combo``, ``t_auto_check``, ``t_spin``,
+``epochs_spin``, ``alignment_combo``, ``seed_spin``, ``k_auto_check``, ``k_spin``, ``algorithm_combo``,
+``advanced_table``, ``anchor_kind_combo``, ``anchor_rows_spin``, ``create_kit_button`` (asks the path
+through ``QFileDialog.getSaveFileName``), ``build_kit() -> Kit``. Objects: ``identity``, ``kit``,
+``schema``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.analyst import AnalystSession
+from core.errors import DCError
+from core.identity import SCRYPT_LOG_N_DEFAULT, Identity, check_name
+from core.kit import Kit
+from core.methods import METHODS, get_method
+from core.schema import FeatureColumn, Schema, infer_schema, parse_blocks, with_blocks
+from core.tabular import preview
+from core.workspace import AnalystWorkspace, default_workspace
+
+from .. import settings as app_settings
+from ..jobs import Job
+from ..widgets import FingerprintView, JobPanel, MessageLabel
+from .common import ThrottledJob
+from .window import AnalystState
+
+NONE = "—"
+LABEL_GUESSES = ("label", "class", "target", "y", "outcome", "diagnosis")
+DEDICATED = ("t", "epochs", "alignment", "seed", "k", "algorithm")  # settings with their own widget
+
+
+def passphrase_strength(text: str) -> tuple[int, str]:
+    """0–4 and a short hint. Length and character variety only (no dictionary): a nudge, not a gate."""
+    if not text:
+        return 0, ""
+    if len(text) < 8:
+        return 0, "too short: use at least 8 characters"
+    pool = sum(n for test, n in ((str.islower, 26), (str.isupper, 26), (str.isdigit, 10)) if any(map(test, text)))
+    pool += 33 if any(not c.isalnum() for c in text) else 0
+    bits = len(text) * math.log2(max(pool, 2)) * min(1.0, len(set(text)) / max(4, len(text) / 2))
+    if bits < 45:
+        return 1, "weak: add words or characters"
+    if bits < 65:
+        return 2, "fair"
+    if bits < 90:
+        return 3, "good"
+    return 4, "strong"
+
+
+def _spin_row(*widgets: QWidget) -> QWidget:
+    """Widgets side by side at their natural size, left-aligned."""
+    w = QWidget()
+    lay = QHBoxLayout(w)
+    lay.setContentsMargins(0, 0, 0, 0)
+    for x in widgets:
+        lay.addWidget(x)
+    lay.addStretch(1)
+    return w
+
+
+def _path_row(edit: QLineEdit, *buttons: QWidget) -> QWidget:
+    """A path field that takes the width, with its buttons after it."""
+    w = QWidget()
+    lay = QHBoxLayout(w)
+    lay.setContentsMargins(0, 0, 0, 0)
+    lay.addWidget(edit, 1)
+    for b in buttons:
+        lay.addWidget(b)
+    return w
+
+
+def _form(parent: QWidget | None = None) -> QFormLayout:
+    form = QFormLayout(parent) if parent is not None else QFormLayout()
+    form.setFieldGrowthPolicy(QFormLayout.ExpandingFieldsGrow)
+    return form
+
+
+def _short_combo() -> QComboBox:
+    combo = QComboBox()
+    combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+    combo.setMinimumContentsLength(18)
+    return combo
+
+
+class ProjectPage(QWidget):
+    def __init__(self, state: AnalystState, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.state = state
+        self.identity: Identity | None = None
+        self.identity_path: Path | None = None
+        self.kit: Kit | None = None
+        self.kit_path: Path | None = None
+        self.schema: Schema | None = None
+        self.columns: list[str] = []
+        self.notes: list[str] = []
+        self.log_n = SCRYPT_LOG_N_DEFAULT
+        self._schema_job: Job | None = None
+        self._identity_job: Job | None = None
+
+        left = QVBoxLayout()
+        left.addWidget(self._identity_box())
+        left.addWidget(self._kit_box())
+        left.addStretch(1)
+        right = QVBoxLayout()
+        right.addWidget(self._create_kit_box())
+        cols = QHBoxLayout()
+        cols.addLayout(left, 4)
+        cols.addLayout(right, 6)
+        inner = QWidget()
+        inner.setLayout(cols)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(inner)
+        scroll.setFrameShape(QScrollArea.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        outer = QVBoxLayout(self)
+        heading = QLabel(self.tr("<h2>Project</h2><p>Unlock your analyst identity, then open the project kit or "
+                                 "create one from a sample CSV. The kit is signed with your identity; sites "
+                                 "check your fingerprint before they send anything.</p>"))
+        heading.setWordWrap(True)
+        outer.addWidget(heading)
+        outer.addWidget(scroll, 1)
+        self._fill_recent()
+        self._task_changed()
+
+    # ---- layout --------------------------------------------------------------------------------------
+    def _identity_box(self) -> QGroupBox:
+        box = QGroupBox(self.tr("1. Your analyst identity"))
+        self.identity_tabs = QTabWidget()
+        # open
+        w = QWidget()
+        form = _form(w)
+        self.identity_path_edit = QLineEdit()
+        self.identity_path_edit.setPlaceholderText(self.tr("analyst.dcid"))
+        self.identity_browse_button = QPushButton(self.tr("&Browse…"))
+        self.identity_browse_button.clicked.connect(self._browse_identity)
+        form.addRow(self.tr("Identity file:"), _path_row(self.identity_path_edit, self.identity_browse_button))
+        self.open_passphrase = QLineEdit()
+        self.open_passphrase.setEchoMode(QLineEdit.Password)
+        self.open_passphrase.returnPressed.connect(self.unlock_identity)
+        lab = QLabel(self.tr("&Passphrase:"))
+        lab.setBuddy(self.open_passphrase)
+        form.addRow(lab, self.open_passphrase)
+        self.unlock_button = QPushButton(self.tr("&Unlock"))
+        self.unlock_button.clicked.connect(self.unlock_identity)
+        form.addRow("", _spin_row(self.unlock_button))
+        self.identity_tabs.addTab(w, self.tr("Open existing"))
+        # create
+        w = QWidget()
+        form = _form(w)
+        self.new_name = QLineEdit()
+        self.new_name.setPlaceholderText(self.tr("e.g. Data analyst, Hospital network"))
+        form.addRow(self.tr("Na&me:"), self.new_name)
+        self.new_folder = QLineEdit(str(Path.home() / "DC Studio"))
+        browse = QPushButton(self.tr("Choose fol&der…"))
+        browse.clicked.connect(self._browse_new_folder)
+        form.addRow(self.tr("Folder:"), _path_row(self.new_folder, browse))
+        self.new_pass1 = QLineEdit()
+        self.new_pass1.setEchoMode(QLineEdit.Password)
+        self.new_pass2 = QLineEdit()
+        self.new_pass2.setEchoMode(QLineEdit.Password)
+        self.strength_label = QLabel()
+        self.new_pass1.textChanged.connect(self._strength)
+        self.new_pass2.textChanged.connect(self._strength)
+        form.addRow(self.tr("Passphrase:"), self.new_pass1)
+        form.addRow(self.tr("Repeat:"), self.new_pass2)
+        form.addRow("", self.strength_label)
+        self.create_identity_button = QPushButton(self.tr("Create &identity"))
+        self.create_identity_button.clicked.connect(self.create_identity)
+        form.addRow("", _spin_row(self.create_identity_button))
+        self.identity_tabs.addTab(w, self.tr("Create new"))
+
+        self.identity_job_panel = JobPanel()
+        self.identity_message = MessageLabel()
+        self.identity_status = QLabel(self.tr("No identity unlocked."))
+        self.identity_status.setWordWrap(True)
+        self.fingerprint_view = FingerprintView()
+        self.fingerprint_view.setVisible(False)
+        self.save_card_button = QPushButton(self.tr("Save public &card…"))
+        self.save_card_button.setToolTip(self.tr("The .dcpub file sites use to check your fingerprint"))
+        self.save_card_button.setEnabled(False)
+        self.save_card_button.clicked.connect(self.save_card)
+        lay = QVBoxLayout(box)
+        lay.addWidget(self.identity_tabs)
+        lay.addWidget(self.identity_job_panel)
+        lay.addWidget(self.identity_message)
+        lay.addWidget(self.identity_status)
+        lay.addWidget(self.fingerprint_view)
+        lay.addWidget(_spin_row(self.save_card_button))
+        return box
+
+    def _kit_box(self) -> QGroupBox:
+        box = QGroupBox(self.tr("2. Project kit"))
+        form = _form()
+        self.kit_path_edit = QLineEdit()
+        self.kit_path_edit.setPlaceholderText(self.tr("project.dckit"))
+        self.kit_browse_button = QPushButton(self.tr("Br&owse…"))
+        self.kit_browse_button.clicked.connect(self._browse_kit)
+        self.open_kit_button = QPushButton(self.tr("Open &kit"))
+        self.open_kit_button.clicked.connect(lambda: self.open_kit(self.kit_path_edit.text()))
+        form.addRow(self.tr("Existing kit:"),
+                    _path_row(self.kit_path_edit, self.kit_browse_button, self.open_kit_button))
+        self.kit_message = MessageLabel()
+        self.kit_info = QLabel(self.tr("No kit open. Open one, or create one on the right."))
+        self.kit_info.setWordWrap(True)
+        self.kit_info.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.export_kit_button = QPushButton(self.tr("Save a cop&y of the kit…"))
+        self.export_kit_button.setToolTip(self.tr("Copy the signed kit to removable media for the sites"))
+        self.export_kit_button.setEnabled(False)
+        self.export_kit_button.clicked.connect(self.export_kit)
+        lay = QVBoxLayout(box)
+        lay.addLayout(form)
+        lay.addWidget(self.kit_message)
+        lay.addWidget(self.kit_info)
+        lay.addWidget(_spin_row(self.export_kit_button))
+        return box
+
+    def _create_kit_box(self) -> QGroupBox:
+        box = QGroupBox(self.tr("Create a kit from a sample CSV"))
+        form = _form()
+        self.sample_edit = QLineEdit()
+        self.sample_edit.setPlaceholderText(self.tr("a small CSV with the project's columns"))
+        self.sample_edit.editingFinished.connect(lambda: self.load_sample(self.sample_edit.text()))
+        self.sample_browse_button = QPushButton(self.tr("Bro&wse…"))
+        self.sample_browse_button.clicked.connect(self._browse_sample)
+        form.addRow(self.tr("&Sample CSV:"), _path_row(self.sample_edit, self.sample_browse_button))
+        self.project_name = QLineEdit()
+        form.addRow(self.tr("Project &name:"), self.project_name)
+        self.task_combo = _short_combo()
+        self.task_combo.addItem(self.tr("Classification (predict a label)"), "classification")
+        self.task_combo.addItem(self.tr("Clustering (group the rows)"), "clustering")
+        self.task_combo.currentIndexChanged.connect(self._task_changed)
+        form.addRow(self.tr("&Task:"), self.task_combo)
+        self.label_combo = _short_combo()
+        self.label_combo.activated.connect(lambda _: self.infer())
+        form.addRow(self.tr("&Label column:"), self.label_combo)
+        self.id_combo = _short_combo()
+        self.id_combo.activated.connect(lambda _: self.infer())
+        form.addRow(self.tr("Row i&d column:"), self.id_combo)
+        self.ranges_check = QCheckBox(self.tr("Publish the sample's min/max ranges in the kit"))
+        self.ranges_check.setToolTip(self.tr("Public ranges let the lead site make a uniform or Gaussian anchor"))
+        form.addRow("", self.ranges_check)
+        self.blocks_edit = QLineEdit()
+        self.blocks_edit.setPlaceholderText(self.tr("optional, e.g. clinical=age,bmi;lab=crp,hb (sites holding "
+                                                    "different columns of the same people)"))
+        self.blocks_edit.setToolTip(self.tr("Feature blocks (vertical partition): NAME=col,col;NAME=col,…  "
+                                            "Needs a row id column to link the blocks."))
+        form.addRow(self.tr("Feature &blocks:"), self.blocks_edit)
+        self._create_form = form
+
+        self.schema_table = QTableWidget(0, 5)
+        self.schema_table.setHorizontalHeaderLabels([self.tr("Column"), self.tr("Role"), self.tr("Type"),
+                                                     self.tr("Min"), self.tr("Max")])
+        header = self.schema_table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(2, QHeaderView.Stretch)
+        self.schema_table.verticalHeader().setVisible(False)
+        self.schema_table.setMinimumHeight(170)
+        self.schema_table.setMaximumHeight(280)
+        self.schema_table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.schema_job_panel = JobPanel()
+        self.classes_label = QLabel()
+        self.classes_label.setWordWrap(True)
+        self.schema_notes = MessageLabel()
+
+        method_box = QGroupBox(self.tr("Method"))
+        mform = _form(method_box)
+        self.method_combo = _short_combo()
+        self.method_combo.setMinimumContentsLength(34)
+        self.method_combo.currentIndexChanged.connect(self._method_changed)
+        mform.addRow(self.tr("&Method:"), self.method_combo)
+        self.t_auto_check = QCheckBox(self.tr("choose &automatically on held-out rows"))
+        self.t_spin = QDoubleSpinBox()
+        self.t_spin.setRange(0.01, 1.0)
+        self.t_spin.setSingleStep(0.05)
+        self.t_spin.setDecimals(2)
+        self.t_spin.setValue(0.3)
+        self.t_auto_check.setChecked(True)
+        self.t_auto_check.toggled.connect(lambda on: self.t_spin.setEnabled(not on))
+        self.t_spin.setEnabled(False)
+        self.t_row = _spin_row(self.t_spin, self.t_auto_check)
+        mform.addRow(self.tr("Thres&hold t:"), self.t_row)
+        self.epochs_spin = QSpinBox()
+        self.epochs_spin.setRange(1, 5000)
+        mform.addRow(self.tr("&Epochs:"), self.epochs_spin)
+        self.alignment_combo = QComboBox()
+        self.alignment_combo.addItem(self.tr("linear"), "linear")
+        self.alignment_combo.addItem(self.tr("affine (with offset)"), "affine")
+        mform.addRow(self.tr("Ali&gnment:"), self.alignment_combo)
+        self.seed_spin = QSpinBox()
+        self.seed_spin.setRange(0, 2**31 - 1)
+        mform.addRow(self.tr("&Random seed:"), self.seed_spin)
+        self.k_spin = QSpinBox()
+        self.k_spin.setRange(2, 1000)
+        self.k_spin.setValue(3)
+        self.k_auto_check = QCheckBox(self.tr("choose by silhouette"))
+        self.k_auto_check.setChecked(True)
+        self.k_auto_check.toggled.connect(lambda on: self.k_spin.setEnabled(not on))
+        self.k_spin.setEnabled(False)
+        self.k_row = _spin_row(self.k_spin, self.k_auto_check)
+        mform.addRow(self.tr("Clusters &k:"), self.k_row)
+        self.algorithm_combo = _short_combo()
+        self.algorithm_combo.addItem(self.tr("k-means"), "kmeans")
+        self.algorithm_combo.addItem(self.tr("spectral"), "spectral")
+        mform.addRow(self.tr("Algorit&hm:"), self.algorithm_combo)
+        self._method_rows = {"t": self.t_row, "epochs": self.epochs_spin, "alignment": self.alignment_combo,
+                             "seed": self.seed_spin, "k": self.k_row, "algorithm": self.algorithm_combo}
+        self._method_form = mform
+        self.advanced_toggle = QToolButton()
+        self.advanced_toggle.setText(self.tr("Advanced settings"))
+        self.advanced_toggle.setCheckable(True)
+        self.advanced_toggle.setArrowType(Qt.RightArrow)
+        self.advanced_toggle.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+        self.advanced_table = QTableWidget(0, 2)
+        self.advanced_table.setHorizontalHeaderLabels([self.tr("Setting"), self.tr("Value (JSON)")])
+        self.advanced_table.horizontalHeader().setStretchLastSection(True)
+        self.advanced_table.verticalHeader().setVisible(False)
+        self.advanced_table.setVisible(False)
+        self.advanced_table.setMinimumHeight(150)
+        self.advanced_toggle.toggled.connect(self._toggle_advanced)
+        mform.addRow(self.advanced_toggle)
+        mform.addRow(self.advanced_table)
+
+        anchor_box = QGroupBox(self.tr("Anchor (made by the lead site, never seen by you)"))
+        aform = _form(anchor_box)
+        self.anchor_kind_combo = _short_combo()
+        for kind, text in (("smote", self.tr("extended SMOTE from a small seed set")),
+                           ("uniform", self.tr("uniform within public ranges")),
+                           ("gaussian", self.tr("Gaussian"))):
+            self.anchor_kind_combo.addItem(text, kind)
+        aform.addRow(self.tr("Kind:"), self.anchor_kind_combo)
+        self.anchor_rows_spin = QSpinBox()
+        self.anchor_rows_spin.setRange(10, 100000)
+        self.anchor_rows_spin.setValue(1000)
+        aform.addRow(self.tr("Rows:"), self.anchor_rows_spin)
+
+        self.create_kit_button = QPushButton(self.tr("Create and &sign kit…"))
+        self.create_kit_button.clicked.connect(self.create_kit)
+        self.create_kit_button.setEnabled(False)
+        self.create_hint = QLabel()
+        self.create_hint.setStyleSheet("color:#6b7280;")
+        lay = QVBoxLayout(box)
+        lay.addLayout(form)
+        lay.addWidget(self.schema_job_panel)
+        lay.addWidget(self.schema_table, 1)
+        lay.addWidget(self.classes_label)
+        lay.addWidget(self.schema_notes)
+        lay.addWidget(method_box)
+        lay.addWidget(anchor_box)
+        lay.addWidget(_spin_row(self.create_kit_button, self.create_hint))
+        return box
+
+    def _toggle_advanced(self, on: bool) -> None:
+        self.advanced_table.setVisible(on)
+        self.advanced_toggle.setArrowType(Qt.DownArrow if on else Qt.RightArrow)
+
+    def _fill_recent(self) -> None:
+        recent = app_settings.recent("identities")
+        if recent:
+            self.identity_path_edit.setText(recent[0])
+            self.identity_tabs.setCurrentIndex(0)
+        else:
+            self.identity_tabs.setCurrentIndex(1)
+
+    # ---- identity --------------------------------------------------------------------------------------
+    def _browse_identity(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, self.tr("Open identity"), self.identity_path_edit.text(),
+                                              self.tr("DC Studio identity (*.dcid)"))
+        if path:
+            self.identity_path_edit.setText(path)
+            self.open_passphrase.setFocus()
+
+    def _browse_new_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, self.tr("Folder for the identity"), self.new_folder.text())
+        if path:
+            self.new_folder.setText(path)
+
+    def _strength(self) -> None:
+        p1, p2 = self.new_pass1.text(), self.new_pass2.text()
+        score, hint = passphrase_strength(p1)
+        colors = ["#b91c1c", "#b45309", "#a16207", "#15803d", "#166534"]
+        text = self.tr("Strength: {hint}").format(hint=self.tr(hint)) if hint else ""
+        if p2 and p1 != p2:
+            text += self.tr(" — the two passphrases differ")
+        self.strength_label.setText(text)
+        self.strength_label.setStyleSheet(f"color:{colors[score]};")
+
+    def create_identity(self) -> Job | None:
+        name, folder = self.new_name.text().strip(), self.new_folder.text().strip()
+        p1, p2 = self.new_pass1.text(), self.new_pass2.text()
+        why = check_name(name)
+        problem = None
+        if why is not None:
+            problem = self.tr("Choose a name: {why}.").format(why=why)
+        elif not folder:
+            problem = self.tr("Choose a folder for the identity file.")
+        elif p1 != p2:
+            problem = self.tr("The two passphrases differ.")
+        elif len(p1) < 8:
+            problem = self.tr("Choose a passphrase of at least 8 characters.")
+        path = Path(folder) / f"{name}.dcid"
+        if problem is None and path.exists():
+            problem = self.tr("{path} already exists; open it, or choose another name.").format(path=path)
+        if problem:
+            self.identity_message.show_message("error", problem)
+            return None
+        self.identity_message.clear_message()
+        log_n = int(self.log_n)
+
+        def work(control):
+            control.step(0.05, "making new keys")
+            ident = Identity.generate(name)
+            control.step(0.2, "protecting the private keys with your passphrase")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            ident.save(path, p1, log_n=log_n)
+            ident.card.save(path.with_suffix(".dcpub"))
+            return ident, path
+
+        return self._run_identity_job(work, self.tr("Creating the identity"))
+
+    def unlock_identity(self) -> Job | None:
+        path = self.identity_path_edit.text().strip()
+        if not path:
+            self.identity_message.show_message("error", self.tr("Choose your identity file (.dcid) first."))
+            return None
+        passphrase = self.open_passphrase.text()
+        self.identity_message.clear_message()
+
+        def work(control):
+            control.step(0.1, "unlocking the identity")
+            return Identity.load(path, passphrase), Path(path)
+
+        return self._run_identity_job(work, self.tr("Unlocking the identity"))
+
+    def _run_identity_job(self, work, title: str) -> Job:
+        self.unlock_button.setEnabled(False)
+        self.create_identity_button.setEnabled(False)
+        job = ThrottledJob(work, title)
+        job.succeeded.connect(self._identity_ready)
+        job.failed.connect(self._identity_failed)
+        job.ended.connect(self._identity_job_ended)
+        self._identity_job = job
+        return self.identity_job_panel.run(job)
+
+    def _identity_job_ended(self) -> None:
+        self.unlock_button.setEnabled(True)
+        self.create_identity_button.setEnabled(True)
+        self.identity_job_panel.setVisible(False)
+
+    def _identity_failed(self, message: str) -> None:
+        self.identity_message.show_message("error", message)
+
+    def _identity_ready(self, result) -> None:
+        ident, path = result
+        self.identity, self.identity_path = ident, Path(path)
+        self.open_passphrase.clear()
+        self.new_pass1.clear()
+        self.new_pass2.clear()
+        self.identity_path_edit.setText(str(path))
+        self.identity_tabs.setCurrentIndex(0)
+        app_settings.remember("identities", str(path))
+        self.identity_status.setText(self.tr("Unlocked: <b>{name}</b> ({path}). Read this fingerprint to the "
+                                             "sites so they can check your kit:")
+                                     .format(name=ident.name, path=path))
+        self.fingerprint_view.set_fingerprint(ident.card.fingerprint)
+        self.fingerprint_view.setVisible(True)
+        self.save_card_button.setEnabled(True)
+        self._update_create_button()
+        self._try_session()
+
+    def save_card(self) -> None:
+        if self.identity is None:
+            return
+        default = str(self.identity_path.with_suffix(".dcpub")) if self.identity_path else ""
+        path, _ = QFileDialog.getSaveFileName(self, self.tr("Save public card"), default,
+                                              self.tr("Public card (*.dcpub)"))
+        if path:
+            try:
+                self.identity.card.save(path)
+            except (DCError, OSError) as exc:
+                self.identity_message.show_message("error", str(exc))
+                return
+            self.identity_message.show_message("ok", self.tr("Public card saved to {path}.").format(path=path))
+
+    # ---- kit: open ---------------------------------------------------------------------------------------
+    def _browse_kit(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, self.tr("Open project kit"), self.kit_path_edit.text(),
+                                              self.tr("Project kit (*.dckit)"))
+        if path:
+            self.open_kit(path)
+
+    def open_kit(self, path: str | Path) -> bool:
+        path = str(path).strip()
+        self.kit_path_edit.setText(path)
+        if not path:
+            self.kit_message.show_message("error", self.tr("Choose a kit file (.dckit) first."))
+            return False
+        try:
+            kit = Kit.load(path, expect_analyst=self.identity.card if self.identity else None)
+        except DCError as exc:
+            self.kit_message.show_message("error", str(exc))
+            return False
+        self._set_kit(kit, Path(path))
+        return True
+
+    def _set_kit(self, kit: Kit, path: Path) -> None:
+        self.kit, self.kit_path = kit, path
+        self.kit_message.clear_message()
+        s = kit.schema
+        t = kit.settings.get("t")
+        self.kit_info.setText(self.tr(
+            "<b>{name}</b> — {task}, method <b>{method}</b>{t}<br>{n} feature columns; label <i>{label}</i> with "
+            "classes {classes}<br>project id <code>{pid}</code><br>signed by {analyst} "
+            "(<code>{fp}</code>)<br>file: {path}").format(
+            name=kit.name, task=kit.task, method=kit.method, t="" if t is None else f", t = {t}",
+            n=len(s.features), label=s.label or "—", classes=", ".join(s.classes) or "—", pid=kit.project_id,
+            analyst=kit.analyst.name, fp=kit.analyst.fingerprint, path=path))
+        self.export_kit_button.setEnabled(True)
+        self._try_session()
+
+    def export_kit(self) -> None:
+        if self.kit_path is None:
+            return
+        path, _ = QFileDialog.getSaveFileName(self, self.tr("Save a copy of the kit"),
+                                              str(self.kit_path), self.tr("Project kit (*.dckit)"))
+        if path and Path(path).resolve() != self.kit_path.resolve():
+            try:
+                shutil.copyfile(self.kit_path, path)
+            except OSError as exc:
+                self.kit_message.show_message("error", str(exc))
+                return
+            self.kit_message.show_message("ok", self.tr("Kit copied to {path}.").format(path=path))
+
+    def _try_session(self) -> None:
+        if self.kit is None or self.identity is None:
+            if self.kit is not None:
+                self.kit_message.show_message("info", self.tr("Unlock your identity to work on this project."))
+            return
+        try:
+            ws = AnalystWorkspace(default_workspace(self.identity_path))
+            session = AnalystSession(self.kit, self.identity, ws)
+        except (DCError, OSError) as exc:
+            self.kit_message.show_message("error", str(exc))
+            return
+        app_settings.remember("projects", str(self.kit_path))
+        self.kit_message.show_message("ok", self.tr("Project open. Workspace: {ws}. Next: import the bundles.")
+                                      .format(ws=ws.root))
+        self.state.set_session(session, self.kit_path, self.identity_path)
+
+    # ---- kit: create ------------------------------------------------------------------------------------
+    def _browse_sample(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, self.tr("Sample CSV"), self.sample_edit.text(),
+                                              self.tr("CSV files (*.csv *.txt *.tsv);;All files (*)"))
+        if path:
+            self.load_sample(path)
+
+    def load_sample(self, path: str) -> Job | None:
+        """Read the header (fast, on the UI thread), then infer the schema in a job."""
+        path = path.strip()
+        self.sample_edit.setText(path)
+        if not path:
+            return None
+        try:
+            frame, fmt = preview(path, nrows=20)
+        except DCError as exc:
+            self.schema_notes.show_message("error", str(exc))
+            return None
+        self.columns = list(frame.columns)
+        if not self.project_name.text().strip():
+            self.project_name.setText(Path(path).stem.replace("_", " ").replace("-", " ").title())
+        guess = next((c for c in self.columns if c.lower() in LABEL_GUESSES), None)
+        self._fill_column_combos(guess)
+        self.schema_notes.show_message("info", self.tr("Read as {fmt}.").format(fmt=fmt.describe()))
+        return self.infer()
+
+    def _fill_column_combos(self, label_guess: str | None) -> None:
+        for combo in (self.label_combo, self.id_combo):
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItem(self.tr("(none)"), None)
+            for c in self.columns:
+                combo.addItem(c, c)
+            combo.blockSignals(False)
+        clustering = self.task_combo.currentData() == "clustering"
+        if label_guess and not clustering:
+            self.label_combo.setCurrentIndex(self.columns.index(label_guess) + 1)
+        elif self.columns and not clustering:
+            self.label_combo.setCurrentIndex(len(self.columns))
+
+    def infer(self) -> Job | None:
+        path = self.sample_edit.text().strip()
+        if not path or not self.columns:
+            return None
+        label, id_col = self.label_combo.currentData(), self.id_combo.currentData()
+        if self._schema_job is not None and self._schema_job.running:
+            self._schema_job.cancel()
+        self.create_kit_button.setEnabled(False)
+
+        def work(control):
+            control.step(0.1, "reading the sample")
+            return infer_schema(path, label=label, id_column=id_col, with_ranges=True)
+
+        job = ThrottledJob(work, self.tr("Reading the sample"))
+        job.succeeded.connect(lambda res, j=job: self._schema_ready(j, res))
+        job.failed.connect(lambda msg, j=job: self._schema_failed(j, msg))
+        self._schema_job = job
+        return self.schema_job_panel.run(job)
+
+    def _schema_failed(self, job: Job, message: str) -> None:
+        if job is not self._schema_job:
+            return
+        self.schema = None
+        self.schema_job_panel.setVisible(False)
+        self.schema_table.setRowCount(0)
+        self.classes_label.clear()
+        self.schema_notes.show_message("error", message)
+        self._update_create_button()
+
+    def _schema_ready(self, job: Job, result) -> None:
+        if job is not self._schema_job:
+            return
+        self.schema_job_panel.setVisible(False)
+        self.schema, self.notes = result
+        feats = {f.name: f for f in self.schema.features}
+        self.schema_table.setRowCount(len(self.columns))
+        for r, name in enumerate(self.columns):
+            min_ = max_ = ""
+            if name == self.schema.label:
+                role, typ = self.tr("label"), self.tr("class ({n})").format(n=len(self.schema.classes))
+            elif name == self.schema.id_column:
+                role, typ = self.tr("row id"), self.tr("text")
+            elif name in feats:
+                f = feats[name]
+                role, typ = self.tr("feature"), self.tr("number")
+                min_, max_ = f"{f.min:.6g}", f"{f.max:.6g}"
+            else:
+                reason = next((n for n in self.notes if f"'{name}'" in n), "")
+                role, typ = self.tr("left out"), reason
+            cells = [name, role, typ, min_, max_]
+            for c, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if c == 0 and name in feats:
+                    item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
+                    item.setCheckState(Qt.Checked)
+                    item.setToolTip(self.tr("Untick to leave this column out of the project"))
+                if role == self.tr("left out"):
+                    item.setForeground(Qt.gray)
+                if c >= 3:
+                    item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                self.schema_table.setItem(r, c, item)
+        classes = self.schema.classes
+        self.classes_label.setText(self.tr("Classes ({n}): {classes}").format(n=len(classes),
+                                                                              classes=", ".join(classes))
+                                   if classes else self.tr("No label column: rows are not labelled."))
+        self.schema_notes.show_message("warning" if self.notes else "info",
+                                       "; ".join(self.notes) if self.notes else
+                                       self.tr("{n} numeric feature columns.").format(n=len(feats)))
+        self._update_create_button()
+
+    def included_features(self) -> list[FeatureColumn]:
+        if self.schema is None:
+            return []
+        feats = {f.name: f for f in self.schema.features}
+        out = []
+        for r in range(self.schema_table.rowCount()):
+            item = self.schema_table.item(r, 0)
+            if item is not None and item.text() in feats and item.checkState() == Qt.Checked:
+                out.append(feats[item.text()])
+        return out
+
+    def _task_changed(self) -> None:
+        task = self.task_combo.currentData()
+        clustering = task == "clustering"
+        self.blocks_edit.setVisible(clustering)
+        self._create_form.labelForField(self.blocks_edit).setVisible(clustering)
+        # the paper's uniform anchor for clustering needs public ranges (as `dcstudio kit new` does)
+        self.ranges_check.setChecked(clustering)
+        self.anchor_kind_combo.setCurrentIndex(self.anchor_kind_combo.findData("uniform" if clustering else "smote"))
+        self.method_combo.blockSignals(True)
+        self.method_combo.clear()
+        for name, cls in METHODS.items():
+            if getattr(cls, "task", "classification") == task:
+                self.method_combo.addItem(f"{name} — {cls.title}", name)
+        if task == "classification" and self.method_combo.findData("dccfl") >= 0:
+            self.method_combo.setCurrentIndex(self.method_combo.findData("dccfl"))
+        self.method_combo.blockSignals(False)
+        self._method_changed()
+        if self.columns:
+            self._fill_column_combos(None if task == "clustering" else
+                                     next((c for c in self.columns if c.lower() in LABEL_GUESSES), None))
+            self.infer()
+
+    def _method_changed(self) -> None:
+        name = self.method_combo.currentData()
+        cls = METHODS.get(name) if name else None
+        defaults = cls.default_settings() if cls else {}
+        for key, widget in self._method_rows.items():
+            show = key in defaults and not (key == "t" and getattr(cls, "one_cluster", False))
+            widget.setVisible(show)
+            label = self._method_form.labelForField(widget)
+            if label is not None:
+                label.setVisible(show)
+        if "epochs" in defaults:
+            self.epochs_spin.setValue(int(defaults["epochs"]))
+        if "seed" in defaults and isinstance(defaults["seed"], int):
+            self.seed_spin.setValue(int(defaults["seed"]))
+        if "alignment" in defaults:
+            self.alignment_combo.setCurrentIndex(max(0, self.alignment_combo.findData(defaults["alignment"])))
+        if "t" in defaults:
+            self.t_auto_check.setChecked(defaults["t"] == "auto")
+        if "k" in defaults:
+            self.k_auto_check.setChecked(defaults["k"] == "auto")
+        if "algorithm" in defaults:
+            self.algorithm_combo.setCurrentIndex(max(0, self.algorithm_combo.findData(defaults["algorithm"])))
+        self.advanced_table.setRowCount(0)
+        for key, value in defaults.items():
+            if key in DEDICATED:
+                continue
+            r = self.advanced_table.rowCount()
+            self.advanced_table.insertRow(r)
+            k = QTableWidgetItem(key)
+            k.setFlags(k.flags() & ~Qt.ItemIsEditable)
+            self.advanced_table.setItem(r, 0, k)
+            self.advanced_table.setItem(r, 1, QTableWidgetItem(json.dumps(value)))
+        self.no_method = cls is None
+        self._update_create_button()
+
+    def method_settings(self) -> dict:
+        """The kit settings the form describes: dedicated widgets, plus advanced values that differ from
+        the method's defaults. Raises DCError (ConfigError) on a value that is not JSON."""
+        from core.errors import ConfigError
+
+        name = self.method_combo.currentData()
+        cls = METHODS[name]
+        defaults = cls.default_settings()
+        out: dict = {}
+        if "t" in defaults and not getattr(cls, "one_cluster", False):
+            out["t"] = "auto" if self.t_auto_check.isChecked() else round(self.t_spin.value(), 2)
+        if "epochs" in defaults:
+            out["epochs"] = self.epochs_spin.value()
+        if "alignment" in defaults:
+            out["alignment"] = self.alignment_combo.currentData()
+        if "seed" in defaults:
+            out["seed"] = self.seed_spin.value()
+        if "k" in defaults:
+            out["k"] = "auto" if self.k_auto_check.isChecked() else self.k_spin.value()
+        if "algorithm" in defaults:
+            out["algorithm"] = self.algorithm_combo.currentData()
+        for r in range(self.advanced_table.rowCount()):
+            key = self.advanced_table.item(r, 0).text()
+            text = self.advanced_table.item(r, 1).text()
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError:
+                raise ConfigError(f"setting '{key}' is not a valid value: {text}") from None
+            if value != defaults.get(key):
+                out[key] = value
+        return out
+
+    def _update_create_button(self) -> None:
+        ready = self.schema is not None and self.identity is not None and not getattr(self, "no_method", True)
+        self.create_kit_button.setEnabled(ready)
+        if self.identity is None:
+            self.create_hint.setText(self.tr("Unlock or create your identity first: the kit is signed with it."))
+        elif self.schema is None:
+            self.create_hint.setText(self.tr("Choose a sample CSV."))
+        elif getattr(self, "no_method", True):
+            self.create_hint.setText(self.tr("No method is available for this task yet."))
+        else:
+            self.create_hint.setText("")
+
+    def build_kit(self) -> Kit:
+        """The kit the form describes (not yet signed or saved). Raises DCError with the reason."""
+        from core.errors import ConfigError
+
+        if self.identity is None or self.schema is None:
+            raise ConfigError("unlock your identity and choose a sample CSV first")
+        name = self.project_name.text().strip()
+        if not name:
+            raise ConfigError("give the project a name")
+        feats = self.included_features()
+        if not feats:
+            raise ConfigError("keep at least one feature column")
+        ranges = self.ranges_check.isChecked()
+        feats = [FeatureColumn(f.name, f.min if ranges else None, f.max if ranges else None) for f in feats]
+        task = self.task_combo.currentData()
+        label = None if task == "clustering" else self.schema.label  # labels never leave a clustering site
+        schema = Schema(features=feats, label=label, classes=list(self.schema.classes) if label else [],
+                        id_column=self.schema.id_column)
+        schema.validate()
+        blocks = self.blocks_edit.text().strip()
+        if blocks and task == "clustering":
+            schema, _ = with_blocks(schema, parse_blocks(blocks))
+        method = self.method_combo.currentData()
+        settings = self.method_settings()
+        get_method(method, settings)  # refuse bad settings now, not at every site
+        anchor = {"kind": self.anchor_kind_combo.currentData(), "rows": self.anchor_rows_spin.value()}
+        if anchor["kind"] == "uniform" and not ranges:
+            raise ConfigError("a uniform anchor needs public ranges: tick 'Publish the sample's min/max ranges'")
+        return Kit(name=name, task=task, schema=schema, method=method, analyst=self.identity.card,
+                   settings=settings, anchor=anchor)
+
+    def create_kit(self) -> bool:
+        try:
+            kit = self.build_kit()
+        except DCError as exc:
+            self.kit_message.show_message("error", str(exc))
+            self.schema_notes.show_message("error", str(exc))
+            return False
+        folder = self.identity_path.parent if self.identity_path else Path.home()
+        default = str(folder / (kit.name.replace(" ", "-").lower() + ".dckit"))
+        path, _ = QFileDialog.getSaveFileName(self, self.tr("Save the signed kit"), default,
+                                              self.tr("Project kit (*.dckit)"))
+        if not path:
+            return False
+        if not path.endswith(".dckit"):
+            path += ".dckit"
+        try:
+            kit.save(path, self.identity)
+        except (DCError, OSError) as exc:
+            self.kit_message.show_message("error", str(exc))
+            return False
+        self.kit_path_edit.setText(path)
+        self._set_kit(kit, Path(path))
+        self.schema_notes.show_message("ok", self.tr("Kit signed and saved to {path}. Give it (and your "
+                                                     "fingerprint) to every site.").format(path=path))
+        return True

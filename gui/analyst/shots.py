@@ -1,0 +1,317 @@
+"""Screenshots of the analyst window, and the synthetic project they (and the stall probe) use.
+
+:func:`build_project` makes a small but real round with core only: the analyst's identity (scrypt
+log_n=14), a signed kit, a participant-side anchor and one sealed bundle per site, with label skew so the
+sites fall into groups. :func:`render` opens the window on it, walks every page (after import, after a
+threshold move, after training, after export) and saves ``widget.grab()`` PNGs as
+``analyst-<n>-<page>.png``.
+
+    QT_QPA_PLATFORM=offscreen python -m gui.analyst.shots docs/screenshots
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+PASSPHRASE = "correct horse battery staple"
+FEATURES = [f"x{j}" for j in range(8)]
+CLASSES = ["a", "b", "c", "d"]
+GROUP_MIXES = [[0.45, 0.45, 0.05, 0.05], [0.05, 0.05, 0.45, 0.45], [0.25, 0.25, 0.25, 0.25]]
+SITE_NAMES = ["North General", "St Mary's", "Lakeside Clinic", "City Hospital", "Riverside", "Hillcrest",
+              "Bayview", "Oakwood", "Kingsbridge", "Elm Park", "Westfield", "Harbour"]
+
+
+@dataclass
+class Project:
+    """Paths of a built project."""
+
+    root: Path
+    identity: Path
+    passphrase: str
+    kit: Path
+    sample: Path
+    bundles: list[Path]
+    sites: list[str]
+    extras: dict[str, Path] = field(default_factory=dict)  # "tampered", "duplicate", "foreign"
+
+
+def _data(n_rows: int, seed: int):
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=n_rows, n_features=8, n_informative=6, n_redundant=1, n_classes=4,
+                               n_clusters_per_class=2, class_sep=1.6, random_state=seed)
+    X = X * np.array([1, 10, 100, 0.1, 1, 5, 50, 2]) + np.array([0, 50, -300, 1, 2, 0, 1000, 7])
+    frame = pd.DataFrame(X, columns=FEATURES)
+    frame["label"] = np.asarray(CLASSES)[y]
+    return frame, y
+
+
+def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs: int = 5, groups: int = 2,
+                  names: list[str] | None = None, seed: int = 0, extras: bool = False,
+                  settings: dict | None = None) -> Project:
+    """Write a whole analyst-side starting point with core: identity, kit, and one bundle per site.
+
+    Sites alternate between ``groups`` label mixes (two opposite skews, then a balanced one). With
+    ``extras`` also writes a tampered copy of bundle 0, a byte-identical duplicate of bundle 1 and a bundle
+    from another project (all three must be refused on import).
+    """
+    from core.anchor import make_anchor
+    from core.identity import Identity
+    from core.kit import Kit
+    from core.participant import ParticipantExport
+    from core.schema import infer_schema
+    from core.workspace import SiteWorkspace
+
+    root = Path(root)
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    names = list(names or (SITE_NAMES[:n_sites] if n_sites <= len(SITE_NAMES) else
+                           [f"site{i:02d}" for i in range(n_sites)]))
+    frame, y = _data(max(4000, n_sites * rows * 2 + 400), seed)
+    rng = np.random.default_rng(seed)
+    pools = {k: list(rng.permutation(np.flatnonzero(y == k))) for k in range(4)}
+    sample = root / "data" / "sample.csv"
+    frame.iloc[[pools[k].pop() for k in range(4) for _ in range(5)]].to_csv(sample, index=False)
+    seed_rows = frame.iloc[[pools[k].pop() for k in range(4) for _ in range(25)]][FEATURES].to_numpy()
+
+    analyst = Identity.generate("Analyst")
+    identity = root / "analyst" / "analyst.dcid"
+    identity.parent.mkdir(parents=True, exist_ok=True)
+    analyst.save(identity, PASSPHRASE, log_n=14)
+    analyst.card.save(identity.with_suffix(".dcpub"))
+    schema, _ = infer_schema(sample, label="label")
+    kit_settings = {"epochs": epochs, "seed": 0, **(settings or {})}
+    kit = Kit(name="Skewed wards", task="classification", schema=schema, method="dccfl", analyst=analyst.card,
+              settings=kit_settings, anchor={"kind": "smote", "rows": 500})
+    kit_path = root / "analyst" / "project.dckit"
+    kit.save(kit_path, analyst)
+    anchor = make_anchor(kit.project_id, schema.feature_names, kind="smote", rows=500, seed_rows=seed_rows)
+
+    bundles = []
+    for i, name in enumerate(names):
+        mix = GROUP_MIXES[i % groups]
+        counts = rng.multinomial(rows, mix)
+        idx = rng.permutation([pools[k].pop() for k in range(4) for _ in range(counts[k])])
+        csv = root / "data" / f"site{i}.csv"
+        frame.iloc[idx].to_csv(csv, index=False)
+        ident = Identity.generate(name)
+        ws = SiteWorkspace(root / "sites" / f"site{i}.workspace")
+        job = ParticipantExport(kit, kit_path, ident, anchor, ws, {"seed": i})
+        job.load(csv)
+        out = root / "bundles" / f"site{i}.dcbundle"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        job.seal(out)
+        bundles.append(out)
+
+    project = Project(root, identity, PASSPHRASE, kit_path, sample, bundles, names)
+    if extras:
+        other = root / "other"
+        other.mkdir(exist_ok=True)
+        data = bytearray(bundles[0].read_bytes())
+        data[len(data) // 2] ^= 0x01
+        (other / "tampered.dcbundle").write_bytes(bytes(data))
+        shutil.copyfile(bundles[1], other / "duplicate.dcbundle")
+        foreign_kit = Kit(name="Another project", task="classification", schema=schema, method="dccfl",
+                          analyst=analyst.card, settings={"epochs": epochs})
+        fk_path = other / "foreign.dckit"
+        foreign_kit.save(fk_path, analyst)
+        fa = make_anchor(foreign_kit.project_id, schema.feature_names, kind="smote", rows=200, seed_rows=seed_rows)
+        fjob = ParticipantExport(foreign_kit, fk_path, Identity.generate("Stranger"), fa,
+                                 SiteWorkspace(other / "stranger.workspace"), {"seed": 99})
+        fjob.load(root / "data" / "site0.csv")
+        fjob.seal(other / "foreign.dcbundle")
+        project.extras = {"tampered": other / "tampered.dcbundle", "duplicate": other / "duplicate.dcbundle",
+                          "foreign": other / "foreign.dcbundle"}
+    return project
+
+
+def build_clustering_project(root: str | Path, *, n_sites: int = 3, rows: int = 150, k: int = 3,
+                             seed: int = 0) -> Project:
+    """A clustering project (task "clustering", method "dcclustering", horizontal sites, uniform anchor in
+    the kit's public ranges): identity, kit and one bundle per site, written with core."""
+    from sklearn.datasets import make_blobs
+
+    from core.anchor import make_anchor
+    from core.identity import Identity
+    from core.kit import Kit
+    from core.participant import ParticipantExport
+    from core.schema import infer_schema
+    from core.workspace import SiteWorkspace
+
+    root = Path(root)
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    X, _ = make_blobs(n_samples=n_sites * rows + 60, n_features=6, centers=k, cluster_std=1.2, random_state=seed)
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(6)])
+    sample = root / "data" / "sample.csv"
+    frame.iloc[:60].to_csv(sample, index=False)
+    analyst = Identity.generate("Analyst")
+    identity = root / "analyst" / "analyst.dcid"
+    identity.parent.mkdir(parents=True, exist_ok=True)
+    analyst.save(identity, PASSPHRASE, log_n=14)
+    schema, _ = infer_schema(sample, label=None, with_ranges=True)
+    kit = Kit(name="Blobs", task="clustering", schema=schema, method="dcclustering", analyst=analyst.card,
+              settings={"k": "auto", "k_range": [2, 5]}, anchor={"kind": "uniform", "rows": 300})
+    kit_path = root / "analyst" / "project.dckit"
+    kit.save(kit_path, analyst)
+    lo = np.array([f.min for f in schema.features])
+    hi = np.array([f.max for f in schema.features])
+    anchor = make_anchor(kit.project_id, schema.feature_names, kind="uniform", rows=300, ranges=(lo, hi))
+    bundles, names = [], [f"lab{i}" for i in range(n_sites)]
+    for i, name in enumerate(names):
+        csv = root / "data" / f"site{i}.csv"
+        frame.iloc[60 + i * rows: 60 + (i + 1) * rows].to_csv(csv, index=False)
+        job = ParticipantExport(kit, kit_path, Identity.generate(name), anchor,
+                                SiteWorkspace(root / "sites" / f"site{i}.workspace"), {"seed": i})
+        job.load(csv)
+        out = root / "bundles" / f"site{i}.dcbundle"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        job.seal(out)
+        bundles.append(out)
+    return Project(root, identity, PASSPHRASE, kit_path, sample, bundles, names)
+
+
+# ---- driving the window -------------------------------------------------------------------------------------
+def wait_job(app, job, timeout: float = 120.0) -> None:
+    """Process events until ``job`` ended and its signals were delivered."""
+    if job is None:
+        raise RuntimeError("no job was started")
+    deadline = time.monotonic() + timeout
+    while job.running or getattr(job, "_thread", None) is not None and job._thread.is_alive():
+        app.processEvents()
+        time.sleep(0.005)
+        if time.monotonic() > deadline:
+            raise TimeoutError(job.title)
+    for _ in range(5):
+        app.processEvents()
+
+
+def open_session(app, window, project: Project) -> None:
+    """Unlock the identity on the Project page (the kit was given to the window)."""
+    page = window.project_page
+    page.identity_path_edit.setText(str(project.identity))
+    page.open_passphrase.setText(project.passphrase)
+    wait_job(app, page.unlock_identity())
+    if window.state.session is None:
+        page.open_kit(project.kit)
+    if window.state.session is None:
+        raise RuntimeError(page.kit_message.text() or page.identity_message.text())
+    if window.bundles_page.job_panel.busy:  # re-opening what an earlier run imported
+        wait_job(app, window.bundles_page.job_panel.job)
+
+
+def _grab(app, window, out_dir: Path, n: int, key: str, written: list[Path]) -> None:
+    window.show_page(key)
+    for _ in range(10):
+        app.processEvents()
+    path = out_dir / f"analyst-{n}-{key}.png"
+    window.grab().save(str(path))
+    written.append(path)
+
+
+def render(out_dir: Path, workdir: Path) -> list[Path]:
+    """Build a 6-site project in ``workdir``, walk every page and save PNGs into ``out_dir``."""
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from .. import settings as app_settings
+    from .window import AnalystWindow
+
+    out_dir, workdir = Path(out_dir), Path(workdir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    QSettings.setPath(QSettings.NativeFormat, QSettings.UserScope, str(workdir / "settings"))
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(workdir / "settings"))
+    app = QApplication.instance() or QApplication(["dcstudio-shots"])
+    app.setOrganizationName(app_settings.ORG)
+    app.setApplicationName(app_settings.APP)
+    project = build_project(workdir / "project", n_sites=6, rows=240, epochs=40, groups=3, extras=True)
+    window = AnalystWindow(kit_path=str(project.kit))
+    window.resize(1280, 860)
+    window.show()
+    written: list[Path] = []
+    # 1: project page, identity still locked (kit opened from the recent list)
+    page = window.project_page
+    page.identity_path_edit.setText(str(project.identity))
+    page.identity_tabs.setCurrentIndex(0)
+    page.sample_edit.setText(str(project.sample))
+    wait_job(app, page.load_sample(str(project.sample)))
+    page.project_name.setText("Skewed wards")
+    _grab(app, window, out_dir, 1, "project", written)
+    open_session(app, window, project)
+    _grab(app, window, out_dir, 2, "project", written)
+    # bundles (+ the three refusals)
+    bp = window.bundles_page
+    wait_job(app, bp.import_paths([str(p) for p in project.bundles] + [str(p) for p in project.extras.values()]))
+    for b in window.state.bundles[:4]:
+        bp.set_confirmed(b.fingerprint, True)
+    _grab(app, window, out_dir, 3, "bundles", written)
+    # clients, threshold moved
+    window.clients_page.set_threshold(0.45)
+    _grab(app, window, out_dir, 4, "clients", written)
+    window.clients_page.auto_t_check.setChecked(True)
+    # train
+    mp = window.models_page
+    window.show_page("models")
+    wait_job(app, mp.train(), timeout=300)
+    _grab(app, window, out_dir, 5, "models", written)
+    _grab(app, window, out_dir, 6, "clients", written)
+    # export
+    ep = window.export_page
+    ep.out_edit.setText(str(workdir / "packages"))
+    wait_job(app, ep.export())
+    ep.save_pdf(workdir / "packages" / "report.pdf")
+    _grab(app, window, out_dir, 7, "export", written)
+    window.close()
+    # data clustering: a real dcclustering project when core has the method, else a synthetic result
+    from core.methods import METHODS
+
+    if "dcclustering" in METHODS:
+        cproject = build_clustering_project(workdir / "clustering", n_sites=3, rows=200, k=3)
+        cwindow = AnalystWindow(kit_path=str(cproject.kit))
+        cwindow.resize(1280, 860)
+        cwindow.show()
+        open_session(app, cwindow, cproject)
+        wait_job(app, cwindow.bundles_page.import_paths([str(p) for p in cproject.bundles]))
+        wait_job(app, cwindow.models_page.train(), timeout=300)
+    else:
+        cwindow = window
+        cwindow.show()
+        cwindow.clustering_page.show_result(fake_clustering_result())
+        cwindow._refresh()
+    _grab(app, cwindow, out_dir, 8, "clustering", written)
+    cwindow.close()
+    return written
+
+
+def fake_clustering_result(n: int = 600, k: int = 3, seed: int = 0):
+    """A MethodResult shaped like dcclustering's (details contract in the module docstring of
+    gui.analyst.clustering), for screenshots and tests before the method exists."""
+    from core.methods import MethodResult
+
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0, 4, size=(k, 5))
+    labels = rng.integers(0, k, size=n)
+    R = centres[labels] + rng.normal(0, 1.0, size=(n, 5))
+    groups = rng.integers(0, 4, size=n)
+    curve = {}
+    for kk in range(2, 8):
+        curve[kk] = {"silhouette": float(0.62 - 0.06 * abs(kk - k) - 0.01 * kk),
+                     "inertia": float(9000 / kk + 300 * max(0, k - kk))}
+    details = {"representation": R.astype(np.float32), "labels": labels, "group_of_row": groups,
+               "centroids": centres, "k_curve": curve, "sizes": np.bincount(labels, minlength=k)}
+    summary = {"method": "dcclustering", "k": k, "sites": [{"site": f"site{g}", "rows": int((groups == g).sum())}
+                                                          for g in range(4)]}
+    return MethodResult("dcclustering", [], summary, details)
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/screenshots")
+    with tempfile.TemporaryDirectory() as tmp:
+        for p in render(target, Path(tmp)):
+            print(p)
