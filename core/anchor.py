@@ -159,4 +159,30 @@ def make_anchor(project_id: str, feature_names: list[str], *, kind: str, rows: i
     return anchor
 
 
-__all__ = ["AnchorFile", "make_anchor", "extended_smote", "KINDS"]
+def anchor_for_kit(kit, *, kind: str | None = None, rows: int | None = None, local_X: np.ndarray | None = None,
+                   seed_X: np.ndarray | None = None, seed_rows: int = 100,
+                   rng: np.random.Generator | None = None) -> AnchorFile:
+    """The lead site's anchor for a kit (what ``dcstudio anchor new`` and the wizard's anchor page make).
+
+    ``kind``/``rows`` default to the kit's recommendation; the kit's public ranges are used when every
+    feature has them; an extended-SMOTE seed set is ``seed_X`` (a shareable seed CSV) or else a random
+    sample of ``seed_rows`` of the lead site's own rows ``local_X``.
+    """
+    schema = kit.schema
+    kind = kind or kit.anchor.get("kind", "smote")
+    rows = int(rows or kit.anchor.get("rows", 1000))
+    ranges = None
+    if all(c.min is not None and c.max is not None for c in schema.features):
+        ranges = (np.array([c.min for c in schema.features]), np.array([c.max for c in schema.features]))
+    seed = seed_X
+    if kind == "smote" and seed is None:
+        if local_X is None:
+            raise ConfigError("an extended-SMOTE anchor needs a seed set (a small shareable CSV) or the lead "
+                              "site's own rows to sample one from")
+        rng = rng or np.random.default_rng()
+        seed = local_X[rng.choice(len(local_X), min(seed_rows, len(local_X)), replace=False)]
+    return make_anchor(kit.project_id, schema.feature_names, kind=kind, rows=rows, ranges=ranges, local_X=local_X,
+                       seed_rows=seed)
+
+
+__all__ = ["AnchorFile", "make_anchor", "anchor_for_kit", "extended_smote", "KINDS"]

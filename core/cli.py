@@ -159,33 +159,20 @@ def _whole(text: str, option: str) -> int:
 
 
 def cmd_anchor_new(args) -> None:
-    import numpy as np
-
-    from .anchor import make_anchor
+    from .anchor import anchor_for_kit
     from .kit import Kit
     from .tabular import read_table
 
     kit = Kit.load(args.kit)
-    names = kit.schema.feature_names
-    kind = args.kind or kit.anchor.get("kind", "smote")
-    rows = args.rows or int(kit.anchor.get("rows", 1000))
     local = seed = None
     if args.csv:
         local = read_table(args.csv, kit.schema, options=csv_options(args), labels=False).X
-    if kind == "smote":
-        if args.seed_csv:
-            seed = read_table(args.seed_csv, kit.schema, options=csv_options(args), labels=False).X
-        elif local is not None:
-            rng = np.random.default_rng()
-            seed = local[rng.choice(len(local), min(args.seed_rows, len(local)), replace=False)]
-        else:
-            raise ConfigError("an extended-SMOTE anchor needs --seed-csv (a small shareable seed set) or --csv")
-    ranges = None
-    if all(c.min is not None and c.max is not None for c in kit.schema.features):
-        ranges = (np.array([c.min for c in kit.schema.features]), np.array([c.max for c in kit.schema.features]))
-    anchor = make_anchor(kit.project_id, names, kind=kind, rows=rows, ranges=ranges, local_X=local, seed_rows=seed)
+    if args.seed_csv:
+        seed = read_table(args.seed_csv, kit.schema, options=csv_options(args), labels=False).X
+    anchor = anchor_for_kit(kit, kind=args.kind, rows=args.rows, local_X=local, seed_X=seed,
+                            seed_rows=args.seed_rows)
     anchor.save(args.out)
-    say(f"anchor: {args.out} ({kind}, {anchor.rows} rows)",
+    say(f"anchor: {args.out} ({anchor.kind}, {anchor.rows} rows)",
         "Give this file to the other participants only. It must never reach the analyst.")
 
 

@@ -61,8 +61,8 @@ class ParticipantExport:
         self.block: str | None = None
         self.export_: SiteExport | None = None
 
-    def load(self, csv_path: str | Path, options: CsvOptions | None = None, *, block: str | None = None
-             ) -> LocalTable:
+    def load(self, csv_path: str | Path, options: CsvOptions | None = None, *, block: str | None = None,
+             control: JobControl | None = None) -> LocalTable:
         """Read the CSV against the kit. A clustering kit's site holds one feature block: ``block`` names it,
         or it is the one block whose columns are all in the file (ConfigError naming the columns if none)."""
         schema = self.kit.schema
@@ -85,7 +85,7 @@ class ParticipantExport:
         needs_ids = bool(schema.id_column) and linked
         self.table = read_table(csv_path, schema, options=options,
                                 labels=self.method.labels_leave != "none" and schema.label is not None,
-                                ids=needs_ids)
+                                ids=needs_ids, control=control)
         self.export_ = None
         return self.table
 

@@ -322,7 +322,7 @@ def test_results_window_applies_a_package(qtbot, project, round_packages, tmp_pa
     wait(qtbot, lambda: r.message.kind == "error" and r.unlock_button.isEnabled())
     r.passphrase_edit.setText(PASS)
     r.unlock_button.click()
-    wait(qtbot, lambda: r.identity is not None)
+    wait(qtbot, lambda: r.identity is not None and not r.busy)
     assert r.workspace_field.path() == str(default_workspace(d / "site0.dcid"))
     r.package_field.set_path(round_packages / "site0.dcpkg")
     assert "Analyst" in r.package_label.text() and "Skewed wards" in r.package_label.text()

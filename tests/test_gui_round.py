@@ -155,7 +155,7 @@ def test_whole_round_by_clicking(qtbot, tmp_path, monkeypatch):
     r.identity_field.set_path(d / name / f"{name}.dcid")
     r.passphrase_edit.setText(PASS)
     r.unlock_button.click()
-    qtbot.waitUntil(lambda: r.identity is not None, timeout=WAIT)
+    qtbot.waitUntil(lambda: r.identity is not None and not r.busy, timeout=WAIT)
     r.package_field.set_path(d / "to-sites" / f"{name}.dcpkg")
     r.csv_field.set_path(test_csv)
     r.out_field.set_path(d / "result.csv")

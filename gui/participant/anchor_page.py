@@ -18,8 +18,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.anchor import KINDS, AnchorFile, make_anchor
-from core.errors import ConfigError, DCError
+from core.anchor import KINDS, AnchorFile, anchor_for_kit
+from core.errors import DCError
 from core.tabular import read_table
 
 from .. import settings as app_settings
@@ -195,14 +195,8 @@ class AnchorPage(Page):
                     seed = X
                 else:
                     local = X
-                    if kind == "smote":
-                        rng = np.random.default_rng()
-                        seed = X[rng.choice(len(X), min(SEED_ROWS, len(X)), replace=False)]
-            if kind == "smote" and seed is None:
-                raise ConfigError("an extended-SMOTE anchor needs a CSV to take its seed rows from")
             control.step(0.8, "making the anchor")
-            anchor = make_anchor(kit.project_id, schema.feature_names, kind=kind, rows=rows, ranges=ranges,
-                                 local_X=local, seed_rows=seed)
+            anchor = anchor_for_kit(kit, kind=kind, rows=rows, local_X=local, seed_X=seed, seed_rows=SEED_ROWS)
             control.step(0.9, "saving it")
             anchor.save(out)
             return anchor

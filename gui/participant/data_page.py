@@ -364,7 +364,7 @@ class DataPage(Page):
             if generation == self._generation:
                 self._show_error(text)
 
-        self.start(lambda control: exporter.load(path, options), self.tr("Reading {name}…").format(
+        self.start(lambda control: exporter.load(path, options, control=control), self.tr("Reading {name}…").format(
             name=Path(path).name), ok, failed)
 
     def _summary(self, table: LocalTable) -> str:
