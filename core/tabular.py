@@ -987,6 +987,20 @@ def _records(path: Path, fmt: CsvFormat) -> Iterator[tuple[int, str, bool]]:
             yield start, "".join(buf), False
 
 
+def data_records(path: str | Path, fmt: CsvFormat, *, stop_line: int | None = None,
+                 max_records: int | None = None) -> Iterator[tuple[int, list[str]]]:
+    """(first line number, fields) of every data record after the header, numbered as in the messages.
+
+    Stops after the record starting at or past ``stop_line``, or after ``max_records`` records.
+    """
+    records = _records(Path(path), fmt)
+    next(records, None)  # the header
+    for count, (start, text, _closed) in enumerate(records, 1):
+        yield start, _fields(text, fmt)
+        if (stop_line is not None and start >= stop_line) or (max_records is not None and count >= max_records):
+            return
+
+
 def _fields(text: str, fmt: CsvFormat) -> list[str]:
     text = text.rstrip("\r\n")
     if '"' not in text:

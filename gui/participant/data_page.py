@@ -3,9 +3,7 @@ problem shown at its cell with the core's own sentence."""
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 import re
 from pathlib import Path
 
@@ -33,7 +31,7 @@ from PySide6.QtWidgets import (
 from core.errors import DCError
 from core.methods import get_method
 from core.participant import ParticipantExport
-from core.tabular import MISSING_TOKENS, CsvFormat, CsvOptions, LocalTable, preview
+from core.tabular import MISSING_TOKENS, CsvFormat, CsvOptions, LocalTable, data_records, preview
 from core.workspace import SiteWorkspace
 
 from ..jobs import Job
@@ -47,40 +45,6 @@ DECIMALS = [("point  1.5", "."), ("comma  1,5", ",")]
 _LINE_COLUMN = re.compile(r"\bline (\d+)(?:, column '([^']*)'|: the (?:label|id) column '([^']*)')?")
 _COLUMN = re.compile(r"\bcolumn '([^']*)'")
 _UNKNOWN_LABELS = re.compile(r"the label column '[^']*' has values? (.*?) on [\d,]+ rows?")
-
-
-def record_lines(path: Path, fmt: CsvFormat, stop_line: int | None = None, max_records: int | None = None):
-    """Yield (first line number, fields) of every data record, skipping blank lines and the header.
-
-    Same counting as the core's messages: a record continues over line ends while a quote is open.
-    """
-    blank = " \t\r\n\f\v".replace(fmt.delimiter, "")
-    with open(path, encoding=fmt.encoding, errors="replace", newline="") as fh:
-        buf: list[str] = []
-        start, opened, seen_header, count = 0, False, False, 0
-        for lineno, line in enumerate(fh, 1):
-            if not buf:
-                if not line.strip(blank):
-                    continue
-                start = lineno
-            buf.append(line)
-            if line.count('"') % 2:
-                opened = not opened
-            if opened:
-                continue
-            text = "".join(buf).rstrip("\r\n")
-            buf = []
-            if not seen_header:
-                seen_header = True
-                continue
-            try:
-                fields = next(csv.reader(io.StringIO(text), delimiter=fmt.delimiter), [])
-            except csv.Error:
-                fields = text.split(fmt.delimiter)
-            yield start, fields
-            count += 1
-            if (stop_line is not None and start >= stop_line) or (max_records is not None and count >= max_records):
-                return
 
 
 class DataPage(Page):
@@ -242,7 +206,7 @@ class DataPage(Page):
             self.line_numbers = []
             return
         try:
-            self.line_numbers = [line for line, _ in record_lines(Path(self.csv_field.path()), fmt,
+            self.line_numbers = [line for line, _ in data_records(Path(self.csv_field.path()), fmt,
                                                                   max_records=len(frame))]
         except OSError:
             self.line_numbers = []
@@ -440,7 +404,7 @@ class DataPage(Page):
 
         def work(control):
             found = None
-            for k, (start, fields) in enumerate(record_lines(path, fmt, stop_line=line)):
+            for k, (start, fields) in enumerate(data_records(path, fmt, stop_line=line)):
                 if k % 10000 == 0:
                     control.check()
                 if start == line:
