@@ -16,8 +16,10 @@ Li et al. 2021, Eq. 2), and the update is PyTorch's SGD with momentum and dampen
 
 Groups are fully independent: each has its own seeded initialisation and its own shuffle, both derived
 from ``(random_state, g)``, so a group's result does not depend on the other groups in the batch. A
-group that has no rows left in a step of an epoch (it has fewer batches than the largest group) is
-masked: neither its parameters nor its momentum change on that step.
+group that has no rows left in a step of an epoch (it has fewer batches than the largest group) sits
+that step out: neither its parameters nor its momentum change. Groups are ordered largest first, so the
+groups still active in a step are a prefix and each step computes on tensor slices only; the backward pass
+is written out by hand (no autograd), and training runs on one intra-op thread (many tiny products).
 
 The trained models are exported as :class:`MLPWeights`: plain float32 numpy arrays with a numpy forward
 pass, so using a model needs no torch.
@@ -252,6 +254,18 @@ class BatchedMLP:
         """
         import torch
 
+        # One intra-op thread: these are many tiny matrix products, for which OpenMP workers only add
+        # synchronisation, and on a busy machine spinning workers slow a fit down by an order of magnitude.
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return self._fit(groups, n_classes, init, anchor, control, on_epoch, group_ids)
+        finally:
+            torch.set_num_threads(threads)
+
+    def _fit(self, groups, n_classes, init, anchor, control, on_epoch, group_ids) -> BatchedMLP:
+        import torch
+
         self._check_settings()
         control = ensure(control)
         K = int(n_classes)
@@ -291,12 +305,19 @@ class BatchedMLP:
                 raise ConfigError("a proximal term (prox_mu > 0) needs anchor or init weights")
             self._check_models(anchor, layers_g, "anchor")
 
+        # Groups are processed largest first, so the groups that still have rows in step b of an epoch
+        # are always a prefix 0..a_b−1 of that order and every step computes on slices (views) only:
+        # no padded work for groups that are done, and a done group's parameters and momentum are not
+        # touched. Position p in this order holds the caller's group ``perm[p]``.
+        n_orig = np.array([X.shape[0] for X in Xs])
+        perm = np.argsort(-n_orig, kind="stable")
+        Xs, ys = [Xs[g] for g in perm], [ys[g] for g in perm]
+        ids_sorted = [ids[g] for g in perm]
+        start = init if init is not None else self._fresh_init(layers_g, ids)
         # Parameters (G, fan_in, fan_out) and (G, 1, fan_out); the input rows beyond d_g stay zero.
-        params = self._stack(init if init is not None else self._fresh_init(layers_g, ids), dims)
-        anchors = self._stack(anchor, dims) if self.prox_mu > 0 else None
+        params = self._stack([start[g] for g in perm], dims)
+        anchors = self._stack([anchor[g] for g in perm], dims) if self.prox_mu > 0 else None
         bufs = [torch.zeros_like(p) for p in params]
-        for p in params:
-            p.requires_grad_(True)
 
         # All rows, zero-padded to D columns, plus one dummy row that padded batch slots point to.
         n = np.array([X.shape[0] for X in Xs])
@@ -310,64 +331,77 @@ class BatchedMLP:
         B = int(self.batch_size)
         nb = -(-n // B)                                   # batches per group per epoch
         max_nb = int(nb.max())
-        # Rows of group g in step b: min(B, n_g − bB), clipped at 0 → masked when 0.
+        # Rows of group g in step b: min(B, n_g − bB), clipped at 0; a_b = groups with rows in step b.
         counts_np = np.clip(n[None, :] - B * np.arange(max_nb)[:, None], 0, B)      # (max_nb, G)
-        active_np = counts_np > 0
-        all_active = active_np.all(axis=1)
-        inv_counts = torch.from_numpy(1.0 / np.maximum(counts_np, 1)).float()       # (max_nb, G)
-        active = torch.from_numpy(active_np)
-        shuffles = [_group_rng(self.random_state, i, 1) for i in ids]
+        n_active = (counts_np > 0).sum(axis=1)
+        # Per-slot weight 1/count_g (0 for padded slots) turns summed gradients into per-group means.
+        slot = np.arange(B)[None, None, :] < counts_np[:, :, None]                   # (max_nb, G, B)
+        weights_np = np.where(slot, 1.0 / np.maximum(counts_np, 1)[:, :, None], 0.0).astype(np.float32)
+        step_w = torch.from_numpy(weights_np)
+        full = torch.from_numpy(slot.astype(np.float32))
+        shuffles = [_group_rng(self.random_state, i, 1) for i in ids_sorted]
         lr, mom, wd, mu = float(self.lr), float(self.momentum), float(self.weight_decay), float(self.prox_mu)
         epochs = int(self.epochs)
         curve = np.zeros((epochs, G))
         n_layers = len(dims) - 1
+        eye = torch.eye(K, dtype=torch.float32)
 
         control.step(0.0, "training")
-        for epoch in range(epochs):
-            # This epoch's index tensor (max_nb, G, B): group g's shuffled rows first, then the dummy row.
-            order = np.full((G, max_nb * B), dummy, dtype=np.int64)
-            for g in range(G):
-                order[g, : n[g]] = offsets[g] + shuffles[g].permutation(n[g])
-            idx = torch.from_numpy(order.reshape(G, max_nb, B).transpose(1, 0, 2).copy())
-            mask = idx != dummy
-            epoch_loss = torch.zeros(G)
-            for b in range(max_nb):
-                ib = idx[b]
-                h = Xflat.index_select(0, ib.view(-1)).view(G, B, D)
-                yb = yflat.index_select(0, ib.view(-1))
-                for i in range(n_layers):
-                    h = torch.baddbmm(params[2 * i + 1], h, params[2 * i])
-                    if i < n_layers - 1:
-                        h = torch.relu(h)
-                ce = torch.nn.functional.cross_entropy(h.view(G * B, K), yb, reduction="none").view(G, B)
-                ce = ce * mask[b]
-                per_group = ce.sum(dim=1)
-                loss = (per_group * inv_counts[b]).sum()
-                grads = torch.autograd.grad(loss, params)
-                with torch.no_grad():
-                    epoch_loss += per_group
-                    d = list(grads)
+        with torch.no_grad():
+            for epoch in range(epochs):
+                # This epoch's index tensor (max_nb, G, B): group g's shuffled rows first, then the dummy row.
+                order = np.full((G, max_nb * B), dummy, dtype=np.int64)
+                for g in range(G):
+                    order[g, : n[g]] = offsets[g] + shuffles[g].permutation(n[g])
+                idx = torch.from_numpy(order.reshape(G, max_nb, B).transpose(1, 0, 2).copy())
+                epoch_loss = torch.zeros(G)
+                for b in range(max_nb):
+                    a = int(n_active[b])
+                    ib = idx[b, :a].reshape(-1)
+                    P = [p[:a] for p in params]
+                    acts = [Xflat.index_select(0, ib).view(a, B, D)]
+                    for i in range(n_layers):
+                        h = torch.baddbmm(P[2 * i + 1], acts[-1], P[2 * i])
+                        if i < n_layers - 1:
+                            h.clamp_(min=0.0)
+                        acts.append(h)
+                    # Cross-entropy and its gradient w.r.t. the logits: (softmax − onehot) · 1/count.
+                    # (log_softmax over a 7-wide last axis is slow on CPU; this form is ~2× faster.)
+                    z = acts[-1]
+                    z = z - z.amax(dim=2, keepdim=True)
+                    e = z.exp()
+                    tot = e.sum(dim=2, keepdim=True)
+                    onehot = eye.index_select(0, yflat.index_select(0, ib)).view(a, B, K)
+                    ce = tot.squeeze(2).log() - (z * onehot).sum(dim=2)
+                    epoch_loss[:a] += (ce * full[b, :a]).sum(dim=1)
+                    dz = (e.div_(tot) - onehot).mul_(step_w[b, :a].unsqueeze(2))
+                    grads: list[torch.Tensor] = [None] * (2 * n_layers)  # type: ignore[list-item]
+                    for i in range(n_layers - 1, -1, -1):
+                        grads[2 * i] = torch.bmm(acts[i].transpose(1, 2), dz)
+                        grads[2 * i + 1] = dz.sum(dim=1, keepdim=True)
+                        if i > 0:
+                            dz = torch.ops.aten.threshold_backward(torch.bmm(dz, P[2 * i].transpose(1, 2)),
+                                                                   acts[i], 0.0)
                     if wd > 0:
-                        torch._foreach_add_(d, params, alpha=wd)
+                        torch._foreach_add_(grads, P, alpha=wd)
                     if mu > 0:
-                        torch._foreach_add_(d, torch._foreach_sub(params, anchors), alpha=mu)
-                    if all_active[b]:
-                        torch._foreach_mul_(bufs, mom)
-                        torch._foreach_add_(bufs, d)
-                        torch._foreach_add_(params, bufs, alpha=-lr)
-                    else:
-                        a = active[b].view(G, 1, 1)
-                        for p, buf, dp in zip(params, bufs, d, strict=True):
-                            buf.copy_(torch.where(a, buf * mom + dp, buf))
-                            p.sub_(torch.where(a, buf, torch.zeros(())), alpha=lr)
-            curve[epoch] = epoch_loss.numpy() / n
-            if on_epoch is not None:
-                on_epoch(epoch, curve[epoch].copy())
-            control.step((epoch + 1) / epochs, f"epoch {epoch + 1}/{epochs}")
+                        torch._foreach_add_(grads, torch._foreach_sub(P, [q[:a] for q in anchors]), alpha=mu)
+                    V = [v[:a] for v in bufs]
+                    torch._foreach_mul_(V, mom)
+                    torch._foreach_add_(V, grads)
+                    torch._foreach_add_(P, V, alpha=-lr)
+                curve[epoch, perm] = epoch_loss.numpy() / n
+                if on_epoch is not None:
+                    on_epoch(epoch, curve[epoch].copy())
+                control.step((epoch + 1) / epochs, f"epoch {epoch + 1}/{epochs}")
 
         self.n_classes_ = K
         self.loss_curve_ = curve
-        self.models_ = self._export(params, layers_g)
+        exported = self._export(params, [layers_g[g] for g in perm])
+        models: list[MLPWeights] = [None] * G  # type: ignore[list-item]
+        for p, g in enumerate(perm):
+            models[g] = exported[p]
+        self.models_ = models
         return self
 
     def _fresh_init(self, layers_g: list[list[int]], ids: list[int] | None = None) -> list[MLPWeights]:

@@ -8,6 +8,29 @@ from collections.abc import Callable
 from ..errors import ConfigError
 from ..fileio import write_json_atomic
 
+
+def machine(*libraries: str) -> str:
+    """One line naming the CPU, core count, OS, Python, numpy and the given libraries' versions."""
+    import importlib
+    import os
+    import platform
+    from pathlib import Path
+
+    import numpy as np
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = "".join(f", {name} {importlib.import_module(name).__version__}" for name in libraries)
+    return (f"{cpu}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}, "
+            f"Python {platform.python_version()}, numpy {np.__version__}{versions}")
+
+
 EXPERIMENTS = ("io", "export", "dccfl", "dcclustering")
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -441,18 +440,9 @@ def _agreement_keys(s: dict[str, Any], algo: str) -> list[str]:
 
 # ----------------------------------------------------------------------------------------------- run
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import sklearn
+    from . import machine as describe
 
-    return (f"{cpu}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}, Python "
-            f"{platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}")
+    return describe("sklearn")
 
 
 _DATA: dict[str, tuple[np.ndarray, np.ndarray]] = {}

@@ -8,7 +8,16 @@ DC-CFL (Sugawara, Kawamata et al.):
 ``t = "auto"`` picks t from the grid on a held-out part of every site's received rows (nothing more is
 asked of sites): every distinct cluster over the grid is trained once on the training parts, and the t
 with the best mean per-site hold-out accuracy wins (ties → the larger t, i.e. fewer, bigger clusters).
-``dc`` is the same with one cluster holding every site.
+t ≥ 1 puts every site in one cluster (TV distances never exceed 1). ``dc`` is the same with one cluster
+holding every site.
+
+Product defaults versus the paper's recipe (measured in docs/results/dccfl/): the defaults use affine
+alignment (§1.4; exact for centred private maps such as PCA), add t = 1.0 to the grid, and correct each
+site's predictions for its own class prior (``prior_correction``): the cluster model was trained under the
+cluster's class frequencies π_l, the site's rows follow its own π_i, so the Bayes-optimal adjustment is
+p_i(k|x) ∝ p_l(k|x)·π_i(k)/π_l(k), with Laplace-smoothed frequencies (``prior_smoothing``) from the labels
+the site already shipped. The site receives the log-ratio vector in its package. The paper's recipe is
+``alignment="linear", prior_correction=False, t_grid=[0.1..0.9]``.
 """
 
 from __future__ import annotations
@@ -27,8 +36,9 @@ from .dc_site import SITE_DEFAULTS, check_dc_bundle, dc_site_compute, site_map
 
 LEARNER_DEFAULTS = {"hidden": [64, 32], "lr": 0.01, "momentum": 0.5, "batch_size": 32, "epochs": 50,
                     "weight_decay": 0.0}
-ALIGNMENT_DEFAULTS = {"alignment": "linear", "threshold": 1e-2, "relative_threshold": False,
+ALIGNMENT_DEFAULTS = {"alignment": "affine", "threshold": 1e-2, "relative_threshold": False,
                       "scale": "identity"}
+PRIOR_DEFAULTS = {"prior_correction": True, "prior_smoothing": 0.5, "prior_in_selection": False}
 
 
 @dataclass
@@ -40,10 +50,27 @@ class ClusterModel:
     mean: np.ndarray
     scale: np.ndarray
     model: MLPWeights
+    class_counts: np.ndarray  # (K,) rows of each class the model was trained on
 
-    def predict_proba(self, site: int, X_tilde: np.ndarray) -> np.ndarray:
+    def predict_proba(self, site: int, X_tilde: np.ndarray, prior_logit: np.ndarray | None = None) -> np.ndarray:
         Z = (self.mappings[site].transform(X_tilde) - self.mean) / self.scale
-        return self.model.predict_proba(Z)
+        return adjust_proba(self.model.predict_proba(Z), prior_logit)
+
+
+def adjust_proba(proba: np.ndarray, prior_logit: np.ndarray | None) -> np.ndarray:
+    """p'(k|x) ∝ p(k|x)·exp(a_k): the Bayes correction for a change of class prior (a = log π_site − log π_train)."""
+    if prior_logit is None:
+        return proba
+    q = proba * np.exp(np.asarray(prior_logit, np.float64) - np.max(prior_logit))
+    return q / np.maximum(q.sum(axis=1, keepdims=True), 1e-300)
+
+
+def prior_logit(site_counts: np.ndarray, cluster_counts: np.ndarray, smoothing: float) -> np.ndarray:
+    """a_k = log π_site(k) − log π_cluster(k), both Laplace-smoothed: π(k) = (n_k + s) / (n + K s)."""
+    K = len(site_counts)
+    ps = (site_counts + smoothing) / (site_counts.sum() + K * smoothing)
+    pc = (cluster_counts + smoothing) / (cluster_counts.sum() + K * smoothing)
+    return np.log(ps) - np.log(pc)
 
 
 def _alignment(settings: dict) -> DCAlignment:
@@ -53,18 +80,75 @@ def _alignment(settings: dict) -> DCAlignment:
                        relative=bool(settings["relative_threshold"]), scale=settings["scale"])
 
 
+class AnchorBasis:
+    """One orthonormal basis Q of the span of every site's (augmented) anchor image, so that the DC
+    alignment of any cluster of sites reuses per-site factorisations instead of redoing SVDs.
+
+    With Āᵢ = Q Bᵢ (Bᵢ = QᵀĀᵢ, r × m̃ᵢ) for every site, the stacked anchor matrix of a cluster is
+    [Āᵢ]_{i∈C} = Q [Bᵢ]_{i∈C}: its singular values equal those of the small r × Σm̃ᵢ matrix [Bᵢ], its left
+    singular vectors are Q Ū, and Gᵢ = Āᵢ† U₁C = Bᵢ† Ū₁C (algorithms.md §1.3–1.4). Every site's image of
+    X^anc is an affine function of X^anc, so r ≤ m + 1 however many sites there are, and a cluster costs an
+    SVD of an (m + 1) × Σm̃ᵢ matrix. Q is grown block by block from the residuals Āᵢ − QQᵀĀᵢ; residual
+    directions with singular value below ``tol``·‖Āᵢ‖₂ (float32 rounding of the shipped arrays) are left
+    out, which moves any singular value of a cluster's stack by far less than the 1e-2 cut.
+
+    The pseudoinverse uses the same relative cut: the anchor images arrive in float32 (relative precision
+    ~6e-8), so a site whose private map flattens a direction the anchor varies in (e.g. a column constant
+    at that site) shows a singular value of ~1e-9·‖Bᵢ‖ instead of 0. NumPy's default cut (~1e-14)
+    would invert it and scale that direction of the site's rows by ~1e8, which wrecks the cluster's
+    standardisation; the exact-arithmetic Moore–Penrose inverse, which this computes, maps it to 0.
+    """
+
+    def __init__(self, anchor_reps: list[np.ndarray], *, affine: bool, tol: float = 1e-6):
+        self.affine = affine
+        blocks = [np.asarray(a, np.float64) for a in anchor_reps]
+        if affine:
+            blocks = [np.hstack([a, np.ones((a.shape[0], 1))]) for a in blocks]
+        r = blocks[0].shape[0]
+        Q = np.zeros((r, 0))
+        for b in blocks:
+            R = b - Q @ (Q.T @ b)
+            R -= Q @ (Q.T @ R)                           # second pass keeps Q orthonormal
+            U, sv, _ = np.linalg.svd(R, full_matrices=False)
+            top = np.linalg.norm(b, 2)
+            Q = np.hstack([Q, U[:, sv > tol * top]])
+        self.Q = Q
+        self.B = [Q.T @ b for b in blocks]
+        self.pinv = [np.linalg.pinv(b, rcond=tol) for b in self.B]
+
+    def align(self, members: tuple[int, ...], settings: dict) -> dict[int, SiteMapping]:
+        """The cluster's maps ``{site: SiteMapping}``, as :class:`~core.alignment.DCAlignment` would fit."""
+        U, sv, _ = np.linalg.svd(np.hstack([self.B[i] for i in members]), full_matrices=False)
+        cut = float(settings["threshold"]) * (sv[0] if settings["relative_threshold"] else 1.0)
+        dim = int(np.sum(sv >= cut))
+        if dim < 1:
+            raise ConfigError("no singular value of the anchor representations passes the threshold")
+        if settings["scale"] not in ("identity", "singular"):
+            raise ConfigError(f"unknown alignment scale '{settings['scale']}'")
+        target = U[:, :dim] * (sv[:dim] if settings["scale"] == "singular" else 1.0)
+        maps = {}
+        for i in members:
+            M = self.pinv[i] @ target
+            maps[i] = SiteMapping(M[:-1], M[-1]) if self.affine else SiteMapping(M, np.zeros(dim))
+        return maps
+
+
 def train_cluster_models(bundles: list[ReceivedBundle], clusters: list[tuple[int, ...]], n_classes: int,
                          settings: dict, *, rows: list[np.ndarray] | None = None,
-                         control: JobControl | None = None, on_epoch=None) -> list[ClusterModel]:
+                         control: JobControl | None = None, on_epoch=None,
+                         basis: AnchorBasis | None = None) -> list[ClusterModel]:
     """Align each cluster on its members' anchors and train all cluster models in one batched fit.
 
-    ``rows[i]`` optionally restricts site i to a subset of its received rows (hold-out validation).
+    ``rows[i]`` optionally restricts site i to a subset of its received rows (hold-out validation);
+    ``basis`` reuses the per-site factorisations across calls (:class:`AnchorBasis`).
     """
     control = ensure(control)
+    _alignment(settings)  # validates the alignment settings
+    if basis is None:
+        basis = AnchorBasis([b.arrays["anchor_tilde"] for b in bundles], affine=settings["alignment"] == "affine")
     aligned, prepared = [], []
     for members in clusters:
-        al = _alignment(settings).fit([bundles[i].arrays["anchor_tilde"] for i in members])
-        maps = dict(zip(members, al.mappings_, strict=True))
+        maps = basis.align(members, settings)
         Xs, ys = [], []
         for i in members:
             sel = slice(None) if rows is None else rows[i]
@@ -80,8 +164,8 @@ def train_cluster_models(bundles: list[ReceivedBundle], clusters: list[tuple[int
                          weight_decay=float(settings["weight_decay"]), batch_size=int(settings["batch_size"]),
                          epochs=int(settings["epochs"]), random_state=int(settings["seed"]))
     learner.fit(prepared, n_classes, control=control.sub(0.05, 1.0), on_epoch=on_epoch)
-    return [ClusterModel(members, maps, mean, scale, model)
-            for (members, maps, mean, scale), model in zip(aligned, learner.models_, strict=True)]
+    return [ClusterModel(members, maps, mean, scale, model, np.bincount(y, minlength=n_classes))
+            for (members, maps, mean, scale), (_, y), model in zip(aligned, prepared, learner.models_, strict=True)]
 
 
 def holdout_split(bundles: list[ReceivedBundle], fraction: float, seed: int) -> tuple[list, list]:
@@ -96,8 +180,9 @@ def holdout_split(bundles: list[ReceivedBundle], fraction: float, seed: int) -> 
     return train, hold
 
 
-def _accuracy(model: ClusterModel, site: int, bundle: ReceivedBundle, rows: np.ndarray) -> float:
-    p = model.predict_proba(site, bundle.arrays["x_tilde"][rows].astype(np.float64))
+def _accuracy(model: ClusterModel, site: int, bundle: ReceivedBundle, rows: np.ndarray,
+              prior: np.ndarray | None = None) -> float:
+    p = model.predict_proba(site, bundle.arrays["x_tilde"][rows].astype(np.float64), prior)
     return float(np.mean(p.argmax(axis=1) == bundle.arrays["y"][rows]))
 
 
@@ -116,7 +201,7 @@ class DCCFL(Method):
     @classmethod
     def default_settings(cls) -> dict:
         return {"t": "auto", "t_grid": list(T_GRID), "linkage": "complete", "holdout": 0.2, "seed": 0,
-                **ALIGNMENT_DEFAULTS, **LEARNER_DEFAULTS}
+                **PRIOR_DEFAULTS, **ALIGNMENT_DEFAULTS, **LEARNER_DEFAULTS}
 
     # ---- site ----------------------------------------------------------------------------------
     def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport:
@@ -128,6 +213,17 @@ class DCCFL(Method):
     # ---- analyst -------------------------------------------------------------------------------
     def fit(self, bundles: list[ReceivedBundle], classes: list[str],
             control: JobControl | None = None, on_epoch=None) -> MethodResult:
+        # One BLAS thread: the work is many small factorisations and products, for which extra threads
+        # only add synchronisation (and, on a busy machine, spin for an order of magnitude longer).
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
+            return self._fit(bundles, classes, control, on_epoch)
+        with threadpool_limits(limits=1):
+            return self._fit(bundles, classes, control, on_epoch)
+
+    def _fit(self, bundles: list[ReceivedBundle], classes: list[str], control: JobControl | None,
+             on_epoch) -> MethodResult:
         control = ensure(control)
         s = self.settings
         K = len(classes)
@@ -143,31 +239,42 @@ class DCCFL(Method):
         candidates = [1.0] if self.one_cluster else grid
         if not self.one_cluster and s["t"] != "auto":
             candidates = [float(s["t"])]
-        partitions = {t: ([tuple(range(len(bundles)))] if self.one_cluster else _partition(clus.cut(t)))
+        everyone = [tuple(range(len(bundles)))]
+        partitions = {t: (everyone if self.one_cluster or t >= 1.0 else _partition(clus.cut(t)))
                       for t in candidates}
-        distinct = sorted({c for p in partitions.values() for c in p})
+        basis = AnchorBasis([b.arrays["anchor_tilde"] for b in bundles], affine=s["alignment"] == "affine")
+        curve: dict[float, float] = {}
+        site_acc: dict[float, np.ndarray] = {}
+        # With a single candidate there is nothing to select: skip the hold-out training.
+        distinct = sorted({c for p in partitions.values() for c in p}) if len(partitions) > 1 else []
         control.step(0.0, f"validating {len(partitions)} threshold(s) on held-out rows")
-        models = dict(zip(distinct, train_cluster_models(bundles, distinct, K, s, rows=train,
-                                                        control=control.sub(0.0, 0.5)), strict=True))
-        curve = {}
-        site_acc = {}
-        for t, part in partitions.items():
+        trained = train_cluster_models(bundles, distinct, K, s, rows=train, basis=basis,
+                                       control=control.sub(0.0, 0.5)) if distinct else []
+        models = dict(zip(distinct, trained, strict=True))
+        for t, part in (partitions.items() if distinct else ()):
             accs = np.empty(len(bundles))
             for members in part:
                 for i in members:
-                    accs[i] = _accuracy(models[members], i, bundles[i], hold[i])
+                    prior = None
+                    if s["prior_correction"] and s["prior_in_selection"]:
+                        fit_counts = np.bincount(bundles[i].arrays["y"][train[i]], minlength=K)
+                        prior = prior_logit(fit_counts, models[members].class_counts, float(s["prior_smoothing"]))
+                    accs[i] = _accuracy(models[members], i, bundles[i], hold[i], prior)
             curve[t] = float(accs.mean())
             site_acc[t] = accs
-        best = max(curve, key=lambda t: (round(curve[t], 12), t))
+        best = max(curve, key=lambda t: (round(curve[t], 12), t)) if curve else next(iter(partitions))
         final = partitions[best]
         control.step(0.5, f"training the final model(s) at t = {best:g}")
-        final_models = train_cluster_models(bundles, final, K, s, control=control.sub(0.5, 1.0), on_epoch=on_epoch)
+        final_models = train_cluster_models(bundles, final, K, s, control=control.sub(0.5, 1.0), on_epoch=on_epoch,
+                                            basis=basis)
         cluster_of = {i: l for l, members in enumerate(final) for i in members}
         packages = []
         for i in range(len(bundles)):
             cm = final_models[cluster_of[i]]
             arrays = {**cm.mappings[i].to_arrays(), "scaler_mean": cm.mean, "scaler_scale": cm.scale,
                       **cm.model.to_arrays("mlp")}
+            if s["prior_correction"]:
+                arrays["prior_logit"] = prior_logit(counts[i], cm.class_counts, float(s["prior_smoothing"]))
             manifest = {"method": self.name, "cluster": cluster_of[i], "cluster_size": len(cm.members),
                         "t": best, "classes": list(classes), "architecture": cm.model.architecture(),
                         "alignment": s["alignment"], "dimension": int(cm.mappings[i].G.shape[1])}
@@ -177,8 +284,10 @@ class DCCFL(Method):
             "validation_curve": {f"{t:g}": a for t, a in curve.items()},
             "n_clusters": len(final),
             "sites": [{"site": b.site, "fingerprint": b.fingerprint, "rows": int(b.arrays["x_tilde"].shape[0]),
-                       "cluster": cluster_of[i], "holdout_accuracy": float(site_acc[best][i]),
-                       "label_counts": counts[i].tolist()} for i, b in enumerate(bundles)],
+                       "cluster": cluster_of[i], "label_counts": counts[i].tolist(),
+                       # (no hold-out accuracy when a single candidate made validation unnecessary)
+                       **({"holdout_accuracy": float(site_acc[best][i])} if curve else {})}
+                      for i, b in enumerate(bundles)],
             "settings": s,
         }
         details = {"histograms": clus.histograms_, "distances": clus.distances_, "linkage": clus.linkage_,
@@ -195,7 +304,10 @@ class DCCFL(Method):
         if mapping.G.shape[0] != f.n_components or model.weights[0].shape[0] != mapping.G.shape[1]:
             raise FormatError("the package does not fit this site's private reduction")
         Z = (mapping.transform(f.transform(X)) - arrays["scaler_mean"]) / arrays["scaler_scale"]
-        proba = model.predict_proba(Z)
+        prior = arrays.get("prior_logit")
+        if prior is not None and (np.shape(prior) != (len(classes),) or not np.all(np.isfinite(prior))):
+            raise FormatError("the package's class-prior correction does not match its class list")
+        proba = adjust_proba(model.predict_proba(Z), prior)
         out = {"prediction": np.asarray(classes, dtype=object)[proba.argmax(axis=1)]}
         for k, c in enumerate(classes):
             out[f"prob_{c}"] = proba[:, k]
