@@ -12,12 +12,14 @@ t ≥ 1 puts every site in one cluster (TV distances never exceed 1). ``dc`` is 
 holding every site.
 
 Product defaults versus the paper's recipe (measured in docs/results/dccfl/): the defaults use affine
-alignment (§1.4; exact for centred private maps such as PCA), add t = 1.0 to the grid, and correct each
-site's predictions for its own class prior (``prior_correction``): the cluster model was trained under the
-cluster's class frequencies π_l, the site's rows follow its own π_i, so the Bayes-optimal adjustment is
+alignment (§1.4; exact for centred private maps such as PCA) and correct each site's predictions for its
+own class prior (``prior_correction``): the cluster model was trained under the cluster's class
+frequencies π_l, the site's rows follow its own π_i, so the Bayes-optimal adjustment is
 p_i(k|x) ∝ p_l(k|x)·π_i(k)/π_l(k), with Laplace-smoothed frequencies (``prior_smoothing``) from the labels
-the site already shipped. The site receives the log-ratio vector in its package. The paper's recipe is
-``alignment="linear", prior_correction=False, t_grid=[0.1..0.9]``.
+the site already shipped; the site receives the log-ratio vector in its package. The hold-out choice of t
+scores the corrected predictions (``prior_in_selection``), and the grid runs to t = 1.0 (one cluster):
+once the prior is corrected per site, a bigger cluster often wins, and the hold-out decides.
+The paper's recipe is ``alignment="linear", prior_correction=False, t_grid=[0.1..0.9]``.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ LEARNER_DEFAULTS = {"hidden": [64, 32], "lr": 0.01, "momentum": 0.5, "batch_size
                     "weight_decay": 0.0}
 ALIGNMENT_DEFAULTS = {"alignment": "affine", "threshold": 1e-2, "relative_threshold": False,
                       "scale": "identity"}
-PRIOR_DEFAULTS = {"prior_correction": True, "prior_smoothing": 0.5, "prior_in_selection": False}
+PRIOR_DEFAULTS = {"prior_correction": True, "prior_smoothing": 0.5, "prior_in_selection": True}
+DEFAULT_T_GRID = [*T_GRID, 1.0]
 
 
 @dataclass
@@ -200,7 +203,7 @@ class DCCFL(Method):
 
     @classmethod
     def default_settings(cls) -> dict:
-        return {"t": "auto", "t_grid": list(T_GRID), "linkage": "complete", "holdout": 0.2, "seed": 0,
+        return {"t": "auto", "t_grid": list(DEFAULT_T_GRID), "linkage": "complete", "holdout": 0.2, "seed": 0,
                 **PRIOR_DEFAULTS, **ALIGNMENT_DEFAULTS, **LEARNER_DEFAULTS}
 
     # ---- site ----------------------------------------------------------------------------------
