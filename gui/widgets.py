@@ -4,9 +4,27 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont, QImage, QPixmap
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QProgressBar, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from .jobs import Job
+
+
+def passphrase_edit(on_enter=None) -> QLineEdit:
+    """A line edit that hides what is typed; ``on_enter`` is called when Return is pressed."""
+    edit = QLineEdit()
+    edit.setEchoMode(QLineEdit.Password)
+    if on_enter is not None:
+        edit.returnPressed.connect(on_enter)
+    return edit
 
 
 def show_error(parent: QWidget | None, message: str, title: str | None = None) -> None:

@@ -60,7 +60,7 @@ from core.workspace import AnalystWorkspace, default_workspace
 
 from .. import settings as app_settings
 from ..jobs import Job
-from ..widgets import FingerprintView, JobPanel, MessageLabel
+from ..widgets import FingerprintView, JobPanel, MessageLabel, passphrase_edit
 from .common import ThrottledJob
 from .window import AnalystState
 
@@ -175,9 +175,7 @@ class ProjectPage(QWidget):
         self.identity_browse_button = QPushButton(self.tr("&Browse…"))
         self.identity_browse_button.clicked.connect(self._browse_identity)
         form.addRow(self.tr("Identity file:"), _path_row(self.identity_path_edit, self.identity_browse_button))
-        self.open_passphrase = QLineEdit()
-        self.open_passphrase.setEchoMode(QLineEdit.Password)
-        self.open_passphrase.returnPressed.connect(self.unlock_identity)
+        self.open_passphrase = passphrase_edit(self.unlock_identity)
         lab = QLabel(self.tr("&Passphrase:"))
         lab.setBuddy(self.open_passphrase)
         form.addRow(lab, self.open_passphrase)
@@ -195,10 +193,8 @@ class ProjectPage(QWidget):
         browse = QPushButton(self.tr("Choose fol&der…"))
         browse.clicked.connect(self._browse_new_folder)
         form.addRow(self.tr("Folder:"), _path_row(self.new_folder, browse))
-        self.new_pass1 = QLineEdit()
-        self.new_pass1.setEchoMode(QLineEdit.Password)
-        self.new_pass2 = QLineEdit()
-        self.new_pass2.setEchoMode(QLineEdit.Password)
+        self.new_pass1 = passphrase_edit()
+        self.new_pass2 = passphrase_edit()
         self.strength_label = QLabel()
         self.new_pass1.textChanged.connect(self._strength)
         self.new_pass2.textChanged.connect(self._strength)

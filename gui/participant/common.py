@@ -9,7 +9,7 @@ import string
 from pathlib import Path
 
 import pandas as pd
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QCoreApplication, QModelIndex, QObject, Qt, Signal
 from PySide6.QtGui import QAction, QBrush, QColor, QFont
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLineEdit, QMenu, QToolButton, QVBoxLayout, QWidget, QWizardPage
 
@@ -300,3 +300,13 @@ REDUCTION_WORDS = {
     "lpp": "LPP (locality preserving): keeps which of your rows are neighbours",
     "random": "random projection: a secret random map of your columns",
 }
+
+
+def identity_file_field(title: str) -> PathField:
+    """A field for a ``.dcid`` file, pre-filled with the identity opened last on this computer."""
+    field = PathField("identities", "open", QCoreApplication.translate("PathField", "DC Studio identity (*.dcid)"),
+                      title)
+    recent = app_settings.recent("identities")
+    if recent:
+        field.set_path(recent[0], emit=False)
+    return field

@@ -23,8 +23,8 @@ from core.identity import SCRYPT_LOG_N_DEFAULT, Identity, check_name
 from core.workspace import default_workspace
 
 from .. import settings as app_settings
-from ..widgets import FingerprintView, MessageLabel
-from .common import Page, PathField, passphrase_strength, safe_file_name
+from ..widgets import FingerprintView, MessageLabel, passphrase_edit
+from .common import Page, PathField, identity_file_field, passphrase_strength, safe_file_name
 
 
 class IdentityPage(Page):
@@ -57,10 +57,8 @@ class IdentityPage(Page):
         # -- create
         self.name_edit = QLineEdit()
         self.name_edit.setPlaceholderText(self.tr("e.g. St Mary's Hospital, cardiology"))
-        self.pass_edit = QLineEdit()
-        self.pass_edit.setEchoMode(QLineEdit.Password)
-        self.pass2_edit = QLineEdit()
-        self.pass2_edit.setEchoMode(QLineEdit.Password)
+        self.pass_edit = passphrase_edit()
+        self.pass2_edit = passphrase_edit()
         self.strength = MessageLabel()
         self.folder_field = PathField("folders", "dir", title=self.tr("Where to save the identity"))
         folders = app_settings.recent("folders")
@@ -78,13 +76,8 @@ class IdentityPage(Page):
         create_box.setLayout(create_form)
 
         # -- open
-        self.identity_field = PathField("identities", "open", self.tr("DC Studio identity (*.dcid)"),
-                                        self.tr("Open an identity"))
-        recent = app_settings.recent("identities")
-        if recent:
-            self.identity_field.set_path(recent[0], emit=False)
-        self.open_pass_edit = QLineEdit()
-        self.open_pass_edit.setEchoMode(QLineEdit.Password)
+        self.identity_field = identity_file_field(self.tr("Open an identity"))
+        self.open_pass_edit = passphrase_edit()
         self.unlock_button = QPushButton(self.tr("&Unlock"))
         self.unlock_button.clicked.connect(self.open_identity)
         open_form = QFormLayout()
@@ -134,7 +127,7 @@ class IdentityPage(Page):
         self.open_pass_edit.returnPressed.connect(self.open_identity)
         self.identity_field.changed.connect(self._forget)
         self.workspace_field.edit.textChanged.connect(self.completeChanged)
-        (self.open_radio if recent else self.create_radio).setChecked(True)
+        (self.open_radio if app_settings.recent("identities") else self.create_radio).setChecked(True)
         self._mode_changed()
         self._update_strength()
 

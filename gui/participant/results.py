@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QPushButton,
     QSplitter,
     QTableView,
@@ -35,9 +34,8 @@ from core.schema import natural_sorted
 from core.tabular import CsvOptions, preview
 from core.workspace import SiteWorkspace, default_workspace
 
-from .. import settings as app_settings
-from ..widgets import JobPanel, MessageLabel
-from .common import PathField, TextFrameModel, run_job
+from ..widgets import JobPanel, MessageLabel, passphrase_edit
+from .common import PathField, TextFrameModel, identity_file_field, run_job
 
 RESULT_ROWS = 200
 # what apply_package writes: pandas' default CSV
@@ -83,14 +81,8 @@ class ResultsWindow(QWidget):
         self._busy = False
 
         # -- 1. identity
-        self.identity_field = PathField("identities", "open", self.tr("DC Studio identity (*.dcid)"),
-                                        self.tr("Open this site's identity"))
-        recent = app_settings.recent("identities")
-        if recent:
-            self.identity_field.set_path(recent[0], emit=False)
-        self.passphrase_edit = QLineEdit()
-        self.passphrase_edit.setEchoMode(QLineEdit.Password)
-        self.passphrase_edit.returnPressed.connect(self.unlock)
+        self.identity_field = identity_file_field(self.tr("Open this site's identity"))
+        self.passphrase_edit = passphrase_edit(self.unlock)
         self.unlock_button = QPushButton(self.tr("&Unlock"))
         self.unlock_button.clicked.connect(self.unlock)
         self.who_label = QLabel()
