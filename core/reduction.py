@@ -78,7 +78,8 @@ def default_dimension(n_features: int) -> int:
 
 
 class PrivateReduction:
-    """Standardise with the site's own statistics, then reduce (PCA, LPP or Gaussian random projection).
+    """Standardise with the site's own statistics (or only centre), then reduce (PCA, LPP or Gaussian
+    random projection).
 
     Parameters
     ----------
@@ -86,6 +87,8 @@ class PrivateReduction:
         (Gaussian random projection).
     n_components : m̃; ``None`` means m − 1.
     n_neighbors : kNN graph size for LPP.
+    standardise : divide by the site's own standard deviations (default). False: only centre, so PCA keeps
+        the directions of largest variance in the data's own units (DC-Clustering's ``scaling="raw"``).
     max_fit_rows : LPP builds a kNN graph, so it is fitted on at most this many rows (a seeded sample).
     random_state : seed for the projection and for any sampling.
 
@@ -95,8 +98,9 @@ class PrivateReduction:
     """
 
     def __init__(self, method: str = "pca", n_components: int | None = None, *, n_neighbors: int = 10,
-                 max_fit_rows: int = 5000, random_state: int | None = None):
+                 max_fit_rows: int = 5000, random_state: int | None = None, standardise: bool = True):
         self.method = method
+        self.standardise = standardise
         self.n_components = n_components
         self.n_neighbors = n_neighbors
         self.max_fit_rows = max_fit_rows
@@ -112,7 +116,7 @@ class PrivateReduction:
         if self.method == "pca" and k > min(n, m):
             raise ConfigError(f"PCA to {k} dimensions needs at least {k} rows; this site has {n}")
         mean, C = _moments(X)
-        std = _std(C)
+        std = _std(C) if self.standardise else np.ones(m)
         rng = np.random.default_rng(self.random_state)
         if self.method == "pca":
             W = _pca_from_covariance(C / np.outer(std, std), k)

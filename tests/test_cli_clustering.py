@@ -15,10 +15,12 @@ import pytest
 
 from core.cli import main
 from core.clustering_metrics import ari
+from core.data_clustering import kmeans
 from tests.clusterkit import BLOCKS, make_grid
 from tests.test_privacy_boundary import BLOCKED_RUN, ROOT
 
 WF = ["--work-factor", "14"]
+FEATURES = [c for b in BLOCKS.values() for c in b]
 SPEC = ";".join(f"{b}={','.join(c)}" for b, c in BLOCKS.items())
 
 
@@ -45,7 +47,7 @@ def cround(tmp_path_factory):
     assert run("keys", "new", "--name", "analyst", "--out", d / "analyst", *WF) == 0
     assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "Grid", "--task", "clustering",
                "--schema-from", d / "data/sample.csv", "--blocks", SPEC, "--id-column", "pid", "--k", "3",
-               "--out", d / "p.dckit") == 0
+               "--set", "scaling=range", "--out", d / "p.dckit") == 0
     assert run("anchor", "new", "--kit", d / "p.dckit", "--rows", "1500", "--out", d / "lead/p.dcanchor") == 0
     for name, path in sites.items():
         assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
@@ -164,3 +166,42 @@ def test_apply_can_write_the_clustering_representation(cround):
     assert len(zcols) == summary["dimension"]  # k-means: Z = X̂
     left_out = res["cluster"] == ""
     assert (res.loc[left_out, zcols] == "").all().all() and (res.loc[~left_out, zcols] != "").all().all()
+
+
+def test_a_round_with_the_default_raw_scaling(cround, tmp_path):
+    """The default ``scaling=raw``: sites only centre before PCA, the analyst keeps C = Σ̄₁; the round works
+    end to end and reproduces k-means on the raw columns (whose units differ here, so that is not the planted
+    clustering, which the fixture's ``scaling=range`` round finds: raw scaling means what it says)."""
+    d, sites, truth = cround
+    kit, anchor = tmp_path / "raw.dckit", tmp_path / "raw.dcanchor"
+    assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "Grid raw", "--task", "clustering",
+               "--schema-from", d / "data/sample.csv", "--blocks", SPEC, "--id-column", "pid", "--k", "3",
+               "--out", kit) == 0
+    assert run("anchor", "new", "--kit", kit, "--rows", "1500", "--out", anchor) == 0
+    for name, path in sites.items():
+        assert run("participant", "export", "--kit", kit, "--anchor", anchor, "--identity",
+                   d / name / f"{name}.dcid", "--csv", path, "--out", tmp_path / "b" / f"{name}.dcbundle",
+                   "--workspace", tmp_path / "ws" / name) == 0
+    assert run("analyst", "run", "--kit", kit, "--identity", d / "analyst/analyst.dcid", "--bundles",
+               tmp_path / "b", "--out", tmp_path / "out", "--workspace", tmp_path / "aws") == 0
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    assert summary["scaling"] == "raw" and sum(summary["sizes"]) == len(truth) - 10
+    name = next(iter(sites))
+    assert run("participant", "apply", "--package", tmp_path / "out" / f"{name}.dcpkg", "--identity",
+               d / name / f"{name}.dcid", "--csv", sites[name], "--out", tmp_path / "r.csv",
+               "--workspace", tmp_path / "ws" / name) == 0
+    res = pd.read_csv(tmp_path / "r.csv", dtype=str, keep_default_na=False)
+    got = res[res["cluster"] != ""]
+    joined = truth[truth["pid"].isin(summary_pids(sites))]
+    cc = pd.Series(kmeans(joined[FEATURES].to_numpy(), 3, n_init=10, random_state=0)[0], index=joined["pid"])
+    labels = got["cluster"].astype(int).to_numpy()
+    assert ari(cc.loc[list(got["pid"])].to_numpy(), labels) > 0.95
+    assert ari(joined.set_index("pid").loc[list(got["pid"]), "truth"].to_numpy(), labels) < 0.5
+
+
+def summary_pids(sites: dict[str, Path]) -> set[str]:
+    """The people present in every block (the rows a round can cluster)."""
+    by_block: dict[str, set[str]] = {}
+    for name, path in sites.items():
+        by_block.setdefault(name.split("-", 1)[1], set()).update(pd.read_csv(path, dtype=str)["pid"])
+    return set.intersection(*by_block.values())

@@ -199,11 +199,71 @@ def test_non_iid_blobs_match_centralised_clustering_exactly_while_local_clusteri
         dc, _ = dc_labels(g, len(y), 3, "kmeans", 0, p)
         cc = centralised(X, "range", 3, "kmeans", 0, p, ())
         assert ari(cc, dc) == 1.0 and ari(y, dc) == 1.0 and ari(y, cc) == 1.0
+    # scaling="raw": PCA in the data's own units drops a low-variance minor direction, so every draw is exact
+    for seed in range(3):
+        X, y, grp = synthetic_blobs(500, seed=seed, non_iid=True)
+        rows = [np.flatnonzero(grp == 0), np.flatnonzero(grp == 1)]
+        g = make_bundles(X, rows, cols, np.random.default_rng(seed), scaling="raw")
+        dc, _ = dc_labels(g, len(y), 3, "kmeans", 0, p)
+        assert ari(centralised(X, "raw", 3, "kmeans", 0, p, ()), dc) == 1.0 and ari(y, dc) == 1.0
     lo, hi = X.min(0), X.max(0)
     for r in rows:
         for c in cols:
             lab = local((X[np.ix_(r, c)] - lo[c]) / (hi[c] - lo[c]), 3, "kmeans", 0, p)
             assert ari(y[r], lab) < 0.9
+
+
+def _pairwise(Z: np.ndarray) -> np.ndarray:
+    return np.sqrt(((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1))[np.triu_indices(len(Z), 1)]
+
+
+@pytest.mark.parametrize("scaling", ["raw", "range"])
+def test_scaling_decides_the_geometry_of_the_collaborative_representation(scaling):
+    """With every dimension kept, X̂ is an exact scaled isometry of the raw rows for scaling="raw" (C = Σ̄₁,
+    sites only centre), and close to one of the range-scaled rows for scaling="range" (C = I whitens the
+    uniform anchor); the other geometry fits clearly worse."""
+    from core.bench.dcclustering import make_bundles
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(240, 6)) @ rng.normal(size=(6, 6)) * [1, 30, 0.2, 5, 100, 2]
+    rows = [np.arange(0, 120), np.arange(120, 240)]
+    cols = [np.array([0, 2, 4]), np.array([1, 3, 5])]
+    g = make_bundles(X, rows, cols, rng, dimension_full=True, anchor_rows=4000, scaling=scaling)
+    method = DCClustering(k=3, scaling=scaling, k_curve_width=0)
+    res = method.fit(g.bundles, [], blocks=g.blocks)
+    # X̂ (= Z for k-means) as the column-1 sites receive it, in their own row order, and those rows' indices
+    parts = [(method.representation(arrays, private)[0], order) for (_i, j, order, _X, private), (_m, arrays)
+             in zip(g.sites, res.packages, strict=True) if j == 0]
+    Xh = np.vstack([z for z, _ in parts])
+    ids = np.concatenate([order for _, order in parts])
+    d_hat = _pairwise(Xh)
+    ranges = X.max(0) - X.min(0)
+    d_raw, d_range = _pairwise(X[ids]), _pairwise(X[ids] / ranges)
+
+    def misfit(d):  # relative error of the best scaled fit d_hat ≈ a·d
+        a = d_hat @ d / (d @ d)
+        return np.linalg.norm(d_hat - a * d) / np.linalg.norm(d_hat)
+
+    if scaling == "raw":
+        assert misfit(d_raw) < 1e-4 and misfit(d_range) > 0.1
+    else:
+        assert misfit(d_range) < 0.05 and misfit(d_raw) > 0.3
+
+
+def test_a_bundle_reduced_for_the_other_scaling_is_refused():
+    from core.bench.dcclustering import make_bundles
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    g = make_bundles(X, [np.arange(30), np.arange(30, 60)], [np.array([0, 1]), np.array([2, 3])], rng,
+                     scaling="raw")
+    assert g.bundles[0].manifest["standardised"] is False
+    DCClustering(scaling="raw").validate_bundle(g.bundles[0], 0)
+    DCClustering().validate_bundle(g.bundles[0], 0)  # raw is the default
+    with pytest.raises(FormatError, match="scaling is 'range'"):
+        DCClustering(scaling="range").validate_bundle(g.bundles[0], 0)
+    with pytest.raises(ConfigError, match="scaling must be one of"):
+        DCClustering(scaling="standard")
 
 
 # ------------------------------------------------------------------------------------- schema blocks
@@ -243,13 +303,34 @@ def test_benchmark_smoke(tmp_path):
     res = run(["tiny"], 2, protocol=Protocol(c=3, ablation=False, synthetic_per_cluster=30), synthetic=True,
               json_path=tmp_path / "r.json", loader=loader, say=lambda *_: None)
     rows = {(r["algorithm"], r["method"], r["metric"]): r for r in res["rows"] if r["dataset"] == "tiny"}
-    assert rows[("kmeans", "DC-Clustering", "ARI")]["seeds"] == 2
+    assert rows[("kmeans", "DC-Clustering (product default, scaling=raw)", "ARI")]["seeds"] == 2
     assert ("kmeans", "Kumar et al. (raw)", "ACC") in rows and ("spectral", "CC (range)", "NMI") in rows
-    assert res["summary"]["pct_delta"]["kmeans vs CC (range)"]["DC-Clustering"]["mean_abs_pct_delta"] is not None
+    assert res["summary"]["pct_delta"]["kmeans vs CC (raw)"]["DC-Clustering (product default, scaling=raw)"][
+        "mean_abs_pct_delta"] is not None
+    bound = res["summary"]["pct_delta"]["spectral DC-Clustering (product default, scaling=raw) vs bound"]
+    assert bound["mean_abs_pct_delta"] is not None
+    assert ("kmeans", "DC-Clustering, scaling=range", "ARI") in rows and "Headline" in (tmp_path / "r.md").read_text()
     assert json.loads((tmp_path / "r.json").read_text())["experiment"] == "dcclustering"
     md = (tmp_path / "r.md").read_text()
     assert "Table 5" in md and "Synthetic data" in md
     assert len((tmp_path / "r_trials.jsonl").read_text().splitlines()) == 2 + 2 * 2 * 2
+
+
+def test_oracle_bound_removes_exactly_the_smallest_standardised_direction_of_each_block():
+    from core.bench.dcclustering import reduced_blocks
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5)) @ rng.normal(size=(5, 5)) * [1, 10, 100, 0.1, 3] + [5, -2, 0, 1, 7]
+    cols = [np.array([0, 3]), np.array([1, 2, 4])]
+    R = reduced_blocks(X, cols)
+    for c in cols:
+        S = (R[:, c] - X[:, c].mean(0)) / X[:, c].std(0)
+        sv = np.linalg.svd(S, compute_uv=False)
+        assert sv[-1] < 1e-8 * sv[0] and sv[-2] > 1e-3 * sv[0]  # rank m_j − 1, nothing more removed
+    # a block that already lies in m_j − 1 dimensions is kept exactly
+    Y = X.copy()
+    Y[:, 3] = 2 * X[:, 0] - 1
+    assert np.allclose(reduced_blocks(Y, cols)[:, [0, 3]], Y[:, [0, 3]])
 
 
 def test_clustering_analyst_modules_do_not_mention_anchor_files():

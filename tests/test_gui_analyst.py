@@ -149,6 +149,13 @@ def test_create_identity_and_kit_by_clicking(qtbot, tmp_path, project, monkeypat
     assert w.state.session is not None and w.state.session.kit.project_id == kit.project_id
     assert w.state.t_choice == 0.35
     assert w.show_page("bundles")
+    # a clustering kit offers the distance scaling, and the form carries it into the kit's settings
+    assert page.scaling_combo.isHidden()
+    page.task_combo.setCurrentIndex(page.task_combo.findData("clustering"))
+    assert page.method_combo.currentData() == "dcclustering" and not page.scaling_combo.isHidden()
+    assert page.method_settings()["scaling"] == "raw"
+    page.scaling_combo.setCurrentIndex(page.scaling_combo.findData("range"))
+    assert page.method_settings()["scaling"] == "range"
 
 
 def test_open_kit_with_wrong_passphrase_is_inline_error(qtbot, project):

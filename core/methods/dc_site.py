@@ -18,7 +18,9 @@ SITE_DEFAULTS = {"reduction": "pca", "dimension": None, "noise": 0.0, "seed": No
 MIN_ROWS = 5
 
 
-def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl | None = None) -> SiteExport:
+def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl | None = None,
+                    standardise: bool = True) -> SiteExport:
+    """``standardise=False`` only centres before the reduction (the method decides; both sides must agree)."""
     control = ensure(control)
     opts = {**SITE_DEFAULTS, **site.settings}
     if site.anchor is None:
@@ -28,7 +30,8 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
         raise ConfigError(f"this site has {n} rows; at least {MIN_ROWS} are needed")
     rng = np.random.default_rng(opts["seed"])
     control.step(0.05, "fitting the private reduction")
-    red = PrivateReduction(opts["reduction"], opts["dimension"], random_state=int(rng.integers(2**31))).fit(site.X)
+    red = PrivateReduction(opts["reduction"], opts["dimension"], random_state=int(rng.integers(2**31)),
+                           standardise=standardise).fit(site.X)
     control.step(0.4, "reducing the rows")
     perm = rng.permutation(n)
     X_tilde = red.transform(site.X, dtype=np.float32)[perm]
@@ -58,7 +61,7 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
         disclosures.append(Disclosure("id_hash", site.ids_hashed.shape, "uint8",
                                       "keyed hashes of the row ids (the analyst cannot reverse them)"))
     manifest = {"n_rows": n, "n_features": m, "dimension": k, "reduction": opts["reduction"],
-                "noise": float(opts["noise"]), "anchor_rows": int(A_tilde.shape[0])}
+                "noise": float(opts["noise"]), "anchor_rows": int(A_tilde.shape[0]), "standardised": standardise}
     stays = ["your raw rows", "the private reduction map f (never shipped)", "the anchor file and its secret",
              "the row order (permutation), needed to map results back"]
     control.step(1.0, "reduction done")

@@ -5,11 +5,20 @@ Algorithm 3 of the paper, on a grid of c row groups × d feature blocks (algorit
    PCA to m_j − 1; eqs. 5–6), rows shuffled, ids only as keyed hashes (:mod:`core.row_linkage`);
 2. analyst: link the blocks of the same people into row groups and join them, X̃_i = [X̃_{i,1}, …, X̃_{i,d}]
    and X̃ᵃⁿᶜ_i likewise (eqs. 7–8);
-3. affine alignment (default; eqs. 17–20): [X̃ᵃⁿᶜ_1, 1, …, X̃ᵃⁿᶜ_c, 1] ≈ Ū₁Σ̄₁V̄₁ᵀ, [G'_i; g*_i] = [X̃ᵃⁿᶜ_i, 1]† Ū₁,
-   X̂_i = X̃_i G'_i + 1 g*_i; or linear (eqs. 15–16); C = I, so the anchor cloud is whitened (§5.4b);
+3. affine alignment (default; eqs. 17–20): [X̃ᵃⁿᶜ_1, 1, …, X̃ᵃⁿᶜ_c, 1] ≈ Ū₁Σ̄₁V̄₁ᵀ, [G'_i; g*_i] = [X̃ᵃⁿᶜ_i, 1]† Ū₁C,
+   X̂_i = X̃_i G'_i + 1 g*_i; or linear (eqs. 15–16);
 4. k-means or spectral clustering of X̂ (eq. 12: Z = X̂ or the spectral embedding E), centroids θ;
 5. return to every site of row group i: θ, its rows' Z_i and cluster labels, in its bundle's (shuffled)
    row order; the site puts them back in its own order with the permutation it kept.
+``scaling`` decides which distances the clustering uses, and so which centralised clustering it reproduces:
+* ``"raw"`` (default): sites only centre (PCA in the data's own units), C = Σ̄₁. X̂ is then, up to a rotation
+  and a common factor, the rows in their own units with the least-variance direction of each block dropped —
+  the geometry of k-means on the pooled raw features. This reproduces the paper's published numbers (Table 2
+  exactly; Tables 4 and 6, e.g. Heart-statlog ARI 0.030 ± 0.000, Rice 0.577 ± 0.000), which no standardising
+  site can (docs/results/dcclustering/).
+* ``"range"``: sites standardise, C = I. The anchor cloud is whitened (algorithms.md §5.4b); with the uniform
+  anchor in the public per-feature ranges, X̂ has the geometry of the rows with every feature divided by its
+  range, so every column counts alike — at the price of a larger loss from the m_j − 1 reduction.
 Rows whose id is missing from some block, or held by two sites of one block, are left out and counted.
 ``k = "auto"`` tries ``k_range`` and keeps the best silhouette on X̂; with a fixed k the curve is still
 computed over k ± ``k_curve_width`` for the report.
@@ -29,6 +38,8 @@ from ..row_linkage import VerticalLinkage
 from ..schema import ALL_COLUMNS
 from .base import Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
 from .dc_site import check_dc_bundle, dc_site_compute
+
+SCALINGS = ("range", "raw")
 
 
 def rows_digest(X: np.ndarray) -> np.ndarray:
@@ -58,19 +69,22 @@ class DCClustering(Method):
             raise ConfigError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {s['algorithm']!r}")
         if s["alignment"] not in ("affine", "linear"):
             raise ConfigError(f"alignment must be 'affine' or 'linear', got {s['alignment']!r}")
+        if s["scaling"] not in SCALINGS:
+            raise ConfigError(f"scaling must be one of {', '.join(SCALINGS)}, got {s['scaling']!r}")
         if s["embedding"] not in EMBEDDINGS:
             raise ConfigError(f"embedding must be one of {', '.join(EMBEDDINGS)}, got {s['embedding']!r}")
 
     @classmethod
     def default_settings(cls) -> dict:
-        return {"k": "auto", "k_range": [2, 10], "algorithm": "kmeans", "alignment": "affine",
+        return {"k": "auto", "k_range": [2, 10], "algorithm": "kmeans", "alignment": "affine", "scaling": "raw",
                 "threshold": 1e-2, "relative_threshold": False, "n_init": 10, "max_iter": 300,
                 "n_neighbors": 10, "embedding": "sklearn", "k_curve_width": 2, "silhouette_rows": 5000,
                 "seed": 0}
 
     # ---- site ----------------------------------------------------------------------------------
     def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport:
-        ex = dc_site_compute(site, ship_labels=False, control=control)
+        ex = dc_site_compute(site, ship_labels=False, control=control,
+                             standardise=self.settings["scaling"] == "range")
         block = site.block or ALL_COLUMNS
         ex.manifest["block"] = block
         ex.private_arrays["row_digest"] = rows_digest(site.X)
@@ -81,6 +95,11 @@ class DCClustering(Method):
         check_dc_bundle(bundle.arrays, None, need_labels=False)
         if not isinstance(bundle.manifest.get("block"), str):
             raise FormatError("bundle does not say which feature block it holds")
+        standardised = bundle.manifest.get("standardised", True)
+        if standardised != (self.settings["scaling"] == "range"):
+            raise FormatError(f"bundle was reduced {'with' if standardised else 'without'} standardisation, but "
+                              f"the kit's scaling is {self.settings['scaling']!r}: the site must export again "
+                              "with this kit")
         h = bundle.arrays.get("id_hash")
         if h is not None and (h.dtype != np.uint8 or h.shape != (bundle.arrays["x_tilde"].shape[0], 32)):
             raise FormatError("bundle's id hashes are not one 32-byte hash per row")
@@ -113,7 +132,8 @@ class DCClustering(Method):
             A_groups.append(np.hstack([bundles[b].arrays["anchor_tilde"].astype(np.float64) for b in g.sites]))
         control.step(0.1, f"aligning {len(link.groups_)} row group(s)")
         al = DCAlignment(affine=s["alignment"] == "affine", threshold=float(s["threshold"]),
-                         relative=bool(s["relative_threshold"]), scale="identity").fit(A_groups)
+                         relative=bool(s["relative_threshold"]),
+                         scale="identity" if s["scaling"] == "range" else "singular").fit(A_groups)
         Xh = np.vstack([m.transform(X) for m, X in zip(al.mappings_, X_groups, strict=True)])
         group_of_row = np.concatenate([np.full(g.n_rows, i, dtype=np.int64) for i, g in enumerate(link.groups_)])
         n = Xh.shape[0]
@@ -153,7 +173,8 @@ class DCClustering(Method):
             sl_ = link.sites_[i]
             note = sl_.note()
             manifest = {"method": self.name, "k": k, "k_auto": s["k"] == "auto", "algorithm": s["algorithm"],
-                        "alignment": s["alignment"], "dimension": int(al.dim_), "block": bblocks[i],
+                        "alignment": s["alignment"], "scaling": s["scaling"], "dimension": int(al.dim_),
+                        "block": bblocks[i],
                         "rows": sl_.rows, "clustered": sl_.joined, "not_clustered": sl_.rows - sl_.joined,
                         "groups": sl_.groups, "sizes": sizes.tolist(), "note": note}
             packages.append((manifest, {"labels": site_labels[i], "z": site_z[i], "centroids": theta}))
@@ -165,7 +186,8 @@ class DCClustering(Method):
         str_curve = {str(kk): v for kk, v in curve.items()}
         summary = {
             "method": self.name, "task": self.task, "k": k, "k_auto": s["k"] == "auto", "k_curve": str_curve,
-            "algorithm": s["algorithm"], "alignment": s["alignment"], "dimension": int(al.dim_),
+            "algorithm": s["algorithm"], "alignment": s["alignment"], "scaling": s["scaling"],
+            "dimension": int(al.dim_),
             "n_clusters": k, "sizes": sizes.tolist(), "rows_clustered": int(n), "blocks": names,
             "graph_components": dc.graph_components_,
             "linkage": {**link.summary(), "left_out_rows": int(sum(x.rows - x.joined for x in link.sites_)),

@@ -14,7 +14,7 @@ Kit: ``kit_path_edit``, ``kit_browse_button``, ``open_kit_button``, ``open_kit(p
 ``id_combo``, ``ranges_check``, ``blocks_edit`` (clustering), ``schema_table`` (column 0 checkable),
 ``classes_label``, ``schema_notes``, ``schema_job_panel``, ``method_combo``, ``t_auto_check``, ``t_spin``,
 ``epochs_spin``, ``alignment_combo``, ``seed_spin``, ``k_auto_check``, ``k_spin``, ``algorithm_combo``,
-``advanced_table``, ``anchor_kind_combo``, ``anchor_rows_spin``, ``create_kit_button`` (asks the path
+``scaling_combo``, ``advanced_table``, ``anchor_kind_combo``, ``anchor_rows_spin``, ``create_kit_button`` (asks the path
 through ``QFileDialog.getSaveFileName``), ``build_kit() -> Kit``. Objects: ``identity``, ``kit``,
 ``schema``.
 """
@@ -66,7 +66,7 @@ from .window import AnalystState
 
 NONE = "—"
 LABEL_GUESSES = ("label", "class", "target", "y", "outcome", "diagnosis")
-DEDICATED = ("t", "epochs", "alignment", "seed", "k", "algorithm")  # settings with their own widget
+DEDICATED = ("t", "epochs", "alignment", "seed", "k", "algorithm", "scaling")  # settings with their own widget
 
 
 def passphrase_strength(text: str) -> tuple[int, str]:
@@ -339,8 +339,17 @@ class ProjectPage(QWidget):
         self.algorithm_combo.addItem(self.tr("k-means"), "kmeans")
         self.algorithm_combo.addItem(self.tr("spectral"), "spectral")
         mform.addRow(self.tr("Algorit&hm:"), self.algorithm_combo)
+        self.scaling_combo = _short_combo()
+        self.scaling_combo.addItem(self.tr("columns in their own units (raw)"), "raw")
+        self.scaling_combo.addItem(self.tr("each column ÷ its public range"), "range")
+        self.scaling_combo.setToolTip(self.tr(
+            "Which distances the clustering uses. Range: every column counts alike. Raw: columns with large "
+            "numbers dominate, as in k-means on the raw CSV; the federated result then follows centralised "
+            "clustering most closely."))
+        mform.addRow(self.tr("Distances &on:"), self.scaling_combo)
         self._method_rows = {"t": self.t_row, "epochs": self.epochs_spin, "alignment": self.alignment_combo,
-                             "seed": self.seed_spin, "k": self.k_row, "algorithm": self.algorithm_combo}
+                             "seed": self.seed_spin, "k": self.k_row, "algorithm": self.algorithm_combo,
+                             "scaling": self.scaling_combo}
         self._method_form = mform
         self.advanced_toggle = QToolButton()
         self.advanced_toggle.setText(self.tr("Advanced settings"))
@@ -748,6 +757,8 @@ class ProjectPage(QWidget):
             self.k_auto_check.setChecked(defaults["k"] == "auto")
         if "algorithm" in defaults:
             self.algorithm_combo.setCurrentIndex(max(0, self.algorithm_combo.findData(defaults["algorithm"])))
+        if "scaling" in defaults:
+            self.scaling_combo.setCurrentIndex(max(0, self.scaling_combo.findData(defaults["scaling"])))
         self.advanced_table.setRowCount(0)
         for key, value in defaults.items():
             if key in DEDICATED:
@@ -782,6 +793,8 @@ class ProjectPage(QWidget):
             out["k"] = "auto" if self.k_auto_check.isChecked() else self.k_spin.value()
         if "algorithm" in defaults:
             out["algorithm"] = self.algorithm_combo.currentData()
+        if "scaling" in defaults:
+            out["scaling"] = self.scaling_combo.currentData()
         for r in range(self.advanced_table.rowCount()):
             key = self.advanced_table.item(r, 0).text()
             text = self.advanced_table.item(r, 1).text()
