@@ -95,6 +95,9 @@ class PrivateReduction:
     Attributes
     ----------
     map_ : AffineMap, the fitted f_i.
+    variance_kept_ : for PCA, tr(WᵀRW)/tr(R) — the share of the (standardised, or with ``standardise=False``
+        raw) variance the m̃ kept directions carry; 1 − it bounds the share of squared distances the site's
+        reduction discards. None for LPP and random projections (not orthogonal projections).
     """
 
     def __init__(self, method: str = "pca", n_components: int | None = None, *, n_neighbors: int = 10,
@@ -118,8 +121,12 @@ class PrivateReduction:
         mean, C = _moments(X)
         std = _std(C) if self.standardise else np.ones(m)
         rng = np.random.default_rng(self.random_state)
+        self.variance_kept_ = None
         if self.method == "pca":
-            W = _pca_from_covariance(C / np.outer(std, std), k)
+            R = C / np.outer(std, std)
+            W = _pca_from_covariance(R, k)
+            total = float(np.trace(R))
+            self.variance_kept_ = float(np.trace(W.T @ R @ W)) / total if total > 0 else 1.0
         elif self.method == "random":
             from sklearn.random_projection import GaussianRandomProjection
 

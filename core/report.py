@@ -131,12 +131,24 @@ def _footer(summary: dict) -> str:
 """
 
 
+def _kept(v) -> str:
+    return "–" if v is None else f"{v:.1%}"
+
+
 def render_clustering_report(kit: Kit, result: MethodResult, summary: dict) -> str:
     """DC-Clustering: sites and their blocks, the linkage, the k curve, cluster sizes and a 2-D view."""
     s, d = summary, result.details
     rows = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in (
         _esc(x["site"]), f"<code>{_esc(x.get('fingerprint', ''))}</code>", _esc(x["block"]), x["rows"],
-        x["clustered"], x["not_clustered"], _esc(x.get("note", "")))) + "</tr>" for x in s.get("sites", []))
+        _kept(x.get("variance_kept")), x["clustered"], x["not_clustered"], _esc(x.get("note", ""))))
+        + "</tr>" for x in s.get("sites", []))
+    kept = [x["variance_kept"] for x in s.get("sites", []) if x.get("variance_kept") is not None]
+    units = "in the data's own units" if s.get("scaling") == "raw" else "after standardising"
+    fidelity = "" if not kept else (
+        f"<p>Each site's reduction keeps between {min(kept):.1%} and {max(kept):.1%} of its block's variance "
+        f"({units}). "
+        "The rest is discarded before anything leaves the site, so no alignment can use it: the lower these "
+        "shares, the further the federated clustering may be from clustering the pooled rows.</p>")
     groups = "".join(f"<tr><td>{g}</td><td>{_esc(', '.join(x['sites']))}</td><td>{x['rows']}</td></tr>"
                      for g, x in enumerate(s.get("groups", [])))
     link = s.get("linkage", {})
@@ -171,8 +183,8 @@ def render_clustering_report(kit: Kit, result: MethodResult, summary: dict) -> s
 ({_esc(s.get("algorithm"))}, {_esc(s.get("alignment"))} alignment, collaborative dimension {s.get("dimension")}),
 {len(s.get("sites", []))} sites, blocks {_esc(", ".join(s.get("blocks", [])))}.
 k = <b>{s.get("k")}</b> ({how}); {s.get("rows_clustered")} rows clustered. No labels left any site.</p>{graph}
-<h2>Sites</h2><table><tr><th>site</th><th>fingerprint</th><th>block</th><th>rows</th><th>clustered</th>
-<th>left out</th><th>note</th></tr>{rows}</table>
+<h2>Sites</h2><table><tr><th>site</th><th>fingerprint</th><th>block</th><th>rows</th><th>variance kept</th>
+<th>clustered</th><th>left out</th><th>note</th></tr>{rows}</table>{fidelity}
 <h2>Vertical linkage</h2><p>{link.get("people", 0)} distinct hashed ids; {link.get("joined", 0)} joined over every
 block into {link.get("groups", 0)} row group(s); {link.get("partial", 0)} present in only some blocks and
 {link.get("conflicts", 0)} held by two sites of one block. {_esc(link.get("what_happened", ""))}.</p>

@@ -69,7 +69,10 @@ def test_round_writes_clusters_in_each_sites_own_row_order(cround):
     assert summary["k"] == 3 and not summary["k_auto"] and set(summary["k_curve"]) == {"2", "3", "4", "5"}
     assert summary["linkage"]["groups"] == 2 and summary["linkage"]["partial"] == 10
     assert sum(summary["sizes"]) == summary["rows_clustered"] == len(truth) - 10
-    assert "Vertical linkage" in (d / "out/report.html").read_text()
+    report = (d / "out/report.html").read_text()
+    assert "Vertical linkage" in report and "of its block's variance (after standardising)" in report
+    kept = [x["variance_kept"] for x in summary["sites"]]
+    assert all(0.5 < v < 1 for v in kept)  # each site keeps 2 of its 3 standardised dimensions
     by_pid: dict[str, str] = {}
     for name, path in sites.items():
         src = pd.read_csv(path, dtype=str)

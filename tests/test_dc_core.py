@@ -40,6 +40,20 @@ def test_pca_default_keeps_variance_and_checks_dimension(data):
         PrivateReduction("nope").fit(data)
 
 
+@pytest.mark.parametrize("standardise", [True, False])
+def test_pca_reports_the_share_of_variance_it_keeps(standardise):
+    """variance_kept_ = 1 − (smallest eigenvalue / trace) of the correlation (or, unstandardised, the
+    covariance) matrix for m̃ = m − 1, and the kept rows' variance really is that share."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((500, 4)) * [1.0, 3.0, 0.5, 10.0] + [1, 2, 3, 4]
+    red = PrivateReduction("pca", standardise=standardise).fit(X)
+    Xs = (X - X.mean(0)) / (X.std(0) if standardise else 1.0)
+    lam = np.linalg.eigvalsh(np.cov(Xs, rowvar=False, bias=True))
+    assert red.variance_kept_ == pytest.approx(1 - lam.min() / lam.sum(), rel=1e-9)
+    assert red.variance_kept_ == pytest.approx(red.transform(X).var(axis=0).sum() / Xs.var(axis=0).sum(), rel=1e-9)
+    assert PrivateReduction("random", random_state=0).fit(X).variance_kept_ is None
+
+
 def test_linear_alignment_recovers_common_space_from_different_private_maps(data):
     """Two sites with different PCA maps of the same kind of data: after alignment their images of the
     same points coincide (Imakura & Sakurai: exact when the maps share their range)."""

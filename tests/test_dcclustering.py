@@ -258,6 +258,7 @@ def test_a_bundle_reduced_for_the_other_scaling_is_refused():
     g = make_bundles(X, [np.arange(30), np.arange(30, 60)], [np.array([0, 1]), np.array([2, 3])], rng,
                      scaling="raw")
     assert g.bundles[0].manifest["standardised"] is False
+    assert 0.5 < g.bundles[0].manifest["variance_kept"] < 1  # one of two raw dimensions kept
     DCClustering(scaling="raw").validate_bundle(g.bundles[0], 0)
     DCClustering().validate_bundle(g.bundles[0], 0)  # raw is the default
     with pytest.raises(FormatError, match="scaling is 'range'"):

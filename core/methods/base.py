@@ -36,7 +36,7 @@ class SiteInput:
 
 @dataclass
 class Disclosure:
-    """One array that leaves the site, described for a person."""
+    """One array (or manifest value) that leaves the site, described for a person."""
 
     name: str
     shape: tuple[int, ...]

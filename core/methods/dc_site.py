@@ -62,6 +62,11 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
                                       "keyed hashes of the row ids (the analyst cannot reverse them)"))
     manifest = {"n_rows": n, "n_features": m, "dimension": k, "reduction": opts["reduction"],
                 "noise": float(opts["noise"]), "anchor_rows": int(A_tilde.shape[0]), "standardised": standardise}
+    if red.variance_kept_ is not None:
+        manifest["variance_kept"] = round(red.variance_kept_, 4)
+        disclosures.append(Disclosure("variance_kept", (1,), "number",
+                                      "the share of your columns' variance the reduction keeps (one number, "
+                                      "so the analyst can judge how faithful the result can be)"))
     stays = ["your raw rows", "the private reduction map f (never shipped)", "the anchor file and its secret",
              "the row order (permutation), needed to map results back"]
     control.step(1.0, "reduction done")

@@ -178,7 +178,9 @@ class DCClustering(Method):
                         "rows": sl_.rows, "clustered": sl_.joined, "not_clustered": sl_.rows - sl_.joined,
                         "groups": sl_.groups, "sizes": sizes.tolist(), "note": note}
             packages.append((manifest, {"labels": site_labels[i], "z": site_z[i], "centroids": theta}))
+            kept = b.manifest.get("variance_kept")
             sites.append({"site": b.site, "fingerprint": b.fingerprint, "block": bblocks[i], "rows": sl_.rows,
+                          "variance_kept": float(kept) if isinstance(kept, int | float) else None,
                           "clustered": sl_.joined, "not_clustered": sl_.rows - sl_.joined,
                           "partial": sl_.partial, "conflicts": sl_.conflicts, "missing_blocks": sl_.missing_blocks,
                           "groups": sl_.groups, "note": note,
