@@ -215,12 +215,6 @@ def render_report(kit: Kit, result: MethodResult, summary: dict) -> str:
         xs = [float(t) for t in curve]
         figures.append(line_svg(xs, [curve[k] for k in curve], title="Hold-out accuracy for each threshold t",
                                 xlabel="t", ylabel="accuracy", mark=float(s.get("t", xs[0]))))
-    inputs = "".join(f"<tr><td>{_esc(i['site'])}</td><td><code>{_esc(i['bundle_digest'])}</code></td></tr>"
-                     for i in s.get("inputs", []))
-    outputs = "".join(f"<tr><td>{_esc(p['site'])}</td><td>{_esc(p['file'])}</td><td><code>{_esc(p['digest'])}"
-                      "</code></td></tr>" for p in s.get("packages", []))
-    settings = json.dumps(s.get("settings", {}), indent=2, sort_keys=True)
-    versions = {"dcstudio": __version__, "python": platform.python_version(), "numpy": np.__version__}
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>DC Studio report — {_esc(kit.name)}</title><style>{_CSS}</style></head><body>
 <h1>DC Studio report — {_esc(kit.name)}</h1>
@@ -229,9 +223,4 @@ def render_report(kit: Kit, result: MethodResult, summary: dict) -> str:
 <h2>Sites</h2><table><tr><th>site</th><th>fingerprint</th><th>rows</th><th>cluster</th>
 <th>hold-out accuracy</th><th>labels ({", ".join(_esc(c) for c in classes)})</th></tr>{"".join(rows)}</table>
 <h2>Plots</h2>{"".join(figures) or "<p>(none for this run)</p>"}
-<h2>Settings and seeds</h2><pre>{_esc(settings)}</pre>
-<h2>Versions</h2><pre>{_esc(json.dumps(versions, indent=2))}</pre>
-<h2>Inputs (bundle SHA-256)</h2><table>{inputs}</table>
-<h2>Packages written</h2><table><tr><th>site</th><th>file</th><th>SHA-256</th></tr>{outputs}</table>
-</body></html>
-"""
+{_footer(s)}"""

@@ -13,28 +13,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.cli import main
 from core.clustering_metrics import ari
 from core.data_clustering import kmeans
+from tests.cli import WF, refused, run
 from tests.clusterkit import BLOCKS, make_grid
 from tests.test_privacy_boundary import BLOCKED_RUN, ROOT
 
-WF = ["--work-factor", "14"]
 FEATURES = [c for b in BLOCKS.values() for c in b]
 SPEC = ";".join(f"{b}={','.join(c)}" for b, c in BLOCKS.items())
 
 
-def run(*argv) -> int:
-    return main([str(a) for a in argv])
-
-
-def refused(capsys, *argv, expect: str) -> str:
-    code = run(*argv)
-    err = capsys.readouterr().err.strip()
-    assert code != 0, f"expected refusal for {argv}"
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert expect.lower() in err.lower(), err
-    return err
 
 
 @pytest.fixture(scope="module")

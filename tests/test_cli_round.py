@@ -13,28 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.cli import main
 from core.envelope import Payload, seal
 from core.identity import Identity
 from core.mlp import BatchedMLP
+from tests.cli import WF, refused, run
 from tests.roundkit import CLASSES, FEATURES, make_sites
-
-WF = ["--work-factor", "14"]
-
-
-def run(*argv) -> int:
-    return main([str(a) for a in argv])
-
-
-def refused(capsys, *argv, expect: str) -> str:
-    """Run a command that must fail: non-zero, one stderr line, naming ``expect``."""
-    code = run(*argv)
-    err = capsys.readouterr().err.strip()
-    assert code != 0, f"expected refusal for {argv}"
-    assert len(err.splitlines()) == 1, err
-    assert "Traceback" not in err
-    assert expect.lower() in err.lower(), err
-    return err
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +59,11 @@ def _local_accuracy(train: Path, test: Path) -> float:
 def test_round_outputs_and_accuracy(round_dir):
     d, sites = round_dir
     summary = json.loads((d / "out/summary.json").read_text())
-    assert (d / "out/report.html").read_text().startswith("<!doctype html>")
+    report = (d / "out/report.html").read_text()
+    assert report.startswith("<!doctype html>") and report.rstrip().endswith("</html>")
+    # the audit trail: every bundle's and every package's SHA-256 is in the report
+    assert all(i["bundle_digest"] in report for i in summary["inputs"])
+    assert all(p["digest"] in report for p in summary["packages"]) and len(summary["packages"]) == 4
     # t = auto picks by hold-out accuracy; with per-site prior correction one shared model can tie with two
     # cluster models (the anchor secret, hence the representation, is fresh each run). Whatever it picks, sites
     # of one label-skew group are never split, and where it separates the groups it does so along the skew.
