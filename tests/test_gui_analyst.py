@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 pytest.importorskip("pytestqt")
+pytestmark = pytest.mark.usefixtures("private_settings")
 
-from PySide6.QtCore import QSettings, Qt  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QFileDialog  # noqa: E402
 
 from core.kit import Kit  # noqa: E402
@@ -35,12 +36,6 @@ def built(tmp_path_factory):
                          names=["site0", "site1", "site2", "site3"], extras=True)
 
 
-@pytest.fixture(autouse=True)
-def isolated_settings(tmp_path):
-    """QSettings of this test go to a temporary folder, never to the user's real settings."""
-    for fmt in (QSettings.NativeFormat, QSettings.IniFormat):
-        QSettings.setPath(fmt, QSettings.UserScope, str(tmp_path / "settings"))
-    yield
 
 
 @pytest.fixture

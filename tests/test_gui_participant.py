@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 pytest.importorskip("pytestqt")
+pytestmark = pytest.mark.usefixtures("private_settings")
 
-from PySide6.QtCore import QSettings  # noqa: E402
 
 from core.analyst import AnalystSession  # noqa: E402
 from core.anchor import AnchorFile, make_anchor  # noqa: E402
@@ -30,11 +30,6 @@ PASS = "correct horse battery staple"
 WAIT = 15_000
 
 
-@pytest.fixture(autouse=True)
-def private_settings(tmp_path, monkeypatch):
-    """Remembered choices go to a throw-away file, never to the user's real settings."""
-    path = str(tmp_path / "settings.ini")
-    monkeypatch.setattr(app_settings, "settings", lambda: QSettings(path, QSettings.IniFormat))
 
 
 @pytest.fixture(scope="module")

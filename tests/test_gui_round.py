@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 pytest.importorskip("pytestqt")
+pytestmark = pytest.mark.usefixtures("private_settings")
 
-from PySide6.QtCore import QSettings, Qt  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QFileDialog  # noqa: E402
 
 from core.kit import Kit  # noqa: E402
-from gui import settings as app_settings  # noqa: E402
 from gui.analyst import window as analyst_window  # noqa: E402
 from gui.participant import ParticipantWizard, ResultsWindow  # noqa: E402
 from tests.roundkit import CLASSES, make_sites  # noqa: E402
@@ -25,10 +25,6 @@ PASS = "correct horse battery staple"
 WAIT = 30_000
 
 
-@pytest.fixture(autouse=True)
-def private_settings(tmp_path, monkeypatch):
-    path = str(tmp_path / "settings.ini")
-    monkeypatch.setattr(app_settings, "settings", lambda: QSettings(path, QSettings.IniFormat))
 
 
 def wait_job(qtbot, job, timeout=WAIT):

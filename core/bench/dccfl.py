@@ -415,17 +415,30 @@ def _fmt(v: float | None, digits: int = 4) -> str:
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
 
 
+def _grid(methods: Sequence[str], cols: list[tuple[str, str]], by: dict[tuple[str, str, str], dict],
+          cell: Callable[[dict], str]) -> list[str]:
+    """A markdown table: one row per method, one column per (data set, split); empty where not run."""
+    out = ["| Method | " + " | ".join(f"{d} {s}" for d, s in cols) + " |", "|---|" + "---|" * len(cols)]
+    for m in methods:
+        out.append(f"| {m} | " + " | ".join(cell(by[(d, s, m)]) if (d, s, m) in by else "" for d, s in cols) + " |")
+    return out
+
+
+def _rounds_cell(r: dict) -> str:
+    """Table 3 cell: first round of the mean curve (or >R), the paper's value, seeds that reach it."""
+    got = f">{r['max_rounds']}" if r["mean"] is None else str(r["mean"])
+    known = (r["dataset"], r["split"]) in PAPER_TABLE3
+    paper = "" if not known else " (>50)" if r["paper"] is None else f" ({r['paper']})"
+    hits = [v for v in r["per_seed"] if v is not None]
+    med = f", median {int(np.median(hits))}" if hits else ""
+    return f"{got}{paper}; {r['reached']}/{r['seeds']} seeds{med}"
+
+
 def markdown(result: dict[str, Any]) -> str:
     """The printed/recorded tables: measured mean ± std, the paper's value in brackets."""
     rows = result["rows"]
-    cols = []
-    for r in rows:
-        if (r["dataset"], r["split"]) not in cols:
-            cols.append((r["dataset"], r["split"]))
-    methods = []
-    for r in rows:
-        if r["method"] not in methods:
-            methods.append(r["method"])
+    cols = list(dict.fromkeys((r["dataset"], r["split"]) for r in rows))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
     by = {(r["dataset"], r["split"], r["method"]): r for r in rows}
     out = [f"# DC-CFL benchmark (paper §5: Tables 2–3, Figure 2) — {result.get('status', '')}", ""]
     if result.get("command"):
@@ -442,18 +455,8 @@ def markdown(result: dict[str, Any]) -> str:
             "prior correction, t chosen on the corrected hold-out accuracy from {0.1..1.0}); the ablation row = "
             "product defaults with t chosen as in the paper (uncorrected hold-out, {0.1..0.9}) and the prior "
             "correction applied only afterwards.", "",
-            "| Method | " + " | ".join(f"{d} {s}" for d, s in cols) + " |",
-            "|---|" + "---|" * len(cols)]
-    for m in methods:
-        cells = []
-        for d, s in cols:
-            r = by.get((d, s, m))
-            if r is None:
-                cells.append("")
-                continue
-            paper = f" ({r['paper']:.4f})" if r.get("paper") is not None else ""
-            cells.append(f"{r['mean']:.4f} ± {r['std']:.4f}{paper}")
-        out.append(f"| {m} | " + " | ".join(cells) + " |")
+            *_grid(methods, cols, by, lambda r: f"{r['mean']:.4f} ± {r['std']:.4f}"
+                   + (f" ({r['paper']:.4f})" if r.get("paper") is not None else ""))]
     deltas = []
     for name in methods:
         if not name.startswith("DC-CFL"):
@@ -470,10 +473,7 @@ def markdown(result: dict[str, Any]) -> str:
         out += ["", *deltas]
     t3 = result.get("table3", [])
     if t3:
-        cols3 = []
-        for r in t3:
-            if (r["dataset"], r["split"]) not in cols3:
-                cols3.append((r["dataset"], r["split"]))
+        cols3 = list(dict.fromkeys((r["dataset"], r["split"]) for r in t3))
         by3 = {(r["dataset"], r["split"], r["method"]): r for r in t3}
         proto = result.get("protocol", {})
         out += ["", f"## Table 3 — rounds ({proto.get('local_epochs', 10)} local epochs each, up to "
@@ -481,21 +481,7 @@ def markdown(result: dict[str, Any]) -> str:
                 "First round at which the mean-over-seeds curve reaches the mean DC-CFL accuracy; "
                 "`>R` = not within R rounds; in brackets the paper's value; then how many seeds reach their "
                 "own seed's DC-CFL accuracy and their median round.", "",
-                "| Method | " + " | ".join(f"{d} {s}" for d, s in cols3) + " |", "|---|" + "---|" * len(cols3)]
-        for m in FL_METHODS:
-            cells = []
-            for d, s in cols3:
-                r = by3.get((d, s, m))
-                if r is None:
-                    cells.append("")
-                    continue
-                got = f">{r['max_rounds']}" if r["mean"] is None else str(r["mean"])
-                known = (d, s) in PAPER_TABLE3
-                pp = "" if not known else " (>50)" if r["paper"] is None else f" ({r['paper']})"
-                hits = [v for v in r["per_seed"] if v is not None]
-                med = f", median {int(np.median(hits))}" if hits else ""
-                cells.append(f"{got}{pp}; {r['reached']}/{r['seeds']} seeds{med}")
-            out.append(f"| {m} | " + " | ".join(cells) + " |")
+                *_grid(FL_METHODS, cols3, by3, _rounds_cell)]
         out += ["", "DC-CFL targets (mean accuracy): " + ", ".join(
             f"{d} {s} {by3[(d, s, 'FedAvg')]['target']:.4f}" for d, s in cols3 if (d, s, "FedAvg") in by3)]
     cells = result.get("cells", [])

@@ -224,15 +224,15 @@ def centralised(X: np.ndarray, how: str, k: int, algorithm: str, seed: int, p: P
                 key: tuple | None) -> np.ndarray:
     """Cluster all rows after ``prep``; the spectral embedding is cached under ``key`` (None: not cached)."""
     Xp = prep(X, how, X.min(0), X.max(0), X.mean(0), X.std(0))
-    if algorithm == "kmeans":
-        return kmeans(Xp, k, n_init=p.n_init, max_iter=p.max_iter, random_state=seed)[0]
-    if key is None:
-        return kmeans(spectral_embedding(knn_affinity(Xp, p.n_neighbors), k, embedding=p.embedding), k,
-                      n_init=p.n_init, max_iter=p.max_iter, random_state=seed)[0]
-    ck = (*key, how, k)
-    if ck not in _EMBED_CACHE:
-        _EMBED_CACHE[ck] = spectral_embedding(knn_affinity(Xp, p.n_neighbors), k, embedding=p.embedding)
-    return kmeans(_EMBED_CACHE[ck], k, n_init=p.n_init, max_iter=p.max_iter, random_state=seed)[0]
+    if algorithm == "spectral":
+        ck = None if key is None else (*key, how, k)
+        E = _EMBED_CACHE.get(ck) if ck else None
+        if E is None:
+            E = spectral_embedding(knn_affinity(Xp, p.n_neighbors), k, embedding=p.embedding)
+            if ck:
+                _EMBED_CACHE[ck] = E
+        Xp = E
+    return kmeans(Xp, k, n_init=p.n_init, max_iter=p.max_iter, random_state=seed)[0]
 
 
 def reduced_blocks(X: np.ndarray, cols: list[np.ndarray], standardise: bool = True) -> np.ndarray:
