@@ -1,8 +1,8 @@
 """The analyst's half of a round: import bundles → fit the method → one sealed package per site.
 
 This module and everything it imports never read an anchor file (the privacy model's one hard rule):
-``core.anchor`` is not imported here, and a test checks that importing and running this pipeline leaves
-``core.anchor`` out of ``sys.modules``.
+``core.formats.anchor`` is not imported here, and a test checks that importing and running this pipeline leaves
+``core.formats.anchor`` out of ``sys.modules``.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from pathlib import Path
 
 from . import __version__
 from .control import JobControl, ensure
-from .envelope import Opened, Payload, SealedFile, open_sealed, seal
 from .errors import DCError, DuplicateError, FormatError, VerificationError
-from .fileio import write_json_atomic, write_text_atomic
-from .identity import Identity, PublicCard
-from .kit import Kit
+from .formats.envelope import Opened, Payload, SealedFile, open_sealed, seal
+from .formats.fileio import write_json_atomic, write_text_atomic
+from .formats.identity import Identity, PublicCard
+from .formats.kit import Kit
+from .formats.workspace import AnalystWorkspace
 from .methods import MethodResult, ReceivedBundle, get_method
-from .workspace import AnalystWorkspace
 
 
 @dataclass

@@ -33,13 +33,13 @@ def passphrase(prompt: str, *, confirm: bool = False) -> str:
 
 
 def load_identity(path: str):
-    from .identity import Identity
+    from .formats.identity import Identity
 
     return Identity.load(path, passphrase(f"Passphrase for {path}: "))
 
 
 def csv_options(args):
-    from .tabular import CsvOptions
+    from .data.tabular import CsvOptions
 
     return CsvOptions(encoding=args.encoding, delimiter=args.delimiter, decimal=args.decimal,
                       impute="mean" if args.impute else None)
@@ -66,7 +66,7 @@ def say(*lines: str) -> None:
 
 # ---- commands -----------------------------------------------------------------------------------------
 def cmd_keys_new(args) -> None:
-    from .identity import Identity
+    from .formats.identity import Identity
 
     out = Path(args.out)
     dcid, dcpub = out / f"{args.name}.dcid", out / f"{args.name}.dcpub"
@@ -79,7 +79,7 @@ def cmd_keys_new(args) -> None:
 
 
 def cmd_keys_show(args) -> None:
-    from .identity import PublicCard
+    from .formats.identity import PublicCard
 
     path = Path(args.file)
     card = _card_of_identity(path) if path.suffix == ".dcid" else PublicCard.load(path)
@@ -87,7 +87,7 @@ def cmd_keys_show(args) -> None:
 
 
 def _card_of_identity(path: Path):
-    from .identity import Identity
+    from .formats.identity import Identity
 
     return Identity.load_card(path)
 
@@ -99,10 +99,10 @@ def cmd_keys_export_age(args) -> None:
 
 
 def cmd_kit_new(args) -> None:
-    from .identity import PublicCard
-    from .kit import Kit
+    from .data.schema import Schema, infer_schema, parse_blocks, with_blocks
+    from .formats.identity import PublicCard
+    from .formats.kit import Kit
     from .methods import METHODS, get_method
-    from .schema import Schema, infer_schema, parse_blocks, with_blocks
 
     method = args.method or ("dcclustering" if args.task == "clustering" else "dccfl")
     if method not in METHODS:
@@ -159,9 +159,9 @@ def _whole(text: str, option: str) -> int:
 
 
 def cmd_anchor_new(args) -> None:
-    from .anchor import anchor_for_kit
-    from .kit import Kit
-    from .tabular import read_table
+    from .data.tabular import read_table
+    from .formats.anchor import anchor_for_kit
+    from .formats.kit import Kit
 
     kit = Kit.load(args.kit)
     local = seed = None
@@ -177,10 +177,10 @@ def cmd_anchor_new(args) -> None:
 
 
 def cmd_participant_export(args) -> None:
-    from .anchor import AnchorFile
-    from .kit import Kit
+    from .formats.anchor import AnchorFile
+    from .formats.kit import Kit
+    from .formats.workspace import SiteWorkspace, default_workspace
     from .participant import ParticipantExport
-    from .workspace import SiteWorkspace, default_workspace
 
     kit = Kit.load(args.kit)
     anchor = AnchorFile.load(args.anchor, expect_project=kit.project_id) if args.anchor else None
@@ -199,8 +199,8 @@ def cmd_participant_export(args) -> None:
 
 
 def cmd_participant_apply(args) -> None:
+    from .formats.workspace import SiteWorkspace, default_workspace
     from .participant import apply_package
-    from .workspace import SiteWorkspace, default_workspace
 
     ident = load_identity(args.identity)
     ws = SiteWorkspace(args.workspace or default_workspace(args.identity))
@@ -213,8 +213,8 @@ def cmd_participant_apply(args) -> None:
 
 def _session(args):
     from .analyst import AnalystSession
-    from .kit import Kit
-    from .workspace import AnalystWorkspace, default_workspace
+    from .formats.kit import Kit
+    from .formats.workspace import AnalystWorkspace, default_workspace
 
     ident = load_identity(args.identity)
     kit = Kit.load(args.kit, expect_analyst=ident.card)

@@ -20,14 +20,14 @@ import pandas as pd
 from sklearn.datasets import load_breast_cancer
 
 from .analyst import AnalystSession
-from .anchor import make_anchor
-from .identity import Identity
-from .kit import Kit
-from .mlp import BatchedMLP
+from .data.schema import infer_schema
+from .data.tabular import read_table
+from .formats.anchor import make_anchor
+from .formats.identity import Identity
+from .formats.kit import Kit
+from .formats.workspace import AnalystWorkspace, SiteWorkspace
+from .learn.mlp import BatchedMLP
 from .participant import ParticipantExport, apply_package
-from .schema import infer_schema
-from .tabular import read_table
-from .workspace import AnalystWorkspace, SiteWorkspace
 
 SITES = [("north-referral", 0.70), ("east-referral", 0.60), ("south-screening", 0.15),
          ("west-screening", 0.10), ("central-clinic", 0.20)]  # (name, share of malignant rows)

@@ -15,16 +15,16 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
-from .anchor import AnchorFile
 from .control import JobControl, ensure
-from .envelope import Payload, SealedFile, inspect, open_sealed, seal
+from .data.tabular import CsvOptions, LocalTable, preview, read_table
 from .errors import ConfigError, DataError, FormatError
-from .fileio import atomic_writer
-from .identity import Identity
-from .kit import Kit
+from .formats.anchor import AnchorFile
+from .formats.envelope import Payload, SealedFile, inspect, open_sealed, seal
+from .formats.fileio import atomic_writer
+from .formats.identity import Identity
+from .formats.kit import Kit
+from .formats.workspace import SiteWorkspace
 from .methods import SiteExport, SiteInput, get_method
-from .tabular import CsvOptions, LocalTable, preview, read_table
-from .workspace import SiteWorkspace
 
 
 def hash_ids(ids: np.ndarray, key: bytes) -> np.ndarray:

@@ -13,7 +13,7 @@ import platform
 import numpy as np
 
 from . import __version__
-from .kit import Kit
+from .formats.kit import Kit
 from .methods import MethodResult
 
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from core.audit import GENESIS, AuditLog
 from core.errors import ConfigError, VerificationError
+from core.formats.audit import GENESIS, AuditLog
 
 
 def filled(tmp_path, n: int = 5) -> AuditLog:

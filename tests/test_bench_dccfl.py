@@ -99,8 +99,7 @@ def test_dccfl_finds_the_two_groups_and_beats_dc():
 def test_anchor_basis_matches_plain_alignment(affine):
     """AnchorBasis (shared factorisation, reused across clusters) gives DCAlignment's maps: the aligned
     anchors agree up to the sign of each singular vector, so their Gram matrices agree."""
-    from core.alignment import DCAlignment
-    from core.methods.dccfl import AnchorBasis
+    from core.learn.alignment import AnchorBasis, DCAlignment
 
     rng = np.random.default_rng(0)
     anchor = rng.normal(size=(60, 6))

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.clustering_metrics import ari
-from core.data_clustering import kmeans
+from core.bench.clustering_metrics import ari
+from core.learn.data_clustering import kmeans
 from tests.cli import WF, refused, run
 from tests.clusterkit import BLOCKS, make_grid
 from tests.test_privacy_boundary import BLOCKED_RUN, ROOT

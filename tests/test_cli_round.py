@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.envelope import Payload, seal
-from core.identity import Identity
-from core.mlp import BatchedMLP
+from core.formats.envelope import Payload, seal
+from core.formats.identity import Identity
+from core.learn.mlp import BatchedMLP
 from tests.cli import WF, refused, run
 from tests.roundkit import CLASSES, FEATURES, make_sites
 
@@ -86,7 +86,7 @@ def test_round_outputs_and_accuracy(round_dir):
 
 
 def test_audit_logs_chain(round_dir):
-    from core.audit import AuditLog
+    from core.formats.audit import AuditLog
 
     d, _ = round_dir
     assert AuditLog(d / "site1/site1.workspace/audit.jsonl").verify() >= 2  # export + apply

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from core.alignment import DCAlignment
-from core.anchor import AnchorFile, extended_smote, make_anchor
-from core.client_clustering import LabelDistributionClustering, tv_distances
 from core.errors import ConfigError, FormatError
-from core.reduction import AffineMap, PrivateReduction
+from core.formats.anchor import AnchorFile, extended_smote, make_anchor
+from core.learn.alignment import DCAlignment
+from core.learn.client_clustering import LabelDistributionClustering, tv_distances
+from core.learn.reduction import AffineMap, PrivateReduction
 
 
 @pytest.fixture

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import envelope as env
 from core.control import JobControl
 from core.errors import Cancelled, ConfigError, DCError, FormatError, VerificationError
-from core.fileio import canonical_json
-from core.identity import Identity
+from core.formats import envelope as env
+from core.formats.fileio import canonical_json
+from core.formats.identity import Identity
 
 PROJECT = "proj-2024-heart"
 

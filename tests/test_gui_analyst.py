@@ -7,6 +7,7 @@ tampered, a duplicate and a foreign bundle); every test works on its own copy of
 from __future__ import annotations
 
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -19,11 +20,11 @@ pytestmark = pytest.mark.usefixtures("private_settings")
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QFileDialog  # noqa: E402
 
-from core.kit import Kit  # noqa: E402
+from core.formats.kit import Kit  # noqa: E402
+from core.simulation.projects import build_project, fake_clustering_result  # noqa: E402
 from gui.analyst.bundles import COL_CONFIRMED, COL_FILE, COL_LABELS, COL_STATUS  # noqa: E402
 from gui.analyst.common import COUNTS_ROLE, confirmed_fingerprints  # noqa: E402
 from gui.analyst.project import passphrase_strength  # noqa: E402
-from gui.analyst.shots import build_project, fake_clustering_result  # noqa: E402
 from gui.analyst.window import AnalystWindow  # noqa: E402
 
 PASS = "correct horse battery staple"
@@ -309,7 +310,7 @@ def test_cancel_training_keeps_nothing(qtbot, project, tmp_path):
 # ---- data clustering ---------------------------------------------------------------------------------------
 def test_data_clustering_page_draws_the_details_contract(qtbot):
     from gui.analyst.clustering import DataClusteringPage
-    from gui.analyst.window import AnalystState
+    from gui.analyst.state import AnalystState
 
     page = DataClusteringPage(AnalystState())
     qtbot.addWidget(page)
@@ -330,7 +331,8 @@ def test_measure_stall_reports_gaps(qtbot):
     from PySide6.QtWidgets import QApplication
 
     from gui.jobs import Job
-    from gui.stall import measure_stall
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "tools"))
+    from stall import measure_stall
 
     job = Job(lambda control: time.sleep(0.2), "sleep")
     m = measure_stall(QApplication.instance(), job, interval_ms=5, tail_ms=50)
@@ -340,7 +342,7 @@ def test_measure_stall_reports_gaps(qtbot):
 
 def test_clustering_kit_round_through_the_window(qtbot, tmp_path):
     from core.methods import METHODS
-    from gui.analyst.shots import build_clustering_project
+    from core.simulation.projects import build_clustering_project
 
     if "dcclustering" not in METHODS:
         pytest.skip("no dcclustering method in core yet")

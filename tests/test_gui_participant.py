@@ -15,13 +15,13 @@ pytestmark = pytest.mark.usefixtures("private_settings")
 
 
 from core.analyst import AnalystSession  # noqa: E402
-from core.anchor import AnchorFile, make_anchor  # noqa: E402
-from core.identity import Identity  # noqa: E402
-from core.kit import Kit  # noqa: E402
+from core.data.schema import infer_schema  # noqa: E402
+from core.data.tabular import read_table  # noqa: E402
+from core.formats.anchor import AnchorFile, make_anchor  # noqa: E402
+from core.formats.identity import Identity  # noqa: E402
+from core.formats.kit import Kit  # noqa: E402
+from core.formats.workspace import AnalystWorkspace, SiteWorkspace, default_workspace  # noqa: E402
 from core.participant import ParticipantExport  # noqa: E402
-from core.schema import infer_schema  # noqa: E402
-from core.tabular import read_table  # noqa: E402
-from core.workspace import AnalystWorkspace, SiteWorkspace, default_workspace  # noqa: E402
 from gui import settings as app_settings  # noqa: E402
 from gui.participant import ParticipantWizard, ResultsWindow  # noqa: E402
 from tests.roundkit import FEATURES, make_sites  # noqa: E402

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.usefixtures("private_settings")
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QFileDialog  # noqa: E402
 
-from core.kit import Kit  # noqa: E402
+from core.formats.kit import Kit  # noqa: E402
 from gui.analyst import window as analyst_window  # noqa: E402
 from gui.participant import ParticipantWizard, ResultsWindow  # noqa: E402
 from tests.roundkit import CLASSES, make_sites  # noqa: E402

@@ -11,9 +11,9 @@ import unicodedata
 import pyrage
 import pytest
 
-from core import identity as identity_mod
 from core.errors import ConfigError, DCError, FormatError, VerificationError
-from core.identity import CARD_FORMAT, Identity, PublicCard
+from core.formats import identity as identity_mod
+from core.formats.identity import CARD_FORMAT, Identity, PublicCard
 
 LOG_N = 14
 FP_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{4}(-[0-9A-HJKMNP-TV-Z]{4}){3}$")

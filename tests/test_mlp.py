@@ -1,4 +1,4 @@
-"""Tests for core.mlp: batched training of independent MLPs."""
+"""Tests for core.learn.mlp: batched training of independent MLPs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 
 from core.control import JobControl
 from core.errors import Cancelled, ConfigError, FormatError
-from core.mlp import BatchedMLP, MLPWeights, average_weights, init_weights
+from core.learn.mlp import BatchedMLP, MLPWeights, average_weights, init_weights
 
 
 def _blobs(n: int, d: int, k: int, seed: int, sep: float = 4.0) -> tuple[np.ndarray, np.ndarray]:

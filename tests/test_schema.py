@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from core.data.schema import FeatureColumn, Schema, infer_schema, natural_sorted
+from core.data.tabular import CsvOptions, read_table
 from core.errors import ConfigError, DataError, FormatError
-from core.schema import FeatureColumn, Schema, infer_schema, natural_sorted
-from core.tabular import CsvOptions, read_table
 
 SCHEMA = Schema(
     features=[FeatureColumn("age", 0, 120.5), FeatureColumn("bmi"), FeatureColumn("年齢", min=-1.5)],

@@ -7,12 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import tabular, tabular_synth
+from core.bench import tabular_synth
+from core.bench.tabular_synth import write_synthetic_csv
 from core.control import JobControl
+from core.data import tabular
+from core.data.schema import FeatureColumn, Schema
+from core.data.tabular import CsvOptions, detect_format, preview, read_table
 from core.errors import Cancelled, ConfigError, DataError
-from core.schema import FeatureColumn, Schema
-from core.tabular import CsvOptions, detect_format, preview, read_table
-from core.tabular_synth import write_synthetic_csv
 
 SCHEMA = Schema([FeatureColumn("age"), FeatureColumn("bmi")], label="outcome", classes=["no", "yes"])
 

@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..anchor import extended_smote
 from ..errors import ConfigError
-from ..fileio import write_json_atomic, write_text_atomic
+from ..formats.anchor import extended_smote
+from ..formats.fileio import write_json_atomic, write_text_atomic
 from ..methods.base import ReceivedBundle, SiteInput
 from ..methods.dccfl import DC, DCCFL
 from ..simulation.fl_baselines import (
@@ -113,7 +113,7 @@ CHOICES = [
     "DC family: the private map f_i (standardise + PCA to m − 1) is fitted on the client's training rows; "
     "the site shuffles rows before shipping; linear alignment, C = I, singular values ≥ 1e-2 (absolute); "
     "the aligned rows are standardised per cluster before training (reference code). The maps are computed "
-    "through one shared basis of all sites' anchor images (core.methods.dccfl.AnchorBasis): equal to "
+    "through one shared basis of all sites' anchor images (core.learn.alignment.AnchorBasis): equal to "
     "(X̃ᵢᵃⁿᶜ)†U₁ in exact arithmetic, with directions at float32-rounding level treated as zero. This matters "
     "on covertype, where binary columns that are constant in the 100 public rows make every anchor image "
     "rank-deficient (rank 39 of 53): a plain pinv of the float32 arrays inverts rounding noise.",

@@ -29,11 +29,11 @@ if mode == "read":
     rows = len(df)
 else:
     from pathlib import Path
-    from core.anchor import AnchorFile
-    from core.identity import Identity
-    from core.kit import Kit
+    from core.formats.anchor import AnchorFile
+    from core.formats.identity import Identity
+    from core.formats.kit import Kit
     from core.participant import ParticipantExport
-    from core.workspace import SiteWorkspace
+    from core.formats.workspace import SiteWorkspace
     w = Path(work)
     kit = Kit.load(w / "p.dckit")
     job = ParticipantExport(kit, w / "p.dckit", Identity.load(w / "site.dcid", "bench"),
@@ -54,10 +54,10 @@ def _child(mode: str, csv: Path, work: Path) -> dict:
 
 
 def run(rows: int = 1_000_000, features: int = 50, repeats: int = 2, folder: Path | None = None) -> dict:
-    from ..anchor import make_anchor
-    from ..identity import Identity
-    from ..kit import Kit
-    from ..tabular_synth import write_synthetic_csv
+    from ..formats.anchor import make_anchor
+    from ..formats.identity import Identity
+    from ..formats.kit import Kit
+    from .tabular_synth import write_synthetic_csv
 
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         work = Path(tmp)

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ..envelope import Payload, open_sealed, seal
-from ..identity import Identity
+from ..formats.envelope import Payload, open_sealed, seal
+from ..formats.identity import Identity
 
 TARGET_MB_S = 300.0
 

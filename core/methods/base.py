@@ -70,7 +70,7 @@ class ReceivedBundle:
     envelope_id: str
     manifest: dict
     arrays: dict[str, np.ndarray]
-    card: Any = None  # core.identity.PublicCard (kept untyped to keep this module dependency-free)
+    card: Any = None  # core.formats.identity.PublicCard (kept untyped to keep this module dependency-free)
 
 
 @dataclass

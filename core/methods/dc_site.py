@@ -11,7 +11,7 @@ import numpy as np
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
-from ..reduction import AffineMap, PrivateReduction, default_dimension
+from ..learn.reduction import AffineMap, PrivateReduction, default_dimension
 from .base import Disclosure, SiteExport, SiteInput
 
 SITE_DEFAULTS = {"reduction": "pca", "dimension": None, "noise": 0.0, "seed": None}

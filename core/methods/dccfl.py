@@ -28,11 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..alignment import DCAlignment, SiteMapping
-from ..client_clustering import T_GRID, LabelDistributionClustering
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
-from ..mlp import BatchedMLP, MLPWeights
+from ..learn.alignment import AnchorBasis, DCAlignment, SiteMapping
+from ..learn.client_clustering import T_GRID, LabelDistributionClustering
+from ..learn.mlp import BatchedMLP, MLPWeights
 from .base import Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
 from .dc_site import SITE_DEFAULTS, check_dc_bundle, dc_site_compute, site_map
 
@@ -81,59 +81,6 @@ def _alignment(settings: dict) -> DCAlignment:
         raise ConfigError("alignment must be 'linear' or 'affine'")
     return DCAlignment(affine=settings["alignment"] == "affine", threshold=float(settings["threshold"]),
                        relative=bool(settings["relative_threshold"]), scale=settings["scale"])
-
-
-class AnchorBasis:
-    """One orthonormal basis Q of the span of every site's (augmented) anchor image, so that the DC
-    alignment of any cluster of sites reuses per-site factorisations instead of redoing SVDs.
-
-    With Āᵢ = Q Bᵢ (Bᵢ = QᵀĀᵢ, r × m̃ᵢ) for every site, the stacked anchor matrix of a cluster is
-    [Āᵢ]_{i∈C} = Q [Bᵢ]_{i∈C}: its singular values equal those of the small r × Σm̃ᵢ matrix [Bᵢ], its left
-    singular vectors are Q Ū, and Gᵢ = Āᵢ† U₁C = Bᵢ† Ū₁C (algorithms.md §1.3–1.4). Every site's image of
-    X^anc is an affine function of X^anc, so r ≤ m + 1 however many sites there are, and a cluster costs an
-    SVD of an (m + 1) × Σm̃ᵢ matrix. Q is grown block by block from the residuals Āᵢ − QQᵀĀᵢ; residual
-    directions with singular value below ``tol``·‖Āᵢ‖₂ (float32 rounding of the shipped arrays) are left
-    out, which moves any singular value of a cluster's stack by far less than the 1e-2 cut.
-
-    The pseudoinverse uses the same relative cut: the anchor images arrive in float32 (relative precision
-    ~6e-8), so a site whose private map flattens a direction the anchor varies in (e.g. a column constant
-    at that site) shows a singular value of ~1e-9·‖Bᵢ‖ instead of 0. NumPy's default cut (~1e-14)
-    would invert it and scale that direction of the site's rows by ~1e8, which wrecks the cluster's
-    standardisation; the exact-arithmetic Moore–Penrose inverse, which this computes, maps it to 0.
-    """
-
-    def __init__(self, anchor_reps: list[np.ndarray], *, affine: bool, tol: float = 1e-6):
-        self.affine = affine
-        blocks = [np.asarray(a, np.float64) for a in anchor_reps]
-        if affine:
-            blocks = [np.hstack([a, np.ones((a.shape[0], 1))]) for a in blocks]
-        r = blocks[0].shape[0]
-        Q = np.zeros((r, 0))
-        for b in blocks:
-            R = b - Q @ (Q.T @ b)
-            R -= Q @ (Q.T @ R)                           # second pass keeps Q orthonormal
-            U, sv, _ = np.linalg.svd(R, full_matrices=False)
-            top = np.linalg.norm(b, 2)
-            Q = np.hstack([Q, U[:, sv > tol * top]])
-        self.Q = Q
-        self.B = [Q.T @ b for b in blocks]
-        self.pinv = [np.linalg.pinv(b, rcond=tol) for b in self.B]
-
-    def align(self, members: tuple[int, ...], settings: dict) -> dict[int, SiteMapping]:
-        """The cluster's maps ``{site: SiteMapping}``, as :class:`~core.alignment.DCAlignment` would fit."""
-        U, sv, _ = np.linalg.svd(np.hstack([self.B[i] for i in members]), full_matrices=False)
-        cut = float(settings["threshold"]) * (sv[0] if settings["relative_threshold"] else 1.0)
-        dim = int(np.sum(sv >= cut))
-        if dim < 1:
-            raise ConfigError("no singular value of the anchor representations passes the threshold")
-        if settings["scale"] not in ("identity", "singular"):
-            raise ConfigError(f"unknown alignment scale '{settings['scale']}'")
-        target = U[:, :dim] * (sv[:dim] if settings["scale"] == "singular" else 1.0)
-        maps = {}
-        for i in members:
-            M = self.pinv[i] @ target
-            maps[i] = SiteMapping(M[:-1], M[-1]) if self.affine else SiteMapping(M, np.zeros(dim))
-        return maps
 
 
 def train_cluster_models(bundles: list[ReceivedBundle], clusters: list[tuple[int, ...]], n_classes: int,

@@ -2,7 +2,7 @@
 
 Algorithm 3 of the paper, on a grid of c row groups × d feature blocks (algorithms.md §5):
 1. site (i, j): X̃_{i,j} = f_{i,j}(X_{i,j}) and X̃ᵃⁿᶜ_{i,j} = f_{i,j}(Xᵃⁿᶜ_{:,j}) with its private f (standardise,
-   PCA to m_j − 1; eqs. 5–6), rows shuffled, ids only as keyed hashes (:mod:`core.row_linkage`);
+   PCA to m_j − 1; eqs. 5–6), rows shuffled, ids only as keyed hashes (:mod:`core.learn.row_linkage`);
 2. analyst: link the blocks of the same people into row groups and join them, X̃_i = [X̃_{i,1}, …, X̃_{i,d}]
    and X̃ᵃⁿᶜ_i likewise (eqs. 7–8);
 3. affine alignment (default; eqs. 17–20): [X̃ᵃⁿᶜ_1, 1, …, X̃ᵃⁿᶜ_c, 1] ≈ Ū₁Σ̄₁V̄₁ᵀ, [G'_i; g*_i] = [X̃ᵃⁿᶜ_i, 1]† Ū₁C,
@@ -30,12 +30,12 @@ import hashlib
 
 import numpy as np
 
-from ..alignment import DCAlignment
 from ..control import JobControl, ensure
-from ..data_clustering import ALGORITHMS, EMBEDDINGS, DataClustering, best_k, k_curve
+from ..data.schema import ALL_COLUMNS
 from ..errors import ConfigError, FormatError
-from ..row_linkage import VerticalLinkage
-from ..schema import ALL_COLUMNS
+from ..learn.alignment import DCAlignment
+from ..learn.data_clustering import ALGORITHMS, EMBEDDINGS, DataClustering, best_k, k_curve
+from ..learn.row_linkage import VerticalLinkage
 from .base import Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
 from .dc_site import check_dc_bundle, dc_site_compute
 

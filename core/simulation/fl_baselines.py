@@ -1,6 +1,6 @@
 """In-process simulations of the multi-round baselines of the DC-CFL experiments (paper §5.1).
 
-Every client's local training of a round runs in one :class:`~core.mlp.BatchedMLP` call (all clients in
+Every client's local training of a round runs in one :class:`~core.learn.mlp.BatchedMLP` call (all clients in
 parallel), with the same MLP as DC-CFL (``d → 64 → 32 → K``, ReLU, SGD, batch 32). Participation is
 100 % in every round and aggregation is size-weighted, ``θ = Σ_i n_i θ_i / Σ_i n_i`` (McMahan et al.
 2017, FedAvg).
@@ -29,7 +29,7 @@ from sklearn.preprocessing import StandardScaler
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError
-from ..mlp import BatchedMLP, MLPWeights, average_weights, init_weights
+from ..learn.mlp import BatchedMLP, MLPWeights, average_weights, init_weights
 
 ClientData = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 

@@ -43,7 +43,7 @@ from .common import (
     label_counts,
     set_fingerprint_confirmed,
 )
-from .window import AnalystState
+from .state import AnalystState
 
 COL_SITE, COL_FINGERPRINT, COL_CONFIRMED, COL_STATUS, COL_ROWS, COL_LABELS, COL_FILE = range(7)
 

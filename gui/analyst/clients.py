@@ -1,6 +1,6 @@
 """Clients page: how the sites' label distributions differ, and where to cut them into clusters.
 
-A view over :class:`core.client_clustering.LabelDistributionClustering` fitted on the imported bundles'
+A view over :class:`core.learn.client_clustering.LabelDistributionClustering` fitted on the imported bundles'
 label counts: the total-variation distance heatmap, the complete-linkage dendrogram with a draggable
 threshold line that re-cuts the clusters live (``cut(t)``), each cluster's pooled label distribution,
 and — after training — the automatically chosen t with its hold-out validation curve.
@@ -29,13 +29,13 @@ from PySide6.QtWidgets import (
 )
 from scipy.cluster.hierarchy import dendrogram
 
-from core.client_clustering import LabelDistributionClustering
 from core.errors import DCError
+from core.learn.client_clustering import LabelDistributionClustering
 from core.methods import METHODS
 
 from ..widgets import MessageLabel
 from .common import GREY, cluster_color, label_counts, make_plot
-from .window import AnalystState
+from .state import AnalystState
 
 DEFAULT_T = 0.2  # LabelDistributionClustering's default
 

@@ -23,7 +23,7 @@ from core.methods import METHODS, MethodResult
 
 from ..widgets import MessageLabel
 from .common import cluster_color, make_plot
-from .window import AnalystState
+from .state import AnalystState
 
 MAX_POINTS = 20000  # drawn; the projection itself uses every row
 

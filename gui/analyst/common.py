@@ -28,8 +28,8 @@ class ThrottledJob(Job):
     """A :class:`gui.jobs.Job` whose progress reaches the UI at most ``max_hz`` times a second.
 
     Core jobs report every epoch; repainting the progress text that often, while the training thread
-    competes for the GIL, was the main cause of the window freezing during training (``python -m
-    gui.stall``). A report whose wording changes (a new phase, not just a new number) always goes through.
+    competes for the GIL, was the main cause of the window freezing during training (``python docs/tools/stall.py``).
+    A report whose wording changes (a new phase, not just a new number) always goes through.
     """
 
     max_hz = 8.0

@@ -36,7 +36,7 @@ from core.errors import DCError
 from ..jobs import Job
 from ..widgets import JobPanel, MessageLabel
 from .common import ThrottledJob, confirmed_fingerprints, hide_when_done
-from .window import AnalystState
+from .state import AnalystState
 
 _SVG = re.compile(r"<svg\b.*?</svg>", re.S)
 _FIGURE = re.compile(r"<figure>(.*?)<figcaption>(.*?)</figcaption></figure>", re.S)

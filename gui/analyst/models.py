@@ -39,7 +39,7 @@ from core.methods import METHODS
 from ..jobs import Job
 from ..widgets import JobPanel, MessageLabel
 from .common import ThrottledJob, cluster_color, confirmed_fingerprints, hide_when_done, make_plot
-from .window import AnalystState, training_threads
+from .state import AnalystState, training_threads
 
 
 def _thread_limits(n: int):

@@ -1,6 +1,6 @@
 """Project page: the analyst's identity, and the project kit (created from a sample CSV, or opened).
 
-Holds core objects only: an :class:`core.identity.Identity`, a :class:`core.kit.Kit` and, once both are
+Holds core objects only: an :class:`core.formats.identity.Identity`, a :class:`core.formats.kit.Kit` and, once both are
 there, the :class:`core.analyst.AnalystSession` it hands to :class:`AnalystState`.
 
 Test hooks. Identity: ``identity_tabs`` (0 open, 1 create), ``identity_path_edit``,
@@ -50,19 +50,19 @@ from PySide6.QtWidgets import (
 )
 
 from core.analyst import AnalystSession
+from core.data.schema import FeatureColumn, Schema, infer_schema, parse_blocks, with_blocks
+from core.data.tabular import preview
 from core.errors import DCError
-from core.identity import SCRYPT_LOG_N_DEFAULT, Identity, check_name
-from core.kit import Kit
+from core.formats.identity import SCRYPT_LOG_N_DEFAULT, Identity, check_name
+from core.formats.kit import Kit
+from core.formats.workspace import AnalystWorkspace, default_workspace
 from core.methods import METHODS, get_method
-from core.schema import FeatureColumn, Schema, infer_schema, parse_blocks, with_blocks
-from core.tabular import preview
-from core.workspace import AnalystWorkspace, default_workspace
 
 from .. import settings as app_settings
 from ..jobs import Job
 from ..widgets import FingerprintView, JobPanel, MessageLabel, passphrase_edit
 from .common import ThrottledJob
-from .window import AnalystState
+from .state import AnalystState
 
 NONE = "—"
 LABEL_GUESSES = ("label", "class", "target", "y", "outcome", "diagnosis")

@@ -1,17 +1,16 @@
 """The analyst's main window: a step list on the left, one page per step on the right.
 
-All pages share one :class:`AnalystState`: the open :class:`core.analyst.AnalystSession`, the received
-bundles, the threshold chosen on the Clients page and the last :class:`core.methods.MethodResult`. Pages
-subscribe to its signals (napari's split: the state knows nothing about widgets).
+All pages share one :class:`core.analyst_state.AnalystState` through its Qt adapter
+(:mod:`gui.analyst.state`): the open session, the received bundles, the chosen threshold and the last
+result. Pages subscribe to its signals (napari's split: the state knows nothing about widgets).
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -25,75 +24,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.analyst import AnalystSession
-from core.methods import MethodResult, ReceivedBundle
-
 from .. import settings as app_settings
 from ..widgets import JobPanel
-
-
-class AnalystState(QObject):
-    """What the analyst has open. Signals tell pages when a part of it changed."""
-
-    session_changed = Signal()
-    bundles_changed = Signal()
-    threshold_changed = Signal()
-    result_changed = Signal()
-
-    def __init__(self, parent: QObject | None = None):
-        super().__init__(parent)
-        self.session: AnalystSession | None = None
-        self.kit_path: Path | None = None
-        self.identity_path: Path | None = None
-        self.bundles: list[ReceivedBundle] = []
-        self.t_choice: str | float = "auto"  # "auto" or the threshold set on the Clients page
-        self.result: MethodResult | None = None
-        self.result_bundles: list[ReceivedBundle] = []
-        self.workspace_lock = threading.Lock()  # import and export never write the workspace at once
-
-    # ---- setters (each emits one signal) ---------------------------------------------------------------
-    def set_session(self, session: AnalystSession | None, kit_path: Path | None, identity_path: Path | None) -> None:
-        self.session, self.kit_path, self.identity_path = session, kit_path, identity_path
-        self.bundles, self.result, self.result_bundles = [], None, []
-        if session is not None:
-            t = session.kit.settings.get("t", "auto")
-            self.t_choice = t if t == "auto" else float(t)
-        self.session_changed.emit()
-        self.bundles_changed.emit()
-        self.result_changed.emit()
-
-    def add_bundles(self, bundles: list[ReceivedBundle]) -> None:
-        known = {b.envelope_id for b in self.bundles}
-        new = [b for b in bundles if b.envelope_id not in known]
-        if not new:
-            return
-        self.bundles.extend(new)
-        self.bundles_changed.emit()
-        if self.result is not None:  # a result no longer covers every imported site
-            self.set_result(None, [])
-
-    def set_threshold(self, t: str | float) -> None:
-        t = t if t == "auto" else round(float(t), 4)
-        if t != self.t_choice:
-            self.t_choice = t
-            self.threshold_changed.emit()
-
-    def set_result(self, result: MethodResult | None, bundles: list[ReceivedBundle]) -> None:
-        self.result, self.result_bundles = result, list(bundles)
-        self.result_changed.emit()
-
-    # ---- derived -----------------------------------------------------------------------------------------
-    @property
-    def kit(self):
-        return None if self.session is None else self.session.kit
-
-    @property
-    def classes(self) -> list[str]:
-        return [] if self.session is None else list(self.session.kit.schema.classes)
-
-    @property
-    def task(self) -> str:
-        return "" if self.session is None else self.session.kit.task
+from .state import AnalystState, training_threads
 
 
 class AnalystWindow(QMainWindow):
@@ -242,7 +175,7 @@ def warm_up() -> threading.Thread | None:
 
     Loading torch's native library holds the GIL for a few hundred milliseconds (the UI thread cannot run
     meanwhile). Done here, that pause falls while the analyst reads the Project page instead of right after
-    they press Train, so training itself never stalls the window (measured with ``python -m gui.stall``).
+    they press Train, so training itself never stalls the window (measured with ``python docs/tools/stall.py``).
     """
     global WARM_UP_THREAD
     if "torch" in sys.modules:
@@ -261,15 +194,3 @@ def _import_torch() -> None:
     except Exception:  # training reports a missing engine itself, with a clear message
         return
     torch.set_num_threads(training_threads())
-
-
-def training_threads() -> int:
-    """Threads for torch's kernels in the desktop app: every core but one, which stays free for the window.
-
-    With as many kernel threads as cores, torch's spinning worker threads and the UI thread fight for the
-    cores; on a busy two-core machine that made one training run more than ten times slower and froze
-    the window for tenths of a second (``python -m gui.stall --torch-threads 2``).
-    """
-    import os
-
-    return max(1, (os.cpu_count() or 2) - 1)

@@ -18,9 +18,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.anchor import KINDS, AnchorFile, anchor_for_kit
+from core.data.tabular import read_table
 from core.errors import DCError
-from core.tabular import read_table
+from core.formats.anchor import KINDS, AnchorFile, anchor_for_kit
 
 from .. import settings as app_settings
 from ..widgets import MessageLabel

@@ -28,11 +28,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.data.tabular import MISSING_TOKENS, CsvFormat, CsvOptions, LocalTable, data_records, preview
 from core.errors import DCError
+from core.formats.workspace import SiteWorkspace
 from core.methods import get_method
 from core.participant import ParticipantExport
-from core.tabular import MISSING_TOKENS, CsvFormat, CsvOptions, LocalTable, data_records, preview
-from core.workspace import SiteWorkspace
 
 from ..jobs import Job
 from .common import Page, PathField, TextFrameModel

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QPushButton
 
-from core.envelope import SealedFile
+from core.formats.envelope import SealedFile
 
 from .. import settings as app_settings
 from .common import Page, PathField, human_size, safe_file_name

@@ -19,8 +19,8 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import ConfigError
-from core.identity import SCRYPT_LOG_N_DEFAULT, Identity, check_name
-from core.workspace import default_workspace
+from core.formats.identity import SCRYPT_LOG_N_DEFAULT, Identity, check_name
+from core.formats.workspace import default_workspace
 
 from .. import settings as app_settings
 from ..widgets import FingerprintView, MessageLabel, passphrase_edit

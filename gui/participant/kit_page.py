@@ -9,9 +9,9 @@ from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QGroupBox, QLabel, QVBoxLayout
 
 from core.errors import DCError
-from core.kit import Kit
+from core.formats.kit import Kit
+from core.learn.reduction import default_dimension
 from core.methods import get_method
-from core.reduction import default_dimension
 
 from ..widgets import FingerprintView
 from .common import ANCHOR_WORDS, LABELS_LEAVE_WORDS, Page, PathField

@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from core.learn.reduction import default_dimension
 from core.methods.base import SiteExport
-from core.reduction import default_dimension
 
 from .common import REDUCTION_WORDS, Page, human_size
 

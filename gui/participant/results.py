@@ -25,14 +25,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.envelope import inspect
+from core.data.schema import natural_sorted
+from core.data.tabular import CsvOptions, preview
 from core.errors import DCError
-from core.identity import Identity
-from core.kit import Kit
+from core.formats.envelope import inspect
+from core.formats.identity import Identity
+from core.formats.kit import Kit
+from core.formats.workspace import SiteWorkspace, default_workspace
 from core.participant import ApplyResult, apply_package
-from core.schema import natural_sorted
-from core.tabular import CsvOptions, preview
-from core.workspace import SiteWorkspace, default_workspace
 
 from ..widgets import JobPanel, MessageLabel, passphrase_edit
 from .common import PathField, TextFrameModel, identity_file_field, run_job

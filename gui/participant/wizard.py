@@ -12,9 +12,9 @@ from pathlib import Path
 from PySide6.QtCore import QSize
 from PySide6.QtWidgets import QWidget, QWizard
 
-from core.anchor import AnchorFile
-from core.identity import Identity
-from core.kit import Kit
+from core.formats.anchor import AnchorFile
+from core.formats.identity import Identity
+from core.formats.kit import Kit
 from core.participant import ParticipantExport
 
 from .anchor_page import AnchorPage

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .control import JobControl, ensure
-from .errors import ConfigError, FormatError
+from ..control import JobControl, ensure
+from ..errors import ConfigError, FormatError
 
 if TYPE_CHECKING:  # torch is imported only where a model is trained: sites never pay for it
     import torch

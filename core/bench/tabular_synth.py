@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ConfigError
-from .fileio import atomic_writer
-from .schema import FeatureColumn, Schema
+from ..data.schema import FeatureColumn, Schema
+from ..errors import ConfigError
+from ..formats.fileio import atomic_writer
 
 _BLOCK_ROWS = 20_000
 

@@ -23,8 +23,8 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components, laplacian
 from scipy.sparse.linalg import LinearOperator, eigsh
 
-from .control import JobControl, ensure
-from .errors import ConfigError
+from ..control import JobControl, ensure
+from ..errors import ConfigError
 
 ALGORITHMS = ("kmeans", "spectral")
 EMBEDDINGS = ("sklearn", "sym")

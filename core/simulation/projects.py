@@ -1,20 +1,13 @@
-"""Screenshots of the analyst window, and the synthetic project they (and the stall probe) use.
+"""Synthetic analyst projects for tests, screenshots and the responsiveness probe.
 
 :func:`build_project` makes a small but real round with core only: the analyst's identity (scrypt
 log_n=14), a signed kit, a participant-side anchor and one sealed bundle per site, with label skew so the
-sites fall into groups. :func:`render` opens the window on it, walks every page (after import, after a
-threshold move, after training, after export) and saves ``widget.grab()`` PNGs as
-``analyst-<n>-<page>.png``.
-
-    QT_QPA_PLATFORM=offscreen python -m gui.analyst.shots docs/screenshots
+sites fall into groups. :func:`build_clustering_project` does the same for a clustering kit.
 """
 
 from __future__ import annotations
 
 import shutil
-import sys
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,12 +56,12 @@ def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs
     ``extras`` also writes a tampered copy of bundle 0, a byte-identical duplicate of bundle 1 and a bundle
     from another project (all three must be refused on import).
     """
-    from core.anchor import make_anchor
-    from core.identity import Identity
-    from core.kit import Kit
+    from core.data.schema import infer_schema
+    from core.formats.anchor import make_anchor
+    from core.formats.identity import Identity
+    from core.formats.kit import Kit
+    from core.formats.workspace import SiteWorkspace
     from core.participant import ParticipantExport
-    from core.schema import infer_schema
-    from core.workspace import SiteWorkspace
 
     root = Path(root)
     (root / "data").mkdir(parents=True, exist_ok=True)
@@ -138,12 +131,12 @@ def build_clustering_project(root: str | Path, *, n_sites: int = 3, rows: int = 
     the kit's public ranges): identity, kit and one bundle per site, written with core."""
     from sklearn.datasets import make_blobs
 
-    from core.anchor import make_anchor
-    from core.identity import Identity
-    from core.kit import Kit
+    from core.data.schema import infer_schema
+    from core.formats.anchor import make_anchor
+    from core.formats.identity import Identity
+    from core.formats.kit import Kit
+    from core.formats.workspace import SiteWorkspace
     from core.participant import ParticipantExport
-    from core.schema import infer_schema
-    from core.workspace import SiteWorkspace
 
     root = Path(root)
     (root / "data").mkdir(parents=True, exist_ok=True)
@@ -177,118 +170,6 @@ def build_clustering_project(root: str | Path, *, n_sites: int = 3, rows: int = 
     return Project(root, identity, PASSPHRASE, kit_path, sample, bundles, names)
 
 
-# ---- driving the window -------------------------------------------------------------------------------------
-def wait_job(app, job, timeout: float = 120.0) -> None:
-    """Process events until ``job`` ended and its signals were delivered."""
-    if job is None:
-        raise RuntimeError("no job was started")
-    deadline = time.monotonic() + timeout
-    while job.running or getattr(job, "_thread", None) is not None and job._thread.is_alive():
-        app.processEvents()
-        time.sleep(0.005)
-        if time.monotonic() > deadline:
-            raise TimeoutError(job.title)
-    for _ in range(5):
-        app.processEvents()
-
-
-def open_session(app, window, project: Project) -> None:
-    """Unlock the identity on the Project page (the kit was given to the window)."""
-    page = window.project_page
-    page.identity_path_edit.setText(str(project.identity))
-    page.open_passphrase.setText(project.passphrase)
-    wait_job(app, page.unlock_identity())
-    if window.state.session is None:
-        page.open_kit(project.kit)
-    if window.state.session is None:
-        raise RuntimeError(page.kit_message.text() or page.identity_message.text())
-    if window.bundles_page.job_panel.busy:  # re-opening what an earlier run imported
-        wait_job(app, window.bundles_page.job_panel.job)
-
-
-def _grab(app, window, out_dir: Path, n: int, key: str, written: list[Path]) -> None:
-    window.show_page(key)
-    for _ in range(10):
-        app.processEvents()
-    path = out_dir / f"analyst-{n}-{key}.png"
-    window.grab().save(str(path))
-    written.append(path)
-
-
-def render(out_dir: Path, workdir: Path) -> list[Path]:
-    """Build a 6-site project in ``workdir``, walk every page and save PNGs into ``out_dir``."""
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
-
-    from .. import settings as app_settings
-    from .window import AnalystWindow
-
-    out_dir, workdir = Path(out_dir), Path(workdir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    QSettings.setPath(QSettings.NativeFormat, QSettings.UserScope, str(workdir / "settings"))
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(workdir / "settings"))
-    app = QApplication.instance() or QApplication(["dcstudio-shots"])
-    app.setOrganizationName(app_settings.ORG)
-    app.setApplicationName(app_settings.APP)
-    project = build_project(workdir / "project", n_sites=6, rows=240, epochs=40, groups=3, extras=True)
-    window = AnalystWindow(kit_path=str(project.kit))
-    window.resize(1280, 860)
-    window.show()
-    written: list[Path] = []
-    # 1: project page, identity still locked (kit opened from the recent list)
-    page = window.project_page
-    page.identity_path_edit.setText(str(project.identity))
-    page.identity_tabs.setCurrentIndex(0)
-    page.sample_edit.setText(str(project.sample))
-    wait_job(app, page.load_sample(str(project.sample)))
-    page.project_name.setText("Skewed wards")
-    _grab(app, window, out_dir, 1, "project", written)
-    open_session(app, window, project)
-    _grab(app, window, out_dir, 2, "project", written)
-    # bundles (+ the three refusals)
-    bp = window.bundles_page
-    wait_job(app, bp.import_paths([str(p) for p in project.bundles] + [str(p) for p in project.extras.values()]))
-    for b in window.state.bundles[:4]:
-        bp.set_confirmed(b.fingerprint, True)
-    _grab(app, window, out_dir, 3, "bundles", written)
-    # clients, threshold moved
-    window.clients_page.set_threshold(0.45)
-    _grab(app, window, out_dir, 4, "clients", written)
-    window.clients_page.auto_t_check.setChecked(True)
-    # train
-    mp = window.models_page
-    window.show_page("models")
-    wait_job(app, mp.train(), timeout=300)
-    _grab(app, window, out_dir, 5, "models", written)
-    _grab(app, window, out_dir, 6, "clients", written)
-    # export
-    ep = window.export_page
-    ep.out_edit.setText(str(workdir / "packages"))
-    wait_job(app, ep.export())
-    ep.save_pdf(workdir / "packages" / "report.pdf")
-    _grab(app, window, out_dir, 7, "export", written)
-    window.close()
-    # data clustering: a real dcclustering project when core has the method, else a synthetic result
-    from core.methods import METHODS
-
-    if "dcclustering" in METHODS:
-        cproject = build_clustering_project(workdir / "clustering", n_sites=3, rows=200, k=3)
-        cwindow = AnalystWindow(kit_path=str(cproject.kit))
-        cwindow.resize(1280, 860)
-        cwindow.show()
-        open_session(app, cwindow, cproject)
-        wait_job(app, cwindow.bundles_page.import_paths([str(p) for p in cproject.bundles]))
-        wait_job(app, cwindow.models_page.train(), timeout=300)
-    else:
-        cwindow = window
-        cwindow.show()
-        cwindow.clustering_page.show_result(fake_clustering_result())
-        cwindow._refresh()
-    _grab(app, cwindow, out_dir, 8, "clustering", written)
-    cwindow.close()
-    return written
-
-
 def fake_clustering_result(n: int = 600, k: int = 3, seed: int = 0):
     """A MethodResult shaped like dcclustering's (details contract in the module docstring of
     gui.analyst.clustering), for screenshots and tests before the method exists."""
@@ -308,10 +189,3 @@ def fake_clustering_result(n: int = 600, k: int = 3, seed: int = 0):
     summary = {"method": "dcclustering", "k": k, "sites": [{"site": f"site{g}", "rows": int((groups == g).sum())}
                                                           for g in range(4)]}
     return MethodResult("dcclustering", [], summary, details)
-
-
-if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/screenshots")
-    with tempfile.TemporaryDirectory() as tmp:
-        for p in render(target, Path(tmp)):
-            print(p)

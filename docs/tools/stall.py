@@ -3,7 +3,7 @@
 :func:`measure_stall` runs a fast QTimer while a :class:`gui.jobs.Job` runs and records the longest gap
 between two ticks: the longest time the UI thread could not process events (a frozen window).
 
-``python -m gui.stall`` builds a synthetic analyst project (12 sites × 300 rows, 50 epochs by default),
+``python docs/tools/stall.py`` builds a synthetic analyst project (12 sites × 300 rows, 50 epochs by default),
 measures the app's start-up in a fresh process (process start → StartWindow shown → AnalystWindow
 shown), then drives the analyst window in this process and reports the longest stall just after the
 window opened (its one-time background import of torch), while importing, training and exporting. The
@@ -20,6 +20,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+TOOLS = Path(__file__).resolve().parent
 
 TARGET_MS = 50.0
 
@@ -114,14 +117,14 @@ def _startup_child(kit: str, settings_dir: str) -> None:
 
 
 def measure_startup(kit: Path, settings_dir: Path, runs: int = 3) -> dict:
-    """Spawn ``python -m gui.stall --startup-child`` ``runs`` times; median seconds from spawn to each mark."""
+    """Spawn ``python docs/tools/stall.py --startup-child`` ``runs`` times; median seconds from spawn to each mark."""
     env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     starts, analysts = [], []
     for _ in range(runs):
         t0 = time.time()
-        out = subprocess.run([sys.executable, "-m", "gui.stall", "--startup-child", str(kit), str(settings_dir)],
+        out = subprocess.run([sys.executable, str(TOOLS / "stall.py"), "--startup-child", str(kit), str(settings_dir)],
                              capture_output=True, text=True, env=env, cwd=root, timeout=120)
         marks = dict(line.split() for line in out.stdout.splitlines() if line.startswith(("START", "ANALYST")))
         if "ANALYST" not in marks:
@@ -138,11 +141,12 @@ def measure_startup(kit: Path, settings_dir: Path, runs: int = 3) -> dict:
 def run_probe(sites: int = 12, rows: int = 300, epochs: int = 50, t: str = "auto", interval_ms: int = 5,
               startup_runs: int = 3, switch_interval: float | None = None, workdir: Path | None = None,
               torch_threads: int | None = None, baseline_s: float = 0.0) -> dict:
+    from analyst_screens import open_session
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
+    from core.simulation.projects import build_project
     from gui import settings as app_settings
-    from gui.analyst.shots import build_project, open_session
     from gui.analyst.window import AnalystWindow
 
     tmp = None
@@ -208,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "--startup-child":
         _startup_child(argv[1], argv[2])
         return 0
-    ap = argparse.ArgumentParser(prog="python -m gui.stall", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python docs/tools/stall.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--sites", type=int, default=12)
     ap.add_argument("--rows", type=int, default=300)
     ap.add_argument("--epochs", type=int, default=50)

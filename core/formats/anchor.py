@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ConfigError, FormatError
+from ..errors import ConfigError, FormatError
 from .fileio import read_json_capped, write_json_atomic
 
 FORMAT = "dcstudio/anchor/v1"

@@ -18,16 +18,25 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
 
-from .control import JobControl, ensure
-from .errors import ConfigError, DataError
+from ..control import JobControl, ensure
+from ..errors import ConfigError, DataError
+from .ordering import natural_sorted
 
-if TYPE_CHECKING:
-    from .schema import Schema
+
+class Schema(Protocol):
+    """What reading a site's rows needs of the project's schema (:class:`core.data.schema.Schema`)."""
+
+    feature_names: list[str]
+    classes: list[str]
+    label: str | None
+    id_column: str | None
+
+    def validate(self) -> None: ...
 
 _T = TypeVar("_T")
 _Opened = tuple["CsvFormat", list[str], int]
@@ -926,7 +935,6 @@ class _TableReader:
                 label = _quote(self.schema.label)
                 raise DataError(f"line {line}: the label column {label} is empty", path=path)
             if self.unknown:
-                from .schema import natural_sorted
 
                 bad = sorted(natural_sorted(self.unknown), key=lambda v: -self.unknown[v])  # most rows first
                 count = sum(self.unknown.values())

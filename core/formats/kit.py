@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .errors import ConfigError, FormatError, VerificationError
+from ..data.schema import Schema
+from ..errors import ConfigError, FormatError, VerificationError
 from .fileio import canonical_json, read_json_capped, write_json_atomic
 from .identity import Identity, PublicCard
-from .schema import Schema
 
 FORMAT = "dcstudio/kit/v1"
 TASKS = ("classification", "clustering")

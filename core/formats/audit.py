@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, VerificationError
+from ..errors import ConfigError, VerificationError
 from .fileio import canonical_json
 from .identity import is_hex, utc_now
 

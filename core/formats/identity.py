@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
-from .errors import ConfigError, DCError, FormatError, VerificationError
+from ..errors import ConfigError, DCError, FormatError, VerificationError
 from .fileio import atomic_writer, canonical_json, read_json_capped
 
 CARD_FORMAT = "dcstudio/card/v1"

@@ -33,9 +33,9 @@ from typing import IO, Any
 import numpy as np
 import pyrage
 
-from . import __version__
-from .control import JobControl, ensure
-from .errors import Cancelled, ConfigError, DCError, FormatError, VerificationError
+from .. import __version__
+from ..control import JobControl, ensure
+from ..errors import Cancelled, ConfigError, DCError, FormatError, VerificationError
 from .fileio import atomic_writer, canonical_json
 from .identity import Identity, PublicCard, check_name, is_hex, is_utc_time, utc_now, with_path
 

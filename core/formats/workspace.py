@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import DuplicateError, FormatError
 from .audit import AuditLog
-from .errors import DuplicateError, FormatError
 from .fileio import atomic_writer, read_json_capped, write_json_atomic
 
 _NAME = re.compile(r"^[a-z0-9_]{1,64}$")

@@ -10,7 +10,7 @@ import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 T_GRID = tuple(round(0.1 * i, 1) for i in range(1, 10))
 

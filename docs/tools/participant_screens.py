@@ -2,7 +2,7 @@
 core (analyst identity, kit, site CSVs), fills the wizard page by page as a user would and saves each page,
 then applies a package in the results window.
 
-    QT_QPA_PLATFORM=offscreen python -m gui.participant.shots docs/screenshots
+    QT_QPA_PLATFORM=offscreen python docs/tools/participant_screens.py docs/screenshots
 """
 
 from __future__ import annotations
@@ -18,15 +18,16 @@ import pandas as pd
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication, QWidget
 
-from core.analyst import AnalystSession
-from core.anchor import AnchorFile
-from core.identity import Identity
-from core.kit import Kit
-from core.participant import ParticipantExport
-from core.schema import infer_schema
-from core.workspace import AnalystWorkspace, SiteWorkspace, default_workspace
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from .. import settings as app_settings
+from core.analyst import AnalystSession  # noqa: E402
+from core.data.schema import infer_schema  # noqa: E402
+from core.formats.anchor import AnchorFile  # noqa: E402
+from core.formats.identity import Identity  # noqa: E402
+from core.formats.kit import Kit  # noqa: E402
+from core.formats.workspace import AnalystWorkspace, SiteWorkspace, default_workspace  # noqa: E402
+from core.participant import ParticipantExport  # noqa: E402
+from gui import settings as app_settings  # noqa: E402
 
 PASS = "blue harbour seven lanterns"
 FEATURES = ["age", "bmi", "systolic_bp", "cholesterol", "glucose", "heart_rate"]
@@ -91,7 +92,7 @@ def _save(widget: QWidget, out_dir: Path, name: str, shots: list[Path]) -> None:
 
 def render(out_dir: Path, workdir: Path) -> list[Path]:
     """Write ``participant-<n>-<page>.png`` into ``out_dir``; scratch files go to ``workdir``."""
-    from .wizard import ParticipantWizard, ResultsWindow
+    from gui.participant.wizard import ParticipantWizard, ResultsWindow
 
     app = QApplication.instance() or QApplication(["dcstudio-shots"])
     out_dir, workdir = Path(out_dir), Path(workdir)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import FormatError
+from ..errors import FormatError
 
 
 @contextlib.contextmanager

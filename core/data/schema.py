@@ -1,7 +1,7 @@
 """The project schema: which numeric columns form the matrix, in which order, and the label classes.
 
 The analyst fixes the schema once (usually from a sample CSV with :func:`infer_schema`); it travels in
-the project kit, and every site's CSV is read against it by :func:`core.tabular.read_table`.
+the project kit, and every site's CSV is read against it by :func:`core.data.tabular.read_table`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError, DataError, FormatError
-from .fileio import canonical_json
+from ..errors import ConfigError, DataError, FormatError
+from ..formats.fileio import canonical_json
+from .ordering import natural_sorted
 from .tabular import (
     CsvFormat,
     CsvOptions,
@@ -35,28 +35,7 @@ from .tabular import (
 _NUMBER = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$")
 _BLOCK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 ALL_COLUMNS = "all"  # the name of the one implicit block of a schema that declares none
-_DIGITS = re.compile(r"(\d+)")
 _MANY_CLASSES = 50
-
-
-def natural_key(value: str) -> tuple:
-    """Sort key: numeric-looking strings first, by value ("2" < "10"); then text, digit runs as numbers."""
-    if _NUMBER.match(value):
-        return (0, float(value), (), value)
-    parts = _DIGITS.split(value)
-    key = tuple(int(p) if i % 2 else _fold(p) for i, p in enumerate(parts))
-    return (1, 0.0, key, value)
-
-
-def _fold(text: str) -> str:
-    """Case and accents folded ("Élevé" -> "eleve"), so text sorts the way people expect."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
-
-
-def natural_sorted(values: Iterable[str]) -> list[str]:
-    """Distinct ``values`` in natural order (see :func:`natural_key`)."""
-    return sorted(set(values), key=natural_key)
 
 
 @dataclass

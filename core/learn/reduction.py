@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg
 
-from .errors import ConfigError, FormatError
+from ..errors import ConfigError, FormatError
 
 REDUCTIONS = ("pca", "lpp", "random")
 _CHUNK = 131072

@@ -1,0 +1,82 @@
+"""What the analyst has open, as a plain object that the app and tests share (napari's split: no Qt here).
+
+The open :class:`core.analyst.AnalystSession`, the received bundles, the threshold chosen on the Clients
+page and the last :class:`core.methods.MethodResult`. Listeners subscribe with :meth:`AnalystState.connect`
+to one of :data:`EVENTS`; every setter emits exactly the events whose part changed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from .analyst import AnalystSession
+from .methods import MethodResult, ReceivedBundle
+
+EVENTS = ("session", "bundles", "threshold", "result")
+
+
+class AnalystState:
+    """What the analyst has open. ``connect(event, callback)`` tells a listener when a part of it changed."""
+
+    def __init__(self):
+        self.session: AnalystSession | None = None
+        self.kit_path: Path | None = None
+        self.identity_path: Path | None = None
+        self.bundles: list[ReceivedBundle] = []
+        self.t_choice: str | float = "auto"  # "auto" or the threshold set on the Clients page
+        self.result: MethodResult | None = None
+        self.result_bundles: list[ReceivedBundle] = []
+        self.workspace_lock = threading.Lock()  # import and export never write the workspace at once
+        self._listeners: dict[str, list[Callable[[], None]]] = {e: [] for e in EVENTS}
+
+    def connect(self, event: str, callback: Callable[[], None]) -> None:
+        self._listeners[event].append(callback)
+
+    def _emit(self, event: str) -> None:
+        for callback in self._listeners[event]:
+            callback()
+
+    # ---- setters (each emits the events of what changed) ---------------------------------------------------
+    def set_session(self, session: AnalystSession | None, kit_path: Path | None, identity_path: Path | None) -> None:
+        self.session, self.kit_path, self.identity_path = session, kit_path, identity_path
+        self.bundles, self.result, self.result_bundles = [], None, []
+        if session is not None:
+            t = session.kit.settings.get("t", "auto")
+            self.t_choice = t if t == "auto" else float(t)
+        for event in ("session", "bundles", "result"):
+            self._emit(event)
+
+    def add_bundles(self, bundles: list[ReceivedBundle]) -> None:
+        known = {b.envelope_id for b in self.bundles}
+        new = [b for b in bundles if b.envelope_id not in known]
+        if not new:
+            return
+        self.bundles.extend(new)
+        self._emit("bundles")
+        if self.result is not None:  # a result no longer covers every imported site
+            self.set_result(None, [])
+
+    def set_threshold(self, t: str | float) -> None:
+        t = t if t == "auto" else round(float(t), 4)
+        if t != self.t_choice:
+            self.t_choice = t
+            self._emit("threshold")
+
+    def set_result(self, result: MethodResult | None, bundles: list[ReceivedBundle]) -> None:
+        self.result, self.result_bundles = result, list(bundles)
+        self._emit("result")
+
+    # ---- derived -----------------------------------------------------------------------------------------
+    @property
+    def kit(self):
+        return None if self.session is None else self.session.kit
+
+    @property
+    def classes(self) -> list[str]:
+        return [] if self.session is None else list(self.session.kit.schema.classes)
+
+    @property
+    def task(self) -> str:
+        return "" if self.session is None else self.session.kit.task

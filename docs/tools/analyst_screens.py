@@ -1,0 +1,135 @@
+"""Screenshots of the analyst window for the docs: builds a 6-site project, walks every page (after import,
+after a threshold move, after training, after export) and saves ``analyst-<n>-<page>.png``.
+
+    QT_QPA_PLATFORM=offscreen python docs/tools/analyst_screens.py docs/screenshots
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from core.simulation.projects import Project, build_clustering_project, build_project, fake_clustering_result  # noqa: E402,F401
+
+
+# ---- driving the window -------------------------------------------------------------------------------------
+def wait_job(app, job, timeout: float = 120.0) -> None:
+    """Process events until ``job`` ended and its signals were delivered."""
+    if job is None:
+        raise RuntimeError("no job was started")
+    deadline = time.monotonic() + timeout
+    while job.running or getattr(job, "_thread", None) is not None and job._thread.is_alive():
+        app.processEvents()
+        time.sleep(0.005)
+        if time.monotonic() > deadline:
+            raise TimeoutError(job.title)
+    for _ in range(5):
+        app.processEvents()
+
+
+def open_session(app, window, project: Project) -> None:
+    """Unlock the identity on the Project page (the kit was given to the window)."""
+    page = window.project_page
+    page.identity_path_edit.setText(str(project.identity))
+    page.open_passphrase.setText(project.passphrase)
+    wait_job(app, page.unlock_identity())
+    if window.state.session is None:
+        page.open_kit(project.kit)
+    if window.state.session is None:
+        raise RuntimeError(page.kit_message.text() or page.identity_message.text())
+    if window.bundles_page.job_panel.busy:  # re-opening what an earlier run imported
+        wait_job(app, window.bundles_page.job_panel.job)
+
+
+def _grab(app, window, out_dir: Path, n: int, key: str, written: list[Path]) -> None:
+    window.show_page(key)
+    for _ in range(10):
+        app.processEvents()
+    path = out_dir / f"analyst-{n}-{key}.png"
+    window.grab().save(str(path))
+    written.append(path)
+
+
+def render(out_dir: Path, workdir: Path) -> list[Path]:
+    """Build a 6-site project in ``workdir``, walk every page and save PNGs into ``out_dir``."""
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from .. import settings as app_settings
+    from .window import AnalystWindow
+
+    out_dir, workdir = Path(out_dir), Path(workdir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    QSettings.setPath(QSettings.NativeFormat, QSettings.UserScope, str(workdir / "settings"))
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(workdir / "settings"))
+    app = QApplication.instance() or QApplication(["dcstudio-shots"])
+    app.setOrganizationName(app_settings.ORG)
+    app.setApplicationName(app_settings.APP)
+    project = build_project(workdir / "project", n_sites=6, rows=240, epochs=40, groups=3, extras=True)
+    window = AnalystWindow(kit_path=str(project.kit))
+    window.resize(1280, 860)
+    window.show()
+    written: list[Path] = []
+    # 1: project page, identity still locked (kit opened from the recent list)
+    page = window.project_page
+    page.identity_path_edit.setText(str(project.identity))
+    page.identity_tabs.setCurrentIndex(0)
+    page.sample_edit.setText(str(project.sample))
+    wait_job(app, page.load_sample(str(project.sample)))
+    page.project_name.setText("Skewed wards")
+    _grab(app, window, out_dir, 1, "project", written)
+    open_session(app, window, project)
+    _grab(app, window, out_dir, 2, "project", written)
+    # bundles (+ the three refusals)
+    bp = window.bundles_page
+    wait_job(app, bp.import_paths([str(p) for p in project.bundles] + [str(p) for p in project.extras.values()]))
+    for b in window.state.bundles[:4]:
+        bp.set_confirmed(b.fingerprint, True)
+    _grab(app, window, out_dir, 3, "bundles", written)
+    # clients, threshold moved
+    window.clients_page.set_threshold(0.45)
+    _grab(app, window, out_dir, 4, "clients", written)
+    window.clients_page.auto_t_check.setChecked(True)
+    # train
+    mp = window.models_page
+    window.show_page("models")
+    wait_job(app, mp.train(), timeout=300)
+    _grab(app, window, out_dir, 5, "models", written)
+    _grab(app, window, out_dir, 6, "clients", written)
+    # export
+    ep = window.export_page
+    ep.out_edit.setText(str(workdir / "packages"))
+    wait_job(app, ep.export())
+    ep.save_pdf(workdir / "packages" / "report.pdf")
+    _grab(app, window, out_dir, 7, "export", written)
+    window.close()
+    # data clustering: a real dcclustering project when core has the method, else a synthetic result
+    from core.methods import METHODS
+
+    if "dcclustering" in METHODS:
+        cproject = build_clustering_project(workdir / "clustering", n_sites=3, rows=200, k=3)
+        cwindow = AnalystWindow(kit_path=str(cproject.kit))
+        cwindow.resize(1280, 860)
+        cwindow.show()
+        open_session(app, cwindow, cproject)
+        wait_job(app, cwindow.bundles_page.import_paths([str(p) for p in cproject.bundles]))
+        wait_job(app, cwindow.models_page.train(), timeout=300)
+    else:
+        cwindow = window
+        cwindow.show()
+        cwindow.clustering_page.show_result(fake_clustering_result())
+        cwindow._refresh()
+    _grab(app, cwindow, out_dir, 8, "clustering", written)
+    cwindow.close()
+    return written
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/screenshots")
+    with tempfile.TemporaryDirectory() as tmp:
+        for p in render(target, Path(tmp)):
+            print(p)
