@@ -19,7 +19,7 @@ from .formats.fileio import write_json_atomic, write_text_atomic
 from .formats.identity import Identity, PublicCard
 from .formats.kit import Kit
 from .formats.workspace import AnalystWorkspace
-from .methods import MethodResult, ReceivedBundle, get_method
+from .methods import FitContext, MethodResult, ReceivedBundle, get_method
 
 
 @dataclass
@@ -71,32 +71,13 @@ class AnalystSession:
             raise FormatError("bundle was made from a different version of the kit", path=path)
         if m.get("schema_digest") != self.kit.schema.digest():
             raise FormatError("bundle's columns do not match the kit's schema", path=path)
-        method = get_method(self.kit.method, self.kit.settings)
-        if m.get("family") != method.family:
-            raise FormatError(f"bundle was made for method '{m.get('method')}', not for this kit's method", path=path)
-        if self.kit.task == "clustering":
-            self._check_block(m, opened.payload.arrays, path)
         bundle = ReceivedBundle(card.name, card.fingerprint, opened.digest, opened.binding.envelope_id, m,
                                 opened.payload.arrays, card)
         try:
-            method.validate_bundle(bundle, len(self.kit.schema.classes))
+            get_method(self.kit.method, self.kit.settings).check_bundle(bundle, self.kit)
         except FormatError as exc:
             raise FormatError(exc.message, path=path) from None
         return bundle
-
-    def _check_block(self, m: dict, arrays: dict, path: Path) -> None:
-        """A clustering bundle holds one of the kit's feature blocks, with that block's column count."""
-        schema = self.kit.schema
-        block = m.get("block")
-        if block not in schema.block_names:
-            raise FormatError(f"bundle holds feature block {block!r}, which the kit does not declare (its blocks are "
-                              f"{schema.describe_blocks()})", path=path)
-        cols = schema.block_columns(block)
-        if m.get("n_features") != len(cols):
-            raise FormatError(f"bundle's block '{block}' has {m.get('n_features')} column(s); the kit's block has "
-                              f"{len(cols)} ({', '.join(cols)})", path=path)
-        if len(schema.block_names) > 1 and "id_hash" not in arrays:
-            raise FormatError("bundle lacks the hashed row ids needed to link the feature blocks", path=path)
 
     def import_bundles(self, paths: list[str | Path], control: JobControl | None = None, *,
                        allow_known: bool = False) -> list[ImportReport]:
@@ -162,15 +143,15 @@ class AnalystSession:
     # ---- analysis --------------------------------------------------------------------------------
     def run(self, bundles: list[ReceivedBundle], method: str | None = None, settings: dict | None = None,
             control: JobControl | None = None, on_epoch=None) -> MethodResult:
+        """Fit the kit's method (or another of the same bundle family) with the kit's settings overlaid by
+        ``settings``."""
         name = method or self.kit.method
         merged = {**(self.kit.settings if name == self.kit.method else {}), **(settings or {})}
         m = get_method(name, merged)
         if m.family != get_method(self.kit.method, self.kit.settings).family:
             raise FormatError(f"bundles of this kit cannot be analysed with method '{name}'")
-        kwargs = {"on_epoch": on_epoch} if on_epoch is not None else {}
-        if m.task == "clustering":
-            kwargs["blocks"] = self.kit.schema.block_names
-        return m.fit(bundles, list(self.kit.schema.classes), control=control, **kwargs)
+        context = FitContext(list(self.kit.schema.classes), list(self.kit.schema.block_names), control, on_epoch)
+        return m.fit(bundles, context)
 
     def export(self, result: MethodResult, bundles: list[ReceivedBundle], out_dir: str | Path,
                control: JobControl | None = None) -> RunOutputs:

@@ -45,17 +45,22 @@ def csv_options(args):
                       impute="mean" if args.impute else None)
 
 
-def parse_sets(pairs: list[str] | None) -> dict:
-    """``--set key=value`` → settings; values parsed as JSON when they parse, else kept as text."""
+def parse_sets(pairs: list[str] | None, method=None) -> dict:
+    """``--set key=value`` → settings, each parsed and checked by the method's declared setting (values
+    are JSON when they parse, e.g. ``t=0.3``, ``k_range=[2,8]``, else text)."""
     out = {}
     for pair in pairs or []:
         if "=" not in pair:
             raise ConfigError(f"--set takes key=value, got '{pair}'")
-        k, v = pair.split("=", 1)
+        k, v = (s.strip() for s in pair.split("=", 1))
+        spec = method.setting(k) if method is not None else None
+        if spec is not None:
+            out[k] = spec.parse(v)
+            continue
         try:
-            out[k.strip()] = json.loads(v)
+            out[k] = json.loads(v)
         except json.JSONDecodeError:
-            out[k.strip()] = v
+            out[k] = v
     return out
 
 
@@ -99,63 +104,39 @@ def cmd_keys_export_age(args) -> None:
 
 
 def cmd_kit_new(args) -> None:
-    from .data.schema import Schema, infer_schema, parse_blocks, with_blocks
+    from .data.schema import infer_schema
     from .formats.identity import PublicCard
-    from .formats.kit import Kit
-    from .methods import METHODS, get_method
+    from .kit_builder import build_kit
+    from .methods import default_method, method_class
 
-    method = args.method or ("dcclustering" if args.task == "clustering" else "dccfl")
-    if method not in METHODS:
-        get_method(method)  # the usual "unknown method" error
-    task = args.task or METHODS[method].task
-    if METHODS[method].task != task:
-        raise ConfigError(f"method '{method}' is for {METHODS[method].task}, not {task}")
-    clustering = task == "clustering"
-    ranges = args.ranges if args.ranges is not None else clustering  # the paper's uniform anchor needs them
+    method = args.method or default_method(args.task or "classification")
+    cls = method_class(method)
+    task = args.task or cls.task
+    ranges = args.ranges if args.ranges is not None else task == "clustering"  # a uniform anchor needs them
     ident = load_identity(args.identity)
     schema, notes = infer_schema(args.schema_from, label=args.label, id_column=args.id_column,
                                  with_ranges=ranges, options=csv_options(args))
-    if clustering and schema.label is not None:
-        notes.append(f"column '{schema.label}' is left out: labels never leave a site in a clustering project")
-        schema = Schema(schema.features, id_column=schema.id_column)
-    if args.blocks:
-        if not clustering:
-            raise ConfigError("--blocks (feature blocks) is for clustering projects")
-        schema, more = with_blocks(schema, parse_blocks(args.blocks))
-        notes += more
-    settings = parse_sets(args.set)
-    if args.t is not None:
-        settings["t"] = args.t if args.t == "auto" else float(args.t)
-    if args.k is not None:
-        settings["k"] = args.k if args.k == "auto" else _whole(args.k, "--k")
-    if args.algorithm is not None:
-        settings["algorithm"] = args.algorithm
-    get_method(method, settings)  # validate now, not at every site
-    roster = None
-    if args.roster:
-        cards = [PublicCard.load(p) for p in args.roster]
-        roster = [{"name": c.name, "fingerprint": c.fingerprint} for c in cards]
-    anchor_kind = args.anchor_kind or ("uniform" if clustering else "smote")
-    kit = Kit(name=args.name, task=task, schema=schema, method=method, analyst=ident.card,
-              settings=settings, anchor={"kind": anchor_kind, "rows": args.anchor_rows}, roster=roster)
+    roster = [PublicCard.load(p) for p in args.roster] if args.roster else None
+    kit, more = build_kit(name=args.name, schema=schema, analyst=ident.card, task=task, method=method,
+                          settings=parse_sets(args.set, cls), blocks=args.blocks, anchor_kind=args.anchor_kind,
+                          anchor_rows=args.anchor_rows, roster=roster)
     kit.save(args.out, ident)
-    if clustering:
-        s = get_method(method, settings).settings
-        what = (f"{len(schema.features)} features in block(s) {schema.describe_blocks()}; "
-                f"k = {s['k']}, {s['algorithm']}, {s['alignment']} alignment; no labels leave any site")
+    schema = kit.schema
+    if task == "clustering":
+        what = f"{len(schema.features)} features in block(s) {schema.describe_blocks()}; no labels leave any site"
         if schema.id_column:
             what += f"; rows linked by hashed '{schema.id_column}'"
     else:
         what = f"{len(schema.features)} features, label '{schema.label}' with classes {', '.join(schema.classes)}"
-    say(*notes, f"kit: {args.out}", f"project id: {kit.project_id}", what,
+    chosen = get_settings_text(cls, kit.settings)
+    say(*notes, *more, f"kit: {args.out}", f"project id: {kit.project_id}", what,
+        f"method {method} ({cls.title}){chosen}",
+        *([] if cls.needs_anchor else ["this method needs no anchor: skip `dcstudio anchor new`"]),
         f"analyst fingerprint (participants compare this): {ident.card.fingerprint}")
 
 
-def _whole(text: str, option: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise ConfigError(f"{option} takes 'auto' or a whole number, got '{text}'") from None
+def get_settings_text(cls, settings: dict) -> str:
+    return "" if not settings else ": " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in settings.items())
 
 
 def cmd_anchor_new(args) -> None:
@@ -180,13 +161,23 @@ def cmd_participant_export(args) -> None:
     from .formats.anchor import AnchorFile
     from .formats.kit import Kit
     from .formats.workspace import SiteWorkspace, default_workspace
+    from .methods import method_class
     from .participant import ParticipantExport
 
     kit = Kit.load(args.kit)
+    cls = method_class(kit.method)
+    if cls.needs_anchor and not args.anchor:
+        raise ConfigError("this project's method needs the participants' anchor file: pass it with --anchor FILE "
+                          "(the lead site makes it with `dcstudio anchor new`)")
     anchor = AnchorFile.load(args.anchor, expect_project=kit.project_id) if args.anchor else None
+    site = {}
+    for spec in cls.site_settings_spec():
+        text = getattr(args, spec.name, None)
+        if text is not None:
+            site[spec.name] = spec.parse(text)
+    site = cls.check_site_settings(site)
     ident = load_identity(args.identity)
     ws = SiteWorkspace(args.workspace or default_workspace(args.identity))
-    site = {"reduction": args.reduction, "dimension": args.dimension, "noise": args.noise, "seed": args.seed}
     job = ParticipantExport(kit, args.kit, ident, anchor, ws, site)
     table = job.load(args.csv, csv_options(args), block=args.block)
     ex = job.compute()
@@ -243,37 +234,17 @@ def cmd_analyst_run(args) -> None:
     reports = session.import_bundles(_bundle_files(args.bundles), allow_known=True)
     ids = [r.envelope_id for r in reports]
     bundles = [b for b in session.received(ids)]
-    settings = parse_sets(args.set)
-    if args.t is not None:
-        settings["t"] = args.t if args.t == "auto" else float(args.t)
-    result = session.run(bundles, args.method, settings)
+    from .methods import get_method, method_class
+
+    name = args.method or session.kit.method
+    result = session.run(bundles, args.method, parse_sets(args.set, method_class(name)))
     out = session.export(result, bundles, args.out)
     for r in reports:
         say(f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows")
-    s = result.summary
-    if s.get("task") == "clustering":
-        _say_clustering(s)
-    else:
-        say(f"method {result.method}: t = {s.get('t')}, {s.get('n_clusters')} cluster(s)")
+    say(*get_method(name, result.summary.get("settings")).summary_lines(result.summary))
     for p in out.packages:
         say(f"package: {p.path}")
     say(f"report:  {out.report}", f"summary: {out.summary}")
-
-
-def _say_clustering(s: dict) -> None:
-    curve = s.get("k_curve") or {}
-    how = "chosen by silhouette" if s.get("k_auto") else "fixed in the kit"
-    say(f"method {s['method']} ({s['algorithm']}, {s['alignment']} alignment, dimension {s['dimension']}): "
-        f"k = {s['k']} ({how}); cluster sizes {s['sizes']}")
-    if curve:
-        say("k curve: " + "; ".join(f"k={k}: silhouette {v['silhouette']:.3f}, inertia {v['inertia']:.4g}"
-                                    for k, v in curve.items()))
-    link = s["linkage"]
-    say(f"rows clustered: {s['rows_clustered']} in {link['groups']} row group(s); "
-        f"left out: {link['partial']} people missing from some block, {link['conflicts']} held twice in a block")
-    for site in s["sites"]:
-        say(f"  {site['site']} [block {site['block']}]: {site['clustered']} of {site['rows']} rows clustered"
-            + (f" — {site['note']}" if site["note"] else ""))
 
 
 def cmd_demo(args) -> None:
@@ -305,7 +276,21 @@ def _csv_args(p) -> None:
     g.add_argument("--impute", action="store_true", help="fill missing values with the column mean (local)")
 
 
+def settings_help(side: str) -> str:
+    """Every registered method's settings of one side, generated from their declarations."""
+    from .methods import METHODS
+
+    lines = ["method settings (--set KEY=VALUE):" if side == "analyst" else "site settings:"]
+    for name, cls in METHODS.items():
+        specs = [s for s in cls.settings_spec if s.side == side]
+        lines.append(f"  {name} — {cls.title}")
+        lines += [f"    {s.describe()}" for s in specs] or ["    (none)"]
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from .methods import METHODS
+
     ap = argparse.ArgumentParser(prog="dcstudio", description="One-shot, air-gapped Data Collaboration.")
     ap.add_argument("--version", action="version", version=f"dcstudio {__version__}")
     ap.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -334,21 +319,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--label")
     p.add_argument("--id-column")
     p.add_argument("--task", choices=["classification", "clustering"],
-                   help="default: the method's task (classification for dccfl)")
-    p.add_argument("--method", help="dccfl (default), dc, or dcclustering (the default for --task clustering)")
-    p.add_argument("--t", help="DC-CFL threshold: auto (default) or a number")
+                   help="default: the method's task")
+    p.add_argument("--method", choices=list(METHODS), metavar="METHOD",
+                   help="; ".join(f"{n}: {c.title}" for n, c in METHODS.items())
+                   + " (default: the task's first method)")
     p.add_argument("--blocks", help='clustering: feature blocks, e.g. "clinical=a,b,c;lifestyle=d,e"')
-    p.add_argument("--k", help="clustering: number of clusters, or auto (silhouette over k_range)")
-    p.add_argument("--algorithm", choices=["kmeans", "spectral"], help="clustering algorithm (default kmeans)")
     p.add_argument("--ranges", action=argparse.BooleanOptionalAction, default=None,
                    help="publish the sample's per-column min/max in the kit (default: on for clustering)")
     p.add_argument("--anchor-kind", choices=["smote", "uniform", "gaussian"],
                    help="default: uniform for clustering (in the public ranges), smote otherwise")
     p.add_argument("--anchor-rows", type=int, default=1000)
     p.add_argument("--roster", nargs="*", help="public cards of the expected sites")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="method setting")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="a method setting, fixed for every site (repeatable; listed below)")
     p.add_argument("--out", required=True)
     _csv_args(p)
+    p.epilog = settings_help("analyst")
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.set_defaults(func=cmd_kit_new)
 
     anc = sub.add_parser("anchor", help="the participants' shared anchor").add_subparsers(dest="cmd", required=True)
@@ -370,10 +357,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--anchor")
     p.add_argument("--workspace")
     p.add_argument("--block", help="clustering: the feature block this CSV holds (default: detected from its columns)")
-    p.add_argument("--reduction", default="pca", choices=["pca", "lpp", "random"])
-    p.add_argument("--dimension", type=int)
-    p.add_argument("--noise", type=float, default=0.0)
-    p.add_argument("--seed", type=int)
+    site_specs = {}
+    for cls in METHODS.values():
+        for spec in cls.site_settings_spec():
+            site_specs.setdefault(spec.name, spec)
+    g = p.add_argument_group("this site's choices (the method's site-side settings; defaults in brackets)")
+    for spec in site_specs.values():
+        g.add_argument(f"--{spec.name.replace('_', '-')}", dest=spec.name, metavar=spec.kind.upper(),
+                       help=f"{spec.help} [{spec.none_help if spec.default is None else spec.default}]")
     _csv_args(p)
     p.set_defaults(func=cmd_participant_export)
     p = part.add_parser("apply", help="apply the analyst's package to this site's rows")
@@ -395,9 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = ana.add_parser("run", help="import a folder of bundles, fit, and write one package per site")
     for a in ("--kit", "--identity", "--bundles", "--out"):
         p.add_argument(a, required=True)
-    p.add_argument("--method")
-    p.add_argument("--t")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE")
+    p.add_argument("--method", help="another method of the same bundle family (default: the kit's)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a kit setting for this run, e.g. t=0.3 or epochs=100 (see `kit new --help`)")
     p.add_argument("--workspace")
     p.set_defaults(func=cmd_analyst_run)
 
@@ -405,8 +396,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="dcstudio-demo")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("bench", help="benchmarks")
-    p.add_argument("experiment")
+    from .bench import EXPERIMENTS
+
+    p = sub.add_parser("bench", help="benchmarks", formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="experiments:\n" + "\n".join(f"  {n:14s}{d}" for n, d in EXPERIMENTS.items()))
+    p.add_argument("experiment", choices=list(EXPERIMENTS), metavar="EXPERIMENT")
     p.add_argument("--dataset", action="append")
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--data-dir")

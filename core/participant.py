@@ -44,7 +44,7 @@ class ParticipantExport:
     identity : the site's unlocked identity (signs the bundle).
     anchor : the project's anchor file (``None`` only for methods that need none).
     workspace : where f_i and the permutation are kept.
-    site_settings : reduction ("pca"|"lpp"|"random"), dimension (None = m − 1), noise, seed.
+    site_settings : the method's site-side settings (:meth:`core.methods.base.Method.site_settings_spec`).
     """
 
     def __init__(self, kit: Kit, kit_path: str | Path, identity: Identity, anchor: AnchorFile | None,
@@ -56,7 +56,9 @@ class ParticipantExport:
         self.kit, self.kit_path, self.identity, self.anchor = kit, Path(kit_path), identity, anchor
         self.workspace = workspace
         self.method = get_method(kit.method, kit.settings)
-        self.site_settings = dict(site_settings or {})
+        if self.method.needs_anchor and anchor is None:
+            raise ConfigError("this project's method needs the participants' anchor file")
+        self.site_settings = self.method.check_site_settings(dict(site_settings or {}))
         self.table: LocalTable | None = None
         self.block: str | None = None
         self.export_: SiteExport | None = None
@@ -108,8 +110,8 @@ class ParticipantExport:
         anchor = None if self.anchor is None else self.anchor.generate()
         if anchor is not None and self.block is not None:
             anchor = anchor[:, self.kit.schema.block_indices(self.block)]  # the anchor split by the same blocks
-        site = SiteInput(t.X, t.y, list(self.kit.schema.classes), anchor, ids_hashed, self.site_settings,
-                         block=self.block)
+        site = SiteInput(t.X, t.y, list(self.kit.schema.classes), anchor, ids_hashed,
+                         self.method.check_site_settings(self.site_settings), block=self.block)
         self.export_ = self.method.site_compute(site, control)
         return self.export_
 
@@ -167,8 +169,9 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     table = read_table(csv_path, schema, options=options, labels=False)
     control.step(0.6, "applying the package")
     columns = method.apply(manifest, arrays, private, table.X)
-    if with_representation and hasattr(method, "representation"):
-        Z, _ = method.representation(arrays, private)
+    rep = method.representation(arrays, private) if with_representation else None
+    if rep is not None:
+        Z, _ = rep
         for q in range(Z.shape[1]):
             columns[f"z{q + 1}"] = np.array(["" if np.isnan(v) else repr(float(v)) for v in Z[:, q]], dtype=object)
     control.step(0.8, "writing the results")

@@ -14,29 +14,49 @@ import numpy as np
 
 from . import __version__
 from .formats.kit import Kit
-from .methods import MethodResult
+from .methods import MethodResult, get_method, method_class
+from .methods.views import Bars, Curve, Heatmap, Scatter, Table, Text, View
 
 
 def _esc(x) -> str:
-    return html.escape(str(x))
+    """Text-node escaping (the report puts no escaped value inside an attribute)."""
+    return html.escape(str(x), quote=False)
 
 
-def heatmap_svg(M: np.ndarray, labels: list[str], *, size: int = 360, title: str = "") -> str:
-    """A [0, 1] matrix as a grey-to-blue heatmap."""
+def heatmap_svg(M: np.ndarray, labels: list[str], *, size: int = 360, title: str = "", low: float = 0.0,
+                high: float = 1.0) -> str:
+    """A matrix as a grey-to-blue heatmap with the row names on the left and top, values in the cells
+    (when there are at most 12 rows)."""
     n = len(M)
     if n == 0:
         return ""
+    margin = 110
     cell = size / n
-    rects = []
+    span = high - low if high > low else 1.0
+    parts = []
     for i in range(n):
         for j in range(n):
-            v = float(np.clip(M[i, j], 0, 1))
+            v = float(np.clip((M[i, j] - low) / span, 0, 1))
             r, g, b = int(240 - 200 * v), int(244 - 160 * v), int(250 - 60 * v)
-            rects.append(f'<rect x="{j * cell:.2f}" y="{i * cell:.2f}" width="{cell:.2f}" height="{cell:.2f}" '
-                         f'fill="rgb({r},{g},{b})"><title>{_esc(labels[i])} – {_esc(labels[j])}: {v:.3f}'
+            x, y = margin + j * cell, margin + i * cell
+            parts.append(f'<rect x="{x:.2f}" y="{y:.2f}" width="{cell:.2f}" height="{cell:.2f}" '
+                         f'fill="rgb({r},{g},{b})"><title>{_esc(labels[i])} – {_esc(labels[j])}: {M[i, j]:.3f}'
                          "</title></rect>")
-    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}" '
-            f'viewBox="0 0 {size} {size}">{"".join(rects)}</svg><figcaption>{_esc(title)}</figcaption></figure>')
+            if n <= 12:
+                ink = "#fff" if v > 0.55 else "#111"
+                parts.append(f'<text x="{x + cell / 2:.1f}" y="{y + cell / 2 + 4:.1f}" font-size="11" '
+                             f'text-anchor="middle" fill="{ink}">{M[i, j]:.2f}</text>')
+    if n <= 30:
+        for i, name in enumerate(labels):
+            short = _esc(name if len(name) <= 16 else name[:15] + "…")
+            parts.append(f'<text x="{margin - 4}" y="{margin + (i + 0.5) * cell + 4:.1f}" font-size="11" '
+                         f'text-anchor="end">{short}</text>')
+            cx = margin + (i + 0.5) * cell
+            parts.append(f'<text x="{cx:.1f}" y="{margin - 4}" font-size="11" '
+                         f'transform="rotate(-45 {cx:.1f} {margin - 4})">{short}</text>')
+    full = size + margin
+    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{full}" height="{full}" '
+            f'viewBox="0 0 {full} {full}">{"".join(parts)}</svg><figcaption>{_esc(title)}</figcaption></figure>')
 
 
 def line_svg(xs: list[float], ys: list[float], *, width: int = 420, height: int = 220, title: str = "",
@@ -131,96 +151,56 @@ def _footer(summary: dict) -> str:
 """
 
 
-def _kept(v) -> str:
-    return "–" if v is None else f"{v:.1%}"
+def _table_html(v: Table) -> str:
+    head = "".join(f"<th>{_esc(c)}</th>" for c in v.columns)
+    bar_cols = {v.columns.index(c) for c in v.bars if c in v.columns}
+    body = []
+    for row in v.rows:
+        cells = []
+        for j, cell in enumerate(row):
+            if j in bar_cols:
+                cells.append(f"<td>{bars_svg(list(cell), v.bar_labels) if cell else ''}</td>")
+            elif j < len(v.columns) and v.columns[j] == "fingerprint":
+                cells.append(f"<td><code>{_esc(cell)}</code></td>")
+            else:
+                cells.append(f"<td>{_esc(cell)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<h2>{_esc(v.title)}</h2><table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def render_clustering_report(kit: Kit, result: MethodResult, summary: dict) -> str:
-    """DC-Clustering: sites and their blocks, the linkage, the k curve, cluster sizes and a 2-D view."""
-    s, d = summary, result.details
-    rows = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in (
-        _esc(x["site"]), f"<code>{_esc(x.get('fingerprint', ''))}</code>", _esc(x["block"]), x["rows"],
-        _kept(x.get("variance_kept")), x["clustered"], x["not_clustered"], _esc(x.get("note", ""))))
-        + "</tr>" for x in s.get("sites", []))
-    kept = [x["variance_kept"] for x in s.get("sites", []) if x.get("variance_kept") is not None]
-    units = "in the data's own units" if s.get("scaling") == "raw" else "after standardising"
-    fidelity = "" if not kept else (
-        f"<p>Each site's reduction keeps between {min(kept):.1%} and {max(kept):.1%} of its block's variance "
-        f"({units}). "
-        "The rest is discarded before anything leaves the site, so no alignment can use it: the lower these "
-        "shares, the further the federated clustering may be from clustering the pooled rows.</p>")
-    groups = "".join(f"<tr><td>{g}</td><td>{_esc(', '.join(x['sites']))}</td><td>{x['rows']}</td></tr>"
-                     for g, x in enumerate(s.get("groups", [])))
-    link = s.get("linkage", {})
-    figures = []
-    curve = s.get("k_curve") or {}
-    if len(curve) > 1:
-        ks = [int(k) for k in curve]
-        for key, label in (("silhouette", "silhouette (higher is better)"), ("inertia", "within-cluster SS")):
-            figures.append(line_svg(ks, [curve[str(k)][key] for k in ks], title=f"{label} for each k",
-                                    xlabel="k", ylabel=key, mark=float(s["k"])))
-    sizes = s.get("sizes", [])
-    if sizes:
-        figures.append("<figure>" + bars_svg(sizes, [f"cluster {c}" for c in range(len(sizes))], width=320,
-                                             height=80) + "<figcaption>rows per cluster</figcaption></figure>")
-    X = d.get("representation")
-    if X is not None and len(X) and X.shape[1] >= 2:
-        Xc = X - X.mean(axis=0)
-        _, _, Vt = np.linalg.svd(Xc[:: max(1, len(Xc) // 20000)], full_matrices=False)
-        figures.append(scatter_svg(Xc @ Vt[:2].T, d["labels"],
-                                   title="collaborative representation (first two principal axes) by cluster"))
-    how = "chosen by the best silhouette over the tried range" if s.get("k_auto") else "fixed in the kit"
-    comps = s.get("graph_components")
-    graph = "" if not comps or comps <= 1 else (
-        f"<p><b>Note:</b> the {s['settings'].get('n_neighbors')}-nearest-neighbour graph of the spectral clustering "
-        f"falls into {comps} separate pieces" + (f", more than k = {s.get('k')}: the smallest pieces are grouped "
-                                                 "together arbitrarily." if comps > s.get("k", 0) else ".")
-        + "</p>")
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
-<title>DC Studio report — {_esc(kit.name)}</title><style>{_CSS}</style></head><body>
-<h1>DC Studio report — {_esc(kit.name)}</h1>
-<p>Project <code>{_esc(kit.project_id)}</code>, task clustering, method <b>{_esc(result.method)}</b>
-({_esc(s.get("algorithm"))}, {_esc(s.get("alignment"))} alignment, collaborative dimension {s.get("dimension")}),
-{len(s.get("sites", []))} sites, blocks {_esc(", ".join(s.get("blocks", [])))}.
-k = <b>{s.get("k")}</b> ({how}); {s.get("rows_clustered")} rows clustered. No labels left any site.</p>{graph}
-<h2>Sites</h2><table><tr><th>site</th><th>fingerprint</th><th>block</th><th>rows</th><th>variance kept</th>
-<th>clustered</th><th>left out</th><th>note</th></tr>{rows}</table>{fidelity}
-<h2>Vertical linkage</h2><p>{link.get("people", 0)} distinct hashed ids; {link.get("joined", 0)} joined over every
-block into {link.get("groups", 0)} row group(s); {link.get("partial", 0)} present in only some blocks and
-{link.get("conflicts", 0)} held by two sites of one block. {_esc(link.get("what_happened", ""))}.</p>
-<table><tr><th>row group</th><th>sites</th><th>people</th></tr>{groups}</table>
-<h2>Plots</h2>{"".join(figures) or "<p>(none for this run)</p>"}
-{_footer(s)}"""
+def render_view(v: View) -> str:
+    """One view of a method's result as HTML/SVG."""
+    if isinstance(v, Text):
+        style = ' style="color:#92400e"' if v.tone == "warning" else ""
+        return f"<p{style}>{_esc(v.text)}</p>"
+    if isinstance(v, Table):
+        return _table_html(v)
+    if isinstance(v, Heatmap):
+        return heatmap_svg(np.asarray(v.matrix), v.row_labels, title=v.title, low=v.low, high=v.high)
+    if isinstance(v, Curve):
+        return "".join(line_svg(list(v.x), list(ys), title=v.title if len(v.series) == 1 else f"{v.title}: {name}",
+                                xlabel=v.xlabel, ylabel=v.ylabel, mark=v.mark) for name, ys in v.series.items())
+    if isinstance(v, Scatter):
+        return scatter_svg(np.asarray(v.points), np.asarray(v.labels), title=v.title)
+    if isinstance(v, Bars):
+        return ("<figure>" + bars_svg([int(round(x)) for x in v.values], v.labels, width=320, height=80)
+                + f"<figcaption>{_esc(v.title)}</figcaption></figure>")
+    raise TypeError(f"unknown view {type(v).__name__}")
 
 
 def render_report(kit: Kit, result: MethodResult, summary: dict) -> str:
-    if summary.get("task") == "clustering":
-        return render_clustering_report(kit, result, summary)
-    classes = list(kit.schema.classes)
+    """The whole report: what was run on what, the method's own views, then settings, versions and digests."""
+    method = get_method(result.method, {k: v for k, v in summary.get("settings", {}).items()
+                                        if k in method_class(result.method).default_settings()})
     s = summary
-    rows = []
-    for site in s.get("sites", []):
-        acc = site.get("holdout_accuracy")
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in (
-            _esc(site["site"]), f"<code>{_esc(site.get('fingerprint', ''))}</code>", site.get("rows", ""),
-            site.get("cluster", ""), "" if acc is None else f"{acc:.3f}",
-            bars_svg(site.get("label_counts", []), classes) if site.get("label_counts") else "")) + "</tr>")
-    d = result.details
-    figures = []
-    if "distances" in d and len(d["distances"]) > 1:
-        figures.append(heatmap_svg(d["distances"], [x["site"] for x in s["sites"]],
-                                   title="Total-variation distance between the sites' label distributions"))
-    curve = s.get("validation_curve") or {}
-    if len(curve) > 1:
-        xs = [float(t) for t in curve]
-        figures.append(line_svg(xs, [curve[k] for k in curve], title="Hold-out accuracy for each threshold t",
-                                xlabel="t", ylabel="accuracy", mark=float(s.get("t", xs[0]))))
+    views = method.views(result)
+    tables = "".join(render_view(v) for v in views if isinstance(v, Text | Table))
+    figures = "".join(render_view(v) for v in views if not isinstance(v, Text | Table))
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>DC Studio report — {_esc(kit.name)}</title><style>{_CSS}</style></head><body>
 <h1>DC Studio report — {_esc(kit.name)}</h1>
-<p>Project <code>{_esc(kit.project_id)}</code>, task {_esc(kit.task)}, method <b>{_esc(result.method)}</b>,
-{len(s.get("sites", []))} sites, {s.get("n_clusters", "?")} cluster(s), threshold t = {s.get("t", "–")}.</p>
-<h2>Sites</h2><table><tr><th>site</th><th>fingerprint</th><th>rows</th><th>cluster</th>
-<th>hold-out accuracy</th><th>labels ({", ".join(_esc(c) for c in classes)})</th></tr>{"".join(rows)}</table>
-<h2>Plots</h2>{"".join(figures) or "<p>(none for this run)</p>"}
+<p>Project <code>{_esc(kit.project_id)}</code>, task {_esc(kit.task)}, method <b>{_esc(result.method)}</b>
+({_esc(method.title)}), {len(s.get("sites", []))} sites.</p>
+{tables}
+<h2>Plots</h2>{figures or "<p>(none for this run)</p>"}
 {_footer(s)}"""

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from core.bench.dccfl import PAPER_DC_SETTINGS, VARIANT, Cell, Protocol, make_cell, markdown, run, run_dc, site_bundles
+from core.methods import FitContext
 from core.methods.dccfl import DC, DCCFL
 
 
@@ -84,14 +85,14 @@ def test_dccfl_finds_the_two_groups_and_beats_dc():
     cell = _opposite_groups()
     bundles, private, _ = site_bundles(cell)
     settings = {**PAPER_DC_SETTINGS, "t_grid": [0.3, 0.9], "hidden": [8], "epochs": 8, "seed": 0}
-    fitted = DCCFL(**settings).fit(bundles, cell.classes)
+    fitted = DCCFL(**settings).fit(bundles, FitContext(cell.classes))
     assert sorted(sorted(c) for c in fitted.details["clusters"]) == [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert fitted.summary["t"] == 0.3
     dccfl = run_dc(DCCFL(**settings), cell, bundles, private)["accuracy"]
-    dc = run_dc(DC(**settings), cell, bundles, private)["accuracy"]
+    dc = run_dc(DC.with_known(settings), cell, bundles, private)["accuracy"]
     assert dccfl > dc + 0.1 and dccfl > 0.8
     # The product's per-site prior correction recovers most of that gap even for one shared model.
-    dc_prior = run_dc(DC(**{**settings, "prior_correction": True}), cell, bundles, private)["accuracy"]
+    dc_prior = run_dc(DC.with_known({**settings, "prior_correction": True}), cell, bundles, private)["accuracy"]
     assert dc_prior > dc + 0.1
 
 

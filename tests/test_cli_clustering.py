@@ -34,7 +34,7 @@ def cround(tmp_path_factory):
     sites, truth = make_grid(d / "data", per_cluster=60, seed=1, drop=5)
     assert run("keys", "new", "--name", "analyst", "--out", d / "analyst", *WF) == 0
     assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "Grid", "--task", "clustering",
-               "--schema-from", d / "data/sample.csv", "--blocks", SPEC, "--id-column", "pid", "--k", "3",
+               "--schema-from", d / "data/sample.csv", "--blocks", SPEC, "--id-column", "pid", "--set", "k=3",
                "--set", "scaling=range", "--out", d / "p.dckit") == 0
     assert run("anchor", "new", "--kit", d / "p.dckit", "--rows", "1500", "--out", d / "lead/p.dcanchor") == 0
     for name, path in sites.items():
@@ -166,7 +166,7 @@ def test_a_round_with_the_default_raw_scaling(cround, tmp_path):
     d, sites, truth = cround
     kit, anchor = tmp_path / "raw.dckit", tmp_path / "raw.dcanchor"
     assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "Grid raw", "--task", "clustering",
-               "--schema-from", d / "data/sample.csv", "--blocks", SPEC, "--id-column", "pid", "--k", "3",
+               "--schema-from", d / "data/sample.csv", "--blocks", SPEC, "--id-column", "pid", "--set", "k=3",
                "--out", kit) == 0
     assert run("anchor", "new", "--kit", kit, "--rows", "1500", "--out", anchor) == 0
     for name, path in sites.items():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
@@ -12,7 +14,7 @@ from core.errors import ConfigError, FormatError
 from core.learn.data_clustering import DataClustering, best_k, k_curve, knn_affinity, spectral_embedding
 from core.learn.row_linkage import VerticalLinkage
 from core.methods import get_method
-from core.methods.base import ReceivedBundle, SiteInput
+from core.methods.base import FitContext, ReceivedBundle, SiteInput
 from core.methods.dcclustering import DCClustering
 from core.participant import hash_ids
 
@@ -140,7 +142,7 @@ def test_labels_come_back_in_each_sites_original_row_order():
     anchor = X.min(0) + (X.max(0) - X.min(0)) * rng.random((300, 4))
     bundles, states = _grid(X, rows, cols, rng, anchor, dimension=2)
     method = DCClustering(k=3)
-    res = method.fit(bundles, [], blocks=["b0", "b1"])
+    res = method.fit(bundles, FitContext([], ["b0", "b1"]))
     d = res.details
     assert d["representation"].shape[0] == 120 == len(d["labels"]) == len(d["group_of_row"])
     assert d["centroids"].shape[0] == 3 and d["sizes"].sum() == 120
@@ -175,7 +177,7 @@ def test_k_must_be_below_the_number_of_joined_rows():
     anchor = rng.random((50, 2)) * 10
     bundles, _ = _grid(X, [np.arange(15)], [np.array([0, 1])], rng, anchor)
     with pytest.raises(ConfigError, match="k = 15 clusters need more than 15 rows"):
-        DCClustering(k=15).fit(bundles, [])
+        DCClustering(k=15).fit(bundles, FitContext([]))
 
 
 # ------------------------------------------------------------------------- the paper's claim (Table 2)
@@ -230,7 +232,7 @@ def test_scaling_decides_the_geometry_of_the_collaborative_representation(scalin
     cols = [np.array([0, 2, 4]), np.array([1, 3, 5])]
     g = make_bundles(X, rows, cols, rng, dimension_full=True, anchor_rows=4000, scaling=scaling)
     method = DCClustering(k=3, scaling=scaling, k_curve_width=0)
-    res = method.fit(g.bundles, [], blocks=g.blocks)
+    res = method.fit(g.bundles, FitContext([], list(g.blocks)))
     # X̂ (= Z for k-means) as the column-1 sites receive it, in their own row order, and those rows' indices
     parts = [(method.representation(arrays, private)[0], order) for (_i, j, order, _X, private), (_m, arrays)
              in zip(g.sites, res.packages, strict=True) if j == 0]
@@ -259,11 +261,16 @@ def test_a_bundle_reduced_for_the_other_scaling_is_refused():
                      scaling="raw")
     assert g.bundles[0].manifest["standardised"] is False
     assert 0.5 < g.bundles[0].manifest["variance_kept"] < 1  # one of two raw dimensions kept
-    DCClustering(scaling="raw").validate_bundle(g.bundles[0], 0)
-    DCClustering().validate_bundle(g.bundles[0], 0)  # raw is the default
+    bundle = g.bundles[0]
+    bundle.manifest["family"] = DCClustering.family
+    schema, _ = with_blocks(Schema([FeatureColumn(c) for c in "abcd"], id_column="id"),
+                            parse_blocks("block0=a,b;block1=c,d"))
+    kit = SimpleNamespace(schema=schema)
+    DCClustering(scaling="raw").check_bundle(bundle, kit)
+    DCClustering().check_bundle(bundle, kit)  # raw is the default
     with pytest.raises(FormatError, match="scaling is 'range'"):
-        DCClustering(scaling="range").validate_bundle(g.bundles[0], 0)
-    with pytest.raises(ConfigError, match="scaling must be one of"):
+        DCClustering(scaling="range").check_bundle(bundle, kit)
+    with pytest.raises(ConfigError, match="setting 'scaling' must be"):
         DCClustering(scaling="standard")
 
 

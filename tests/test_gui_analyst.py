@@ -20,6 +20,7 @@ pytestmark = pytest.mark.usefixtures("private_settings")
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QFileDialog  # noqa: E402
 
+from core.errors import DCError  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
 from core.simulation.projects import build_project, fake_clustering_result  # noqa: E402
 from gui.analyst.bundles import COL_CONFIRMED, COL_FILE, COL_LABELS, COL_STATUS  # noqa: E402
@@ -128,10 +129,10 @@ def test_create_identity_and_kit_by_clicking(qtbot, tmp_path, project, monkeypat
     page.schema_table.item(7, 0).setCheckState(Qt.Unchecked)  # leave x7 out
     page.project_name.setText("Clicked project")
     assert page.method_combo.currentData() == "dccfl"
-    page.t_auto_check.setChecked(False)
-    page.t_spin.setValue(0.35)
-    page.epochs_spin.setValue(7)
-    page.alignment_combo.setCurrentIndex(page.alignment_combo.findData("affine"))
+    form = page.settings_form
+    form.set_value("t", 0.35)
+    form.set_value("epochs", 7)
+    form.set_value("alignment", "affine")
     page.ranges_check.setChecked(True)
     kit_path = tmp_path / "clicked.dckit"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(kit_path), ""))
@@ -145,13 +146,18 @@ def test_create_identity_and_kit_by_clicking(qtbot, tmp_path, project, monkeypat
     assert w.state.session is not None and w.state.session.kit.project_id == kit.project_id
     assert w.state.t_choice == 0.35
     assert w.show_page("bundles")
-    # a clustering kit offers the distance scaling, and the form carries it into the kit's settings
-    assert page.scaling_combo.isHidden()
+    # the form is generated from the method's declarations: a clustering kit offers the distance scaling,
+    # and the form carries it into the kit's settings
+    assert form.widget("scaling") is None and form.widget("t") is not None
     page.task_combo.setCurrentIndex(page.task_combo.findData("clustering"))
-    assert page.method_combo.currentData() == "dcclustering" and not page.scaling_combo.isHidden()
+    assert page.method_combo.currentData() == "dcclustering" and form.widget("scaling") is not None
+    assert form.widget("t") is None and not page.anchor_box.isHidden()
     assert page.method_settings()["scaling"] == "raw"
-    page.scaling_combo.setCurrentIndex(page.scaling_combo.findData("range"))
+    form.set_value("scaling", "range")
     assert page.method_settings()["scaling"] == "range"
+    form.set_value("k_range", [2, 1])  # an advanced setting, checked against its declaration
+    with pytest.raises(DCError, match="k_range"):
+        page.method_settings()
 
 
 def test_open_kit_with_wrong_passphrase_is_inline_error(qtbot, project):
@@ -207,7 +213,7 @@ def test_threshold_line_recuts_clusters(qtbot, project):
     import_all(qtbot, w, project, extras=False)
     assert w.show_page("clients")
     cp = w.clients_page
-    assert cp.clustering is not None and cp.clustering.distances_.shape == (4, 4)
+    assert cp.clustering is not None and cp.clustering.distances.shape == (4, 4)
     assert cp.heatmap_image.image is not None
     line = cp.threshold_line
     seen = []
@@ -240,7 +246,7 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
     w.clients_page.auto_t_check.setChecked(True)
     assert w.show_page("models")
     mp = w.models_page
-    assert mp.epochs_spin.value() == 4
+    assert mp.run_form.widget("epochs").value() == 4
     qtbot.mouseClick(mp.train_button, Qt.LeftButton)
     wait_job(qtbot, mp.job_panel.job, timeout=60_000)
     assert mp.last_outcome == "succeeded", mp.message.text()
@@ -288,7 +294,7 @@ def test_cancel_training_keeps_nothing(qtbot, project, tmp_path):
     import_all(qtbot, w, project, extras=False)
     w.clients_page.set_threshold(0.5)
     mp = w.models_page
-    mp.epochs_spin.setValue(3000)
+    mp.run_form.set_value("epochs", 3000)
     job = mp.train()
     qtbot.waitUntil(lambda: mp.job_panel.bar.value() > 0, timeout=20_000)  # training is under way
     assert job.running
@@ -317,13 +323,11 @@ def test_data_clustering_page_draws_the_details_contract(qtbot):
     result = fake_clustering_result(n=300, k=3)
     page.show_result(result)
     assert page.has_result
-    assert page.projection.shape == (300, 2)
-    # PCA: the first axis carries at least as much variance as the second
-    assert page.projection[:, 0].var() >= page.projection[:, 1].var()
-    assert len(page.scatter.data) == 300
-    assert len(page.silhouette_plot.getPlotItem().listDataItems()) == 1
-    assert len(page.inertia_plot.getPlotItem().listDataItems()) == 1
-    assert "3</b> clusters over <b>300" in page.info_label.text()
+    kinds = page.views.kinds
+    assert kinds.count("Scatter") == 1 and kinds.count("Curve") == 2 and "Bars" in kinds and "Table" in kinds
+    scatter = page.views.widgets[kinds.index("Scatter")]
+    dots = [i for i in scatter.getPlotItem().items if type(i).__name__ == "ScatterPlotItem"]
+    assert len(dots[0].data) == 300  # every row drawn
 
 
 # ---- stall probe ---------------------------------------------------------------------------------------------
@@ -359,8 +363,7 @@ def test_clustering_kit_round_through_the_window(qtbot, tmp_path):
     assert mp.last_outcome == "succeeded", mp.message.text()
     cp = w.clustering_page
     assert cp.has_result and w.show_page("clustering")
-    assert cp.projection.shape == (360, 2)
-    assert len(cp.silhouette_plot.getPlotItem().listDataItems()) == 1
+    assert "Scatter" in cp.views.kinds and cp.views.kinds.count("Curve") == 2
     assert mp.metrics_table.rowCount() == 3
     out = tmp_path / "out"
     w.export_page.out_edit.setText(str(out))

@@ -211,8 +211,9 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
     assert w.page_name() == "privacy"
     pp = w.privacy_page
     wait(qtbot, lambda: pp.isComplete())
-    assert pp.reduction_combo.currentData() == "pca"
-    assert pp.dimension_spin.value() == len(FEATURES) - 1
+    assert pp.site_form.widget("reduction").value() == "pca"
+    assert pp.site_form.widget("dimension").value() is None  # automatic: m − 1
+    assert pp.site_form.widget("dimension").control.maximum() == len(FEATURES)
     shapes = {pp.disclosure_table.item(r, 0).text(): pp.disclosure_table.item(r, 1).text()
               for r in range(pp.disclosure_table.rowCount())}
     n = dp.table.n_rows
@@ -223,7 +224,7 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
     assert "anchor file" in pp.stays_label.text() and "private reduction map" in pp.stays_label.text()
 
     # a setting change recomputes; Back and Next keep what was computed
-    pp.dimension_spin.setValue(5)
+    pp.site_form.set_value("dimension", 5)
     assert not pp.isComplete()
     wait(qtbot, lambda: pp.isComplete() and pp.site_export.arrays["x_tilde"].shape[1] == 5)
     computed = pp.site_export

@@ -46,8 +46,8 @@ def analyst_makes_kit(qtbot, w, d: Path, monkeypatch) -> Path:
     qtbot.mouseClick(page.sample_browse_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: page.schema is not None, timeout=WAIT)
     page.project_name.setText("Whole round")
-    page.epochs_spin.setValue(50)
-    page.t_auto_check.setChecked(True)
+    page.settings_form.set_value("epochs", 50)
+    page.settings_form.set_value("t", "auto")
     kit_path = d / "round.dckit"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(kit_path), ""))
     qtbot.mouseClick(page.create_kit_button, Qt.LeftButton)

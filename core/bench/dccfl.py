@@ -9,7 +9,7 @@ and written into the results):
 2. Anchor X^anc = extended SMOTE of the seed set (r = 1000, k = 25, a = 1.5), seeded per cell.
 3. DC family, exactly as a round: per client ``method.site_compute(SiteInput(X_train, y_train, …))``
    (standardise + PCA to m − 1, shuffle; the envelope is skipped), one :class:`ReceivedBundle` per client,
-   ``method.fit(bundles, classes)`` (t = "auto": t ∈ {0.1..0.9} chosen on a hold-out of the received rows),
+   ``method.fit(bundles, FitContext(classes))`` (t = "auto": t ∈ {0.1..0.9} chosen on a hold-out of the received rows),
    then per client ``method.apply(manifest, arrays, private_arrays, X_test)``. The bundles are computed
    once per cell and fed to every DC variant (they all use the same site side).
 4. Baselines on raw features (:mod:`core.simulation.fl_baselines`): Local (50 epochs), FedAvg / FedProx
@@ -44,7 +44,7 @@ from .. import __version__
 from ..errors import ConfigError
 from ..formats.anchor import extended_smote
 from ..formats.fileio import write_json_atomic, write_text_atomic
-from ..methods.base import ReceivedBundle, SiteInput
+from ..methods.base import FitContext, ReceivedBundle, SiteInput
 from ..methods.dccfl import DC, DCCFL
 from ..simulation.fl_baselines import (
     ditto,
@@ -237,7 +237,7 @@ def site_bundles(cell: Cell) -> tuple[list[ReceivedBundle], list[dict], float]:
 def run_dc(method, cell: Cell, bundles: list[ReceivedBundle], private: list[dict]) -> dict[str, Any]:
     """``fit`` on the bundles, then every client applies its package to its own test rows."""
     t0 = time.perf_counter()
-    result = method.fit(bundles, cell.classes)
+    result = method.fit(bundles, FitContext(cell.classes))
     fit_s = time.perf_counter() - t0
     names = np.asarray(cell.classes, dtype=object)
     accs = []
@@ -255,7 +255,8 @@ def dc_variants(p: Protocol, seed: int) -> dict[str, Any]:
     """The DC rows: DC and DC-CFL with the paper's recipe pinned, the [32,16] alternative, product defaults."""
     paper = {**PAPER_DC_SETTINGS, "t_grid": list(p.t_grid), "hidden": list(p.hidden), "epochs": p.epochs,
              "seed": seed}
-    out: dict[str, Any] = {"DC": DC(**paper), "DC-CFL": DCCFL(**paper)}
+    out: dict[str, Any] = {"DC": DC.with_known(paper),
+                           "DC-CFL": DCCFL(**paper)}
     if p.alt_hidden:
         out[f"DC-CFL [{','.join(map(str, p.alt_hidden))}]"] = DCCFL(**{**paper, "hidden": list(p.alt_hidden)})
     out["DC-CFL (product defaults)"] = DCCFL(**{"seed": seed, **p.product_settings})
@@ -526,7 +527,7 @@ def measure_timing(X: np.ndarray, y: np.ndarray, classes: list[str], dataset: st
         out: dict[str, Any] = {"measured_on": f"{dataset} {split} seed {seed}, {len(bundles)} clients, one thread"}
         for name in ("DC-CFL (product defaults)", "DC-CFL"):
             t0 = time.perf_counter()
-            variants[name].fit(bundles, classes)
+            variants[name].fit(bundles, FitContext(classes))
             key = "analyst_seconds" if name.startswith("DC-CFL (") else "analyst_seconds_paper_recipe"
             out[key] = time.perf_counter() - t0
         out["participant_seconds"] = site_s

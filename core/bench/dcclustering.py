@@ -59,7 +59,7 @@ from ..errors import ConfigError
 from ..formats.anchor import AnchorFile
 from ..formats.fileio import write_json_atomic, write_text_atomic
 from ..learn.data_clustering import DataClustering, kmeans, knn_affinity, spectral_embedding
-from ..methods.base import ReceivedBundle, SiteInput
+from ..methods.base import FitContext, ReceivedBundle, SiteInput
 from ..methods.dcclustering import DCClustering
 from ..participant import hash_ids
 from ..simulation.clustering_data import SYNTH_BLOCKS, grid_split, synthetic_blobs, synthetic_circles
@@ -193,7 +193,7 @@ def dc_labels(g: GridBundles, n: int, k: int, algorithm: str, seed: int, p: Prot
                           n_neighbors=p.n_neighbors, embedding=p.embedding, k_curve_width=0, seed=seed,
                           scaling=g.scaling)
     t0 = time.perf_counter()
-    res = method.fit(g.bundles, [], blocks=g.blocks)
+    res = method.fit(g.bundles, FitContext([], list(g.blocks)))
     seconds = time.perf_counter() - t0
     by_col: dict[int, np.ndarray] = {}
     for (_i, j, order, Xij, private), (manifest, arrays) in zip(g.sites, res.packages, strict=True):

@@ -102,3 +102,9 @@ def main(argv: list[str] | None = None) -> dict:
 
 if __name__ == "__main__":
     main()
+
+
+def run_from_args(args, say) -> dict:
+    from . import print_and_record
+
+    return print_and_record(run(rows=args.rows or 1_000_000), args, say)

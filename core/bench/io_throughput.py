@@ -118,3 +118,9 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def run_from_args(args, say) -> dict:
+    from . import print_and_record
+
+    return print_and_record(run(), args, say)

@@ -25,9 +25,10 @@ import numpy as np
 
 from ..errors import ConfigError, FormatError
 from .fileio import read_json_capped, write_json_atomic
+from .kit import ANCHOR_KINDS
 
 FORMAT = "dcstudio/anchor/v1"
-KINDS = ("uniform", "gaussian", "smote")
+KINDS = ANCHOR_KINDS
 
 
 @dataclass

@@ -23,6 +23,7 @@ from .identity import Identity, PublicCard
 
 FORMAT = "dcstudio/kit/v1"
 TASKS = ("classification", "clustering")
+ANCHOR_KINDS = ("uniform", "gaussian", "smote")  # how the lead site makes X^anc (core.formats.anchor)
 _DOMAIN = b"dcstudio/kit/v1\0"
 
 

@@ -1,21 +1,60 @@
-"""Method registry: a new method is one module plus one line here."""
+"""Method registry: a new method is one module plus one line in ``_BUILT_IN`` (or a :func:`register` call)."""
 
 from __future__ import annotations
 
 from ..errors import ConfigError
-from .base import Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
+from .base import (
+    ClientDistances,
+    Disclosure,
+    FitContext,
+    Method,
+    MethodResult,
+    ReceivedBundle,
+    SiteExport,
+    SiteInput,
+)
 from .dccfl import DC, DCCFL
 from .dcclustering import DCClustering
 
-METHODS: dict[str, type[Method]] = {m.name: m for m in (DC, DCCFL, DCClustering)}
+_BUILT_IN: tuple[type[Method], ...] = (DCCFL, DC, DCClustering)
+METHODS: dict[str, type[Method]] = {m.name: m for m in _BUILT_IN}
+
+
+def register(cls: type[Method]) -> type[Method]:
+    """Add a method to the registry (usable as a class decorator); its name must be new."""
+    if cls.name in METHODS and METHODS[cls.name] is not cls:
+        raise ConfigError(f"a method named '{cls.name}' is already registered")
+    METHODS[cls.name] = cls
+    return cls
+
+
+def unregister(name: str) -> None:
+    METHODS.pop(name, None)
+
+
+def method_class(name: str) -> type[Method]:
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise ConfigError(f"unknown method '{name}'; available: {', '.join(METHODS)}") from None
 
 
 def get_method(name: str, settings: dict | None = None) -> Method:
-    try:
-        cls = METHODS[name]
-    except KeyError:
-        raise ConfigError(f"unknown method '{name}'; available: {', '.join(METHODS)}") from None
-    return cls(**(settings or {}))
+    return method_class(name)(**(settings or {}))
 
 
-__all__ = ["METHODS", "Method", "MethodResult", "ReceivedBundle", "SiteExport", "SiteInput", "get_method"]
+def methods_for(task: str) -> list[type[Method]]:
+    """The registered methods for a task, the default first."""
+    return [m for m in METHODS.values() if m.task == task]
+
+
+def default_method(task: str) -> str:
+    found = methods_for(task)
+    if not found:
+        raise ConfigError(f"no method is available for the task '{task}'")
+    return found[0].name
+
+
+__all__ = ["METHODS", "ClientDistances", "Disclosure", "FitContext", "Method", "MethodResult", "ReceivedBundle",
+           "SiteExport", "SiteInput", "default_method", "get_method", "method_class", "methods_for", "register",
+           "unregister"]

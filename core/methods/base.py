@@ -1,24 +1,35 @@
-"""The one small interface every method plugs into the pipelines through.
+"""The one interface every method plugs into the pipelines, the CLI, the app and the report through.
 
-A method says three things:
-1. what a site computes and ships (``site_compute`` → :class:`SiteExport`), given its rows and X^anc;
-2. what the analyst fits on the received bundles (``fit`` → :class:`MethodResult`) and what each site's
-   package holds (``package``);
-3. what a site does with its package (``apply``), given its kept private state.
+A method declares (class attributes) what it is for and what it needs — ``task``, ``needs_anchor``,
+``labels_leave``, ``what_leaves``, ``kit_carries_aux`` — and its settings as data (:attr:`Method.settings_spec`,
+see :mod:`core.methods.settings`). It implements four steps:
 
-The pipelines handle files, keys, workspaces, audit and checks; a new method is one module plus one line
-in :mod:`core.methods`.
+1. ``site_compute``: what a site computes and ships (:class:`SiteExport`), given its rows (and X^anc when
+   ``needs_anchor``);
+2. ``check_bundle``: whether a verified, decrypted bundle fits the kit and this method (shapes, ranges);
+3. ``fit(bundles, context)``: what the analyst learns (:class:`MethodResult`: per-site package contents,
+   a JSON-able summary, arrays for plots);
+4. ``apply``: what a site does with its package, given its kept private state;
+
+and says what it shows: ``summary_lines`` (CLI), ``views`` (plots and tables as data, drawn by the app
+and the report), and optionally ``client_distances`` (the Clients page's interactive view, for methods
+that cluster sites). The pipelines handle files, keys, workspaces, audit and checks; a new method is one
+module plus one line in :mod:`core.methods` (or a :func:`core.methods.register` call).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..control import JobControl
+from ..control import JobControl, ensure
+from ..errors import ConfigError, FormatError
+from .settings import Setting, check_settings
+from .views import View
 
 
 @dataclass
@@ -30,7 +41,7 @@ class SiteInput:
     classes: list[str]
     anchor: np.ndarray | None
     ids_hashed: np.ndarray | None = None  # (n, 32) uint8 keyed hashes, when the kit links rows by id
-    settings: dict = field(default_factory=dict)  # site-side options (reduction, dimension, noise, seed)
+    settings: dict = field(default_factory=dict)  # site-side settings (checked against the method's spec)
     block: str | None = None  # the feature block these columns are (clustering kits; X and anchor hold only it)
 
 
@@ -74,6 +85,23 @@ class ReceivedBundle:
 
 
 @dataclass
+class FitContext:
+    """What the analyst's side gives ``fit`` besides the bundles.
+
+    classes : the kit's class names (empty for clustering). blocks : the kit's feature-block names in
+    order. control : progress and cancel. on_epoch(epoch, losses) : per-epoch training callback (or None).
+    """
+
+    classes: list[str]
+    blocks: list[str] = field(default_factory=list)
+    control: JobControl | None = None
+    on_epoch: Callable[[int, Any], None] | None = None
+
+    def __post_init__(self):
+        self.control = ensure(self.control)
+
+
+@dataclass
 class MethodResult:
     """Everything the analyst learned: per-site package contents plus a JSON-able summary."""
 
@@ -83,35 +111,104 @@ class MethodResult:
     details: dict = field(default_factory=dict)  # arrays for plots/reports (distances, curves, …)
 
 
+@dataclass
+class ClientDistances:
+    """The Clients page's view for methods that cluster sites: a distance matrix between sites, the
+    per-site histograms it came from, and ``cut(t)`` → cluster of each site (0-based)."""
+
+    distances: np.ndarray
+    histograms: np.ndarray
+    linkage: np.ndarray
+    cut: Callable[[float], np.ndarray]
+    what: str  # e.g. "total-variation distance between the sites' label distributions"
+
+
 class Method(ABC):
     name: ClassVar[str]
-    title: ClassVar[str]
+    title: ClassVar[str]  # one line for people: what the method does
     task: ClassVar[str]  # "classification" | "clustering"
-    labels_leave: ClassVar[str]  # "rows" | "counts" | "none"
     family: ClassVar[str]  # bundles of the same family are interchangeable (e.g. dc and dccfl)
+    labels_leave: ClassVar[str]  # "rows" | "counts" | "none"
+    needs_anchor: ClassVar[bool] = True  # sites need the participants' shared anchor file
+    kit_carries_aux: ClassVar[bool] = False  # the kit holds public auxiliary data for the analyst (never X^anc)
+    what_leaves: ClassVar[str] = ""  # one sentence for people, before anything is computed
+    settings_spec: ClassVar[tuple[Setting, ...]] = ()
 
     def __init__(self, **settings: Any):
-        unknown = set(settings) - set(self.default_settings())
-        if unknown:
-            from ..errors import ConfigError
+        self.settings = check_settings(self.name, self.settings_spec, settings, side="analyst")
+        self.check_settings()
 
-            raise ConfigError(f"unknown setting(s) for {self.name}: {', '.join(sorted(unknown))}")
-        self.settings = {**self.default_settings(), **settings}
+    def check_settings(self) -> None:  # noqa: B027 - optional hook
+        """Raise ConfigError when settings that are each valid do not fit together."""
 
     @classmethod
-    @abstractmethod
-    def default_settings(cls) -> dict: ...
+    def with_known(cls, settings: dict) -> Method:
+        """An instance from ``settings``, leaving out those this method does not declare (e.g. DC-CFL's
+        threshold when the same settings drive DC's one shared model)."""
+        own = cls.default_settings()
+        return cls(**{k: v for k, v in settings.items() if k in own})
 
+    # ---- declarations ------------------------------------------------------------------------------------
+    @classmethod
+    def default_settings(cls) -> dict:
+        """The kit-level (analyst-side) settings and their defaults."""
+        return {s.name: s.default for s in cls.settings_spec if s.side == "analyst"}
+
+    @classmethod
+    def site_settings_spec(cls) -> tuple[Setting, ...]:
+        return tuple(s for s in cls.settings_spec if s.side == "site")
+
+    @classmethod
+    def check_site_settings(cls, given: dict) -> dict:
+        return check_settings(cls.name, cls.settings_spec, given, side="site")
+
+    @classmethod
+    def setting(cls, name: str) -> Setting | None:
+        return next((s for s in cls.settings_spec if s.name == name), None)
+
+    @classmethod
+    def threshold_setting(cls) -> Setting | None:
+        """The setting the Clients page's threshold line sets, if this method has one."""
+        return next((s for s in cls.settings_spec if s.role == "threshold"), None)
+
+    # ---- the four steps ----------------------------------------------------------------------------------
     @abstractmethod
     def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport: ...
 
+    def check_bundle(self, bundle: ReceivedBundle, kit) -> None:
+        """Raise FormatError if a bundle does not fit the kit (``core.formats.kit.Kit``) and this method."""
+        if bundle.manifest.get("family") != self.family:
+            raise FormatError(f"bundle was made for method '{bundle.manifest.get('method')}', not for this kit's "
+                              "method")
+
     @abstractmethod
-    def fit(self, bundles: list[ReceivedBundle], classes: list[str],
-            control: JobControl | None = None) -> MethodResult: ...
+    def fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult: ...
 
     @abstractmethod
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
-              X: np.ndarray) -> dict[str, np.ndarray]: ...
+              X: np.ndarray) -> dict[str, np.ndarray]:
+        """Columns to add to the site's CSV (name → one value per row, in the CSV's own order)."""
 
-    def validate_bundle(self, bundle: ReceivedBundle, n_classes: int) -> None:  # noqa: B027
-        """Raise FormatError if a bundle's arrays do not fit this method (shapes, ranges)."""
+    # ---- what it shows -----------------------------------------------------------------------------------
+    def summary_lines(self, summary: dict) -> list[str]:
+        """Lines for the CLI after ``analyst run``."""
+        return [f"method {self.name}: {len(summary.get('sites', []))} site(s)"]
+
+    def views(self, result: MethodResult) -> list[View]:
+        """Tables and plots of a result, for the analyst window and the report."""
+        return []
+
+    def client_distances(self, bundles: list[ReceivedBundle], classes: list[str]) -> ClientDistances | None:
+        """The Clients page's view before any fit (methods that cluster sites); None hides it."""
+        return None
+
+    def representation(self, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray]
+                       ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(per-row representation in the site's own order, centroids), for methods that return one."""
+        return None
+
+
+def need(condition: bool, message: str) -> None:
+    """ConfigError with ``message`` unless ``condition``: for :meth:`Method.check_settings`."""
+    if not condition:
+        raise ConfigError(message)

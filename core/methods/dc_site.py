@@ -11,10 +11,25 @@ import numpy as np
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
-from ..learn.reduction import AffineMap, PrivateReduction, default_dimension
-from .base import Disclosure, SiteExport, SiteInput
+from ..learn.reduction import AffineMap, PrivateReduction
+from .base import Disclosure, ReceivedBundle, SiteExport, SiteInput
+from .settings import Setting
 
-SITE_DEFAULTS = {"reduction": "pca", "dimension": None, "noise": 0.0, "seed": None}
+REDUCTIONS = ("pca", "lpp", "random")
+SITE_SETTINGS = (
+    Setting("reduction", "choice", "pca", "the private map that reduces this site's rows", label="Reduction",
+            choices=REDUCTIONS, side="site",
+            choice_help=("PCA (principal components): keeps the directions along which your rows vary most",
+                         "LPP (locality preserving): keeps which of your rows are neighbours",
+                         "random projection: a secret random map of your columns")),
+    Setting("dimension", "int", None, "how many numbers each reduced row keeps", label="Columns kept", low=1,
+            optional=True, none_help="one fewer than the site's columns (m − 1)", side="site", high_from="columns"),
+    Setting("noise", "float", 0.0, "random noise added to the reduced rows, times each reduced column's spread",
+            label="Noise", low=0.0, high=2.0, side="site"),
+    Setting("seed", "int", None, "random seed of the reduction and the shuffle (none: fresh each export)",
+            label="Seed", low=0, optional=True, none_help="fresh randomness", side="site", advanced=True),
+)
+SITE_DEFAULTS = {s.name: s.default for s in SITE_SETTINGS}
 MIN_ROWS = 5
 
 
@@ -28,6 +43,8 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
     n, m = site.X.shape
     if n < MIN_ROWS:
         raise ConfigError(f"this site has {n} rows; at least {MIN_ROWS} are needed")
+    if opts["dimension"] is not None and not 1 <= int(opts["dimension"]) <= m:
+        raise ConfigError(f"'dimension' must be between 1 and this site's {m} columns, got {opts['dimension']}")
     rng = np.random.default_rng(opts["seed"])
     control.step(0.05, "fitting the private reduction")
     red = PrivateReduction(opts["reduction"], opts["dimension"], random_state=int(rng.integers(2**31)),
@@ -78,6 +95,12 @@ def site_map(private_arrays: dict[str, np.ndarray]) -> AffineMap:
     return AffineMap.from_arrays(private_arrays)
 
 
+def check_anchor_width(bundles: list[ReceivedBundle]) -> None:
+    """Every bundle was reduced from the same anchor (same row count)."""
+    if len({b.arrays["anchor_tilde"].shape[0] for b in bundles}) != 1:
+        raise FormatError("bundles were made with different anchors (different anchor row counts)")
+
+
 def check_dc_bundle(arrays: dict[str, np.ndarray], n_classes: int | None, *, need_labels: bool) -> None:
     """Shapes and ranges of a DC-family bundle; FormatError naming what is wrong."""
     for key in ("x_tilde", "anchor_tilde"):
@@ -95,7 +118,3 @@ def check_dc_bundle(arrays: dict[str, np.ndarray], n_classes: int | None, *, nee
             raise FormatError("bundle lacks per-row labels 'y' of the right length")
         if n_classes is not None and (y.min() < 0 or y.max() >= n_classes):
             raise FormatError("bundle labels are outside the kit's class list")
-
-
-def default_site_dimension(m: int) -> int:
-    return default_dimension(m)

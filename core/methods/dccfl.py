@@ -33,15 +33,41 @@ from ..errors import ConfigError, FormatError
 from ..learn.alignment import AnchorBasis, DCAlignment, SiteMapping
 from ..learn.client_clustering import T_GRID, LabelDistributionClustering
 from ..learn.mlp import BatchedMLP, MLPWeights
-from .base import Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
-from .dc_site import SITE_DEFAULTS, check_dc_bundle, dc_site_compute, site_map
+from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
+from .dc_site import SITE_SETTINGS, check_anchor_width, check_dc_bundle, dc_site_compute, site_map
+from .settings import Setting
+from .views import Curve, Heatmap, Table, View
 
-LEARNER_DEFAULTS = {"hidden": [64, 32], "lr": 0.01, "momentum": 0.5, "batch_size": 32, "epochs": 50,
-                    "weight_decay": 0.0}
-ALIGNMENT_DEFAULTS = {"alignment": "affine", "threshold": 1e-2, "relative_threshold": False,
-                      "scale": "identity"}
-PRIOR_DEFAULTS = {"prior_correction": True, "prior_smoothing": 0.5, "prior_in_selection": True}
 DEFAULT_T_GRID = [*T_GRID, 1.0]
+ALIGNMENT_SETTINGS = (
+    Setting("alignment", "choice", "affine", "how each site's reduced rows are mapped to the common space",
+            label="Alignment", choices=("linear", "affine"),
+            choice_help=("linear (the paper's recipe)", "affine, with an offset (exact for centred maps)")),
+    Setting("threshold", "float", 1e-2, "singular values of the anchor images below this are dropped",
+            low=0.0, advanced=True),
+    Setting("relative_threshold", "bool", False, "read the threshold relative to the largest singular value",
+            advanced=True),
+    Setting("scale", "choice", "identity", "C in the alignment: identity or the singular values",
+            choices=("identity", "singular"), advanced=True),
+)
+LEARNER_SETTINGS = (
+    Setting("epochs", "int", 50, "passes over the training rows", label="Epochs", low=1, high=5000, at_run=True),
+    Setting("hidden", "int_list", [64, 32], "hidden layer widths of the MLP", advanced=True),
+    Setting("lr", "float", 0.01, "SGD learning rate", low=1e-6, high=10.0, advanced=True),
+    Setting("momentum", "float", 0.5, "SGD momentum", low=0.0, high=0.999, advanced=True),
+    Setting("batch_size", "int", 32, "rows per SGD step", low=1, high=100000, advanced=True),
+    Setting("weight_decay", "float", 0.0, "L2 penalty", low=0.0, advanced=True),
+)
+PRIOR_SETTINGS = (
+    Setting("prior_correction", "bool", True, "correct each site's predictions for its own class frequencies",
+            label="Per-site class-prior correction"),
+    Setting("prior_smoothing", "float", 0.5, "Laplace smoothing of the class frequencies", low=0.0,
+            advanced=True),
+    Setting("prior_in_selection", "bool", True, "choose t on the corrected predictions", advanced=True),
+)
+LEARNER_DEFAULTS = {s.name: s.default for s in LEARNER_SETTINGS}
+ALIGNMENT_DEFAULTS = {s.name: s.default for s in ALIGNMENT_SETTINGS}
+PRIOR_DEFAULTS = {s.name: s.default for s in PRIOR_SETTINGS}
 
 
 @dataclass
@@ -142,35 +168,43 @@ def _partition(labels: np.ndarray) -> list[tuple[int, ...]]:
 
 class DCCFL(Method):
     name = "dccfl"
-    title = "DC-CFL: clustered models by label distribution"
+    title = "DC-CFL: one model per group of sites with similar label mixes"
     task = "classification"
     labels_leave = "rows"
     family = "dc"
+    what_leaves = ("a privately reduced, shuffled copy of every row, the class of every row, and the shared "
+                   "anchor rows after the same private reduction")
     one_cluster = False
-
-    @classmethod
-    def default_settings(cls) -> dict:
-        return {"t": "auto", "t_grid": list(DEFAULT_T_GRID), "linkage": "complete", "holdout": 0.2, "seed": 0,
-                **PRIOR_DEFAULTS, **ALIGNMENT_DEFAULTS, **LEARNER_DEFAULTS}
+    settings_spec = (
+        Setting("t", "float", "auto", "threshold on the label-distribution distance that cuts sites into groups",
+                label="Threshold t", low=0.0, high=1.0, auto=True, at_run=True, role="threshold",
+                auto_help="chosen on held-out rows"),
+        Setting("t_grid", "float_list", list(DEFAULT_T_GRID), "the thresholds tried when t is auto", advanced=True),
+        Setting("linkage", "choice", "complete", "how groups of sites are merged",
+                choices=("complete", "average", "single"), advanced=True),
+        Setting("holdout", "float", 0.2, "share of each site's received rows held out to choose t", low=0.05,
+                high=0.5, advanced=True),
+        Setting("seed", "int", 0, "random seed of the hold-out split and the training", label="Random seed",
+                low=0, high=2**31 - 1),
+        *PRIOR_SETTINGS, *ALIGNMENT_SETTINGS, *LEARNER_SETTINGS, *SITE_SETTINGS,
+    )
 
     # ---- site ----------------------------------------------------------------------------------
     def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport:
         return dc_site_compute(site, ship_labels=True, control=control)
 
-    def validate_bundle(self, bundle: ReceivedBundle, n_classes: int) -> None:
-        check_dc_bundle(bundle.arrays, n_classes, need_labels=True)
+    def check_bundle(self, bundle: ReceivedBundle, kit) -> None:
+        super().check_bundle(bundle, kit)
+        check_dc_bundle(bundle.arrays, len(kit.schema.classes), need_labels=True)
 
     # ---- analyst -------------------------------------------------------------------------------
-    def fit(self, bundles: list[ReceivedBundle], classes: list[str],
-            control: JobControl | None = None, on_epoch=None) -> MethodResult:
+    def fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult:
         # One BLAS thread: the work is many small factorisations and products, for which extra threads
         # only add synchronisation (and, on a busy machine, spin for an order of magnitude longer).
-        try:
-            from threadpoolctl import threadpool_limits
-        except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
-            return self._fit(bundles, classes, control, on_epoch)
+        from threadpoolctl import threadpool_limits
+
         with threadpool_limits(limits=1):
-            return self._fit(bundles, classes, control, on_epoch)
+            return self._fit(bundles, context.classes, context.control, context.on_epoch)
 
     def _fit(self, bundles: list[ReceivedBundle], classes: list[str], control: JobControl | None,
              on_epoch) -> MethodResult:
@@ -179,15 +213,13 @@ class DCCFL(Method):
         K = len(classes)
         if not bundles:
             raise ConfigError("no bundles to analyse")
-        widths = {b.arrays["anchor_tilde"].shape[0] for b in bundles}
-        if len(widths) != 1:
-            raise FormatError("bundles were made with different anchors (different anchor row counts)")
+        check_anchor_width(bundles)
         counts = np.stack([np.bincount(b.arrays["y"], minlength=K) for b in bundles])
-        clus = LabelDistributionClustering(method=s["linkage"]).fit(counts)
-        grid = [float(t) for t in s["t_grid"]]
-        train, hold = holdout_split(bundles, float(s["holdout"]), int(s["seed"]))
+        clus = LabelDistributionClustering(method=s.get("linkage", "complete")).fit(counts)
+        grid = [float(t) for t in s.get("t_grid", [1.0])]
+        train, hold = holdout_split(bundles, float(s.get("holdout", 0.2)), int(s["seed"]))
         candidates = [1.0] if self.one_cluster else grid
-        if not self.one_cluster and s["t"] != "auto":
+        if not self.one_cluster and s.get("t", "auto") != "auto":
             candidates = [float(s["t"])]
         everyone = [tuple(range(len(bundles)))]
         partitions = {t: (everyone if self.one_cluster or t >= 1.0 else _partition(clus.cut(t)))
@@ -230,7 +262,8 @@ class DCCFL(Method):
                         "alignment": s["alignment"], "dimension": int(cm.mappings[i].G.shape[1])}
             packages.append((manifest, arrays))
         summary = {
-            "method": self.name, "t": best, "t_auto": s["t"] == "auto" and not self.one_cluster,
+            "method": self.name, "task": self.task, "t": best,
+            "t_auto": s.get("t") == "auto" and not self.one_cluster,
             "validation_curve": {f"{t:g}": a for t, a in curve.items()},
             "n_clusters": len(final),
             "sites": [{"site": b.site, "fingerprint": b.fingerprint, "rows": int(b.arrays["x_tilde"].shape[0]),
@@ -243,6 +276,46 @@ class DCCFL(Method):
         details = {"histograms": clus.histograms_, "distances": clus.distances_, "linkage": clus.linkage_,
                    "clusters": final, "validation_curve": curve}
         return MethodResult(self.name, packages, summary, details)
+
+    # ---- what it shows --------------------------------------------------------------------------
+    def summary_lines(self, summary: dict) -> list[str]:
+        s = summary
+        how = " (chosen on held-out rows)" if s.get("t_auto") else ""
+        lines = [f"method {self.name}: t = {s.get('t')}{how}, {s.get('n_clusters')} cluster(s) of sites"]
+        for x in s.get("sites", []):
+            acc = x.get("holdout_accuracy")
+            lines.append(f"  {x['site']}: {x['rows']} rows, cluster {x['cluster'] + 1}"
+                         + ("" if acc is None else f", hold-out accuracy {acc:.3f}"))
+        return lines
+
+    def views(self, result: MethodResult) -> list[View]:
+        s, d = result.summary, result.details
+        sites = s.get("sites", [])
+        classes = [str(c) for c in (result.packages[0][0].get("classes", []) if result.packages else [])]
+        rows = [[x["site"], x.get("fingerprint", ""), x["rows"], x["cluster"] + 1,
+                 "" if x.get("holdout_accuracy") is None else f"{x['holdout_accuracy']:.3f}",
+                 x.get("label_counts", [])] for x in sites]
+        out: list[View] = [Table("Sites", ["site", "fingerprint", "rows", "cluster", "hold-out accuracy",
+                                           "labels"], rows, bars=("labels",), bar_labels=classes)]
+        if "distances" in d and len(d["distances"]) > 1:
+            names = [x["site"] for x in sites]
+            out.append(Heatmap("Total-variation distance between the sites' label distributions",
+                               np.asarray(d["distances"]), names, names))
+        curve = s.get("validation_curve") or {}
+        if len(curve) > 1:
+            xs = [float(t) for t in curve]
+            out.append(Curve("Hold-out accuracy for each threshold t", xs, {"accuracy": list(curve.values())},
+                             xlabel="t", ylabel="accuracy", mark=float(s.get("t", xs[0]))))
+        return out
+
+    def client_distances(self, bundles: list[ReceivedBundle], classes: list[str]) -> ClientDistances | None:
+        K = len(classes)
+        if len(bundles) < 2 or K < 2:
+            return None
+        counts = np.stack([np.bincount(np.asarray(b.arrays["y"]), minlength=K)[:K] for b in bundles])
+        clus = LabelDistributionClustering(method=self.settings.get("linkage", "complete")).fit(counts)
+        return ClientDistances(clus.distances_, clus.histograms_, clus.linkage_, clus.cut,
+                               "total-variation distance between the sites' label distributions")
 
     # ---- site, after the round -----------------------------------------------------------------
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
@@ -266,8 +339,12 @@ class DCCFL(Method):
 
 class DC(DCCFL):
     name = "dc"
-    title = "DC analysis: one shared model"
+    title = "DC analysis: one shared model for all sites"
     one_cluster = True
+    settings_spec = tuple(s for s in DCCFL.settings_spec if s.name not in ("t", "t_grid", "linkage", "holdout"))
 
+    def summary_lines(self, summary: dict) -> list[str]:
+        return [f"method {self.name}: one model for all {len(summary.get('sites', []))} sites"]
 
-SITE_SETTINGS = SITE_DEFAULTS
+    def views(self, result: MethodResult) -> list[View]:
+        return [v for v in super().views(result) if not isinstance(v, Heatmap | Curve)]

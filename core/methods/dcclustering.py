@@ -30,14 +30,16 @@ import hashlib
 
 import numpy as np
 
-from ..control import JobControl, ensure
+from ..control import JobControl
 from ..data.schema import ALL_COLUMNS
 from ..errors import ConfigError, FormatError
 from ..learn.alignment import DCAlignment
 from ..learn.data_clustering import ALGORITHMS, EMBEDDINGS, DataClustering, best_k, k_curve
 from ..learn.row_linkage import VerticalLinkage
-from .base import Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
-from .dc_site import check_dc_bundle, dc_site_compute
+from .base import FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
+from .dc_site import SITE_SETTINGS, check_anchor_width, check_dc_bundle, dc_site_compute
+from .settings import Setting
+from .views import Bars, Curve, Scatter, Table, Text, View, principal_axes_2d
 
 SCALINGS = ("range", "raw")
 
@@ -54,32 +56,34 @@ class DCClustering(Method):
     task = "clustering"
     labels_leave = "none"
     family = "dcclustering"
-
-    def __init__(self, **settings):
-        super().__init__(**settings)
-        s = self.settings
-        k = s["k"]
-        if k != "auto" and (isinstance(k, bool) or not isinstance(k, int) or k < 2):
-            raise ConfigError(f"k must be 'auto' or a whole number ≥ 2, got {k!r}")
-        kr = s["k_range"]
-        if (not isinstance(kr, list | tuple) or len(kr) != 2 or not all(isinstance(v, int) for v in kr)
-                or not 2 <= kr[0] <= kr[1]):
-            raise ConfigError(f"k_range must be two whole numbers 2 ≤ low ≤ high, got {kr!r}")
-        if s["algorithm"] not in ALGORITHMS:
-            raise ConfigError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {s['algorithm']!r}")
-        if s["alignment"] not in ("affine", "linear"):
-            raise ConfigError(f"alignment must be 'affine' or 'linear', got {s['alignment']!r}")
-        if s["scaling"] not in SCALINGS:
-            raise ConfigError(f"scaling must be one of {', '.join(SCALINGS)}, got {s['scaling']!r}")
-        if s["embedding"] not in EMBEDDINGS:
-            raise ConfigError(f"embedding must be one of {', '.join(EMBEDDINGS)}, got {s['embedding']!r}")
-
-    @classmethod
-    def default_settings(cls) -> dict:
-        return {"k": "auto", "k_range": [2, 10], "algorithm": "kmeans", "alignment": "affine", "scaling": "raw",
-                "threshold": 1e-2, "relative_threshold": False, "n_init": 10, "max_iter": 300,
-                "n_neighbors": 10, "embedding": "sklearn", "k_curve_width": 2, "silhouette_rows": 5000,
-                "seed": 0}
+    what_leaves = ("a privately reduced, shuffled copy of every row (no labels), the shared anchor rows after "
+                   "the same private reduction, and keyed hashes of the row ids when blocks are linked")
+    settings_spec = (
+        Setting("k", "int", "auto", "number of clusters", label="Clusters k", low=2, high=1000, auto=True,
+                auto_help="the best silhouette over k_range"),
+        Setting("k_range", "int_pair", [2, 10], "the numbers of clusters tried when k is auto", advanced=True),
+        Setting("algorithm", "choice", "kmeans", "how the rows are clustered", label="Algorithm",
+                choices=ALGORITHMS, choice_help=("k-means", "spectral")),
+        Setting("alignment", "choice", "affine", "how each site's reduced rows are mapped to the common space",
+                label="Alignment", choices=("linear", "affine"),
+                choice_help=("linear", "affine, with an offset")),
+        Setting("scaling", "choice", "raw", "which distances the clustering uses", label="Distances on",
+                choices=SCALINGS, choice_help=("each column ÷ its public range", "columns in their own units")),
+        Setting("threshold", "float", 1e-2, "singular values of the anchor images below this are dropped",
+                low=0.0, advanced=True),
+        Setting("relative_threshold", "bool", False, "read the threshold relative to the largest singular value",
+                advanced=True),
+        Setting("n_init", "int", 10, "k-means restarts", low=1, high=1000, advanced=True),
+        Setting("max_iter", "int", 300, "k-means iterations", low=1, high=100000, advanced=True),
+        Setting("n_neighbors", "int", 10, "spectral: neighbours in the similarity graph", low=1, high=1000,
+                advanced=True),
+        Setting("embedding", "choice", "sklearn", "spectral: which embedding", choices=EMBEDDINGS, advanced=True),
+        Setting("k_curve_width", "int", 2, "with a fixed k, also score k ± this many for the report", low=0,
+                high=20, advanced=True),
+        Setting("silhouette_rows", "int", 5000, "rows sampled to score the silhouette", low=100, advanced=True),
+        Setting("seed", "int", 0, "random seed of the clustering", label="Random seed", low=0, high=2**31 - 1),
+        *SITE_SETTINGS,
+    )
 
     # ---- site ----------------------------------------------------------------------------------
     def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport:
@@ -91,11 +95,22 @@ class DCClustering(Method):
         ex.private_meta["block"] = block
         return ex
 
-    def validate_bundle(self, bundle: ReceivedBundle, n_classes: int) -> None:
+    def check_bundle(self, bundle: ReceivedBundle, kit) -> None:
+        """A DC bundle without labels, holding one of the kit's feature blocks with that block's columns."""
+        super().check_bundle(bundle, kit)
         check_dc_bundle(bundle.arrays, None, need_labels=False)
-        if not isinstance(bundle.manifest.get("block"), str):
-            raise FormatError("bundle does not say which feature block it holds")
-        standardised = bundle.manifest.get("standardised", True)
+        m, schema = bundle.manifest, kit.schema
+        block = m.get("block")
+        if not isinstance(block, str) or block not in schema.block_names:
+            raise FormatError(f"bundle holds feature block {block!r}, which the kit does not declare (its blocks "
+                              f"are {schema.describe_blocks()})")
+        cols = schema.block_columns(block)
+        if m.get("n_features") != len(cols):
+            raise FormatError(f"bundle's block '{block}' has {m.get('n_features')} column(s); the kit's block has "
+                              f"{len(cols)} ({', '.join(cols)})")
+        if len(schema.block_names) > 1 and "id_hash" not in bundle.arrays:
+            raise FormatError("bundle lacks the hashed row ids needed to link the feature blocks")
+        standardised = m.get("standardised", True)
         if standardised != (self.settings["scaling"] == "range"):
             raise FormatError(f"bundle was reduced {'with' if standardised else 'without'} standardisation, but "
                               f"the kit's scaling is {self.settings['scaling']!r}: the site must export again "
@@ -105,17 +120,16 @@ class DCClustering(Method):
             raise FormatError("bundle's id hashes are not one 32-byte hash per row")
 
     # ---- analyst -------------------------------------------------------------------------------
-    def fit(self, bundles: list[ReceivedBundle], classes: list[str], control: JobControl | None = None,
-            blocks: list[str] | None = None) -> MethodResult:
-        """Link, align, cluster; ``blocks`` = the kit's block names in order (default: as the bundles say)."""
-        control = ensure(control)
+    def fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult:
+        """Link, align, cluster; ``context.blocks`` = the kit's block names in order (default: as the bundles
+        say)."""
+        control = context.control
         s = self.settings
         if not bundles:
             raise ConfigError("no bundles to analyse")
-        if len({b.arrays["anchor_tilde"].shape[0] for b in bundles}) != 1:
-            raise FormatError("bundles were made with different anchors (different anchor row counts)")
+        check_anchor_width(bundles)
         bblocks = [str(b.manifest.get("block", ALL_COLUMNS)) for b in bundles]
-        names = list(blocks) if blocks else list(dict.fromkeys(bblocks))
+        names = list(context.blocks) if context.blocks else list(dict.fromkeys(bblocks))
         control.step(0.0, "linking the feature blocks by hashed ids")
         link = VerticalLinkage().fit(bblocks, [b.arrays["x_tilde"].shape[0] for b in bundles],
                                      [b.arrays.get("id_hash") for b in bundles], names)
@@ -206,6 +220,80 @@ class DCClustering(Method):
                    "groups": [g.sites for g in link.groups_]}
         control.step(1.0, "clustering done")
         return MethodResult(self.name, packages, summary, details)
+
+    # ---- what it shows --------------------------------------------------------------------------
+    def summary_lines(self, summary: dict) -> list[str]:
+        s = summary
+        curve = s.get("k_curve") or {}
+        how = "chosen by silhouette" if s.get("k_auto") else "fixed in the kit"
+        lines = [f"method {s['method']} ({s['algorithm']}, {s['alignment']} alignment, dimension {s['dimension']}):"
+                 f" k = {s['k']} ({how}); cluster sizes {s['sizes']}"]
+        if curve:
+            lines.append("k curve: " + "; ".join(f"k={k}: silhouette {v['silhouette']:.3f}, inertia "
+                                                 f"{v['inertia']:.4g}" for k, v in curve.items()))
+        link = s["linkage"]
+        lines.append(f"rows clustered: {s['rows_clustered']} in {link['groups']} row group(s); left out: "
+                     f"{link['partial']} people missing from some block, {link['conflicts']} held twice in a block")
+        for site in s["sites"]:
+            lines.append(f"  {site['site']} [block {site['block']}]: {site['clustered']} of {site['rows']} rows "
+                         "clustered" + (f" — {site['note']}" if site["note"] else ""))
+        return lines
+
+    def views(self, result: MethodResult) -> list[View]:
+        s, d = result.summary, result.details
+        out: list[View] = []
+        how = "chosen by the best silhouette over the tried range" if s.get("k_auto") else "fixed in the kit"
+        out.append(Text(f"{s.get('algorithm')}, {s.get('alignment')} alignment, collaborative dimension "
+                        f"{s.get('dimension')}; blocks {', '.join(s.get('blocks', []))}. k = {s.get('k')} ({how}); "
+                        f"{s.get('rows_clustered')} rows clustered. No labels left any site."))
+        comps = s.get("graph_components")
+        if comps and comps > 1:
+            extra = (f", more than k = {s.get('k')}: the smallest pieces are grouped together arbitrarily"
+                     if comps > s.get("k", 0) else "")
+            out.append(Text(f"The {s['settings'].get('n_neighbors')}-nearest-neighbour graph of the spectral "
+                            f"clustering falls into {comps} separate pieces{extra}.", tone="warning"))
+        sites = s.get("sites", [])
+        out.append(Table("Sites", ["site", "fingerprint", "block", "rows", "variance kept", "clustered",
+                                   "left out", "note"],
+                         [[x["site"], x.get("fingerprint", ""), x["block"], x["rows"],
+                           "–" if x.get("variance_kept") is None else f"{x['variance_kept']:.1%}", x["clustered"],
+                           x["not_clustered"], x.get("note", "")] for x in sites]))
+        kept = [x["variance_kept"] for x in sites if x.get("variance_kept") is not None]
+        if kept:
+            units = "in the data's own units" if s.get("scaling") == "raw" else "after standardising"
+            out.append(Text(f"Each site's reduction keeps between {min(kept):.1%} and {max(kept):.1%} of its "
+                            f"block's variance ({units}). The rest is discarded before anything leaves the site, so "
+                            "no alignment can use it: the lower these shares, the further the federated "
+                            "clustering may be from clustering the pooled rows."))
+        link = s.get("linkage", {})
+        out.append(Text(f"Vertical linkage: {link.get('people', 0)} distinct hashed ids; {link.get('joined', 0)} "
+                        f"joined over every block into {link.get('groups', 0)} row group(s); "
+                        f"{link.get('partial', 0)} present in only some blocks and {link.get('conflicts', 0)} held "
+                        f"by two sites of one block. {link.get('what_happened', '')}."))
+        out.append(Table("Row groups", ["row group", "sites", "people"],
+                         [[g + 1, ", ".join(x["sites"]), x["rows"]] for g, x in enumerate(s.get("groups", []))]))
+        X = d.get("representation")
+        if X is not None and len(X):
+            centres = d.get("centroids_representation", d.get("centroids"))
+            P, C, ratio = principal_axes_2d(X, centres if centres is not None and np.shape(centres)[1:] ==
+                                            np.shape(X)[1:] else None)
+            out.append(Scatter("Rows on the first two principal axes, by cluster", P, np.asarray(d["labels"]), C,
+                               xlabel=f"axis 1 ({ratio[0]:.0%} of the spread)",
+                               ylabel=f"axis 2 ({ratio[1]:.0%})"))
+        curve = s.get("k_curve") or {}
+        if len(curve) > 1:
+            ks = [int(k) for k in curve]
+            out.append(Curve("Silhouette for each k (higher is better)", ks,
+                             {"silhouette": [curve[str(k)]["silhouette"] for k in ks]}, xlabel="k",
+                             ylabel="silhouette", mark=float(s["k"])))
+            out.append(Curve("Within-cluster spread (inertia) for each k", ks,
+                             {"inertia": [curve[str(k)]["inertia"] for k in ks]}, xlabel="k", ylabel="inertia",
+                             mark=float(s["k"])))
+        sizes = s.get("sizes", [])
+        if sizes:
+            out.append(Bars("Rows per cluster", [f"cluster {c + 1}" for c in range(len(sizes))],
+                            [float(v) for v in sizes], ylabel="rows"))
+        return out
 
     # ---- site, after the round -----------------------------------------------------------------
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],

@@ -171,10 +171,11 @@ def build_clustering_project(root: str | Path, *, n_sites: int = 3, rows: int = 
 
 
 def fake_clustering_result(n: int = 600, k: int = 3, seed: int = 0):
-    """A MethodResult shaped like dcclustering's (details contract in the module docstring of
-    gui.analyst.clustering), for screenshots and tests before the method exists."""
-    from core.methods import MethodResult
+    """A MethodResult shaped like the built-in clustering method's (planted clusters over four sites), for
+    screenshots and view tests without a round."""
+    from core.methods import MethodResult, default_method, get_method
 
+    name = default_method("clustering")
     rng = np.random.default_rng(seed)
     centres = rng.normal(0, 4, size=(k, 5))
     labels = rng.integers(0, k, size=n)
@@ -184,8 +185,18 @@ def fake_clustering_result(n: int = 600, k: int = 3, seed: int = 0):
     for kk in range(2, 8):
         curve[kk] = {"silhouette": float(0.62 - 0.06 * abs(kk - k) - 0.01 * kk),
                      "inertia": float(9000 / kk + 300 * max(0, k - kk))}
+    sizes = np.bincount(labels, minlength=k)
     details = {"representation": R.astype(np.float32), "labels": labels, "group_of_row": groups,
-               "centroids": centres, "k_curve": curve, "sizes": np.bincount(labels, minlength=k)}
-    summary = {"method": "dcclustering", "k": k, "sites": [{"site": f"site{g}", "rows": int((groups == g).sum())}
-                                                          for g in range(4)]}
-    return MethodResult("dcclustering", [], summary, details)
+               "centroids": centres, "k_curve": curve, "sizes": sizes}
+    sites = [{"site": f"site{g}", "fingerprint": "", "block": "all", "rows": int((groups == g).sum()),
+              "variance_kept": 0.9, "clustered": int((groups == g).sum()), "not_clustered": 0, "note": "",
+              "cluster_counts": np.bincount(labels[groups == g], minlength=k).tolist()} for g in range(4)]
+    summary = {"method": name, "task": "clustering", "k": k, "k_auto": True,
+               "k_curve": {str(kk): v for kk, v in curve.items()}, "algorithm": "kmeans", "alignment": "affine",
+               "scaling": "raw", "dimension": 5, "n_clusters": k, "sizes": sizes.tolist(), "rows_clustered": n,
+               "blocks": ["all"], "graph_components": None,
+               "linkage": {"people": n, "joined": n, "groups": 4, "partial": 0, "conflicts": 0,
+                           "left_out_rows": 0, "what_happened": ""},
+               "groups": [{"sites": [s["site"]], "rows": s["rows"]} for s in sites], "sites": sites,
+               "settings": get_method(name).settings}
+    return MethodResult(name, [], summary, details)

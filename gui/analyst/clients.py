@@ -1,7 +1,7 @@
 """Clients page: how the sites' label distributions differ, and where to cut them into clusters.
 
-A view over :class:`core.learn.client_clustering.LabelDistributionClustering` fitted on the imported bundles'
-label counts: the total-variation distance heatmap, the complete-linkage dendrogram with a draggable
+A view over the method's :class:`core.methods.ClientDistances` for the imported bundles (DC-CFL: the
+sites' label distributions): the distance heatmap, the complete-linkage dendrogram with a draggable
 threshold line that re-cuts the clusters live (``cut(t)``), each cluster's pooled label distribution,
 and — after training — the automatically chosen t with its hold-out validation curve.
 
@@ -30,14 +30,13 @@ from PySide6.QtWidgets import (
 from scipy.cluster.hierarchy import dendrogram
 
 from core.errors import DCError
-from core.learn.client_clustering import LabelDistributionClustering
-from core.methods import METHODS
+from core.methods import METHODS, ClientDistances, get_method, method_class
 
 from ..widgets import MessageLabel
 from .common import GREY, cluster_color, label_counts, make_plot
 from .state import AnalystState
 
-DEFAULT_T = 0.2  # LabelDistributionClustering's default
+DEFAULT_T = 0.2  # where the line starts before a threshold is chosen
 
 
 def _box(title: str, *widgets: QWidget) -> QGroupBox:
@@ -53,7 +52,7 @@ class ClientsPage(QWidget):
     def __init__(self, state: AnalystState, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.clustering: LabelDistributionClustering | None = None
+        self.clustering: ClientDistances | None = None
         self.labels = np.zeros(0, dtype=np.int64)
         self.names: list[str] = []
         self._links: list[tuple[pg.PlotCurveItem, float, float, float]] = []
@@ -174,9 +173,9 @@ class ClientsPage(QWidget):
     def _session_changed(self) -> None:
         kit = self.state.kit
         cls = METHODS.get(kit.method) if kit is not None else None
-        if cls is not None and getattr(cls, "one_cluster", False):
-            self.method_note.setText(self.tr("This kit's method ({m}) trains one shared model for all sites; "
-                                             "the threshold is shown for exploration only.").format(m=kit.method))
+        if cls is not None and cls.threshold_setting() is None:
+            self.method_note.setText(self.tr("This kit's method ({m}) does not choose groups of sites by a "
+                                             "threshold; the cut is shown for exploration only.").format(m=kit.method))
         else:
             self.method_note.setText("")
         self._threshold_changed()
@@ -223,19 +222,23 @@ class ClientsPage(QWidget):
         self.names = [b.site for b in bundles]
         self.clustering = None
         self.labels = np.zeros(len(bundles), dtype=np.int64)
-        if len(bundles) < 2 or K < 2:
-            self._clear_plots()
-            if self.state.session is not None and self.state.task != "clustering":
-                self.message.show_message("info", self.tr("Import at least two bundles to compare sites."))
-            self._update_label()
-            return
-        counts = np.stack([label_counts(b, K) for b in bundles])
+        kit = self.state.kit
         try:
-            self.clustering = LabelDistributionClustering(t=self.current_t()).fit(counts)
+            view = None if kit is None else get_method(kit.method, kit.settings).client_distances(
+                bundles, list(self.state.classes))
         except DCError as exc:
             self._clear_plots()
             self.message.show_message("error", str(exc))
             return
+        if view is None:
+            self._clear_plots()
+            if kit is not None and method_class(kit.method).threshold_setting() is None and K < 2:
+                self.message.show_message("info", self.tr("This project's method does not group sites."))
+            elif self.state.session is not None:
+                self.message.show_message("info", self.tr("Import at least two bundles to compare sites."))
+            self._update_label()
+            return
+        self.clustering = view
         self.message.clear_message()
         self._draw_heatmap()
         self._draw_dendrogram()
@@ -257,7 +260,7 @@ class ClientsPage(QWidget):
     def _draw_heatmap(self) -> None:
         c = self.clustering
         order = self._order()
-        D = c.distances_[np.ix_(order, order)]
+        D = c.distances[np.ix_(order, order)]
         self.heatmap_image.setImage(D.T, levels=(0.0, 1.0), autoLevels=False)  # ImageItem is [x, y]
         self.heatmap_image.setRect(0, 0, len(order), len(order))
         names = [self.names[i] for i in order]
@@ -279,15 +282,15 @@ class ClientsPage(QWidget):
 
     def _order(self) -> list[int]:
         c = self.clustering
-        if c is None or len(c.linkage_) == 0:
+        if c is None or len(c.linkage) == 0:
             return list(range(len(self.names)))
-        return list(dendrogram(c.linkage_, no_plot=True)["leaves"])
+        return list(dendrogram(c.linkage, no_plot=True)["leaves"])
 
     def _draw_dendrogram(self) -> None:
         c = self.clustering
         plot = self.dendrogram_plot
         plot.clear()
-        d = dendrogram(c.linkage_, no_plot=True, labels=self.names)
+        d = dendrogram(c.linkage, no_plot=True, labels=self.names)
         self._leaves = list(d["leaves"])
         self._leaf_x = 5.0 + 10.0 * np.arange(len(self._leaves))
         self._links = []

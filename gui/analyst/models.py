@@ -6,7 +6,8 @@ queues those values and wakes the UI thread with one signal at a time (a burst o
 into one redraw, at most ~6 a second), so the window never waits for the trainer and the trainer never
 waits for the window.
 
-Test hooks: ``train() -> Job``, ``train_button``, ``job_panel`` (``job_panel.cancel()``), ``epochs_spin``,
+Test hooks: ``train() -> Job``, ``train_button``, ``job_panel`` (``job_panel.cancel()``), ``run_form`` (the
+method's run-time settings, e.g. ``run_form.set_value("epochs", 4)``),
 ``t_label``, ``loss_plot``, ``loss_curves`` (group → PlotDataItem), ``accuracy_plot``, ``metrics_table``
 (columns from ``metric_columns``), ``result_label``, ``message``, ``last_outcome``
 ("succeeded" | "failed" | "cancelled" | None), ``torch_threads`` (kernel threads used for training).
@@ -27,7 +28,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
-    QSpinBox,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 from core.methods import METHODS
 
 from ..jobs import Job
+from ..settings_form import SettingsForm
 from ..widgets import JobPanel, MessageLabel
 from .common import ThrottledJob, cluster_color, confirmed_fingerprints, hide_when_done, make_plot
 from .state import AnalystState, training_threads
@@ -110,10 +111,9 @@ class ModelsPage(QWidget):
         row.addWidget(self.t_label, 1)
         row.addWidget(self.change_t_button)
         form.addRow(self.tr("Threshold:"), t_row)
-        self.epochs_spin = QSpinBox()
-        self.epochs_spin.setRange(1, 5000)
-        self.epochs_spin.setToolTip(self.tr("The kit's value by default"))
-        form.addRow(self.tr("&Epochs:"), self.epochs_spin)
+        self.run_form = SettingsForm()  # the method's run-time settings (e.g. epochs), the kit's values first
+        self.run_form.setToolTip(self.tr("The kit's values by default"))
+        form.addRow(self.run_form)
         self.train_button = QPushButton(self.tr("&Train"))
         self.train_button.setDefault(True)
         self.train_button.clicked.connect(self.train)
@@ -171,7 +171,7 @@ class ModelsPage(QWidget):
 
     def _uses_t(self) -> bool:
         cls = self._method()
-        return cls is not None and "t" in cls.default_settings() and not getattr(cls, "one_cluster", False)
+        return cls is not None and cls.threshold_setting() is not None
 
     def _session_changed(self) -> None:
         kit = self.state.kit
@@ -187,14 +187,10 @@ class ModelsPage(QWidget):
                                          "measure accuracy (and to choose t automatically).</p>"))
             self.train_button.setText(self.tr("&Train"))
         cls = self._method()
-        defaults = cls.default_settings() if cls is not None else {}
-        has_epochs = "epochs" in defaults
-        self.epochs_spin.setVisible(has_epochs)
-        label = self._form.labelForField(self.epochs_spin)
-        if label is not None:
-            label.setVisible(has_epochs)
-        if has_epochs:
-            self.epochs_spin.setValue(int(kit.settings.get("epochs", defaults["epochs"])))
+        specs = () if cls is None else tuple(s for s in cls.settings_spec
+                                             if s.at_run and s.side == "analyst" and s.role != "threshold")
+        self.run_form.set_specs(specs, {} if kit is None else kit.settings)
+        self.run_form.setVisible(bool(specs))
         self._update_t_label()
         self._update_ready()
 
@@ -227,13 +223,12 @@ class ModelsPage(QWidget):
 
     # ---- training --------------------------------------------------------------------------------------
     def run_settings(self) -> dict:
+        """The run-time settings on this page, and the threshold chosen on the Clients page."""
         cls = self._method()
-        defaults = cls.default_settings() if cls else {}
-        settings: dict = {}
-        if self._uses_t():
-            settings["t"] = self.state.t_choice
-        if "epochs" in defaults:
-            settings["epochs"] = self.epochs_spin.value()
+        settings = self.run_form.values()
+        threshold = cls.threshold_setting() if cls is not None else None
+        if threshold is not None:
+            settings[threshold.name] = self.state.t_choice
         return settings
 
     def train(self) -> Job | None:

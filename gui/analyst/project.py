@@ -12,16 +12,16 @@ Kit: ``kit_path_edit``, ``kit_browse_button``, ``open_kit_button``, ``open_kit(p
 ``kit_message``, ``kit_info``, ``export_kit_button``; creating one: ``sample_edit``,
 ``sample_browse_button``, ``load_sample(path) -> Job``, ``project_name``, ``task_combo``, ``label_combo``,
 ``id_combo``, ``ranges_check``, ``blocks_edit`` (clustering), ``schema_table`` (column 0 checkable),
-``classes_label``, ``schema_notes``, ``schema_job_panel``, ``method_combo``, ``t_auto_check``, ``t_spin``,
-``epochs_spin``, ``alignment_combo``, ``seed_spin``, ``k_auto_check``, ``k_spin``, ``algorithm_combo``,
-``scaling_combo``, ``advanced_table``, ``anchor_kind_combo``, ``anchor_rows_spin``, ``create_kit_button`` (asks the path
+``classes_label``, ``schema_notes``, ``schema_job_panel``, ``method_combo``, ``method_about``,
+``settings_form`` (a :class:`gui.settings_form.SettingsForm` generated from the method's declared settings:
+``settings_form.set_value(name, value)``), ``anchor_box``, ``anchor_kind_combo``, ``anchor_rows_spin``,
+``create_kit_button`` (asks the path
 through ``QFileDialog.getSaveFileName``), ``build_kit() -> Kit``. Objects: ``identity``, ``kit``,
 ``schema``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 from pathlib import Path
@@ -30,7 +30,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
@@ -44,29 +43,29 @@ from PySide6.QtWidgets import (
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from core.analyst import AnalystSession
-from core.data.schema import FeatureColumn, Schema, infer_schema, parse_blocks, with_blocks
+from core.data.schema import FeatureColumn, Schema, infer_schema
 from core.data.tabular import preview
 from core.errors import DCError
 from core.formats.identity import SCRYPT_LOG_N_DEFAULT, Identity, check_name
 from core.formats.kit import Kit
 from core.formats.workspace import AnalystWorkspace, default_workspace
-from core.methods import METHODS, get_method
+from core.kit_builder import build_kit, default_anchor_kind
+from core.methods import METHODS, methods_for
 
 from .. import settings as app_settings
 from ..jobs import Job
+from ..settings_form import SettingsForm
 from ..widgets import FingerprintView, JobPanel, MessageLabel, passphrase_edit
 from .common import ThrottledJob
 from .state import AnalystState
 
 NONE = "—"
 LABEL_GUESSES = ("label", "class", "target", "y", "outcome", "diagnosis")
-DEDICATED = ("t", "epochs", "alignment", "seed", "k", "algorithm", "scaling")  # settings with their own widget
 
 
 def passphrase_strength(text: str) -> tuple[int, str]:
@@ -305,68 +304,14 @@ class ProjectPage(QWidget):
         self.method_combo.setMinimumContentsLength(34)
         self.method_combo.currentIndexChanged.connect(self._method_changed)
         mform.addRow(self.tr("&Method:"), self.method_combo)
-        self.t_auto_check = QCheckBox(self.tr("choose &automatically on held-out rows"))
-        self.t_spin = QDoubleSpinBox()
-        self.t_spin.setRange(0.01, 1.0)
-        self.t_spin.setSingleStep(0.05)
-        self.t_spin.setDecimals(2)
-        self.t_spin.setValue(0.3)
-        self.t_auto_check.setChecked(True)
-        self.t_auto_check.toggled.connect(lambda on: self.t_spin.setEnabled(not on))
-        self.t_spin.setEnabled(False)
-        self.t_row = _spin_row(self.t_spin, self.t_auto_check)
-        mform.addRow(self.tr("Thres&hold t:"), self.t_row)
-        self.epochs_spin = QSpinBox()
-        self.epochs_spin.setRange(1, 5000)
-        mform.addRow(self.tr("&Epochs:"), self.epochs_spin)
-        self.alignment_combo = QComboBox()
-        self.alignment_combo.addItem(self.tr("linear"), "linear")
-        self.alignment_combo.addItem(self.tr("affine (with offset)"), "affine")
-        mform.addRow(self.tr("Ali&gnment:"), self.alignment_combo)
-        self.seed_spin = QSpinBox()
-        self.seed_spin.setRange(0, 2**31 - 1)
-        mform.addRow(self.tr("&Random seed:"), self.seed_spin)
-        self.k_spin = QSpinBox()
-        self.k_spin.setRange(2, 1000)
-        self.k_spin.setValue(3)
-        self.k_auto_check = QCheckBox(self.tr("choose by silhouette"))
-        self.k_auto_check.setChecked(True)
-        self.k_auto_check.toggled.connect(lambda on: self.k_spin.setEnabled(not on))
-        self.k_spin.setEnabled(False)
-        self.k_row = _spin_row(self.k_spin, self.k_auto_check)
-        mform.addRow(self.tr("Clusters &k:"), self.k_row)
-        self.algorithm_combo = _short_combo()
-        self.algorithm_combo.addItem(self.tr("k-means"), "kmeans")
-        self.algorithm_combo.addItem(self.tr("spectral"), "spectral")
-        mform.addRow(self.tr("Algorit&hm:"), self.algorithm_combo)
-        self.scaling_combo = _short_combo()
-        self.scaling_combo.addItem(self.tr("columns in their own units (raw)"), "raw")
-        self.scaling_combo.addItem(self.tr("each column ÷ its public range"), "range")
-        self.scaling_combo.setToolTip(self.tr(
-            "Which distances the clustering uses. Range: every column counts alike. Raw: columns with large "
-            "numbers dominate, as in k-means on the raw CSV; the federated result then follows centralised "
-            "clustering most closely."))
-        mform.addRow(self.tr("Distances &on:"), self.scaling_combo)
-        self._method_rows = {"t": self.t_row, "epochs": self.epochs_spin, "alignment": self.alignment_combo,
-                             "seed": self.seed_spin, "k": self.k_row, "algorithm": self.algorithm_combo,
-                             "scaling": self.scaling_combo}
-        self._method_form = mform
-        self.advanced_toggle = QToolButton()
-        self.advanced_toggle.setText(self.tr("Advanced settings"))
-        self.advanced_toggle.setCheckable(True)
-        self.advanced_toggle.setArrowType(Qt.RightArrow)
-        self.advanced_toggle.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
-        self.advanced_table = QTableWidget(0, 2)
-        self.advanced_table.setHorizontalHeaderLabels([self.tr("Setting"), self.tr("Value (JSON)")])
-        self.advanced_table.horizontalHeader().setStretchLastSection(True)
-        self.advanced_table.verticalHeader().setVisible(False)
-        self.advanced_table.setVisible(False)
-        self.advanced_table.setMinimumHeight(150)
-        self.advanced_toggle.toggled.connect(self._toggle_advanced)
-        mform.addRow(self.advanced_toggle)
-        mform.addRow(self.advanced_table)
+        self.method_about = QLabel()
+        self.method_about.setWordWrap(True)
+        self.method_about.setStyleSheet("color:#4b5563;")
+        mform.addRow(self.method_about)
+        self.settings_form = SettingsForm()
+        mform.addRow(self.settings_form)
 
-        anchor_box = QGroupBox(self.tr("Anchor (made by the lead site, never seen by you)"))
+        anchor_box = self.anchor_box = QGroupBox(self.tr("Anchor (made by the lead site, never seen by you)"))
         aform = _form(anchor_box)
         self.anchor_kind_combo = _short_combo()
         for kind, text in (("smote", self.tr("extended SMOTE from a small seed set")),
@@ -394,10 +339,6 @@ class ProjectPage(QWidget):
         lay.addWidget(anchor_box)
         lay.addWidget(_spin_row(self.create_kit_button, self.create_hint))
         return box
-
-    def _toggle_advanced(self, on: bool) -> None:
-        self.advanced_table.setVisible(on)
-        self.advanced_toggle.setArrowType(Qt.DownArrow if on else Qt.RightArrow)
 
     def _fill_recent(self) -> None:
         recent = app_settings.recent("identities")
@@ -552,12 +493,12 @@ class ProjectPage(QWidget):
         self.kit, self.kit_path = kit, path
         self.kit_message.clear_message()
         s = kit.schema
-        t = kit.settings.get("t")
+        chosen = ", ".join(f"{k} = {v}" for k, v in kit.settings.items())
         self.kit_info.setText(self.tr(
             "<b>{name}</b> — {task}, method <b>{method}</b>{t}<br>{n} feature columns; label <i>{label}</i> with "
             "classes {classes}<br>project id <code>{pid}</code><br>signed by {analyst} "
             "(<code>{fp}</code>)<br>file: {path}").format(
-            name=kit.name, task=kit.task, method=kit.method, t="" if t is None else f", t = {t}",
+            name=kit.name, task=kit.task, method=kit.method, t=f" ({chosen})" if chosen else "",
             n=len(s.features), label=s.label or "—", classes=", ".join(s.classes) or "—", pid=kit.project_id,
             analyst=kit.analyst.name, fp=kit.analyst.fingerprint, path=path))
         self.export_kit_button.setEnabled(True)
@@ -718,16 +659,13 @@ class ProjectPage(QWidget):
         clustering = task == "clustering"
         self.blocks_edit.setVisible(clustering)
         self._create_form.labelForField(self.blocks_edit).setVisible(clustering)
-        # the paper's uniform anchor for clustering needs public ranges (as `dcstudio kit new` does)
+        # a uniform anchor (the clustering default) needs public ranges
         self.ranges_check.setChecked(clustering)
-        self.anchor_kind_combo.setCurrentIndex(self.anchor_kind_combo.findData("uniform" if clustering else "smote"))
+        self.anchor_kind_combo.setCurrentIndex(self.anchor_kind_combo.findData(default_anchor_kind(task)))
         self.method_combo.blockSignals(True)
         self.method_combo.clear()
-        for name, cls in METHODS.items():
-            if getattr(cls, "task", "classification") == task:
-                self.method_combo.addItem(f"{name} — {cls.title}", name)
-        if task == "classification" and self.method_combo.findData("dccfl") >= 0:
-            self.method_combo.setCurrentIndex(self.method_combo.findData("dccfl"))
+        for cls in methods_for(task):  # the task's default method first
+            self.method_combo.addItem(f"{cls.name} — {cls.title}", cls.name)
         self.method_combo.blockSignals(False)
         self._method_changed()
         if self.columns:
@@ -738,73 +676,18 @@ class ProjectPage(QWidget):
     def _method_changed(self) -> None:
         name = self.method_combo.currentData()
         cls = METHODS.get(name) if name else None
-        defaults = cls.default_settings() if cls else {}
-        for key, widget in self._method_rows.items():
-            show = key in defaults and not (key == "t" and getattr(cls, "one_cluster", False))
-            widget.setVisible(show)
-            label = self._method_form.labelForField(widget)
-            if label is not None:
-                label.setVisible(show)
-        if "epochs" in defaults:
-            self.epochs_spin.setValue(int(defaults["epochs"]))
-        if "seed" in defaults and isinstance(defaults["seed"], int):
-            self.seed_spin.setValue(int(defaults["seed"]))
-        if "alignment" in defaults:
-            self.alignment_combo.setCurrentIndex(max(0, self.alignment_combo.findData(defaults["alignment"])))
-        if "t" in defaults:
-            self.t_auto_check.setChecked(defaults["t"] == "auto")
-        if "k" in defaults:
-            self.k_auto_check.setChecked(defaults["k"] == "auto")
-        if "algorithm" in defaults:
-            self.algorithm_combo.setCurrentIndex(max(0, self.algorithm_combo.findData(defaults["algorithm"])))
-        if "scaling" in defaults:
-            self.scaling_combo.setCurrentIndex(max(0, self.scaling_combo.findData(defaults["scaling"])))
-        self.advanced_table.setRowCount(0)
-        for key, value in defaults.items():
-            if key in DEDICATED:
-                continue
-            r = self.advanced_table.rowCount()
-            self.advanced_table.insertRow(r)
-            k = QTableWidgetItem(key)
-            k.setFlags(k.flags() & ~Qt.ItemIsEditable)
-            self.advanced_table.setItem(r, 0, k)
-            self.advanced_table.setItem(r, 1, QTableWidgetItem(json.dumps(value)))
+        self.settings_form.set_specs(() if cls is None else
+                                     tuple(s for s in cls.settings_spec if s.side == "analyst"))
+        self.method_about.setText("" if cls is None else self.tr("What leaves each site: {w}.").format(
+            w=cls.what_leaves or self.tr("as the method describes at export")))
+        self.anchor_box.setVisible(cls is not None and cls.needs_anchor)
         self.no_method = cls is None
         self._update_create_button()
 
     def method_settings(self) -> dict:
-        """The kit settings the form describes: dedicated widgets, plus advanced values that differ from
-        the method's defaults. Raises DCError (ConfigError) on a value that is not JSON."""
-        from core.errors import ConfigError
-
-        name = self.method_combo.currentData()
-        cls = METHODS[name]
-        defaults = cls.default_settings()
-        out: dict = {}
-        if "t" in defaults and not getattr(cls, "one_cluster", False):
-            out["t"] = "auto" if self.t_auto_check.isChecked() else round(self.t_spin.value(), 2)
-        if "epochs" in defaults:
-            out["epochs"] = self.epochs_spin.value()
-        if "alignment" in defaults:
-            out["alignment"] = self.alignment_combo.currentData()
-        if "seed" in defaults:
-            out["seed"] = self.seed_spin.value()
-        if "k" in defaults:
-            out["k"] = "auto" if self.k_auto_check.isChecked() else self.k_spin.value()
-        if "algorithm" in defaults:
-            out["algorithm"] = self.algorithm_combo.currentData()
-        if "scaling" in defaults:
-            out["scaling"] = self.scaling_combo.currentData()
-        for r in range(self.advanced_table.rowCount()):
-            key = self.advanced_table.item(r, 0).text()
-            text = self.advanced_table.item(r, 1).text()
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError:
-                raise ConfigError(f"setting '{key}' is not a valid value: {text}") from None
-            if value != defaults.get(key):
-                out[key] = value
-        return out
+        """The kit settings the form describes: every ordinary setting, plus advanced values that differ from
+        the method's defaults. Raises DCError (ConfigError) on a value that is not valid."""
+        return self.settings_form.values()
 
     def _update_create_button(self) -> None:
         ready = self.schema is not None and self.identity is not None and not getattr(self, "no_method", True)
@@ -824,30 +707,20 @@ class ProjectPage(QWidget):
 
         if self.identity is None or self.schema is None:
             raise ConfigError("unlock your identity and choose a sample CSV first")
-        name = self.project_name.text().strip()
-        if not name:
-            raise ConfigError("give the project a name")
         feats = self.included_features()
         if not feats:
             raise ConfigError("keep at least one feature column")
         ranges = self.ranges_check.isChecked()
         feats = [FeatureColumn(f.name, f.min if ranges else None, f.max if ranges else None) for f in feats]
-        task = self.task_combo.currentData()
-        label = None if task == "clustering" else self.schema.label  # labels never leave a clustering site
+        label = self.schema.label
         schema = Schema(features=feats, label=label, classes=list(self.schema.classes) if label else [],
                         id_column=self.schema.id_column)
-        schema.validate()
-        blocks = self.blocks_edit.text().strip()
-        if blocks and task == "clustering":
-            schema, _ = with_blocks(schema, parse_blocks(blocks))
-        method = self.method_combo.currentData()
-        settings = self.method_settings()
-        get_method(method, settings)  # refuse bad settings now, not at every site
-        anchor = {"kind": self.anchor_kind_combo.currentData(), "rows": self.anchor_rows_spin.value()}
-        if anchor["kind"] == "uniform" and not ranges:
-            raise ConfigError("a uniform anchor needs public ranges: tick 'Publish the sample's min/max ranges'")
-        return Kit(name=name, task=task, schema=schema, method=method, analyst=self.identity.card,
-                   settings=settings, anchor=anchor)
+        kit, _ = build_kit(name=self.project_name.text(), schema=schema, analyst=self.identity.card,
+                           task=self.task_combo.currentData(), method=self.method_combo.currentData(),
+                           settings=self.method_settings(), blocks=self.blocks_edit.text().strip() or None,
+                           anchor_kind=self.anchor_kind_combo.currentData(),
+                           anchor_rows=self.anchor_rows_spin.value())
+        return kit
 
     def create_kit(self) -> bool:
         try:

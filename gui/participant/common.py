@@ -295,12 +295,6 @@ ANCHOR_WORDS = {
     "gaussian": "Gaussian random rows with each column's mean and spread",
 }
 
-REDUCTION_WORDS = {
-    "pca": "PCA (principal components): keeps the directions along which your rows vary most",
-    "lpp": "LPP (locality preserving): keeps which of your rows are neighbours",
-    "random": "random projection: a secret random map of your columns",
-}
-
 
 def identity_file_field(title: str) -> PathField:
     """A field for a ``.dcid`` file, pre-filled with the identity opened last on this computer."""

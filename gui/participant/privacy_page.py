@@ -7,35 +7,32 @@ import html
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QCheckBox,
-    QComboBox,
-    QDoubleSpinBox,
-    QFormLayout,
     QGroupBox,
-    QHBoxLayout,
     QHeaderView,
     QLabel,
-    QSpinBox,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
 )
 
-from core.learn.reduction import default_dimension
+from core.errors import DCError
+from core.methods import method_class
 from core.methods.base import SiteExport
 
-from .common import REDUCTION_WORDS, Page, human_size
+from ..settings_form import SettingsForm
+from .common import Page, human_size
 
 # what a sealed file adds to the arrays: age header and chunk tags, the signed header, manifest, .npy headers
 ENVELOPE_OVERHEAD = 4000
 
 
 class PrivacyPage(Page):
-    """Choose the reduction, then read what leaves (computed by :meth:`ParticipantExport.compute` in a job).
+    """Choose this site's settings (generated from the method's site-side declarations), then read what leaves
+    (computed by :meth:`ParticipantExport.compute` in a job).
 
-    Test hooks: ``reduction_combo`` (data "pca"|"lpp"|"random"), ``dimension_spin``, ``noise_check``,
-    ``noise_spin``, ``disclosure_table`` (one row per array that leaves: name, shape, type, meaning),
-    ``leaves_label``, ``stays_label``; ``site_export`` is the computed :class:`SiteExport`.
+    Test hooks: ``site_form`` (a :class:`gui.settings_form.SettingsForm`: ``site_form.set_value(name, v)``,
+    ``site_form.widget(name)``), ``disclosure_table`` (one row per array that leaves: name, shape, type,
+    meaning), ``leaves_label``, ``stays_label``; ``site_export`` is the computed :class:`SiteExport`.
     """
 
     def __init__(self):
@@ -45,34 +42,9 @@ class PrivacyPage(Page):
         self.site_export: SiteExport | None = None
         self._computed_for: dict | None = None
         self._pending = False
-        self._m = 0
-        self.reduction_combo = QComboBox()
-        for key in ("pca", "lpp", "random"):
-            self.reduction_combo.addItem(self.tr(REDUCTION_WORDS[key]), key)
-        self.dimension_spin = QSpinBox()
-        self.dimension_spin.setRange(1, 1)
-        self.dimension_hint = QLabel()
-        self.noise_check = QCheckBox(self.tr("Add random &noise to my reduced rows"))
-        self.noise_spin = QDoubleSpinBox()
-        self.noise_spin.setRange(0.01, 2.0)
-        self.noise_spin.setSingleStep(0.05)
-        self.noise_spin.setValue(0.1)
-        self.noise_spin.setSuffix(self.tr(" × each column's spread"))
-        self.noise_spin.setEnabled(False)
-        self.noise_check.toggled.connect(self.noise_spin.setEnabled)
-        form = QFormLayout()
-        form.addRow(self.tr("&Reduction:"), self.reduction_combo)
-        dim = QHBoxLayout()
-        dim.addWidget(self.dimension_spin)
-        dim.addWidget(self.dimension_hint, 1)
-        dim_label = QLabel(self.tr("&Columns kept:"))
-        dim_label.setBuddy(self.dimension_spin)
-        form.addRow(dim_label, dim)
-        noise = QHBoxLayout()
-        noise.addWidget(self.noise_check)
-        noise.addWidget(self.noise_spin)
-        noise.addStretch(1)
-        form.addRow(self.tr("Noise:"), noise)
+        self._form_for: tuple | None = None
+        self.site_form = SettingsForm()
+        self.site_form.changed.connect(self._changed)
 
         self.disclosure_table = QTableWidget(0, 4)
         self.disclosure_table.setHorizontalHeaderLabels([self.tr("Array"), self.tr("Shape"), self.tr("Type"),
@@ -92,7 +64,7 @@ class PrivacyPage(Page):
         stays = QGroupBox(self.tr("What stays here"))
         QVBoxLayout(stays).addWidget(self.stays_label)
 
-        self.body.addLayout(form)
+        self.body.addWidget(self.site_form)
         self.body.addWidget(leaves, 1)
         self.body.addWidget(stays)
 
@@ -100,27 +72,21 @@ class PrivacyPage(Page):
         self._timer.setSingleShot(True)
         self._timer.setInterval(250)
         self._timer.timeout.connect(self.recompute)
-        self.reduction_combo.currentIndexChanged.connect(self._changed)
-        self.dimension_spin.valueChanged.connect(self._changed)
-        self.noise_check.toggled.connect(self._changed)
-        self.noise_spin.valueChanged.connect(self._changed)
 
     def settings(self) -> dict:
-        return {"reduction": self.reduction_combo.currentData(), "dimension": self.dimension_spin.value(),
-                "noise": self.noise_spin.value() if self.noise_check.isChecked() else 0.0, "seed": None}
+        """This site's choices, checked against the method's declarations (DCError if one is not valid)."""
+        return self.site_form.values()
 
     def initializePage(self) -> None:
         exporter = self.state.exporter
         table = exporter.table if exporter is not None else None
         m = table.X.shape[1] if table is not None else len(self.state.kit.schema.features)  # this site's columns
-        if m != self._m:
-            self._m = m
-            self.dimension_spin.blockSignals(True)
-            self.dimension_spin.setRange(1, m)
-            self.dimension_spin.setValue(default_dimension(m))
-            self.dimension_spin.blockSignals(False)
-            self.dimension_hint.setText(self.tr("of your {m} columns (the usual choice is {d})").format(
-                m=m, d=default_dimension(m)))
+        method = method_class(self.state.kit.method)
+        if self._form_for != (method.name, m):
+            self._form_for = (method.name, m)
+            self.site_form.blockSignals(True)
+            self.site_form.set_specs(method.site_settings_spec(), columns=m)
+            self.site_form.blockSignals(False)
         if exporter is None or exporter.export_ is None or self._computed_for != self.settings() \
                 or self.site_export is not exporter.export_:
             self.recompute()
@@ -140,7 +106,12 @@ class PrivacyPage(Page):
         exporter = self.state.exporter
         if exporter is None:
             return
-        settings = self.settings()
+        try:
+            settings = self.settings()
+        except DCError as exc:
+            self._show(None)
+            self.leaves_label.setText(html.escape(str(exc)))
+            return
         exporter.site_settings = dict(settings)
         exporter.export_ = None
         self.site_export = None
@@ -169,12 +140,9 @@ class PrivacyPage(Page):
         self.disclosure_table.resizeColumnsToContents()
         self.disclosure_table.horizontalHeader().setSectionResizeMode(3, QHeaderView.Stretch)
         names = {d.name for d in ex.disclosures}
-        if "y" in names:
-            labels = self.tr("<b>Yes</b>: the class of every row (shuffled with the rows).")
-        elif "label_counts" in names:
-            labels = self.tr("Only how many rows are in each class.")
-        else:
-            labels = self.tr("No.")
+        labels = {"rows": self.tr("<b>Yes</b>: the class of every row (shuffled with the rows)."),
+                  "counts": self.tr("Only how many rows are in each class.")}.get(
+            method_class(self.state.kit.method).labels_leave, self.tr("No."))
         ids = self.tr("Only as keyed hashes the analyst cannot reverse.") if "id_hash" in names else self.tr("No.")
         size = human_size(ex.shipped_bytes + ENVELOPE_OVERHEAD)
         self.leaves_label.setText(

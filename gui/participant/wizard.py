@@ -1,5 +1,7 @@
 """The participant's export wizard: identity → kit → anchor → data → privacy → export → done.
 
+The anchor page is skipped when the kit's method needs no anchor (``Method.needs_anchor``).
+
 One decision per page; Back always works (leaving a page cancels what it was running). The wizard holds
 the core objects the pages chose (``identity``, ``kit``, ``anchor``, ``exporter``) as read-only views over
 its pages, so every page reads the same state.
@@ -15,6 +17,7 @@ from PySide6.QtWidgets import QWidget, QWizard
 from core.formats.anchor import AnchorFile
 from core.formats.identity import Identity
 from core.formats.kit import Kit
+from core.methods import method_class
 from core.participant import ParticipantExport
 
 from .anchor_page import AnchorPage
@@ -83,7 +86,18 @@ class ParticipantWizard(QWizard):
 
     @property
     def anchor(self) -> AnchorFile | None:
-        return self.anchor_page.anchor
+        return self.anchor_page.anchor if self.needs_anchor() else None
+
+    def needs_anchor(self) -> bool:
+        """Whether the kit's method needs the participants' anchor file (the anchor page is skipped if not)."""
+        kit = self.kit
+        return kit is None or method_class(kit.method).needs_anchor
+
+    def nextId(self) -> int:  # noqa: N802 - Qt's name
+        following = super().nextId()
+        if following == self.page_ids["anchor"] and not self.needs_anchor():
+            return self.page_ids["data"]
+        return following
 
     @property
     def exporter(self) -> ParticipantExport | None:

@@ -1,0 +1,103 @@
+"""What a method shows, described as data: ``gui/`` draws these with pyqtgraph, :mod:`core.report` as SVG.
+
+A method's :meth:`~core.methods.base.Method.views` returns a list of these for a result; nothing outside
+:mod:`core.methods` needs to know which keys a method's summary or details hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Text:
+    """A paragraph (plain text; renderers escape it)."""
+
+    text: str
+    tone: str = "info"  # "info" | "warning"
+
+
+@dataclass
+class Table:
+    """Rows of cells (str or number). ``bars`` names columns whose cells are lists of counts drawn as
+    small bar charts, labelled by ``bar_labels``."""
+
+    title: str
+    columns: list[str]
+    rows: list[list]
+    bars: tuple[str, ...] = ()
+    bar_labels: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Heatmap:
+    """A matrix with named rows and columns (values shown in each cell when small enough)."""
+
+    title: str
+    matrix: np.ndarray
+    row_labels: list[str]
+    col_labels: list[str]
+    low: float = 0.0
+    high: float = 1.0
+
+
+@dataclass
+class Curve:
+    """One or more lines over the same x values; ``mark`` draws a vertical marker (e.g. the chosen t)."""
+
+    title: str
+    x: list[float]
+    series: dict[str, list[float]]
+    xlabel: str = ""
+    ylabel: str = ""
+    mark: float | None = None
+
+
+@dataclass
+class Scatter:
+    """Points coloured by an integer label (e.g. rows on two principal axes, by cluster); ``centres``
+    are drawn as crosses."""
+
+    title: str
+    points: np.ndarray  # (n, 2)
+    labels: np.ndarray  # (n,) ints
+    centres: np.ndarray | None = None
+    xlabel: str = ""
+    ylabel: str = ""
+
+
+@dataclass
+class Bars:
+    """One bar per category."""
+
+    title: str
+    labels: list[str]
+    values: list[float]
+    ylabel: str = ""
+
+
+View = Text | Table | Heatmap | Curve | Scatter | Bars
+
+
+def principal_axes_2d(X: np.ndarray, extra: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Rows (and optional extra points, e.g. centroids) on their first two principal axes.
+
+    Returns (projected rows, projected extra, explained-variance ratio of the two axes); a one-column
+    input is plotted against zero."""
+    X = np.asarray(X, dtype=np.float64)
+    mean = X.mean(axis=0)
+    Xc = X - mean
+    _, s, vt = np.linalg.svd(Xc[:: max(1, len(Xc) // 20000)], full_matrices=False)
+    k = min(2, vt.shape[0])
+    axes = vt[:k].T
+    P = Xc @ axes
+    E = None if extra is None else (np.asarray(extra, dtype=np.float64) - mean) @ axes
+    if k < 2:
+        P = np.column_stack([P, np.zeros(len(P))])
+        E = None if E is None else np.column_stack([E, np.zeros(len(E))])
+    var = s**2
+    ratio = var[:2] / var.sum() if var.sum() > 0 else np.zeros(2)
+    return P, E, np.pad(ratio, (0, 2 - len(ratio)))

@@ -1,0 +1,177 @@
+"""Draws a method's result views (:mod:`core.methods.views`) with pyqtgraph and Qt tables.
+
+The panel knows the six view kinds, never a method: a new method's tables and plots appear here (and in
+the report) by returning them from ``Method.views``.
+
+Test hooks: ``show_views(views)``, ``widgets`` (one per view, in order), ``plots`` (the pyqtgraph
+PlotWidgets), ``kinds`` (the view class names shown).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QGridLayout,
+    QHeaderView,
+    QLabel,
+    QScrollArea,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.methods.views import Bars, Curve, Heatmap, Scatter, Table, Text, View
+
+from .analyst.common import cluster_color, make_plot
+
+MAX_POINTS = 20000  # drawn; the projection itself uses every row
+
+
+def _text(v: Text) -> QWidget:
+    label = QLabel(v.text)
+    label.setWordWrap(True)
+    label.setTextFormat(Qt.PlainText)
+    if v.tone == "warning":
+        label.setStyleSheet("color:#92400e;")
+    return label
+
+
+def _table(v: Table) -> QWidget:
+    box = QWidget()
+    lay = QVBoxLayout(box)
+    lay.setContentsMargins(0, 0, 0, 0)
+    title = QLabel(f"<b>{v.title}</b>")
+    lay.addWidget(title)
+    t = QTableWidget(len(v.rows), len(v.columns))
+    t.setHorizontalHeaderLabels(v.columns)
+    t.setEditTriggers(QAbstractItemView.NoEditTriggers)
+    t.verticalHeader().setVisible(False)
+    bar_cols = {v.columns.index(c) for c in v.bars if c in v.columns}
+    for r, row in enumerate(v.rows):
+        for c, cell in enumerate(row):
+            if c in bar_cols:
+                names = v.bar_labels or [str(k + 1) for k in range(len(cell))]
+                text = ", ".join(f"{n}: {x}" for n, x in zip(names, cell, strict=False))
+            else:
+                text = str(cell)
+            item = QTableWidgetItem(text)
+            item.setToolTip(text)
+            t.setItem(r, c, item)
+    t.resizeColumnsToContents()
+    t.horizontalHeader().setSectionResizeMode(len(v.columns) - 1, QHeaderView.Stretch)
+    t.setMinimumHeight(min(260, 40 + 28 * len(v.rows)))
+    lay.addWidget(t)
+    return box
+
+
+def _heatmap(v: Heatmap) -> pg.PlotWidget:
+    w = make_plot(v.title)
+    M = np.asarray(v.matrix, dtype=np.float64)
+    img = pg.ImageItem(M.T)
+    img.setLevels([v.low, v.high])
+    img.setColorMap(pg.colormap.get("CET-L12"))
+    w.addItem(img)
+    n = len(M)
+    item = w.getPlotItem()
+    item.invertY(True)
+    ticks = [[(i + 0.5, str(name)) for i, name in enumerate(v.row_labels)]]
+    item.getAxis("left").setTicks(ticks)
+    item.getAxis("bottom").setTicks([[(j + 0.5, str(name)) for j, name in enumerate(v.col_labels)]])
+    if n <= 12:
+        for i in range(n):
+            for j in range(M.shape[1]):
+                label = pg.TextItem(f"{M[i, j]:.2f}", color="#111827", anchor=(0.5, 0.5))
+                label.setPos(j + 0.5, i + 0.5)
+                w.addItem(label)
+    w.setMouseEnabled(False, False)
+    return w
+
+
+def _curve(v: Curve) -> pg.PlotWidget:
+    w = make_plot(v.title, x=v.xlabel, y=v.ylabel)
+    if len(v.series) > 1:
+        w.addLegend()
+    for k, (name, ys) in enumerate(v.series.items()):
+        w.plot(list(v.x), list(ys), pen=pg.mkPen(cluster_color(k), width=2), symbol="o", symbolSize=6,
+               symbolBrush=cluster_color(k), name=name)
+    if v.mark is not None:
+        w.addItem(pg.InfiniteLine(v.mark, angle=90, pen=pg.mkPen("#dc2626", style=Qt.DashLine)))
+    return w
+
+
+def _scatter(v: Scatter) -> pg.PlotWidget:
+    w = make_plot(v.title, x=v.xlabel, y=v.ylabel)
+    P, labels = np.asarray(v.points), np.asarray(v.labels)
+    idx = np.arange(len(P))
+    if len(P) > MAX_POINTS:
+        idx = np.sort(np.random.default_rng(0).choice(len(P), MAX_POINTS, replace=False))
+    colours = {int(c): pg.mkBrush(cluster_color(int(c))) for c in np.unique(labels[idx])}
+    dots = pg.ScatterPlotItem(size=5, pen=pg.mkPen(None))
+    dots.setData(P[idx, 0], P[idx, 1], brush=[colours[int(c)] for c in labels[idx]])
+    w.addItem(dots)
+    if v.centres is not None and len(v.centres):
+        C = np.asarray(v.centres)
+        marks = pg.ScatterPlotItem(size=16, symbol="x", pen=pg.mkPen("#111827", width=2),
+                                   brush=pg.mkBrush("#111827"))
+        marks.setData(C[:, 0], C[:, 1])
+        marks.setZValue(10)
+        w.addItem(marks)
+    return w
+
+
+def _bars(v: Bars) -> pg.PlotWidget:
+    w = make_plot(v.title, y=v.ylabel)
+    xs = np.arange(len(v.values))
+    w.addItem(pg.BarGraphItem(x=xs, height=list(v.values), width=0.7,
+                              brushes=[cluster_color(k) for k in range(len(xs))]))
+    w.getPlotItem().getAxis("bottom").setTicks([[(int(x), str(name)) for x, name in zip(xs, v.labels,
+                                                                                           strict=True)]])
+    w.setMouseEnabled(False, False)
+    return w
+
+
+_RENDER = {Text: _text, Table: _table, Heatmap: _heatmap, Curve: _curve, Scatter: _scatter, Bars: _bars}
+
+
+class ViewsPanel(QScrollArea):
+    """Texts and tables across the full width, plots two per row, in a scroll area."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QScrollArea.NoFrame)
+        self.widgets: list[QWidget] = []
+        self.plots: list[pg.PlotWidget] = []
+        self.kinds: list[str] = []
+        self._inner = QWidget()
+        self._grid = QGridLayout(self._inner)
+        self.setWidget(self._inner)
+
+    def clear(self) -> None:
+        for w in self.widgets:
+            self._grid.removeWidget(w)
+            w.deleteLater()
+        self.widgets, self.plots, self.kinds = [], [], []
+
+    def show_views(self, views: list[View]) -> None:
+        self.clear()
+        row = col = 0
+        for v in views:
+            w = _RENDER[type(v)](v)
+            self.widgets.append(w)
+            self.kinds.append(type(v).__name__)
+            if isinstance(v, Text | Table):
+                if col:
+                    row, col = row + 1, 0
+                self._grid.addWidget(w, row, 0, 1, 2)
+                row += 1
+            else:
+                w.setMinimumHeight(240)
+                self.plots.append(w)
+                self._grid.addWidget(w, row, col)
+                row, col = (row, 1) if col == 0 else (row + 1, 0)
+        self._grid.setRowStretch(row + 1, 1)
