@@ -24,9 +24,10 @@ from .data.schema import infer_schema
 from .data.tabular import read_table
 from .formats.anchor import make_anchor
 from .formats.identity import Identity
-from .formats.kit import Kit
 from .formats.workspace import AnalystWorkspace, SiteWorkspace
+from .kit_builder import build_kit
 from .learn.mlp import BatchedMLP
+from .methods import get_method
 from .participant import ParticipantExport, apply_package
 
 SITES = [("north-referral", 0.70), ("east-referral", 0.60), ("south-screening", 0.15),
@@ -78,8 +79,8 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
         sample = analyst_dir / "schema-sample.csv"
         full.head(20).to_csv(sample, index=False)  # column names and classes only; no site rows
         schema, _ = infer_schema(sample, label="diagnosis")
-        kit = Kit(name="Breast-cancer demo", task="classification", schema=schema, method="dccfl",
-                  analyst=analyst.card, settings={"seed": SEED, "alignment": "affine"})
+        kit, _ = build_kit(name="Breast-cancer demo", schema=schema, analyst=analyst.card,
+                           settings={"seed": SEED, "alignment": "affine"}, anchor_kind="smote", anchor_rows=1020)
         kit_path = out / "shared" / "demo.dckit"
         kit.save(kit_path, analyst)
         say(f"analyst: identity {analyst_dir / 'analyst.dcid'}, kit {kit_path} "
@@ -121,12 +122,12 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
         result = session.run(bundles)
         outputs = session.export(result, bundles, out / "to-sites")
         s = result.summary
-        say(f"analyst: DC-CFL chose t = {s['t']:g} ({s['n_clusters']} cluster{'s' if s['n_clusters'] != 1 else ''}); "
-            f"packages in {out / 'to-sites'}, report {outputs.report}")
+        say(*(f"analyst: {line}" for line in get_method(kit.method, kit.settings).summary_lines(s)),
+            f"analyst: packages in {out / 'to-sites'}, report {outputs.report}")
 
         step = "sites: apply"
         rows = []
-        cluster = {x["site"]: x["cluster"] for x in s["sites"]}
+        cluster = {x["site"]: x.get("cluster", -1) + 1 for x in s["sites"]}
         for name, _ in SITES:
             folder = out / name
             res = apply_package(out / "to-sites" / f"{name}.dcpkg", idents[name], folder / "held-out.csv",
@@ -138,7 +139,7 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
             mal = int((train["diagnosis"] == "malignant").sum())
             rows.append((name, len(train), len(test), f"{mal}/{len(train) - mal}", cluster[name], local, acc))
         say("", "Per-site accuracy on each hospital's held-out rows:",
-            f"{'site':<17}{'train':>6}{'test':>6}  {'mal/ben':>8}{'cluster':>8}{'local only':>12}{'DC-CFL':>9}")
+            f"{'site':<17}{'train':>6}{'test':>6}  {'mal/ben':>8}{'cluster':>8}{'local only':>12}{'package':>9}")
         for name, ntr, nte, mb, cl, loc, acc in rows:
             say(f"{name:<17}{ntr:>6}{nte:>6}  {mb:>8}{cl:>8}{loc:>12.3f}{acc:>9.3f}")
         say(f"{'mean':<45}{np.mean([r[5] for r in rows]):>12.3f}{np.mean([r[6] for r in rows]):>9.3f}",

@@ -118,6 +118,8 @@ class PrivacyPage(Page):
         self._show(None)
 
         def ok(result: SiteExport) -> None:
+            if self._timer.isActive():  # the settings changed while this ran: the newer computation follows
+                return
             self.site_export, self._computed_for = result, settings
             self._show(result)
 

@@ -1,6 +1,6 @@
 """Benchmark figures rendered with pyqtgraph, offscreen (core never imports Qt, so PNGs are made here).
 
-``python -m gui.figures dccfl IN.json OUT.png``: the DC-CFL paper's Figure 2 — mean test accuracy versus
+``python docs/tools/figures.py dccfl IN.json OUT.png``: the DC-CFL paper's Figure 2 — mean test accuracy versus
 communication rounds of the multi-round baselines (10 local epochs per round), one panel per data set and
 split of the record, with DC-CFL's single-round accuracy (paper recipe and product defaults) as dashed
 horizontal lines. Reads the ``curves`` mapping that ``dcstudio bench dccfl --json`` writes.
@@ -65,7 +65,7 @@ def render_dccfl_curves(curves: dict[str, dict], out_png: str | Path, *, panel_w
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m gui.figures", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python docs/tools/figures.py", description=__doc__.splitlines()[0])
     ap.add_argument("experiment", choices=["dccfl"])
     ap.add_argument("input", help="the benchmark JSON record")
     ap.add_argument("output", help="the PNG to write")

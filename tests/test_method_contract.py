@@ -1,0 +1,235 @@
+"""The method seam's contract: a method written in this one file, registered from the test, goes through a
+whole CLI round, a GUI round (both roles, by clicking) and the report, with no other file edited.
+
+The toy method ships each site's column means and class counts (no anchor), and predicts for a row the
+majority class of the site whose means are nearest — deliberately simple, so every failure here is the
+seam's, not the method's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.errors import FormatError
+from core.methods import METHODS, FitContext, Method, MethodResult, register, unregister
+from core.methods.base import Disclosure, ReceivedBundle, SiteExport, SiteInput
+from core.methods.settings import Setting
+from core.methods.views import Bars, Table
+from tests.cli import WF, run
+from tests.roundkit import FEATURES, make_sites
+
+
+class NearestSiteMajority(Method):
+    """Ship column means; predict the majority class of the nearest site."""
+
+    name = "toy_nearest_site"
+    title = "Toy: the majority class of the nearest site"
+    task = "classification"
+    family = "toy_nearest_site"
+    labels_leave = "counts"
+    needs_anchor = False
+    what_leaves = "the mean of each column and how many rows are in each class"
+    settings_spec = (
+        Setting("distance", "choice", "euclidean", "how near a row is to a site's means",
+                choices=("euclidean", "manhattan")),
+        Setting("decimals", "int", 6, "decimals the shipped means keep", low=0, high=12, side="site"),
+    )
+
+    def site_compute(self, site: SiteInput, control=None) -> SiteExport:
+        means = np.round(site.X.mean(axis=0, keepdims=True), int(site.settings["decimals"]))
+        counts = np.bincount(site.y, minlength=len(site.classes)).astype(np.int64)
+        return SiteExport({"means": means, "label_counts": counts}, {"n_rows": int(len(site.X))}, {}, {},
+                          [Disclosure("means", means.shape, "float64", "the mean of each column"),
+                           Disclosure("label_counts", counts.shape, "int64", "rows of each class")],
+                          ["your rows"])
+
+    def check_bundle(self, bundle: ReceivedBundle, kit) -> None:
+        super().check_bundle(bundle, kit)
+        m = bundle.arrays.get("means")
+        if m is None or m.shape != (1, len(kit.schema.features)):
+            raise FormatError("bundle lacks one mean per column")
+
+    def fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult:
+        means = np.vstack([b.arrays["means"] for b in bundles])
+        majority = np.array([int(np.argmax(b.arrays["label_counts"])) for b in bundles])
+        context.control.step(1.0, "done")
+        package = {"means": means, "majority": majority}
+        packages = [({"method": self.name, "classes": context.classes}, package) for _ in bundles]
+        sites = [{"site": b.site, "fingerprint": b.fingerprint, "rows": int(b.manifest["n_rows"]),
+                  "majority": context.classes[k]} for b, k in zip(bundles, majority, strict=True)]
+        return MethodResult(self.name, packages, {"method": self.name, "task": self.task, "sites": sites,
+                                                  "settings": self.settings})
+
+    def apply(self, manifest, arrays, private_arrays, X):
+        order = 1 if self.settings["distance"] == "manhattan" else 2
+        d = np.linalg.norm(X[:, None, :] - arrays["means"][None, :, :], ord=order, axis=2)
+        return {"prediction": np.asarray(manifest["classes"], dtype=object)[arrays["majority"][d.argmin(axis=1)]]}
+
+    def summary_lines(self, summary: dict) -> list[str]:
+        return [f"toy: {x['site']} → {x['majority']}" for x in summary["sites"]]
+
+    def views(self, result: MethodResult):
+        sites = result.summary["sites"]
+        return [Table("Toy sites", ["site", "rows", "majority"], [[x["site"], x["rows"], x["majority"]]
+                                                                  for x in sites]),
+                Bars("Toy rows per site", [x["site"] for x in sites], [float(x["rows"]) for x in sites])]
+
+
+@pytest.fixture
+def toy_method():
+    register(NearestSiteMajority)
+    yield NearestSiteMajority
+    unregister(NearestSiteMajority.name)
+    assert NearestSiteMajority.name not in METHODS
+
+
+def _cli_round(d: Path, monkeypatch) -> dict:
+    monkeypatch.setenv("DCSTUDIO_PASSPHRASE", "pass phrase 1")
+    sites = dict(list(make_sites(d / "data", rows=120).items())[:2])
+    assert run("keys", "new", "--name", "analyst", "--out", d / "analyst", *WF) == 0
+    assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "Toy", "--schema-from",
+               d / "data/sample.csv", "--label", "label", "--method", NearestSiteMajority.name,
+               "--set", "distance=manhattan", "--out", d / "toy.dckit") == 0
+    for name, (train, _) in sites.items():
+        assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
+        # no --anchor: the method needs none; --decimals is the toy's own site-side setting
+        assert run("participant", "export", "--kit", d / "toy.dckit", "--identity", d / name / f"{name}.dcid",
+                   "--csv", train, "--decimals", "3", "--out", d / "bundles" / f"{name}.dcbundle") == 0
+    return sites
+
+
+def test_a_method_in_one_file_runs_a_whole_cli_round_and_report(tmp_path, monkeypatch, capsys, toy_method):
+    d = tmp_path
+    sites = _cli_round(d, monkeypatch)
+    assert run("analyst", "run", "--kit", d / "toy.dckit", "--identity", d / "analyst/analyst.dcid",
+               "--bundles", d / "bundles", "--out", d / "out") == 0
+    out = capsys.readouterr().out
+    assert "toy: site0 → " in out and "toy: site1 → " in out  # the method's own summary lines
+    report = (d / "out/report.html").read_text()
+    assert "Toy sites" in report and "Toy rows per site" in report and toy_method.title in report
+    summary = json.loads((d / "out/summary.json").read_text())
+    assert summary["settings"] == {"distance": "manhattan"}
+    for name, (_, test) in sites.items():
+        assert run("participant", "apply", "--package", d / "out" / f"{name}.dcpkg", "--identity",
+                   d / name / f"{name}.dcid", "--csv", test, "--out", d / f"{name}-result.csv") == 0
+        result = pd.read_csv(d / f"{name}-result.csv")
+        assert set(result["prediction"]) <= {"a", "b", "c", "d"} and len(result) == len(pd.read_csv(test))
+
+
+def test_the_cli_help_and_checks_come_from_the_declarations(tmp_path, monkeypatch, capsys, toy_method):
+    with pytest.raises(SystemExit):
+        run("kit", "new", "--help")
+    text = capsys.readouterr().out
+    assert toy_method.name in text and "distance: how near a row is to a site's means" in text
+    with pytest.raises(SystemExit):
+        run("participant", "export", "--help")
+    assert "--decimals" in capsys.readouterr().out
+    monkeypatch.setenv("DCSTUDIO_PASSPHRASE", "pass phrase 1")
+    make_sites(tmp_path / "data", rows=40)
+    assert run("keys", "new", "--name", "analyst", "--out", tmp_path, *WF) == 0
+    code = run("kit", "new", "--identity", tmp_path / "analyst.dcid", "--name", "Toy", "--schema-from",
+               tmp_path / "data/sample.csv", "--label", "label", "--method", toy_method.name,
+               "--set", "distance=chebyshev", "--out", tmp_path / "bad.dckit")
+    err = capsys.readouterr().err
+    assert code == 1 and "setting 'distance' must be euclidean | manhattan" in err
+    assert not (tmp_path / "bad.dckit").exists()
+
+
+@pytest.mark.usefixtures("private_settings")
+def test_a_method_in_one_file_runs_a_gui_round(qtbot, tmp_path, monkeypatch, toy_method):
+    pytest.importorskip("pytestqt")
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QFileDialog
+
+    from gui.analyst.window import AnalystWindow
+    from gui.participant import ParticipantWizard
+
+    d = tmp_path
+    sites = _cli_round(d, monkeypatch)  # kit and one bundle made by the CLI; a second site exports by clicking
+    _, (train, _) = next(iter(sites.items()))
+    w = ParticipantWizard()
+    qtbot.addWidget(w)
+    w.show()
+    ip = w.identity_page
+    ip.log_n = 14
+    ip.create_radio.setChecked(True)
+    ip.name_edit.setText("clicker2")
+    ip.pass_edit.setText("correct horse battery staple")
+    ip.pass2_edit.setText("correct horse battery staple")
+    ip.folder_field.set_path(d / "clicker2")
+    ip.create_button.click()
+    qtbot.waitUntil(ip.isComplete, timeout=30_000)
+    w.next()
+    w.kit_page.kit_field.set_path(d / "toy.dckit")
+    w.kit_page.confirm_check.setChecked(True)
+    w.next()
+    assert w.page_name() == "data"  # the anchor page is skipped: the method needs no anchor
+    w.data_page.set_csv(train)
+    qtbot.waitUntil(w.data_page.isComplete, timeout=30_000)
+    w.next()
+    pp = w.privacy_page
+    assert pp.site_form.names() == ["decimals"]  # the toy's own site setting, generated
+    pp.site_form.set_value("decimals", 2)
+    qtbot.waitUntil(lambda: pp.isComplete() and pp.site_export.arrays["means"].shape == (1, 8), timeout=30_000)
+    expected = np.round(pd.read_csv(train)[FEATURES].to_numpy().mean(axis=0), 2)
+    assert np.array_equal(pp.site_export.arrays["means"][0], expected)  # the site's choice reached site_compute
+    rows = {pp.disclosure_table.item(r, 0).text() for r in range(pp.disclosure_table.rowCount())}
+    assert rows == {"means", "label_counts"}
+    w.next()
+    ep = w.export_page
+    ep.folder_field.set_path(d / "bundles")
+    ep.name_edit.setText("clicker2.dcbundle")
+    ep.export_button.click()
+    qtbot.waitUntil(lambda: w.page_name() == "done", timeout=30_000)
+
+    aw = AnalystWindow(kit_path=str(d / "toy.dckit"))
+    qtbot.addWidget(aw)
+    aw.show()
+    page = aw.project_page
+    page.identity_path_edit.setText(str(d / "analyst/analyst.dcid"))
+    page.open_passphrase.setText("pass phrase 1")
+    qtbot.mouseClick(page.unlock_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: aw.state.session is not None, timeout=30_000)
+    job = aw.bundles_page.import_paths([str(p) for p in sorted((d / "bundles").glob("*.dcbundle"))])
+    qtbot.waitUntil(lambda: not job.running, timeout=30_000)
+    qtbot.waitUntil(lambda: len(aw.state.bundles) == 3, timeout=5_000)
+    for b in aw.state.bundles:
+        aw.bundles_page.set_confirmed(b.fingerprint, True)
+    assert aw.clients_page.clustering is None  # the toy does not group sites
+    assert aw.show_page("models")
+    mp = aw.models_page
+    qtbot.mouseClick(mp.train_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: not mp.job_panel.busy, timeout=60_000)
+    assert mp.last_outcome == "succeeded", mp.message.text()
+    assert mp.metrics_table.rowCount() == 3
+    assert aw.show_page("export")
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(d / "gui-out"))
+    aw.export_page.out_edit.setText(str(d / "gui-out"))
+    job = aw.export_page.export()
+    qtbot.waitUntil(lambda: not job.running, timeout=30_000)
+    assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
+    assert "Toy sites" in (d / "gui-out/report.html").read_text()
+
+
+def test_no_code_outside_the_methods_names_a_method():
+    """Pipelines, CLI, app and report go through the seam: no string literal outside ``core/methods`` (and the
+    benchmarks and simulations, which study particular methods) is a registered method's name."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    names = set(METHODS)
+    offenders = []
+    for top in ("core", "gui"):
+        for path in (root / top).rglob("*.py"):
+            rel = path.relative_to(root).as_posix()
+            if rel.startswith(("core/methods/", "core/bench/", "core/simulation/")):
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), rel)):
+                if isinstance(node, ast.Constant) and node.value in names:
+                    offenders.append(f"{rel}:{node.lineno} {node.value!r}")
+    assert not offenders, offenders
