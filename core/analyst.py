@@ -76,7 +76,7 @@ class AnalystSession:
         try:
             get_method(self.kit.method, self.kit.settings).check_bundle(bundle, self.kit)
         except FormatError as exc:
-            raise FormatError(exc.message, path=path) from None
+            raise FormatError(exc.message, path=path) from exc
         return bundle
 
     def import_bundles(self, paths: list[str | Path], control: JobControl | None = None, *,
@@ -102,7 +102,7 @@ class AnalystSession:
             try:
                 state = self.workspace.check_new(pid, b.envelope_id, b.digest, b.fingerprint)
             except DuplicateError as exc:
-                raise DuplicateError(exc.message, path=p) from None
+                raise DuplicateError(exc.message, path=p) from exc
             if state == "same" and not allow_known:
                 raise DuplicateError("duplicate: this bundle was already imported into this workspace", path=p)
             seen[b.envelope_id] = Path(p)

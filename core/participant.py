@@ -75,7 +75,7 @@ class ParticipantExport:
                 try:
                     block = schema.detect_block(header)
                 except ConfigError as exc:
-                    raise ConfigError(exc.message, path=csv_path) from None
+                    raise ConfigError(exc.message, path=csv_path) from exc
             columns = schema.block_columns(block)
             absent = [c for c in columns if c not in header]
             if absent:

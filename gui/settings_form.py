@@ -214,8 +214,8 @@ class SettingsForm(QWidget):
             text = self.advanced_table.item(r, 1).text()
             try:
                 value = json.loads(text)
-            except json.JSONDecodeError:
-                raise ConfigError(f"setting '{spec.name}' is not a valid value: {text}") from None
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"setting '{spec.name}' is not a valid value: {text}") from exc
             if value != spec.default:
                 out[spec.name] = spec.check(value)
         return out

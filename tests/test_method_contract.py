@@ -204,9 +204,9 @@ def test_a_method_in_one_file_runs_a_gui_round(qtbot, tmp_path, monkeypatch, toy
     assert aw.show_page("models")
     mp = aw.models_page
     qtbot.mouseClick(mp.train_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: not mp.job_panel.busy, timeout=60_000)
+    qtbot.waitUntil(lambda: mp.last_outcome is not None, timeout=60_000)
     assert mp.last_outcome == "succeeded", mp.message.text()
-    assert mp.metrics_table.rowCount() == 3
+    qtbot.waitUntil(lambda: mp.metrics_table.rowCount() == 3, timeout=5_000)
     assert aw.show_page("export")
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(d / "gui-out"))
     aw.export_page.out_edit.setText(str(d / "gui-out"))

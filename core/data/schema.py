@@ -289,7 +289,7 @@ def with_blocks(schema: Schema, blocks: list[tuple[str, list[str]]]) -> tuple[Sc
     try:
         out.validate()
     except FormatError as exc:
-        raise ConfigError(exc.message) from None
+        raise ConfigError(exc.message) from exc
     return out, notes
 
 

@@ -159,8 +159,8 @@ def _check_options(options: CsvOptions) -> None:
     if options.encoding is not None:
         try:
             codecs.lookup(options.encoding)
-        except LookupError:
-            raise ConfigError(f"unknown text encoding {options.encoding!r}") from None
+        except LookupError as exc:
+            raise ConfigError(f"unknown text encoding {options.encoding!r}") from exc
     if options.delimiter is not None and (len(options.delimiter) != 1 or options.delimiter in '"\r\n.'):
         raise ConfigError(f"{options.delimiter!r} cannot be used as the column separator")
     if options.decimal is not None and options.decimal not in (".", ","):
@@ -191,16 +191,16 @@ def _with_format(path: Path, options: CsvOptions, work: Callable[[_Opened], _T])
     name = _ENCODING_NAMES.get(encoding, encoding)
     try:
         return work(_format_from_sample(path, sample, complete, size, encoding, options))
-    except UnicodeDecodeError:
+    except UnicodeDecodeError as exc:
         if options.encoding is not None or complete:
-            raise DataError(f"the file is not valid {name} text", path=path) from None
+            raise DataError(f"the file is not valid {name} text", path=path) from exc
     encoding2 = _detect_encoding(_file_blocks(path), True, path)
     if encoding2 == encoding:
         raise DataError(f"the file is not valid {name} text beyond its first megabyte", path=path)
     try:
         return work(_format_from_sample(path, sample, complete, size, encoding2, options))
-    except UnicodeDecodeError:
-        raise DataError("the file mixes text encodings; save it again as UTF-8", path=path) from None
+    except UnicodeDecodeError as exc:
+        raise DataError("the file mixes text encodings; save it again as UTF-8", path=path) from exc
 
 
 def _format_from_sample(
@@ -228,12 +228,12 @@ def _read_sample(path: Path) -> tuple[bytes, bool, int]:
         with open(path, "rb") as fh:
             sample = fh.read(SAMPLE_BYTES)
             complete = not fh.read(1)
-    except FileNotFoundError:
-        raise DataError("file not found", path=path) from None
-    except IsADirectoryError:
-        raise DataError("this is a folder, not a CSV file", path=path) from None
+    except FileNotFoundError as exc:
+        raise DataError("file not found", path=path) from exc
+    except IsADirectoryError as exc:
+        raise DataError("this is a folder, not a CSV file", path=path) from exc
     except OSError as exc:
-        raise DataError(f"the file cannot be read ({exc.strerror or exc})", path=path) from None
+        raise DataError(f"the file cannot be read ({exc.strerror or exc})", path=path) from exc
     if not sample.strip():
         raise DataError("the file is empty", path=path)
     return sample, complete, size
@@ -425,13 +425,13 @@ def _iter_chunks(
                 start += len(chunk)
     except pd.errors.ParserWarning as exc:
         if "Length of header" in str(exc):
-            raise _long_record_error(path, fmt, n_columns) from None
-        raise DataError(f"the file cannot be read ({exc})", path=path) from None
+            raise _long_record_error(path, fmt, n_columns) from exc
+        raise DataError(f"the file cannot be read ({exc})", path=path) from exc
     except pd.errors.ParserError as exc:
-        raise _read_error(exc, path, fmt, n_columns) from None
-    except pd.errors.EmptyDataError:
+        raise _read_error(exc, path, fmt, n_columns) from exc
+    except pd.errors.EmptyDataError as exc:
         if resume is None:
-            raise DataError("the file is empty", path=path) from None
+            raise DataError("the file is empty", path=path) from exc
     finally:
         if resume is not None:
             source.close()
@@ -777,10 +777,10 @@ class _TableReader:
                     item = next(chunks, None)
                 except UnicodeDecodeError:
                     raise
-                except ValueError:
+                except ValueError as exc:
                     if text:
                         raise
-                    raise _FastPathRefused() from None
+                    raise _FastPathRefused() from exc
                 if item is None:
                     break
                 start, chunk = item

@@ -18,13 +18,12 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import ConfigError, FormatError
-from .fileio import read_json_capped, write_json_atomic
+from .fileio import read_json_capped, utc_now, write_json_atomic
 from .kit import ANCHOR_KINDS
 
 FORMAT = "dcstudio/anchor/v1"
@@ -81,7 +80,7 @@ class AnchorFile:
             anchor = cls(project_id=str(d["project_id"]), kind=str(d["kind"]), rows=int(d["rows"]),
                          secret=bytes.fromhex(d["secret"]), params=dict(d["params"]), created=str(d["created"]))
         except (KeyError, ValueError, TypeError) as exc:
-            raise FormatError(f"anchor file is incomplete or malformed ({exc})", path=path) from None
+            raise FormatError(f"anchor file is incomplete or malformed ({exc})", path=path) from exc
         anchor._validate(path)
         if expect_project is not None and anchor.project_id != expect_project:
             raise FormatError("this anchor file belongs to another project", path=path)
@@ -155,7 +154,7 @@ def make_anchor(project_id: str, feature_names: list[str], *, kind: str, rows: i
         raise ConfigError(f"the seed set has {np.asarray(seed_rows).shape[1]} columns, the kit {m}")
     params["features"] = list(feature_names)
     anchor = AnchorFile(project_id, kind, int(rows), secrets.token_bytes(32), params,
-                        datetime.now(UTC).isoformat(timespec="seconds"))
+                        utc_now())
     anchor._validate()
     return anchor
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, VerificationError
-from .fileio import canonical_json
-from .identity import is_hex, utc_now
+from .fileio import canonical_json, utc_now
+from .identity import is_hex
 
 GENESIS = "0" * 64
 RESERVED = frozenset({"seq", "time", "event", "prev"})
@@ -54,7 +54,7 @@ class AuditLog:
                 try:
                     line = canonical_json(entry)
                 except (TypeError, ValueError) as exc:
-                    raise ConfigError(f"audit fields are not plain JSON ({exc})") from None
+                    raise ConfigError(f"audit fields are not plain JSON ({exc})") from exc
                 if len(line) > MAX_LINE_BYTES:
                     raise ConfigError("an audit entry is larger than 1 MiB")
                 fh.write(line + b"\n")

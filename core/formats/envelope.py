@@ -185,8 +185,8 @@ def _strict_json(raw: bytes) -> Any:
 def _parse_header(raw: bytes) -> Binding:
     try:
         h = _strict_json(raw)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise FormatError("the header is not canonical JSON (the file is damaged)") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise FormatError("the header is not canonical JSON (the file is damaged)") from exc
     if not isinstance(h, dict) or set(h) != HEADER_FIELDS:
         raise FormatError("the header does not have exactly the v1 fields")
     why = _header_problem(h)
@@ -588,8 +588,8 @@ def _write_envelope(path: str | Path, header: dict[str, Any], plaintext: Any, se
         except Exception as exc:
             for error in (reader.error, out.error):
                 if error is not None:
-                    raise error from None
-            raise DCError(f"encryption failed ({exc})") from None
+                    raise error from exc
+            raise DCError(f"encryption failed ({exc})") from exc
         signature = sender.sign(SIGNATURE_DOMAIN + out.hasher.digest())
         out.write(TRAILER_PREFIX + signature.hex().encode("ascii") + b"\n")
         control.step(1.0, "writing")
@@ -620,7 +620,7 @@ def seal(path: str | Path, payload: Payload, *, kind: str, project_id: str, send
     try:
         content_size = len(canonical_json(payload.manifest))
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"the payload manifest is not plain JSON ({exc})") from None
+        raise ConfigError(f"the payload manifest is not plain JSON ({exc})") from exc
     if content_size > DEFAULT_LIMITS.max_manifest_bytes:
         raise ConfigError("the payload manifest is larger than 16 MiB")
     arrays = _normalize_arrays(payload.arrays, DEFAULT_LIMITS)
@@ -634,12 +634,12 @@ def seal(path: str | Path, payload: Payload, *, kind: str, project_id: str, send
 def _open_capped(path: str | Path, limits: Limits) -> Iterator[tuple[IO[bytes], int]]:
     try:
         fh = open(path, "rb", buffering=_CHUNK)
-    except FileNotFoundError:
-        raise FormatError("file not found") from None
-    except IsADirectoryError:
-        raise FormatError("is a folder, not a file") from None
+    except FileNotFoundError as exc:
+        raise FormatError("file not found") from exc
+    except IsADirectoryError as exc:
+        raise FormatError("is a folder, not a file") from exc
     except OSError as exc:
-        raise FormatError(f"cannot be read ({exc.strerror or exc})") from None
+        raise FormatError(f"cannot be read ({exc.strerror or exc})") from exc
     with fh:
         size = os.fstat(fh.fileno()).st_size
         if size > limits.max_file_bytes:
@@ -697,9 +697,9 @@ def _verify_outer(fh: IO[bytes], size: int, binding: Binding, signature: bytes,
         done += n
     try:
         binding.sender.verify(SIGNATURE_DOMAIN + h.digest(), signature)
-    except VerificationError:
+    except VerificationError as exc:
         raise VerificationError(f"the signature by {binding.sender.name!r} does not match: the file was "
-                                "altered or damaged") from None
+                                "altered or damaged") from exc
     trailer = fh.read(TRAILER_LEN)
     if _parse_trailer(trailer) != signature or fh.read(1):
         raise FormatError("the file changed while being read")
@@ -739,11 +739,11 @@ def _decrypt(fh: IO[bytes], age_start: int, age_len: int, identity: Identity,
     except Exception as exc:
         if reader.error is not None:
             if isinstance(reader.error, DCError):
-                raise reader.error from None
-            raise FormatError(f"the file could not be read ({reader.error})") from None
+                raise reader.error from exc
+            raise FormatError(f"the file could not be read ({reader.error})") from exc
         if isinstance(exc, pyrage.DecryptError) and "no matching keys" in str(exc).lower():
-            raise VerificationError("the encrypted section is not encrypted to this identity") from None
-        raise VerificationError("the encrypted section does not decrypt: it was altered or damaged") from None
+            raise VerificationError("the encrypted section is not encrypted to this identity") from exc
+        raise VerificationError("the encrypted section does not decrypt: it was altered or damaged") from exc
     control.step(1.0, "decrypting")
     return writer
 
@@ -772,8 +772,8 @@ def _unpack(buffer: np.ndarray, binding: Binding, limits: Limits, control: JobCo
             start_dir = zf.start_dir
             comment = zf.comment
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError, struct.error,
-            NotImplementedError, UnicodeDecodeError):
-        raise FormatError("the decrypted content is not a valid archive") from None
+            NotImplementedError, UnicodeDecodeError) as exc:
+        raise FormatError("the decrypted content is not a valid archive") from exc
     if comment:
         raise FormatError("the archive has a comment, which v1 does not allow")
     if len(infos) > limits.max_members:
@@ -827,12 +827,12 @@ def _unpack(buffer: np.ndarray, binding: Binding, limits: Limits, control: JobCo
     manifest_raw = bytes(plain[m0:m1])
     try:
         binding.sender.verify(MANIFEST_SIGNATURE_DOMAIN + manifest_raw, bytes(plain[s0:s1]))
-    except VerificationError:
-        raise VerificationError("the inner signature of the manifest does not match the sender") from None
+    except VerificationError as exc:
+        raise VerificationError("the inner signature of the manifest does not match the sender") from exc
     try:
         manifest = _strict_json(manifest_raw)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise FormatError("the manifest is not canonical JSON") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise FormatError("the manifest is not canonical JSON") from exc
     if not isinstance(manifest, dict) or set(manifest) != {"format", "binding", "members", "content"} \
             or manifest["format"] != MANIFEST_FORMAT:
         raise FormatError("the manifest does not have exactly the v1 fields")
@@ -878,8 +878,8 @@ def _load_npy(buffer: np.ndarray, start: int, end: int, name: str, limits: Limit
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(f, MAX_NPY_HEADER_BYTES)
         else:
             raise ValueError("unsupported npy version")
-    except (ValueError, SyntaxError, TypeError, EOFError, OverflowError, MemoryError, RecursionError):
-        raise FormatError(f"array {name!r} does not have a valid .npy header") from None
+    except (ValueError, SyntaxError, TypeError, EOFError, OverflowError, MemoryError, RecursionError) as exc:
+        raise FormatError(f"array {name!r} does not have a valid .npy header") from exc
     if fortran:
         raise FormatError(f"array {name!r} is stored in Fortran order, which v1 does not allow")
     if dtype.hasobject or dtype.str not in ALLOWED_DTYPES or dtype.fields is not None:
@@ -908,10 +908,10 @@ def file_digest(path: str | Path, control: JobControl | None = None) -> str:
     view = memoryview(block)
     try:
         fh = open(path, "rb", buffering=0)
-    except FileNotFoundError:
-        raise FormatError("file not found", path=path) from None
+    except FileNotFoundError as exc:
+        raise FormatError("file not found", path=path) from exc
     except OSError as exc:
-        raise FormatError(f"cannot be read ({exc.strerror or exc})", path=path) from None
+        raise FormatError(f"cannot be read ({exc.strerror or exc})", path=path) from exc
     with fh:
         size = max(os.fstat(fh.fileno()).st_size, 1)
         done = 0
@@ -936,7 +936,7 @@ def inspect(path: str | Path, limits: Limits = DEFAULT_LIMITS,
             _verify_outer(fh, size, binding, signature, control)
         return binding
     except DCError as exc:
-        raise _named(exc, path) from None
+        raise _named(exc, path) from exc
 
 
 def open_sealed(path: str | Path, identity: Identity, *, expect_kind: str, expect_project: str | None = None,
@@ -961,4 +961,4 @@ def open_sealed(path: str | Path, identity: Identity, *, expect_kind: str, expec
         payload = _unpack(plain.result(), binding, limits, control.sub(0.75, 1.0))
         return Opened(binding=binding, payload=payload, digest=digest)
     except DCError as exc:
-        raise _named(exc, path) from None
+        raise _named(exc, path) from exc

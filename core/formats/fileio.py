@@ -11,6 +11,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -72,8 +73,8 @@ def read_bytes_capped(path: str | Path, cap: int) -> bytes:
     path = Path(path)
     try:
         size = path.stat().st_size
-    except FileNotFoundError:
-        raise FormatError("file not found", path=path) from None
+    except FileNotFoundError as exc:
+        raise FormatError("file not found", path=path) from exc
     if size > cap:
         raise FormatError(f"file is {size} bytes, more than the {cap}-byte limit for this kind of file", path=path)
     with open(path, "rb") as fh:
@@ -88,4 +89,9 @@ def read_json_capped(path: str | Path, cap: int = 16 << 20) -> Any:
     try:
         return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FormatError(f"not valid JSON ({exc.__class__.__name__})", path=path) from None
+        raise FormatError(f"not valid JSON ({exc.__class__.__name__})", path=path) from exc
+
+
+def utc_now() -> str:
+    """The current UTC time as ``YYYY-MM-DDTHH:MM:SSZ``: the one time form in every file the product writes."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

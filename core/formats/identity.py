@@ -20,7 +20,7 @@ import re
 import secrets
 import unicodedata
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
 from ..errors import ConfigError, DCError, FormatError, VerificationError
-from .fileio import atomic_writer, canonical_json, read_json_capped
+from .fileio import atomic_writer, canonical_json, read_json_capped, utc_now
 
 CARD_FORMAT = "dcstudio/card/v1"
 IDENTITY_FORMAT = "dcstudio/identity/v1"
@@ -57,11 +57,6 @@ MAX_NAME_CHARS = 128
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-
-def utc_now() -> str:
-    """The current UTC time as ``YYYY-MM-DDTHH:MM:SSZ`` (the only time form used in our files)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
 
 def is_utc_time(value: object) -> bool:
     """True for a valid ``YYYY-MM-DDTHH:MM:SSZ`` string."""
@@ -147,8 +142,8 @@ class PublicCard:
             raise FormatError("invalid public card: the encryption key is not an age1… recipient")
         try:
             canonical = str(pyrage.x25519.Recipient.from_str(self.age_recipient))
-        except Exception:
-            raise FormatError("invalid public card: the encryption key is not a valid age key") from None
+        except Exception as exc:
+            raise FormatError("invalid public card: the encryption key is not a valid age key") from exc
         if canonical != self.age_recipient:
             raise FormatError("invalid public card: the encryption key is not in canonical form")
         if not is_utc_time(self.created):
@@ -158,8 +153,8 @@ class PublicCard:
         try:
             Ed25519PublicKey.from_public_bytes(self.signing_key).verify(self.self_signature,
                                                                         self._self_signed_bytes())
-        except (InvalidSignature, ValueError):
-            raise VerificationError("the public card was altered: its self-signature is wrong") from None
+        except (InvalidSignature, ValueError) as exc:
+            raise VerificationError("the public card was altered: its self-signature is wrong") from exc
 
     def _self_signed_bytes(self) -> bytes:
         return _SELF_SIG_DOMAIN + canonical_json({
@@ -232,7 +227,7 @@ class PublicCard:
         try:
             return cls.from_dict(d)
         except DCError as exc:
-            raise with_path(exc, path) from None
+            raise with_path(exc, path) from exc
 
     def verify(self, message: bytes, signature: bytes) -> None:
         """Raise VerificationError unless ``signature`` is this card's Ed25519 signature of ``message``."""
@@ -240,9 +235,9 @@ class PublicCard:
             if len(signature) != 64:
                 raise InvalidSignature
             Ed25519PublicKey.from_public_bytes(self.signing_key).verify(bytes(signature), message)
-        except InvalidSignature:
+        except InvalidSignature as exc:
             raise VerificationError(f"the signature does not match the key of {self.name!r} "
-                                    f"({self.fingerprint})") from None
+                                    f"({self.fingerprint})") from exc
 
     def recipient(self) -> pyrage.x25519.Recipient:
         """This card's encryption key as a pyrage recipient."""
@@ -350,7 +345,7 @@ class Identity:
         try:
             return cls._from_doc(doc, passphrase)
         except DCError as exc:
-            raise with_path(exc, path) from None
+            raise with_path(exc, path) from exc
 
     @staticmethod
     def load_card(path: str | Path) -> PublicCard:
@@ -364,7 +359,7 @@ class Identity:
                 raise FormatError("not a DC Studio identity file (or an unsupported version of one)")
             return PublicCard.from_dict(doc.get("card"))
         except DCError as exc:
-            raise with_path(exc, path) from None
+            raise with_path(exc, path) from exc
 
     @classmethod
     def _from_doc(cls, doc: Any, passphrase: str) -> Identity:
@@ -401,8 +396,8 @@ class Identity:
         try:
             plaintext = ChaCha20Poly1305(key).decrypt(bytes.fromhex(cipher["nonce"]), sealed,
                                                       _AAD_DOMAIN + canonical_json(public))
-        except InvalidTag:
-            raise VerificationError("wrong passphrase for this identity file") from None
+        except InvalidTag as exc:
+            raise VerificationError("wrong passphrase for this identity file") from exc
         try:
             inner = json.loads(plaintext.decode("utf-8"))
             seed = inner["ed25519_seed"]
@@ -412,8 +407,8 @@ class Identity:
                 raise ValueError
             signing = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(seed))
             pyrage.x25519.Identity.from_str(age_secret)
-        except Exception:
-            raise FormatError("invalid identity file: the decrypted secrets are malformed") from None
+        except Exception as exc:
+            raise FormatError("invalid identity file: the decrypted secrets are malformed") from exc
         return cls(card, signing, age_secret)
 
     def export_age_identity(self, path: str | Path) -> None:

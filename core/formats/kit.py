@@ -13,12 +13,11 @@ import base64
 import binascii
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 from ..data.schema import Schema
 from ..errors import ConfigError, FormatError, VerificationError
-from .fileio import canonical_json, read_json_capped, write_json_atomic
+from .fileio import canonical_json, read_json_capped, utc_now, write_json_atomic
 from .identity import Identity, PublicCard
 
 FORMAT = "dcstudio/kit/v1"
@@ -38,7 +37,7 @@ class Kit:
     anchor: dict = field(default_factory=lambda: {"kind": "smote", "rows": 1000})
     roster: list[dict] | None = None  # [{"name": ..., "fingerprint": ...}]
     project_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    created: str = field(default_factory=utc_now)
 
     def __post_init__(self):
         if self.task not in TASKS:
@@ -64,7 +63,7 @@ class Kit:
                        settings=dict(d.get("settings") or {}), anchor=dict(d.get("anchor") or {}),
                        roster=d.get("roster"), project_id=str(d["project_id"]), created=str(d["created"]))
         except (KeyError, TypeError, ValueError) as exc:
-            raise FormatError(f"kit is incomplete or malformed ({exc})") from None
+            raise FormatError(f"kit is incomplete or malformed ({exc})") from exc
 
     def digest(self) -> str:
         import hashlib
@@ -90,15 +89,15 @@ class Kit:
         try:
             body, sig = d["kit"], base64.b64decode(d["signature"], validate=True)
             kit = cls.from_dict(body)
-        except (KeyError, TypeError, binascii.Error):
-            raise FormatError("kit file is incomplete or malformed", path=path) from None
+        except (KeyError, TypeError, binascii.Error) as exc:
+            raise FormatError("kit file is incomplete or malformed", path=path) from exc
         except FormatError as exc:
-            raise FormatError(exc.message, path=path) from None
+            raise FormatError(exc.message, path=path) from exc
         try:
             kit.analyst.verify(_DOMAIN + canonical_json(body), sig)
-        except VerificationError:
+        except VerificationError as exc:
             raise VerificationError("the kit's signature does not verify: it was altered or forged",
-                                    path=path) from None
+                                    path=path) from exc
         if expect_analyst is not None and kit.analyst.key_id != expect_analyst.key_id:
             raise VerificationError("the kit is signed by a different analyst than expected", path=path)
         return kit

@@ -21,14 +21,13 @@ from __future__ import annotations
 import io
 import re
 import shutil
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import DuplicateError, FormatError
 from .audit import AuditLog
-from .fileio import atomic_writer, read_json_capped, write_json_atomic
+from .fileio import atomic_writer, read_json_capped, utc_now, write_json_atomic
 
 _NAME = re.compile(r"^[a-z0-9_]{1,64}$")
 
@@ -36,10 +35,6 @@ _NAME = re.compile(r"^[a-z0-9_]{1,64}$")
 def default_workspace(identity_path: str | Path) -> Path:
     p = Path(identity_path)
     return p.with_name(p.stem + ".workspace")
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def save_arrays(folder: Path, arrays: dict[str, np.ndarray]) -> None:
@@ -61,7 +56,7 @@ def load_arrays(folder: Path, names: list[str]) -> dict[str, np.ndarray]:
             out[name] = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise FormatError(f"workspace array is missing or unreadable ({exc.__class__.__name__})",
-                              path=path) from None
+                              path=path) from exc
     return out
 
 
@@ -92,7 +87,7 @@ class SiteWorkspace(_Workspace):
             with atomic_writer(kit_copy) as fh, open(kit_path, "rb") as src:
                 shutil.copyfileobj(src, fh)
         write_json_atomic(folder / "state.json", {**meta, "bundle_digest": digest, "arrays": sorted(private_arrays),
-                                                  "saved": now()})
+                                                  "saved": utc_now()})
         return folder
 
     def load_export(self, project_id: str, digest: str) -> tuple[dict, dict[str, np.ndarray]]:
@@ -142,7 +137,7 @@ class AnalystWorkspace(_Workspace):
             shutil.copyfileobj(src, fh)
         reg = self.registry(project_id)
         reg[envelope_id] = {"envelope_id": envelope_id, "digest": digest, "site": site,
-                            "fingerprint": fingerprint, "rows": rows, "file": dest.name, "imported": now()}
+                            "fingerprint": fingerprint, "rows": rows, "file": dest.name, "imported": utc_now()}
         write_json_atomic(self.registry_path(project_id), reg)
         return dest
 

@@ -35,8 +35,8 @@ class SiteMapping:
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> SiteMapping:
         try:
             G, g = np.asarray(arrays["map_matrix"], np.float64), np.asarray(arrays["map_offset"], np.float64)
-        except KeyError:
-            raise FormatError("package lacks the mapping arrays map_matrix/map_offset") from None
+        except KeyError as exc:
+            raise FormatError("package lacks the mapping arrays map_matrix/map_offset") from exc
         if G.ndim != 2 or g.shape != (G.shape[1],):
             raise FormatError("mapping G/g has inconsistent shapes")
         return cls(G, g)

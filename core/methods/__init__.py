@@ -35,8 +35,8 @@ def unregister(name: str) -> None:
 def method_class(name: str) -> type[Method]:
     try:
         return METHODS[name]
-    except KeyError:
-        raise ConfigError(f"unknown method '{name}'; available: {', '.join(METHODS)}") from None
+    except KeyError as exc:
+        raise ConfigError(f"unknown method '{name}'; available: {', '.join(METHODS)}") from exc
 
 
 def get_method(name: str, settings: dict | None = None) -> Method:
