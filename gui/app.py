@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import sys
-import time
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -23,8 +22,6 @@ from PySide6.QtWidgets import (
 )
 
 from . import settings as app_settings
-
-STARTED = time.perf_counter()
 
 
 class StartWindow(QMainWindow):

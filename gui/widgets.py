@@ -8,7 +8,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QMessageBox,
     QProgressBar,
     QPushButton,
     QVBoxLayout,
@@ -25,11 +24,6 @@ def passphrase_edit(on_enter=None) -> QLineEdit:
     if on_enter is not None:
         edit.returnPressed.connect(on_enter)
     return edit
-
-
-def show_error(parent: QWidget | None, message: str, title: str | None = None) -> None:
-    """A core error as a dialog: its one sentence, never a traceback."""
-    QMessageBox.warning(parent, title or QWidget.tr("DC Studio"), message)
 
 
 class MessageLabel(QLabel):

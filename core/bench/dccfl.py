@@ -26,7 +26,6 @@ Nothing is tuned on test rows. Paper values appear only in the ``paper`` field o
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -410,10 +409,6 @@ def summarise(cells: list[dict[str, Any]], p: Protocol) -> dict[str, Any]:
                                "max_rounds": len(ext[0]["methods"][name]["curve"]),
                                "paper": PAPER_TABLE3.get((ds, sp), {}).get(name), "target": target})
     return {"rows": rows, "table3": table3, "curves": curves}
-
-
-def _fmt(v: float | None, digits: int = 4) -> str:
-    return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
 
 
 def _grid(methods: Sequence[str], cols: list[tuple[str, str]], by: dict[tuple[str, str, str], dict],

@@ -49,11 +49,6 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
-def write_bytes_atomic(path: str | Path, data: bytes) -> None:
-    with atomic_writer(path, "wb") as fh:
-        fh.write(data)
-
-
 def write_text_atomic(path: str | Path, text: str) -> None:
     with atomic_writer(path, "w") as fh:
         fh.write(text)

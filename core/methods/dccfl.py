@@ -65,9 +65,6 @@ PRIOR_SETTINGS = (
             advanced=True),
     Setting("prior_in_selection", "bool", True, "choose t on the corrected predictions", advanced=True),
 )
-LEARNER_DEFAULTS = {s.name: s.default for s in LEARNER_SETTINGS}
-ALIGNMENT_DEFAULTS = {s.name: s.default for s in ALIGNMENT_SETTINGS}
-PRIOR_DEFAULTS = {s.name: s.default for s in PRIOR_SETTINGS}
 
 
 @dataclass

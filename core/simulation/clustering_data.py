@@ -18,7 +18,6 @@ import numpy as np
 
 BLOB_CENTERS = ((-5.0, -5.0), (0.0, 5.0), (5.0, -5.0))
 SYNTH_BLOCKS = {"block1": [0, 1, 2], "block2": [3, 4, 5]}  # column positions in the synthetic matrix
-SYNTH_COLUMNS = ["major1", "minor1", "minor2", "major2", "minor3", "minor4"]
 
 
 def _minor(n: int, rng: np.random.Generator) -> np.ndarray:

@@ -64,7 +64,6 @@ from ..widgets import FingerprintView, JobPanel, MessageLabel, passphrase_edit
 from .common import ThrottledJob
 from .state import AnalystState
 
-NONE = "—"
 LABEL_GUESSES = ("label", "class", "target", "y", "outcome", "diagnosis")
 
 
