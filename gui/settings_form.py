@@ -56,6 +56,8 @@ class _SettingEditor(QWidget):
             lay.addWidget(self.tick)
         lay.addStretch(1)
         self.setToolTip(spec.help)
+        if isinstance(self.control, QDoubleSpinBox) and spec.low is not None and spec.high is not None:
+            self.control.setValue((spec.low + spec.high) / 2)  # shown (greyed) while "automatic" is ticked
         self.set_value(spec.default)
 
     def _make_control(self, spec: Setting) -> QWidget:
