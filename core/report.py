@@ -22,21 +22,39 @@ def _esc(x) -> str:
 
 
 def heatmap_svg(M: np.ndarray, labels: list[str], *, size: int = 360, title: str = "") -> str:
-    """A [0, 1] matrix as a grey-to-blue heatmap."""
+    """A [0, 1] matrix as a grey-to-blue heatmap: rows named by site (numbered), columns by the same
+    numbers, and every cell's value written in it (while cells are large enough to hold it)."""
     n = len(M)
     if n == 0:
         return ""
+    names = [f"{i + 1} · {lab}" if len(lab) <= 28 else f"{i + 1} · {lab[:27]}…" for i, lab in enumerate(labels)]
+    left = int(min(220, 16 + 6.5 * max(len(x) for x in names)))
+    top = 22
+    size = min(size, 56 * n)  # a few sites: cells just large enough for their values
     cell = size / n
-    rects = []
+    font = max(7.0, min(12.0, cell / 3.6))
+    parts = []
     for i in range(n):
+        y = top + i * cell
+        parts.append(f'<text x="{left - 6}" y="{y + cell / 2 + 4:.1f}" font-size="11" text-anchor="end">'
+                     f"{_esc(names[i])}</text>")
+        parts.append(f'<text x="{left + i * cell + cell / 2:.1f}" y="{top - 7}" font-size="11" '
+                     f'text-anchor="middle">{i + 1}</text>')
         for j in range(n):
             v = float(np.clip(M[i, j], 0, 1))
             r, g, b = int(240 - 200 * v), int(244 - 160 * v), int(250 - 60 * v)
-            rects.append(f'<rect x="{j * cell:.2f}" y="{i * cell:.2f}" width="{cell:.2f}" height="{cell:.2f}" '
-                         f'fill="rgb({r},{g},{b})"><title>{_esc(labels[i])} – {_esc(labels[j])}: {v:.3f}'
-                         "</title></rect>")
-    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}" '
-            f'viewBox="0 0 {size} {size}">{"".join(rects)}</svg><figcaption>{_esc(title)}</figcaption></figure>')
+            x = left + j * cell
+            parts.append(f'<rect x="{x:.2f}" y="{y:.2f}" width="{cell:.2f}" height="{cell:.2f}" '
+                         f'fill="rgb({r},{g},{b})" stroke="#ffffff"><title>{_esc(labels[i])} – {_esc(labels[j])}: '
+                         f"{v:.3f}</title></rect>")
+            if cell >= 22:
+                ink = "#ffffff" if v > 0.55 else "#111827"
+                parts.append(f'<text x="{x + cell / 2:.1f}" y="{y + cell / 2 + font / 3:.1f}" font-size="{font:.1f}" '
+                             f'text-anchor="middle" fill="{ink}">{v:.2f}</text>')
+    width, height = left + size + 4, top + size + 4
+    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" font-family="sans-serif">{"".join(parts)}</svg>'
+            f"<figcaption>{_esc(title)}</figcaption></figure>")
 
 
 def line_svg(xs: list[float], ys: list[float], *, width: int = 420, height: int = 220, title: str = "",
@@ -131,6 +149,14 @@ def _footer(summary: dict) -> str:
 """
 
 
+_NOWRAP = ' style="white-space:nowrap"'
+
+
+def _fp(fingerprint: str) -> str:
+    """A fingerprint cell that never breaks over lines (browsers and Qt's PDF printer both honour nowrap)."""
+    return f"<td{_NOWRAP}><code{_NOWRAP}>{_esc(fingerprint)}</code></td>"
+
+
 def _kept(v) -> str:
     return "–" if v is None else f"{v:.1%}"
 
@@ -138,9 +164,9 @@ def _kept(v) -> str:
 def render_clustering_report(kit: Kit, result: MethodResult, summary: dict) -> str:
     """DC-Clustering: sites and their blocks, the linkage, the k curve, cluster sizes and a 2-D view."""
     s, d = summary, result.details
-    rows = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in (
-        _esc(x["site"]), f"<code>{_esc(x.get('fingerprint', ''))}</code>", _esc(x["block"]), x["rows"],
-        _kept(x.get("variance_kept")), x["clustered"], x["not_clustered"], _esc(x.get("note", ""))))
+    rows = "".join(f"<tr><td>{_esc(x['site'])}</td>{_fp(x.get('fingerprint', ''))}" + "".join(
+        f"<td>{c}</td>" for c in (_esc(x["block"]), f"{x['rows']:,}", _kept(x.get("variance_kept")),
+                                  f"{x['clustered']:,}", f"{x['not_clustered']:,}", _esc(x.get("note", ""))))
         + "</tr>" for x in s.get("sites", []))
     kept = [x["variance_kept"] for x in s.get("sites", []) if x.get("variance_kept") is not None]
     units = "in the data's own units" if s.get("scaling") == "raw" else "after standardising"
@@ -150,7 +176,7 @@ def render_clustering_report(kit: Kit, result: MethodResult, summary: dict) -> s
         "The rest is discarded before anything leaves the site, so no alignment can use it: the lower these "
         "shares, the further the federated clustering may be from clustering the pooled rows.</p>")
     groups = "".join(f"<tr><td>{g}</td><td>{_esc(', '.join(x['sites']))}</td><td>{x['rows']}</td></tr>"
-                     for g, x in enumerate(s.get("groups", [])))
+                     for g, x in enumerate(s.get("groups", []), start=1))
     link = s.get("linkage", {})
     figures = []
     curve = s.get("k_curve") or {}
@@ -161,7 +187,7 @@ def render_clustering_report(kit: Kit, result: MethodResult, summary: dict) -> s
                                     xlabel="k", ylabel=key, mark=float(s["k"])))
     sizes = s.get("sizes", [])
     if sizes:
-        figures.append("<figure>" + bars_svg(sizes, [f"cluster {c}" for c in range(len(sizes))], width=320,
+        figures.append("<figure>" + bars_svg(sizes, [f"cluster {c}" for c in range(1, len(sizes) + 1)], width=320,
                                              height=80) + "<figcaption>rows per cluster</figcaption></figure>")
     X = d.get("representation")
     if X is not None and len(X) and X.shape[1] >= 2:
@@ -183,7 +209,7 @@ def render_clustering_report(kit: Kit, result: MethodResult, summary: dict) -> s
 ({_esc(s.get("algorithm"))}, {_esc(s.get("alignment"))} alignment, collaborative dimension {s.get("dimension")}),
 {len(s.get("sites", []))} sites, blocks {_esc(", ".join(s.get("blocks", [])))}.
 k = <b>{s.get("k")}</b> ({how}); {s.get("rows_clustered")} rows clustered. No labels left any site.</p>{graph}
-<h2>Sites</h2><table><tr><th>site</th><th>fingerprint</th><th>block</th><th>rows</th><th>variance kept</th>
+<h2>Sites</h2><table><tr><th>site</th><th{_NOWRAP}>fingerprint</th><th>block</th><th>rows</th><th>variance kept</th>
 <th>clustered</th><th>left out</th><th>note</th></tr>{rows}</table>{fidelity}
 <h2>Vertical linkage</h2><p>{link.get("people", 0)} distinct hashed ids; {link.get("joined", 0)} joined over every
 block into {link.get("groups", 0)} row group(s); {link.get("partial", 0)} present in only some blocks and
@@ -201,10 +227,12 @@ def render_report(kit: Kit, result: MethodResult, summary: dict) -> str:
     rows = []
     for site in s.get("sites", []):
         acc = site.get("holdout_accuracy")
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in (
-            _esc(site["site"]), f"<code>{_esc(site.get('fingerprint', ''))}</code>", site.get("rows", ""),
-            site.get("cluster", ""), "" if acc is None else f"{acc:.3f}",
-            bars_svg(site.get("label_counts", []), classes) if site.get("label_counts") else "")) + "</tr>")
+        n_rows = site.get("rows", "")
+        rows.append(f"<tr><td>{_esc(site['site'])}</td>{_fp(site.get('fingerprint', ''))}" + "".join(
+            f"<td>{c}</td>" for c in (
+                f"{n_rows:,}" if isinstance(n_rows, int) else n_rows, site.get("cluster", ""),
+                "" if acc is None else f"{acc:.3f}",
+                bars_svg(site.get("label_counts", []), classes) if site.get("label_counts") else "")) + "</tr>")
     d = result.details
     figures = []
     if "distances" in d and len(d["distances"]) > 1:
@@ -220,7 +248,8 @@ def render_report(kit: Kit, result: MethodResult, summary: dict) -> str:
 <h1>DC Studio report — {_esc(kit.name)}</h1>
 <p>Project <code>{_esc(kit.project_id)}</code>, task {_esc(kit.task)}, method <b>{_esc(result.method)}</b>,
 {len(s.get("sites", []))} sites, {s.get("n_clusters", "?")} cluster(s), threshold t = {s.get("t", "–")}.</p>
-<h2>Sites</h2><table><tr><th>site</th><th>fingerprint</th><th>rows</th><th>cluster</th>
+<h2>Sites</h2><table><tr><th>site</th><th{_NOWRAP}>fingerprint</th><th>rows</th><th>cluster</th>
 <th>hold-out accuracy</th><th>labels ({", ".join(_esc(c) for c in classes)})</th></tr>{"".join(rows)}</table>
+<p>Clusters are numbered from 1.</p>
 <h2>Plots</h2>{"".join(figures) or "<p>(none for this run)</p>"}
 {_footer(s)}"""

@@ -351,14 +351,14 @@ class ModelsPage(QWidget):
             for c, key in enumerate(cols):
                 v = x.get(key, "")
                 if key == "cluster" and isinstance(v, int):
-                    text = str(v + 1)
+                    text = str(v)  # summary clusters are numbered from 1
                 elif isinstance(v, float):
                     text = f"{v:.3f}"
                 else:
                     text = str(v)
                 item = QTableWidgetItem(text)
                 if key == "cluster" and isinstance(v, int):
-                    item.setForeground(cluster_color(v))
+                    item.setForeground(cluster_color(v - 1))
                 if isinstance(v, int | float):
                     item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
                 t.setItem(r, c, item)
@@ -383,7 +383,7 @@ class ModelsPage(QWidget):
         accs = [x["holdout_accuracy"] for x in sites if "holdout_accuracy" in x]
         self.accuracy_plot.clear()
         if accs and len(accs) == len(sites):
-            clusters = [int(x.get("cluster", 0)) for x in sites]
+            clusters = [int(x.get("cluster", 1)) - 1 for x in sites]
             y = np.arange(len(sites))[::-1]  # first site on top
             self.accuracy_plot.addItem(pg.BarGraphItem(
                 x0=np.zeros(len(sites)), y=y, width=np.asarray(accs), height=0.7,

@@ -4,7 +4,6 @@ table model over a DataFrame of text (with one highlighted cell), and plain-word
 from __future__ import annotations
 
 import math
-import re
 import string
 from pathlib import Path
 
@@ -257,7 +256,10 @@ def human_size(n: int) -> str:
 
 
 def safe_file_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("._") or "site"
+    """Letters kept; only what a file system forbids is replaced (:func:`core.analyst.safe_name`)."""
+    from core.analyst import safe_name
+
+    return safe_name(text)
 
 
 def passphrase_strength(passphrase: str) -> tuple[str, str]:
