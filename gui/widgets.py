@@ -114,41 +114,58 @@ class JobPanel(QWidget):
         return self.job is not None and self.job.running
 
 
-def qr_pixmap(text: str, scale: int = 6) -> QPixmap:
-    """A QR code of ``text`` (segno makes the matrix; Qt draws it)."""
+def qr_pixmap(text: str, scale: int = 6, device_pixel_ratio: float = 1.0) -> QPixmap:
+    """A QR code of ``text`` (segno makes the matrix; Qt draws it), ``scale`` logical pixels per module and
+    sharp on a high-DPI screen (drawn at ``device_pixel_ratio`` device pixels per logical pixel)."""
     import segno
 
     matrix = [list(row) for row in segno.make(text, error="m").matrix]
     n = len(matrix)
     border = 4
-    size = (n + 2 * border) * scale
+    px = max(1, int(round(scale * device_pixel_ratio)))
+    size = (n + 2 * border) * px
     img = QImage(size, size, QImage.Format_RGB32)
     img.fill(0xFFFFFF)
     for y, row in enumerate(matrix):
         for x, on in enumerate(row):
             if on:
-                for dy in range(scale):
-                    for dx in range(scale):
-                        img.setPixel((x + border) * scale + dx, (y + border) * scale + dy, 0x000000)
-    return QPixmap.fromImage(img)
+                for dy in range(px):
+                    for dx in range(px):
+                        img.setPixel((x + border) * px + dx, (y + border) * px + dy, 0x000000)
+    pixmap = QPixmap.fromImage(img)
+    pixmap.setDevicePixelRatio(px / scale)
+    return pixmap
 
 
 class FingerprintView(QWidget):
-    """A fingerprint shown large, with its QR code, for reading out to the other party."""
+    """A fingerprint shown large, with its QR code, for reading out to the other party.
+
+    Both keep their full size: the layout must make room for them (a cut fingerprint cannot be compared,
+    a cropped QR code cannot be scanned)."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.text = QLabel()
         font = QFont("monospace")
-        font.setPointSize(22)
+        font.setStyleHint(QFont.Monospace)
+        font.setPointSize(18)
         font.setBold(True)
         self.text.setFont(font)
         self.text.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.qr = QLabel()
+        self.qr.setToolTip(self.tr("Scan this code to compare the fingerprint on a phone"))
         lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.text, 1)
-        lay.addWidget(self.qr)
+        lay.addWidget(self.qr, 0, Qt.AlignTop)
 
     def set_fingerprint(self, fingerprint: str) -> None:
         self.text.setText(fingerprint)
-        self.qr.setPixmap(qr_pixmap(fingerprint, 5) if fingerprint else QPixmap())
+        self.text.setMinimumWidth(self.text.fontMetrics().horizontalAdvance(fingerprint or " ") + 8)
+        if fingerprint:
+            pixmap = qr_pixmap(fingerprint, 4, self.devicePixelRatioF())
+            self.qr.setPixmap(pixmap)
+            self.qr.setFixedSize(pixmap.deviceIndependentSize().toSize())
+        else:
+            self.qr.setPixmap(QPixmap())
+            self.qr.setFixedSize(0, 0)

@@ -12,6 +12,8 @@ from PySide6.QtCore import QAbstractTableModel, QCoreApplication, QModelIndex, Q
 from PySide6.QtGui import QAction, QBrush, QColor, QFont
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLineEdit, QMenu, QToolButton, QVBoxLayout, QWidget, QWizardPage
 
+from core.wording import ANCHOR_WORDS, REDUCTION_DETAILS, REDUCTION_WORDS  # noqa: F401 (plain words, shared)
+
 from .. import settings as app_settings
 from ..jobs import Job
 from ..widgets import JobPanel, MessageLabel
@@ -290,19 +292,6 @@ LABELS_LEAVE_WORDS = {
     "counts": "only how many of your rows are in each class",
     "none": "no labels",
 }
-
-ANCHOR_WORDS = {
-    "smote": "synthetic rows around a small seed set (extended SMOTE)",
-    "uniform": "uniform random rows within each column's range",
-    "gaussian": "Gaussian random rows with each column's mean and spread",
-}
-
-REDUCTION_WORDS = {
-    "pca": "PCA (principal components): keeps the directions along which your rows vary most",
-    "lpp": "LPP (locality preserving): keeps which of your rows are neighbours",
-    "random": "random projection: a secret random map of your columns",
-}
-
 
 def identity_file_field(title: str) -> PathField:
     """A field for a ``.dcid`` file, pre-filled with the identity opened last on this computer."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -18,13 +18,16 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
+    QToolButton,
     QVBoxLayout,
+    QWidget,
 )
 
 from core.learn.reduction import default_dimension
 from core.methods.base import SiteExport
+from core.wording import ARRAY_WORDS, STAYS_WORDS, leaves_sentence
 
-from .common import REDUCTION_WORDS, Page, human_size
+from .common import REDUCTION_DETAILS, REDUCTION_WORDS, Page, human_size
 
 # what a sealed file adds to the arrays: age header and chunk tags, the signed header, manifest, .npy headers
 ENVELOPE_OVERHEAD = 4000
@@ -40,8 +43,8 @@ class PrivacyPage(Page):
 
     def __init__(self):
         super().__init__(self.tr("Privacy"),
-                         self.tr("Your rows are reduced with a private map that never leaves this computer. "
-                                 "Check below exactly what will leave."))
+                         self.tr("Your rows are compressed and scrambled with a secret key that never leaves this "
+                                 "computer. Check below exactly what will leave."))
         self.site_export: SiteExport | None = None
         self._computed_for: dict | None = None
         self._pending = False
@@ -49,6 +52,8 @@ class PrivacyPage(Page):
         self.reduction_combo = QComboBox()
         for key in ("pca", "lpp", "random"):
             self.reduction_combo.addItem(self.tr(REDUCTION_WORDS[key]), key)
+            self.reduction_combo.setItemData(self.reduction_combo.count() - 1, self.tr(REDUCTION_DETAILS[key]),
+                                             Qt.ToolTipRole)
         self.dimension_spin = QSpinBox()
         self.dimension_spin.setRange(1, 1)
         self.dimension_hint = QLabel()
@@ -61,11 +66,11 @@ class PrivacyPage(Page):
         self.noise_spin.setEnabled(False)
         self.noise_check.toggled.connect(self.noise_spin.setEnabled)
         form = QFormLayout()
-        form.addRow(self.tr("&Reduction:"), self.reduction_combo)
+        form.addRow(self.tr("&Compression:"), self.reduction_combo)
         dim = QHBoxLayout()
         dim.addWidget(self.dimension_spin)
         dim.addWidget(self.dimension_hint, 1)
-        dim_label = QLabel(self.tr("&Columns kept:"))
+        dim_label = QLabel(self.tr("&Numbers per row:"))
         dim_label.setBuddy(self.dimension_spin)
         form.addRow(dim_label, dim)
         noise = QHBoxLayout()
@@ -74,6 +79,16 @@ class PrivacyPage(Page):
         noise.addStretch(1)
         form.addRow(self.tr("Noise:"), noise)
 
+        self.plain_label = QLabel()
+        self.plain_label.setWordWrap(True)
+        self.plain_label.setStyleSheet("font-size:11pt;")
+        self.details_button = QToolButton()
+        self.details_button.setText(self.tr("Details (technical)"))
+        self.details_button.setCheckable(True)
+        self.details_button.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+        self.details_button.setArrowType(Qt.RightArrow)
+        self.details_button.setAutoRaise(True)
+        self.details_button.toggled.connect(self._toggle_details)
         self.disclosure_table = QTableWidget(0, 4)
         self.disclosure_table.setHorizontalHeaderLabels([self.tr("Array"), self.tr("Shape"), self.tr("Type"),
                                                          self.tr("What it is")])
@@ -83,10 +98,22 @@ class PrivacyPage(Page):
         self.disclosure_table.setWordWrap(True)
         self.leaves_label = QLabel()
         self.leaves_label.setWordWrap(True)
-        leaves = QGroupBox(self.tr("What leaves this site (encrypted to the analyst, signed by you)"))
+        self.details = QWidget()
+        dl = QVBoxLayout(self.details)
+        dl.setContentsMargins(0, 0, 0, 0)
+        self.technical_label = QLabel(self.tr(
+            "The compression is the site's private reduction map f (kept here); the arrays below are exactly "
+            "what the sealed bundle holds, with their shapes and number types."))
+        self.technical_label.setWordWrap(True)
+        dl.addWidget(self.technical_label)
+        dl.addWidget(self.disclosure_table, 1)
+        self.details.setVisible(False)
+        leaves = QGroupBox(self.tr("What leaves this site (locked so only the analyst can open it, signed by you)"))
         ll = QVBoxLayout(leaves)
-        ll.addWidget(self.disclosure_table, 1)
+        ll.addWidget(self.plain_label)
         ll.addWidget(self.leaves_label)
+        ll.addWidget(self.details_button)
+        ll.addWidget(self.details, 1)
         self.stays_label = QLabel()
         self.stays_label.setWordWrap(True)
         stays = QGroupBox(self.tr("What stays here"))
@@ -104,6 +131,13 @@ class PrivacyPage(Page):
         self.dimension_spin.valueChanged.connect(self._changed)
         self.noise_check.toggled.connect(self._changed)
         self.noise_spin.valueChanged.connect(self._changed)
+
+    def _toggle_details(self, shown: bool) -> None:
+        self.details_button.setArrowType(Qt.DownArrow if shown else Qt.RightArrow)
+        self.details.setVisible(shown)
+
+    def details_hidden(self) -> bool:
+        return not self.details.isVisible()
 
     def settings(self) -> dict:
         return {"reduction": self.reduction_combo.currentData(), "dimension": self.dimension_spin.value(),
@@ -161,14 +195,24 @@ class PrivacyPage(Page):
         if ex is None:
             self.leaves_label.setText("")
             self.stays_label.setText("")
+            self.plain_label.setText("")
             return
         for r, d in enumerate(ex.disclosures):
             shape = " × ".join(f"{s:,}" for s in d.shape)
             for c, text in enumerate((d.name, shape, d.dtype, d.meaning)):
-                self.disclosure_table.setItem(r, c, QTableWidgetItem(text))
+                item = QTableWidgetItem(text)
+                item.setToolTip(self.tr(ARRAY_WORDS.get(d.name, d.meaning)))
+                self.disclosure_table.setItem(r, c, item)
         self.disclosure_table.resizeColumnsToContents()
         self.disclosure_table.horizontalHeader().setSectionResizeMode(3, QHeaderView.Stretch)
         names = {d.name for d in ex.disclosures}
+        shape = ex.arrays["x_tilde"].shape if "x_tilde" in ex.arrays else (0, 0)
+        table = self.state.exporter.table if self.state is not None and self.state.exporter is not None else None
+        m = table.X.shape[1] if table is not None else self._m
+        self.plain_label.setText(html.escape(self.tr(leaves_sentence(
+            int(shape[0]), int(m), int(shape[1]) if len(shape) > 1 else 0,
+            labels="rows" if "y" in names else "counts" if "label_counts" in names else "none",
+            ids="id_hash" in names, noise=self.settings()["noise"]))))
         if "y" in names:
             labels = self.tr("<b>Yes</b>: the class of every row (shuffled with the rows).")
         elif "label_counts" in names:
@@ -180,7 +224,8 @@ class PrivacyPage(Page):
         self.leaves_label.setText(
             self.tr("Labels leave: {labels}<br>Row ids leave: {ids}<br>Raw values of your columns leave: <b>no</b>."
                     "<br>Approximate file size: <b>{size}</b>").format(labels=labels, ids=ids, size=size))
-        self.stays_label.setText("<ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in ex.stays) + "</ul>")
+        self.stays_label.setText("<ul>" + "".join(f"<li>{html.escape(self.tr(s))}</li>" for s in STAYS_WORDS) + "</ul>")
+        self.stays_label.setToolTip("\n".join(ex.stays))  # the technical list
 
     def isComplete(self) -> bool:
         exporter = self.state.exporter if self.wizard() is not None else None
