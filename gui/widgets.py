@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QFont, QImage, QPixmap
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -56,6 +56,49 @@ class MessageLabel(QLabel):
         self.setVisible(False)
 
 
+class EmptyNote(QLabel):
+    """A sentence over an empty plot saying what will appear there, instead of blank 0–1 axes.
+
+    ``show_note(text)`` covers the plot (its axes are hidden meanwhile); ``hide_note()`` uncovers it."""
+
+    def __init__(self, plot, text: str = ""):
+        super().__init__(text, plot)
+        self.plot = plot
+        self.setWordWrap(True)
+        self.setAlignment(Qt.AlignCenter)
+        self.setStyleSheet("background:#ffffff;color:#4b5563;padding:16px;font-size:10.5pt;")
+        plot.installEventFilter(self)
+        self.setGeometry(plot.rect())
+        self.show_note(text)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt name)
+        if obj is self.plot and event.type() == QEvent.Resize:
+            self.setGeometry(self.plot.rect())
+        return False
+
+    def _axes(self, shown: bool) -> None:
+        item = self.plot.getPlotItem()
+        for name in ("left", "bottom"):
+            item.showAxis(name, shown)
+
+    def show_note(self, text: str | None = None) -> None:
+        if text is not None:
+            self.setText(text)
+        self._axes(False)
+        self.setGeometry(self.plot.rect())
+        self.raise_()
+        self.setVisible(True)
+
+    def hide_note(self) -> None:
+        if self.isVisible():
+            self._axes(True)
+            self.setVisible(False)
+
+    @property
+    def shown(self) -> bool:
+        return not self.isHidden()
+
+
 class JobPanel(QWidget):
     """Progress bar + status text + Cancel for one running :class:`Job`."""
 
@@ -66,6 +109,7 @@ class JobPanel(QWidget):
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
         self.status = QLabel()
+        self.status.setWordWrap(True)
         self.cancel_button = QPushButton(self.tr("Cancel"))
         self.cancel_button.clicked.connect(self.cancel)
         row = QHBoxLayout()

@@ -36,6 +36,7 @@ from ..jobs import Job
 from ..widgets import JobPanel, MessageLabel
 from .common import (
     COUNTS_ROLE,
+    NAMES_ROLE,
     SparklineDelegate,
     ThrottledJob,
     confirmed_fingerprints,
@@ -136,7 +137,8 @@ class BundlesPage(QWidget):
         self.table.setSelectionBehavior(QTableWidget.SelectRows)
         self.table.setItemDelegateForColumn(COL_LABELS, SparklineDelegate(self.table))
         self.table.itemChanged.connect(self._item_changed)
-        self.table.setWordWrap(False)
+        self.table.setWordWrap(True)  # a refusal's whole reason is shown, over as many lines as it needs
+        self.table.setTextElideMode(Qt.ElideNone)
         self.job_panel = JobPanel()
         hide_when_done(self.job_panel)
         self.message = MessageLabel()
@@ -291,6 +293,7 @@ class BundlesPage(QWidget):
         if r.label_counts:
             labels.setData(COUNTS_ROLE, list(r.label_counts))
             classes = self.state.classes
+            labels.setData(NAMES_ROLE, [str(c) for c in classes])
             labels.setToolTip(", ".join(f"{classes[k] if k < len(classes) else k}: {c}"
                                         for k, c in enumerate(r.label_counts)))
         name = Path(r.path).name
@@ -301,6 +304,7 @@ class BundlesPage(QWidget):
             file_item.setForeground(QColor("#b91c1c"))
         for c, item in enumerate((site, fp, confirm, status, rows, labels, file_item)):
             t.setItem(row, c, item)
+        t.resizeRowToContents(row)
         t.blockSignals(False)
 
     def _item_changed(self, item: QTableWidgetItem) -> None:

@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 from core.methods import METHODS
 
 from ..jobs import Job
-from ..widgets import JobPanel, MessageLabel
+from ..widgets import EmptyNote, JobPanel, MessageLabel
 from .common import ThrottledJob, cluster_color, confirmed_fingerprints, hide_when_done, make_plot
 from .state import AnalystState, training_threads
 
@@ -77,6 +77,15 @@ class EpochRelay(QObject):
 
 
 class ModelsPage(QWidget):
+    """The training step (see the module docstring). Empty plots carry a sentence saying what will appear."""
+
+    LOSS_BEFORE = "The training loss of each cluster model appears here, epoch by epoch, once you press Train."
+    LOSS_DURING = ("Choosing the threshold first (models trained on most of each site's rows); the loss of the "
+                   "final models appears here when their training starts.")
+    ACCURACY_BEFORE = "Each site's accuracy on its held-out rows appears here after training."
+    ACCURACY_NONE = ("No hold-out accuracy for this run: with a fixed threshold nothing had to be chosen, so no "
+                     "rows were held out.")
+
     show_clients_requested = Signal()
 
     def __init__(self, state: AnalystState, parent: QWidget | None = None):
@@ -130,6 +139,8 @@ class ModelsPage(QWidget):
         self.accuracy_plot = make_plot(self.tr("Hold-out accuracy per site"), x=self.tr("accuracy"))
         self.accuracy_plot.getPlotItem().showGrid(x=True, y=False, alpha=0.15)
         self.accuracy_plot.setMouseEnabled(False, False)
+        self.loss_note = EmptyNote(self.loss_plot, self.LOSS_BEFORE)
+        self.accuracy_note = EmptyNote(self.accuracy_plot, self.ACCURACY_BEFORE)
         self.metrics_table = QTableWidget(0, 0)
         self.metrics_table.verticalHeader().setVisible(False)
         self.metrics_table.setEditTriggers(QTableWidget.NoEditTriggers)
@@ -186,6 +197,9 @@ class ModelsPage(QWidget):
                                          "aligned reduced rows. A fifth of every site's rows is held out to "
                                          "measure accuracy (and to choose t automatically).</p>"))
             self.train_button.setText(self.tr("&Train"))
+        # clustering has no epochs and no hold-out accuracy: no empty plots for it
+        self.loss_plot.setVisible(not clustering)
+        self.accuracy_plot.setVisible(not clustering)
         cls = self._method()
         defaults = cls.default_settings() if cls is not None else {}
         has_epochs = "epochs" in defaults
@@ -286,6 +300,8 @@ class ModelsPage(QWidget):
         self.accuracy_plot.clear()
         self.metrics_table.setRowCount(0)
         self.result_label.clear()
+        self.loss_note.show_note(self.LOSS_DURING)
+        self.accuracy_note.show_note(self.ACCURACY_BEFORE)
 
     def _schedule_redraw(self) -> None:
         if not self._redraw.isActive():
@@ -318,6 +334,7 @@ class ModelsPage(QWidget):
                 xs, ys = self._loss.setdefault(g, ([], []))
                 xs.append(epoch + 1)
                 ys.append(float(value))
+        self.loss_note.hide_note()
         if len(self.loss_curves) != len(self._loss):
             self._curves_for(len(self._loss))
         for g, (xs, ys) in self._loss.items():
@@ -382,7 +399,10 @@ class ModelsPage(QWidget):
         sites = result.summary.get("sites", [])
         accs = [x["holdout_accuracy"] for x in sites if "holdout_accuracy" in x]
         self.accuracy_plot.clear()
+        if not accs:
+            self.accuracy_note.show_note(self.ACCURACY_NONE)
         if accs and len(accs) == len(sites):
+            self.accuracy_note.hide_note()
             clusters = [int(x.get("cluster", 1)) - 1 for x in sites]
             y = np.arange(len(sites))[::-1]  # first site on top
             self.accuracy_plot.addItem(pg.BarGraphItem(
