@@ -49,6 +49,25 @@ class ThrottledJob(Job):
         self.progress.emit(fraction, text)
 
 
+# The analyst keeps the method's terms; each is explained in a tooltip where it appears.
+TERMS = {
+    "method": "DC-CFL: sites are grouped by how alike their label distributions are, and one model is trained per "
+              "group on the aligned reduced rows (one exchange of files). DC: one model for all sites. "
+              "DC-Clustering: one-shot clustering of all sites' rows.",
+    "t": "The threshold t cuts the tree of sites' label-distribution distances (total variation, 0 to 1): sites "
+         "closer than t share a model. Automatic: every t of the grid is tried and the one with the best accuracy "
+         "on held-out rows wins.",
+    "epochs": "Passes over the training rows of each cluster model.",
+    "alignment": "How each site's reduced rows are mapped into the shared space, from its reduced anchor rows: "
+                 "linear (a matrix) or affine (a matrix and an offset).",
+    "seed": "Fixes every random choice of the analysis, so a run can be repeated exactly.",
+    "anchor": "Anchor: made-up rows every site reduces with its own private map; lining them up aligns the sites. "
+              "Extended SMOTE draws them between the rows of a small shared seed set; uniform and Gaussian draw "
+              "them at random within public ranges or statistics.",
+    "holdout": "Accuracy on a fifth of each site's rows that the model did not train on.",
+}
+
+
 def hide_when_done(panel) -> None:
     """A JobPanel that disappears after success (the page shows the result) but stays to explain a
     failure or a cancel. Its room is kept while hidden: showing or hiding it must not re-lay out (and

@@ -38,7 +38,7 @@ from core.methods import METHODS
 
 from ..jobs import Job
 from ..widgets import EmptyNote, JobPanel, MessageLabel
-from .common import ThrottledJob, cluster_color, confirmed_fingerprints, hide_when_done, make_plot
+from .common import TERMS, ThrottledJob, cluster_color, confirmed_fingerprints, hide_when_done, make_plot
 from .state import AnalystState, training_threads
 
 
@@ -118,6 +118,7 @@ class ModelsPage(QWidget):
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.t_label, 1)
         row.addWidget(self.change_t_button)
+        self.t_label.setToolTip(self.tr(TERMS["t"]))
         form.addRow(self.tr("Threshold:"), t_row)
         self.epochs_spin = QSpinBox()
         self.epochs_spin.setRange(1, 5000)
@@ -374,6 +375,8 @@ class ModelsPage(QWidget):
                 else:
                     text = str(v)
                 item = QTableWidgetItem(text)
+                if key == "holdout_accuracy":
+                    item.setToolTip(self.tr(TERMS["holdout"]))
                 if key == "cluster" and isinstance(v, int):
                     item.setForeground(cluster_color(v - 1))
                 if isinstance(v, int | float):

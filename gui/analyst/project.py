@@ -61,7 +61,7 @@ from core.methods import METHODS, get_method
 from .. import settings as app_settings
 from ..jobs import Job
 from ..widgets import FingerprintView, JobPanel, MessageLabel, passphrase_edit
-from .common import ThrottledJob
+from .common import TERMS, ThrottledJob
 from .state import AnalystState
 
 NONE = "—"
@@ -304,6 +304,7 @@ class ProjectPage(QWidget):
         self.method_combo = _short_combo()
         self.method_combo.setMinimumContentsLength(34)
         self.method_combo.currentIndexChanged.connect(self._method_changed)
+        self.method_combo.setToolTip(self.tr(TERMS["method"]))
         mform.addRow(self.tr("&Method:"), self.method_combo)
         self.t_auto_check = QCheckBox(self.tr("choose &automatically on held-out rows"))
         self.t_spin = QDoubleSpinBox()
@@ -315,16 +316,20 @@ class ProjectPage(QWidget):
         self.t_auto_check.toggled.connect(lambda on: self.t_spin.setEnabled(not on))
         self.t_spin.setEnabled(False)
         self.t_row = _spin_row(self.t_spin, self.t_auto_check)
+        self.t_row.setToolTip(self.tr(TERMS["t"]))
         mform.addRow(self.tr("Thres&hold t:"), self.t_row)
         self.epochs_spin = QSpinBox()
         self.epochs_spin.setRange(1, 5000)
+        self.epochs_spin.setToolTip(self.tr(TERMS["epochs"]))
         mform.addRow(self.tr("&Epochs:"), self.epochs_spin)
         self.alignment_combo = QComboBox()
         self.alignment_combo.addItem(self.tr("linear"), "linear")
         self.alignment_combo.addItem(self.tr("affine (with offset)"), "affine")
+        self.alignment_combo.setToolTip(self.tr(TERMS["alignment"]))
         mform.addRow(self.tr("Ali&gnment:"), self.alignment_combo)
         self.seed_spin = QSpinBox()
         self.seed_spin.setRange(0, 2**31 - 1)
+        self.seed_spin.setToolTip(self.tr(TERMS["seed"]))
         mform.addRow(self.tr("&Random seed:"), self.seed_spin)
         self.k_spin = QSpinBox()
         self.k_spin.setRange(2, 1000)
@@ -373,6 +378,7 @@ class ProjectPage(QWidget):
                            ("uniform", self.tr("uniform within public ranges")),
                            ("gaussian", self.tr("Gaussian"))):
             self.anchor_kind_combo.addItem(text, kind)
+        self.anchor_kind_combo.setToolTip(self.tr(TERMS["anchor"]))
         aform.addRow(self.tr("Kind:"), self.anchor_kind_combo)
         self.anchor_rows_spin = QSpinBox()
         self.anchor_rows_spin.setRange(10, 100000)
