@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QFileDialog  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
 from core.simulation.projects import build_project, fake_clustering_result  # noqa: E402
 from gui.analyst.bundles import COL_CONFIRMED, COL_FILE, COL_LABELS, COL_STATUS  # noqa: E402
-from gui.analyst.common import COUNTS_ROLE, confirmed_fingerprints  # noqa: E402
+from gui.analyst.common import COUNTS_ROLE, NAMES_ROLE, confirmed_fingerprints  # noqa: E402
 from gui.analyst.project import passphrase_strength  # noqa: E402
 from gui.analyst.window import AnalystWindow  # noqa: E402
 
@@ -184,6 +184,11 @@ def test_import_shows_refusals_with_reasons(qtbot, project):
         assert "refused" in bp.table.item(r, COL_STATUS).text()
     counts = bp.table.item(ok[0], COL_LABELS).data(COUNTS_ROLE)
     assert len(counts) == 4 and sum(counts) == 150
+    assert bp.table.item(ok[0], COL_LABELS).data(NAMES_ROLE) == list(w.state.classes)  # bars name their classes
+    # a refusal's whole reason is shown: wrapped, never elided with "…"
+    assert bp.table.wordWrap() and bp.table.textElideMode() == Qt.ElideNone
+    assert bp.table.item(refused[0], COL_FILE).toolTip().endswith(bp.table.item(refused[0], COL_FILE).text()
+                                                                   .split(": ", 1)[1])
     assert "3 file(s) refused" in bp.summary_label.text()
     assert "not confirmed" in bp.summary_label.text()
     # confirming a fingerprint is an explicit, remembered action
@@ -241,7 +246,13 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
     assert w.show_page("models")
     mp = w.models_page
     assert mp.epochs_spin.value() == 4
+    # before training the plots say what will appear instead of showing blank axes
+    assert mp.loss_note.shown and mp.accuracy_note.shown and "Train" in mp.loss_note.text()
+    assert not mp.loss_plot.getPlotItem().getAxis("bottom").isVisible()
+    assert mp.t_label.toolTip() and w.project_page.method_combo.toolTip()  # the analyst's terms are explained
+    progress = []
     qtbot.mouseClick(mp.train_button, Qt.LeftButton)
+    mp.job_panel.job.progress.connect(lambda f, text: progress.append((f, text)))
     wait_job(qtbot, mp.job_panel.job, timeout=60_000)
     assert mp.last_outcome == "succeeded", mp.message.text()
     result = w.state.result
@@ -258,6 +269,10 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
     xs, _ = next(iter(mp.loss_curves.values())).getData()
     assert list(xs) == [1, 2, 3, 4]
     assert "mean hold-out accuracy" in mp.result_label.text()
+    assert not mp.loss_note.shown and not mp.accuracy_note.shown
+    fractions = [f for f, _ in progress]
+    assert fractions == sorted(fractions)  # one monotone bar
+    assert any("training the final model" in text for _, text in progress)
     # the Clients page shows the automatic t and its validation curve (drawn when shown)
     assert w.show_page("clients")
     assert "Automatic t" in w.clients_page.auto_t_label.text()
@@ -355,6 +370,7 @@ def test_clustering_kit_round_through_the_window(qtbot, tmp_path):
     assert len(w.state.bundles) == 3
     mp = w.models_page
     assert "Cluster" in mp.train_button.text()
+    assert mp.loss_plot.isHidden() and mp.accuracy_plot.isHidden()  # no empty epoch/accuracy plots
     wait_job(qtbot, mp.train(), timeout=60_000)
     assert mp.last_outcome == "succeeded", mp.message.text()
     cp = w.clustering_page
