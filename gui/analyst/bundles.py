@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -132,6 +132,7 @@ class BundlesPage(QWidget):
         header.setSectionResizeMode(COL_LABELS, QHeaderView.Fixed)
         self.table.setColumnWidth(COL_LABELS, 130)
         header.setStretchLastSection(True)
+        header.sectionResized.connect(lambda *_: self.table.resizeRowsToContents())  # reasons re-wrap
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectRows)
@@ -306,6 +307,14 @@ class BundlesPage(QWidget):
             t.setItem(row, c, item)
         t.resizeRowToContents(row)
         t.blockSignals(False)
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().showEvent(event)
+        QTimer.singleShot(0, self.table.resizeRowsToContents)  # wrap reasons at the width they really get
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        QTimer.singleShot(0, self.table.resizeRowsToContents)
 
     def _item_changed(self, item: QTableWidgetItem) -> None:
         if item.column() == COL_CONFIRMED and item.data(Qt.UserRole):

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QSizePolicy,
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
@@ -57,7 +58,7 @@ class PrivacyPage(Page):
         self.dimension_spin = QSpinBox()
         self.dimension_spin.setRange(1, 1)
         self.dimension_hint = QLabel()
-        self.noise_check = QCheckBox(self.tr("Add random &noise to my reduced rows"))
+        self.noise_check = QCheckBox(self.tr("Add random &noise to my compressed rows"))
         self.noise_spin = QDoubleSpinBox()
         self.noise_spin.setRange(0.01, 2.0)
         self.noise_spin.setSingleStep(0.05)
@@ -114,6 +115,9 @@ class PrivacyPage(Page):
         ll.addWidget(self.leaves_label)
         ll.addWidget(self.details_button)
         ll.addWidget(self.details, 1)
+        self._filler = QWidget()  # while the details are closed the sentences stay together at the top
+        self._filler.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Expanding)
+        ll.addWidget(self._filler, 1)
         self.stays_label = QLabel()
         self.stays_label.setWordWrap(True)
         stays = QGroupBox(self.tr("What stays here"))
@@ -135,6 +139,7 @@ class PrivacyPage(Page):
     def _toggle_details(self, shown: bool) -> None:
         self.details_button.setArrowType(Qt.DownArrow if shown else Qt.RightArrow)
         self.details.setVisible(shown)
+        self._filler.setVisible(not shown)
 
     def details_hidden(self) -> bool:
         return not self.details.isVisible()

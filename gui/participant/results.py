@@ -35,6 +35,7 @@ from core.formats.kit import Kit
 from core.formats.workspace import SiteWorkspace, default_workspace
 from core.participant import ApplyResult, apply_package
 
+from ..screen import fit_window
 from ..widgets import EmptyNote, JobPanel, MessageLabel, passphrase_edit
 from .common import PathField, TextFrameModel, identity_file_field, run_job
 
@@ -205,6 +206,7 @@ class ResultsWindow(QWidget):
         self.setTabOrder(self.identity_field, self.passphrase_edit)
         self.setTabOrder(self.passphrase_edit, self.unlock_button)
         self._update_buttons()
+        fit_window(self, self.sizeHint())
 
     def sizeHint(self) -> QSize:
         return QSize(1120, 720)
