@@ -200,8 +200,7 @@ class DCCFL(Method):
         # With a single candidate there is nothing to select: skip the hold-out training.
         distinct = sorted({c for p in partitions.values() for c in p}) if len(partitions) > 1 else []
         if distinct:
-            control.phase(f"step 1 of 2, choosing the threshold ({len(partitions)} candidates, "
-                          f"{len(distinct)} models)")
+            control.phase(f"step 1 of 2, choosing the threshold ({len(partitions)} candidates)")
         control.step(0.0, "starting")
         trained = train_cluster_models(bundles, distinct, K, s, rows=train, basis=basis,
                                        control=control.sub(0.0, 0.5)) if distinct else []
