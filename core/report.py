@@ -154,7 +154,7 @@ _NOWRAP = ' style="white-space:nowrap"'
 
 def _fp(fingerprint: str) -> str:
     """A fingerprint cell that never breaks over lines (browsers and Qt's PDF printer both honour nowrap)."""
-    return f"<td{_NOWRAP}><code{_NOWRAP}>{_esc(fingerprint)}</code></td>"
+    return f'<td{_NOWRAP}><code style="white-space:nowrap;font-size:85%">{_esc(fingerprint)}</code></td>'
 
 
 def _kept(v) -> str:
@@ -232,7 +232,8 @@ def render_report(kit: Kit, result: MethodResult, summary: dict) -> str:
             f"<td>{c}</td>" for c in (
                 f"{n_rows:,}" if isinstance(n_rows, int) else n_rows, site.get("cluster", ""),
                 "" if acc is None else f"{acc:.3f}",
-                bars_svg(site.get("label_counts", []), classes) if site.get("label_counts") else "")) + "</tr>")
+                bars_svg(site.get("label_counts", []), classes, width=120) if site.get("label_counts") else ""))
+            + "</tr>")
     d = result.details
     figures = []
     if "distances" in d and len(d["distances"]) > 1:

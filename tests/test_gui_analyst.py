@@ -397,3 +397,42 @@ def test_many_qt_calls_do_not_exhaust_none(qtbot):
     for _ in range(30_000):
         label.setText("x")
     assert sys.getrefcount(None) > 1000 or before > 1 << 39
+
+
+def test_report_pdf_keeps_fingerprints_and_headers_on_one_line(qtbot):
+    """Point 6: the report's heatmap names the sites and shows the values, and in the document the PDF is
+    printed from (QTextDocument at about A4 width) no fingerprint or column header is broken over lines.
+    (Qt re-lays the document out at the printer's resolution; that printed layout was checked by extracting
+    the PDF's text, see the README — the HTML side of the fix is asserted in tests/test_usability.py.)"""
+    from PySide6.QtGui import QTextCursor
+
+    from core.data.schema import Schema
+    from core.formats.identity import Identity
+    from core.formats.kit import Kit
+    from core.methods import MethodResult
+    from core.report import render_report
+    from gui.analyst.export import report_document
+
+    classes = [f"class {k}" for k in range(7)]
+    names = ["Hôpital du Val-d'Oise", "Centre hospitalier universitaire de Nantes", "Klinikum Süd", "St Mary's"]
+    fps = [Identity.generate(n).card.fingerprint for n in names]
+    kit = Kit(name="PDF check", task="classification", schema=Schema([f"x{j}" for j in range(4)], label="y",
+                                                                      classes=classes),
+              method="dccfl", analyst=Identity.generate("A").card)
+    sites = [{"site": n, "fingerprint": f, "rows": 4537, "cluster": 1 + i % 2, "holdout_accuracy": 0.8,
+              "label_counts": [5, 4, 3, 2, 1, 9, 8]} for i, (n, f) in enumerate(zip(names, fps, strict=True))]
+    summary = {"method": "dccfl", "t": 0.5, "n_clusters": 2, "sites": sites, "validation_curve": {"0.5": 0.8},
+               "settings": {}, "inputs": [], "packages": []}
+    M = np.array([[0, .3, .6, .2], [.3, 0, .5, .4], [.6, .5, 0, .1], [.2, .4, .1, 0]])
+    html = render_report(kit, MethodResult("dccfl", [], summary, {"distances": M}), summary)
+    assert "1 · Hôpital du Val-d&#x27;Oise" in html and ">0.60<" in html
+    doc = report_document(html)
+    for text in [*fps, "fingerprint"]:
+        cursor = doc.find(text)
+        assert not cursor.isNull(), text
+        block = cursor.block()
+        layout = block.layout()
+        start = cursor.selectionStart() - block.position()
+        end = cursor.selectionEnd() - block.position() - 1
+        assert layout.lineForTextPosition(start).lineNumber() == layout.lineForTextPosition(end).lineNumber(), text
+    assert QTextCursor  # (imported for the find() result type)

@@ -286,7 +286,7 @@ def test_summary_and_report_number_clusters_from_1(french_round):
     assert {s["cluster"] for s in summary["sites"]} == {1}  # t = 1: one cluster, called 1
     report = (d / "out/report.html").read_text()
     assert "Clusters are numbered from 1" in report
-    assert 'style="white-space:nowrap"><code' in report  # fingerprints never wrap
+    assert 'style="white-space:nowrap"><code style="white-space:nowrap' in report  # fingerprints never wrap
 
 
 # ---- 9. the first window ----------------------------------------------------------------------------------------
