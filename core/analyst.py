@@ -8,6 +8,7 @@ This module and everything it imports never read an anchor file (the privacy mod
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,8 +44,18 @@ class RunOutputs:
     summary: Path
 
 
-def safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "site"
+_FORBIDDEN = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]+')
+_RESERVED = re.compile(r"(?i)(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?")
+
+
+def safe_name(name: str, fallback: str = "site") -> str:
+    """A file name that keeps the name readable ("Hôpital du Val-d'Oise" stays so): only the characters
+    Windows, macOS or Linux forbid in a file name become "_", leading/trailing dots and spaces go, and a
+    name Windows reserves (CON, NUL, COM1 …) gets a trailing "_"."""
+    text = _FORBIDDEN.sub("_", unicodedata.normalize("NFC", str(name))).strip(" .")[:120].rstrip(" .")
+    if _RESERVED.fullmatch(text):
+        text += "_"
+    return text or fallback
 
 
 class AnalystSession:
@@ -59,7 +70,7 @@ class AnalystSession:
     def open_bundle(self, path: str | Path, control: JobControl | None = None) -> ReceivedBundle:
         """Verify, decrypt and check one bundle against the kit. Changes nothing on disk."""
         opened = open_sealed(path, self.identity, expect_kind="bundle", expect_project=self.kit.project_id,
-                             control=control)
+                             control=control, project_names={self.kit.project_id: self.kit.name})
         return self._received(opened, Path(path))
 
     def _received(self, opened: Opened, path: Path) -> ReceivedBundle:

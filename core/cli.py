@@ -74,7 +74,10 @@ def cmd_keys_new(args) -> None:
     from .formats.identity import Identity
 
     out = Path(args.out)
-    dcid, dcpub = out / f"{args.name}.dcid", out / f"{args.name}.dcpub"
+    from .analyst import safe_name
+
+    stem = safe_name(args.name, "identity")
+    dcid, dcpub = out / f"{stem}.dcid", out / f"{stem}.dcpub"
     if dcid.exists() and not args.force:
         raise ConfigError(f"{dcid} exists; pass --force to replace it")
     ident = Identity.generate(args.name)
@@ -153,7 +156,7 @@ def cmd_anchor_new(args) -> None:
     anchor = anchor_for_kit(kit, kind=args.kind, rows=args.rows, local_X=local, seed_X=seed,
                             seed_rows=args.seed_rows)
     anchor.save(args.out)
-    say(f"anchor: {args.out} ({anchor.kind}, {anchor.rows} rows)",
+    say(f"anchor: {args.out} ({anchor.kind}, {anchor.generated_rows:,} rows)",
         "Give this file to the other participants only. It must never reach the analyst.")
 
 
@@ -162,14 +165,22 @@ def cmd_participant_export(args) -> None:
     from .formats.kit import Kit
     from .formats.workspace import SiteWorkspace, default_workspace
     from .methods import method_class
-    from .participant import ParticipantExport
+    from .participant import ParticipantExport, same_file
+    from .wording import leaves_sentence
 
     kit = Kit.load(args.kit)
     cls = method_class(kit.method)
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise ConfigError(f"{out} exists; pass --force to replace it")
+    for what, path in (("the CSV", args.csv), ("the kit", args.kit), ("the anchor file", args.anchor)):
+        if path and same_file(out, path):
+            raise ConfigError(f"the bundle would overwrite {what}; choose another file name", path=out)
     if cls.needs_anchor and not args.anchor:
-        raise ConfigError("this project's method needs the participants' anchor file: pass it with --anchor FILE "
-                          "(the lead site makes it with `dcstudio anchor new`)")
-    anchor = AnchorFile.load(args.anchor, expect_project=kit.project_id) if args.anchor else None
+        raise ConfigError("this project needs its anchor file: pass it with --anchor FILE (the lead participant "
+                          "makes it with `dcstudio anchor new` and hands it to every site)")
+    anchor = (AnchorFile.load(args.anchor, expect_project=kit.project_id, project_name=kit.name)
+              if args.anchor else None)
     site = {}
     for spec in cls.site_settings_spec():
         text = getattr(args, spec.name, None)
@@ -177,16 +188,39 @@ def cmd_participant_export(args) -> None:
             site[spec.name] = spec.parse(text)
     site = cls.check_site_settings(site)
     ident = load_identity(args.identity)
-    ws = SiteWorkspace(args.workspace or default_workspace(args.identity))
-    job = ParticipantExport(kit, args.kit, ident, anchor, ws, site)
-    table = job.load(args.csv, csv_options(args), block=args.block)
-    ex = job.compute()
-    sealed = job.seal(args.out)
-    say(f"bundle: {sealed.path} ({sealed.size} bytes, sha256 {sealed.digest})",
+    root = Path(args.workspace or default_workspace(args.identity))
+    existed = root.exists()
+    try:
+        ws = SiteWorkspace(root)
+        job = ParticipantExport(kit, args.kit, ident, anchor, ws, site)
+        table = job.load(args.csv, csv_options(args), block=args.block)
+        ex = job.compute()
+        sealed = job.seal(out)
+    except BaseException:
+        if not existed:
+            remove_empty_folders(root)
+        raise
+    say(f"read {table.source.name}: {table.format.describe()}"
+        + ("" if args.encoding and args.delimiter and args.decimal else " (detected; override with --encoding, "
+           "--delimiter, --decimal)"),
+        f"bundle: {sealed.path} ({sealed.size:,} bytes, sha256 {sealed.digest})",
         *([f"feature block: '{job.block}' ({', '.join(kit.schema.block_columns(job.block))})"] if job.block else []),
-        f"rows: {table.n_rows}" + (f" ({table.n_imputed} cells imputed)" if table.n_imputed else ""),
-        "leaves this site: " + "; ".join(f"{d.name} {tuple(d.shape)}" for d in ex.disclosures),
+        f"rows: {table.n_rows:,}" + (f" ({table.n_imputed} cells imputed)" if table.n_imputed else ""),
+        "leaves this site: " + leaves_sentence(
+            table.n_rows, table.X.shape[1], int(ex.arrays["x_tilde"].shape[1]) if "x_tilde" in ex.arrays else 0,
+            labels="rows" if "y" in ex.arrays else "counts" if "label_counts" in ex.arrays else "none",
+            ids="id_hash" in ex.arrays, noise=float(args.noise or 0.0)),
+        "  (arrays: " + "; ".join(f"{d.name} {tuple(d.shape)}" for d in ex.disclosures) + ")",
         f"workspace: {ws.root}")
+
+
+def remove_empty_folders(root: Path) -> None:
+    """Remove ``root`` and its sub-folders if no file was written under them (a failed first export)."""
+    if not root.is_dir() or any(p.is_file() or p.is_symlink() for p in root.rglob("*")):
+        return
+    for d in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        d.rmdir()
+    root.rmdir()
 
 
 def cmd_participant_apply(args) -> None:
@@ -195,9 +229,15 @@ def cmd_participant_apply(args) -> None:
 
     ident = load_identity(args.identity)
     ws = SiteWorkspace(args.workspace or default_workspace(args.identity))
+    from .data.tabular import CsvOptions
+
+    out_options = CsvOptions(encoding=args.out_encoding, delimiter=args.out_delimiter, decimal=args.out_decimal)
     res = apply_package(args.package, ident, args.csv, args.out, workspace=ws, options=csv_options(args),
-                        with_representation=args.representation)
-    say(f"results: {res.out_path} ({res.rows} rows; columns {', '.join(res.columns)})")
+                        with_representation=args.representation, out_options=out_options)
+    say(f"read {Path(args.csv).name}: {res.input_format.describe()}",
+        f"results: {res.out_path} ({res.rows:,} rows; columns {', '.join(res.columns)})",
+        f"written as {res.output_format.describe()}"
+        + (" (like the input)" if res.output_format == res.input_format else ""))
     if res.summary.get("note"):
         say(f"note: {res.summary['note']}")
 
@@ -268,12 +308,32 @@ def cmd_gui(args) -> None:
 
 
 # ---- parser -------------------------------------------------------------------------------------------
-def _csv_args(p) -> None:
-    g = p.add_argument_group("CSV reading (detected when not given)")
-    g.add_argument("--encoding")
-    g.add_argument("--delimiter")
-    g.add_argument("--decimal")
+EPILOG = """\
+passphrases:
+  Commands that unlock an identity (.dcid) ask for its passphrase in the terminal. For scripts, set
+  DCSTUDIO_PASSPHRASE in the environment instead (it is then used for every identity the command opens,
+  and as the new passphrase of `keys new`); keep such scripts as private as the identity itself.
+
+Run `dcstudio GROUP --help` or `dcstudio GROUP COMMAND --help` for the options of one command."""
+
+def _csv_args(p, *, out: bool = False) -> None:
+    g = p.add_argument_group("CSV reading (each detected from the file when not given)")
+    g.add_argument("--encoding", help="text encoding, e.g. utf-8, cp1252, shift_jis")
+    g.add_argument("--delimiter", help="column separator, e.g. ';' or ',' (a tab: $'\\t')")
+    g.add_argument("--decimal", choices=[".", ","], help="decimal mark of the numbers")
     g.add_argument("--impute", action="store_true", help="fill missing values with the column mean (local)")
+    if out:
+        g = p.add_argument_group("RESULT.csv writing (default: the same as the input CSV)")
+        g.add_argument("--out-encoding", help="text encoding of the results, e.g. utf-8 or cp1252")
+        g.add_argument("--out-delimiter", help="column separator of the results")
+        g.add_argument("--out-decimal", choices=[".", ","], help="decimal mark of the results' numbers")
+
+
+def _group(sub, name: str, help_text: str):
+    """A command group; bare ``dcstudio GROUP`` prints the group's help."""
+    parser = sub.add_parser(name, help=help_text, description=help_text)
+    parser.set_defaults(func=None, parser=parser)
+    return parser.add_subparsers(dest="cmd", metavar="COMMAND")
 
 
 def settings_help(side: str) -> str:
@@ -291,33 +351,35 @@ def settings_help(side: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     from .methods import METHODS
 
-    ap = argparse.ArgumentParser(prog="dcstudio", description="One-shot, air-gapped Data Collaboration.")
+    ap = argparse.ArgumentParser(prog="dcstudio", description="One-shot, air-gapped Data Collaboration.",
+                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", action="version", version=f"dcstudio {__version__}")
     ap.add_argument("--debug", action="store_true", help="show tracebacks")
-    sub = ap.add_subparsers(dest="group", required=True)
+    ap.set_defaults(func=None, parser=ap)
+    sub = ap.add_subparsers(dest="group", metavar="GROUP")
 
-    keys = sub.add_parser("keys", help="identities and public cards").add_subparsers(dest="cmd", required=True)
+    keys = _group(sub, "keys", "identities and public cards")
     p = keys.add_parser("new", help="create NAME.dcid (private) and NAME.dcpub (public card)")
-    p.add_argument("--name", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--work-factor", type=int, default=18, help="scrypt log2(N) (default 18)")
-    p.add_argument("--force", action="store_true")
+    p.add_argument("--name", required=True, help="your site's or the analyst's name, as others will see it")
+    p.add_argument("--out", required=True, help="folder for the two files")
+    p.add_argument("--work-factor", type=int, default=18, help="scrypt log2(N) of the passphrase lock (default 18)")
+    p.add_argument("--force", action="store_true", help="replace an existing identity of that name")
     p.set_defaults(func=cmd_keys_new)
     p = keys.add_parser("show", help="print a card's or identity's fingerprint")
-    p.add_argument("file")
+    p.add_argument("file", help="a .dcpub card or a .dcid identity (no passphrase needed)")
     p.set_defaults(func=cmd_keys_show)
     p = keys.add_parser("export-age", help="write the X25519 key as an age identity (for `age -d`)")
-    p.add_argument("--identity", required=True)
-    p.add_argument("--out", required=True)
+    p.add_argument("--identity", required=True, help="the .dcid identity to export")
+    p.add_argument("--out", required=True, help="the age identity file to write (secret)")
     p.set_defaults(func=cmd_keys_export_age)
 
-    kit = sub.add_parser("kit", help="project kits").add_subparsers(dest="cmd", required=True)
+    kit = _group(sub, "kit", "project kits")
     p = kit.add_parser("new", help="make and sign a project kit")
-    p.add_argument("--identity", required=True)
-    p.add_argument("--name", required=True)
-    p.add_argument("--schema-from", required=True)
-    p.add_argument("--label")
-    p.add_argument("--id-column")
+    p.add_argument("--identity", required=True, help="the analyst's .dcid (signs the kit)")
+    p.add_argument("--name", required=True, help="the project's name, as the sites will see it")
+    p.add_argument("--schema-from", required=True, help="a sample CSV with the project's columns")
+    p.add_argument("--label", help="the column to predict (classification)")
+    p.add_argument("--id-column", help="a row-id column (never used as a feature; hashed for linkage)")
     p.add_argument("--task", choices=["classification", "clustering"],
                    help="default: the method's task")
     p.add_argument("--method", choices=list(METHODS), metavar="METHOD",
@@ -328,34 +390,37 @@ def build_parser() -> argparse.ArgumentParser:
                    help="publish the sample's per-column min/max in the kit (default: on for clustering)")
     p.add_argument("--anchor-kind", choices=["smote", "uniform", "gaussian"],
                    help="default: uniform for clustering (in the public ranges), smote otherwise")
-    p.add_argument("--anchor-rows", type=int, default=1000)
-    p.add_argument("--roster", nargs="*", help="public cards of the expected sites")
+    p.add_argument("--anchor-rows", type=int, default=1000, help="rows of the shared anchor (default 1000)")
+    p.add_argument("--roster", nargs="*", help="public cards (.dcpub) of the expected sites")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="a method setting, fixed for every site (repeatable; listed below)")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="the .dckit file to write")
     _csv_args(p)
     p.epilog = settings_help("analyst")
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.set_defaults(func=cmd_kit_new)
 
-    anc = sub.add_parser("anchor", help="the participants' shared anchor").add_subparsers(dest="cmd", required=True)
+    anc = _group(sub, "anchor", "the participants' shared anchor")
     p = anc.add_parser("new", help="lead participant only: make the anchor file")
-    p.add_argument("--kit", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--kind", choices=["smote", "uniform", "gaussian"])
-    p.add_argument("--rows", type=int)
+    p.add_argument("--kit", required=True, help="the project's .dckit")
+    p.add_argument("--out", required=True, help="the .dcanchor file to write (for the participants only)")
+    p.add_argument("--kind", choices=["smote", "uniform", "gaussian"], help="default: the kit's recommendation")
+    p.add_argument("--rows", type=int, help="anchor rows (default: the kit's)")
     p.add_argument("--csv", help="the lead site's CSV (ranges/statistics/seed rows when the kit has none)")
     p.add_argument("--seed-csv", help="a small shareable seed set for the SMOTE anchor")
-    p.add_argument("--seed-rows", type=int, default=100)
+    p.add_argument("--seed-rows", type=int, default=100, help="SMOTE seed rows drawn from --csv (default 100)")
     _csv_args(p)
     p.set_defaults(func=cmd_anchor_new)
 
-    part = sub.add_parser("participant", help="site operations").add_subparsers(dest="cmd", required=True)
+    part = _group(sub, "participant", "site operations")
     p = part.add_parser("export", help="reduce a CSV privately and seal the bundle")
-    for a in ("--kit", "--identity", "--csv", "--out"):
-        p.add_argument(a, required=True)
-    p.add_argument("--anchor")
-    p.add_argument("--workspace")
+    p.add_argument("--kit", required=True, help="the project's .dckit from the analyst")
+    p.add_argument("--identity", required=True, help="this site's .dcid (signs the bundle)")
+    p.add_argument("--csv", required=True, help="this site's data")
+    p.add_argument("--out", required=True, help="the .dcbundle file to write")
+    p.add_argument("--force", action="store_true", help="replace an existing bundle file")
+    p.add_argument("--anchor", help="the project's .dcanchor from the lead participant")
+    p.add_argument("--workspace", help="where the private reduction is kept (default: beside the identity)")
     p.add_argument("--block", help="clustering: the feature block this CSV holds (default: detected from its columns)")
     site_specs = {}
     for cls in METHODS.values():
@@ -368,45 +433,52 @@ def build_parser() -> argparse.ArgumentParser:
     _csv_args(p)
     p.set_defaults(func=cmd_participant_export)
     p = part.add_parser("apply", help="apply the analyst's package to this site's rows")
-    for a in ("--package", "--identity", "--csv", "--out"):
-        p.add_argument(a, required=True)
-    p.add_argument("--workspace")
+    p.add_argument("--package", required=True, help="the .dcpkg the analyst returned to this site")
+    p.add_argument("--identity", required=True, help="this site's .dcid")
+    p.add_argument("--csv", required=True, help="the CSV to add results to (the exported one, or new rows)")
+    p.add_argument("--out", required=True, help="RESULT.csv to write (never the input CSV)")
+    p.add_argument("--workspace", help="the workspace the bundle was exported from (default: beside the identity)")
     p.add_argument("--representation", action="store_true",
                    help="clustering: also write each row's clustering representation (columns z1, z2, …)")
-    _csv_args(p)
+    _csv_args(p, out=True)
     p.set_defaults(func=cmd_participant_apply)
 
-    ana = sub.add_parser("analyst", help="analyst operations").add_subparsers(dest="cmd", required=True)
+    ana = _group(sub, "analyst", "analyst operations")
     p = ana.add_parser("import", help="verify and import bundles into the workspace")
-    p.add_argument("--kit", required=True)
-    p.add_argument("--identity", required=True)
-    p.add_argument("--bundle", nargs="+", required=True)
-    p.add_argument("--workspace")
+    p.add_argument("--kit", required=True, help="the project's .dckit")
+    p.add_argument("--identity", required=True, help="the analyst's .dcid")
+    p.add_argument("--bundle", nargs="+", required=True, help="one or more .dcbundle files")
+    p.add_argument("--workspace", help="the analyst's workspace (default: beside the identity)")
     p.set_defaults(func=cmd_analyst_import)
     p = ana.add_parser("run", help="import a folder of bundles, fit, and write one package per site")
-    for a in ("--kit", "--identity", "--bundles", "--out"):
-        p.add_argument(a, required=True)
+    p.add_argument("--kit", required=True, help="the project's .dckit")
+    p.add_argument("--identity", required=True, help="the analyst's .dcid")
+    p.add_argument("--bundles", required=True, help="a folder of .dcbundle files")
+    p.add_argument("--out", required=True, help="folder for the packages, report.html and summary.json")
     p.add_argument("--method", help="another method of the same bundle family (default: the kit's)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a kit setting for this run, e.g. t=0.3 or epochs=100 (see `kit new --help`)")
-    p.add_argument("--workspace")
+    p.add_argument("--workspace", help="the analyst's workspace (default: beside the identity)")
     p.set_defaults(func=cmd_analyst_run)
 
     p = sub.add_parser("demo", help="a whole round on embedded data")
-    p.add_argument("--out", default="dcstudio-demo")
+    p.add_argument("--out", default="dcstudio-demo", help="folder for the demo's files (default dcstudio-demo)")
     p.set_defaults(func=cmd_demo)
 
     from .bench import EXPERIMENTS
 
-    p = sub.add_parser("bench", help="benchmarks", formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="experiments:\n" + "\n".join(f"  {n:14s}{d}" for n, d in EXPERIMENTS.items()))
-    p.add_argument("experiment", choices=list(EXPERIMENTS), metavar="EXPERIMENT")
-    p.add_argument("--dataset", action="append")
-    p.add_argument("--seeds", type=int, default=10)
-    p.add_argument("--data-dir")
-    p.add_argument("--json")
-    p.add_argument("--rows", type=int)
-    p.add_argument("--quick", action="store_true")
+    p = sub.add_parser("bench", help="benchmarks: " + ", ".join(EXPERIMENTS),
+                       description="Run one benchmark of the product's own code paths.",
+                       epilog="experiments:\n" + "\n".join(f"  {n:<14}{d}" for n, d in EXPERIMENTS.items()),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("experiment", choices=list(EXPERIMENTS), metavar="EXPERIMENT",
+                   help="one of: " + ", ".join(EXPERIMENTS))
+    p.add_argument("--dataset", action="append", help="a benchmark data set (repeatable; default: all)")
+    p.add_argument("--seeds", type=int, default=10, help="repetitions with seeds 0 … N−1 (default 10)")
+    p.add_argument("--data-dir", help="folder of the benchmark data sets")
+    p.add_argument("--json", help="also write the record as JSON (and markdown/SVG beside it)")
+    p.add_argument("--rows", type=int, help="export: rows of the synthetic CSV")
+    p.add_argument("--quick", action="store_true", help="the main table only (skip the longer extensions)")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("gui", help="open the desktop app")
@@ -416,6 +488,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.func is None:  # a bare `dcstudio` or `dcstudio GROUP`: show what there is to do
+        args.parser.print_help()
+        return 0
     try:
         args.func(args)
     except DCError as exc:

@@ -127,7 +127,7 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
 
         step = "sites: apply"
         rows = []
-        cluster = {x["site"]: x.get("cluster", -1) + 1 for x in s["sites"]}
+        cluster = {x["site"]: x.get("cluster", "") for x in s["sites"]}
         for name, _ in SITES:
             folder = out / name
             res = apply_package(out / "to-sites" / f"{name}.dcpkg", idents[name], folder / "held-out.csv",

@@ -47,3 +47,10 @@ class Cancelled(DCError):
 
     def __init__(self, message: str = "cancelled by the user"):
         super().__init__(message)
+
+
+def project_label(project_id: str, names: dict[str, str] | None = None) -> str:
+    """A project as people know it: "project 'Name' (id 3f2a9c1b…)", or "another project (id …)"."""
+    name = (names or {}).get(project_id)
+    short = f"id {project_id[:8]}…" if len(project_id) > 8 else f"id {project_id}"
+    return f"project {name!r} ({short})" if name else f"another project ({short})"

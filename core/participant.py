@@ -16,7 +16,7 @@ import pandas as pd
 
 from . import __version__
 from .control import JobControl, ensure
-from .data.tabular import CsvOptions, LocalTable, preview, read_table
+from .data.tabular import CsvFormat, CsvOptions, LocalTable, preview, read_table
 from .errors import ConfigError, DataError, FormatError
 from .formats.anchor import AnchorFile
 from .formats.envelope import Payload, SealedFile, inspect, open_sealed, seal
@@ -142,16 +142,66 @@ class ApplyResult:
     columns: list[str]
     method: str
     summary: dict
+    input_format: CsvFormat | None = None
+    output_format: CsvFormat | None = None
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name one file (also through links or a different spelling of the path)."""
+    a, b = Path(a), Path(b)
+    try:
+        if a.exists() and b.exists():
+            return a.samefile(b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def result_format(table_format: CsvFormat, out_options: CsvOptions | None = None) -> CsvFormat:
+    """The format RESULT.csv is written in: the input's own encoding, delimiter and decimal mark, each
+    overridable by ``out_options`` (so the site's spreadsheet opens it as it opened the input)."""
+    o = out_options or CsvOptions()
+    fmt = CsvFormat(o.encoding or table_format.encoding, o.delimiter or table_format.delimiter,
+                    o.decimal or table_format.decimal)
+    if fmt.encoding == "utf-16":  # read fine, but many spreadsheets mangle UTF-16 CSV: keep UTF-8 with a BOM
+        fmt = CsvFormat("utf-8-sig", fmt.delimiter, fmt.decimal)
+    if fmt.decimal == fmt.delimiter:
+        raise ConfigError("the decimal mark and the column separator of the result file cannot be the same")
+    return fmt
+
+
+def _line_ending(path: str | Path) -> str:
+    with open(path, "rb") as fh:
+        return "\r\n" if b"\r\n" in fh.read(1 << 16) else "\n"
+
+
+def write_result_csv(frame: pd.DataFrame, out_path: str | Path, fmt: CsvFormat, line_ending: str = "\n") -> None:
+    """Write ``frame`` atomically in ``fmt``; a character the encoding cannot hold is a clear error."""
+    try:
+        text = frame.to_csv(index=False, sep=fmt.delimiter, decimal=fmt.decimal, lineterminator=line_ending)
+        data = text.encode(fmt.encoding)
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start:exc.end]
+        raise ConfigError(f"the results hold {bad!r}, which {fmt.encoding} cannot store; write them as UTF-8 "
+                          "(--out-encoding utf-8)", path=out_path) from None
+    with atomic_writer(out_path, "wb") as fh:
+        fh.write(data)
 
 
 def apply_package(package_path: str | Path, identity: Identity, csv_path: str | Path, out_path: str | Path, *,
                   workspace: SiteWorkspace, options: CsvOptions | None = None,
-                  control: JobControl | None = None, with_representation: bool = False) -> ApplyResult:
+                  control: JobControl | None = None, with_representation: bool = False,
+                  out_options: CsvOptions | None = None) -> ApplyResult:
     """Verify a package against the kit's analyst, map this site's rows with it and write RESULT.csv.
 
+    RESULT.csv is the input CSV (its cells unchanged) plus the result columns, written in the input's own
+    encoding, delimiter and decimal mark unless ``out_options`` says otherwise (:func:`result_format`).
     ``with_representation`` (clustering): also write the rows' clustering representation Z_i as columns
-    ``z1`` … ``zq`` (empty for rows left out)."""
+    ``z1`` … ``zq`` (empty for rows left out). Writing onto the input CSV or the package is refused."""
     control = ensure(control)
+    for what, path in (("the CSV it reads", csv_path), ("the package", package_path)):
+        if same_file(out_path, path):
+            raise ConfigError(f"the results would overwrite {what}; choose another file name", path=out_path)
     binding = inspect(package_path)
     kit_path = workspace.kit_path(binding.project_id)
     if not kit_path.exists():
@@ -173,16 +223,16 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     if rep is not None:
         Z, _ = rep
         for q in range(Z.shape[1]):
-            columns[f"z{q + 1}"] = np.array(["" if np.isnan(v) else repr(float(v)) for v in Z[:, q]], dtype=object)
+            columns[f"z{q + 1}"] = np.asarray(Z[:, q], dtype=np.float64)  # NaN (left out) is written empty
     control.step(0.8, "writing the results")
     fmt = table.format
     original = pd.read_csv(csv_path, sep=fmt.delimiter, encoding=fmt.encoding, dtype=str, keep_default_na=False)
     for name, values in columns.items():
         original[name] = values
-    with atomic_writer(out_path, "w") as fh:
-        original.to_csv(fh, index=False)
+    out_fmt = result_format(fmt, out_options)
+    write_result_csv(original, out_path, out_fmt, _line_ending(csv_path))
     workspace.audit.append("apply", project=kit.project_id, package=str(Path(package_path).resolve()),
                            package_digest=opened.digest, in_reply_to=opened.binding.in_reply_to,
                            rows=int(table.n_rows), out=str(Path(out_path).resolve()))
     control.step(1.0, "done")
-    return ApplyResult(Path(out_path), int(table.n_rows), list(columns), method.name, manifest)
+    return ApplyResult(Path(out_path), int(table.n_rows), list(columns), method.name, manifest, fmt, out_fmt)

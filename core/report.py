@@ -25,38 +25,41 @@ def _esc(x) -> str:
 
 def heatmap_svg(M: np.ndarray, labels: list[str], *, size: int = 360, title: str = "", low: float = 0.0,
                 high: float = 1.0) -> str:
-    """A matrix as a grey-to-blue heatmap with the row names on the left and top, values in the cells
-    (when there are at most 12 rows)."""
+    """A [low, high] matrix as a grey-to-blue heatmap: rows named by site (numbered), columns by the same
+    numbers, and every cell's value written in it (while cells are large enough to hold it)."""
     n = len(M)
     if n == 0:
         return ""
-    margin = 110
+    names = [f"{i + 1} · {lab}" if len(lab) <= 28 else f"{i + 1} · {lab[:27]}…" for i, lab in enumerate(labels)]
+    left = int(min(220, 16 + 6.5 * max(len(x) for x in names)))
+    top = 22
+    size = min(size, 56 * n)  # a few sites: cells just large enough for their values
     cell = size / n
-    span = high - low if high > low else 1.0
+    font = max(7.0, min(12.0, cell / 3.6))
     parts = []
     for i in range(n):
+        y = top + i * cell
+        parts.append(f'<text x="{left - 6}" y="{y + cell / 2 + 4:.1f}" font-size="11" text-anchor="end">'
+                     f"{_esc(names[i])}</text>")
+        parts.append(f'<text x="{left + i * cell + cell / 2:.1f}" y="{top - 7}" font-size="11" '
+                     f'text-anchor="middle">{i + 1}</text>')
         for j in range(n):
-            v = float(np.clip((M[i, j] - low) / span, 0, 1))
+            v = float(np.clip((M[i, j] - low) / (high - low if high > low else 1.0), 0, 1))
             r, g, b = int(240 - 200 * v), int(244 - 160 * v), int(250 - 60 * v)
-            x, y = margin + j * cell, margin + i * cell
+            x = left + j * cell
             parts.append(f'<rect x="{x:.2f}" y="{y:.2f}" width="{cell:.2f}" height="{cell:.2f}" '
-                         f'fill="rgb({r},{g},{b})"><title>{_esc(labels[i])} – {_esc(labels[j])}: {M[i, j]:.3f}'
-                         "</title></rect>")
-            if n <= 12:
-                ink = "#fff" if v > 0.55 else "#111"
-                parts.append(f'<text x="{x + cell / 2:.1f}" y="{y + cell / 2 + 4:.1f}" font-size="11" '
+                         f'fill="rgb({r},{g},{b})" stroke="#ffffff"><title>{_esc(labels[i])} – {_esc(labels[j])}: '
+                         f"{M[i, j]:.3f}</title></rect>")
+            if cell >= 22:
+                ink = "#ffffff" if v > 0.55 else "#111827"
+                parts.append(f'<text x="{x + cell / 2:.1f}" y="{y + cell / 2 + font / 3:.1f}" font-size="{font:.1f}" '
                              f'text-anchor="middle" fill="{ink}">{M[i, j]:.2f}</text>')
-    if n <= 30:
-        for i, name in enumerate(labels):
-            short = _esc(name if len(name) <= 16 else name[:15] + "…")
-            parts.append(f'<text x="{margin - 4}" y="{margin + (i + 0.5) * cell + 4:.1f}" font-size="11" '
-                         f'text-anchor="end">{short}</text>')
-            cx = margin + (i + 0.5) * cell
-            parts.append(f'<text x="{cx:.1f}" y="{margin - 4}" font-size="11" '
-                         f'transform="rotate(-45 {cx:.1f} {margin - 4})">{short}</text>')
-    full = size + margin
-    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{full}" height="{full}" '
-            f'viewBox="0 0 {full} {full}">{"".join(parts)}</svg><figcaption>{_esc(title)}</figcaption></figure>')
+    width, height = left + size + 4, top + size + 4
+    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" font-family="sans-serif">{"".join(parts)}</svg>'
+            f"<figcaption>{_esc(title)}</figcaption></figure>")
+
+
 
 
 def line_svg(xs: list[float], ys: list[float], *, width: int = 420, height: int = 220, title: str = "",
@@ -99,9 +102,10 @@ def line_svg(xs: list[float], ys: list[float], *, width: int = 420, height: int 
 def bars_svg(counts: list[int], classes: list[str], *, width: int = 160, height: int = 28) -> str:
     """A label-histogram sparkline."""
     total = max(1, max(counts) if counts else 1)
+    names = [classes[k] if k < len(classes) else str(k + 1) for k in range(len(counts))]
     w = width / max(1, len(counts))
     bars = "".join(f'<rect x="{k * w + 1:.1f}" y="{height - height * c / total:.1f}" width="{w - 2:.1f}" '
-                   f'height="{height * c / total:.1f}" fill="#2563eb"><title>{_esc(classes[k])}: {c}</title></rect>'
+                   f'height="{height * c / total:.1f}" fill="#2563eb"><title>{_esc(names[k])}: {c}</title></rect>'
                    for k, c in enumerate(counts))
     return f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">{bars}</svg>'
 
@@ -151,17 +155,27 @@ def _footer(summary: dict) -> str:
 """
 
 
+_NOWRAP = ' style="white-space:nowrap"'
+
+
+def _fp(fingerprint: str) -> str:
+    """A fingerprint cell that never breaks over lines (browsers and Qt's PDF printer both honour nowrap)."""
+    return f'<td{_NOWRAP}><code style="white-space:nowrap;font-size:85%">{_esc(fingerprint)}</code></td>'
+
+
 def _table_html(v: Table) -> str:
-    head = "".join(f"<th>{_esc(c)}</th>" for c in v.columns)
+    head = "".join(f"<th{_NOWRAP if c == 'fingerprint' else ''}>{_esc(c)}</th>" for c in v.columns)
     bar_cols = {v.columns.index(c) for c in v.bars if c in v.columns}
     body = []
     for row in v.rows:
         cells = []
         for j, cell in enumerate(row):
             if j in bar_cols:
-                cells.append(f"<td>{bars_svg(list(cell), v.bar_labels) if cell else ''}</td>")
+                cells.append(f"<td>{bars_svg(list(cell), v.bar_labels, width=120) if cell else ''}</td>")
             elif j < len(v.columns) and v.columns[j] == "fingerprint":
-                cells.append(f"<td><code>{_esc(cell)}</code></td>")
+                cells.append(_fp(str(cell)))
+            elif isinstance(cell, int) and not isinstance(cell, bool):
+                cells.append(f"<td>{cell:,}</td>")
             else:
                 cells.append(f"<td>{_esc(cell)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
@@ -202,5 +216,6 @@ def render_report(kit: Kit, result: MethodResult, summary: dict) -> str:
 <p>Project <code>{_esc(kit.project_id)}</code>, task {_esc(kit.task)}, method <b>{_esc(result.method)}</b>
 ({_esc(method.title)}), {len(s.get("sites", []))} sites.</p>
 {tables}
+<p>Clusters are numbered from 1.</p>
 <h2>Plots</h2>{figures or "<p>(none for this run)</p>"}
 {_footer(s)}"""

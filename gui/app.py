@@ -1,11 +1,17 @@
 """Entry point: ``dcstudio gui`` / ``dcstudio-gui``. The first screen asks which role this computer plays
-(remembered) and lists recent projects."""
+(remembered) and lists recent projects.
+
+This module imports nothing but Qt, so the first window appears quickly. After Continue an "Opening…" window
+appears at once while the heavy parts (numpy, pandas, scikit-learn, pyqtgraph: seconds on a busy laptop) are
+imported on a background thread; the real window replaces it when they are loaded."""
 
 from __future__ import annotations
 
+import importlib
 import sys
+import threading
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QApplication,
     QButtonGroup,
@@ -15,6 +21,7 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QMainWindow,
+    QProgressBar,
     QPushButton,
     QRadioButton,
     QVBoxLayout,
@@ -22,6 +29,55 @@ from PySide6.QtWidgets import (
 )
 
 from . import settings as app_settings
+
+# what each window needs imported before it can be built (the slow part of opening it)
+HEAVY_MODULES = {
+    "analyst": ("gui.analyst.window", "gui.analyst.project", "gui.analyst.bundles", "gui.analyst.clients",
+                "gui.analyst.models", "gui.analyst.clustering", "gui.analyst.export"),
+    "participant": ("gui.participant.wizard",),
+}
+
+
+class OpeningWindow(QWidget):
+    """Shown the moment Continue is pressed, while the chosen window's modules load."""
+
+    def __init__(self, what: str, size: QSize):
+        super().__init__()
+        self.setWindowTitle(self.tr("DC Studio"))
+        label = QLabel(what)
+        label.setAlignment(Qt.AlignCenter)
+        label.setStyleSheet("font-size:13pt;color:#374151;")
+        bar = QProgressBar()
+        bar.setRange(0, 0)  # busy
+        bar.setMaximumWidth(320)
+        lay = QVBoxLayout(self)
+        lay.addStretch(1)
+        lay.addWidget(label)
+        lay.addWidget(bar, 0, Qt.AlignHCenter)
+        lay.addStretch(1)
+        from .screen import fit_window
+
+        fit_window(self, size)
+
+
+class _Loader(QObject):
+    """Imports modules on a background thread; ``loaded`` arrives on the UI thread."""
+
+    loaded = Signal(str)
+
+    def start(self, modules: tuple[str, ...]) -> threading.Thread:
+        def work() -> None:
+            error = ""
+            try:
+                for name in modules:
+                    importlib.import_module(name)
+            except Exception as exc:  # the window itself reports what is missing when it is built
+                error = f"{exc.__class__.__name__}: {exc}"
+            self.loaded.emit(error)
+
+        thread = threading.Thread(target=work, name="open-window", daemon=True)
+        thread.start()
+        return thread
 
 
 class StartWindow(QMainWindow):
@@ -31,6 +87,8 @@ class StartWindow(QMainWindow):
         super().__init__()
         self.setWindowTitle(self.tr("DC Studio"))
         self.child: QWidget | None = None
+        self.opening: OpeningWindow | None = None
+        self._loader = _Loader(self)
         title = QLabel(self.tr("<h1>DC Studio</h1><p>Learn from each other's data with one exchange of files."
                                " No raw data and no model updates ever leave a site.</p>"))
         title.setWordWrap(True)
@@ -48,9 +106,9 @@ class StartWindow(QMainWindow):
         self._fill_recent()
         self.open_button = QPushButton(self.tr("&Continue"))
         self.open_button.setDefault(True)
-        self.open_button.clicked.connect(self.open_role)
+        self.open_button.clicked.connect(lambda: self.open_role(defer=True))
         self.results_button = QPushButton(self.tr("Apply a &package (results)…"))
-        self.results_button.clicked.connect(lambda: self.open_role(results=True))
+        self.results_button.clicked.connect(lambda: self.open_role(results=True, defer=True))
         lay = QVBoxLayout()
         lay.addWidget(title)
         lay.addWidget(self.participant)
@@ -76,15 +134,43 @@ class StartWindow(QMainWindow):
             self.recent.addItem(item)
 
     def _open_recent(self, item: QListWidgetItem) -> None:
-        self.open_role(kit_path=item.data(Qt.UserRole))
+        self.open_role(kit_path=item.data(Qt.UserRole), defer=True)
 
     def selected_role(self) -> str:
         return "analyst" if self.analyst.isChecked() else "participant"
 
-    def open_role(self, results: bool = False, kit_path: str | None = None) -> QWidget:
+    def open_role(self, results: bool = False, kit_path: str | None = None, defer: bool = False) -> QWidget:
+        """Open the chosen window. ``defer``: show an "Opening…" window at once and build the real one when
+        its modules are loaded (returns the "Opening…" window; ``child`` is the real one afterwards)."""
         role = self.selected_role()
         if self.remember.isChecked():
             app_settings.set_role(role)
+        if defer:
+            modules = HEAVY_MODULES["participant" if role != "analyst" else "analyst"]
+            if all(m in sys.modules for m in modules):
+                return self.open_role(results, kit_path)
+            what = (self.tr("Opening the analyst workspace…") if role == "analyst"
+                    else self.tr("Opening the results window…") if results
+                    else self.tr("Opening the export wizard…"))
+            self.opening = OpeningWindow(what, QSize(1240, 820) if role == "analyst" else QSize(960, 720))
+            self.opening.show()
+            self.open_button.setEnabled(False)
+            self.results_button.setEnabled(False)
+
+            def loaded(_error: str) -> None:
+                self._loader.loaded.disconnect(loaded)
+                self.open_button.setEnabled(True)
+                self.results_button.setEnabled(True)
+                opening, self.opening = self.opening, None
+                try:
+                    self.open_role(results, kit_path)
+                finally:
+                    if opening is not None:
+                        opening.close()
+
+            self._loader.loaded.connect(loaded)
+            self._loader.start(modules)
+            return self.opening
         if role == "analyst":
             from .analyst.window import AnalystWindow
 

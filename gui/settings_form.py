@@ -128,8 +128,9 @@ class SettingsForm(QWidget):
 
     changed = Signal()
 
-    def __init__(self, specs: tuple[Setting, ...] = (), parent: QWidget | None = None):
+    def __init__(self, specs: tuple[Setting, ...] = (), parent: QWidget | None = None, *, advanced: bool = True):
         super().__init__(parent)
+        self._offer_advanced = advanced  # False: advanced settings keep their defaults and take no room
         self._editors: dict[str, _SettingEditor] = {}
         self._advanced: list[Setting] = []
         self.form = QFormLayout()
@@ -161,7 +162,7 @@ class SettingsForm(QWidget):
         while self.form.rowCount():
             self.form.removeRow(0)
         self._editors.clear()
-        self._advanced = [s for s in specs if s.advanced]
+        self._advanced = [s for s in specs if s.advanced] if self._offer_advanced else []
         for spec in specs:
             if spec.advanced:
                 continue

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QFont, QImage, QPixmap
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -50,6 +50,49 @@ class MessageLabel(QLabel):
         self.setVisible(False)
 
 
+class EmptyNote(QLabel):
+    """A sentence over an empty plot saying what will appear there, instead of blank 0–1 axes.
+
+    ``show_note(text)`` covers the plot (its axes are hidden meanwhile); ``hide_note()`` uncovers it."""
+
+    def __init__(self, plot, text: str = ""):
+        super().__init__(text, plot)
+        self.plot = plot
+        self.setWordWrap(True)
+        self.setAlignment(Qt.AlignCenter)
+        self.setStyleSheet("background:#ffffff;color:#4b5563;padding:16px;font-size:10.5pt;")
+        plot.installEventFilter(self)
+        self.setGeometry(plot.rect())
+        self.show_note(text)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt name)
+        if obj is self.plot and event.type() == QEvent.Resize:
+            self.setGeometry(self.plot.rect())
+        return False
+
+    def _axes(self, shown: bool) -> None:
+        item = self.plot.getPlotItem()
+        for name in ("left", "bottom"):
+            item.showAxis(name, shown)
+
+    def show_note(self, text: str | None = None) -> None:
+        if text is not None:
+            self.setText(text)
+        self._axes(False)
+        self.setGeometry(self.plot.rect())
+        self.raise_()
+        self.setVisible(True)
+
+    def hide_note(self) -> None:
+        if self.isVisible():
+            self._axes(True)
+            self.setVisible(False)
+
+    @property
+    def shown(self) -> bool:
+        return not self.isHidden()
+
+
 class JobPanel(QWidget):
     """Progress bar + status text + Cancel for one running :class:`Job`."""
 
@@ -60,6 +103,7 @@ class JobPanel(QWidget):
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
         self.status = QLabel()
+        self.status.setWordWrap(True)
         self.cancel_button = QPushButton(self.tr("Cancel"))
         self.cancel_button.clicked.connect(self.cancel)
         row = QHBoxLayout()
@@ -108,41 +152,58 @@ class JobPanel(QWidget):
         return self.job is not None and self.job.running
 
 
-def qr_pixmap(text: str, scale: int = 6) -> QPixmap:
-    """A QR code of ``text`` (segno makes the matrix; Qt draws it)."""
+def qr_pixmap(text: str, scale: int = 6, device_pixel_ratio: float = 1.0) -> QPixmap:
+    """A QR code of ``text`` (segno makes the matrix; Qt draws it), ``scale`` logical pixels per module and
+    sharp on a high-DPI screen (drawn at ``device_pixel_ratio`` device pixels per logical pixel)."""
     import segno
 
     matrix = [list(row) for row in segno.make(text, error="m").matrix]
     n = len(matrix)
     border = 4
-    size = (n + 2 * border) * scale
+    px = max(1, int(round(scale * device_pixel_ratio)))
+    size = (n + 2 * border) * px
     img = QImage(size, size, QImage.Format_RGB32)
     img.fill(0xFFFFFF)
     for y, row in enumerate(matrix):
         for x, on in enumerate(row):
             if on:
-                for dy in range(scale):
-                    for dx in range(scale):
-                        img.setPixel((x + border) * scale + dx, (y + border) * scale + dy, 0x000000)
-    return QPixmap.fromImage(img)
+                for dy in range(px):
+                    for dx in range(px):
+                        img.setPixel((x + border) * px + dx, (y + border) * px + dy, 0x000000)
+    pixmap = QPixmap.fromImage(img)
+    pixmap.setDevicePixelRatio(px / scale)
+    return pixmap
 
 
 class FingerprintView(QWidget):
-    """A fingerprint shown large, with its QR code, for reading out to the other party."""
+    """A fingerprint shown large, with its QR code, for reading out to the other party.
+
+    Both keep their full size: the layout must make room for them (a cut fingerprint cannot be compared,
+    a cropped QR code cannot be scanned)."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.text = QLabel()
         font = QFont("monospace")
-        font.setPointSize(22)
+        font.setStyleHint(QFont.Monospace)
+        font.setPointSize(18)
         font.setBold(True)
         self.text.setFont(font)
         self.text.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.qr = QLabel()
+        self.qr.setToolTip(self.tr("Scan this code to compare the fingerprint on a phone"))
         lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.text, 1)
-        lay.addWidget(self.qr)
+        lay.addWidget(self.qr, 0, Qt.AlignTop)
 
     def set_fingerprint(self, fingerprint: str) -> None:
         self.text.setText(fingerprint)
-        self.qr.setPixmap(qr_pixmap(fingerprint, 5) if fingerprint else QPixmap())
+        self.text.setMinimumWidth(self.text.fontMetrics().horizontalAdvance(fingerprint or " ") + 8)
+        if fingerprint:
+            pixmap = qr_pixmap(fingerprint, 4, self.devicePixelRatioF())
+            self.qr.setPixmap(pixmap)
+            self.qr.setFixedSize(pixmap.deviceIndependentSize().toSize())
+        else:
+            self.qr.setPixmap(QPixmap())
+            self.qr.setFixedSize(0, 0)

@@ -72,6 +72,7 @@ def test_round_writes_clusters_in_each_sites_own_row_order(cround):
         for pid, c in zip(res["pid"], res["cluster"], strict=True):
             assert by_pid.setdefault(pid, c) == c  # both blocks of a person got the same cluster
     done = {p: int(c) for p, c in by_pid.items() if c != ""}
+    assert set(done.values()) == set(range(1, summary["k"] + 1))  # people count clusters from 1
     t = truth.set_index("pid").loc[list(done), "truth"].to_numpy()
     assert ari(t, np.array(list(done.values()))) > 0.9
 

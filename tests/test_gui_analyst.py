@@ -24,7 +24,7 @@ from core.errors import DCError  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
 from core.simulation.projects import build_project, fake_clustering_result  # noqa: E402
 from gui.analyst.bundles import COL_CONFIRMED, COL_FILE, COL_LABELS, COL_STATUS  # noqa: E402
-from gui.analyst.common import COUNTS_ROLE, confirmed_fingerprints  # noqa: E402
+from gui.analyst.common import COUNTS_ROLE, NAMES_ROLE, confirmed_fingerprints  # noqa: E402
 from gui.analyst.project import passphrase_strength  # noqa: E402
 from gui.analyst.window import AnalystWindow  # noqa: E402
 
@@ -190,6 +190,11 @@ def test_import_shows_refusals_with_reasons(qtbot, project):
         assert "refused" in bp.table.item(r, COL_STATUS).text()
     counts = bp.table.item(ok[0], COL_LABELS).data(COUNTS_ROLE)
     assert len(counts) == 4 and sum(counts) == 150
+    assert bp.table.item(ok[0], COL_LABELS).data(NAMES_ROLE) == list(w.state.classes)  # bars name their classes
+    # a refusal's whole reason is shown: wrapped, never elided with "…"
+    assert bp.table.wordWrap() and bp.table.textElideMode() == Qt.ElideNone
+    assert bp.table.item(refused[0], COL_FILE).toolTip().endswith(bp.table.item(refused[0], COL_FILE).text()
+                                                                   .split(": ", 1)[1])
     assert "3 file(s) refused" in bp.summary_label.text()
     assert "not confirmed" in bp.summary_label.text()
     # confirming a fingerprint is an explicit, remembered action
@@ -247,7 +252,13 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
     assert w.show_page("models")
     mp = w.models_page
     assert mp.run_form.widget("epochs").value() == 4
+    # before training the plots say what will appear instead of showing blank axes
+    assert mp.loss_note.shown and mp.accuracy_note.shown and "Train" in mp.loss_note.text()
+    assert not mp.loss_plot.getPlotItem().getAxis("bottom").isVisible()
+    assert mp.t_label.toolTip() and w.project_page.method_combo.toolTip()  # the analyst's terms are explained
+    progress = []
     qtbot.mouseClick(mp.train_button, Qt.LeftButton)
+    mp.job_panel.job.progress.connect(lambda f, text: progress.append((f, text)))
     wait_job(qtbot, mp.job_panel.job, timeout=60_000)
     assert mp.last_outcome == "succeeded", mp.message.text()
     result = w.state.result
@@ -264,6 +275,10 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
     xs, _ = next(iter(mp.loss_curves.values())).getData()
     assert list(xs) == [1, 2, 3, 4]
     assert "mean hold-out accuracy" in mp.result_label.text()
+    assert not mp.loss_note.shown and not mp.accuracy_note.shown
+    fractions = [f for f, _ in progress]
+    assert fractions == sorted(fractions)  # one monotone bar
+    assert any("training the final model" in text for _, text in progress)
     # the Clients page shows the automatic t and its validation curve (drawn when shown)
     assert w.show_page("clients")
     assert "Automatic t" in w.clients_page.auto_t_label.text()
@@ -359,6 +374,7 @@ def test_clustering_kit_round_through_the_window(qtbot, tmp_path):
     assert len(w.state.bundles) == 3
     mp = w.models_page
     assert "Cluster" in mp.train_button.text()
+    assert mp.loss_plot.isHidden() and mp.accuracy_plot.isHidden()  # no empty epoch/accuracy plots
     wait_job(qtbot, mp.train(), timeout=60_000)
     assert mp.last_outcome == "succeeded", mp.message.text()
     cp = w.clustering_page
@@ -384,3 +400,42 @@ def test_many_qt_calls_do_not_exhaust_none(qtbot):
     for _ in range(30_000):
         label.setText("x")
     assert sys.getrefcount(None) > 1000 or before > 1 << 39
+
+
+def test_report_pdf_keeps_fingerprints_and_headers_on_one_line(qtbot):
+    """Point 6: the report's heatmap names the sites and shows the values, and in the document the PDF is
+    printed from (QTextDocument at about A4 width) no fingerprint or column header is broken over lines.
+    (Qt re-lays the document out at the printer's resolution; that printed layout was checked by extracting
+    the PDF's text, see the README — the HTML side of the fix is asserted in tests/test_usability.py.)"""
+    from PySide6.QtGui import QTextCursor
+
+    from core.data.schema import Schema
+    from core.formats.identity import Identity
+    from core.formats.kit import Kit
+    from core.methods import MethodResult
+    from core.report import render_report
+    from gui.analyst.export import report_document
+
+    classes = [f"class {k}" for k in range(7)]
+    names = ["Hôpital du Val-d'Oise", "Centre hospitalier universitaire de Nantes", "Klinikum Süd", "St Mary's"]
+    fps = [Identity.generate(n).card.fingerprint for n in names]
+    kit = Kit(name="PDF check", task="classification", schema=Schema([f"x{j}" for j in range(4)], label="y",
+                                                                      classes=classes),
+              method="dccfl", analyst=Identity.generate("A").card)
+    sites = [{"site": n, "fingerprint": f, "rows": 4537, "cluster": 1 + i % 2, "holdout_accuracy": 0.8,
+              "label_counts": [5, 4, 3, 2, 1, 9, 8]} for i, (n, f) in enumerate(zip(names, fps, strict=True))]
+    summary = {"method": "dccfl", "t": 0.5, "n_clusters": 2, "sites": sites, "validation_curve": {"0.5": 0.8},
+               "settings": {}, "inputs": [], "packages": []}
+    M = np.array([[0, .3, .6, .2], [.3, 0, .5, .4], [.6, .5, 0, .1], [.2, .4, .1, 0]])
+    html = render_report(kit, MethodResult("dccfl", [], summary, {"distances": M}), summary)
+    assert "1 · Hôpital du Val-d'Oise" in html and ">0.60<" in html
+    doc = report_document(html)
+    for text in [*fps, "fingerprint"]:
+        cursor = doc.find(text)
+        assert not cursor.isNull(), text
+        block = cursor.block()
+        layout = block.layout()
+        start = cursor.selectionStart() - block.position()
+        end = cursor.selectionEnd() - block.position() - 1
+        assert layout.lineForTextPosition(start).lineNumber() == layout.lineForTextPosition(end).lineNumber(), text
+    assert QTextCursor  # (imported for the find() result type)

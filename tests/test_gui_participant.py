@@ -4,6 +4,7 @@ an export, and the results window applying a package the analyst's core made."""
 from __future__ import annotations
 
 import hashlib
+import html
 import threading
 from pathlib import Path
 
@@ -214,6 +215,12 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
     assert pp.site_form.widget("reduction").value() == "pca"
     assert pp.site_form.widget("dimension").value() is None  # automatic: m − 1
     assert pp.site_form.widget("dimension").control.maximum() == len(FEATURES)
+    # plain words first, technical terms one click away
+    assert pp.plain_label.text().startswith("A compressed, scrambled copy of your")
+    assert "x_tilde" not in pp.plain_label.text() + pp.leaves_label.text() + pp.stays_label.text()
+    assert pp.details_hidden() and not pp.disclosure_table.isVisible()
+    pp.details_button.click()
+    assert not pp.details_hidden() and pp.disclosure_table.isVisible()
     shapes = {pp.disclosure_table.item(r, 0).text(): pp.disclosure_table.item(r, 1).text()
               for r in range(pp.disclosure_table.rowCount())}
     n = dp.table.n_rows
@@ -221,7 +228,7 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
     assert shapes["x_tilde"] == f"{n} × {len(FEATURES) - 1}" and shapes["anchor_tilde"] == f"300 × {len(FEATURES) - 1}"
     assert "Labels leave: <b>Yes</b>" in pp.leaves_label.text() and "Row ids leave: No." in pp.leaves_label.text()
     assert "KB" in pp.leaves_label.text()
-    assert "anchor file" in pp.stays_label.text() and "private reduction map" in pp.stays_label.text()
+    assert "anchor file" in pp.stays_label.text() and "secret key that compressed your rows" in pp.stays_label.text()
 
     # a setting change recomputes; Back and Next keep what was computed
     pp.site_form.set_value("dimension", 5)
@@ -236,7 +243,7 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
 
     assert w.page_name() == "export"
     ep = w.export_page
-    assert ep.name_edit.text() == "St_Mary_s_cardiology-Skewed_wards.dcbundle"
+    assert ep.name_edit.text() == "St Mary's cardiology-Skewed wards.dcbundle"
     usb = tmp_path / "usb"
     usb.mkdir()
     ep.folder_field.set_path(usb)
@@ -247,7 +254,7 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
     assert bundle.exists() and ep.sealed.path == bundle
     done = w.done_page
     assert done.digest_edit.text() == hashlib.sha256(bundle.read_bytes()).hexdigest()
-    assert bundle.name in done.file_label.text() and "workspace" in done.next_label.text()
+    assert html.escape(bundle.name) in done.file_label.text() and "workspace" in done.next_label.text()
 
     # the analyst's core imports it
     session = AnalystSession(project["kit"], project["analyst"], AnalystWorkspace(tmp_path / "analyst.ws"))
@@ -329,6 +336,7 @@ def test_results_window_applies_a_package(qtbot, project, round_packages, tmp_pa
     out = tmp_path / "results.csv"
     r.out_field.set_path(out)
     assert r.apply_button.isEnabled()
+    assert r.plot_note.shown and "bar chart" in r.plot_note.text()  # not blank axes before apply
     r.apply_button.click()
     wait(qtbot, lambda: r.outcome is not None or r.message.kind == "error")
     assert r.outcome is not None, r.message.text()
@@ -339,9 +347,31 @@ def test_results_window_applies_a_package(qtbot, project, round_packages, tmp_pa
     assert r.results_model.rowCount() == rows and "prediction" in list(r.results_model.frame.columns)
     heights = r.bars.opts["height"]
     assert sum(heights) == rows
+    assert not r.plot_note.shown
     copy = r.save_copy(tmp_path / "copy.csv")
     assert copy.read_bytes() == out.read_bytes()
 
     # a package addressed to another site is named as such before anything is applied
     r.package_field.set_path(round_packages / "site1.dcpkg")
     assert "another site" in r.package_label.text()
+
+
+def test_continue_shows_a_window_at_once(qtbot, monkeypatch):
+    """Point 9: Continue shows an "Opening…" window straight away; the real window follows when loaded."""
+    import sys
+
+    from gui.app import HEAVY_MODULES, OpeningWindow, StartWindow
+
+    start = StartWindow()
+    qtbot.addWidget(start)
+    start.show()
+    start.remember.setChecked(False)
+    start.participant.setChecked(True)
+    # as on a fresh start, something is still to be loaded (a small module no one has imported yet)
+    monkeypatch.setitem(HEAVY_MODULES, "participant", (*HEAVY_MODULES["participant"], "tabnanny"))
+    sys.modules.pop("tabnanny", None)
+    first = start.open_role(defer=True)
+    assert isinstance(first, OpeningWindow) and first.isVisible() and not start.open_button.isEnabled()
+    qtbot.waitUntil(lambda: isinstance(start.child, ParticipantWizard), timeout=30_000)
+    qtbot.addWidget(start.child)
+    assert start.child.isVisible() and not first.isVisible() and start.open_button.isEnabled()

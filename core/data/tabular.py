@@ -14,6 +14,7 @@ import contextlib
 import csv
 import io
 import re
+import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -336,6 +337,19 @@ def _clean_name(name: str) -> str:
     return name.replace("\ufeff", "").strip()
 
 
+def _fold(name: str) -> str:
+    """A column name without case, accents and surrounding spaces ("Cholestérol " → "cholesterol")."""
+    decomposed = unicodedata.normalize("NFKD", name.strip().casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def near_name(wanted: str, names: Iterable[str]) -> str | None:
+    """The one name in ``names`` that differs from ``wanted`` only in case or accents, if any."""
+    target = _fold(wanted)
+    found = [n for n in names if n != wanted and _fold(n) == target]
+    return found[0] if len(found) == 1 else None
+
+
 def _quote(value: Any, limit: int = 40) -> str:
     s = str(value)
     if len(s) > limit:
@@ -650,8 +664,11 @@ def _read_opened(
     if absent:
         what = "column" if len(absent) == 1 else "columns"
         have = _quote_list(names, 20)
+        hints = [f"{_quote(a)} → did you mean {_quote(near)}?" for a in absent
+                 if (near := near_name(a, names)) is not None]
         raise DataError(
-            f"the file has no {what} {_quote_list(absent, len(absent))} (its columns are {have})", path=path
+            f"the file has no {what} {_quote_list(absent, len(absent))} (its columns are {have})"
+            + (f"; {'; '.join(hints)}" if hints else ""), path=path
         )
     twice = [c for c in needed if c in repeated]
     if twice:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, FormatError
+from ..errors import ConfigError, FormatError, project_label
 from .fileio import read_json_capped, utc_now, write_json_atomic
 from .kit import ANCHOR_KINDS
 
@@ -58,6 +58,15 @@ class AnchorFile:
         return extended_smote(np.asarray(self.params["seed_rows"], np.float64), self.rows,
                               k=int(self.params.get("k", 25)), a=float(self.params.get("a", 1.5)), rng=rng)
 
+    @property
+    def generated_rows(self) -> int:
+        """How many rows :meth:`generate` returns: ``rows``, except that extended SMOTE draws the same number
+        of rows from every seed row, so it rounds ``rows`` up to a multiple of the seed count."""
+        if self.kind == "smote":
+            p = len(self.params["seed_rows"])
+            return p * -(-self.rows // p)
+        return self.rows
+
     def id_hash_key(self) -> bytes:
         """Key for hashing row ids (vertical linkage): known to participants, never to the analyst."""
         return hmac.new(self.secret, b"dcstudio/id-hash/v1", hashlib.sha256).digest()
@@ -72,7 +81,8 @@ class AnchorFile:
         Path(path).chmod(0o600)
 
     @classmethod
-    def load(cls, path: str | Path, *, expect_project: str | None = None) -> AnchorFile:
+    def load(cls, path: str | Path, *, expect_project: str | None = None,
+             project_name: str | None = None) -> AnchorFile:
         d = read_json_capped(path, 64 << 20)
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise FormatError(f"not an anchor file of format {FORMAT}", path=path)
@@ -83,7 +93,9 @@ class AnchorFile:
             raise FormatError(f"anchor file is incomplete or malformed ({exc})", path=path) from exc
         anchor._validate(path)
         if expect_project is not None and anchor.project_id != expect_project:
-            raise FormatError("this anchor file belongs to another project", path=path)
+            names = {expect_project: project_name} if project_name else {}
+            raise FormatError(f"this anchor file belongs to {project_label(anchor.project_id)}, not to "
+                              f"{project_label(expect_project, names)}", path=path)
         return anchor
 
     def _validate(self, path=None) -> None:

@@ -35,7 +35,7 @@ import pyrage
 
 from .. import __version__
 from ..control import JobControl, ensure
-from ..errors import Cancelled, ConfigError, DCError, FormatError, VerificationError
+from ..errors import Cancelled, ConfigError, DCError, FormatError, VerificationError, project_label
 from .fileio import atomic_writer, canonical_json
 from .identity import Identity, PublicCard, check_name, is_hex, is_utc_time, utc_now, with_path
 
@@ -651,6 +651,8 @@ def _read_prefix(fh: IO[bytes], size: int, limits: Limits) -> tuple[Binding, int
     """Parse version line, header, age magic and trailer; return (binding, age_start, signature)."""
     first = fh.read(len(MAGIC))
     if first != MAGIC:
+        if not first:
+            raise FormatError("the file is empty (0 bytes): it was not copied completely, or was never written")
         if MAGIC.startswith(first):
             raise FormatError("the file is truncated (it ends inside its first line)")
         if first.startswith(_MAGIC_FAMILY):
@@ -710,13 +712,13 @@ def _verify_outer(fh: IO[bytes], size: int, binding: Binding, signature: bytes,
 
 def _check_expectations(binding: Binding, *, expect_kind: str, expect_project: str | None,
                         expect_sender: PublicCard | None, expect_in_reply_to: str | None,
-                        me: PublicCard) -> None:
+                        me: PublicCard, project_names: dict[str, str] | None = None) -> None:
     what = binding.kind
     if binding.kind != expect_kind:
         raise VerificationError(f"this file is a {binding.kind}, but a {expect_kind} was expected")
     if expect_project is not None and binding.project_id != expect_project:
-        raise VerificationError(f"this {what} belongs to project {binding.project_id!r}, not to "
-                                f"{expect_project!r}")
+        raise VerificationError(f"this {what} belongs to {project_label(binding.project_id, project_names)}, "
+                                f"not to {project_label(expect_project, project_names)}")
     if expect_sender is not None and binding.sender.key_id != expect_sender.key_id:
         raise VerificationError(f"this {what} was sent by {binding.sender.name!r} "
                                 f"({binding.sender.fingerprint}), not by the expected sender "
@@ -941,7 +943,8 @@ def inspect(path: str | Path, limits: Limits = DEFAULT_LIMITS,
 
 def open_sealed(path: str | Path, identity: Identity, *, expect_kind: str, expect_project: str | None = None,
                 expect_sender: PublicCard | None = None, expect_in_reply_to: str | None = None,
-                limits: Limits = DEFAULT_LIMITS, control: JobControl | None = None) -> Opened:
+                limits: Limits = DEFAULT_LIMITS, control: JobControl | None = None,
+                project_names: dict[str, str] | None = None) -> Opened:
     """Verify, decrypt and unpack an envelope addressed to ``identity``; the first failed check wins.
 
     The returned arrays are views into one buffer holding the decrypted archive (no second copy); copy an
@@ -955,7 +958,7 @@ def open_sealed(path: str | Path, identity: Identity, *, expect_kind: str, expec
             binding, age_start, signature = _read_prefix(fh, size, limits)
             _check_expectations(binding, expect_kind=expect_kind, expect_project=expect_project,
                                 expect_sender=expect_sender, expect_in_reply_to=expect_in_reply_to,
-                                me=identity.card)
+                                me=identity.card, project_names=project_names)
             digest = _verify_outer(fh, size, binding, signature, control.sub(0.0, 0.3))
             plain = _decrypt(fh, age_start, size - TRAILER_LEN - age_start, identity, control.sub(0.3, 0.75))
         payload = _unpack(plain.result(), binding, limits, control.sub(0.75, 1.0))

@@ -393,7 +393,7 @@ class BatchedMLP:
                 curve[epoch, perm] = epoch_loss.numpy() / n
                 if on_epoch is not None:
                     on_epoch(epoch, curve[epoch].copy())
-                control.step((epoch + 1) / epochs, f"epoch {epoch + 1}/{epochs}")
+                control.step((epoch + 1) / epochs, f"epoch {epoch + 1} of {epochs}")
 
         self.n_classes_ = K
         self.loss_curve_ = curve

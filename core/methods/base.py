@@ -53,6 +53,7 @@ class Disclosure:
     shape: tuple[int, ...]
     dtype: str
     meaning: str
+    plain: str = ""  # the same for someone who has never heard of Data Collaboration
 
 
 @dataclass
@@ -65,6 +66,7 @@ class SiteExport:
     private_meta: dict
     disclosures: list[Disclosure]
     stays: list[str]
+    plain: str = ""  # what leaves, in plain words for the site's staff (e.g. core.wording.leaves_sentence)
 
     @property
     def shipped_bytes(self) -> int:
@@ -125,7 +127,8 @@ class ClientDistances:
 
 class Method(ABC):
     name: ClassVar[str]
-    title: ClassVar[str]  # one line for people: what the method does
+    title: ClassVar[str]  # one line for analysts: what the method does
+    plain_title: ClassVar[str] = ""  # the same for a site's staff, without terms
     task: ClassVar[str]  # "classification" | "clustering"
     family: ClassVar[str]  # bundles of the same family are interchangeable (e.g. dc and dccfl)
     labels_leave: ClassVar[str]  # "rows" | "counts" | "none"

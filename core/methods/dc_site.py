@@ -12,19 +12,18 @@ import numpy as np
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
 from ..learn.reduction import AffineMap, PrivateReduction
+from ..wording import ARRAY_WORDS, REDUCTION_DETAILS, REDUCTION_WORDS, STAYS_WORDS, leaves_sentence
 from .base import Disclosure, ReceivedBundle, SiteExport, SiteInput
 from .settings import Setting
 
 REDUCTIONS = ("pca", "lpp", "random")
 SITE_SETTINGS = (
-    Setting("reduction", "choice", "pca", "the private map that reduces this site's rows", label="Reduction",
-            choices=REDUCTIONS, side="site",
-            choice_help=("PCA (principal components): keeps the directions along which your rows vary most",
-                         "LPP (locality preserving): keeps which of your rows are neighbours",
-                         "random projection: a secret random map of your columns")),
-    Setting("dimension", "int", None, "how many numbers each reduced row keeps", label="Columns kept", low=1,
+    Setting("reduction", "choice", "pca", "the private map that compresses this site's rows (kept here): "
+            + "; ".join(REDUCTION_DETAILS[r] for r in REDUCTIONS), label="Compression", choices=REDUCTIONS,
+            side="site", choice_help=tuple(REDUCTION_WORDS[r] for r in REDUCTIONS)),
+    Setting("dimension", "int", None, "how many numbers each compressed row keeps", label="Numbers per row", low=1,
             optional=True, none_help="one fewer than the site's columns (m − 1)", side="site", high_from="columns"),
-    Setting("noise", "float", 0.0, "random noise added to the reduced rows, times each reduced column's spread",
+    Setting("noise", "float", 0.0, "random noise added to the compressed rows, times each column's spread",
             label="Noise", low=0.0, high=2.0, side="site"),
     Setting("seed", "int", None, "random seed of the reduction and the shuffle (none: fresh each export)",
             label="Seed", low=0, optional=True, none_help="fresh randomness", side="site", advanced=True),
@@ -84,11 +83,14 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
         disclosures.append(Disclosure("variance_kept", (1,), "number",
                                       "the share of your columns' variance the reduction keeps (one number, "
                                       "so the analyst can judge how faithful the result can be)"))
-    stays = ["your raw rows", "the private reduction map f (never shipped)", "the anchor file and its secret",
-             "the row order (permutation), needed to map results back"]
+    for d in disclosures:
+        d.plain = ARRAY_WORDS.get(d.name, "")
+    stays = list(STAYS_WORDS)
     control.step(1.0, "reduction done")
+    labels = ("rows" if ship_labels else "counts") if site.y is not None else "none"
+    plain = leaves_sentence(n, m, k, labels=labels, ids=site.ids_hashed is not None, noise=float(opts["noise"]))
     return SiteExport(arrays, manifest, {**red.map_.to_arrays(), "permutation": perm.astype(np.int64)},
-                      {"reduction": opts["reduction"], "dimension": k}, disclosures, stays)
+                      {"reduction": opts["reduction"], "dimension": k}, disclosures, stays, plain)
 
 
 def site_map(private_arrays: dict[str, np.ndarray]) -> AffineMap:

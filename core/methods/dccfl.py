@@ -132,7 +132,9 @@ def train_cluster_models(bundles: list[ReceivedBundle], clusters: list[tuple[int
         scale[~(scale > 1e-12)] = 1.0
         aligned.append((members, maps, mean, scale))
         prepared.append((((Xh - mean) / scale).astype(np.float32), np.concatenate(ys)))
-    control.step(0.05, f"training {len(clusters)} cluster model(s)")
+    control.step(0.05, "anchors aligned")
+    control.phase(f"{len(clusters)} cluster model{'s' if len(clusters) > 1 else ''} trained together"
+                  if len(clusters) > 1 else "")
     learner = BatchedMLP(tuple(settings["hidden"]), lr=float(settings["lr"]), momentum=float(settings["momentum"]),
                          weight_decay=float(settings["weight_decay"]), batch_size=int(settings["batch_size"]),
                          epochs=int(settings["epochs"]), random_state=int(settings["seed"]))
@@ -166,6 +168,7 @@ def _partition(labels: np.ndarray) -> list[tuple[int, ...]]:
 class DCCFL(Method):
     name = "dccfl"
     title = "DC-CFL: one model per group of sites with similar label mixes"
+    plain_title = "one model per group of sites with similar patients"
     task = "classification"
     labels_leave = "rows"
     family = "dc"
@@ -226,7 +229,9 @@ class DCCFL(Method):
         site_acc: dict[float, np.ndarray] = {}
         # With a single candidate there is nothing to select: skip the hold-out training.
         distinct = sorted({c for p in partitions.values() for c in p}) if len(partitions) > 1 else []
-        control.step(0.0, f"validating {len(partitions)} threshold(s) on held-out rows")
+        if distinct:
+            control.phase(f"step 1 of 2, choosing the threshold ({len(partitions)} candidates)")
+        control.step(0.0, "starting")
         trained = train_cluster_models(bundles, distinct, K, s, rows=train, basis=basis,
                                        control=control.sub(0.0, 0.5)) if distinct else []
         models = dict(zip(distinct, trained, strict=True))
@@ -243,7 +248,9 @@ class DCCFL(Method):
             site_acc[t] = accs
         best = max(curve, key=lambda t: (round(curve[t], 12), t)) if curve else next(iter(partitions))
         final = partitions[best]
-        control.step(0.5, f"training the final model(s) at t = {best:g}")
+        control.phase(("step 2 of 2, " if distinct else "")
+                      + f"training the final model{'s' if len(final) > 1 else ''} at t = {best:g}")
+        control.step(0.5 if distinct else 0.0, "starting")
         final_models = train_cluster_models(bundles, final, K, s, control=control.sub(0.5, 1.0), on_epoch=on_epoch,
                                             basis=basis)
         cluster_of = {i: l for l, members in enumerate(final) for i in members}
@@ -264,7 +271,7 @@ class DCCFL(Method):
             "validation_curve": {f"{t:g}": a for t, a in curve.items()},
             "n_clusters": len(final),
             "sites": [{"site": b.site, "fingerprint": b.fingerprint, "rows": int(b.arrays["x_tilde"].shape[0]),
-                       "cluster": cluster_of[i], "label_counts": counts[i].tolist(),
+                       "cluster": cluster_of[i] + 1, "label_counts": counts[i].tolist(),  # numbered from 1
                        # (no hold-out accuracy when a single candidate made validation unnecessary)
                        **({"holdout_accuracy": float(site_acc[best][i])} if curve else {})}
                       for i, b in enumerate(bundles)],
@@ -281,7 +288,7 @@ class DCCFL(Method):
         lines = [f"method {self.name}: t = {s.get('t')}{how}, {s.get('n_clusters')} cluster(s) of sites"]
         for x in s.get("sites", []):
             acc = x.get("holdout_accuracy")
-            lines.append(f"  {x['site']}: {x['rows']} rows, cluster {x['cluster'] + 1}"
+            lines.append(f"  {x['site']}: {x['rows']:,} rows, cluster {x['cluster']}"
                          + ("" if acc is None else f", hold-out accuracy {acc:.3f}"))
         return lines
 
@@ -289,7 +296,7 @@ class DCCFL(Method):
         s, d = result.summary, result.details
         sites = s.get("sites", [])
         classes = [str(c) for c in (result.packages[0][0].get("classes", []) if result.packages else [])]
-        rows = [[x["site"], x.get("fingerprint", ""), x["rows"], x["cluster"] + 1,
+        rows = [[x["site"], x.get("fingerprint", ""), x["rows"], x["cluster"],
                  "" if x.get("holdout_accuracy") is None else f"{x['holdout_accuracy']:.3f}",
                  x.get("label_counts", [])] for x in sites]
         out: list[View] = [Table("Sites", ["site", "fingerprint", "rows", "cluster", "hold-out accuracy",
@@ -337,6 +344,7 @@ class DCCFL(Method):
 class DC(DCCFL):
     name = "dc"
     title = "DC analysis: one shared model for all sites"
+    plain_title = "one model shared by all sites"
     one_cluster = True
     settings_spec = tuple(s for s in DCCFL.settings_spec if s.name not in ("t", "t_grid", "linkage", "holdout"))
 

@@ -53,6 +53,7 @@ def rows_digest(X: np.ndarray) -> np.ndarray:
 class DCClustering(Method):
     name = "dcclustering"
     title = "DC-Clustering: federated clustering of the rows"
+    plain_title = "groups of similar patients found across all sites"
     task = "clustering"
     labels_leave = "none"
     family = "dcclustering"
@@ -315,7 +316,8 @@ class DCClustering(Method):
             raise FormatError("the package's cluster labels are outside 0 … k − 1")
         own = np.empty(n, dtype=np.int64)
         own[perm] = labels  # bundle row p held original row perm[p]
-        return {"cluster": np.array([str(v) if v >= 0 else "" for v in own], dtype=object)}
+        # people count clusters from 1 (cluster 1 … k), as the app, the report and summary.json do
+        return {"cluster": np.array([str(v + 1) if v >= 0 else "" for v in own], dtype=object)}
 
     def representation(self, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray]
                        ) -> tuple[np.ndarray, np.ndarray]:

@@ -59,8 +59,8 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from .. import settings as app_settings
-    from .window import AnalystWindow
+    from gui import settings as app_settings
+    from gui.analyst.window import AnalystWindow
 
     out_dir, workdir = Path(out_dir), Path(workdir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -71,7 +71,6 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
     app.setApplicationName(app_settings.APP)
     project = build_project(workdir / "project", n_sites=6, rows=240, epochs=40, groups=3, extras=True)
     window = AnalystWindow(kit_path=str(project.kit))
-    window.resize(1280, 860)
     window.show()
     written: list[Path] = []
     # 1: project page, identity still locked (kit opened from the recent list)
@@ -113,7 +112,6 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
     if "dcclustering" in METHODS:
         cproject = build_clustering_project(workdir / "clustering", n_sites=3, rows=200, k=3)
         cwindow = AnalystWindow(kit_path=str(cproject.kit))
-        cwindow.resize(1280, 860)
         cwindow.show()
         open_session(app, cwindow, cproject)
         wait_job(app, cwindow.bundles_page.import_paths([str(p) for p in cproject.bundles]))
@@ -130,6 +128,9 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
 
 if __name__ == "__main__":
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/screenshots")
+    from gui.screen import laptop_platform
+
+    laptop_platform()  # offscreen runs draw on a 1366×768 screen (a real display, e.g. Xvfb, is kept)
     with tempfile.TemporaryDirectory() as tmp:
         for p in render(target, Path(tmp)):
             print(p)

@@ -30,7 +30,9 @@ from core.participant import ParticipantExport  # noqa: E402
 from gui import settings as app_settings  # noqa: E402
 
 PASS = "blue harbour seven lanterns"
-FEATURES = ["age", "bmi", "systolic_bp", "cholesterol", "glucose", "heart_rate"]
+FEATURES = ["age", "bmi", "systolic_bp", "cholestérol", "glucose", "heart_rate"]
+# the site's own files as a French-locale spreadsheet saves them (issue #11): read and written back alike
+FRENCH = {"encoding": "cp1252", "sep": ";", "decimal": ","}
 CLASSES = ["healthy", "at risk", "disease"]
 
 
@@ -53,12 +55,12 @@ def _make_project(work: Path) -> dict:
     _site_rows(rng, 60, [0.34, 0.33, 0.33]).to_csv(data / "sample.csv", index=False)
     _site_rows(rng, 80, [0.34, 0.33, 0.33]).to_csv(data / "seed.csv", index=False)
     mine = _site_rows(rng, 240, [0.6, 0.3, 0.1])
-    mine.to_csv(data / "cardiology-2024.csv", index=False)
+    mine.to_csv(data / "cardiology-2024.csv", index=False, **FRENCH)
     bad = mine.copy()
-    bad["cholesterol"] = bad["cholesterol"].astype(str)
-    bad.loc[3, "cholesterol"] = "n/k"
-    bad.to_csv(data / "cardiology-2024-draft.csv", index=False)
-    _site_rows(rng, 120, [0.6, 0.3, 0.1]).to_csv(data / "cardiology-2025.csv", index=False)
+    bad["cholestérol"] = bad["cholestérol"].map(lambda v: f"{v:.1f}".replace(".", ","))
+    bad.loc[3, "cholestérol"] = "n/k"
+    bad.to_csv(data / "cardiology-2024-draft.csv", index=False, **FRENCH)
+    _site_rows(rng, 120, [0.6, 0.3, 0.1]).to_csv(data / "cardiology-2025.csv", index=False, **FRENCH)
     _site_rows(rng, 220, [0.1, 0.3, 0.6]).to_csv(data / "other-site.csv", index=False)
     analyst = Identity.generate("DC analyst, University Hospital")
     analyst.save(work / "analyst.dcid", PASS, log_n=14)
@@ -106,7 +108,6 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         p = _make_project(workdir)
         data = p["data"]
         w = ParticipantWizard()
-        w.resize(940, 740)
         w.show()
 
         ip = w.identity_page
@@ -175,10 +176,9 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         ids = [r.envelope_id for r in session.import_bundles([bundle, other_bundle])]
         received = session.received(ids)
         outputs = session.export(session.run(received), received, workdir / "packages")
-        package = next(s.path for s in outputs.packages if s.path.name.startswith("St_Mary"))
+        package = next(s.path for s in outputs.packages if s.path.name.startswith("St Mary"))
 
         r = ResultsWindow()
-        r.resize(1180, 760)
         r.show()
         r.identity_field.set_path(ident_path)
         r.passphrase_edit.setText(PASS)
@@ -197,6 +197,9 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
 
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots")
+    from gui.screen import laptop_platform
+
+    laptop_platform()  # offscreen runs draw on a 1366×768 screen (a real display, e.g. Xvfb, is kept)
     with tempfile.TemporaryDirectory() as tmp:
         for shot in render(target, Path(tmp)):
             print(shot)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -36,6 +36,7 @@ from ..jobs import Job
 from ..widgets import JobPanel, MessageLabel
 from .common import (
     COUNTS_ROLE,
+    NAMES_ROLE,
     SparklineDelegate,
     ThrottledJob,
     confirmed_fingerprints,
@@ -131,12 +132,14 @@ class BundlesPage(QWidget):
         header.setSectionResizeMode(COL_LABELS, QHeaderView.Fixed)
         self.table.setColumnWidth(COL_LABELS, 130)
         header.setStretchLastSection(True)
+        header.sectionResized.connect(lambda *_: self.table.resizeRowsToContents())  # reasons re-wrap
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectRows)
         self.table.setItemDelegateForColumn(COL_LABELS, SparklineDelegate(self.table))
         self.table.itemChanged.connect(self._item_changed)
-        self.table.setWordWrap(False)
+        self.table.setWordWrap(True)  # a refusal's whole reason is shown, over as many lines as it needs
+        self.table.setTextElideMode(Qt.ElideNone)
         self.job_panel = JobPanel()
         hide_when_done(self.job_panel)
         self.message = MessageLabel()
@@ -291,6 +294,7 @@ class BundlesPage(QWidget):
         if r.label_counts:
             labels.setData(COUNTS_ROLE, list(r.label_counts))
             classes = self.state.classes
+            labels.setData(NAMES_ROLE, [str(c) for c in classes])
             labels.setToolTip(", ".join(f"{classes[k] if k < len(classes) else k}: {c}"
                                         for k, c in enumerate(r.label_counts)))
         name = Path(r.path).name
@@ -301,7 +305,16 @@ class BundlesPage(QWidget):
             file_item.setForeground(QColor("#b91c1c"))
         for c, item in enumerate((site, fp, confirm, status, rows, labels, file_item)):
             t.setItem(row, c, item)
+        t.resizeRowToContents(row)
         t.blockSignals(False)
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().showEvent(event)
+        QTimer.singleShot(0, self.table.resizeRowsToContents)  # wrap reasons at the width they really get
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        QTimer.singleShot(0, self.table.resizeRowsToContents)
 
     def _item_changed(self, item: QTableWidgetItem) -> None:
         if item.column() == COL_CONFIRMED and item.data(Qt.UserRole):

@@ -22,6 +22,7 @@ PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F
            "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 GREY = "#9ca3af"
 COUNTS_ROLE = Qt.UserRole + 1
+NAMES_ROLE = Qt.UserRole + 2  # the class names under a sparkline's bars
 
 
 class ThrottledJob(Job):
@@ -46,6 +47,15 @@ class ThrottledJob(Job):
             return
         self._last_emit, self._last_shape = now, shape
         self.progress.emit(fraction, text)
+
+
+# The analyst keeps the method's terms; each is explained in a tooltip where it appears.
+TERMS = {
+    "anchor": "Anchor: made-up rows every site reduces with its own private map; lining them up aligns the sites. "
+              "Extended SMOTE draws them between the rows of a small shared seed set; uniform and Gaussian draw "
+              "them at random within public ranges or statistics.",
+    "holdout": "Accuracy on a fifth of each site's rows that the model did not train on.",
+}
 
 
 def hide_when_done(panel) -> None:
@@ -94,7 +104,8 @@ def label_counts(bundle: ReceivedBundle, n_classes: int) -> np.ndarray:
 
 
 class SparklineDelegate(QStyledItemDelegate):
-    """Paints a tiny bar chart of the counts stored under ``COUNTS_ROLE`` in a table cell."""
+    """Paints a tiny bar chart of the counts stored under ``COUNTS_ROLE`` in a table cell, each bar named by
+    the class under ``NAMES_ROLE`` (shortened to fit under it; the full names and counts are in the tooltip)."""
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index) -> None:
         counts = index.data(COUNTS_ROLE)
@@ -105,9 +116,20 @@ class SparklineDelegate(QStyledItemDelegate):
             return
         painter.save()
         painter.setRenderHint(QPainter.Antialiasing, False)
-        r = option.rect.adjusted(4, 3, -4, -3)
+        names = index.data(NAMES_ROLE) or []
+        r = option.rect.adjusted(4, 3, -4, -3 - (13 if names else 0))
         top = max(max(counts), 1)
         w = r.width() / len(counts)
+        if names:
+            font = painter.font()
+            font.setPointSizeF(max(6.5, font.pointSizeF() * 0.75))
+            painter.setFont(font)
+            painter.setPen(QColor("#374151"))
+            metrics = painter.fontMetrics()
+            for k, name in enumerate(names[: len(counts)]):
+                cell = QRect(int(r.left() + k * w), r.bottom() + 2, max(1, int(w)), 12)
+                painter.drawText(cell, Qt.AlignHCenter | Qt.AlignTop,
+                                 metrics.elidedText(str(name), Qt.ElideRight, cell.width() + 2))
         for k, c in enumerate(counts):
             h = int(round(r.height() * c / top))
             bar = QRect(int(r.left() + k * w + 1), r.bottom() - h + 1, max(1, int(w) - 2), h)
@@ -117,7 +139,7 @@ class SparklineDelegate(QStyledItemDelegate):
         painter.restore()
 
     def sizeHint(self, option: QStyleOptionViewItem, index) -> QSize:
-        return QSize(120, 26)
+        return QSize(120, 40 if index.data(NAMES_ROLE) else 26)
 
 
 # ---- confirmed fingerprints (remembered per computer in QSettings) -----------------------------------

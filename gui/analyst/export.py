@@ -55,17 +55,23 @@ def _svg_image(svg: str, scale: float = 2.0) -> tuple[QImage, QSize]:
     return image, size
 
 
-def report_to_pdf(html: str, path: str | Path) -> Path:
-    """Print the report's HTML to a PDF file (written to a temporary name, then renamed)."""
-    path = Path(path)
+# the printable width of an A4 page with Qt's default margins, in the document's pixels (96 dpi)
+A4_TEXT_WIDTH = 680.0
+
+
+def report_document(html: str, width: float = A4_TEXT_WIDTH) -> QTextDocument:
+    """The report's HTML as a QTextDocument laid out at ``width`` (what :func:`report_to_pdf` prints)."""
     doc = QTextDocument()
     images: list[tuple[str, QImage]] = []
 
     def replace(match: re.Match) -> str:
         image, size = _svg_image(match.group(0))
+        w, h = size.width(), size.height()
+        if w > width - 20:  # a plot wider than the page is scaled down, not cut at the margin
+            w, h = int(width - 20), int(h * (width - 20) / w)
         name = f"dcstudio-figure-{len(images)}.png"
         images.append((name, image))
-        return f'<img src="{name}" width="{size.width()}" height="{size.height()}">'
+        return f'<img src="{name}" width="{w}" height="{h}">'
 
     # QTextDocument knows neither inline SVG nor <figure>: plots become images, figures plain paragraphs
     body = _FIGURE.sub(r'<p>\1<br><span style="color:#555555;font-size:small">\2</span></p>', html)
@@ -73,6 +79,14 @@ def report_to_pdf(html: str, path: str | Path) -> Path:
     for name, image in images:
         doc.addResource(QTextDocument.ImageResource, QUrl(name), image)
     doc.setHtml(body)
+    doc.setTextWidth(width)
+    return doc
+
+
+def report_to_pdf(html: str, path: str | Path) -> Path:
+    """Print the report's HTML to a PDF file (written to a temporary name, then renamed)."""
+    path = Path(path)
+    doc = report_document(html)
     printer = QPrinter(QPrinter.HighResolution)
     printer.setOutputFormat(QPrinter.PdfFormat)
     printer.setPageSize(QPageSize(QPageSize.A4))

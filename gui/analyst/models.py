@@ -38,8 +38,8 @@ from core.methods import METHODS
 
 from ..jobs import Job
 from ..settings_form import SettingsForm
-from ..widgets import JobPanel, MessageLabel
-from .common import ThrottledJob, cluster_color, confirmed_fingerprints, hide_when_done, make_plot
+from ..widgets import EmptyNote, JobPanel, MessageLabel
+from .common import TERMS, ThrottledJob, cluster_color, confirmed_fingerprints, hide_when_done, make_plot
 from .state import AnalystState, training_threads
 
 
@@ -78,6 +78,15 @@ class EpochRelay(QObject):
 
 
 class ModelsPage(QWidget):
+    """The training step (see the module docstring). Empty plots carry a sentence saying what will appear."""
+
+    LOSS_BEFORE = "The training loss of each cluster model appears here, epoch by epoch, once you press Train."
+    LOSS_DURING = ("Choosing the threshold first (models trained on most of each site's rows); the loss of the "
+                   "final models appears here when their training starts.")
+    ACCURACY_BEFORE = "Each site's accuracy on its held-out rows appears here after training."
+    ACCURACY_NONE = ("No hold-out accuracy for this run: with a fixed threshold nothing had to be chosen, so no "
+                     "rows were held out.")
+
     show_clients_requested = Signal()
 
     def __init__(self, state: AnalystState, parent: QWidget | None = None):
@@ -130,6 +139,8 @@ class ModelsPage(QWidget):
         self.accuracy_plot = make_plot(self.tr("Hold-out accuracy per site"), x=self.tr("accuracy"))
         self.accuracy_plot.getPlotItem().showGrid(x=True, y=False, alpha=0.15)
         self.accuracy_plot.setMouseEnabled(False, False)
+        self.loss_note = EmptyNote(self.loss_plot, self.LOSS_BEFORE)
+        self.accuracy_note = EmptyNote(self.accuracy_plot, self.ACCURACY_BEFORE)
         self.metrics_table = QTableWidget(0, 0)
         self.metrics_table.verticalHeader().setVisible(False)
         self.metrics_table.setEditTriggers(QTableWidget.NoEditTriggers)
@@ -186,10 +197,15 @@ class ModelsPage(QWidget):
                                          "aligned reduced rows. A fifth of every site's rows is held out to "
                                          "measure accuracy (and to choose t automatically).</p>"))
             self.train_button.setText(self.tr("&Train"))
+        # clustering has no epochs and no hold-out accuracy: no empty plots for it
+        self.loss_plot.setVisible(not clustering)
+        self.accuracy_plot.setVisible(not clustering)
         cls = self._method()
         specs = () if cls is None else tuple(s for s in cls.settings_spec
                                              if s.at_run and s.side == "analyst" and s.role != "threshold")
         self.run_form.set_specs(specs, {} if kit is None else kit.settings)
+        threshold = None if cls is None else cls.threshold_setting()
+        self.t_label.setToolTip("" if threshold is None else f"{threshold.help}; automatic: {threshold.auto_help}")
         self.run_form.setVisible(bool(specs))
         self._update_t_label()
         self._update_ready()
@@ -281,6 +297,8 @@ class ModelsPage(QWidget):
         self.accuracy_plot.clear()
         self.metrics_table.setRowCount(0)
         self.result_label.clear()
+        self.loss_note.show_note(self.LOSS_DURING)
+        self.accuracy_note.show_note(self.ACCURACY_BEFORE)
 
     def _schedule_redraw(self) -> None:
         if not self._redraw.isActive():
@@ -313,6 +331,7 @@ class ModelsPage(QWidget):
                 xs, ys = self._loss.setdefault(g, ([], []))
                 xs.append(epoch + 1)
                 ys.append(float(value))
+        self.loss_note.hide_note()
         if len(self.loss_curves) != len(self._loss):
             self._curves_for(len(self._loss))
         for g, (xs, ys) in self._loss.items():
@@ -346,14 +365,16 @@ class ModelsPage(QWidget):
             for c, key in enumerate(cols):
                 v = x.get(key, "")
                 if key == "cluster" and isinstance(v, int):
-                    text = str(v + 1)
+                    text = str(v)  # summary clusters are numbered from 1
                 elif isinstance(v, float):
                     text = f"{v:.3f}"
                 else:
                     text = str(v)
                 item = QTableWidgetItem(text)
+                if key == "holdout_accuracy":
+                    item.setToolTip(self.tr(TERMS["holdout"]))
                 if key == "cluster" and isinstance(v, int):
-                    item.setForeground(cluster_color(v))
+                    item.setForeground(cluster_color(v - 1))
                 if isinstance(v, int | float):
                     item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
                 t.setItem(r, c, item)
@@ -377,8 +398,11 @@ class ModelsPage(QWidget):
         sites = result.summary.get("sites", [])
         accs = [x["holdout_accuracy"] for x in sites if "holdout_accuracy" in x]
         self.accuracy_plot.clear()
+        if not accs:
+            self.accuracy_note.show_note(self.ACCURACY_NONE)
         if accs and len(accs) == len(sites):
-            clusters = [int(x.get("cluster", 0)) for x in sites]
+            self.accuracy_note.hide_note()
+            clusters = [int(x.get("cluster", 1)) - 1 for x in sites]
             y = np.arange(len(sites))[::-1]  # first site on top
             self.accuracy_plot.addItem(pg.BarGraphItem(
                 x0=np.zeros(len(sites)), y=y, width=np.asarray(accs), height=0.7,

@@ -61,7 +61,7 @@ from .. import settings as app_settings
 from ..jobs import Job
 from ..settings_form import SettingsForm
 from ..widgets import FingerprintView, JobPanel, MessageLabel, passphrase_edit
-from .common import ThrottledJob
+from .common import TERMS, ThrottledJob
 from .state import AnalystState
 
 LABEL_GUESSES = ("label", "class", "target", "y", "outcome", "diagnosis")
@@ -302,6 +302,7 @@ class ProjectPage(QWidget):
         self.method_combo = _short_combo()
         self.method_combo.setMinimumContentsLength(34)
         self.method_combo.currentIndexChanged.connect(self._method_changed)
+        self.method_combo.setToolTip("\n".join(f"{n}: {c.title}" for n, c in METHODS.items()))
         mform.addRow(self.tr("&Method:"), self.method_combo)
         self.method_about = QLabel()
         self.method_about.setWordWrap(True)
@@ -317,6 +318,7 @@ class ProjectPage(QWidget):
                            ("uniform", self.tr("uniform within public ranges")),
                            ("gaussian", self.tr("Gaussian"))):
             self.anchor_kind_combo.addItem(text, kind)
+        self.anchor_kind_combo.setToolTip(self.tr(TERMS["anchor"]))
         aform.addRow(self.tr("Kind:"), self.anchor_kind_combo)
         self.anchor_rows_spin = QSpinBox()
         self.anchor_rows_spin.setRange(10, 100000)

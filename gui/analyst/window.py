@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from .. import settings as app_settings
+from ..screen import fit_window, window_fits
 from ..widgets import JobPanel
 from .state import AnalystState, training_threads
 
@@ -95,10 +96,12 @@ class AnalystWindow(QMainWindow):
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(split)
         self.setCentralWidget(central)
-        self.resize(1240, 820)
+        fit_window(self, QSize(1240, 820))
         geometry = app_settings.settings().value("analyst/geometry")
         if geometry is not None:
             self.restoreGeometry(geometry)
+            if not window_fits(self):  # remembered from a larger screen
+                fit_window(self, QSize(1240, 820))
 
         for n, key in enumerate(self.PAGE_KEYS, start=1):
             QShortcut(QKeySequence(f"Ctrl+{n}"), self, activated=lambda k=key: self.show_page(k))

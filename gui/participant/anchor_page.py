@@ -142,7 +142,7 @@ class AnchorPage(Page):
             self.summary.setText("")
         else:
             self.summary.setText(self.tr("Anchor ready: <b>{file}</b> — {kind}, {rows:,} rows, made {created}.").format(
-                file=path.name, kind=ANCHOR_WORDS.get(anchor.kind, anchor.kind), rows=anchor.rows,
+                file=path.name, kind=ANCHOR_WORDS.get(anchor.kind, anchor.kind), rows=anchor.generated_rows,
                 created=anchor.created[:10]))
         self.completeChanged.emit()
 
@@ -153,7 +153,8 @@ class AnchorPage(Page):
             self._set_anchor(None, None)
             return
         try:
-            anchor = AnchorFile.load(path, expect_project=self.state.kit.project_id)
+            anchor = AnchorFile.load(path, expect_project=self.state.kit.project_id,
+                                     project_name=self.state.kit.name)
         except DCError as exc:
             self._set_anchor(None, None)
             self.message.show_message("error", str(exc))

@@ -4,7 +4,6 @@ table model over a DataFrame of text (with one highlighted cell), and plain-word
 from __future__ import annotations
 
 import math
-import re
 import string
 from pathlib import Path
 
@@ -12,6 +11,8 @@ import pandas as pd
 from PySide6.QtCore import QAbstractTableModel, QCoreApplication, QModelIndex, QObject, Qt, Signal
 from PySide6.QtGui import QAction, QBrush, QColor, QFont
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLineEdit, QMenu, QToolButton, QVBoxLayout, QWidget, QWizardPage
+
+from core.wording import ANCHOR_WORDS  # noqa: F401 (plain words, shared)
 
 from .. import settings as app_settings
 from ..jobs import Job
@@ -257,7 +258,10 @@ def human_size(n: int) -> str:
 
 
 def safe_file_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("._") or "site"
+    """Letters kept; only what a file system forbids is replaced (:func:`core.analyst.safe_name`)."""
+    from core.analyst import safe_name
+
+    return safe_name(text)
 
 
 def passphrase_strength(passphrase: str) -> tuple[str, str]:
@@ -287,12 +291,6 @@ LABELS_LEAVE_WORDS = {
     "rows": "the class of each of your rows (in shuffled order)",
     "counts": "only how many of your rows are in each class",
     "none": "no labels",
-}
-
-ANCHOR_WORDS = {
-    "smote": "synthetic rows around a small seed set (extended SMOTE)",
-    "uniform": "uniform random rows within each column's range",
-    "gaussian": "Gaussian random rows with each column's mean and spread",
 }
 
 

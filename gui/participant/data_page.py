@@ -213,6 +213,7 @@ class DataPage(Page):
         if len(self.line_numbers) != len(frame):
             self.line_numbers = [i + 2 for i in range(len(frame))]
         self.preview_model.set_frame(frame, [str(n) for n in self.line_numbers])
+        self.preview_view.scrollToTop()  # a new file starts at its first row
         self.format_label.setText(self.tr("Read as: {what}. Change a setting above if the preview looks wrong.")
                                   .format(what=fmt.describe()))
         for combo, value in ((self.encoding_combo, fmt.encoding), (self.delimiter_combo, fmt.delimiter),

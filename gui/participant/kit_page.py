@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QCheckBox, QFormLayout, QGroupBox, QLabel, QVBoxLa
 from core.errors import DCError
 from core.formats.kit import Kit
 from core.learn.reduction import default_dimension
-from core.methods import get_method
+from core.methods import METHODS, get_method
 
 from ..widgets import FingerprintView
 from .common import ANCHOR_WORDS, LABELS_LEAVE_WORDS, Page, PathField
@@ -41,9 +41,13 @@ def kit_request_html(kit: Kit, tr=QObject.tr) -> str:
     if len(blocks) > 1:
         lines.append(tr("<b>Feature blocks</b> (each site holds the columns of one): {blocks}").format(
             blocks=html.escape(schema.describe_blocks())))
-    lines.append(tr("<b>Method</b>: {title}").format(title=html.escape(title)))
-    lines.append(tr("Your rows are reduced privately on this computer (usually to {d} columns) before anything "
-                    "leaves; the reduction itself never leaves.").format(d=default_dimension(len(names))))
+    plain = getattr(METHODS.get(kit.method), "plain_title", "")
+    lines.append(tr("<b>What the analyst will build</b>: {what}").format(what=html.escape(tr(plain)))
+                 + f' <span style="color:#6b7280" title="{html.escape(title)}">({html.escape(kit.method)})</span>'
+                 if plain else tr("<b>Method</b>: {title}").format(title=html.escape(title)))
+    lines.append(tr("Your rows are compressed and scrambled on this computer (usually to {d} numbers per row) "
+                    "before anything leaves; the secret key that does it never leaves.").format(
+                        d=default_dimension(len(names))))
     if schema.label:
         lines.append(tr("Labels that leave: {what}").format(
             what=html.escape(tr(LABELS_LEAVE_WORDS.get(labels_leave, labels_leave)))))

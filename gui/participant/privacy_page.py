@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QGroupBox,
     QHeaderView,
     QLabel,
+    QSizePolicy,
     QTableWidget,
     QTableWidgetItem,
+    QToolButton,
     QVBoxLayout,
+    QWidget,
 )
 
 from core.errors import DCError
@@ -37,15 +40,25 @@ class PrivacyPage(Page):
 
     def __init__(self):
         super().__init__(self.tr("Privacy"),
-                         self.tr("Your rows are reduced with a private map that never leaves this computer. "
-                                 "Check below exactly what will leave."))
+                         self.tr("Your rows are compressed and scrambled with a secret key that never leaves this "
+                                 "computer. Check below exactly what will leave."))
         self.site_export: SiteExport | None = None
         self._computed_for: dict | None = None
         self._pending = False
         self._form_for: tuple | None = None
-        self.site_form = SettingsForm()
+        self.site_form = SettingsForm(advanced=False)  # e.g. the seed: the CLI offers it, the page does not
         self.site_form.changed.connect(self._changed)
 
+        self.plain_label = QLabel()
+        self.plain_label.setWordWrap(True)
+        self.plain_label.setStyleSheet("font-size:11pt;")
+        self.details_button = QToolButton()
+        self.details_button.setText(self.tr("Details (technical)"))
+        self.details_button.setCheckable(True)
+        self.details_button.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+        self.details_button.setArrowType(Qt.RightArrow)
+        self.details_button.setAutoRaise(True)
+        self.details_button.toggled.connect(self._toggle_details)
         self.disclosure_table = QTableWidget(0, 4)
         self.disclosure_table.setHorizontalHeaderLabels([self.tr("Array"), self.tr("Shape"), self.tr("Type"),
                                                          self.tr("What it is")])
@@ -55,10 +68,25 @@ class PrivacyPage(Page):
         self.disclosure_table.setWordWrap(True)
         self.leaves_label = QLabel()
         self.leaves_label.setWordWrap(True)
-        leaves = QGroupBox(self.tr("What leaves this site (encrypted to the analyst, signed by you)"))
+        self.details = QWidget()
+        dl = QVBoxLayout(self.details)
+        dl.setContentsMargins(0, 0, 0, 0)
+        self.technical_label = QLabel(self.tr(
+            "The compression is the site's private reduction map f (kept here); the arrays below are exactly "
+            "what the sealed bundle holds, with their shapes and number types."))
+        self.technical_label.setWordWrap(True)
+        dl.addWidget(self.technical_label)
+        dl.addWidget(self.disclosure_table, 1)
+        self.details.setVisible(False)
+        leaves = QGroupBox(self.tr("What leaves this site (locked so only the analyst can open it, signed by you)"))
         ll = QVBoxLayout(leaves)
-        ll.addWidget(self.disclosure_table, 1)
+        ll.addWidget(self.plain_label)
         ll.addWidget(self.leaves_label)
+        ll.addWidget(self.details_button)
+        ll.addWidget(self.details, 1)
+        self._filler = QWidget()  # while the details are closed the sentences stay together at the top
+        self._filler.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Expanding)
+        ll.addWidget(self._filler, 1)
         self.stays_label = QLabel()
         self.stays_label.setWordWrap(True)
         stays = QGroupBox(self.tr("What stays here"))
@@ -72,6 +100,14 @@ class PrivacyPage(Page):
         self._timer.setSingleShot(True)
         self._timer.setInterval(250)
         self._timer.timeout.connect(self.recompute)
+
+    def _toggle_details(self, shown: bool) -> None:
+        self.details_button.setArrowType(Qt.DownArrow if shown else Qt.RightArrow)
+        self.details.setVisible(shown)
+        self._filler.setVisible(not shown)
+
+    def details_hidden(self) -> bool:
+        return not self.details.isVisible()
 
     def settings(self) -> dict:
         """This site's choices, checked against the method's declarations (DCError if one is not valid)."""
@@ -134,14 +170,19 @@ class PrivacyPage(Page):
         if ex is None:
             self.leaves_label.setText("")
             self.stays_label.setText("")
+            self.plain_label.setText("")
             return
         for r, d in enumerate(ex.disclosures):
             shape = " × ".join(f"{s:,}" for s in d.shape)
             for c, text in enumerate((d.name, shape, d.dtype, d.meaning)):
-                self.disclosure_table.setItem(r, c, QTableWidgetItem(text))
+                item = QTableWidgetItem(text)
+                item.setToolTip(d.plain or d.meaning)
+                self.disclosure_table.setItem(r, c, item)
         self.disclosure_table.resizeColumnsToContents()
         self.disclosure_table.horizontalHeader().setSectionResizeMode(3, QHeaderView.Stretch)
         names = {d.name for d in ex.disclosures}
+        self.plain_label.setText(html.escape(ex.plain or self.tr("What leaves: {w}.").format(
+            w=method_class(self.state.kit.method).what_leaves)))
         labels = {"rows": self.tr("<b>Yes</b>: the class of every row (shuffled with the rows)."),
                   "counts": self.tr("Only how many rows are in each class.")}.get(
             method_class(self.state.kit.method).labels_leave, self.tr("No."))

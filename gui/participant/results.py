@@ -13,6 +13,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
+    QComboBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
@@ -34,24 +35,33 @@ from core.formats.kit import Kit
 from core.formats.workspace import SiteWorkspace, default_workspace
 from core.participant import ApplyResult, apply_package
 
-from ..widgets import JobPanel, MessageLabel, passphrase_edit
+from ..screen import fit_window
+from ..widgets import EmptyNote, JobPanel, MessageLabel, passphrase_edit
 from .common import PathField, TextFrameModel, identity_file_field, run_job
 
 RESULT_ROWS = 200
-# what apply_package writes: pandas' default CSV
-RESULT_FORMAT = CsvOptions(encoding="utf-8", delimiter=",", decimal=".")
+# how RESULT.csv may be written: like the input (the default), or one of two common spreadsheet settings
+OUT_FORMATS = (
+    ("Like my input file", None),
+    ("UTF-8, commas, decimal point", CsvOptions(encoding="utf-8-sig", delimiter=",", decimal=".")),
+    ("Windows (Western Europe), semicolons, decimal comma", CsvOptions(encoding="cp1252", delimiter=";",
+                                                                      decimal=",")),
+)
 
 
 def _apply_and_read(package: Path, identity: Identity, csv: Path, out: Path, workspace: Path, impute: bool,
-                    control) -> dict:
+                    control, out_options: CsvOptions | None = None) -> dict:
     """The job: apply the package (core), then read the first rows and the result column's counts back."""
     result: ApplyResult = apply_package(package, identity, csv, out, workspace=SiteWorkspace(workspace),
                                         options=CsvOptions(impute="mean" if impute else None),
-                                        control=control.sub(0.0, 0.9))
+                                        control=control.sub(0.0, 0.9), out_options=out_options)
     control.step(0.92, "reading the results")
-    frame, _ = preview(out, RESULT_FORMAT, RESULT_ROWS)
+    fmt = result.output_format
+    written = CsvOptions(encoding=fmt.encoding, delimiter=fmt.delimiter, decimal=fmt.decimal)
+    frame, _ = preview(out, written, RESULT_ROWS)
     column = "cluster" if "cluster" in result.columns else "prediction"
-    values = pd.read_csv(out, usecols=[column], dtype=str, keep_default_na=False)[column]
+    values = pd.read_csv(out, usecols=[column], dtype=str, keep_default_na=False, sep=fmt.delimiter,
+                         encoding=fmt.encoding)[column]
     counts = values.value_counts()
     order = [str(c) for c in result.summary.get("classes", [])] if column == "prediction" else []
     order += natural_sorted(set(counts.index) - set(order))  # every class, even one no row was given
@@ -120,6 +130,13 @@ class ResultsWindow(QWidget):
         f.addRow(self.tr("&CSV:"), self.csv_field)
         f.addRow("", self.impute_check)
         f.addRow(self.tr("&Results file:"), self.out_field)
+        self.out_format_combo = QComboBox()
+        for text, options in OUT_FORMATS:
+            self.out_format_combo.addItem(self.tr(text), options)
+        self.out_format_combo.setToolTip(self.tr("By default the results are written with the same text encoding, "
+                                                 "column separator and decimal mark as your input file, so your "
+                                                 "spreadsheet opens them the same way."))
+        f.addRow(self.tr("Write &as:"), self.out_format_combo)
 
         self.apply_button = QPushButton(self.tr("&Apply the package"))
         self.apply_button.setDefault(True)
@@ -153,6 +170,8 @@ class ResultsWindow(QWidget):
         self.plot.hideButtons()
         self.plot.setLabel("left", self.tr("rows"))
         self.plot.setMinimumHeight(200)
+        self.plot_note = EmptyNote(self.plot, self.tr("After you apply the package, a bar chart here shows how many "
+                                                      "of your rows got each predicted class (or cluster)."))
         self.bars: pg.BarGraphItem | None = None
         self.save_button = QPushButton(self.tr("&Save a copy of the results as…"))
         self.save_button.setEnabled(False)
@@ -187,6 +206,7 @@ class ResultsWindow(QWidget):
         self.setTabOrder(self.identity_field, self.passphrase_edit)
         self.setTabOrder(self.passphrase_edit, self.unlock_button)
         self._update_buttons()
+        fit_window(self, self.sizeHint())
 
     def sizeHint(self) -> QSize:
         return QSize(1120, 720)
@@ -307,7 +327,8 @@ class ResultsWindow(QWidget):
             self.csv_field.remember()
             self._show(outcome)
 
-        self._run(lambda control: _apply_and_read(package, ident, csv, out, ws, impute, control),
+        out_options = self.out_format_combo.currentData()
+        self._run(lambda control: _apply_and_read(package, ident, csv, out, ws, impute, control, out_options),
                   self.tr("Applying the package…"), ok)
 
     def _show(self, outcome: dict) -> None:
@@ -331,6 +352,7 @@ class ResultsWindow(QWidget):
 
     def _plot(self, column: str, counts: list[tuple[str, int]]) -> None:
         self.plot.clear()
+        self.plot_note.hide_note()
         names = [n for n, _ in counts]
         heights = np.array([k for _, k in counts], dtype=float)
         self.bars = pg.BarGraphItem(x=np.arange(len(names)), height=heights, width=0.6, brush="#2563eb")

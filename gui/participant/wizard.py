@@ -20,6 +20,7 @@ from core.formats.kit import Kit
 from core.methods import method_class
 from core.participant import ParticipantExport
 
+from ..screen import fit_window
 from .anchor_page import AnchorPage
 from .data_page import DataPage
 from .export_page import DonePage, ExportPage
@@ -60,9 +61,10 @@ class ParticipantWizard(QWizard):
         if kit_path:
             self.kit_page.kit_field.set_path(kit_path, emit=False)
         self.rejected.connect(self._stop_jobs)
+        fit_window(self, self.sizeHint())
 
     def sizeHint(self) -> QSize:
-        return QSize(940, 720)
+        return QSize(960, 720)
 
     # -- the state the pages chose
     @property

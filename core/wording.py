@@ -1,0 +1,66 @@
+"""Plain words for hospital staff: what leaves a site and what stays (a method's own words are its
+``plain_title``).
+
+One place for the participant-facing sentences, so the wizard, the results window and the CLI say the same
+thing, and the technical terms (x_tilde, float32, "private reduction map f") stay one click away in a
+"Details" disclosure. The analyst side keeps its terms (with tooltips).
+"""
+
+from __future__ import annotations
+
+# what each shipped array is, for someone who has never heard of Data Collaboration
+ARRAY_WORDS = {
+    "x_tilde": "your rows, compressed and scrambled",
+    "anchor_tilde": "the shared made-up rows, compressed the same way (so the analyst can line sites up)",
+    "y": "the class of each row (in the same shuffled order)",
+    "label_counts": "how many of your rows are in each class",
+    "id_hash": "scrambled row ids that cannot be turned back into ids",
+    "variance_kept": "one number: how much of your data's variation the compression keeps",
+}
+
+STAYS_WORDS = [
+    "your data file and every original value in it",
+    "the secret key that compressed your rows (without it nobody can undo the compression)",
+    "the anchor file and its secret",
+    "the row order, so the results can be matched back to your rows",
+]
+
+ANCHOR_WORDS = {
+    "smote": "made-up rows that resemble a small shared sample",
+    "uniform": "made-up random rows within each column's range",
+    "gaussian": "made-up random rows with each column's usual values",
+}
+
+REDUCTION_WORDS = {
+    "pca": "Keep the main patterns (recommended)",
+    "lpp": "Keep which rows are alike",
+    "random": "Secret random mix of the columns",
+}
+
+REDUCTION_DETAILS = {
+    "pca": "PCA (principal components): keeps the directions along which your rows vary most",
+    "lpp": "LPP (locality preserving projection): keeps which of your rows are neighbours",
+    "random": "random projection: a secret random map of your columns",
+}
+
+
+def leaves_sentence(n_rows: int, n_columns: int, kept: int, *, labels: str = "none", ids: bool = False,
+                    noise: float = 0.0) -> str:
+    """E.g. "A compressed, scrambled copy of your 4,537 rows: 15 numbers per row instead of 16; no names,
+    no original values." plus what else leaves (labels, scrambled ids, noise)."""
+    rows = "row" if n_rows == 1 else "rows"
+    nums = "number" if kept == 1 else "numbers"
+    text = (f"A compressed, scrambled copy of your {n_rows:,} {rows}: {kept} {nums} per row instead of "
+            f"{n_columns}; no names, no original values.")
+    extra = []
+    if labels == "rows":
+        extra.append("the class of each row")
+    elif labels == "counts":
+        extra.append("how many rows are in each class")
+    if ids:
+        extra.append("scrambled row ids (they cannot be turned back)")
+    if extra:
+        text += " Also: " + " and ".join(extra) + "."
+    if noise:
+        text += f" Random noise of {noise:g} × each column's spread is added before it leaves."
+    return text
