@@ -9,7 +9,7 @@ Everything the format lets us fix is fixed: the data (seeded), the project id, t
 reduction/shuffle seed, the learner seed, the passphrase and the scrypt work factor (the minimum the identity
 reader accepts). Identity keys, card times, envelope ids, age's ephemeral keys and nonces are random by
 nature, so a regeneration produces different files; the vectors are generated once and committed, and this
-script exists to regenerate them when the format changes (docs/FORMAT.md §9). Run it from the repository
+script exists to regenerate them when the format changes (docs/FORMAT.md §13). Run it from the repository
 root with the project's Python; it needs no network and no data outside the repository.
 """
 
@@ -54,7 +54,7 @@ ANCHOR_SECRET = hashlib.sha256(b"dcstudio/test-vectors/v1 anchor secret").digest
 KIT_SETTINGS = {"t": 1.0, "epochs": 5, "hidden": [4], "seed": 0}  # one tiny model; t = 1: one cluster
 SITE_SETTINGS = {"seed": 0}  # fixed reduction and shuffle
 SEED_ROWS = 5  # extended SMOTE makes p·⌈r/p⌉ rows from p seed rows: 5 seeds × 4 = exactly ANCHOR_ROWS
-ID_EXAMPLE = "row-1"  # an id hashed under the anchor's id-hash key, as a vector for §6's derivation
+ID_EXAMPLE = "row-1"  # an id hashed under the anchor's id-hash key, as a vector for §9's derivation
 FILES = ("analyst.dcid", "analyst.dcpub", "site.dcid", "site.dcpub", "project.dckit", "project.dcanchor",
          "site.csv", "site.dcbundle", "site.dcpkg", "bundle.archive.zip", "package.archive.zip", "expected.json")
 
@@ -154,7 +154,7 @@ def make(out: Path) -> dict:
     X_anc = anchor.generate()
     expected = {
         "about": "expectations for the committed test vectors; regenerate with "
-                 "`python docs/tools/make_vectors.py tests/vectors` (docs/FORMAT.md §9)",
+                 "`python docs/tools/make_vectors.py tests/vectors` (docs/FORMAT.md §13)",
         "passphrase": PASSPHRASE,
         "scrypt_log_n": LOG_N,
         "identities": {who: {"file": f"{who}.dcid", "card": f"{who}.dcpub", "name": ident.card.name,
