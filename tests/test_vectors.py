@@ -23,6 +23,7 @@ from core.errors import FormatError, VerificationError
 from core.formats import envelope
 from core.formats.anchor import AnchorFile
 from core.formats.envelope import TRAILER_LEN, file_digest, inspect, open_sealed
+from core.formats.fileio import canonical_json
 from core.formats.identity import Identity, PublicCard
 from core.formats.kit import Kit
 from core.participant import hash_ids
@@ -78,6 +79,9 @@ def test_kit_verifies(kit, ids):
     e = EXPECTED["kit"]
     assert kit.project_id == e["project_id"] and kit.method == e["method"]
     assert kit.digest() == e["digest"] and kit.schema.digest() == e["schema_digest"]
+    body = json.loads((VECTORS / e["file"]).read_text(encoding="utf-8"))["kit"]  # §8: digests of the signed body
+    assert hashlib.sha256(canonical_json(body)).hexdigest() == e["digest"]
+    assert hashlib.sha256(canonical_json(body["schema"])).hexdigest() == e["schema_digest"]
     assert kit.settings == e["settings"] and kit.anchor == e["anchor"]
     assert kit.roster_allows(ids["site"].card) and not kit.roster_allows(ids["analyst"].card)
 
@@ -91,6 +95,33 @@ def test_anchor_regenerates(kit):
     key = anchor.id_hash_key()
     assert key.hex() == e["id_hash_key"]
     assert bytes(hash_ids(np.array([e["id_example"]]), key)[0]).hex() == e["id_example_hash"]
+
+
+def test_anchor_follows_the_spec():
+    """FORMAT.md §9 re-implemented from its text (NumPy only) gives the committed X^anc and id hash."""
+    import hmac
+
+    doc = json.loads((VECTORS / EXPECTED["anchor"]["file"]).read_text(encoding="utf-8"))
+    assert doc["format"] == "dcstudio/anchor/v1" and doc["kind"] == "smote"
+    secret, r, prm = bytes.fromhex(doc["secret"]), doc["rows"], doc["params"]
+    rng = np.random.default_rng(int.from_bytes(hashlib.sha256(b"dcstudio/anchor-rng/v1\0" + secret).digest(), "big"))
+    P = np.asarray(prm["seed_rows"], np.float64)
+    p = len(P)
+    mu, sd = P.mean(axis=0), P.std(axis=0)
+    sd[~(sd > 1e-12)] = 1.0
+    Z = (P - mu) / sd
+    kk = min(prm["k"], p - 1)
+    dist = ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(axis=2)
+    neighbours = np.argsort(dist, axis=1, kind="stable")[:, 1:kk + 1]
+    c = -(-r // p)
+    base = np.repeat(np.arange(p), c)
+    q = neighbours[base, rng.integers(0, kk, size=p * c)]
+    u = rng.uniform(0, prm["a"], size=(p * c, 1))
+    X = (Z[base] + u * (Z[q] - Z[base])) * sd + mu
+    assert hashlib.sha256(X.astype("<f8").tobytes()).hexdigest() == EXPECTED["anchor"]["generated_sha256"]
+    key = hmac.new(secret, b"dcstudio/id-hash/v1", hashlib.sha256).digest()
+    row = hmac.new(key, EXPECTED["anchor"]["id_example"].encode("utf-8"), hashlib.sha256).hexdigest()
+    assert (key.hex(), row) == (EXPECTED["anchor"]["id_hash_key"], EXPECTED["anchor"]["id_example_hash"])
 
 
 @pytest.mark.parametrize("which", ["bundle", "package"])
