@@ -19,16 +19,20 @@ from .errors import ConfigError, DCError
 
 # ---- helpers ------------------------------------------------------------------------------------------
 def passphrase(prompt: str, *, confirm: bool = False) -> str:
+    from .formats.identity import check_new_passphrase
+
     env = os.environ.get("DCSTUDIO_PASSPHRASE")
     if env is not None:
+        if confirm:
+            check_new_passphrase(env)
         return env
     if not sys.stdin.isatty():
         raise ConfigError("no passphrase: set DCSTUDIO_PASSPHRASE or run in a terminal")
     first = getpass.getpass(prompt)
     if confirm and getpass.getpass("Repeat passphrase: ") != first:
         raise ConfigError("the two passphrases differ")
-    if confirm and len(first) < 8:
-        raise ConfigError("choose a passphrase of at least 8 characters")
+    if confirm:
+        check_new_passphrase(first)
     return first
 
 
