@@ -251,6 +251,14 @@ class PublicCard:
 
 # ---------------------------------------------------------------------------------------------- identity
 
+_FINGERPRINT_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{4}(-[0-9A-HJKMNP-TV-Z]{4}){3}$")
+
+
+def is_fingerprint(value: object) -> bool:
+    """``XXXX-XXXX-XXXX-XXXX`` in Crockford base32 (upper case), as :attr:`PublicCard.fingerprint` writes it."""
+    return isinstance(value, str) and bool(_FINGERPRINT_RE.match(value))
+
+
 MIN_PASSPHRASE_CHARS = 8
 
 
