@@ -31,13 +31,14 @@ class ImportReport:
     """What happened to one offered bundle file."""
 
     path: Path
-    status: str  # "imported" | "already imported" | "refused"
+    status: str  # "imported" | "already imported" | "refused" | "unconfirmed" (sender not confirmed: not opened)
     reason: str = ""
     site: str = ""
     fingerprint: str = ""
     rows: int = 0
     envelope_id: str = ""
     label_counts: list[int] = field(default_factory=list)
+    card: PublicCard | None = None  # the sender's card from the clear header, for an unconfirmed sender
 
 
 @dataclass
@@ -192,6 +193,9 @@ class AnalystSession:
         """Import one file, turning a refusal into a report (for tables in the GUI)."""
         try:
             return self.import_bundles([path])[0]
+        except UnconfirmedSender as exc:
+            return ImportReport(Path(path), "unconfirmed", exc.message, exc.card.name, exc.card.fingerprint,
+                                card=exc.card)
         except DCError as exc:
             return ImportReport(Path(path), "refused", exc.message)
 

@@ -116,9 +116,10 @@ def test_whole_round_by_clicking(qtbot, tmp_path, monkeypatch):
 
     # the analyst imports the four bundles (as a drop would) and confirms their fingerprints
     wait_job(qtbot, aw.bundles_page.import_paths([str(b) for b in bundles]))
+    assert len(aw.bundles_page.rows_by_status("unconfirmed")) == 4 and not aw.state.bundles
+    for fp in aw.bundles_page.pending_fingerprints():  # nothing was opened yet; each tick confirms a site and imports its file
+        wait_job(qtbot, aw.bundles_page.set_confirmed(fp, True))
     assert len(aw.bundles_page.rows_by_status("imported")) == 4
-    for b in aw.state.bundles:
-        aw.bundles_page.set_confirmed(b.fingerprint, True)
 
     # the threshold line re-cuts the clients live
     assert aw.show_page("clients")
