@@ -176,6 +176,28 @@ def check_package(kit: Kit, manifest: dict, arrays: dict[str, np.ndarray], rows:
                               f"rows, but this site exported {rows}")
 
 
+def apply_checked(method, manifest: dict, arrays: dict[str, np.ndarray], private: dict[str, np.ndarray],
+                  X: np.ndarray, path: str | Path | None = None) -> dict[str, np.ndarray]:
+    """``method.apply`` for a package that passed :func:`check_package`, with every failure turned into one
+    FormatError sentence and every output column checked (one value per row; finite probabilities)."""
+    try:
+        columns = method.apply(manifest, arrays, private, X)
+    except DCError as exc:
+        raise FormatError(exc.message, path=path) from None
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError, MemoryError) as exc:
+        # a signed package that does not fit this site's state: refuse it in one sentence, never crash
+        raise FormatError(f"the package does not fit this site's export ({exc.__class__.__name__})",
+                          path=path) from None
+    if not isinstance(columns, dict):
+        raise FormatError("the package gives no results for this site's rows", path=path)
+    for name, values in columns.items():
+        v = np.asarray(values)
+        if v.shape[:1] != (len(X),) or (v.dtype.kind == "f" and not str(name).startswith("z")
+                                        and not np.all(np.isfinite(v))):
+            raise FormatError(f"the package gives no valid '{name}' for this site's rows", path=path)
+    return columns
+
+
 def _package_warnings(workspace: SiteWorkspace, project_id: str, bundle_digest: str, digest: str,
                       created: str) -> list[str]:
     """Warn when this exact package was applied before, or a newer package for the same bundle was."""
@@ -219,19 +241,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     schema = kit.schema.block_schema(meta["block"]) if meta.get("block") else kit.schema
     table = read_table(csv_path, schema, options=options, labels=False)
     control.step(0.6, "applying the package")
-    try:
-        columns = method.apply(manifest, arrays, private, table.X)
-    except DCError as exc:
-        raise FormatError(exc.message, path=package_path) from None
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError) as exc:
-        # a signed package that does not fit this site's state: refuse it in one sentence, never crash
-        raise FormatError(f"the package does not fit this site's export ({exc.__class__.__name__})",
-                          path=package_path) from None
-    for name, values in columns.items():
-        v = np.asarray(values)
-        if v.shape[:1] != (table.n_rows,) or (v.dtype.kind == "f" and not name.startswith("z")
-                                               and not np.all(np.isfinite(v))):
-            raise FormatError(f"the package gives no valid '{name}' for this site's rows", path=package_path)
+    columns = apply_checked(method, manifest, arrays, private, table.X, package_path)
     if with_representation and hasattr(method, "representation"):
         Z, _ = method.representation(arrays, private)
         for q in range(Z.shape[1]):

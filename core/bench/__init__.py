@@ -31,7 +31,7 @@ def machine(*libraries: str) -> str:
             f"Python {platform.python_version()}, numpy {np.__version__}{versions}")
 
 
-EXPERIMENTS = ("io", "export", "dccfl", "dcclustering")
+EXPERIMENTS = ("io", "export", "dccfl", "dcclustering", "fuzz", "kill")
 
 
 def run_benchmark(name: str, args, say: Callable[[str], None]) -> dict:
@@ -51,6 +51,14 @@ def run_benchmark(name: str, args, say: Callable[[str], None]) -> dict:
         from .dcclustering import run_from_args as run_dcclustering
 
         return run_dcclustering(args, say)  # prints the tables; with --json writes JSON and markdown
+    elif name == "fuzz":
+        from .fuzz import run_from_args as run_fuzz
+
+        return run_fuzz(args, say)  # mutated bundles, packages, kits, cards and anchors
+    elif name == "kill":
+        from .kill import run_from_args as run_kill
+
+        return run_kill(args, say)  # SIGKILL during export and analyst run
     else:
         raise ConfigError(f"unknown experiment '{name}'; available: {', '.join(EXPERIMENTS)}")
     say(json.dumps(result, indent=2))
