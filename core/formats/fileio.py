@@ -31,7 +31,7 @@ def atomic_writer(path: str | Path, mode: str = "wb", *, before_rename: Callable
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale_parts(path.parent, path.name)
+    clean_stale_parts(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=PART_SUFFIX, dir=path.parent)
     try:
         if private:
