@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from core.formats.envelope import Payload, seal
-from core.formats.identity import Identity
+from core.formats.identity import Identity, PublicCard
 from core.learn.mlp import BatchedMLP
 from tests.cli import WF, anchor_to, confirm, refused, run
 from tests.roundkit import CLASSES, FEATURES, make_sites
@@ -205,3 +205,21 @@ def test_kit_whose_signature_fails_is_refused(round_dir, capsys):
     refused(capsys, "participant", "export", "--kit", d / "tampered.dckit", "--anchor", d / "site0/p.dcanchor",
             "--identity", d / "site2/site2.dcid", "--csv", sites["site2"][0], "--out", out, expect="signature")
     assert not out.exists()
+
+
+def test_without_roster_or_confirmation_the_run_fails_closed(round_dir, capsys, tmp_path):
+    d, sites = round_dir
+    base = ["analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+            "--bundles", d / "bundles", "--workspace", tmp_path / "ws"]
+    err = refused(capsys, *base, "--out", tmp_path / "out", expect="--confirm")
+    assert "site0" in err and not (tmp_path / "out").exists()
+    # fingerprints typed in (compared by phone) work as well as cards; a flagged or unwanted site can be left out
+    fingerprints = [PublicCard.load(d / n / f"{n}.dcpub").fingerprint for n in sites]
+    assert run(*base, "--out", tmp_path / "out", "--confirm", *fingerprints, "--exclude", "site3") == 0
+    out = capsys.readouterr().out
+    assert "excluded: 'site3'" in out
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    assert [e["site"] for e in summary["excluded"]] == ["site3"] and len(summary["packages"]) == 3
+    assert not (tmp_path / "out/site3.dcpkg").exists()
+    # the confirmations are remembered in the workspace
+    assert run(*base, "--out", tmp_path / "out2") == 0
