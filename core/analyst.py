@@ -15,6 +15,8 @@ import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 from . import __version__
 from .control import JobControl, ensure
 from .errors import ConfigError, DCError, DuplicateError, FormatError, UnconfirmedSender, VerificationError
@@ -110,6 +112,7 @@ class AnalystSession:
         except UnconfirmedSender as exc:
             exc.path = Path(path)
             raise
+        _check_common_manifest(opened, Path(path))
         return self._received(opened, Path(path))
 
     def _received(self, opened: Opened, path: Path) -> ReceivedBundle:
@@ -292,6 +295,26 @@ class AnalystSession:
         write_json_atomic(summary_path, summary)  # last: its presence marks the staged set complete
         control.step(1.0, "packages written")
         return RunOutputs(sealed, report_path, summary_path), run_id
+
+
+def _check_common_manifest(opened: Opened, path: Path) -> None:
+    """Method-independent manifest fields every bundle has, checked before any of them is used: text
+    ``method``/``family``/``kit_digest``/``schema_digest``/``site``, and ``n_rows`` a whole number equal to
+    the rows of ``x_tilde`` (when present) and to those of every per-row array."""
+    m, arrays = opened.payload.manifest, opened.payload.arrays
+    for key in ("method", "family", "kit_digest", "schema_digest"):
+        if not isinstance(m.get(key), str):
+            raise FormatError(f"the bundle's manifest lacks a text '{key}'", path=path)
+    n = m.get("n_rows")
+    if n is not None and (type(n) is not int or n < 0):
+        raise FormatError("the bundle's manifest gives its row count (n_rows) as something other than a whole "
+                          "number", path=path)
+    x = arrays.get("x_tilde")
+    if x is not None and (x.ndim != 2 or (n is not None and x.shape[0] != n)):
+        raise FormatError("the bundle's reduced rows do not match its row count", path=path)
+    for name, a in arrays.items():
+        if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+            raise FormatError(f"the bundle's array '{name}' holds non-finite values", path=path)
 
 
 def _is_output(p: Path) -> bool:

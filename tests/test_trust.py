@@ -350,3 +350,25 @@ def test_the_report_and_cli_flag_and_exclude_sites(rnd, tmp_path):
     assert "Sites excluded by the analyst" in out.report.read_text()
 
 
+
+
+@pytest.mark.parametrize("change", [{"n_rows": "70"}, {"n_rows": -1}, {"n_rows": True}, {"kit_digest": 5},
+                                    {"n_rows": 69}])
+def test_bundle_manifest_fields_are_checked_before_use(rnd, tmp_path, change):
+    opened = env.open_sealed(rnd.bundles[0].path, rnd.analyst, expect_kind="bundle")
+    arrays = {k: np.array(v) for k, v in opened.payload.arrays.items()}
+    env.seal(tmp_path / "b.dcbundle", env.Payload({**opened.payload.manifest, **change}, arrays), kind="bundle",
+             project_id=rnd.kit.project_id, sender=rnd.sites[0], recipient=rnd.analyst.card)
+    with pytest.raises(FormatError):
+        rnd.session.open_bundle(tmp_path / "b.dcbundle")
+
+
+def test_large_plaintext_is_decrypted_to_a_file_and_capped(rnd):
+    path = rnd.bundles[0].path
+    in_memory = env.open_sealed(path, rnd.analyst, expect_kind="bundle")
+    mapped = env.open_sealed(path, rnd.analyst, expect_kind="bundle", limits=env.Limits(memory_plaintext_bytes=0))
+    assert set(mapped.payload.arrays) == set(in_memory.payload.arrays)
+    for name, a in in_memory.payload.arrays.items():
+        assert np.array_equal(mapped.payload.arrays[name], a)
+    with pytest.raises(FormatError, match="plaintext limit"):
+        env.open_sealed(path, rnd.analyst, expect_kind="bundle", limits=env.Limits(max_plaintext_bytes=1000))
