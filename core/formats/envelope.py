@@ -789,7 +789,8 @@ class _TempFileWriter:
 
 def _decrypt(fh: IO[bytes], age_start: int, age_len: int, identity: Identity,
              control: JobControl, limits: Limits = DEFAULT_LIMITS) -> _BufferWriter | _TempFileWriter:
-    if age_len > limits.max_plaintext_bytes + (1 << 20):
+    overhead = 4096 + 16 * (limits.max_plaintext_bytes // 65536 + 1)  # age header, stanzas and STREAM tags
+    if age_len > limits.max_plaintext_bytes + overhead:
         raise FormatError(f"the encrypted section is {age_len} bytes, more than the "
                           f"{limits.max_plaintext_bytes}-byte plaintext limit")
     fh.seek(age_start)
