@@ -7,17 +7,23 @@ This module and everything it imports never read an anchor file (the privacy mod
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import secrets
+import shutil
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import numpy as np
 
 from . import __version__
 from .control import JobControl, ensure
-from .errors import DCError, DuplicateError, FormatError, VerificationError
-from .formats.envelope import Opened, Payload, SealedFile, open_sealed, seal
-from .formats.fileio import write_json_atomic, write_text_atomic
-from .formats.identity import Identity, PublicCard
+from .errors import ConfigError, DCError, DuplicateError, FormatError, UnconfirmedSender, VerificationError
+from .formats.envelope import Opened, Payload, SealedFile, open_sealed, read_header, seal
+from .formats.fileio import _fsync_dir, _pid_alive, write_json_atomic, write_text_atomic
+from .formats.identity import Identity, PublicCard, is_fingerprint, utc_now
 from .formats.kit import Kit
 from .formats.workspace import AnalystWorkspace
 from .methods import FitContext, MethodResult, ReceivedBundle, get_method
@@ -28,13 +34,14 @@ class ImportReport:
     """What happened to one offered bundle file."""
 
     path: Path
-    status: str  # "imported" | "already imported" | "refused"
+    status: str  # "imported" | "already imported" | "refused" | "unconfirmed" (sender not confirmed: not opened)
     reason: str = ""
     site: str = ""
     fingerprint: str = ""
     rows: int = 0
     envelope_id: str = ""
     label_counts: list[int] = field(default_factory=list)
+    card: PublicCard | None = None  # the sender's card from the clear header, for an unconfirmed sender
 
 
 @dataclass
@@ -58,19 +65,67 @@ def safe_name(name: str, fallback: str = "site") -> str:
     return text or fallback
 
 
+OUTPUT_SUFFIXES = (".dcpkg",)
+OUTPUT_NAMES = ("report.html", "report.pdf", "summary.json")
+
+
 class AnalystSession:
-    """An analyst's open project: the kit, the analyst's identity and the workspace."""
+    """An analyst's open project: the kit, the analyst's identity and the workspace.
+
+    Only confirmed senders reach the parser: a bundle is opened only when its sender's fingerprint (read from
+    the clear header, before the signature check and decryption) is on the kit's roster or was confirmed by
+    the analyst (:meth:`confirm`, kept in the workspace). With neither, every bundle is refused with a
+    sentence saying how to confirm (fail closed).
+    """
 
     def __init__(self, kit: Kit, identity: Identity, workspace: AnalystWorkspace):
         if identity.card.key_id != kit.analyst.key_id:
             raise VerificationError("this identity is not the analyst named in the kit")
         self.kit, self.identity, self.workspace = kit, identity, workspace
 
+    # ---- confirmed senders -----------------------------------------------------------------------
+    def confirmed_fingerprints(self) -> set[str]:
+        roster = {e["fingerprint"] for e in self.kit.roster or []}
+        return roster | set(self.workspace.confirmed(self.kit.project_id))
+
+    def confirm(self, who: PublicCard | str, name: str = "", how: str = "confirmed by the analyst") -> str:
+        """Confirm a site key (a card, or a fingerprint the analyst compared with the site); returns its
+        fingerprint. Kept in the workspace with an audit line."""
+        if isinstance(who, PublicCard):
+            fingerprint, name = who.fingerprint, name or who.name
+        else:
+            fingerprint = str(who).strip().upper()
+            if not is_fingerprint(fingerprint):
+                raise ConfigError(f"'{who}' is not a fingerprint (16 characters like K8ZA-XT1E-2PKR-1GNP) or a .dcpub "
+                                  "card")
+        self.workspace.confirm(self.kit.project_id, fingerprint, name or "(by fingerprint)", how)
+        return fingerprint
+
+    def unconfirmed(self, paths: list[str | Path]) -> list[tuple[Path, PublicCard]]:
+        """(file, sender card) of the offered files of this project whose sender is not confirmed; reads headers
+        only (a file of another project is left to the import, which names both projects)."""
+        known = self.confirmed_fingerprints()
+        out = []
+        for p in paths:
+            with contextlib.suppress(DCError):
+                header = read_header(p)
+                if header.project_id == self.kit.project_id and header.sender.fingerprint not in known:
+                    out.append((Path(p), header.sender))
+        return out
+
     # ---- import ----------------------------------------------------------------------------------
     def open_bundle(self, path: str | Path, control: JobControl | None = None) -> ReceivedBundle:
-        """Verify, decrypt and check one bundle against the kit. Changes nothing on disk."""
-        opened = open_sealed(path, self.identity, expect_kind="bundle", expect_project=self.kit.project_id,
-                             control=control, project_names={self.kit.project_id: self.kit.name})
+        """Verify, decrypt and check one bundle against the kit. Changes nothing on disk.
+
+        The sender is checked against the confirmed set from the clear header first (UnconfirmedSender)."""
+        try:
+            opened = open_sealed(path, self.identity, expect_kind="bundle", expect_project=self.kit.project_id,
+                                 expect_senders=self.confirmed_fingerprints(), control=control,
+                                 project_names={self.kit.project_id: self.kit.name})
+        except UnconfirmedSender as exc:
+            exc.path = Path(path)
+            raise
+        _check_common_manifest(opened, Path(path))
         return self._received(opened, Path(path))
 
     def _received(self, opened: Opened, path: Path) -> ReceivedBundle:
@@ -135,6 +190,9 @@ class AnalystSession:
         """Import one file, turning a refusal into a report (for tables in the GUI)."""
         try:
             return self.import_bundles([path])[0]
+        except UnconfirmedSender as exc:
+            return ImportReport(Path(path), "unconfirmed", exc.message, exc.card.name, exc.card.fingerprint,
+                                card=exc.card)
         except DCError as exc:
             return ImportReport(Path(path), "refused", exc.message)
 
@@ -165,34 +223,146 @@ class AnalystSession:
         return m.fit(bundles, context)
 
     def export(self, result: MethodResult, bundles: list[ReceivedBundle], out_dir: str | Path,
-               control: JobControl | None = None) -> RunOutputs:
-        """Seal one package per site into ``out_dir`` and write report.html and summary.json beside them."""
-        from .report import render_report
+               control: JobControl | None = None, *, excluded: list[ReceivedBundle] | None = None) -> RunOutputs:
+        """Seal one package per site and write report.html and summary.json: one unit, in ``out_dir``.
 
+        Everything is written into a staging folder beside ``out_dir`` (summary.json last), the audit line
+        is appended, and only then the staging folder becomes ``out_dir`` by rename (a previous ``out_dir``
+        holding only run outputs is replaced). A kill at any moment leaves either the old set or the new
+        set, never a mix; :func:`recover_outputs` finishes or discards an interrupted publish on the next run.
+        ``excluded`` lists sites the analyst left out (recorded in the summary, no package).
+        """
         control = ensure(control)
-        out_dir = Path(out_dir)
+        out_dir = Path(out_dir).absolute()
+        recover_outputs(out_dir)
+        _check_output_folder(out_dir)
+        stage = out_dir.parent / f".{out_dir.name}.{os.getpid()}.staging"
+        shutil.rmtree(stage, ignore_errors=True)
+        stage.mkdir(parents=True)
+        try:
+            outputs = self._write_outputs(result, bundles, stage, control, excluded or [])
+            self.workspace.audit.append("export-packages", project=self.kit.project_id, run_id=outputs[1],
+                                        out=str(out_dir), packages=[
+                                            {"site": b.site, "file": s.path.name, "digest": s.digest,
+                                             "in_reply_to": b.digest} for b, s in zip(bundles, outputs[0].packages,
+                                                                                      strict=True)])
+            _publish(stage, out_dir)
+        except BaseException:
+            shutil.rmtree(stage, ignore_errors=True)
+            raise
+        o = outputs[0]
+        return RunOutputs([replace(s, path=out_dir / s.path.name) for s in o.packages], out_dir / o.report.name,
+                          out_dir / o.summary.name)
+
+    def _write_outputs(self, result: MethodResult, bundles: list[ReceivedBundle], out_dir: Path,
+                       control: JobControl, excluded: list[ReceivedBundle]) -> tuple[RunOutputs, str]:
+        from .report import render_report
+        from .robustness import scale_flags
+
+        run_id, run_created = secrets.token_hex(8), utc_now()
+        self.workspace.audit.verify()
+        audit_head = self.workspace.audit.head()
         names = [safe_name(b.site) for b in bundles]
         dupes = {n for n in names if names.count(n) > 1}
         names = [f"{n}-{b.fingerprint[:4]}" if n in dupes else n for n, b in zip(names, bundles, strict=True)]
         sealed = []
         for k, (b, (manifest, arrays), name) in enumerate(zip(bundles, result.packages, names, strict=True)):
             control.step(k / len(bundles), f"sealing the package for {b.site}")
-            manifest = {**manifest, "site": b.site, "kit_digest": self.kit.digest(), "software": __version__}
+            manifest = {**manifest, "site": b.site, "kit_digest": self.kit.digest(), "software": __version__,
+                        "run_id": run_id, "run_created": run_created}
             sealed.append(seal(out_dir / f"{name}.dcpkg", Payload(manifest, arrays), kind="package",
                                project_id=self.kit.project_id, sender=self.identity, recipient=b.card,
-                               in_reply_to=b.digest))
+                               in_reply_to=b.digest, audit_head=audit_head))
         summary = {**result.summary, "project": {"id": self.kit.project_id, "name": self.kit.name,
                                                  "kit_digest": self.kit.digest()},
                    "software": __version__,
                    "inputs": [{"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest}
                               for b in bundles],
                    "packages": [{"site": b.site, "file": s.path.name, "digest": s.digest}
-                                for b, s in zip(bundles, sealed, strict=True)]}
+                                for b, s in zip(bundles, sealed, strict=True)],
+                   "run": {"id": run_id, "created": run_created, "audit_head": audit_head},
+                   "scale_flags": [f.to_dict() for f in scale_flags(bundles)],
+                   "excluded": [{"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest}
+                                for b in excluded]}
         summary_path, report_path = out_dir / "summary.json", out_dir / "report.html"
-        write_json_atomic(summary_path, summary)
         write_text_atomic(report_path, render_report(self.kit, result, summary))
-        for b, s in zip(bundles, sealed, strict=True):
-            self.workspace.audit.append("export-package", project=self.kit.project_id, site=b.site,
-                                        file=str(s.path.resolve()), digest=s.digest, in_reply_to=b.digest)
+        write_json_atomic(summary_path, summary)  # last: its presence marks the staged set complete
         control.step(1.0, "packages written")
-        return RunOutputs(sealed, report_path, summary_path)
+        return RunOutputs(sealed, report_path, summary_path), run_id
+
+
+def _check_common_manifest(opened: Opened, path: Path) -> None:
+    """Method-independent manifest fields every bundle has, checked before any of them is used: text
+    ``method``/``family``/``kit_digest``/``schema_digest``/``site``, and ``n_rows`` a whole number equal to
+    the rows of ``x_tilde`` (when present) and to those of every per-row array."""
+    m, arrays = opened.payload.manifest, opened.payload.arrays
+    for key in ("method", "family", "kit_digest", "schema_digest"):
+        if not isinstance(m.get(key), str):
+            raise FormatError(f"the bundle's manifest lacks a text '{key}'", path=path)
+    n = m.get("n_rows")
+    if n is not None and (type(n) is not int or n < 0):
+        raise FormatError("the bundle's manifest gives its row count (n_rows) as something other than a whole "
+                          "number", path=path)
+    x = arrays.get("x_tilde")
+    if x is not None and (x.ndim != 2 or (n is not None and x.shape[0] != n)):
+        raise FormatError("the bundle's reduced rows do not match its row count", path=path)
+    for name, a in arrays.items():
+        if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+            raise FormatError(f"the bundle's array '{name}' holds non-finite values", path=path)
+
+
+def _is_output(p: Path) -> bool:
+    return p.name in OUTPUT_NAMES or p.suffix in OUTPUT_SUFFIXES or (p.name.startswith(".") and p.suffix == ".part")
+
+
+def _check_output_folder(out_dir: Path) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"{out_dir} is a file; choose a folder for the packages")
+    if out_dir.is_dir():
+        other = sorted(p.name for p in out_dir.iterdir() if not _is_output(p))
+        if other:
+            raise ConfigError(f"the output folder {out_dir} holds other files ({', '.join(other[:3])}"
+                              f"{'…' if len(other) > 3 else ''}); choose a new or empty folder for the packages")
+
+
+def _publish(stage: Path, out_dir: Path) -> None:
+    """Make the complete ``stage`` folder ``out_dir``: one rename (two when an older run is replaced)."""
+    _fsync_dir(stage)
+    old = out_dir.parent / f".{out_dir.name}.{os.getpid()}.old"
+    if out_dir.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        os.rename(out_dir, old)
+    os.rename(stage, out_dir)
+    _fsync_dir(out_dir.parent)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def recover_outputs(out_dir: str | Path) -> None:
+    """Finish or undo what a killed :meth:`AnalystSession.export` left beside ``out_dir``.
+
+    A staging folder whose writer is gone is published if complete (it has summary.json, written last; its
+    audit line was appended before publishing) and removed otherwise; a set-aside previous output folder is
+    put back if nothing replaced it, else removed."""
+    out_dir = Path(out_dir).absolute()
+    parent = out_dir.parent
+    if not parent.is_dir():
+        return
+
+    def stale(p: Path, suffix: str) -> bool:
+        bits = p.name[len(out_dir.name) + 2:-len(suffix)]
+        return bits.isdigit() and not _pid_alive(int(bits))
+
+    for stage in sorted(parent.glob(f".{out_dir.name}.*.staging")):
+        if not stale(stage, ".staging"):
+            continue
+        if (stage / "summary.json").is_file():
+            _publish(stage, out_dir)
+        else:
+            shutil.rmtree(stage, ignore_errors=True)
+    for old in sorted(parent.glob(f".{out_dir.name}.*.old")):
+        if not stale(old, ".old"):
+            continue
+        if out_dir.exists():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(old, out_dir)

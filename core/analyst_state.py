@@ -25,6 +25,8 @@ class AnalystState:
         self.kit_path: Path | None = None
         self.identity_path: Path | None = None
         self.bundles: list[ReceivedBundle] = []
+        self.pending: dict[str, str] = {}  # fingerprint → site name of offered files whose sender is unconfirmed
+        self.excluded: set[str] = set()  # sites the analyst leaves out of training (e.g. flagged out of scale)
         self.t_choice: str | float = "auto"  # "auto" or the threshold set on the Clients page
         self.result: MethodResult | None = None
         self.result_bundles: list[ReceivedBundle] = []
@@ -42,6 +44,7 @@ class AnalystState:
     def set_session(self, session: AnalystSession | None, kit_path: Path | None, identity_path: Path | None) -> None:
         self.session, self.kit_path, self.identity_path = session, kit_path, identity_path
         self.bundles, self.result, self.result_bundles = [], None, []
+        self.pending, self.excluded = {}, set()
         if session is not None:
             t = session.kit.settings.get("t", "auto")
             self.t_choice = t if t == "auto" else float(t)
@@ -57,6 +60,32 @@ class AnalystState:
         self._emit("bundles")
         if self.result is not None:  # a result no longer covers every imported site
             self.set_result(None, [])
+
+    def set_pending(self, pending: dict[str, str]) -> None:
+        """Senders of offered files that the analyst has not confirmed yet (nothing of theirs was opened)."""
+        if pending != self.pending:
+            self.pending = dict(pending)
+            self._emit("bundles")
+
+    def set_excluded(self, site: str, excluded: bool = True) -> None:
+        before = set(self.excluded)
+        (self.excluded.add if excluded else self.excluded.discard)(site)
+        if self.excluded != before:
+            self._emit("bundles")
+
+    @property
+    def training_bundles(self) -> list[ReceivedBundle]:
+        """The imported bundles minus the sites the analyst excluded."""
+        return [b for b in self.bundles if b.site not in self.excluded]
+
+    def unconfirmed_sites(self, bundles: list[ReceivedBundle] | None = None) -> list[str]:
+        """Sites not confirmed yet: offered files waiting for confirmation, and any bundle (of ``bundles``,
+        default all imported) whose key is no longer confirmed. Training and export wait until it is empty."""
+        if self.session is None:
+            return []
+        fps = self.session.confirmed_fingerprints()
+        out = [b.site for b in (self.bundles if bundles is None else bundles) if b.fingerprint not in fps]
+        return out + [name for fp, name in sorted(self.pending.items()) if fp not in fps]
 
     def set_threshold(self, t: str | float) -> None:
         t = t if t == "auto" else round(float(t), 4)

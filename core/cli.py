@@ -19,16 +19,20 @@ from .errors import ConfigError, DCError
 
 # ---- helpers ------------------------------------------------------------------------------------------
 def passphrase(prompt: str, *, confirm: bool = False) -> str:
+    from .formats.identity import check_new_passphrase
+
     env = os.environ.get("DCSTUDIO_PASSPHRASE")
     if env is not None:
+        if confirm:
+            check_new_passphrase(env)
         return env
     if not sys.stdin.isatty():
         raise ConfigError("no passphrase: set DCSTUDIO_PASSPHRASE or run in a terminal")
     first = getpass.getpass(prompt)
     if confirm and getpass.getpass("Repeat passphrase: ") != first:
         raise ConfigError("the two passphrases differ")
-    if confirm and len(first) < 8:
-        raise ConfigError("choose a passphrase of at least 8 characters")
+    if confirm:
+        check_new_passphrase(first)
     return first
 
 
@@ -142,12 +146,45 @@ def get_settings_text(cls, settings: dict) -> str:
     return "" if not settings else ": " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in settings.items())
 
 
+def cmd_kit_show(args) -> None:
+    from .formats.kit import Kit
+
+    say(*Kit.load(args.kit).describe())
+
+
+def cmd_audit_verify(args) -> None:
+    from .formats.audit import AuditLog
+
+    path = Path(args.log)
+    if path.is_dir():
+        path = path / "audit.jsonl"
+    if not path.is_file():
+        raise ConfigError(f"{path} is not an audit log (give a workspace folder or its audit.jsonl)")
+    log = AuditLog(path)
+    n = log.verify()
+    say(f"audit log {path}: {n} entries, chain intact", f"head: {log.head()}",
+        "(compare the head with the audit_head a later file from this workspace carries, to see a cut log)")
+
+
+def _anchor_recipients(args) -> list:
+    from .formats.identity import Identity, PublicCard
+
+    cards = [PublicCard.load(p) for p in args.to or []]
+    if args.identity:
+        cards.insert(0, Identity.load_card(args.identity))
+    return cards
+
+
 def cmd_anchor_new(args) -> None:
     from .data.tabular import read_table
-    from .formats.anchor import anchor_for_kit
+    from .formats.anchor import SHAREABLE_WARNING, anchor_for_kit
     from .formats.kit import Kit
 
     kit = Kit.load(args.kit)
+    recipients = _anchor_recipients(args)
+    if not recipients and not args.plain:
+        raise ConfigError("the anchor file is encrypted to the participants' public cards: give --identity (this "
+                          "site's) and --to with every other site's .dcpub (or --plain for an unencrypted file)")
     local = seed = None
     if args.csv:
         local = read_table(args.csv, kit.schema, options=csv_options(args), labels=False).X
@@ -155,8 +192,14 @@ def cmd_anchor_new(args) -> None:
         seed = read_table(args.seed_csv, kit.schema, options=csv_options(args), labels=False).X
     anchor = anchor_for_kit(kit, kind=args.kind, rows=args.rows, local_X=local, seed_X=seed,
                             seed_rows=args.seed_rows)
-    anchor.save(args.out)
-    say(f"anchor: {args.out} ({anchor.kind}, {anchor.generated_rows:,} rows)",
+    anchor.save(args.out, None if args.plain else recipients)
+    if seed is not None and anchor.kind == "smote":
+        say("warning: " + SHAREABLE_WARNING.format(n=len(seed)))
+    elif anchor.kind == "smote":
+        say("the SMOTE seed rows are synthetic, drawn from your CSV's per-column statistics: no real row is in "
+            "the file")
+    to = ", ".join(f"{c.name} ({c.fingerprint})" for c in recipients) if not args.plain else "nobody (plain file)"
+    say(f"anchor: {args.out} ({anchor.kind}, {anchor.generated_rows:,} rows), encrypted to {to}",
         "Give this file to the other participants only. It must never reach the analyst.")
 
 
@@ -179,23 +222,28 @@ def cmd_participant_export(args) -> None:
     if cls.needs_anchor and not args.anchor:
         raise ConfigError("this project needs its anchor file: pass it with --anchor FILE (the lead participant "
                           "makes it with `dcstudio anchor new` and hands it to every site)")
-    anchor = (AnchorFile.load(args.anchor, expect_project=kit.project_id, project_name=kit.name)
-              if args.anchor else None)
     site = {}
     for spec in cls.site_settings_spec():
         text = getattr(args, spec.name, None)
         if text is not None:
             site[spec.name] = spec.parse(text)
     site = cls.check_site_settings(site)
-    ident = load_identity(args.identity)
     root = Path(args.workspace or default_workspace(args.identity))
     existed = root.exists()
     try:
         ws = SiteWorkspace(root)
+        first = ws.pin_analyst(kit.project_id, kit.analyst, record=False) == "new"  # refuses another key
+        ident = load_identity(args.identity)
+        anchor = (AnchorFile.load(args.anchor, expect_project=kit.project_id, identity=ident, project_name=kit.name)
+                  if args.anchor else None)
         job = ParticipantExport(kit, args.kit, ident, anchor, ws, site)
         table = job.load(args.csv, csv_options(args), block=args.block)
         ex = job.compute()
         sealed = job.seal(out)
+        if first:  # sealing pinned it
+            say(f"first kit for project {kit.name!r} ({kit.project_id}): analyst {kit.analyst.name!r} "
+                f"({kit.analyst.fingerprint}) is now pinned for it; compare that fingerprint with the analyst if you "
+                "have not yet")
     except BaseException:
         if not existed:
             remove_empty_folders(root)
@@ -234,6 +282,8 @@ def cmd_participant_apply(args) -> None:
     out_options = CsvOptions(encoding=args.out_encoding, delimiter=args.out_delimiter, decimal=args.out_decimal)
     res = apply_package(args.package, ident, args.csv, args.out, workspace=ws, options=csv_options(args),
                         with_representation=args.representation, out_options=out_options)
+    for w in res.warnings:
+        say(f"warning: {w}")
     say(f"read {Path(args.csv).name}: {res.input_format.describe()}",
         f"results: {res.out_path} ({res.rows:,} rows; columns {', '.join(res.columns)})",
         f"written as {res.output_format.describe()}"
@@ -250,7 +300,35 @@ def _session(args):
     ident = load_identity(args.identity)
     kit = Kit.load(args.kit, expect_analyst=ident.card)
     ws = AnalystWorkspace(args.workspace or default_workspace(args.identity))
-    return AnalystSession(kit, ident, ws)
+    session = AnalystSession(kit, ident, ws)
+    for item in [x for group in getattr(args, "confirm", None) or [] for x in group]:
+        _confirm(session, item)
+    return session
+
+
+def _confirm(session, item: str) -> None:
+    """``--confirm`` takes a fingerprint the analyst compared with the site, or the site's .dcpub card."""
+    from .formats.identity import PublicCard
+
+    if item.endswith(".dcpub") or Path(item).is_file():
+        card = PublicCard.load(item)
+        session.confirm(card, how=f"--confirm {Path(item).name}")
+        say(f"confirmed: '{card.name}' ({card.fingerprint})")
+    else:
+        fp = session.confirm(item, how="--confirm fingerprint")
+        say(f"confirmed: {fp}")
+
+
+def _no_senders_hint(session, files: list[Path]) -> None:
+    """Fail closed, with the way out, when offered files come from senders nobody confirmed."""
+    pending = session.unconfirmed(files)
+    if pending:
+        who = "; ".join(f"{p.name} from '{c.name}' ({c.fingerprint})" for p, c in pending[:4])
+        more = f" and {len(pending) - 4} more" if len(pending) > 4 else ""
+        raise ConfigError(f"{len(pending)} bundle(s) come from senders this project has not confirmed: {who}{more}; "
+                          "compare each fingerprint with its site (by phone or on paper), then run again with "
+                          "--confirm FINGERPRINT (or --confirm SITE.dcpub) for each, or list the sites in the kit's "
+                          "roster")
 
 
 def _bundle_files(folder: str) -> list[Path]:
@@ -265,26 +343,48 @@ def _bundle_files(folder: str) -> list[Path]:
 
 def cmd_analyst_import(args) -> None:
     session = _session(args)
+    _no_senders_hint(session, [Path(p) for p in args.bundle])
     for r in session.import_bundles([Path(p) for p in args.bundle]):
         say(f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows")
 
 
 def cmd_analyst_run(args) -> None:
+    from .robustness import describe, scale_flags
+
     session = _session(args)
-    reports = session.import_bundles(_bundle_files(args.bundles), allow_known=True)
+    files = _bundle_files(args.bundles)
+    _no_senders_hint(session, files)
+    reports = session.import_bundles(files, allow_known=True)
     ids = [r.envelope_id for r in reports]
-    bundles = [b for b in session.received(ids)]
+    received = session.received(ids)
+    bundles, excluded = _exclude(received, args.exclude or [])
     from .methods import get_method, method_class
 
     name = args.method or session.kit.method
     result = session.run(bundles, args.method, parse_sets(args.set, method_class(name)))
-    out = session.export(result, bundles, args.out)
+    out = session.export(result, bundles, args.out, excluded=excluded)
     for r in reports:
         say(f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows")
+    for b in excluded:
+        say(f"excluded: '{b.site}' ({b.fingerprint}) — no package")
+    for f in scale_flags(bundles):
+        say(f"warning: out of scale: {describe(f)}; consider --exclude '{f.fingerprint}'")
     say(*get_method(name, result.summary.get("settings")).summary_lines(result.summary))
     for p in out.packages:
         say(f"package: {p.path}")
     say(f"report:  {out.report}", f"summary: {out.summary}")
+
+
+def _exclude(bundles: list, names: list[str]) -> tuple[list, list]:
+    """Split off the bundles named by ``--exclude`` (a site name or a fingerprint); unknown names refuse."""
+    wanted = {n.strip() for n in names}
+    hit = {n for n in wanted for b in bundles if n in (b.site, b.fingerprint)}
+    if wanted - hit:
+        raise ConfigError(f"--exclude names no imported site: {', '.join(sorted(wanted - hit))}")
+    keep = [b for b in bundles if b.site not in wanted and b.fingerprint not in wanted]
+    if not keep:
+        raise ConfigError("--exclude leaves no site to analyse")
+    return keep, [b for b in bundles if b not in keep]
 
 
 def cmd_demo(args) -> None:
@@ -348,6 +448,13 @@ def settings_help(side: str) -> str:
     return "\n".join(lines)
 
 
+def _confirm_arg(p) -> None:
+    p.add_argument("--confirm", action="append", nargs="+", metavar="FINGERPRINT|CARD.dcpub",
+                   help="confirm site keys (remembered in the workspace): a fingerprint you compared with the site "
+                   "by phone or on paper, or its .dcpub card. Without a kit roster, bundles from unconfirmed "
+                   "senders are refused before they are decrypted")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .methods import METHODS
 
@@ -374,6 +481,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_keys_export_age)
 
     kit = _group(sub, "kit", "project kits")
+    p = kit.add_parser("show", help="print a kit's project, analyst fingerprint, schema and method")
+    p.add_argument("kit", help="the .dckit file")
+    p.set_defaults(func=cmd_kit_show)
     p = kit.add_parser("new", help="make and sign a project kit")
     p.add_argument("--identity", required=True, help="the analyst's .dcid (signs the kit)")
     p.add_argument("--name", required=True, help="the project's name, as the sites will see it")
@@ -407,8 +517,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", choices=["smote", "uniform", "gaussian"], help="default: the kit's recommendation")
     p.add_argument("--rows", type=int, help="anchor rows (default: the kit's)")
     p.add_argument("--csv", help="the lead site's CSV (ranges/statistics/seed rows when the kit has none)")
-    p.add_argument("--seed-csv", help="a small shareable seed set for the SMOTE anchor")
-    p.add_argument("--seed-rows", type=int, default=100, help="SMOTE seed rows drawn from --csv (default 100)")
+    p.add_argument("--seed-csv", help="rows you declare shareable with every participant, as the SMOTE seed set "
+                   "(default: synthetic seeds from --csv's per-column statistics; no real row)")
+    p.add_argument("--identity", help="this (lead) site's .dcid or .dcpub: the file is also encrypted to it")
+    p.add_argument("--to", nargs="+", metavar="CARD.dcpub", help="the other participants' public cards")
+    p.add_argument("--plain", action="store_true", help="write an unencrypted anchor file (not recommended)")
+    p.add_argument("--seed-rows", type=int, default=100, help="SMOTE seed rows (default 100)")
     _csv_args(p)
     p.set_defaults(func=cmd_anchor_new)
 
@@ -449,6 +563,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--identity", required=True, help="the analyst's .dcid")
     p.add_argument("--bundle", nargs="+", required=True, help="one or more .dcbundle files")
     p.add_argument("--workspace", help="the analyst's workspace (default: beside the identity)")
+    _confirm_arg(p)
     p.set_defaults(func=cmd_analyst_import)
     p = ana.add_parser("run", help="import a folder of bundles, fit, and write one package per site")
     p.add_argument("--kit", required=True, help="the project's .dckit")
@@ -459,7 +574,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a kit setting for this run, e.g. t=0.3 or epochs=100 (see `kit new --help`)")
     p.add_argument("--workspace", help="the analyst's workspace (default: beside the identity)")
+    _confirm_arg(p)
+    p.add_argument("--exclude", action="append", metavar="SITE", help="leave a site (name or fingerprint) out of "
+                   "the analysis, e.g. one flagged as out of scale; repeatable")
     p.set_defaults(func=cmd_analyst_run)
+
+    aud = sub.add_parser("audit", help="the workspace audit log").add_subparsers(dest="cmd", required=True)
+    p = aud.add_parser("verify", help="check a workspace's hash-chained audit log")
+    p.add_argument("log", help="a workspace folder or its audit.jsonl")
+    p.set_defaults(func=cmd_audit_verify)
 
     p = sub.add_parser("demo", help="a whole round on embedded data")
     p.add_argument("--out", default="dcstudio-demo", help="folder for the demo's files (default dcstudio-demo)")
@@ -479,6 +602,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="also write the record as JSON (and markdown/SVG beside it)")
     p.add_argument("--rows", type=int, help="export: rows of the synthetic CSV")
     p.add_argument("--quick", action="store_true", help="the main table only (skip the longer extensions)")
+    p.add_argument("--cases", type=int, help="fuzz: number of mutated files (default 5000)")
+    p.add_argument("--seed", type=int, default=0, help="fuzz/kill: random seed")
+    p.add_argument("--kills", type=int, help="kill: number of SIGKILLs per operation")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("gui", help="open the desktop app")

@@ -22,8 +22,8 @@ from sklearn.datasets import load_breast_cancer
 from .analyst import AnalystSession
 from .data.schema import infer_schema
 from .data.tabular import read_table
-from .formats.anchor import make_anchor
-from .formats.identity import Identity
+from .formats.anchor import AnchorFile, make_anchor
+from .formats.identity import Identity, PublicCard
 from .formats.workspace import AnalystWorkspace, SiteWorkspace
 from .kit_builder import build_kit
 from .learn.mlp import BatchedMLP
@@ -90,14 +90,21 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
         public_csv = out / "shared" / "public-reference-sample.csv"
         public.to_csv(public_csv, index=False)
         seed_rows = read_table(public_csv, kit.schema, labels=False).X
+        idents = {}
+        for name, _ in SITES:
+            ident = Identity.generate(name)
+            ident.save(out / name / f"{name}.dcid", pw)
+            ident.card.save(out / name / f"{name}.dcpub")
+            idents[name] = ident
         anchor = make_anchor(kit.project_id, kit.schema.feature_names, kind="smote", rows=1020, seed_rows=seed_rows)
         anchor_path = out / lead / "demo.dcanchor"
-        anchor.save(anchor_path)
-        say(f"{lead}: anchor {anchor_path} (shared with the other sites only)")
+        anchor.save(anchor_path, [ident.card for ident in idents.values()])
+        say(f"{lead}: anchor {anchor_path} (seeded by the public reference sample, encrypted to the five sites' "
+            "cards; never shared with the analyst)")
 
         step = "sites: export"
         bundles_dir = out / "to-analyst"
-        held_out, idents = {}, {}
+        held_out = {}
         for k, (name, _) in enumerate(SITES):
             folder = out / name
             df = sites[name]
@@ -106,10 +113,9 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
             df.iloc[:cut].to_csv(folder / "local-data.csv", index=False)
             df.iloc[cut:].to_csv(folder / "held-out.csv", index=False)
             held_out[name] = (df.iloc[:cut], df.iloc[cut:])
-            ident = Identity.generate(name)
-            ident.save(folder / f"{name}.dcid", pw)
-            idents[name] = ident
-            job = ParticipantExport(kit, kit_path, ident, anchor, SiteWorkspace(folder / f"{name}.workspace"),
+            ident = idents[name]
+            site_anchor = AnchorFile.load(anchor_path, expect_project=kit.project_id, identity=ident)
+            job = ParticipantExport(kit, kit_path, ident, site_anchor, SiteWorkspace(folder / f"{name}.workspace"),
                                     {"seed": SEED + k})
             job.load(folder / "local-data.csv")
             sealed = job.seal(bundles_dir / f"{name}.dcbundle")
@@ -117,6 +123,8 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
 
         step = "analyst: import and run"
         session = AnalystSession(kit, analyst, AnalystWorkspace(analyst_dir / "analyst.workspace"))
+        for name, _ in SITES:  # in a real round: after comparing each fingerprint with the site by phone
+            session.confirm(PublicCard.load(out / name / f"{name}.dcpub"), how="demo: the sites' cards")
         reports = session.import_bundles(sorted(bundles_dir.glob("*.dcbundle")))
         bundles = session.received([r.envelope_id for r in reports])
         result = session.run(bundles)

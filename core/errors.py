@@ -30,6 +30,19 @@ class VerificationError(DCError):
     """A signature, MAC, tag or binding field does not check out: the file is refused."""
 
 
+class UnconfirmedSender(VerificationError):
+    """A file's sender (from its clear header) is not among the keys the reader confirmed."""
+
+    def __init__(self, card, what: str = "file"):
+        super().__init__(f"this {what} was sent by {card.name!r} ({card.fingerprint}), whom this project has not "
+                         "confirmed; compare that fingerprint with the sender (by phone or on paper), then confirm "
+                         "it (kit roster, --confirm FINGERPRINT or CARD.dcpub, or the Bundles page)")
+        self.card, self.what = card, what
+
+    def __reduce__(self):  # copy.copy (used to attach a path) must not re-run __init__ with the message
+        return (UnconfirmedSender, (self.card, self.what), dict(self.__dict__))
+
+
 class DuplicateError(DCError):
     """The same bundle (by id) was already imported."""
 

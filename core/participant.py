@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +17,10 @@ import pandas as pd
 from . import __version__
 from .control import JobControl, ensure
 from .data.tabular import CsvFormat, CsvOptions, LocalTable, preview, read_table
-from .errors import ConfigError, DataError, FormatError
+from .errors import ConfigError, DataError, DCError, FormatError
 from .formats.anchor import AnchorFile
 from .formats.envelope import Payload, SealedFile, inspect, open_sealed, seal
-from .formats.fileio import atomic_writer
+from .formats.fileio import atomic_writer, safe_cell, utc_now
 from .formats.identity import Identity
 from .formats.kit import Kit
 from .formats.workspace import SiteWorkspace
@@ -53,6 +53,9 @@ class ParticipantExport:
             raise ConfigError("the anchor file belongs to another project than the kit")
         if not kit.roster_allows(identity.card):
             raise ConfigError("this identity is not on the kit's roster of expected sites")
+        pin = workspace.pinned_analyst(kit.project_id)
+        if pin is not None:  # trust on first use: the same project never changes analyst key
+            workspace.pin_analyst(kit.project_id, kit.analyst)
         self.kit, self.kit_path, self.identity, self.anchor = kit, Path(kit_path), identity, anchor
         self.workspace = workspace
         self.method = get_method(kit.method, kit.settings)
@@ -124,15 +127,21 @@ class ParticipantExport:
         manifest = {**ex.manifest, "method": self.method.name, "family": self.method.family,
                     "kit_digest": self.kit.digest(), "schema_digest": self.kit.schema.digest(),
                     "site": self.identity.card.name, "software": __version__}
-        sealed = seal(out_path, Payload(manifest, ex.arrays), kind="bundle", project_id=self.kit.project_id,
-                      sender=self.identity, recipient=self.kit.analyst, control=control)
-        self.workspace.save_export(self.kit_path, self.kit.project_id, sealed.digest, ex.private_arrays,
-                                   {**ex.private_meta, "method": self.method.name, "csv": str(self.table.source),
-                                    "rows": int(self.table.n_rows), "envelope_id": sealed.binding.envelope_id})
-        self.workspace.audit.append("export", project=self.kit.project_id, file=str(Path(out_path).resolve()),
-                                    digest=sealed.digest, envelope_id=sealed.binding.envelope_id,
-                                    rows=int(self.table.n_rows), arrays=sorted(ex.arrays))
-        return sealed
+        self.workspace.pin_analyst(self.kit.project_id, self.kit.analyst)
+
+        def keep_state(sealed: SealedFile) -> None:
+            """Private state first, the shared file last: runs before the bundle gets its final name."""
+            self.workspace.save_export(self.kit_path, self.kit.project_id, sealed.digest, ex.private_arrays,
+                                       {**ex.private_meta, "method": self.method.name, "csv": str(self.table.source),
+                                        "rows": int(self.table.n_rows), "envelope_id": sealed.binding.envelope_id})
+            self.workspace.audit.append("export", project=self.kit.project_id, file=str(Path(out_path).resolve()),
+                                        digest=sealed.digest, envelope_id=sealed.binding.envelope_id,
+                                        rows=int(self.table.n_rows), arrays=sorted(ex.arrays))
+
+        self.workspace.audit.verify()
+        return seal(out_path, Payload(manifest, ex.arrays), kind="bundle", project_id=self.kit.project_id,
+                    sender=self.identity, recipient=self.kit.analyst, audit_head=self.workspace.audit.head(),
+                    before_publish=keep_state, control=control)
 
 
 @dataclass
@@ -144,6 +153,7 @@ class ApplyResult:
     summary: dict
     input_format: CsvFormat | None = None
     output_format: CsvFormat | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:
@@ -183,10 +193,68 @@ def write_result_csv(frame: pd.DataFrame, out_path: str | Path, fmt: CsvFormat, 
     except UnicodeEncodeError as exc:
         bad = exc.object[exc.start:exc.end]
         raise ConfigError(f"the results hold {bad!r}, which {fmt.encoding} cannot store; write them as UTF-8 "
-                          "(--out-encoding utf-8)", path=out_path) from None
+                          "(--out-encoding utf-8)", path=out_path) from exc
     with atomic_writer(out_path, "wb") as fh:
         fh.write(data)
 
+
+def check_package(kit: Kit, manifest: dict, arrays: dict[str, np.ndarray], rows: int) -> None:
+    """Method-independent checks of a package against the kit, before any of it is used: the class list is
+    the kit's, arrays are finite (``z`` may hold NaN for rows left out), a scaler never divides by zero,
+    and per-row arrays have one entry per exported row."""
+    if not isinstance(manifest.get("method"), str):
+        raise FormatError("the package does not name its method")
+    if kit.task == "classification":
+        classes = manifest.get("classes")
+        if classes != list(kit.schema.classes):
+            raise FormatError("the package's class list differs from the kit's")
+    for name, a in arrays.items():
+        if a.dtype.kind == "f" and name != "z" and not np.all(np.isfinite(a)):
+            raise FormatError(f"the package's array '{name}' holds non-finite values")
+        if a.dtype.kind == "f" and name == "z" and np.any(np.isinf(a)):
+            raise FormatError("the package's array 'z' holds infinite values")
+    scale = arrays.get("scaler_scale")
+    if scale is not None and (scale.ndim != 1 or not np.all(np.abs(scale) > 1e-300)):
+        raise FormatError("the package's scaler has a zero or malformed scale, which would give no predictions")
+    for name in ("labels", "z"):
+        if name in arrays and (arrays[name].ndim < 1 or arrays[name].shape[0] != rows):
+            raise FormatError(f"the package's '{name}' has {arrays[name].shape[0] if arrays[name].ndim else 0} "
+                              f"rows, but this site exported {rows}")
+
+
+def apply_checked(method, manifest: dict, arrays: dict[str, np.ndarray], private: dict[str, np.ndarray],
+                  X: np.ndarray, path: str | Path | None = None) -> dict[str, np.ndarray]:
+    """``method.apply`` for a package that passed :func:`check_package`, with every failure turned into one
+    FormatError sentence and every output column checked (one value per row; finite probabilities)."""
+    try:
+        columns = method.apply(manifest, arrays, private, X)
+    except DCError as exc:
+        raise FormatError(exc.message, path=path) from exc
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError, MemoryError) as exc:
+        # a signed package that does not fit this site's state: refuse it in one sentence, never crash
+        raise FormatError(f"the package does not fit this site's export ({exc.__class__.__name__})",
+                          path=path) from exc
+    if not isinstance(columns, dict):
+        raise FormatError("the package gives no results for this site's rows", path=path)
+    for name, values in columns.items():
+        v = np.asarray(values)
+        if v.shape[:1] != (len(X),) or (v.dtype.kind == "f" and not str(name).startswith("z")
+                                        and not np.all(np.isfinite(v))):
+            raise FormatError(f"the package gives no valid '{name}' for this site's rows", path=path)
+    return columns
+
+
+def _package_warnings(workspace: SiteWorkspace, project_id: str, bundle_digest: str, digest: str,
+                      created: str) -> list[str]:
+    """Warn when this exact package was applied before, or a newer package for the same bundle was."""
+    out = []
+    for entry in workspace.applied(project_id, bundle_digest):
+        if entry.get("digest") == digest:
+            out.append(f"this package was already applied on {entry.get('applied')} (to {entry.get('out')})")
+        elif str(entry.get("created", "")) > created:
+            out.append(f"this package (run {created}) is superseded: a newer package from run {entry.get('created')}"
+                       f" (analyst run {entry.get('run_id', '?')}) was applied on {entry.get('applied')}")
+    return out
 
 def apply_package(package_path: str | Path, identity: Identity, csv_path: str | Path, out_path: str | Path, *,
                   workspace: SiteWorkspace, options: CsvOptions | None = None,
@@ -207,18 +275,25 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     if not kit_path.exists():
         raise FormatError("this package is for a project this site's workspace does not know", path=package_path)
     kit = Kit.load(kit_path)
+    workspace.pin_analyst(kit.project_id, kit.analyst)
     opened = open_sealed(package_path, identity, expect_kind="package", expect_project=kit.project_id,
                          expect_sender=kit.analyst, control=control.sub(0.0, 0.3))
     if not opened.binding.in_reply_to:
         raise FormatError("package is not bound to a bundle", path=package_path)
     meta, private = workspace.load_export(kit.project_id, opened.binding.in_reply_to)
     manifest, arrays = opened.payload.manifest, opened.payload.arrays
-    method = get_method(manifest.get("method", ""))
+    try:
+        check_package(kit, manifest, arrays, int(meta.get("rows", -1)))
+    except FormatError as exc:
+        raise FormatError(exc.message, path=package_path) from exc
+    warnings = _package_warnings(workspace, kit.project_id, opened.binding.in_reply_to, opened.digest,
+                                 str(manifest.get("run_created") or opened.binding.created))
+    method = get_method(manifest["method"])
     control.step(0.4, "reading the CSV")
     schema = kit.schema.block_schema(meta["block"]) if meta.get("block") else kit.schema
     table = read_table(csv_path, schema, options=options, labels=False)
     control.step(0.6, "applying the package")
-    columns = method.apply(manifest, arrays, private, table.X)
+    columns = apply_checked(method, manifest, arrays, private, table.X, package_path)
     rep = method.representation(arrays, private) if with_representation else None
     if rep is not None:
         Z, _ = rep
@@ -229,10 +304,19 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     original = pd.read_csv(csv_path, sep=fmt.delimiter, encoding=fmt.encoding, dtype=str, keep_default_na=False)
     for name, values in columns.items():
         original[name] = values
+    original.columns = [safe_cell(str(c)) for c in original.columns]
+    original = original.map(safe_cell)  # no cell a spreadsheet would run as a formula
+    workspace.audit.verify()
     out_fmt = result_format(fmt, out_options)
     write_result_csv(original, out_path, out_fmt, _line_ending(csv_path))
     workspace.audit.append("apply", project=kit.project_id, package=str(Path(package_path).resolve()),
                            package_digest=opened.digest, in_reply_to=opened.binding.in_reply_to,
-                           rows=int(table.n_rows), out=str(Path(out_path).resolve()))
+                           run_id=str(manifest.get("run_id", "")), rows=int(table.n_rows),
+                           out=str(Path(out_path).resolve()), warnings=warnings)
+    workspace.record_applied(kit.project_id, opened.binding.in_reply_to,
+                             {"digest": opened.digest, "run_id": str(manifest.get("run_id", "")),
+                              "created": str(manifest.get("run_created") or opened.binding.created),
+                              "applied": utc_now(), "out": str(Path(out_path).resolve())})
     control.step(1.0, "done")
-    return ApplyResult(Path(out_path), int(table.n_rows), list(columns), method.name, manifest, fmt, out_fmt)
+    return ApplyResult(Path(out_path), int(table.n_rows), list(columns), method.name, manifest, fmt, out_fmt,
+                       warnings)

@@ -147,7 +147,7 @@ def _footer(summary: dict) -> str:
                       "</code></td></tr>" for p in s.get("packages", []))
     settings = json.dumps(s.get("settings", {}), indent=2, sort_keys=True)
     versions = {"dcstudio": __version__, "python": platform.python_version(), "numpy": np.__version__}
-    return f"""<h2>Settings and seeds</h2><pre>{_esc(settings)}</pre>
+    return f"""{_trust_section(s)}<h2>Settings and seeds</h2><pre>{_esc(settings)}</pre>
 <h2>Versions</h2><pre>{_esc(json.dumps(versions, indent=2))}</pre>
 <h2>Inputs (bundle SHA-256)</h2><table>{inputs}</table>
 <h2>Packages written</h2><table><tr><th>site</th><th>file</th><th>SHA-256</th></tr>{outputs}</table>
@@ -156,6 +156,29 @@ def _footer(summary: dict) -> str:
 
 
 _NOWRAP = ' style="white-space:nowrap"'
+def _trust_section(s: dict) -> str:
+    """Sites out of scale relative to the others (core.robustness) and sites the analyst excluded."""
+    flags = "".join(f"<tr><td>{_esc(f['site'])}</td><td><code>{_esc(f['fingerprint'])}</code></td>"
+                    f"<td>{_esc(f['array'])}</td><td>{_esc(f['reason'])}</td></tr>" for f in s.get("scale_flags", []))
+    out = ""
+    if flags:
+        out += ("<h2>Sites out of scale</h2><p>These sites' shipped arrays are far larger or smaller than the "
+                "others' (a broken or hostile export can spoil every site's model); consider excluding them "
+                "(<code>--exclude</code>, or the Bundles page) and running again.</p><table><tr><th>site</th>"
+                f"<th>fingerprint</th><th>array</th><th>why</th></tr>{flags}</table>\n")
+    excluded = "".join(f"<li>{_esc(e['site'])} <code>{_esc(e['fingerprint'])}</code></li>"
+                       for e in s.get("excluded", []))
+    if excluded:
+        out += f"<h2>Sites excluded by the analyst</h2><ul>{excluded}</ul>\n"
+    run = s.get("run")
+    if run:
+        out += (f"<p>Run <code>{_esc(run['id'])}</code> at {_esc(run['created'])}; analyst audit-log head "
+                f"<code>{_esc(run['audit_head'])}</code>.</p>\n")
+    return out
+
+
+def _kept(v) -> str:
+    return "–" if v is None else f"{v:.1%}"
 
 
 def _fp(fingerprint: str) -> str:

@@ -19,3 +19,14 @@ def refused(capsys, *argv, expect: str) -> str:
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert expect.lower() in err.lower(), err
     return err
+
+
+def confirm(folder, names) -> list:
+    """``--confirm`` with each site's public card ``folder/NAME/NAME.dcpub`` (the analyst compared them)."""
+    return ["--confirm", *[folder / name / f"{name}.dcpub" for name in names]]
+
+
+def anchor_to(folder, lead, names) -> list:
+    """``anchor new`` arguments that encrypt the anchor to the lead's identity and the other sites' cards."""
+    return ["--identity", folder / lead / f"{lead}.dcid", "--to",
+            *[folder / name / f"{name}.dcpub" for name in names if name != lead]]

@@ -14,8 +14,10 @@ import pandas as pd
 import pytest
 
 from core.bench.clustering_metrics import ari
+from core.formats.anchor import AnchorFile
+from core.formats.identity import Identity, PublicCard
 from core.learn.data_clustering import kmeans
-from tests.cli import WF, refused, run
+from tests.cli import WF, anchor_to, confirm, refused, run
 from tests.clusterkit import BLOCKS, make_grid
 from tests.test_privacy_boundary import BLOCKED_RUN, ROOT
 
@@ -25,10 +27,13 @@ SPEC = ";".join(f"{b}={','.join(c)}" for b, c in BLOCKS.items())
 
 
 
+PASS = "correct horse battery staple"
+
+
 @pytest.fixture(scope="module")
 def cround(tmp_path_factory):
     mp = pytest.MonkeyPatch()
-    mp.setenv("DCSTUDIO_PASSPHRASE", "correct horse battery staple")
+    mp.setenv("DCSTUDIO_PASSPHRASE", PASS)
     mp.setenv("OMP_NUM_THREADS", "1")
     d = tmp_path_factory.mktemp("cround")
     sites, truth = make_grid(d / "data", per_cluster=60, seed=1, drop=5)
@@ -36,14 +41,17 @@ def cround(tmp_path_factory):
     assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "Grid", "--task", "clustering",
                "--schema-from", d / "data/sample.csv", "--blocks", SPEC, "--id-column", "pid", "--set", "k=3",
                "--set", "scaling=range", "--out", d / "p.dckit") == 0
-    assert run("anchor", "new", "--kit", d / "p.dckit", "--rows", "1500", "--out", d / "lead/p.dcanchor") == 0
-    for name, path in sites.items():
+    for name in sites:
         assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
+    lead = next(iter(sites))
+    assert run("anchor", "new", "--kit", d / "p.dckit", "--rows", "1500", "--out", d / "lead/p.dcanchor",
+               *anchor_to(d, lead, sites)) == 0
+    for name, path in sites.items():
         assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "lead/p.dcanchor",
                    "--identity", d / name / f"{name}.dcid", "--csv", path,
                    "--out", d / "bundles" / f"{name}.dcbundle", "--seed", "1") == 0
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
-               "--bundles", d / "bundles", "--out", d / "out") == 0
+               "--bundles", d / "bundles", "--out", d / "out", *confirm(d, sites)) == 0
     for name, path in sites.items():
         assert run("participant", "apply", "--package", d / "out" / f"{name}.dcpkg", "--identity",
                    d / name / f"{name}.dcid", "--csv", path, "--out", d / name / "result.csv") == 0
@@ -78,9 +86,10 @@ def test_round_writes_clusters_in_each_sites_own_row_order(cround):
 
 
 def test_analyst_run_of_a_clustering_round_never_needs_the_anchor_module(cround, tmp_path):
-    d, _, _ = cround
+    d, sites, _ = cround
     args = ["analyst", "run", "--kit", str(d / "p.dckit"), "--identity", str(d / "analyst/analyst.dcid"),
-            "--bundles", str(d / "bundles"), "--out", str(tmp_path / "out"), "--workspace", str(tmp_path / "ws")]
+            "--bundles", str(d / "bundles"), "--out", str(tmp_path / "out"), "--workspace", str(tmp_path / "ws"),
+            *[str(a) for a in confirm(d, sites)]]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DCSTUDIO_PASSPHRASE": "correct horse battery staple",
            "OMP_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, "-c", BLOCKED_RUN, *args], cwd=ROOT, env=env, capture_output=True,
@@ -134,11 +143,15 @@ def test_ids_that_match_nothing_are_reported_per_site(cround, capsys, tmp_path):
         (folder / f"{name}.dcbundle").parent.mkdir(exist_ok=True)
         (folder / f"{name}.dcbundle").write_bytes((d / "bundles" / f"{name}.dcbundle").read_bytes())
     assert run("keys", "new", "--name", "newsite", "--out", tmp_path, *WF) == 0
-    assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "lead/p.dcanchor", "--identity",
+    lead = next(iter(sites))  # the lead site re-encrypts the anchor to the newcomer's card as well
+    anchor = AnchorFile.load(d / "lead/p.dcanchor", identity=Identity.load(d / lead / f"{lead}.dcid", PASS))
+    anchor.save(tmp_path / "p.dcanchor", [PublicCard.load(tmp_path / "newsite.dcpub")])
+    assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", tmp_path / "p.dcanchor", "--identity",
                tmp_path / "newsite.dcid", "--csv", stranger, "--out", folder / "newsite.dcbundle") == 0
     capsys.readouterr()
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid", "--bundles",
-               folder, "--out", tmp_path / "out", "--workspace", tmp_path / "ws") == 0
+               folder, "--out", tmp_path / "out", "--workspace", tmp_path / "ws", *confirm(d, sites),
+               "--confirm", tmp_path / "newsite.dcpub") == 0
     out = capsys.readouterr().out
     assert "newsite [block lifestyle]: 0 of 85 rows clustered — none of its 85 rows could be joined" in out
     assert "g2-clinical [block clinical]: 0 of 90 rows clustered — none of its 90 rows could be joined" in out
@@ -169,13 +182,13 @@ def test_a_round_with_the_default_raw_scaling(cround, tmp_path):
     assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "Grid raw", "--task", "clustering",
                "--schema-from", d / "data/sample.csv", "--blocks", SPEC, "--id-column", "pid", "--set", "k=3",
                "--out", kit) == 0
-    assert run("anchor", "new", "--kit", kit, "--rows", "1500", "--out", anchor) == 0
+    assert run("anchor", "new", "--kit", kit, "--rows", "1500", "--out", anchor, "--plain") == 0
     for name, path in sites.items():
         assert run("participant", "export", "--kit", kit, "--anchor", anchor, "--identity",
                    d / name / f"{name}.dcid", "--csv", path, "--out", tmp_path / "b" / f"{name}.dcbundle",
                    "--workspace", tmp_path / "ws" / name) == 0
     assert run("analyst", "run", "--kit", kit, "--identity", d / "analyst/analyst.dcid", "--bundles",
-               tmp_path / "b", "--out", tmp_path / "out", "--workspace", tmp_path / "aws") == 0
+               tmp_path / "b", "--out", tmp_path / "out", "--workspace", tmp_path / "aws", *confirm(d, sites)) == 0
     summary = json.loads((tmp_path / "out/summary.json").read_text())
     assert summary["scaling"] == "raw" and sum(summary["sizes"]) == len(truth) - 10
     name = next(iter(sites))

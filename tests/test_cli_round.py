@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from core.formats.envelope import Payload, seal
-from core.formats.identity import Identity
+from core.formats.identity import Identity, PublicCard
 from core.learn.mlp import BatchedMLP
-from tests.cli import WF, refused, run
+from tests.cli import WF, anchor_to, confirm, refused, run
 from tests.roundkit import CLASSES, FEATURES, make_sites
 
 
@@ -31,15 +31,16 @@ def round_dir(tmp_path_factory):
     assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "Skewed",
                "--schema-from", d / "data/sample.csv", "--label", "label", "--method", "dccfl",
                "--set", "seed=3", "--out", d / "p.dckit") == 0
-    assert run("anchor", "new", "--kit", d / "p.dckit", "--seed-csv", d / "data/seed.csv",
-               "--out", d / "site0/p.dcanchor") == 0
-    for name, (train, _) in sites.items():
+    for name in sites:
         assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
+    assert run("anchor", "new", "--kit", d / "p.dckit", "--seed-csv", d / "data/seed.csv",
+               "--out", d / "site0/p.dcanchor", *anchor_to(d, "site0", sites)) == 0
+    for name, (train, _) in sites.items():
         assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "site0/p.dcanchor",
                    "--identity", d / name / f"{name}.dcid", "--csv", train,
                    "--out", d / "bundles" / f"{name}.dcbundle", "--seed", "1") == 0
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
-               "--bundles", d / "bundles", "--out", d / "out") == 0
+               "--bundles", d / "bundles", "--out", d / "out", *confirm(d, sites)) == 0
     for name, (_, test) in sites.items():
         assert run("participant", "apply", "--package", d / "out" / f"{name}.dcpkg",
                    "--identity", d / name / f"{name}.dcid", "--csv", test, "--out", d / name / "result.csv") == 0
@@ -105,7 +106,8 @@ def _analyst_run_refused(capsys, d: Path, bundle_dir: Path, expect: str) -> None
     out = d / "refused-out"
     shutil.rmtree(out, ignore_errors=True)
     refused(capsys, "analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
-            "--bundles", bundle_dir, "--out", out, "--workspace", d / "fresh-ws", expect=expect)
+            "--bundles", bundle_dir, "--out", out, "--workspace", d / "fresh-ws",
+            *confirm(d, [f"site{i}" for i in range(4)]), expect=expect)
     assert not out.exists() or not any(out.iterdir())
 
 
@@ -158,7 +160,7 @@ def test_bundle_for_another_project_or_analyst_is_refused(round_dir, capsys):
     assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "Other",
                "--schema-from", d / "data/sample.csv", "--label", "label", "--out", d / "other.dckit") == 0
     assert run("anchor", "new", "--kit", d / "other.dckit", "--seed-csv", d / "data/seed.csv",
-               "--out", d / "other.dcanchor") == 0
+               "--out", d / "other.dcanchor", "--plain") == 0
     assert run("participant", "export", "--kit", d / "other.dckit", "--anchor", d / "other.dcanchor",
                "--identity", d / "site3/site3.dcid", "--csv", sites["site3"][0],
                "--out", d / "otherproj/x.dcbundle") == 0
@@ -203,3 +205,21 @@ def test_kit_whose_signature_fails_is_refused(round_dir, capsys):
     refused(capsys, "participant", "export", "--kit", d / "tampered.dckit", "--anchor", d / "site0/p.dcanchor",
             "--identity", d / "site2/site2.dcid", "--csv", sites["site2"][0], "--out", out, expect="signature")
     assert not out.exists()
+
+
+def test_without_roster_or_confirmation_the_run_fails_closed(round_dir, capsys, tmp_path):
+    d, sites = round_dir
+    base = ["analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+            "--bundles", d / "bundles", "--workspace", tmp_path / "ws"]
+    err = refused(capsys, *base, "--out", tmp_path / "out", expect="--confirm")
+    assert "site0" in err and not (tmp_path / "out").exists()
+    # fingerprints typed in (compared by phone) work as well as cards; a flagged or unwanted site can be left out
+    fingerprints = [PublicCard.load(d / n / f"{n}.dcpub").fingerprint for n in sites]
+    assert run(*base, "--out", tmp_path / "out", "--confirm", *fingerprints, "--exclude", "site3") == 0
+    out = capsys.readouterr().out
+    assert "excluded: 'site3'" in out
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    assert [e["site"] for e in summary["excluded"]] == ["site3"] and len(summary["packages"]) == 3
+    assert not (tmp_path / "out/site3.dcpkg").exists()
+    # the confirmations are remembered in the workspace
+    assert run(*base, "--out", tmp_path / "out2") == 0

@@ -24,7 +24,7 @@ from core.errors import DCError  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
 from core.simulation.projects import build_project, fake_clustering_result  # noqa: E402
 from gui.analyst.bundles import COL_CONFIRMED, COL_FILE, COL_LABELS, COL_STATUS  # noqa: E402
-from gui.analyst.common import COUNTS_ROLE, NAMES_ROLE, confirmed_fingerprints  # noqa: E402
+from gui.analyst.common import COUNTS_ROLE, NAMES_ROLE  # noqa: E402
 from gui.analyst.project import passphrase_strength  # noqa: E402
 from gui.analyst.window import AnalystWindow  # noqa: E402
 
@@ -73,12 +73,21 @@ def open_window(qtbot, project) -> AnalystWindow:
     return w
 
 
-def import_all(qtbot, w, project, extras=True):
+def import_all(qtbot, w, project, extras=True, confirm=True):
     paths = [str(p) for p in project.bundles]
     if extras:
         paths += [str(project.extras[k]) for k in ("tampered", "duplicate", "foreign")]
     wait_job(qtbot, w.bundles_page.import_paths(paths))
+    if confirm:
+        confirm_all(qtbot, w)
 
+
+def confirm_all(qtbot, w):
+    """Tick Confirmed for every sender waiting on the Bundles page (each tick imports that sender's files)."""
+    for fp in w.bundles_page.pending_fingerprints():
+        job = w.bundles_page.set_confirmed(fp, True)
+        if job is not None:
+            wait_job(qtbot, job)
 
 # ---- project ----------------------------------------------------------------------------------------------
 def test_passphrase_strength_hint():
@@ -177,9 +186,15 @@ def test_open_kit_with_wrong_passphrase_is_inline_error(qtbot, project):
 def test_import_shows_refusals_with_reasons(qtbot, project):
     w = open_window(qtbot, project)
     bp = w.bundles_page
-    import_all(qtbot, w, project)
-    assert len(w.state.bundles) == 4
-    assert [b.site for b in w.state.bundles] == ["site0", "site1", "site2", "site3"]  # drop order
+    import_all(qtbot, w, project, confirm=False)
+    # nothing from an unconfirmed sender is opened: the files wait, training waits
+    assert w.state.bundles == [] and len(bp.rows_by_status("unconfirmed")) == 6
+    assert "not confirmed" in bp.summary_label.text()
+    assert not w.models_page.train_button.isEnabled()
+    assert len(bp.rows_by_status("refused")) == 1  # the foreign project's file is refused from its header
+    confirm_all(qtbot, w)
+    assert len(w.state.bundles) == 4 and not w.state.pending
+    assert sorted(b.site for b in w.state.bundles) == ["site0", "site1", "site2", "site3"]
     ok, refused = bp.rows_by_status("imported"), bp.rows_by_status("refused")
     assert len(ok) == 4 and len(refused) == 3
     reasons = {bp.table.item(r, COL_FILE).text().split(":")[0]: bp.table.item(r, COL_FILE).text() for r in refused}
@@ -196,13 +211,9 @@ def test_import_shows_refusals_with_reasons(qtbot, project):
     assert bp.table.item(refused[0], COL_FILE).toolTip().endswith(bp.table.item(refused[0], COL_FILE).text()
                                                                    .split(": ", 1)[1])
     assert "3 file(s) refused" in bp.summary_label.text()
-    assert "not confirmed" in bp.summary_label.text()
-    # confirming a fingerprint is an explicit, remembered action
-    fp = w.state.bundles[0].fingerprint
-    bp.table.item(ok[0], COL_CONFIRMED).setCheckState(Qt.Checked)
-    assert fp in confirmed_fingerprints()
-    for b in w.state.bundles[1:]:
-        bp.set_confirmed(b.fingerprint, True)
+    # confirming a fingerprint is an explicit action, remembered in the project's workspace
+    assert all(bp.table.item(r, COL_CONFIRMED).checkState() == Qt.Checked for r in ok)
+    assert {b.fingerprint for b in w.state.bundles} <= w.state.session.confirmed_fingerprints()
     assert "every fingerprint confirmed" in bp.summary_label.text()
     # a second window on the same project re-opens the imported bundles and remembers the ticks
     w2 = open_window(qtbot, project)
@@ -245,8 +256,6 @@ def test_threshold_line_recuts_clusters(qtbot, project):
 def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, monkeypatch):
     w = open_window(qtbot, project)
     import_all(qtbot, w, project, extras=False)
-    for b in w.state.bundles:
-        w.bundles_page.set_confirmed(b.fingerprint, True)
     assert not w.show_page("export")
     w.clients_page.auto_t_check.setChecked(True)
     assert w.show_page("models")
@@ -371,6 +380,7 @@ def test_clustering_kit_round_through_the_window(qtbot, tmp_path):
     assert not w.nav.item(w.PAGE_KEYS.index("clustering")).isHidden()
     assert not w.show_page("clustering")  # nothing to show yet
     wait_job(qtbot, w.bundles_page.import_paths([str(p) for p in project.bundles]))
+    confirm_all(qtbot, w)
     assert len(w.state.bundles) == 3
     mp = w.models_page
     assert "Cluster" in mp.train_button.text()

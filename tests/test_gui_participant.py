@@ -69,6 +69,8 @@ def round_packages(project):
         job.load(project["sites"][name][0])
         bundles.append(job.seal(d / "bundles" / f"{name}.dcbundle").path)
     session = AnalystSession(kit, project["analyst"], AnalystWorkspace(d / "analyst.workspace"))
+    for ident in project["idents"].values():
+        session.confirm(ident.card)
     ids = [r.envelope_id for r in session.import_bundles(bundles)]
     received = session.received(ids)
     session.export(session.run(received), received, d / "out")
@@ -258,6 +260,9 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
 
     # the analyst's core imports it
     session = AnalystSession(project["kit"], project["analyst"], AnalystWorkspace(tmp_path / "analyst.ws"))
+    report = session.try_import(bundle)
+    assert report.status == "unconfirmed" and report.rows == 0  # not opened until the analyst confirms the site
+    session.confirm(report.card)
     report = session.try_import(bundle)
     assert report.status == "imported", report.reason
     assert report.site == "St Mary's cardiology" and report.rows == n

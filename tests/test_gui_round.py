@@ -16,6 +16,7 @@ pytestmark = pytest.mark.usefixtures("private_settings")
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QFileDialog  # noqa: E402
 
+from core.formats.identity import Identity  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
 from gui.analyst import window as analyst_window  # noqa: E402
 from gui.participant import ParticipantWizard, ResultsWindow  # noqa: E402
@@ -55,18 +56,27 @@ def analyst_makes_kit(qtbot, w, d: Path, monkeypatch) -> Path:
     return kit_path
 
 
-def site_exports(qtbot, d: Path, name: str, kit_path: Path, csv: Path, *, lead: bool) -> Path:
+def site_exports(qtbot, d: Path, name: str, kit_path: Path, csv: Path, *, lead: bool,
+                 cards: list[Path] = ()) -> Path:
+    """One site's wizard; the lead creates its identity and the anchor (encrypted to ``cards`` too), the
+    others open the identity they made earlier (their cards had to exist for the lead's anchor)."""
     w = ParticipantWizard()
     qtbot.addWidget(w)
     w.show()
     ip = w.identity_page
     ip.log_n = 14
-    ip.create_radio.setChecked(True)
-    ip.name_edit.setText(name)
-    ip.pass_edit.setText(PASS)
-    ip.pass2_edit.setText(PASS)
-    ip.folder_field.set_path(d / name)
-    ip.create_button.click()
+    if lead:
+        ip.create_radio.setChecked(True)
+        ip.name_edit.setText(name)
+        ip.pass_edit.setText(PASS)
+        ip.pass2_edit.setText(PASS)
+        ip.folder_field.set_path(d / name)
+        ip.create_button.click()
+    else:
+        ip.open_radio.setChecked(True)
+        ip.identity_field.set_path(d / name / f"{name}.dcid")
+        ip.open_pass_edit.setText(PASS)
+        ip.unlock_button.click()
     qtbot.waitUntil(ip.isComplete, timeout=WAIT)
     w.next()
     kp = w.kit_page
@@ -78,6 +88,7 @@ def site_exports(qtbot, d: Path, name: str, kit_path: Path, csv: Path, *, lead: 
         ap.lead_radio.setChecked(True)
         ap.seed_csv_radio.setChecked(True)
         ap.source_field.set_path(d / "data/seed.csv")
+        ap.add_cards(list(cards))
         ap.save_field.set_path(d / "lead.dcanchor")
         ap.create_button.click()
         qtbot.waitUntil(ap.isComplete, timeout=WAIT)
@@ -110,15 +121,22 @@ def test_whole_round_by_clicking(qtbot, tmp_path, monkeypatch):
     kit_path = analyst_makes_kit(qtbot, aw, d, monkeypatch)
     kit = Kit.load(kit_path)
 
-    bundles = [site_exports(qtbot, d, name, kit_path, train, lead=(k == 0))
+    others = list(sites)[1:]
+    for name in others:  # the other sites made their keys and sent their cards to the lead site
+        ident = Identity.generate(name)
+        ident.save(d / name / f"{name}.dcid", PASS, log_n=14)
+        ident.card.save(d / name / f"{name}.dcpub")
+    bundles = [site_exports(qtbot, d, name, kit_path, train, lead=(k == 0),
+                            cards=[d / n / f"{n}.dcpub" for n in others])
                for k, (name, (train, _)) in enumerate(sites.items())]
     assert all(b.exists() for b in bundles)
 
     # the analyst imports the four bundles (as a drop would) and confirms their fingerprints
     wait_job(qtbot, aw.bundles_page.import_paths([str(b) for b in bundles]))
+    assert len(aw.bundles_page.rows_by_status("unconfirmed")) == 4 and not aw.state.bundles
+    for fp in aw.bundles_page.pending_fingerprints():  # nothing opened yet; each tick confirms a site, imports its file
+        wait_job(qtbot, aw.bundles_page.set_confirmed(fp, True))
     assert len(aw.bundles_page.rows_by_status("imported")) == 4
-    for b in aw.state.bundles:
-        aw.bundles_page.set_confirmed(b.fingerprint, True)
 
     # the threshold line re-cuts the clients live
     assert aw.show_page("clients")

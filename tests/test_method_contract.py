@@ -20,7 +20,7 @@ from core.methods import METHODS, FitContext, Method, MethodResult, register, un
 from core.methods.base import Disclosure, ReceivedBundle, SiteExport, SiteInput
 from core.methods.settings import Setting
 from core.methods.views import Bars, Table
-from tests.cli import WF, run
+from tests.cli import WF, confirm, run
 from tests.roundkit import FEATURES, make_sites
 
 
@@ -107,7 +107,7 @@ def test_a_method_in_one_file_runs_a_whole_cli_round_and_report(tmp_path, monkey
     d = tmp_path
     sites = _cli_round(d, monkeypatch)
     assert run("analyst", "run", "--kit", d / "toy.dckit", "--identity", d / "analyst/analyst.dcid",
-               "--bundles", d / "bundles", "--out", d / "out") == 0
+               "--bundles", d / "bundles", "--out", d / "out", *confirm(d, sites)) == 0
     out = capsys.readouterr().out
     assert "toy: site0 → " in out and "toy: site1 → " in out  # the method's own summary lines
     report = (d / "out/report.html").read_text()
@@ -197,9 +197,11 @@ def test_a_method_in_one_file_runs_a_gui_round(qtbot, tmp_path, monkeypatch, toy
     qtbot.waitUntil(lambda: aw.state.session is not None, timeout=30_000)
     job = aw.bundles_page.import_paths([str(p) for p in sorted((d / "bundles").glob("*.dcbundle"))])
     qtbot.waitUntil(lambda: not job.running, timeout=30_000)
+    qtbot.waitUntil(lambda: len(aw.bundles_page.pending_fingerprints()) == 3, timeout=5_000)  # nothing opened yet
+    for fp in aw.bundles_page.pending_fingerprints():
+        job = aw.bundles_page.set_confirmed(fp, True)
+        qtbot.waitUntil(lambda job=job: not job.running, timeout=30_000)
     qtbot.waitUntil(lambda: len(aw.state.bundles) == 3, timeout=5_000)
-    for b in aw.state.bundles:
-        aw.bundles_page.set_confirmed(b.fingerprint, True)
     assert aw.clients_page.clustering is None  # the toy does not group sites
     assert aw.show_page("models")
     mp = aw.models_page

@@ -35,15 +35,20 @@ def test_analyst_run_works_with_the_anchor_module_unimportable(tmp_path, monkeyp
     assert main(["kit", "new", "--identity", str(tmp_path / "analyst.dcid"), "--name", "P", "--schema-from",
                  str(tmp_path / "data/sample.csv"), "--label", "label", "--method", "dc", "--set", "epochs=5",
                  "--out", str(tmp_path / "p.dckit")]) == 0
-    assert main(["anchor", "new", "--kit", str(tmp_path / "p.dckit"), "--seed-csv", str(tmp_path / "data/seed.csv"),
-                 "--out", str(tmp_path / "lead/p.dcanchor")]) == 0
-    for name, (train, _) in list(sites.items())[:2]:
+    names = list(sites)[:2]
+    for name in names:
         assert main(["keys", "new", "--name", name, "--out", str(tmp_path / name), *wf]) == 0
+    assert main(["anchor", "new", "--kit", str(tmp_path / "p.dckit"), "--seed-csv", str(tmp_path / "data/seed.csv"),
+                 "--out", str(tmp_path / "lead/p.dcanchor"),
+                 "--identity", str(tmp_path / names[0] / f"{names[0]}.dcid"),
+                 "--to", str(tmp_path / names[1] / f"{names[1]}.dcpub")]) == 0
+    for name, (train, _) in list(sites.items())[:2]:
         assert main(["participant", "export", "--kit", str(tmp_path / "p.dckit"), "--anchor",
                      str(tmp_path / "lead/p.dcanchor"), "--identity", str(tmp_path / name / f"{name}.dcid"),
                      "--csv", str(train), "--out", str(tmp_path / "bundles" / f"{name}.dcbundle")]) == 0
     args = ["analyst", "run", "--kit", str(tmp_path / "p.dckit"), "--identity", str(tmp_path / "analyst.dcid"),
-            "--bundles", str(tmp_path / "bundles"), "--out", str(tmp_path / "out")]
+            "--bundles", str(tmp_path / "bundles"), "--out", str(tmp_path / "out"),
+            "--confirm", *[str(tmp_path / n / f"{n}.dcpub") for n in names]]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", BLOCKED_RUN, *args], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=300)

@@ -51,7 +51,7 @@ def french_round(tmp_path_factory):
                "--schema-from", d / "data/site1-train.csv", "--label", "label", "--set", "t=1",
                "--set", "epochs=5", "--set", "seed=2", "--out", d / "p.dckit") == 0
     assert run("anchor", "new", "--kit", d / "p.dckit", "--seed-csv", d / "data/site1-train.csv",
-               "--seed-rows", "30", "--out", d / "p.dcanchor") == 0
+               "--seed-rows", "30", "--plain", "--out", d / "p.dcanchor") == 0
     names = {"site0": "Hôpital du Val-d'Oise", "site1": "Klinikum Süd"}
     for key, name in names.items():
         assert run("keys", "new", "--name", name, "--out", d / "ids", *WF) == 0
@@ -59,7 +59,8 @@ def french_round(tmp_path_factory):
                    "--identity", d / "ids" / f"{safe_name(name)}.dcid", "--csv", sites[key][0],
                    "--out", d / "bundles" / f"{safe_name(name)}.dcbundle", "--seed", "1") == 0
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
-               "--bundles", d / "bundles", "--out", d / "out") == 0
+               "--bundles", d / "bundles", "--out", d / "out", "--confirm",
+               *[d / "ids" / f"{safe_name(n)}.dcpub" for n in names.values()]) == 0
     yield d, sites, names
     mp.undo()
 
@@ -254,12 +255,15 @@ def test_dccfl_training_reports_its_phases():
     with tempfile.TemporaryDirectory() as tmp:
         p = build_project(Path(tmp) / "p", n_sites=3, rows=80, epochs=3)
         from core.analyst import AnalystSession
+        from core.formats.envelope import read_header
         from core.formats.identity import Identity
         from core.formats.kit import Kit
         from core.formats.workspace import AnalystWorkspace
 
         kit = Kit.load(p.kit)
         session = AnalystSession(kit, Identity.load(p.identity, p.passphrase), AnalystWorkspace(Path(tmp) / "ws"))
+        for b in p.bundles:
+            session.confirm(read_header(b).sender)
         ids = [r.envelope_id for r in session.import_bundles(p.bundles)]
         seen = []
         m = get_method("dccfl", {**kit.settings, "t": "auto", "t_grid": [0.2, 0.6, 1.0], "epochs": 3})

@@ -37,6 +37,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "export": ("export_scale", "a site's export of a large CSV, beside a bare pandas read (--rows)"),
     "dccfl": ("dccfl", "DC-CFL paper Tables 2-3 and Figure 2 through the product's code"),
     "dcclustering": ("dcclustering", "DC-Clustering paper Tables 2, 4, 6 with oracle bounds and baselines"),
+    "fuzz": ("fuzz", "mutated bundles, packages, kits, cards and anchors: only the product's errors escape"),
+    "kill": ("kill", "SIGKILL during export and analyst run: nothing partial under a final name"),
 }
 EXPERIMENTS = {name: text for name, (_, text) in REGISTRY.items()}
 

@@ -9,25 +9,38 @@ Generators (all deterministic from the file's 256-bit secret):
 * ``gaussian`` — each feature j ~ N(μ_j, σ_j²), i.e. N(0, I) in standardised units;
 * ``smote``    — extended SMOTE (Imakura et al. 2023; DC-CFL code): standardise a small seed set P,
   for every seed x draw r/p points x + u(q − x), q one of its k nearest neighbours, u ~ U(0, a), then
-  undo the standardisation (defaults r = 1000, k = 25, a = 1.5).
+  undo the standardisation (defaults r = 1000, k = 25, a = 1.5). By default the seed set is itself
+  synthetic, drawn from the lead site's per-column mean, standard deviation and range (``seed_source`` =
+  ``"statistics"``); real rows enter only from a seed set the lead site declares shareable
+  (``"declared-shareable"``).
+
+File: ``dcstudio-anchor/v2\n`` followed by a standard age v1 file (one X25519 stanza per participant card)
+whose plaintext is the canonical JSON of :meth:`AnchorFile.to_dict`; a lost USB stick reveals nothing. The
+plain-JSON v1 form is still read (and written only when no recipient is given, for tests and old projects).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import io
+import math
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyrage
 
-from ..errors import ConfigError, FormatError, project_label
-from .fileio import read_json_capped, utc_now, write_json_atomic
+from ..errors import ConfigError, FormatError, VerificationError, project_label
+from .fileio import canonical_json, loads_checked, read_bytes_capped, utc_now, write_bytes_atomic, write_json_atomic
 from .kit import ANCHOR_KINDS
 
 FORMAT = "dcstudio/anchor/v1"
+SEALED_MAGIC = b"dcstudio-anchor/v2\n"
 KINDS = ANCHOR_KINDS
+MAX_ANCHOR_BYTES = 64 << 20
+MAX_ANCHOR_CELLS = 50_000_000  # rows × features that generate() may allocate
 
 
 @dataclass
@@ -76,21 +89,56 @@ class AnchorFile:
         return {"format": FORMAT, "project_id": self.project_id, "kind": self.kind, "rows": self.rows,
                 "secret": self.secret.hex(), "params": self.params, "created": self.created}
 
-    def save(self, path: str | Path) -> None:
-        write_json_atomic(path, self.to_dict())
-        Path(path).chmod(0o600)
+    def save(self, path: str | Path, recipients: list | None = None) -> None:
+        """Write the anchor encrypted to ``recipients`` (the participants' public cards, the lead's
+        own included); without recipients, the legacy plain form (tests, old projects)."""
+        if recipients is None:
+            write_json_atomic(path, self.to_dict(), private=True)
+            return
+        if not recipients:
+            raise ConfigError("the anchor must be encrypted to at least one participant's card")
+        out = io.BytesIO()
+        pyrage.encrypt_io(io.BytesIO(canonical_json(self.to_dict())), out, [c.recipient() for c in recipients])
+        write_bytes_atomic(path, SEALED_MAGIC + out.getvalue(), private=True)
+
+    @staticmethod
+    def is_sealed(path: str | Path) -> bool:
+        try:
+            with open(path, "rb") as fh:
+                return fh.read(len(SEALED_MAGIC)) == SEALED_MAGIC
+        except OSError:
+            return False
 
     @classmethod
-    def load(cls, path: str | Path, *, expect_project: str | None = None,
+    def load(cls, path: str | Path, *, expect_project: str | None = None, identity=None,
              project_name: str | None = None) -> AnchorFile:
-        d = read_json_capped(path, 64 << 20)
+        """Read an anchor file; a sealed one needs the site's unlocked ``identity`` (one of its recipients)."""
+        raw = read_bytes_capped(path, MAX_ANCHOR_BYTES)
+        if raw.startswith(SEALED_MAGIC):
+            if identity is None:
+                raise ConfigError("this anchor file is encrypted to the participants' cards; open it with this "
+                                  "site's identity", path=path)
+            try:
+                plain = io.BytesIO()
+                pyrage.decrypt_io(io.BytesIO(raw[len(SEALED_MAGIC):]), plain, [identity.age_identity()])
+                raw = plain.getvalue()
+            except Exception as exc:  # pyrage's errors carry no stable type
+                if "no matching keys" in str(exc).lower():
+                    raise VerificationError("this anchor file is not encrypted to this site's card (ask the lead "
+                                            "site to add it)", path=path) from exc
+                raise VerificationError("the anchor file does not decrypt: it was altered or damaged",
+                                        path=path) from exc
+        d = loads_checked(raw, "anchor file", path)
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise FormatError(f"not an anchor file of format {FORMAT}", path=path)
         try:
-            anchor = cls(project_id=str(d["project_id"]), kind=str(d["kind"]), rows=int(d["rows"]),
+            if not isinstance(d["params"], dict) or not isinstance(d["secret"], str) or type(d["rows"]) is not int:
+                raise TypeError("field types")
+            anchor = cls(project_id=str(d["project_id"]), kind=str(d["kind"]), rows=d["rows"],
                          secret=bytes.fromhex(d["secret"]), params=dict(d["params"]), created=str(d["created"]))
         except (KeyError, ValueError, TypeError) as exc:
-            raise FormatError(f"anchor file is incomplete or malformed ({exc})", path=path) from exc
+            raise FormatError(f"anchor file is incomplete or malformed ({exc.__class__.__name__})",
+                              path=path) from exc
         anchor._validate(path)
         if expect_project is not None and anchor.project_id != expect_project:
             names = {expect_project: project_name} if project_name else {}
@@ -99,11 +147,39 @@ class AnchorFile:
         return anchor
 
     def _validate(self, path=None) -> None:
+        """Every parameter generate() uses: finite numbers of consistent shapes, within caps."""
         if len(self.secret) != 32 or self.kind not in KINDS or not 1 <= self.rows <= 10_000_000:
             raise FormatError("anchor file has an invalid secret, kind or row count", path=path)
         need = {"uniform": ("low", "high"), "gaussian": ("mean", "std"), "smote": ("seed_rows",)}[self.kind]
         if any(k not in self.params for k in need):
             raise FormatError(f"anchor file lacks the {self.kind} parameters {need}", path=path)
+        arrays = []
+        for key in need:
+            try:
+                arr = np.asarray(self.params[key], dtype=np.float64)
+            except (ValueError, TypeError, OverflowError) as exc:
+                raise FormatError(f"anchor parameter '{key}' is not a (rectangular) table of numbers",
+                                  path=path) from exc
+            if arr.ndim != (2 if key == "seed_rows" else 1) or arr.size == 0 or not np.all(np.isfinite(arr)):
+                raise FormatError(f"anchor parameter '{key}' has the wrong shape or non-finite values", path=path)
+            arrays.append(arr)
+        width = arrays[0].shape[-1]
+        if any(a.shape[-1] != width for a in arrays) or self.rows * width > MAX_ANCHOR_CELLS:
+            raise FormatError("anchor parameters disagree in their number of features, or the anchor is too large",
+                              path=path)
+        if "features" in self.params and (not isinstance(self.params["features"], list)
+                                          or len(self.params["features"]) != width):
+            raise FormatError("anchor parameter 'features' does not match the other parameters", path=path)
+        if self.kind == "uniform" and np.any(arrays[0] > arrays[1]):
+            raise FormatError("anchor range has a lower bound above its upper bound", path=path)
+        if self.kind == "gaussian" and np.any(arrays[1] <= 0):
+            raise FormatError("anchor standard deviations must be positive", path=path)
+        if self.kind == "smote":
+            k, a = self.params.get("k", 25), self.params.get("a", 1.5)
+            if len(arrays[0]) < 2 or type(k) is not int or k < 1 or isinstance(a, bool) \
+                    or not isinstance(a, int | float) or not (math.isfinite(a) and a > 0):
+                raise FormatError("anchor SMOTE settings are invalid (at least two seed rows, k ≥ 1, a > 0)",
+                                  path=path)
 
 
 def extended_smote(P: np.ndarray, r: int, *, k: int = 25, a: float = 1.5,
@@ -130,8 +206,9 @@ def extended_smote(P: np.ndarray, r: int, *, k: int = 25, a: float = 1.5,
 
 def make_anchor(project_id: str, feature_names: list[str], *, kind: str, rows: int,
                 ranges: tuple[np.ndarray, np.ndarray] | None = None, local_X: np.ndarray | None = None,
-                seed_rows: np.ndarray | None = None, k: int = 25, a: float = 1.5) -> AnchorFile:
-    """Make a new anchor file with a fresh secret.
+                seed_rows: np.ndarray | None = None, k: int = 25, a: float = 1.5,
+                seed_source: str = "declared-shareable") -> AnchorFile:
+    """Make a new anchor file with a fresh secret (``params["seed_source"]`` says where SMOTE seeds came from).
 
     ``uniform`` uses the kit's public ranges if given, else the lead site's local min/max;
     ``gaussian`` uses the lead site's local mean/std (or the ranges' mid-point and width/4);
@@ -158,7 +235,8 @@ def make_anchor(project_id: str, feature_names: list[str], *, kind: str, rows: i
     else:
         if seed_rows is None or len(seed_rows) < 2:
             raise ConfigError("an extended-SMOTE anchor needs a seed set of at least two rows")
-        params = {"seed_rows": np.asarray(seed_rows, float).tolist(), "k": k, "a": a}
+        params = {"seed_rows": np.asarray(seed_rows, float).tolist(), "k": k, "a": a,
+                  "seed_source": seed_source}
     for key in ("low", "high", "mean", "std"):
         if key in params and len(params[key]) != m:
             raise ConfigError(f"anchor parameter '{key}' has {len(params[key])} values for {m} features")
@@ -167,8 +245,22 @@ def make_anchor(project_id: str, feature_names: list[str], *, kind: str, rows: i
     params["features"] = list(feature_names)
     anchor = AnchorFile(project_id, kind, int(rows), secrets.token_bytes(32), params,
                         utc_now())
-    anchor._validate()
+    try:
+        anchor._validate()
+    except FormatError as exc:
+        raise ConfigError(f"cannot make the anchor: {exc.message}") from exc
     return anchor
+
+
+def statistics_seed(local_X: np.ndarray, rows: int, rng: np.random.Generator) -> np.ndarray:
+    """A synthetic SMOTE seed set from aggregate statistics only: each column drawn from N(μ_j, σ_j²) of the
+    lead site's rows, clipped to that column's observed range. No real row is copied."""
+    X = np.asarray(local_X, dtype=np.float64)
+    if X.ndim != 2 or len(X) < 2 or not np.all(np.isfinite(X)):
+        raise ConfigError("the lead site's rows must be at least two rows of finite numbers")
+    mu, sd = X.mean(axis=0), X.std(axis=0)
+    out = mu + sd * rng.standard_normal((max(2, rows), X.shape[1]))
+    return np.clip(out, X.min(axis=0), X.max(axis=0))
 
 
 def anchor_for_kit(kit, *, kind: str | None = None, rows: int | None = None, local_X: np.ndarray | None = None,
@@ -177,8 +269,9 @@ def anchor_for_kit(kit, *, kind: str | None = None, rows: int | None = None, loc
     """The lead site's anchor for a kit (what ``dcstudio anchor new`` and the wizard's anchor page make).
 
     ``kind``/``rows`` default to the kit's recommendation; the kit's public ranges are used when every
-    feature has them; an extended-SMOTE seed set is ``seed_X`` (a shareable seed CSV) or else a random
-    sample of ``seed_rows`` of the lead site's own rows ``local_X``.
+    feature has them; an extended-SMOTE seed set is ``seed_X`` (rows the lead site declares shareable: they
+    travel in the file) or else ``seed_rows`` synthetic rows drawn from the aggregate statistics of the lead
+    site's own rows ``local_X`` (:func:`statistics_seed`; no real row leaves).
     """
     schema = kit.schema
     kind = kind or kit.anchor.get("kind", "smote")
@@ -186,15 +279,20 @@ def anchor_for_kit(kit, *, kind: str | None = None, rows: int | None = None, loc
     ranges = None
     if all(c.min is not None and c.max is not None for c in schema.features):
         ranges = (np.array([c.min for c in schema.features]), np.array([c.max for c in schema.features]))
-    seed = seed_X
+    seed, source = seed_X, "declared-shareable"
     if kind == "smote" and seed is None:
         if local_X is None:
             raise ConfigError("an extended-SMOTE anchor needs a seed set (a small shareable CSV) or the lead "
-                              "site's own rows to sample one from")
-        rng = rng or np.random.default_rng()
-        seed = local_X[rng.choice(len(local_X), min(seed_rows, len(local_X)), replace=False)]
+                              "site's own rows to compute statistics from")
+        seed, source = statistics_seed(local_X, seed_rows, rng or np.random.default_rng()), "statistics"
     return make_anchor(kit.project_id, schema.feature_names, kind=kind, rows=rows, ranges=ranges, local_X=local_X,
-                       seed_rows=seed)
+                       seed_rows=seed, seed_source=source)
 
 
-__all__ = ["AnchorFile", "make_anchor", "anchor_for_kit", "extended_smote", "KINDS"]
+SHAREABLE_WARNING = ("the {n} seed rows you declared shareable travel inside the anchor file to every participant "
+                     "(never to the analyst); use only rows every site may see")
+
+
+__all__ = ["AnchorFile", "make_anchor", "anchor_for_kit", "extended_smote", "statistics_seed", "KINDS",
+           "SHAREABLE_WARNING"]
+

@@ -9,6 +9,7 @@ elsewhere (e.g. a signed checkpoint) for that.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -48,7 +49,11 @@ class AuditLog:
             raise ConfigError(f"audit fields {sorted(clash)} are reserved")
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "ab+") as fh:
+            self.verify()  # never extend (and so re-chain) a log that was edited
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            with contextlib.suppress(OSError):
+                os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "ab+") as fh:
                 seq, prev = self._tail_state(fh)
                 entry = {"seq": seq + 1, "time": utc_now(), "event": event, **fields, "prev": prev}
                 try:

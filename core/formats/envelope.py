@@ -15,6 +15,7 @@ The byte-exact spec is ``docs/FORMAT.md``; keep the two in step.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import hashlib
 import io
@@ -24,8 +25,9 @@ import os
 import re
 import secrets
 import struct
+import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -35,8 +37,8 @@ import pyrage
 
 from .. import __version__
 from ..control import JobControl, ensure
-from ..errors import Cancelled, ConfigError, DCError, FormatError, VerificationError, project_label
-from .fileio import atomic_writer, canonical_json
+from ..errors import Cancelled, ConfigError, DCError, FormatError, UnconfirmedSender, VerificationError, project_label
+from .fileio import atomic_writer, canonical_json, json_depth_ok
 from .identity import Identity, PublicCard, check_name, is_hex, is_utc_time, utc_now, with_path
 
 MAGIC = b"dcstudio-envelope/v1\n"
@@ -51,7 +53,8 @@ MANIFEST_NAME = "manifest.json"
 MANIFEST_SIG_NAME = "manifest.sig"
 KINDS = ("bundle", "package")
 HEADER_FIELDS = frozenset({"kind", "project_id", "envelope_id", "created", "sender", "recipient",
-                           "in_reply_to", "software"})
+                           "in_reply_to", "software", "audit_head"})
+NO_AUDIT = "0" * 64  # audit_head of a sender without an audit log (or with an empty one)
 ALLOWED_DTYPES = frozenset({"<f4", "<f8", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8", "|b1"})
 ARRAY_NAME_RE = re.compile(r"^[a-z0-9_]{1,64}$")
 MEMBER_NAME_RE = re.compile(r"^[a-z0-9_]{1,64}\.npy$")
@@ -61,6 +64,8 @@ ALIGN_EXTRA_ID = 0xD935
 MAX_PROJECT_ID_CHARS = 128
 MAX_SOFTWARE_CHARS = 64
 MAX_NPY_HEADER_BYTES = 10_000
+MAX_NDIM = 32
+MAX_DIM = 1 << 40
 
 _CHUNK = 1 << 20
 _PROGRESS_EVERY = 8 << 20
@@ -77,6 +82,9 @@ class Limits:
     max_members: int = 512
     max_array_bytes: int = 8 << 30
     max_manifest_bytes: int = 16 << 20
+    max_plaintext_bytes: int = 16 << 30
+    max_directory_bytes: int = 512 * 256  # the ZIP central directory (members × a generous entry size)
+    memory_plaintext_bytes: int = 256 << 20  # larger archives are decrypted into an unlinked temporary file
 
 
 DEFAULT_LIMITS = Limits()
@@ -102,12 +110,13 @@ class Binding:
     recipient: str
     in_reply_to: str | None
     software: str
+    audit_head: str = NO_AUDIT  # SHA-256 of the last line of the sender's audit log when it sealed the file
 
     def to_header(self) -> dict[str, Any]:
         return {
             "kind": self.kind, "project_id": self.project_id, "envelope_id": self.envelope_id,
             "created": self.created, "sender": self.sender.to_dict(), "recipient": self.recipient,
-            "in_reply_to": self.in_reply_to, "software": self.software,
+            "in_reply_to": self.in_reply_to, "software": self.software, "audit_head": self.audit_head,
         }
 
 
@@ -157,6 +166,8 @@ def _header_problem(h: dict[str, Any]) -> str | None:
     if not isinstance(sw, str) or not 1 <= len(sw) <= MAX_SOFTWARE_CHARS or not sw.isascii() \
             or not sw.isprintable():
         return f"the software field must be 1 to {MAX_SOFTWARE_CHARS} printable ASCII characters"
+    if not is_hex(h["audit_head"], 32):
+        return "the audit head is not 64 lowercase hex digits"
     return None
 
 
@@ -175,6 +186,8 @@ def _reject_constant(name: str) -> Any:
 
 def _strict_json(raw: bytes) -> Any:
     """Parse ``raw`` and require it to be exactly the canonical JSON of what it encodes."""
+    if not json_depth_ok(raw):
+        raise ValueError("nested too deeply")
     value = json.loads(raw.decode("utf-8"), object_pairs_hook=_reject_duplicates,
                        parse_constant=_reject_constant)
     if canonical_json(value) != raw:
@@ -195,7 +208,7 @@ def _parse_header(raw: bytes) -> Binding:
     sender = PublicCard.from_dict(h["sender"])
     return Binding(kind=h["kind"], project_id=h["project_id"], envelope_id=h["envelope_id"],
                    created=h["created"], sender=sender, recipient=h["recipient"],
-                   in_reply_to=h["in_reply_to"], software=h["software"])
+                   in_reply_to=h["in_reply_to"], software=h["software"], audit_head=h["audit_head"])
 
 
 def _parse_trailer(trailer: bytes) -> bytes | None:
@@ -569,17 +582,27 @@ def _build_plaintext(arrays: list[tuple[str, np.ndarray]], content: dict[str, An
 
 
 def _write_envelope(path: str | Path, header: dict[str, Any], plaintext: Any, sender: Identity,
-                    recipient: PublicCard, control: JobControl | None = None) -> SealedFile:
+                    recipient: PublicCard, control: JobControl | None = None,
+                    before_publish: Callable[[SealedFile], None] | None = None) -> SealedFile:
     """Write header, age section and trailer atomically. Does not check that the pieces agree.
 
     ``plaintext`` is a bytes-like object or the :class:`_Segments` built by :func:`_build_plaintext`.
+    ``before_publish`` runs once the file is complete and fsynced but before it gets its final name (the
+    caller's private state goes first, the shared file last); if it raises, no file appears.
     """
     control = ensure(control)
     header_line = canonical_json(header) + b"\n"
     reader: _ViewReader | _SegmentReader = (
         plaintext.reader(control, "encrypting") if isinstance(plaintext, _Segments)
         else _ViewReader(memoryview(plaintext).cast("B"), control, "encrypting"))
-    with atomic_writer(path, "wb") as fh:
+    binding = _parse_header(header_line[:-1])
+    result: list[SealedFile] = []
+
+    def publish_hook() -> None:
+        if before_publish is not None:
+            before_publish(result[0])
+
+    with atomic_writer(path, "wb", before_rename=publish_hook) as fh:
         out = _HashingWriter(fh)
         out.write(MAGIC)
         out.write(header_line)
@@ -592,23 +615,27 @@ def _write_envelope(path: str | Path, header: dict[str, Any], plaintext: Any, se
             raise DCError(f"encryption failed ({exc})") from exc
         signature = sender.sign(SIGNATURE_DOMAIN + out.hasher.digest())
         out.write(TRAILER_PREFIX + signature.hex().encode("ascii") + b"\n")
+        result.append(SealedFile(path=Path(path), digest=out.hasher.hexdigest(), size=out.count, binding=binding))
         control.step(1.0, "writing")
-    binding = _parse_header(header_line[:-1])
-    return SealedFile(path=Path(path), digest=out.hasher.hexdigest(), size=out.count, binding=binding)
+    return result[0]
 
 
 def seal(path: str | Path, payload: Payload, *, kind: str, project_id: str, sender: Identity,
-         recipient: PublicCard, in_reply_to: str | None = None,
+         recipient: PublicCard, in_reply_to: str | None = None, audit_head: str = NO_AUDIT,
+         before_publish: Callable[[SealedFile], None] | None = None,
          control: JobControl | None = None) -> SealedFile:
     """Write ``payload`` as a signed, encrypted envelope from ``sender`` to ``recipient``.
 
     ``in_reply_to`` is required for a package (the SHA-256 hex of the bundle file it answers) and must be
-    None for a bundle. The file appears at ``path`` only when complete; cancelling leaves nothing.
+    None for a bundle. ``audit_head`` is the head hash of the sender's audit log (signed in the header, so
+    the other party can later tell whether that log was cut or rewritten). The file appears at ``path``
+    only when complete, after ``before_publish`` (see :func:`_write_envelope`) returned; cancelling leaves
+    nothing.
     """
     control = ensure(control)
     binding = Binding(kind=kind, project_id=project_id, envelope_id=secrets.token_hex(16), created=utc_now(),
                       sender=sender.card, recipient=recipient.key_id, in_reply_to=in_reply_to,
-                      software=f"dcstudio/{__version__}")
+                      software=f"dcstudio/{__version__}", audit_head=audit_head)
     header = binding.to_header()
     why = _header_problem(header)
     if why:
@@ -625,7 +652,7 @@ def seal(path: str | Path, payload: Payload, *, kind: str, project_id: str, send
         raise ConfigError("the payload manifest is larger than 16 MiB")
     arrays = _normalize_arrays(payload.arrays, DEFAULT_LIMITS)
     plaintext = _build_plaintext(arrays, payload.manifest, header, sender, control.sub(0.0, 0.3))
-    return _write_envelope(path, header, plaintext, sender, recipient, control.sub(0.3, 1.0))
+    return _write_envelope(path, header, plaintext, sender, recipient, control.sub(0.3, 1.0), before_publish)
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -712,7 +739,8 @@ def _verify_outer(fh: IO[bytes], size: int, binding: Binding, signature: bytes,
 
 def _check_expectations(binding: Binding, *, expect_kind: str, expect_project: str | None,
                         expect_sender: PublicCard | None, expect_in_reply_to: str | None,
-                        me: PublicCard, project_names: dict[str, str] | None = None) -> None:
+                        me: PublicCard, project_names: dict[str, str] | None = None,
+                        expect_senders: Collection[str] | None = None) -> None:
     what = binding.kind
     if binding.kind != expect_kind:
         raise VerificationError(f"this file is a {binding.kind}, but a {expect_kind} was expected")
@@ -723,6 +751,8 @@ def _check_expectations(binding: Binding, *, expect_kind: str, expect_project: s
         raise VerificationError(f"this {what} was sent by {binding.sender.name!r} "
                                 f"({binding.sender.fingerprint}), not by the expected sender "
                                 f"{expect_sender.name!r} ({expect_sender.fingerprint})")
+    if expect_senders is not None and binding.sender.fingerprint not in expect_senders:
+        raise UnconfirmedSender(binding.sender, what)
     if binding.recipient != me.key_id:
         raise VerificationError(f"this {what} is encrypted to another recipient (key id "
                                 f"{binding.recipient[:16]}…), not to {me.name!r} ({me.fingerprint})")
@@ -731,11 +761,45 @@ def _check_expectations(binding: Binding, *, expect_kind: str, expect_project: s
                                 f"not the expected one ({expect_in_reply_to[:16]}…)")
 
 
+class _TempFileWriter:
+    """Collects decrypted bytes in an unlinked temporary file (large archives are not held 1:1 in memory);
+    :meth:`result` maps it copy-on-write, so the pages come from the file, not from the heap."""
+
+    def __init__(self, capacity: int):
+        self._fh = tempfile.TemporaryFile(prefix="dcstudio-", suffix=".plain")
+        self._capacity = capacity
+        self.pos = 0
+
+    def write(self, data: Any) -> int:
+        n = len(data)
+        if self.pos + n > self._capacity:
+            raise OSError("decrypted data larger than its ciphertext")
+        self._fh.write(data)
+        self.pos += n
+        return n
+
+    def flush(self) -> None:
+        self._fh.flush()
+
+    def result(self) -> np.ndarray:
+        self._fh.flush()
+        if self.pos == 0:
+            return np.empty(0, dtype=np.uint8)
+        out = np.memmap(self._fh, dtype=np.uint8, mode="c", shape=(self.pos,))
+        self._fh.close()  # the mapping keeps the (unlinked) file alive until the arrays are dropped
+        return out
+
+
 def _decrypt(fh: IO[bytes], age_start: int, age_len: int, identity: Identity,
-             control: JobControl) -> _BufferWriter:
+             control: JobControl, limits: Limits = DEFAULT_LIMITS) -> _BufferWriter | _TempFileWriter:
+    overhead = 4096 + 16 * (limits.max_plaintext_bytes // 65536 + 1)  # age header, stanzas and STREAM tags
+    if age_len > limits.max_plaintext_bytes + overhead:
+        raise FormatError(f"the encrypted section is {age_len} bytes, more than the "
+                          f"{limits.max_plaintext_bytes}-byte plaintext limit")
     fh.seek(age_start)
     reader = _FileSectionReader(fh, age_len, control, "decrypting")
-    writer = _BufferWriter(age_len)
+    writer: _BufferWriter | _TempFileWriter = (
+        _BufferWriter(age_len) if age_len <= limits.memory_plaintext_bytes else _TempFileWriter(age_len))
     try:
         pyrage.decrypt_io(reader, writer, [identity.age_identity()])
     except Exception as exc:
@@ -768,6 +832,7 @@ def _unpack(buffer: np.ndarray, binding: Binding, limits: Limits, control: JobCo
     plain = memoryview(buffer)
     if len(plain) < 22 or plain[-22:-18] != b"PK\x05\x06" or plain[-2:] != b"\0\0":
         raise FormatError("the decrypted content is not a v1 archive (bad end record)")
+    _check_directory_size(plain, limits)
     try:
         with zipfile.ZipFile(_MemFile(plain)) as zf:  # type: ignore[arg-type]
             infos = zf.infolist()
@@ -863,6 +928,46 @@ def _unpack(buffer: np.ndarray, binding: Binding, limits: Limits, control: JobCo
     return Payload(manifest=content, arrays=arrays)
 
 
+def _check_directory_size(plain: memoryview, limits: Limits) -> None:
+    """Refuse an archive whose end record declares more members or a larger central directory than the
+    caps, before zipfile reads (and allocates) a single directory entry. ZIP64 records are followed."""
+    entries, cd_size = struct.unpack("<HL", plain[-12:-6])
+    if (entries == 0xFFFF or cd_size == _ZIP_SENTINEL) and len(plain) >= 42 \
+            and plain[-42:-38] == b"PK\x06\x07":
+        (z64_off,) = struct.unpack("<Q", plain[-34:-26])
+        if z64_off + 56 > len(plain) or plain[z64_off:z64_off + 4] != b"PK\x06\x06":
+            raise FormatError("the decrypted content is not a v1 archive (bad ZIP64 end record)")
+        entries, cd_size = struct.unpack("<QQ", plain[z64_off + 32:z64_off + 48])
+    if entries > limits.max_members:
+        raise FormatError(f"the archive declares {entries} members, more than the limit of {limits.max_members}")
+    if cd_size > limits.max_directory_bytes:
+        raise FormatError(f"the archive's directory is {cd_size} bytes, more than the "
+                          f"{limits.max_directory_bytes}-byte limit")
+
+
+def _parse_npy_header(raw: bytes, name: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """Parse the text header of a ``.npy`` member strictly: a Python dict literal with exactly ``descr``
+    (an allow-listed dtype string), ``fortran_order`` (a bool) and ``shape`` (a tuple of at most
+    :data:`MAX_NDIM` non-negative integers, each at most :data:`MAX_DIM`). Anything else is a FormatError."""
+    bad = FormatError(f"array {name!r} does not have a valid .npy header")
+    try:
+        text = raw.decode("latin1")
+        if not text.endswith("\n") or len(text) > MAX_NPY_HEADER_BYTES:
+            raise bad
+        d = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError, UnicodeDecodeError) as exc:
+        raise bad from exc
+    if not isinstance(d, dict) or set(d) != {"descr", "fortran_order", "shape"}:
+        raise bad
+    descr, fortran, shape = d["descr"], d["fortran_order"], d["shape"]
+    if not isinstance(descr, str) or descr not in ALLOWED_DTYPES:
+        raise FormatError(f"array {name!r} has dtype {descr!r}, which is not allowed")
+    if not isinstance(fortran, bool) or not isinstance(shape, tuple) or len(shape) > MAX_NDIM or not all(
+            type(k) is int and 0 <= k <= MAX_DIM for k in shape):
+        raise bad
+    return shape, fortran, np.dtype(descr)
+
+
 def _load_npy(buffer: np.ndarray, start: int, end: int, name: str, limits: Limits) -> np.ndarray:
     """Parse and cap the ``.npy`` header in ``buffer[start:end]`` before touching the data.
 
@@ -871,17 +976,19 @@ def _load_npy(buffer: np.ndarray, start: int, end: int, name: str, limits: Limit
     No pickle code path exists here.
     """
     member = memoryview(buffer)[start:end]
-    f = _MemFile(member)
-    try:
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f, MAX_NPY_HEADER_BYTES)
-        elif version == (2, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f, MAX_NPY_HEADER_BYTES)
-        else:
-            raise ValueError("unsupported npy version")
-    except (ValueError, SyntaxError, TypeError, EOFError, OverflowError, MemoryError, RecursionError) as exc:
-        raise FormatError(f"array {name!r} does not have a valid .npy header") from exc
+    head = bytes(member[:12])
+    if len(head) < 10 or head[:6] != b"\x93NUMPY" or head[6:8] not in (b"\x01\x00", b"\x02\x00"):
+        raise FormatError(f"array {name!r} does not have a valid .npy header")
+    if head[6] == 1:
+        hlen, hstart = struct.unpack("<H", head[8:10])[0], 10
+    else:
+        if len(head) < 12:
+            raise FormatError(f"array {name!r} does not have a valid .npy header")
+        hlen, hstart = struct.unpack("<L", head[8:12])[0], 12
+    if hlen > MAX_NPY_HEADER_BYTES or hstart + hlen > len(member):
+        raise FormatError(f"array {name!r} does not have a valid .npy header")
+    shape, fortran, dtype = _parse_npy_header(bytes(member[hstart:hstart + hlen]), name)
+    data_offset = hstart + hlen
     if fortran:
         raise FormatError(f"array {name!r} is stored in Fortran order, which v1 does not allow")
     if dtype.hasobject or dtype.str not in ALLOWED_DTYPES or dtype.fields is not None:
@@ -890,7 +997,7 @@ def _load_npy(buffer: np.ndarray, start: int, end: int, name: str, limits: Limit
     if nbytes > limits.max_array_bytes:
         raise FormatError(f"array {name!r} declares {nbytes} bytes, more than the "
                           f"{limits.max_array_bytes}-byte limit")
-    data_start = start + f.tell()
+    data_start = start + data_offset
     if data_start + nbytes != end:
         raise FormatError(f"array {name!r} has {end - data_start} data bytes, but its header "
                           f"declares {nbytes}")
@@ -898,7 +1005,7 @@ def _load_npy(buffer: np.ndarray, start: int, end: int, name: str, limits: Limit
     if dtype == np.bool_ and raw.size and raw.max() > 1:
         raise FormatError(f"boolean array {name!r} holds values other than 0 and 1")
     if data_start % DATA_ALIGN != 0:
-        raw = raw.copy()
+        raw = np.array(raw)
     return raw.view(dtype).reshape(shape)
 
 
@@ -941,11 +1048,26 @@ def inspect(path: str | Path, limits: Limits = DEFAULT_LIMITS,
         raise _named(exc, path) from exc
 
 
+def read_header(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Binding:
+    """The clear header only (no signature check, nothing decrypted): what deciding whether to open a file
+    from this sender costs. Trust nothing in it until :func:`open_sealed` or :func:`inspect` checked it."""
+    try:
+        with _open_capped(path, limits) as (fh, size):
+            return _read_prefix(fh, size, limits)[0]
+    except DCError as exc:
+        raise _named(exc, path) from exc
+
+
 def open_sealed(path: str | Path, identity: Identity, *, expect_kind: str, expect_project: str | None = None,
                 expect_sender: PublicCard | None = None, expect_in_reply_to: str | None = None,
+                expect_senders: Collection[str] | None = None,
                 limits: Limits = DEFAULT_LIMITS, control: JobControl | None = None,
                 project_names: dict[str, str] | None = None) -> Opened:
     """Verify, decrypt and unpack an envelope addressed to ``identity``; the first failed check wins.
+
+    ``expect_senders`` (fingerprints the reader has confirmed) is checked from the clear header, before the
+    signature and before anything is decrypted: an unconfirmed sender's file costs no more than its header
+    (:class:`UnconfirmedSender`).
 
     The returned arrays are views into one buffer holding the decrypted archive (no second copy); copy an
     array if it must outlive the others without keeping that buffer alive.
@@ -958,9 +1080,10 @@ def open_sealed(path: str | Path, identity: Identity, *, expect_kind: str, expec
             binding, age_start, signature = _read_prefix(fh, size, limits)
             _check_expectations(binding, expect_kind=expect_kind, expect_project=expect_project,
                                 expect_sender=expect_sender, expect_in_reply_to=expect_in_reply_to,
-                                me=identity.card, project_names=project_names)
+                                me=identity.card, project_names=project_names, expect_senders=expect_senders)
             digest = _verify_outer(fh, size, binding, signature, control.sub(0.0, 0.3))
-            plain = _decrypt(fh, age_start, size - TRAILER_LEN - age_start, identity, control.sub(0.3, 0.75))
+            plain = _decrypt(fh, age_start, size - TRAILER_LEN - age_start, identity, control.sub(0.3, 0.75),
+                             limits)
         payload = _unpack(plain.result(), binding, limits, control.sub(0.75, 1.0))
         return Opened(binding=binding, payload=payload, digest=digest)
     except DCError as exc:

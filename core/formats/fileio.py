@@ -10,34 +10,87 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from ..errors import FormatError
 
+PART_SUFFIX = ".part"
+
 
 @contextlib.contextmanager
-def atomic_writer(path: str | Path, mode: str = "wb") -> Iterator[IO[Any]]:
+def atomic_writer(path: str | Path, mode: str = "wb", *, before_rename: Callable[[], None] | None = None,
+                  private: bool = False) -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path``; on success fsync and rename it into place.
 
-    On any exception the temporary file is removed and ``path`` is left as it was.
+    On any exception the temporary file is removed and ``path`` is left as it was. ``before_rename`` runs
+    after the fsync and before the rename (state that must exist before the file does). ``private`` files
+    are mode 0600 whatever the umask. The temporary name carries this process's id, so a later run can
+    remove what a killed one left behind (:func:`clean_stale_parts`) without touching a live writer's file.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    clean_stale_parts(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=PART_SUFFIX, dir=path.parent)
     try:
+        if private:
+            os.fchmod(fd, 0o600)
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": ""})) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        if before_rename is not None:
+            before_rename()
         os.replace(tmp, path)
         _fsync_dir(path.parent)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists but not ours (PermissionError), or the platform cannot tell
+        return True
+    return True
+
+
+def clean_stale_parts(folder: str | Path, name: str | None = None, *, recursive: bool = False) -> int:
+    """Remove ``.NAME.PID.*.part`` files whose writer process is gone (left by a crash or a kill).
+
+    ``name`` limits it to one target file; returns how many were removed."""
+    folder = Path(folder)
+    pattern = f".{name}.*{PART_SUFFIX}" if name else f".*{PART_SUFFIX}"
+    removed = 0
+    try:
+        found = list(folder.rglob(pattern) if recursive else folder.glob(pattern))
+    except OSError:
+        return 0
+    for part in found:
+        bits = part.name[:-len(PART_SUFFIX)].rsplit(".", 2)
+        if len(bits) != 3 or not bits[1].isdigit() or _pid_alive(int(bits[1])):
+            continue
+        with contextlib.suppress(OSError):
+            part.unlink()
+            removed += 1
+    return removed
+
+
+def private_dir(folder: str | Path) -> Path:
+    """Create ``folder`` (and parents) and make it 0700 whatever the umask."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        folder.chmod(0o700)
+    return folder
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -49,8 +102,13 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
-def write_text_atomic(path: str | Path, text: str) -> None:
-    with atomic_writer(path, "w") as fh:
+def write_bytes_atomic(path: str | Path, data: bytes, *, private: bool = False) -> None:
+    with atomic_writer(path, "wb", private=private) as fh:
+        fh.write(data)
+
+
+def write_text_atomic(path: str | Path, text: str, *, private: bool = False) -> None:
+    with atomic_writer(path, "w", private=private) as fh:
         fh.write(text)
 
 
@@ -59,8 +117,8 @@ def canonical_json(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
-def write_json_atomic(path: str | Path, obj: Any) -> None:
-    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+def write_json_atomic(path: str | Path, obj: Any, *, private: bool = False) -> None:
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", private=private)
 
 
 def read_bytes_capped(path: str | Path, cap: int) -> bytes:
@@ -79,12 +137,66 @@ def read_bytes_capped(path: str | Path, cap: int) -> bytes:
     return data
 
 
-def read_json_capped(path: str | Path, cap: int = 16 << 20) -> Any:
-    data = read_bytes_capped(path, cap)
+MAX_JSON_DEPTH = 32
+
+
+def json_depth_ok(raw: bytes | str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when the brackets of a JSON text never nest deeper than ``limit`` (checked before parsing, so
+    a deeply nested file cannot exhaust the parser's recursion)."""
+    text = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    depth, in_string, escaped = 0, False, False
+    if text.count(b"[") + text.count(b"{") <= limit:
+        return True
+    for c in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == 0x5C:
+                escaped = True
+            elif c == 0x22:
+                in_string = False
+        elif c == 0x22:
+            in_string = True
+        elif c in (0x5B, 0x7B):
+            depth += 1
+            if depth > limit:
+                return False
+        elif c in (0x5D, 0x7D):
+            depth -= 1
+    return True
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def loads_checked(raw: bytes, what: str = "file", path: str | Path | None = None) -> Any:
+    """Parse JSON text with a nesting cap and without NaN/Infinity; FormatError on anything else."""
+    if not json_depth_ok(raw):
+        raise FormatError(f"the {what} nests JSON deeper than {MAX_JSON_DEPTH} levels", path=path)
     try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw, parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise FormatError(f"not valid JSON ({exc.__class__.__name__})", path=path) from exc
+
+
+def read_json_capped(path: str | Path, cap: int = 16 << 20) -> Any:
+    return loads_checked(read_bytes_capped(path, cap), path=path)
+
+
+_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def safe_cell(value: Any) -> Any:
+    """A text cell a spreadsheet would evaluate as a formula (leading = + - @ tab CR) gets a leading
+    apostrophe (the OWASP CSV-injection rule); a cell that is a plain number (``-1.5``, ``-1,5``, ``+3``) and every
+    non-text cell are returned unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA_PREFIXES):
+        try:
+            float(value.replace(",", ".", 1))  # a number with either decimal mark, e.g. "-1,5" in a French file
+        except ValueError:
+            return "'" + value
+    return value
 
 
 def utc_now() -> str:

@@ -246,6 +246,33 @@ class PublicCard:
 
 # ---------------------------------------------------------------------------------------------- identity
 
+_FINGERPRINT_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{4}(-[0-9A-HJKMNP-TV-Z]{4}){3}$")
+
+
+def is_fingerprint(value: object) -> bool:
+    """``XXXX-XXXX-XXXX-XXXX`` in Crockford base32 (upper case), as :attr:`PublicCard.fingerprint` writes it."""
+    return isinstance(value, str) and bool(_FINGERPRINT_RE.match(value))
+
+
+MIN_PASSPHRASE_CHARS = 8
+
+
+def check_new_passphrase(passphrase: str) -> None:
+    """The one policy for a new identity's passphrase (terminal prompt, DCSTUDIO_PASSPHRASE and the app):
+    at least 8 characters after NFC normalisation, not only spaces."""
+    text = unicodedata.normalize("NFC", passphrase) if isinstance(passphrase, str) else ""
+    if len(text) < MIN_PASSPHRASE_CHARS or not text.strip():
+        raise ConfigError(f"choose a passphrase of at least {MIN_PASSPHRASE_CHARS} characters")
+
+
+def passphrase_ok(passphrase: str) -> bool:
+    try:
+        check_new_passphrase(passphrase)
+    except ConfigError:
+        return False
+    return True
+
+
 def _normalize_passphrase(passphrase: str) -> bytes:
     return unicodedata.normalize("NFC", passphrase).encode("utf-8")
 

@@ -57,13 +57,27 @@ class Kit:
 
     @classmethod
     def from_dict(cls, d: dict) -> Kit:
+        if not isinstance(d, dict) or not all(isinstance(d.get(k), str) for k in
+                                              ("name", "task", "method", "project_id", "created")):
+            raise FormatError("kit is incomplete or malformed (a required text field is missing)")
+        for key in ("schema", "analyst"):
+            if not isinstance(d.get(key), dict):
+                raise FormatError(f"kit is incomplete or malformed ('{key}' is not an object)")
+        for key in ("settings", "anchor"):
+            if d.get(key) is not None and not isinstance(d[key], dict):
+                raise FormatError(f"kit is incomplete or malformed ('{key}' is not an object)")
+        roster = d.get("roster")
+        if roster is not None and (not isinstance(roster, list) or not all(
+                isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("fingerprint"), str)
+                for e in roster)):
+            raise FormatError("kit is incomplete or malformed (the roster is not a list of name/fingerprint entries)")
         try:
             return cls(name=str(d["name"]), task=str(d["task"]), schema=Schema.from_dict(d["schema"]),
                        method=str(d["method"]), analyst=PublicCard.from_dict(d["analyst"]),
                        settings=dict(d.get("settings") or {}), anchor=dict(d.get("anchor") or {}),
                        roster=d.get("roster"), project_id=str(d["project_id"]), created=str(d["created"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise FormatError(f"kit is incomplete or malformed ({exc})") from exc
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise FormatError(f"kit is incomplete or malformed ({exc.__class__.__name__})") from exc
 
     def digest(self) -> str:
         import hashlib
@@ -87,9 +101,12 @@ class Kit:
         if d["format"] != FORMAT:
             raise FormatError(f"unsupported kit format '{d['format']}' (this program reads {FORMAT})", path=path)
         try:
-            body, sig = d["kit"], base64.b64decode(d["signature"], validate=True)
+            body, sig = d["kit"], d["signature"]
+            if not isinstance(sig, str) or not sig.isascii():
+                raise TypeError("signature")
+            sig = base64.b64decode(sig, validate=True)
             kit = cls.from_dict(body)
-        except (KeyError, TypeError, binascii.Error) as exc:
+        except (KeyError, TypeError, ValueError, binascii.Error) as exc:
             raise FormatError("kit file is incomplete or malformed", path=path) from exc
         except FormatError as exc:
             raise FormatError(exc.message, path=path) from exc
@@ -101,6 +118,25 @@ class Kit:
         if expect_analyst is not None and kit.analyst.key_id != expect_analyst.key_id:
             raise VerificationError("the kit is signed by a different analyst than expected", path=path)
         return kit
+
+    def describe(self) -> list[str]:
+        """What a participant checks before trusting a kit (``dcstudio kit show``)."""
+        features = self.schema.feature_names
+        lines = [f"project:     {self.name} (id {self.project_id})", f"created:     {self.created}",
+                 f"analyst:     {self.analyst.name}", f"fingerprint: {self.analyst.fingerprint}  "
+                 "(compare with the analyst by phone or on paper)",
+                 f"task:        {self.task}", f"method:      {self.method}"
+                 + (f" ({', '.join(f'{k}={v}' for k, v in sorted(self.settings.items()))})" if self.settings else ""),
+                 f"schema:      {len(features)} features: {', '.join(features)}"]
+        if self.schema.label:
+            lines.append(f"label:       {self.schema.label} (classes {', '.join(self.schema.classes)})")
+        if self.schema.id_column:
+            lines.append(f"id column:   {self.schema.id_column}")
+        lines.append(f"anchor:      {self.anchor.get('kind')} ({self.anchor.get('rows')} rows)")
+        if self.roster is not None:
+            lines.append("roster:      " + "; ".join(f"{e['name']} ({e['fingerprint']})" for e in self.roster))
+        lines.append(f"kit digest:  {self.digest()}")
+        return lines
 
     def roster_allows(self, card: PublicCard) -> bool:
         return self.roster is None or any(e.get("fingerprint") == card.fingerprint for e in self.roster)

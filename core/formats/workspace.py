@@ -4,16 +4,20 @@ Site workspace (``<identity>.workspace/`` beside the identity file unless ``--wo
 
     audit.jsonl                         hash-chained log of every export and import
     projects/<project_id>/kit.dckit     the signed kit (to verify the analyst's package later)
+    projects/<project_id>/analyst.json  the analyst key pinned on first use (trust on first use)
     projects/<project_id>/exports/<digest16>/state.json + *.npy
                                         per bundle: the private map f_i, the row permutation, settings
+                                        (+ applied.json: the packages applied to it, to warn on re-use)
 
 Analyst workspace (same default rule)::
 
     audit.jsonl
     projects/<project_id>/registry.json one entry per imported bundle id (replay protection)
+    projects/<project_id>/confirmed.json the site keys the analyst confirmed (fingerprint → name, when, how)
     projects/<project_id>/bundles/<envelope_id>.dcbundle   the sealed files as received
 
-Arrays are ``.npy`` read with ``allow_pickle=False``; metadata is JSON; every write is atomic.
+Arrays are ``.npy`` read with ``allow_pickle=False``; metadata is JSON; every write is atomic. Folders are
+0700 and files 0600 whatever the umask; opening a workspace removes ``.part`` files a killed run left.
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DuplicateError, FormatError
+from ..errors import DuplicateError, FormatError, VerificationError
 from .audit import AuditLog
-from .fileio import atomic_writer, read_json_capped, utc_now, write_json_atomic
+from .fileio import atomic_writer, clean_stale_parts, private_dir, read_json_capped, utc_now, write_json_atomic
+from .identity import PublicCard
 
 _NAME = re.compile(r"^[a-z0-9_]{1,64}$")
 
@@ -38,13 +43,13 @@ def default_workspace(identity_path: str | Path) -> Path:
 
 
 def save_arrays(folder: Path, arrays: dict[str, np.ndarray]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dir(folder)
     for name, a in arrays.items():
         if not _NAME.match(name):
             raise ValueError(f"bad array name {name!r}")
         buf = io.BytesIO()
         np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
-        with atomic_writer(folder / f"{name}.npy") as fh:
+        with atomic_writer(folder / f"{name}.npy", private=True) as fh:
             fh.write(buf.getvalue())
 
 
@@ -62,14 +67,23 @@ def load_arrays(folder: Path, names: list[str]) -> dict[str, np.ndarray]:
 
 class _Workspace:
     def __init__(self, root: str | Path):
-        self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.root = private_dir(root)
+        clean_stale_parts(self.root, recursive=True)
         self.audit = AuditLog(self.root / "audit.jsonl")
 
     def project_dir(self, project_id: str) -> Path:
         if not re.fullmatch(r"[0-9a-f]{32}", project_id):
             raise FormatError("malformed project id")
+        private_dir(self.root / "projects")
         return self.root / "projects" / project_id
+
+    def _json(self, path: Path, default):
+        if not path.exists():
+            return default
+        value = read_json_capped(path)
+        if not isinstance(value, type(default)):
+            raise FormatError("workspace file is not what this program wrote", path=path)
+        return value
 
 
 class SiteWorkspace(_Workspace):
@@ -84,11 +98,46 @@ class SiteWorkspace(_Workspace):
         save_arrays(folder, private_arrays)
         kit_copy = self.project_dir(project_id) / "kit.dckit"
         if Path(kit_path).resolve() != kit_copy.resolve():
-            with atomic_writer(kit_copy) as fh, open(kit_path, "rb") as src:
+            with atomic_writer(kit_copy, private=True) as fh, open(kit_path, "rb") as src:
                 shutil.copyfileobj(src, fh)
         write_json_atomic(folder / "state.json", {**meta, "bundle_digest": digest, "arrays": sorted(private_arrays),
-                                                  "saved": utc_now()})
+                                                  "saved": utc_now()}, private=True)
         return folder
+
+    # ---- trust on first use -------------------------------------------------------------------------
+    def pinned_analyst(self, project_id: str) -> dict | None:
+        pin = self._json(self.project_dir(project_id) / "analyst.json", {})
+        return pin or None
+
+    def pin_analyst(self, project_id: str, card: PublicCard, *, record: bool = True) -> str:
+        """Pin ``card`` as this project's analyst the first time; refuse a different key later.
+
+        Returns ``"pinned"`` (first use), ``"new"`` (first use with ``record=False``: checked, nothing written,
+        so a failed export leaves no trace) or ``"known"``; VerificationError with both fingerprints otherwise."""
+        pin = self.pinned_analyst(project_id)
+        if pin is None:
+            if not record:
+                return "new"
+            private_dir(self.project_dir(project_id))
+            write_json_atomic(self.project_dir(project_id) / "analyst.json",
+                              {"name": card.name, "fingerprint": card.fingerprint, "key_id": card.key_id,
+                               "pinned": utc_now()}, private=True)
+            self.audit.append("pin-analyst", project=project_id, analyst=card.name, fingerprint=card.fingerprint)
+            return "pinned"
+        if pin.get("key_id") != card.key_id:
+            raise VerificationError(
+                f"this kit for project {project_id} is signed by {card.name!r} ({card.fingerprint}), but this site "
+                f"accepted {pin.get('name')!r} ({pin.get('fingerprint')}) as the project's analyst on "
+                f"{pin.get('pinned')}; refused (ask the analyst by phone which key is genuine)")
+        return "known"
+
+    # ---- applied packages (warn on re-use) ----------------------------------------------------------
+    def applied(self, project_id: str, digest: str) -> list[dict]:
+        return self._json(self.export_dir(project_id, digest) / "applied.json", [])
+
+    def record_applied(self, project_id: str, digest: str, entry: dict) -> None:
+        folder = self.export_dir(project_id, digest)
+        write_json_atomic(folder / "applied.json", [*self.applied(project_id, digest), entry], private=True)
 
     def load_export(self, project_id: str, digest: str) -> tuple[dict, dict[str, np.ndarray]]:
         folder = self.export_dir(project_id, digest)
@@ -96,10 +145,12 @@ class SiteWorkspace(_Workspace):
         if not state_path.exists():
             raise FormatError("this workspace holds no export for the bundle this package answers "
                               f"(looked in {folder}); use the workspace the bundle was exported from")
-        meta = read_json_capped(state_path)
-        if meta.get("bundle_digest") != digest:
+        meta = self._json(state_path, {})
+        arrays = meta.get("arrays")
+        if meta.get("bundle_digest") != digest or not isinstance(arrays, list) \
+                or not all(isinstance(a, str) and _NAME.match(a) for a in arrays):
             raise FormatError("workspace state does not match the bundle digest", path=state_path)
-        return meta, load_arrays(folder, list(meta["arrays"]))
+        return meta, load_arrays(folder, arrays)
 
     def kit_path(self, project_id: str) -> Path:
         return self.project_dir(project_id) / "kit.dckit"
@@ -112,8 +163,23 @@ class AnalystWorkspace(_Workspace):
         return self.project_dir(project_id) / "registry.json"
 
     def registry(self, project_id: str) -> dict:
-        path = self.registry_path(project_id)
-        return read_json_capped(path) if path.exists() else {}
+        return self._json(self.registry_path(project_id), {})
+
+    # ---- confirmed senders ----------------------------------------------------------------------------
+    def confirmed(self, project_id: str) -> dict:
+        """fingerprint → {"name", "confirmed", "how"} of every site key the analyst confirmed."""
+        return self._json(self.project_dir(project_id) / "confirmed.json", {})
+
+    def confirm(self, project_id: str, fingerprint: str, name: str, how: str) -> bool:
+        """Record that the analyst confirmed this site key (True if it is new); an audit line says how."""
+        known = self.confirmed(project_id)
+        if fingerprint in known:
+            return False
+        private_dir(self.project_dir(project_id))
+        known[fingerprint] = {"name": name, "confirmed": utc_now(), "how": how}
+        write_json_atomic(self.project_dir(project_id) / "confirmed.json", known, private=True)
+        self.audit.append("confirm-site", project=project_id, site=name, fingerprint=fingerprint, how=how)
+        return True
 
     def check_new(self, project_id: str, envelope_id: str, digest: str, site_fingerprint: str) -> str:
         """'new' or 'same' (identical file already imported); DuplicateError for a replay/conflict."""
@@ -133,12 +199,13 @@ class AnalystWorkspace(_Workspace):
               fingerprint: str, rows: int) -> Path:
         folder = self.project_dir(project_id) / "bundles"
         dest = folder / f"{envelope_id}.dcbundle"
-        with atomic_writer(dest) as fh, open(source, "rb") as src:
+        private_dir(folder)
+        with atomic_writer(dest, private=True) as fh, open(source, "rb") as src:
             shutil.copyfileobj(src, fh)
         reg = self.registry(project_id)
         reg[envelope_id] = {"envelope_id": envelope_id, "digest": digest, "site": site,
                             "fingerprint": fingerprint, "rows": rows, "file": dest.name, "imported": utc_now()}
-        write_json_atomic(self.registry_path(project_id), reg)
+        write_json_atomic(self.registry_path(project_id), reg, private=True)
         return dest
 
     def stored(self, project_id: str) -> list[Path]:

@@ -2,12 +2,16 @@
 
 Each file goes through :meth:`core.analyst.AnalystSession.try_import` in a job; imported bundles are then
 re-opened with :meth:`~core.analyst.AnalystSession.received` and handed to :class:`AnalystState`.
-Confirming a site's fingerprint (after comparing it by phone or on paper) is an explicit tick per row,
-remembered on this computer.
+Only confirmed senders are opened: a file whose sender (read from its clear header) is neither on the kit's
+roster nor confirmed in the workspace is listed as waiting, nothing of it decrypted. Ticking its Confirmed box
+(after comparing the fingerprint by phone or on paper) confirms the key in the workspace and imports the
+file; training and export stay disabled while any site waits. Sites whose arrays are far out of scale are
+flagged in the Scale column; the Exclude box leaves a site out of the next training run.
 
 Test hooks: ``table`` (columns ``COL_*``), ``import_paths(paths) -> Job``, ``add_files_button``,
 ``add_folder_button``, ``drop_area``, ``job_panel``, ``message``, ``summary_label``,
-``set_confirmed(fingerprint, bool)``, ``rows_by_status(status)``.
+``set_confirmed(fingerprint, bool) -> Job | None`` (confirming a waiting sender imports its files),
+``rows_by_status(status)`` (``imported``, ``refused``, ``unconfirmed``, …), ``set_excluded(site, bool)``.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from PySide6.QtWidgets import (
 )
 
 from core.analyst import ImportReport
+from core.errors import DCError
+from core.robustness import scale_flags
 
 from .. import settings as app_settings
 from ..jobs import Job
@@ -39,14 +45,15 @@ from .common import (
     NAMES_ROLE,
     SparklineDelegate,
     ThrottledJob,
-    confirmed_fingerprints,
     hide_when_done,
     label_counts,
     set_fingerprint_confirmed,
 )
 from .state import AnalystState
 
-COL_SITE, COL_FINGERPRINT, COL_CONFIRMED, COL_STATUS, COL_ROWS, COL_LABELS, COL_FILE = range(7)
+COL_SITE, COL_FINGERPRINT, COL_CONFIRMED, COL_STATUS, COL_ROWS, COL_LABELS, COL_FILE, COL_SCALE, COL_EXCLUDE \
+    = range(9)
+PATH_ROLE = Qt.UserRole + 1
 
 
 class DropArea(QFrame):
@@ -102,6 +109,7 @@ class BundlesPage(QWidget):
         super().__init__(parent)
         self.state = state
         self._job: Job | None = None
+        self._cards: dict = {}  # fingerprint → sender card of files waiting for confirmation
         heading = QLabel(self.tr("<h2>Bundles</h2><p>Drop the sites' <code>.dcbundle</code> files here. Each file "
                                  "is checked (signature, project, kit version, duplicates) before it is "
                                  "imported; a refused file is listed with the reason. Tick <i>Confirmed</i> "
@@ -122,16 +130,18 @@ class BundlesPage(QWidget):
         buttons.addStretch(1)
         buttons.addWidget(self.clear_refused_button)
 
-        self.table = QTableWidget(0, 7)
+        self.table = QTableWidget(0, 9)
         self.table.setHorizontalHeaderLabels([self.tr("Site"), self.tr("Fingerprint"), self.tr("Confirmed"),
                                               self.tr("Status"), self.tr("Rows"), self.tr("Labels"),
-                                              self.tr("File / reason")])
+                                              self.tr("File / reason"), self.tr("Scale"), self.tr("Exclude")])
         header = self.table.horizontalHeader()
         for c in range(6):
             header.setSectionResizeMode(c, QHeaderView.ResizeToContents)
         header.setSectionResizeMode(COL_LABELS, QHeaderView.Fixed)
         self.table.setColumnWidth(COL_LABELS, 130)
-        header.setStretchLastSection(True)
+        for c in (COL_SCALE, COL_EXCLUDE):
+            header.setSectionResizeMode(c, QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(COL_FILE, QHeaderView.Stretch)  # the refusal reasons get the room
         header.sectionResized.connect(lambda *_: self.table.resizeRowsToContents())  # reasons re-wrap
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
@@ -211,6 +221,7 @@ class BundlesPage(QWidget):
             self._add_row(report, self.tr("imported on {when}").format(when=entry.get("imported", "?")))
         self.state.add_bundles(bundles)
         self._update_summary()
+        self._update_scale()
 
     # ---- import ------------------------------------------------------------------------------------------
     def import_paths(self, paths: list[str | Path]) -> Job | None:
@@ -256,12 +267,20 @@ class BundlesPage(QWidget):
             if r.status == "imported" and not r.label_counts and r.envelope_id in by_id:
                 r.label_counts = label_counts(by_id[r.envelope_id], len(self.state.classes)).tolist()
             self._add_row(r)
+            if r.status == "unconfirmed" and r.card is not None:
+                self._cards[r.fingerprint] = r.card
         self.state.add_bundles(bundles)
         n_ok = sum(r.status == "imported" for r in reports)
-        n_bad = len(reports) - n_ok
-        kind = "warning" if n_bad else "ok"
-        self.message.show_message(kind, self.tr("{ok} imported, {bad} refused.").format(ok=n_ok, bad=n_bad))
+        n_wait = sum(r.status == "unconfirmed" for r in reports)
+        n_bad = len(reports) - n_ok - n_wait
+        kind = "warning" if n_bad or n_wait else "ok"
+        text = self.tr("{ok} imported, {bad} refused.").format(ok=n_ok, bad=n_bad)
+        if n_wait:
+            text += " " + self.tr("{n} file(s) wait until you confirm their sender's fingerprint.").format(n=n_wait)
+        self.message.show_message(kind, text)
+        self._update_pending()
         self._update_summary()
+        self._update_scale()
 
     def _add_row(self, r: ImportReport, note: str = "") -> None:
         t = self.table
@@ -269,25 +288,34 @@ class BundlesPage(QWidget):
         row = t.rowCount()
         t.insertRow(row)
         refused = r.status == "refused"
+        waiting = r.status == "unconfirmed"
         site = QTableWidgetItem(r.site or "—")
         site.setData(Qt.UserRole, r.envelope_id)
         fp = QTableWidgetItem(r.fingerprint or "—")
         fp.setFont(_mono(fp.font()))
         confirm = QTableWidgetItem()
-        if not refused and r.fingerprint:
+        if waiting:
             confirm.setFlags(Qt.ItemIsEnabled | Qt.ItemIsUserCheckable | Qt.ItemIsSelectable)
-            confirm.setCheckState(Qt.Checked if r.fingerprint in confirmed_fingerprints() else Qt.Unchecked)
+            confirm.setCheckState(Qt.Unchecked)
             confirm.setData(Qt.UserRole, r.fingerprint)
-            confirm.setToolTip(self.tr("Tick after comparing this fingerprint with the site"))
+            confirm.setToolTip(self.tr("Tick after comparing this fingerprint with the site: the file is then "
+                                       "verified and imported"))
+        elif not refused and r.fingerprint:
+            confirm.setFlags(Qt.ItemIsEnabled | Qt.ItemIsSelectable)
+            confirm.setCheckState(Qt.Checked)
+            confirm.setData(Qt.UserRole, r.fingerprint)
+            confirm.setToolTip(self.tr("Confirmed for this project (kit roster or earlier confirmation)"))
         else:
             confirm.setFlags(Qt.ItemIsEnabled)
         status_text = {"imported": self.tr("✓ verified, imported"),
                        "imported earlier": self.tr("✓ verified, imported earlier"),
                        "already imported": self.tr("✓ already imported"),
+                       "unconfirmed": self.tr("? confirm the sender first"),
                        "refused": self.tr("✗ refused")}.get(r.status, r.status)
         status = QTableWidgetItem(status_text)
         status.setData(Qt.UserRole, r.status)
-        status.setForeground(QColor("#b91c1c" if refused else "#166534"))
+        status.setData(PATH_ROLE, str(r.path))
+        status.setForeground(QColor("#b91c1c" if refused else "#92400e" if waiting else "#166534"))
         rows = QTableWidgetItem("" if refused else str(r.rows))
         rows.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
         labels = QTableWidgetItem()
@@ -298,12 +326,24 @@ class BundlesPage(QWidget):
             labels.setToolTip(", ".join(f"{classes[k] if k < len(classes) else k}: {c}"
                                         for k, c in enumerate(r.label_counts)))
         name = Path(r.path).name
-        file_text = f"{name}: {r.reason}" if refused else (f"{name} — {note}" if note else name)
+        if waiting:
+            file_text = self.tr("{name}: not opened — sender not confirmed").format(name=name)
+        else:
+            file_text = f"{name}: {r.reason}" if refused else (f"{name} — {note}" if note else name)
         file_item = QTableWidgetItem(file_text)
-        file_item.setToolTip(f"{r.path}\n{r.reason}" if refused else str(r.path))
+        file_item.setToolTip(f"{r.path}\n{r.reason}" if refused or waiting else str(r.path))
         if refused:
             file_item.setForeground(QColor("#b91c1c"))
-        for c, item in enumerate((site, fp, confirm, status, rows, labels, file_item)):
+        scale = QTableWidgetItem("")
+        exclude = QTableWidgetItem()
+        if r.status not in ("refused", "unconfirmed"):
+            exclude.setFlags(Qt.ItemIsEnabled | Qt.ItemIsUserCheckable | Qt.ItemIsSelectable)
+            exclude.setCheckState(Qt.Checked if r.site in self.state.excluded else Qt.Unchecked)
+            exclude.setData(Qt.UserRole, r.site)
+            exclude.setToolTip(self.tr("Leave this site out of training (it gets no package)"))
+        else:
+            exclude.setFlags(Qt.ItemIsEnabled)
+        for c, item in enumerate((site, fp, confirm, status, rows, labels, file_item, scale, exclude)):
             t.setItem(row, c, item)
         t.resizeRowToContents(row)
         t.blockSignals(False)
@@ -317,22 +357,94 @@ class BundlesPage(QWidget):
         QTimer.singleShot(0, self.table.resizeRowsToContents)
 
     def _item_changed(self, item: QTableWidgetItem) -> None:
-        if item.column() == COL_CONFIRMED and item.data(Qt.UserRole):
-            set_fingerprint_confirmed(item.data(Qt.UserRole), item.checkState() == Qt.Checked)
-            self._update_summary()
+        if item.column() == COL_EXCLUDE and item.data(Qt.UserRole):
+            self.set_excluded(item.data(Qt.UserRole), item.checkState() == Qt.Checked)
+            return
+        if item.column() != COL_CONFIRMED or not item.data(Qt.UserRole):
+            return
+        status = self.table.item(item.row(), COL_STATUS)
+        if status is not None and status.data(Qt.UserRole) == "unconfirmed" and item.checkState() == Qt.Checked:
+            self.confirm_sender(item.data(Qt.UserRole))
 
-    def set_confirmed(self, fingerprint: str, confirmed: bool = True) -> None:
-        """Tick (or untick) the Confirmed box of every row of that fingerprint."""
+    def confirm_sender(self, fingerprint: str) -> Job | None:
+        """Confirm a waiting sender's key in the workspace, then verify and import its waiting files."""
+        session, card = self.state.session, self._cards.get(fingerprint)
+        if session is None or card is None:
+            return None
+        try:
+            session.confirm(card, how="ticked on the Bundles page")
+        except DCError as exc:
+            self.message.show_message("error", exc.message)
+            return None
+        set_fingerprint_confirmed(fingerprint, True)
+        paths = []
+        for r in reversed(range(self.table.rowCount())):
+            status = self.table.item(r, COL_STATUS)
+            if status.data(Qt.UserRole) == "unconfirmed" and self.table.item(r, COL_FINGERPRINT).text() == fingerprint:
+                paths.append(status.data(PATH_ROLE))
+                self.table.removeRow(r)
+        self._update_pending()
+        return self.import_paths(list(reversed(paths))) if paths else None
+
+    def set_confirmed(self, fingerprint: str, confirmed: bool = True) -> Job | None:
+        """Confirm a waiting sender (as ticking its box does); returns the import job it starts, if any."""
+        if confirmed and fingerprint in self._cards and fingerprint not in (
+                self.state.session.confirmed_fingerprints() if self.state.session else set()):
+            return self.confirm_sender(fingerprint)
+        return None
+
+    def pending_fingerprints(self) -> list[str]:
+        """Fingerprints of senders waiting for confirmation, in the order their files were offered."""
+        out: list[str] = []
+        for r in self.rows_by_status("unconfirmed"):
+            fp = self.table.item(r, COL_FINGERPRINT).text()
+            if fp not in out:
+                out.append(fp)
+        return out
+
+    def set_excluded(self, site: str, excluded: bool = True) -> None:
+        """Leave ``site`` out of the next training run (or take it back in)."""
+        self.state.set_excluded(site, excluded)
+        self.table.blockSignals(True)
         for r in range(self.table.rowCount()):
-            item = self.table.item(r, COL_CONFIRMED)
-            if item is not None and item.data(Qt.UserRole) == fingerprint:
-                item.setCheckState(Qt.Checked if confirmed else Qt.Unchecked)
+            item = self.table.item(r, COL_EXCLUDE)
+            if item is not None and item.data(Qt.UserRole) == site:
+                item.setCheckState(Qt.Checked if excluded else Qt.Unchecked)
+        self.table.blockSignals(False)
+        self._update_summary()
+
+    def _update_pending(self) -> None:
+        pending = {}
+        for r in range(self.table.rowCount()):
+            if self.table.item(r, COL_STATUS).data(Qt.UserRole) == "unconfirmed":
+                pending[self.table.item(r, COL_FINGERPRINT).text()] = self.table.item(r, COL_SITE).text()
+        self.state.set_pending(pending)
+
+    def _update_scale(self) -> None:
+        """Flag sites whose shipped arrays are far out of scale relative to the others (core.robustness)."""
+        flags: dict[str, list[str]] = {}
+        for f in scale_flags(self.state.bundles):
+            flags.setdefault(f.fingerprint, []).append(f"{f.array} {f.reason}")
+        for r in range(self.table.rowCount()):
+            item = self.table.item(r, COL_SCALE)
+            fp = self.table.item(r, COL_FINGERPRINT).text()
+            if item is None:
+                continue
+            if fp in flags and self.table.item(r, COL_STATUS).data(Qt.UserRole) != "refused":
+                item.setText(self.tr("⚠ out of scale"))
+                item.setForeground(QColor("#b91c1c"))
+                item.setToolTip("; ".join(flags[fp]) + "\n" + self.tr("Consider excluding this site."))
+            else:
+                item.setText("")
+                item.setToolTip("")
 
     def clear_refused(self) -> None:
+        """Remove refused rows and rows still waiting for confirmation (their files were never opened)."""
         for r in reversed(range(self.table.rowCount())):
-            if self.table.item(r, COL_STATUS).data(Qt.UserRole) == "refused":
+            if self.table.item(r, COL_STATUS).data(Qt.UserRole) in ("refused", "unconfirmed"):
                 self.table.removeRow(r)
         self.message.clear_message()
+        self._update_pending()
         self._update_summary()
 
     def rows_by_status(self, status: str) -> list[int]:
@@ -340,8 +452,7 @@ class BundlesPage(QWidget):
                 if self.table.item(r, COL_STATUS).data(Qt.UserRole) == status]
 
     def unconfirmed_sites(self) -> list[str]:
-        fps = confirmed_fingerprints()
-        return [b.site for b in self.state.bundles if b.fingerprint not in fps]
+        return self.state.unconfirmed_sites()
 
     def _update_summary(self) -> None:
         n = len(self.state.bundles)
@@ -351,9 +462,11 @@ class BundlesPage(QWidget):
         if refused:
             text += self.tr(", {k} file(s) refused").format(k=refused)
         if unconfirmed:
-            text += self.tr("; {k} fingerprint(s) not confirmed yet").format(k=unconfirmed)
+            text += self.tr("; {k} fingerprint(s) not confirmed yet: training and export wait").format(k=unconfirmed)
         elif n:
             text += self.tr("; every fingerprint confirmed")
+        if self.state.excluded:
+            text += self.tr("; excluded: {sites}").format(sites=", ".join(sorted(self.state.excluded)))
         self.summary_label.setText(text + ".")
 
 

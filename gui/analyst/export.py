@@ -35,7 +35,7 @@ from core.errors import DCError
 
 from ..jobs import Job
 from ..widgets import JobPanel, MessageLabel
-from .common import ThrottledJob, confirmed_fingerprints, hide_when_done
+from .common import ThrottledJob, hide_when_done
 from .state import AnalystState
 
 _SVG = re.compile(r"<svg\b.*?</svg>", re.S)
@@ -157,16 +157,16 @@ class ExportPage(QWidget):
         self.message.clear_message()
         for b in (self.pdf_button, self.open_folder_button, self.open_report_button):
             b.setEnabled(False)
-        self.export_button.setEnabled(s.result is not None)
+        self.export_button.setEnabled(s.result is not None and not s.unconfirmed_sites(s.result_bundles))
         if s.result is not None and s.kit_path is not None and not self.out_edit.text().strip():
             self.out_edit.setText(str(Path(s.kit_path).parent / f"{safe_name(s.kit.name)}-packages"))
 
     def showEvent(self, event) -> None:  # noqa: N802
-        unconfirmed = [b.site for b in self.state.result_bundles if b.fingerprint not in confirmed_fingerprints()]
+        unconfirmed = self.state.unconfirmed_sites(self.state.result_bundles)
         if unconfirmed:
             self.warning.show_message("warning", self.tr(
                 "Fingerprints not confirmed with: {sites}. Packages are encrypted to the keys in their bundles; "
-                "confirm them on the Bundles page first.").format(sites=", ".join(unconfirmed)))
+                "confirm them on the Bundles page first (export waits).").format(sites=", ".join(unconfirmed)))
         else:
             self.warning.clear_message()
         super().showEvent(event)
@@ -181,6 +181,9 @@ class ExportPage(QWidget):
         if s.session is None or s.result is None:
             self.message.show_message("error", self.tr("Train first: there is nothing to export yet."))
             return None
+        if s.unconfirmed_sites(s.result_bundles):
+            self.message.show_message("error", self.tr("Confirm every site's fingerprint on the Bundles page first."))
+            return None
         if self.job_panel.busy:
             return None
         out = self.out_edit.text().strip()
@@ -189,6 +192,7 @@ class ExportPage(QWidget):
             return None
         out_dir = Path(out)
         session, result, bundles = s.session, s.result, list(s.result_bundles)
+        excluded = [b for b in s.bundles if b.site in s.excluded and b not in bundles]
         self.message.clear_message()
         self.checklist.clear()
         self.export_button.setEnabled(False)
@@ -196,7 +200,7 @@ class ExportPage(QWidget):
         def work(control):
             out_dir.mkdir(parents=True, exist_ok=True)
             with s.workspace_lock:
-                return session.export(result, bundles, out_dir, control)
+                return session.export(result, bundles, out_dir, control, excluded=excluded)
 
         job = ThrottledJob(work, self.tr("Sealing {n} package(s)").format(n=len(bundles)))
         job.succeeded.connect(self._exported)

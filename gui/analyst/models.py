@@ -39,7 +39,7 @@ from core.methods import METHODS
 from ..jobs import Job
 from ..settings_form import SettingsForm
 from ..widgets import EmptyNote, JobPanel, MessageLabel
-from .common import TERMS, ThrottledJob, cluster_color, confirmed_fingerprints, hide_when_done, make_plot
+from .common import TERMS, ThrottledJob, cluster_color, hide_when_done, make_plot
 from .state import AnalystState, training_threads
 
 
@@ -223,13 +223,13 @@ class ModelsPage(QWidget):
             self.t_label.setText(self.tr("t = {t:.2f} (set on the Clients page)").format(t=float(self.state.t_choice)))
 
     def _update_ready(self) -> None:
-        n = len(self.state.bundles)
-        self.train_button.setEnabled(n >= 1 and not self.job_panel.busy)
-        unconfirmed = [b.site for b in self.state.bundles if b.fingerprint not in confirmed_fingerprints()]
+        n = len(self.state.training_bundles)
+        unconfirmed = self.state.unconfirmed_sites()
+        self.train_button.setEnabled(n >= 1 and not self.job_panel.busy and not unconfirmed)
         if unconfirmed:
             self.fingerprint_warning.show_message(
-                "warning", self.tr("Not yet confirmed with the site: {sites}. Compare fingerprints on the Bundles "
-                                   "page before you send packages back.").format(sites=", ".join(unconfirmed)))
+                "warning", self.tr("Not yet confirmed with the site: {sites}. Compare fingerprints and confirm them on "
+                                   "the Bundles page; training waits until then.").format(sites=", ".join(unconfirmed)))
         else:
             self.fingerprint_warning.clear_message()
 
@@ -249,12 +249,12 @@ class ModelsPage(QWidget):
 
     def train(self) -> Job | None:
         session = self.state.session
-        if session is None or not self.state.bundles:
+        if session is None or not self.state.training_bundles or self.state.unconfirmed_sites():
             self.message.show_message("error", self.tr("Import the bundles first."))
             return None
         if self.job_panel.busy:
             return None
-        bundles = list(self.state.bundles)
+        bundles = list(self.state.training_bundles)
         settings = self.run_settings()
         on_epoch = self.relay if session.kit.task == "classification" else None
         self.relay.drain()

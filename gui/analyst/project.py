@@ -51,7 +51,7 @@ from core.analyst import AnalystSession
 from core.data.schema import FeatureColumn, Schema, infer_schema
 from core.data.tabular import preview
 from core.errors import DCError
-from core.formats.identity import SCRYPT_LOG_N_DEFAULT, Identity, check_name
+from core.formats.identity import SCRYPT_LOG_N_DEFAULT, Identity, check_name, passphrase_ok
 from core.formats.kit import Kit
 from core.formats.workspace import AnalystWorkspace, default_workspace
 from core.kit_builder import build_kit, default_anchor_kind
@@ -383,7 +383,7 @@ class ProjectPage(QWidget):
             problem = self.tr("Choose a folder for the identity file.")
         elif p1 != p2:
             problem = self.tr("The two passphrases differ.")
-        elif len(p1) < 8:
+        elif not passphrase_ok(p1):
             problem = self.tr("Choose a passphrase of at least 8 characters.")
         path = Path(folder) / f"{name}.dcid"
         if problem is None and path.exists():

@@ -8,6 +8,7 @@ import numpy as np
 from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
+    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
 from core.data.tabular import read_table
 from core.errors import DCError
 from core.formats.anchor import KINDS, AnchorFile, anchor_for_kit
+from core.formats.identity import PublicCard
 
 from .. import settings as app_settings
 from ..widgets import MessageLabel
@@ -33,8 +35,9 @@ class AnchorPage(Page):
     """The anchor secret seeds the synthetic rows every site reduces alongside its own; sites only.
 
     Test hooks: ``import_radio``/``lead_radio``; import: ``anchor_field``; lead: ``kind_combo``,
-    ``rows_spin``, ``seed_csv_radio``/``own_csv_radio``, ``source_field`` (the CSV), ``save_field`` (where to
-    write the .dcanchor), ``create_button``. ``anchor``/``anchor_path`` hold the result.
+    ``rows_spin``, ``seed_csv_radio``/``own_csv_radio``, ``source_field`` (the CSV), ``add_cards(paths)`` /
+    ``cards`` (the other sites' public cards: the file is encrypted to them and to this site), ``save_field``
+    (where to write the .dcanchor), ``create_button``. ``anchor``/``anchor_path`` hold the result.
     """
 
     def __init__(self):
@@ -68,8 +71,8 @@ class AnchorPage(Page):
         self.rows_spin.setSingleStep(100)
         self.rows_spin.setValue(1000)
         self.seed_csv_radio = QRadioButton(self.tr("a small &seed CSV that may be shared between sites"))
-        self.own_csv_radio = QRadioButton(self.tr("my &own CSV ({n} random rows become the seed set)").format(
-            n=SEED_ROWS))
+        self.own_csv_radio = QRadioButton(self.tr("my &own CSV (only its column statistics: {n} synthetic seed "
+                                                  "rows, no real row)").format(n=SEED_ROWS))
         self.seed_csv_radio.setChecked(True)
         src_group = QButtonGroup(self)
         src_group.addButton(self.seed_csv_radio)
@@ -82,6 +85,14 @@ class AnchorPage(Page):
                                       self.tr("Choose the CSV"))
         self.save_field = PathField("anchors", "save", self.tr("DC Studio anchor (*.dcanchor)"),
                                     self.tr("Save the anchor file as"))
+        self.cards: list[PublicCard] = []
+        self.cards_label = QLabel(self.tr("none yet: only this site could open the file"))
+        self.cards_label.setWordWrap(True)
+        self.add_cards_button = QPushButton(self.tr("Add the other sites' &cards…"))
+        self.add_cards_button.clicked.connect(self._pick_cards)
+        cards_row = QHBoxLayout()
+        cards_row.addWidget(self.cards_label, 1)
+        cards_row.addWidget(self.add_cards_button)
         self.create_button = QPushButton(self.tr("Create the &anchor file"))
         self.create_button.clicked.connect(self.create_anchor)
         lead = QFormLayout()
@@ -89,6 +100,7 @@ class AnchorPage(Page):
         lead.addRow(self.tr("&Rows:"), self.rows_spin)
         lead.addRow(self.tr("Made from:"), src)
         lead.addRow(self.tr("&CSV:"), self.source_field)
+        lead.addRow(self.tr("Encrypted to:"), cards_row)
         lead.addRow(self.tr("&Save as:"), self.save_field)
         lead.addRow("", self.create_button)
         lead_box = QWidget()
@@ -147,13 +159,32 @@ class AnchorPage(Page):
         self.completeChanged.emit()
 
     # -- actions
+    def _pick_cards(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(self, self.tr("The other sites' public cards"), "",
+                                                self.tr("Public cards (*.dcpub);;All files (*)"))
+        if paths:
+            self.add_cards(paths)
+
+    def add_cards(self, paths: list[str | Path]) -> None:
+        """Add sites' public cards: the anchor file will be encrypted to each (and to this site)."""
+        self.message.clear_message()
+        for p in paths:
+            try:
+                card = PublicCard.load(p)
+            except DCError as exc:
+                self.message.show_message("error", str(exc))
+                return
+            if all(c.key_id != card.key_id for c in self.cards):
+                self.cards.append(card)
+        self.cards_label.setText("; ".join(f"{c.name} ({c.fingerprint})" for c in self.cards))
+
     def load_anchor(self, path: str) -> None:
         self.message.clear_message()
         if not path or self.wizard() is None or self.state.kit is None:
             self._set_anchor(None, None)
             return
         try:
-            anchor = AnchorFile.load(path, expect_project=self.state.kit.project_id,
+            anchor = AnchorFile.load(path, expect_project=self.state.kit.project_id, identity=self.state.identity,
                                      project_name=self.state.kit.name)
         except DCError as exc:
             self._set_anchor(None, None)
@@ -186,6 +217,13 @@ class AnchorPage(Page):
             self.message.show_message("error", self.tr("Choose where to save the anchor file."))
             return
 
+        own = self.state.identity
+        recipients = ([own.card] if own is not None else []) + [c for c in self.cards
+                                                                 if own is None or c.key_id != own.card.key_id]
+        if not recipients:
+            self.message.show_message("error", self.tr("Open this site's identity first."))
+            return
+
         def work(control):
             local = seed = None
             if source:
@@ -199,7 +237,7 @@ class AnchorPage(Page):
             control.step(0.8, "making the anchor")
             anchor = anchor_for_kit(kit, kind=kind, rows=rows, local_X=local, seed_X=seed, seed_rows=SEED_ROWS)
             control.step(0.9, "saving it")
-            anchor.save(out)
+            anchor.save(out, recipients)
             return anchor
 
         def done(anchor):
@@ -207,8 +245,12 @@ class AnchorPage(Page):
             app_settings.remember("anchors", str(Path(out).resolve()))
             self.anchor_field.set_path(out, emit=False)
             self._set_anchor(anchor, Path(out))
-            self.message.show_message("ok", self.tr("Anchor file written to {out}. Give a copy to each of the other "
-                                                    "sites, never to the analyst.").format(out=out))
+            names = ", ".join(c.name for c in recipients)
+            text = self.tr("Anchor file written to {out}, encrypted to {names}. Give a copy to each of the other "
+                           "sites, never to the analyst.").format(out=out, names=names)
+            if from_seed:
+                text += " " + self.tr("The seed rows you declared shareable travel inside it to every site.")
+            self.message.show_message("ok" if len(recipients) > 1 else "warning", text)
 
         self.start(work, self.tr("Creating the anchor…"), done)
 

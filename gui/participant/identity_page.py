@@ -19,7 +19,13 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import ConfigError
-from core.formats.identity import SCRYPT_LOG_N_DEFAULT, Identity, check_name
+from core.formats.identity import (
+    MIN_PASSPHRASE_CHARS,
+    SCRYPT_LOG_N_DEFAULT,
+    Identity,
+    check_name,
+    check_new_passphrase,
+)
 from core.formats.workspace import default_workspace
 
 from .. import settings as app_settings
@@ -179,8 +185,11 @@ class IdentityPage(Page):
             self.name_edit.setFocus()
             return
         passphrase = self.pass_edit.text()
-        if len(passphrase) < 8:
-            self.message.show_message("error", self.tr("Choose a passphrase of at least 8 characters."))
+        try:
+            check_new_passphrase(passphrase)
+        except ConfigError:
+            self.message.show_message("error", self.tr("Choose a passphrase of at least {n} characters.").format(
+                n=MIN_PASSPHRASE_CHARS))
             self.pass_edit.setFocus()
             return
         if passphrase != self.pass2_edit.text():

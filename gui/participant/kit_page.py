@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QCheckBox, QFormLayout, QGroupBox, QLabel, QVBoxLa
 
 from core.errors import DCError
 from core.formats.kit import Kit
+from core.formats.workspace import SiteWorkspace
 from core.learn.reduction import default_dimension
 from core.methods import METHODS, get_method
 
@@ -120,10 +121,28 @@ class KitPage(Page):
             self._show(None)
             self.message.show_message("error", f"{path}: {exc.strerror or exc}")
             return
+        pinned = self._pinned_problem(kit)
+        if pinned:
+            self._show(None)
+            self.message.show_message("error", pinned)
+            return
         self.kit_path = Path(path)
         self.kit_field.remember()
         self._show(kit)
         self._check_roster()
+
+    def _pinned_problem(self, kit: Kit) -> str:
+        """Trust on first use: a kit for a project this workspace knows must carry the analyst key it pinned."""
+        workspace = self.wizard().workspace() if self.wizard() is not None else None
+        if workspace is None or not Path(workspace).is_dir():
+            return ""
+        try:
+            ws = SiteWorkspace(workspace)
+            if ws.pinned_analyst(kit.project_id) is not None:
+                ws.pin_analyst(kit.project_id, kit.analyst)  # raises, naming both fingerprints, on another key
+        except DCError as exc:
+            return str(exc)
+        return ""
 
     def _check_roster(self) -> None:
         ident = getattr(self.state, "identity", None) if self.wizard() is not None else None

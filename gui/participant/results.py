@@ -346,7 +346,11 @@ class ResultsWindow(QWidget):
                                                    cols=html.escape(", ".join(result.columns[:4]) + (
                                                        ", …" if len(result.columns) > 4 else "")),
                                                    shown=shown))
-        self.message.show_message("ok", self.tr("Done: {path}").format(path=result.out_path))
+        if result.warnings:  # the same package again, or one superseded by a newer run
+            self.message.show_message("warning", self.tr("Done: {path}. Note: {warnings}").format(
+                path=result.out_path, warnings=" ".join(result.warnings)))
+        else:
+            self.message.show_message("ok", self.tr("Done: {path}").format(path=result.out_path))
         self._plot(outcome["column"], outcome["counts"])
         self.save_button.setEnabled(True)
 
