@@ -193,6 +193,32 @@ def cpl(X: np.ndarray, k: int, *, eta: float = ETA, max_epochs: int = MAX_EPOCHS
     return CPLResult(cents, out, cnt, k, epochs, visits)
 
 
+class CPL:
+    """Scikit-learn-style wrapper of :func:`cpl`: k = ``n_candidates`` or round(``k0`` · n) candidates.
+
+    Attributes after ``fit``: ``labels_`` (n,), ``cluster_centers_`` (k′, d), ``counts_``, ``n_epochs_``.
+    """
+
+    def __init__(self, n_candidates: int | None = None, *, k0: float = K0, eta: float = ETA,
+                 max_epochs: int = MAX_EPOCHS, random_state: int = 0):
+        self.n_candidates = n_candidates
+        self.k0 = k0
+        self.eta = eta
+        self.max_epochs = max_epochs
+        self.random_state = random_state
+
+    def fit(self, X: np.ndarray, y=None) -> CPL:
+        X = np.asarray(X, dtype=np.float64)
+        k = self.n_candidates if self.n_candidates else max(1, int(round(self.k0 * len(X))))
+        res = cpl(X, k, eta=self.eta, max_epochs=self.max_epochs, rng=self.random_state)
+        self.labels_, self.cluster_centers_, self.counts_, self.n_epochs_ = (res.labels, res.centroids,
+                                                                            res.counts, res.epochs)
+        return self
+
+    def fit_predict(self, X: np.ndarray, y=None) -> np.ndarray:
+        return self.fit(X).labels_
+
+
 # ----------------------------------------------------------------------------------------- scaling
 def column_stats(X: np.ndarray) -> dict[str, np.ndarray]:
     """What a site ships for federated scaling: row count and per-column Σx and Σx²."""
@@ -532,5 +558,5 @@ def nearest_centroid(X: np.ndarray, model: GoldModel) -> np.ndarray:
     return d.argmin(axis=1)
 
 
-__all__ = ["ETA", "K0", "K1", "MIN_SIZE", "CPLResult", "cpl", "column_stats", "pooled_scaler", "SiteResult",
+__all__ = ["ETA", "K0", "K1", "MIN_SIZE", "CPLResult", "cpl", "CPL", "column_stats", "pooled_scaler", "SiteResult",
            "fcpl_site", "mcpl", "REMCFailure", "remc", "GoldModel", "gold_fit", "site_labels", "nearest_centroid"]
