@@ -427,7 +427,7 @@ def summarise_scaling(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for d in dict.fromkeys(r["dataset"] for r in recs):
         rs = [r for r in recs if r["dataset"] == d]
-        for meth in [m for m in rs[0] if m not in ("dataset", "seed")]:
+        for meth in [m for m in rs[0] if m not in ("dataset", "seed", "kind")]:
             ok = [r[meth] for r in rs if "error" not in r[meth]]
             out.append({"dataset": d, "method": meth, "seeds": len(ok), "errors": len(rs) - len(ok),
                         **{met: _ms([o[met] for o in ok])[0] for met in ("ARI", "NMI", "ACC", "Purity")}})
@@ -491,18 +491,18 @@ def plan(quick: bool, seeds: int | None, datasets: list[str] | None, scaling: bo
     small = ["EC", "US", "VE", "YE", "EP"]
     chosen = datasets or (small if quick else list(DATASETS))
     rows = QUICK_ROWS if quick else ROWS
-    per = {} if quick else {"LA": 5, "WI": 5, "PE": 5, "LE": 3}
+    per = {} if quick else {"LA": 3, "WI": 3, "PE": 3, "LE": 2}
     tasks = []
     for d in chosen:
         n = seeds if seeds else per.get(d, 3 if quick else 10)
         tasks += [("gold", d, s, rows) for s in range(n)]
     if scaling:
-        sc_seeds = 1 if quick else 2
+        sc_seeds = 1
         for d in (small if quick else list(DATASETS)) + (["iris", "heart", "banknote"] if quick else list(DC_SETS)):
             tasks += [("scaling", d, s, ()) for s in range(sc_seeds)]
             tasks += [("dcscaling", d, s, ()) for s in range(sc_seeds)]
     big = {"LE": 0, "PE": 1, "WI": 2, "LA": 3, "pendigits": 4}
-    tasks.sort(key=lambda t: (big.get(t[1], 9), t[0] != "gold"))
+    tasks.sort(key=lambda t: (t[0] != "gold", big.get(t[1], 9)))  # GOLD first, the largest first
     return tasks
 
 
@@ -521,11 +521,19 @@ def run(args, say: Callable[[str], None] = print) -> dict[str, Any]:
     tasks = plan(quick, seeds, datasets, scaling)
     jobs = int(os.environ.get("DCSTUDIO_BENCH_JOBS", min(2, os.cpu_count() or 1)))
     data_dir = getattr(args, "data_dir", None)
+    json_path = Path(args.json) if getattr(args, "json", None) else None
+    partial = json_path.with_name(json_path.stem + "_trials.jsonl") if json_path else None
+    if partial:
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text("")
     started = time.perf_counter()
     recs: list[dict[str, Any]] = []
 
     def done(r: dict[str, Any]) -> None:
         recs.append(r)
+        if partial:  # every finished task at once, so an interrupted run can still be summarised
+            with partial.open("a") as fh:
+                fh.write(json.dumps(r, default=_jsonable) + "\n")
         say(f"[{len(recs)}/{len(tasks)}] {r['kind']} {r['dataset']} seed {r['seed']} "
             f"({time.perf_counter() - started:.0f} s)")
 
@@ -540,37 +548,49 @@ def run(args, say: Callable[[str], None] = print) -> dict[str, Any]:
             futs = [pool.submit(_task, t[0], t[1], t[2], t[3], data_dir) for t in tasks]
             for f in as_completed(futs):
                 done(f.result())
-    say("FCPL timing on 100,000 × 20 …")
+    say("FCPL timing on one site …")
     timing = fcpl_timing(10_000 if quick else 100_000)
-    wall = time.perf_counter() - started
-    gold_recs = sorted([r for r in recs if r["kind"] == "gold"], key=lambda r: (ORDER.index(r["dataset"]), r["seed"]))
-    summary = summarise(gold_recs)
     parts = ["dcstudio bench gold", *(["--quick"] if quick else []), *(f"--dataset {d}" for d in datasets or []),
              *([f"--seeds {seeds}"] if seeds else [])]
-    parts += [f"--json {args.json}"] if getattr(args, "json", None) else []
-    result = {"experiment": "gold", "version": __version__, "machine": machine(), "command": " ".join(parts),
-              "finished": datetime.now(UTC).isoformat(timespec="seconds"), "wall_seconds": wall, "jobs": jobs,
-              "choices": CHOICES, "rows": summary["rows"], "failures": summary["failures"],
-              "targets": summary["targets"], "fcpl_timing": timing,
-              "splits": {d: [r["split"] for r in gold_recs if r["dataset"] == d] for d in ORDER
-                         if any(r["dataset"] == d for r in gold_recs)},
-              "levels": {d: [r["methods"].get(PAPER_ROW, {}).get("levels") for r in gold_recs if r["dataset"] == d]
-                         for d in ORDER if any(r["dataset"] == d for r in gold_recs)},
-              "site_micro_clusters": {d: [r.get("site_micro_clusters") for r in gold_recs if r["dataset"] == d]
-                                      for d in ORDER if any(r["dataset"] == d for r in gold_recs)},
-              "trial_timing": {d: [r["timing"] for r in gold_recs if r["dataset"] == d] for d in ORDER
-                               if any(r["dataset"] == d for r in gold_recs)},
-              "scaling_study": summarise_scaling([r for r in recs if r["kind"] == "scaling"]),
-              "dc_scaling_study": summarise_scaling([r for r in recs if r["kind"] == "dcscaling"]),
-              "authors_splits": AUTHORS_SPLITS,
-              "paper": {"tables_iii_iv_a2_a4": PAPER, "table_v": PAPER_TABLE_V}}
-    if getattr(args, "json", None):
-        jp = Path(args.json)
-        write_json_atomic(jp, json.loads(json.dumps(result, default=_jsonable)))
-        write_text_atomic(jp.with_suffix(".md"), markdown(result))
-        write_text_atomic(jp.with_name(jp.stem + "_trials.jsonl"),
-                          "".join(json.dumps(r, default=_jsonable) + "\n" for r in recs))
+    parts += [f"--json {args.json}"] if json_path else []
+    result = build_result(recs, timing, " ".join(parts), time.perf_counter() - started, jobs)
+    if json_path:
+        write_json_atomic(json_path, json.loads(json.dumps(result, default=_jsonable)))
+        write_text_atomic(json_path.with_suffix(".md"), markdown(result))
     say(markdown(result))
+    return result
+
+
+def build_result(recs: list[dict[str, Any]], timing: dict[str, Any], command: str, wall: float, jobs: int,
+                 note: str = "") -> dict[str, Any]:
+    gold_recs = sorted([r for r in recs if r["kind"] == "gold"], key=lambda r: (ORDER.index(r["dataset"]), r["seed"]))
+    summary = summarise(gold_recs)
+    present = [d for d in ORDER if any(r["dataset"] == d for r in gold_recs)]
+
+    def per(fn):
+        return {d: [fn(r) for r in gold_recs if r["dataset"] == d] for d in present}
+
+    return {"experiment": "gold", "version": __version__, "machine": machine(), "command": command,
+            "finished": datetime.now(UTC).isoformat(timespec="seconds"), "wall_seconds": wall, "jobs": jobs,
+            "note": note, "choices": CHOICES, "rows": summary["rows"], "failures": summary["failures"],
+            "targets": summary["targets"], "fcpl_timing": timing,
+            "splits": per(lambda r: r["split"]),
+            "levels": per(lambda r: r["methods"].get(PAPER_ROW, {}).get("levels")),
+            "site_micro_clusters": per(lambda r: r.get("site_micro_clusters")),
+            "trial_timing": per(lambda r: r["timing"]),
+            "scaling_study": summarise_scaling([r for r in recs if r["kind"] == "scaling"]),
+            "dc_scaling_study": summarise_scaling([r for r in recs if r["kind"] == "dcscaling"]),
+            "authors_splits": AUTHORS_SPLITS, "paper": {"tables_iii_iv_a2_a4": PAPER, "table_v": PAPER_TABLE_V}}
+
+
+def resummarise(json_path: str | Path, command: str, wall: float, jobs: int = 2, note: str = "",
+                timing: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Summary, JSON and markdown from the ``_trials.jsonl`` of a run (e.g. one stopped early)."""
+    jp = Path(json_path)
+    recs = [json.loads(line) for line in jp.with_name(jp.stem + "_trials.jsonl").read_text().splitlines() if line]
+    result = build_result(recs, timing if timing is not None else fcpl_timing(), command, wall, jobs, note)
+    write_json_atomic(jp, json.loads(json.dumps(result, default=_jsonable)))
+    write_text_atomic(jp.with_suffix(".md"), markdown(result))
     return result
 
 
@@ -601,6 +621,8 @@ def markdown(result: dict[str, Any]) -> str:
            f"DC Studio {result['version']}, finished {result['finished']}, wall time {result['wall_seconds']:.0f} s "
            f"with {result['jobs']} worker process(es). Seeds 0..n−1 per data set (n in the tables).", "",
            "Cells: our mean ± std over seeds; **[paper: mean ± sd]** is the published value (not measured here).", ""]
+    if result.get("note"):
+        out += [result["note"], ""]
     t = result["targets"]
     if t["table_iv"]:
         out += ["## Targets (Table IV protocol)", "",
