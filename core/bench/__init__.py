@@ -39,6 +39,7 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "dcclustering": ("dcclustering", "DC-Clustering paper Tables 2, 4, 6 with oracle bounds and baselines"),
     "fuzz": ("fuzz", "mutated bundles, packages, kits, cards and anchors: only the product's errors escape"),
     "kill": ("kill", "SIGKILL during export and analyst run: nothing partial under a final name"),
+    "gold": ("gold", "GOLD paper Tables III-IV on re-implemented Non-ICD partitions, with k-FED and ablations"),
 }
 EXPERIMENTS = {name: text for name, (_, text) in REGISTRY.items()}
 

@@ -25,6 +25,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 
 from ..errors import ConfigError
+from ..learn.kfed import _awasthi_sheffet, kfed  # noqa: F401  (k-FED moved to core/learn/kfed.py; margin variant)
 
 
 def _nearest(X: np.ndarray, C: np.ndarray) -> np.ndarray:
@@ -61,45 +62,3 @@ def federated_kmeans(sites: list[np.ndarray], k: int, *, steps: int = 10, local_
             den += cnt
         G = np.where(den[:, None] > 0, num / np.maximum(den, 1)[:, None], G)
     return G, [_nearest(X, G) for X in sites]
-
-
-def _awasthi_sheffet(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    """Local k-means with the Awasthi–Sheffet seeding; returns the k' centres."""
-    if len(X) <= k:
-        return X.copy()
-    mu = X.mean(axis=0)
-    _, _, Vt = np.linalg.svd(X - mu, full_matrices=False)
-    V = Vt[:k].T
-    Y = (X - mu) @ V
-    km = KMeans(k, n_init=10, random_state=int(rng.integers(2**31))).fit(Y)
-    D = ((Y[:, None, :] - km.cluster_centers_[None]) ** 2).sum(-1)
-    order = np.sort(D, axis=1)
-    near = D.argmin(axis=1)
-    good = np.sqrt(order[:, 0]) <= 0.9 * np.sqrt(order[:, 1]) if k > 1 else np.ones(len(X), bool)
-    seeds = np.array([X[good & (near == j)].mean(axis=0) if (good & (near == j)).any() else X[near == j].mean(axis=0)
-                      if (near == j).any() else X[rng.integers(len(X))] for j in range(k)])
-    return KMeans(k, init=seeds, n_init=1).fit(X).cluster_centers_
-
-
-def kfed(sites: list[np.ndarray], k: int, *, k_local: int | None = None, seed: int = 0
-         ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Returns (global centres (k, m), per-site labels). ``k_local`` = k' (default k)."""
-    kl = int(k_local or k)
-    if kl * len(sites) < k:
-        raise ConfigError("k-FED needs k' × number of sites ≥ k")
-    rng = np.random.default_rng(seed)
-    local = [_awasthi_sheffet(X, kl, rng) for X in sites]
-    U = np.vstack(local)
-    M = list(local[0][: min(k, len(local[0]))])
-    while len(M) < k:
-        dist = ((U[:, None, :] - np.array(M)[None]) ** 2).sum(-1).min(axis=1)
-        M.append(U[int(dist.argmax())])
-    M = np.array(M)
-    assign = _nearest(U, M)  # one Lloyd iteration over the uploaded centres
-    M = np.array([U[assign == j].mean(axis=0) if (assign == j).any() else M[j] for j in range(k)])
-    owner = _nearest(U, M)
-    labels, start = [], 0
-    for X, C in zip(sites, local, strict=True):
-        labels.append(owner[start:start + len(C)][_nearest(X, C)])
-        start += len(C)
-    return M, labels

@@ -1,0 +1,173 @@
+"""GOLD: the CPL engine, the site's FCPL with the guard, federated scaling, the analyst, apply, k-FED, the bench."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+
+from core.errors import ConfigError
+from core.learn import gold as G
+from core.learn.kfed import kfed
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    with threadpool_limits(1):
+        yield
+
+
+def _blobs(sizes, seed=0, spread=0.5, gap=12.0):
+    rng = np.random.default_rng(seed)
+    centres = np.array([[0, 0, 0], [gap, 0, 0], [0, gap, 0], [gap, gap, gap]])[: len(sizes)]
+    X = np.vstack([c + spread * rng.standard_normal((n, 3)) for c, n in zip(centres, sizes, strict=True)])
+    y = np.repeat(np.arange(len(sizes)), sizes)
+    return X, y
+
+
+def test_singleton_weights_are_undefined_so_the_cluster_is_eliminated():
+    X, _ = _blobs([10, 10])
+    labels = np.r_[np.zeros(10, int), np.ones(9, int), 2]  # cluster 2 is a singleton
+    W = G._feature_weights(X, labels, 3)
+    assert np.all(np.isfinite(W[:2])) and np.allclose(W[:2].sum(axis=1), 1.0)
+    assert np.all(np.isnan(W[2]))
+
+
+def test_cpl_eliminates_a_planted_singleton_and_recovers_unequal_blobs_with_k_unknown():
+    X, y = _blobs([400, 60, 15])
+    X = np.vstack([X, [[40.0, 40.0, 40.0]]])  # a planted outlier row
+    y = np.r_[y, 3]
+    res = G.cpl(X, round(0.5 * len(X)), rng=0)  # k = half the rows: k unknown
+    assert np.array_equal(G.CPL(random_state=0).fit_predict(X), res.labels)
+    assert res.counts.min() > 1  # the outlier is not a cluster of its own
+    assert len(res.counts) < 20  # almost all 238 candidates were eliminated
+    blob = y < 3
+    found = set()
+    for j in range(len(res.counts)):  # every cluster lies inside one blob, and every blob is found
+        inside = np.unique(y[blob & (res.labels == j)])
+        assert len(inside) == 1
+        found.add(int(inside[0]))
+    assert found == {0, 1, 2}
+    # the whole pipeline with k = auto over three sites: every global cluster lies inside one blob
+    X, y = _blobs([400, 60, 15])
+    order = np.random.default_rng(1).permutation(len(X))
+    parts = np.array_split(order, 3)
+    sites = [G.fcpl_site(X[p], seed=i) for i, p in enumerate(parts)]
+    model = G.gold_fit(sites, "auto", seed=0)
+    sil = model.auto["silhouette"]
+    assert model.k == model.auto["chosen"] == max(sil, key=lambda c: (sil[c], -c)) and 2 in sil
+    assert set(model.level_sizes) & set(sil) == {c for c in model.level_sizes if c in sil}
+    pred = np.concatenate([G.site_labels(s, g) for s, g in zip(sites, model.micro_global, strict=True)])
+    truth = np.concatenate([y[p] for p in parts])
+    for c in np.unique(pred):
+        assert len(np.unique(truth[pred == c])) == 1
+
+
+def test_guard_ships_no_centroid_of_fewer_than_min_rows():
+    rng = np.random.default_rng(3)
+    X = np.round(rng.normal(size=(120, 4)) * 3)  # integer columns: a 2-row mean would reveal its rows
+    plain = G.fcpl_site(X, seed=0)
+    assert plain.counts.min() < G.MIN_SIZE  # FCPL alone ships tiny micro-clusters
+    for guard in ("merge", "drop"):
+        s = G.fcpl_site(X, seed=0, min_size=G.MIN_SIZE, guard=guard)
+        assert s.counts.min() >= G.MIN_SIZE
+        assert s.guard_rows == int(plain.counts[plain.counts < G.MIN_SIZE].sum()) > 0
+        for j, c in enumerate(s.centroids):  # each shipped centroid is the mean of its ≥ 5 rows
+            assert np.allclose(c, X[s.labels == j].mean(axis=0))
+            assert (s.labels == j).sum() == s.counts[j]
+    assert (G.fcpl_site(X, seed=0, min_size=5, guard="merge").labels >= 0).all()
+    dropped = G.fcpl_site(X, seed=0, min_size=5, guard="drop")
+    assert (dropped.labels == -1).sum() == dropped.guard_rows
+    merged = G.fcpl_site(X, seed=0, min_size=5)
+    noisy = G.fcpl_site(X, seed=0, min_size=5, noise=0.1)  # optional noise on what is shipped, not on the counts
+    assert np.array_equal(noisy.counts, merged.counts) and not np.allclose(noisy.centroids, merged.centroids)
+    tiny = G.fcpl_site(X[:3], seed=0, min_size=5)  # a site with fewer rows than the minimum ships nothing
+    assert len(tiny.counts) == 0 and (tiny.labels == -1).all()
+
+
+def test_federated_scaling_equals_the_pooled_zscore_of_the_union():
+    rng = np.random.default_rng(4)
+    sites = [rng.normal(loc=i, scale=1 + i, size=(50 + 10 * i, 5)) * [1, 10, 100, 0.1, 1] for i in range(3)]
+    union = np.vstack(sites)
+    mean, std = G.pooled_scaler([G.column_stats(X) for X in sites])
+    assert np.allclose(mean, union.mean(axis=0)) and np.allclose(std, union.std(axis=0))
+    Zu = (union - union.mean(axis=0)) / union.std(axis=0)
+    start = 0
+    for i, X in enumerate(sites):
+        fed = G.fcpl_site(X, mean=mean, std=std, seed=i)
+        Z = Zu[start:start + len(X)]
+        start += len(X)
+        pooled = G.fcpl_site(Z, mean=np.zeros(5), std=np.ones(5), seed=i)
+        assert np.array_equal(fed.labels, pooled.labels)  # the same geometry, so the same micro-clusters
+        assert np.allclose(fed.centroids, mean + std * pooled.centroids)  # centroids map back exactly
+
+
+def test_apply_labels_rows_back_in_the_site_order_and_new_rows_by_nearest_centroid():
+    X, y = _blobs([60, 40, 30], seed=5)
+    rng = np.random.default_rng(6)
+    parts = np.array_split(rng.permutation(len(X)), 2)
+    sites = [G.fcpl_site(X[p], seed=i, min_size=5) for i, p in enumerate(parts)]
+    model = G.gold_fit(sites, 3, seed=0)
+    for s, p, g in zip(sites, parts, model.micro_global, strict=True):
+        lab = G.site_labels(s, g)
+        assert lab.shape == (len(p),)
+        assert np.array_equal(lab, g[s.labels])  # row i gets its micro-cluster's global cluster
+        for j, c in enumerate(s.centroids):  # micro-cluster j is the mean of the site's rows labelled j
+            assert np.allclose(c, X[p][s.labels == j].mean(axis=0))
+    # new rows: nearest global centroid; a centroid itself is labelled with its own cluster
+    assert np.array_equal(G.nearest_centroid(model.centroids_raw, model), np.arange(3))
+    assert model.centroids_raw.shape == (3, 3)
+
+
+def test_remc_failure_is_retried_and_counted_then_reported():
+    E = np.array([[0, 0], [0, 0], [1, 1], [1, 1]])
+    with pytest.raises(G.REMCFailure):
+        G.remc(E, 3)
+    X, _ = _blobs([30, 30])
+    sites = [G.fcpl_site(X, seed=0)]
+    with pytest.raises(ConfigError, match="REMC could not form"):
+        G.gold_fit(sites, len(sites[0].counts) + 1, seed=0, max_retries=2)
+
+
+def test_cpl_time_is_linear_in_rows_per_epoch():
+    def per_visit(n):
+        X = np.random.default_rng(7).normal(size=(n, 5))
+        t0 = time.perf_counter()
+        res = G.cpl(X, 20, rng=0, max_epochs=2)
+        return (time.perf_counter() - t0) / res.row_visits, res
+
+    per_visit(300)  # warm up
+    small, r_small = per_visit(500)
+    large, r_large = per_visit(5000)
+    assert r_large.row_visits <= 3 * 5000 and r_small.row_visits <= 3 * 500  # one visit per row and epoch
+    assert large < 3.0 * small  # O(n²) per epoch (the authors' code) would make this ≈ 10×
+
+
+def test_kfed_variants_and_the_old_import():
+    from core.simulation.federated_clustering import kfed as old
+
+    assert old is kfed
+    X, y = _blobs([40, 40, 40, 40], seed=8)
+    sites = [X[i::3] for i in range(3)]
+    for variant in ("official", "mufc", "margin"):
+        M, labels = kfed(sites, 4, k_local=2, seed=0, variant=variant)
+        assert M.shape == (4, 3) and [len(lab) for lab in labels] == [len(s) for s in sites]
+    with pytest.raises(ConfigError):
+        kfed(sites, 4, variant="nope")
+
+
+def test_bench_trial_runs_every_row_on_small_data():
+    from core.bench import gold as B
+
+    X, y = _blobs([80, 50, 30, 20], seed=9, spread=2.0)
+    rec = B.trial("toy", X, y, 0, B.ROWS)
+    assert len(rec["split"]["rows_per_client"]) == 8
+    assert set(rec["methods"]) == set(B.ROWS)
+    for row, m in rec["methods"].items():
+        if "error" not in m:
+            assert 0 < m["IV"]["Purity"] <= 1 and 0 < m["III"]["Purity"] <= 1, row
+    s = B.summarise([rec])
+    assert any(r["method"] == B.PAPER_ROW and r["protocol"] == "IV" for r in s["rows"])
+    assert B.purity(np.array([0, 0, 1, 1]), np.array([5, 5, 5, 7])) == 0.75
