@@ -112,6 +112,8 @@ class DistilledSet:
     loss_curve: np.ndarray  # training loss per step
     val_curve: np.ndarray   # (evaluations, 2): step, hold-out loss
     best_step: int
+    shift: np.ndarray | None = None   # the site's kernel space: z = (x − shift) @ whiten
+    whiten: np.ndarray | None = None
 
 
 def _init_rows(Z: np.ndarray, y: np.ndarray, s: KIPSettings, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -208,7 +210,7 @@ def distill_sites(sites: Sequence[tuple[np.ndarray, np.ndarray]], settings: KIPS
         perm = rng_split.permutation(n)
         val, fit = perm[:n_val], perm[n_val:]
         X0, y0 = _init_rows(Z[fit], y[fit], s, rng_init)
-        prep.append(dict(Z=Z, Y=Yall, anc=np.arange(n, n + n_anc), y=y, mu=mu, W_inv=W_inv, val=val, fit=fit,
+        prep.append(dict(Z=Z, Y=Yall, anc=np.arange(n, n + n_anc), y=y, mu=mu, W=W, W_inv=W_inv, val=val, fit=fit,
                          X0=X0, y0=y0, rng=rng_batch))
     d_max = {p["Z"].shape[1] for p in prep}
     if len(d_max) != 1:
@@ -304,7 +306,8 @@ def distill_sites(sites: Sequence[tuple[np.ndarray, np.ndarray]], settings: KIPS
         with torch.no_grad():
             v = krr_loss(*val_batch).numpy()
         vals.append((step, v.copy()))
-        better = has_val & (v < best_val - 1e-12)
+        # A site whose patience ran out is frozen, so its result does not depend on the other sites.
+        better = has_val & (since < s.patience) & (v < best_val - 1e-12)
         for g in np.flatnonzero(better):
             best[g] = Xs.detach()[g]
             best_Y[g] = Ys.detach()[g]
@@ -343,7 +346,7 @@ def distill_sites(sites: Sequence[tuple[np.ndarray, np.ndarray]], settings: KIPS
             Zs, Yg = final_X[g, :k], final_Y[g, :k]
         vc = np.array([[st, v[g]] for st, v in vals]) if has_val[g] else np.zeros((0, 2))
         out.append(DistilledSet(Zs @ p["W_inv"] + p["mu"], p["y0"].copy(), Yg.copy(), losses[:last, g].copy(), vc,
-                                int(best_step[g]) if has_val[g] else last))
+                                int(best_step[g]) if has_val[g] else last, p["mu"], p["W"]))
     control.step(1.0, "distilled")
     return out
 
@@ -368,24 +371,17 @@ class KIPDistiller:
         r = distill_sites([(X, y)], self.settings, control)[0]
         self.X_distilled_, self.y_distilled_, self.Y_distilled_ = r.X, r.y, r.Y
         self.loss_curve_, self.val_curve_, self.best_step_ = r.loss_curve, r.val_curve, r.best_step
+        self.shift_, self.whiten_ = r.shift, r.whiten
         return self
 
     def krr_predict(self, X: np.ndarray) -> np.ndarray:
         """Class scores K_xs (K_ss + λ̃I)⁻¹ Y_s of kernel ridge regression on the distilled set (the model KIP
-        optimises for), computed in the site's scaling of the distilled rows."""
-        import torch
-
+        optimises for), in the kernel space the site distilled in."""
         s = self.settings
-        Xs = np.asarray(self.X_distilled_, np.float64)
-        mu, sd = Xs.mean(axis=0), np.full(Xs.shape[1], math.sqrt(max(float(Xs.var(axis=0).mean()), 1e-24)))
-        A, B = torch.from_numpy((Xs - mu) / sd), torch.from_numpy((np.asarray(X, np.float64) - mu) / sd)
-        length2 = float(s.rbf_length2 if s.rbf_length2 is not None else Xs.shape[1])
-        k = (lambda P, Q: ntk_fc1(P, Q)) if s.kernel == "ntk" else (lambda P, Q: rbf(P, Q, length2))
-        Kss = k(A, A)
-        lam = s.ridge * torch.trace(Kss) / Kss.shape[0]
-        alpha = torch.linalg.solve(Kss + lam * torch.eye(Kss.shape[0], dtype=torch.float64),
-                                   torch.from_numpy(self.Y_distilled_))
-        return (k(B, A) @ alpha).numpy()
+        W = self.whiten_
+        Zs = (np.asarray(self.X_distilled_, np.float64) - self.shift_) @ W
+        Zx = (np.asarray(X, np.float64) - self.shift_) @ W
+        return krr_predict(Zs, self.Y_distilled_, Zx, kernel=s.kernel, ridge=s.ridge, rbf_length2=s.rbf_length2)
 
 
 def krr_predict(X_train: np.ndarray, Y_train: np.ndarray, X_test: np.ndarray, *, kernel: str = "ntk",
