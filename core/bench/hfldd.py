@@ -152,7 +152,8 @@ def _evaluate_krr(bundles, model, cell, private, counts, total_counts, K: int, p
     Xs = np.vstack([(maps[i].transform(b.arrays["x_tilde"].astype(np.float64)) - mu) @ W
                     for i, b in enumerate(bundles)])
     ys = np.concatenate([b.arrays["y"].astype(np.int64) for b in bundles])
-    Y = np.eye(K)[ys] - 1.0 / K
+    Y = np.vstack([b.arrays["y_soft"] if "y_soft" in b.arrays else np.eye(K)[b.arrays["y"].astype(np.int64)] - 1.0 / K
+                   for b in bundles])
     tests = [(maps[i].transform(site_map(priv).transform(c[2])) - mu) @ W for i, (priv, c) in
              enumerate(zip(private, cell.clients, strict=True))]
     scores = krr_predict(Xs, Y, np.vstack(tests), kernel=p.krr_kernel, ridge=p.krr_ridge)
@@ -215,12 +216,15 @@ def run_cell(dataset: str, X: np.ndarray, y: np.ndarray, classes: list[str], spl
     def evaluate_sets(sets: list[tuple[np.ndarray, np.ndarray]], A: list[np.ndarray],
                       krr: bool = True) -> dict[str, Any]:
         t1 = time.perf_counter()
-        bundles = [_bundle(f"client-{i:03d}", Xs, ys, A[i]) for i, (Xs, ys) in enumerate(sets)]
+        bundles = [_bundle(f"client-{i:03d}", st[0], st[1], A[i]) for i, st in enumerate(sets)]
+        for b, st in zip(bundles, sets, strict=True):
+            if len(st) > 2:
+                b.arrays["y_soft"] = st[2]   # learned labels (KRR analyst only; the MLP uses argmax labels)
         model = _fit_global(bundles, K, p, seed)
         model.class_counts_weighted = total_counts   # the prior the union stands for (shipped counts)
         mlp = _evaluate(model, cell, private, counts)
         res = {"accuracy_mlp": mlp["accuracy"], "personal_mlp": mlp["personal"]}
-        if krr and sum(len(v) for _, v in sets) <= p.krr_max_rows:
+        if krr and sum(len(st[1]) for st in sets) <= p.krr_max_rows:
             kr = _evaluate_krr(bundles, model, cell, private, counts, total_counts, K, p)
             res.update({"accuracy_krr": kr["accuracy"], "personal_krr": kr["personal"]})
         key = "krr" if p.analyst == "krr" and "accuracy_krr" in res else "mlp"
@@ -237,12 +241,13 @@ def run_cell(dataset: str, X: np.ndarray, y: np.ndarray, classes: list[str], spl
         t0 = time.perf_counter()
         dist = distill_sites(list(zip(Xt, yt, strict=True)), s, site_ids=list(range(len(Xt))), anchors=A_ship)
         kip_s = time.perf_counter() - t0
-        sets = [(d.X, d.y) for d in dist]
+        sets = [(d.X, d.y, d.Y) if s.learn_labels else (d.X, d.y) for d in dist]
         res = evaluate_sets(sets, A_ship)
         disc = [nn_disclosure(d.X, Xt[i]) for i, d in enumerate(dist)]
         res.update({"kip_seconds_total": kip_s, "kip_seconds_per_site": kip_s / len(dist),
                     "rows_shipped_mean": float(np.mean([len(d.y) for d in dist])),
-                    "bundle_bytes_mean": float(np.mean([_nbytes(d.X, d.y, soft[i], A_ship[i], counts[i])
+                    "bundle_bytes_mean": float(np.mean([_nbytes(d.X, d.y, soft[i], A_ship[i], counts[i],
+                                                                *([d.Y] if s.learn_labels else []))
                                                         for i, d in enumerate(dist)])),
                     "nn_ratio_median": float(np.median([d["ratio_median"] for d in disc])),
                     "nn_ratio_min": float(np.min([d["ratio_min"] for d in disc])),
@@ -350,8 +355,8 @@ def summarise(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
             row = {"dataset": ds, "split": sp, "method": name, "mean": float(acc.mean()),
                    "std": float(acc.std(ddof=1)) if len(acc) > 1 else 0.0, "values": acc.tolist(),
                    "personal": float(np.mean([v["personal"] for v in g]))}
-            for key in ("bundle_bytes_mean", "nn_ratio_median", "share_below_spacing", "kip_seconds_per_site",
-                        "rows_shipped_mean"):
+            for key in ("accuracy_mlp", "accuracy_krr", "bundle_bytes_mean", "nn_ratio_median",
+                        "share_below_spacing", "kip_seconds_per_site", "rows_shipped_mean"):
                 if key in g[0]:
                     row[key] = float(np.mean([v[key] for v in g]))
             rows.append(row)
@@ -368,12 +373,13 @@ def markdown(result: dict[str, Any]) -> str:
            "Bytes = mean bundle per site, every array counted as float32. NN ratio = median over sites of the "
            "median distance from a shipped row to the nearest real row, in units of the real rows' median "
            "nearest-neighbour spacing (0 = a copy).", "",
-           "| data set | C | method | accuracy (mean ± sd) | personal | bundle bytes | NN ratio | KIP s/site |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| data set | C | method | accuracy (mean ± sd) | MLP / KRR analyst | personal | bundle bytes | NN ratio | "
+           "KIP s/site |", "|---|---|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
         def f(key, fmt, r=r):
             return format(r[key], fmt) if key in r else ""
-        out.append(f"| {r['dataset']} | {r['split']} | {r['method']} | {r['mean']:.4f} ± {r['std']:.4f} | "
+        both = f"{f('accuracy_mlp', '.4f')} / {f('accuracy_krr', '.4f')}" if "accuracy_krr" in r else ""
+        out.append(f"| {r['dataset']} | {r['split']} | {r['method']} | {r['mean']:.4f} ± {r['std']:.4f} | {both} | "
                    f"{r['personal']:.4f} | {f('bundle_bytes_mean', ',.0f')} | {f('nn_ratio_median', '.2f')} | "
                    f"{f('kip_seconds_per_site', '.3f')} |")
     if result.get("targets"):
@@ -475,6 +481,18 @@ def run(datasets: Sequence[str], seeds: Sequence[int], p: Protocol, *, data_dir:
     return result
 
 
+def rerender(json_path: str | Path) -> dict[str, Any]:
+    """Recompute the rows, targets and markdown of a record from its cells (after a change to the summary)."""
+    json_path = Path(json_path)
+    result = json.loads(json_path.read_text())
+    result["rows"] = summarise(result["cells"]) if result["cells"] else []
+    result["targets"] = targets(result["rows"])
+    result["choices"] = CHOICES
+    write_json_atomic(json_path, result)
+    write_text_atomic(json_path.with_suffix(".md"), markdown(result))
+    return result
+
+
 def _jsonable(o: Any) -> Any:
     if isinstance(o, np.integer | np.floating):
         return o.item()
@@ -515,4 +533,4 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     return result
 
 
-__all__ = ["Protocol", "run", "run_cell", "run_from_args", "markdown", "summarise", "large_site"]
+__all__ = ["Protocol", "run", "run_cell", "run_from_args", "markdown", "summarise", "large_site", "rerender"]
