@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__
+from . import version_string
 from .errors import ConfigError, DCError
 
 
@@ -307,7 +307,7 @@ def _csv_args(p) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="dcstudio", description="One-shot, air-gapped Data Collaboration.")
-    ap.add_argument("--version", action="version", version=f"dcstudio {__version__}")
+    ap.add_argument("--version", action="version", version=f"dcstudio {version_string()}")
     ap.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = ap.add_subparsers(dest="group", required=True)
 
