@@ -70,6 +70,7 @@ nice -n 10 "$VENV/bin/pyinstaller" --noconfirm --clean --log-level WARN --distpa
     packaging/dcstudio.spec
 rm -f core/_build_info.py
 mv dist/dcstudio "dist/$NAME"
+nice -n 10 "$VENV/bin/python" packaging/trim.py strip "dist/$NAME" build/dcstudio/stripped.tsv
 
 # 5. Licences, install notes, build information.
 "$VENV/bin/python" packaging/licenses.py --manifest build/dcstudio/manifest.json --out "dist/$NAME/LICENSES"
@@ -80,7 +81,7 @@ cp "dist/$NAME/INSTALL.txt" dist/INSTALL.txt
 # 6. The archive: sorted names, fixed owner and times, no gzip timestamp, so equal inputs give equal bytes.
 find "dist/$NAME" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" --format=gnu \
-    -C dist -cf - "$NAME" | nice -n 10 gzip -n -9 > "dist/$NAME.tar.gz"
+    -C dist -cf - "$NAME" | nice -n 10 gzip -n > "dist/$NAME.tar.gz"
 (cd dist && sha256sum "$NAME.tar.gz" > "$NAME.tar.gz.sha256")
 
 # 7. Figures.
@@ -89,11 +90,13 @@ files=$(find "dist/$NAME" -type f | wc -l)
 unpacked=$(du -sb "dist/$NAME" | cut -f1)
 archive=$(stat -c %s "dist/$NAME.tar.gz")
 removed=$(awk -F'\t' '{s+=$2} END {print s+0}' build/dcstudio/removed.tsv)
+stripped=$(awk -F'\t' '{s+=$2-$3} END {print s+0}' build/dcstudio/stripped.tsv)
 cat <<EOF | tee build/figures.txt
 version:        $("dist/$NAME/dcstudio" --version)
 build time:     $((secs / 60)) min $((secs % 60)) s
 unpacked:       $((unpacked / 1000000)) MB ($unpacked bytes) in $files files
 archive:        $((archive / 1000000)) MB ($archive bytes)  dist/$NAME.tar.gz
 sha256:         $(cut -d' ' -f1 "dist/$NAME.tar.gz.sha256")
-removed:        $((removed / 1000000)) MB before stripping ($(wc -l < build/dcstudio/removed.tsv) files, see build/dcstudio/removed.tsv)
+removed:        $((removed / 1000000)) MB in $(wc -l < build/dcstudio/removed.tsv) files (build/dcstudio/removed.tsv)
+stripped:       $((stripped / 1000000)) MB saved (build/dcstudio/stripped.tsv)
 EOF

@@ -26,16 +26,26 @@ def elf_files(root):
 
 
 def requirements(root):
-    """(sorted system sonames the bundle needs but does not hold, newest GLIBC version as a tuple, ELF count)."""
+    """{soname the bundle needs but does not hold: [bundle files needing it]}, newest GLIBC version (a tuple),
+    [files needing that version], ELF count."""
     have = {p.name for p in Path(root).rglob("*")}
-    needed, glibc, n = set(), (0, 0), 0
+    needed, glibc, n = {}, {}, 0
     for path in elf_files(root):
         n += 1
         out = subprocess.run(["readelf", "-d", "-V", "-W", str(path)], capture_output=True, text=True).stdout
-        needed |= set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out))
-        for major, minor in re.findall(r"Name: GLIBC_(\d+)\.(\d+)", out):
-            glibc = max(glibc, (int(major), int(minor)))
-    return sorted(needed - have), glibc, n
+        rel = str(path.relative_to(root))
+        for so in re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out):
+            if so not in have:
+                needed.setdefault(so, []).append(rel)
+        for ver in {(int(a), int(b)) for a, b in re.findall(r"Name: GLIBC_(\d+)\.(\d+)", out)}:
+            glibc.setdefault(ver, []).append(rel)
+    newest = max(glibc) if glibc else (0, 0)
+    return needed, newest, sorted(glibc.get(newest, [])), n
+
+
+# glibc of common hospital desktop / server distributions (their release notes)
+DISTROS = [("Ubuntu 20.04", (2, 31)), ("RHEL 9", (2, 34)), ("Ubuntu 22.04", (2, 35)), ("Debian 12", (2, 36)),
+           ("Ubuntu 24.04", (2, 39)), ("RHEL 10", (2, 39)), ("Debian 13", (2, 41))]
 
 
 def provider(soname):
@@ -76,9 +86,9 @@ no administrator rights to run, and writes nothing outside the user's own folder
             dcstudio demo        a whole round on built-in data, offline (about 10-20 s)
 
 What the computer needs (measured from the bundle's own files, see BUILDINFO.txt):
-  * Linux on x86_64 with glibc {glibc} or newer (Debian 12, Ubuntu 22.04, RHEL 9 and newer have it).
-  * For the desktop app only, an X11 session (or Wayland with XWayland) and these system libraries, which
-    every desktop installation has; the command line needs none of them:
+  * Linux on x86_64 with glibc {glibc} or newer: {ok} (not: {too_old}).
+  * For the desktop app only, an X11 or Wayland session and these system libraries, which every desktop
+    installation has (the command line needs none of them):
 {needs}
   If one is missing, `dcstudio` prints which one and the package to install, instead of opening a window.
   Everything else, including the Qt X11 helper libraries (libxcb-icccm, -keysyms, -image, -render-util,
@@ -86,6 +96,13 @@ What the computer needs (measured from the bundle's own files, see BUILDINFO.txt
 
 Licences: LICENSES/README.txt lists every bundled component with its licence; the texts are beside it.
 """
+
+
+def _who(files):
+    """What a system library is for, from the bundle files that need it."""
+    if all(re.search(r"wayland|libQt6Wl", f, re.IGNORECASE) for f in files):
+        return "Wayland sessions only"
+    return "the desktop app"
 
 
 def main(argv=None):
@@ -97,21 +114,26 @@ def main(argv=None):
     ap.add_argument("--freeze", required=True, help="pip freeze of the build venv")
     args = ap.parse_args(argv)
     root = Path(args.bundle)
-    missing, glibc, n_elf = requirements(root)
-    system = [s for s in missing if s not in GLIBC]
-    needs = "\n".join(f"      {s:<28} (Debian/Ubuntu package: {provider(s)})" for s in system) or "      (none)"
+    missing, glibc, glibc_files, n_elf = requirements(root)
+    system = sorted(s for s in missing if s not in GLIBC)
+    needs = "\n".join(f"      {s:<26} Debian/Ubuntu package {provider(s)}; for {_who(missing[s])}" for s in system)
+    ok = [d for d, v in DISTROS if v >= glibc]
+    too_old = [d for d, v in DISTROS if v < glibc]
     files = [p for p in root.rglob("*") if p.is_file()]
     size = sum(p.stat().st_size for p in files)
     text = INSTALL.format(
         version=args.version, commit=args.commit, archive=args.archive, folder=root.name,
-        unpacked_mb=round(size / 1e6), files=len(files) + 2, glibc=f"{glibc[0]}.{glibc[1]}", needs=needs,
+        unpacked_mb=round(size / 1e6), files=len(files) + 2, glibc=f"{glibc[0]}.{glibc[1]}", needs=needs or "(none)",
+        ok=", ".join(ok) or "-", too_old=", ".join(too_old) or "-",
     )
     (root / "INSTALL.txt").write_text(text, encoding="utf-8")
     info = [
         f"DC Studio {args.version}, commit {args.commit}",
         f"built with Python {sys.version.split()[0]} on {os.uname().sysname} {os.uname().machine}",
-        f"ELF files: {n_elf}; newest glibc symbol version needed: GLIBC_{glibc[0]}.{glibc[1]}",
-        "system libraries needed and not bundled: " + (", ".join(missing) or "none"),
+        f"ELF files: {n_elf}; newest glibc symbol version needed: GLIBC_{glibc[0]}.{glibc[1]}, by "
+        + ", ".join(glibc_files),
+        "system libraries needed and not bundled:",
+        *[f"  {so}: needed by {len(by)} files, e.g. {', '.join(sorted(by)[:3])}" for so, by in sorted(missing.items())],
         "",
         "Python packages in the build environment (pip freeze):",
         Path(args.freeze).read_text(encoding="utf-8").strip(),

@@ -6,6 +6,9 @@ sizes, to ``build/dcstudio/removed.tsv``; the totals are in ``docs/results/packa
 """
 
 import fnmatch
+import os
+import re
+import subprocess
 
 # Modules PyInstaller would otherwise follow (mostly through the torch hook, which collects every torch submodule).
 # Neither the CLI nor the GUI imports them: `import torch` + a whole demo round + the GUI load none of them.
@@ -46,6 +49,8 @@ EXCLUDED_MODULES = {
     "pygments": "syntax highlighting for interactive shells",
     "pydoc_data": "help() topics",
     "lib2to3": "Python 2 converter",
+    "readline": "line editing for the interactive prompt; the frozen app has none (and libreadline is GPL-3)",
+    "curses": "terminal UI",
 }
 
 # Files that hooks collect but that the app never loads, as glob patterns on the path inside the bundle
@@ -83,6 +88,8 @@ REMOVED_FILES = [
     ("PySide6/Qt/plugins/designer/*", "Qt Designer plugins"),
     ("PySide6/Qt/plugins/networkinformation/*", "network reachability; the app never uses the network"),
     ("PySide6/Qt/plugins/tls/*", "TLS back ends; the app never uses the network"),
+    ("PySide6/Qt/plugins/printsupport/*", "CUPS printer discovery; the app only prints to PDF files, which Qt does "
+     "without it (and it pulls in libcups, avahi, gnutls, kerberos)"),
     ("PySide6/Qt/plugins/generic/*", "touch-screen and tablet input for embedded devices (evdev, tslib)"),
     ("PySide6/Qt/lib/libQt6EglFSDeviceIntegration.so.6", "only needed by the removed eglfs plugins"),
     ("PySide6/Qt/lib/libQt6EglFsKmsSupport.so.6", "only needed by the removed eglfs plugins"),
@@ -112,3 +119,87 @@ def filter_toc(toc, removed):
         else:
             removed.append((entry[0], entry[1], rule[0]))
     return kept
+
+
+def needed(path, _cache={}):  # noqa: B006 - a deliberate per-process cache
+    """The DT_NEEDED sonames of the ELF file ``path`` (empty for anything else)."""
+    if path not in _cache:
+        out = subprocess.run(["readelf", "-d", "-W", path], capture_output=True, text=True).stdout
+        _cache[path] = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+    return _cache[path]
+
+
+def prune_orphans(binaries, removed, needed_of=needed):
+    """Drop the libraries PyInstaller added only because a removed file needed them.
+
+    Candidates are the top-level libraries reachable (through DT_NEEDED) from the removed files; those still
+    reachable from a kept file stay. Appends (dest, src, "needed only by removed files") to ``removed``.
+    """
+    top = {os.path.basename(e[0]): e for e in binaries if "/" not in e[0].replace("\\", "/")}
+
+    def closure(srcs):
+        seen, todo = set(), list(srcs)
+        while todo:
+            for name in needed_of(todo.pop()):
+                if name in top and name not in seen:
+                    seen.add(name)
+                    todo.append(top[name][1])
+        return seen
+
+    candidates = closure(src for _, src, _ in removed if os.path.isfile(src))
+    kept_roots = [e[1] for e in binaries if os.path.basename(e[0]) not in candidates or "/" in e[0]]
+    orphans = candidates - closure(kept_roots)
+    for name in sorted(orphans):
+        removed.append((top[name][0], top[name][1], "needed only by removed files"))
+    return [e for e in binaries if not ("/" not in e[0] and os.path.basename(e[0]) in orphans)]
+
+
+def load_segments_ok(path):
+    """True if every PT_LOAD segment of the ELF file has offset and address congruent modulo its alignment
+    (``strip`` can break this in libraries that auditwheel/patchelf rewrote; the loader then refuses them)."""
+    out = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True)
+    if out.returncode != 0:
+        return False
+    loads = [line.split() for line in out.stdout.splitlines() if line.strip().startswith("LOAD")]
+    for f in loads:
+        offset, vaddr, align = int(f[1], 16), int(f[2], 16), int(f[-1], 16)
+        if align > 1 and offset % align != vaddr % align:
+            return False
+    return bool(loads)
+
+
+def strip_tree(root, log):
+    """Strip the symbol tables of every ELF file under ``root`` (not the executable), keeping a file unstripped
+    when strip fails or leaves it unloadable. Writes one line per file to ``log``; returns bytes saved."""
+    saved = 0
+    with open(log, "w", encoding="utf-8") as fh:
+        for dirpath, _, names in sorted(os.walk(root)):
+            for name in sorted(names):
+                path = os.path.join(dirpath, name)
+                if os.path.islink(path) or not os.path.isfile(path) or dirpath == root:
+                    continue
+                with open(path, "rb") as f:
+                    if f.read(4) != b"\x7fELF":
+                        continue
+                before = os.path.getsize(path)
+                tmp = path + ".stripped"
+                res = subprocess.run(["strip", "--strip-all", "-o", tmp, path], capture_output=True, text=True)
+                if res.returncode == 0 and load_segments_ok(tmp):
+                    os.chmod(tmp, os.stat(path).st_mode)
+                    os.replace(tmp, path)
+                    after = os.path.getsize(path)
+                    saved += before - after
+                    fh.write(f"{os.path.relpath(path, root)}\t{before}\t{after}\tstripped\n")
+                else:
+                    if os.path.exists(tmp):
+                        os.remove(tmp)
+                    fh.write(f"{os.path.relpath(path, root)}\t{before}\t{before}\tkept: strip would break it\n")
+    return saved
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) != 4 or sys.argv[1] != "strip":
+        sys.exit("usage: python packaging/trim.py strip BUNDLE_DIR LOG")
+    print(f"strip: {strip_tree(sys.argv[2], sys.argv[3]) / 1e6:.0f} MB saved (per file: {sys.argv[3]})")
