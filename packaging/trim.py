@@ -76,10 +76,13 @@ REMOVED_FILES = [
     ("torch/utils/benchmark/*", "data files of the excluded benchmark helpers"),
     ("torch/utils/model_dump/*", "HTML/JS viewer for TorchScript models"),
     ("torch/*.pyi", "type stubs"),
-    ("PySide6/Qt/translations/qtwebengine*", "translations of Qt modules not bundled"),
-    ("PySide6/Qt/translations/designer*", "translations of Qt Designer"),
-    ("PySide6/Qt/translations/linguist*", "translations of Qt Linguist"),
-    ("PySide6/Qt/translations/assistant*", "translations of Qt Assistant"),
+    ("PySide6/Qt/translations/*", "Qt's own translations: the app installs no QTranslator, so Qt never loads them"),
+    ("*/tests/*", "test data of the bundled libraries"),
+    ("PySide6/Qt/plugins/platforms/libqwayland*.so", "native Wayland: on a Wayland desktop Qt then uses XWayland "
+     "through the xcb plugin, so there is one display path to test and no libwayland-* needed on the target"),
+    ("PySide6/Qt/plugins/wayland-*", "Wayland plugins (see libqwayland)"),
+    ("PySide6/Qt/lib/libQt6Wayland*", "Wayland client library (see libqwayland)"),
+    ("PySide6/Qt/lib/libQt6Wl*", "Wayland shell integration (see libqwayland)"),
     ("PySide6/Qt/plugins/platformthemes/libqgtk3.so", "GTK 3 theme bridge: needs gtk-3/gdk-3 on the target; "
      "without it Qt draws its own Fusion style"),
     ("PySide6/Qt/plugins/platforms/libqeglfs.so", "full-screen EGL for embedded devices"),
