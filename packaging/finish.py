@@ -83,12 +83,12 @@ no administrator rights to run, and writes nothing outside the user's own folder
 
 3. Run it:  dcstudio             opens the desktop app
             dcstudio --version   prints "dcstudio {version} (commit {commit})"
-            dcstudio demo        a whole round on built-in data, offline (about 10-20 s)
+            dcstudio demo        a whole round on built-in data, offline (under a minute)
 
 What the computer needs (measured from the bundle's own files, see BUILDINFO.txt):
   * Linux on x86_64 with glibc {glibc} or newer: {ok} (not: {too_old}).
-  * For the desktop app only, an X11 or Wayland session and these system libraries, which every desktop
-    installation has (the command line needs none of them):
+  * For the desktop app only, an X11 session (on a Wayland desktop: XWayland, on by default) and these
+    system libraries, which every desktop installation has (the command line needs none of them):
 {needs}
   If one is missing, `dcstudio` prints which one and the package to install, instead of opening a window.
   Everything else, including the Qt X11 helper libraries (libxcb-icccm, -keysyms, -image, -render-util,

@@ -54,18 +54,16 @@ def display_problem(plugin):
 
 
 def check_display():
-    """None if the desktop app can start, else a readable sentence. Only checks X11 under a frozen build."""
+    """None if the desktop app can start, else a readable sentence. Only checks under a frozen build."""
     if not sys.platform.startswith("linux") or not getattr(sys, "frozen", False):
         return None
     platform = os.environ.get("QT_QPA_PLATFORM", "")
     if platform and not platform.startswith("xcb"):
         return None  # offscreen, wayland, ...: Qt reports its own errors
-    if not os.environ.get("DISPLAY"):
-        if os.environ.get("WAYLAND_DISPLAY"):
-            return None
+    if not os.environ.get("DISPLAY"):  # the bundle has no native Wayland plugin: Wayland desktops go via XWayland
         return (
-            "DC Studio cannot open its window: no display (DISPLAY is not set). Start it from a desktop session, "
-            "or use the command line: `dcstudio --help`."
+            "DC Studio cannot open its window: no X11 display (DISPLAY is not set; on a Wayland desktop, XWayland "
+            "must be enabled). Start it from a desktop session, or use the command line: `dcstudio --help`."
         )
     plugin = os.path.join(sys._MEIPASS, "PySide6", "Qt", "plugins", "platforms", "libqxcb.so")
     return display_problem(plugin) if os.path.exists(plugin) else None
