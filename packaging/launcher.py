@@ -34,10 +34,10 @@ PACKAGES = {
 
 def display_problem(plugin):
     """One sentence saying why the Qt platform plugin ``plugin`` (a path) cannot load here, or None if it can."""
-    import ctypes
+    import _ctypes  # the loader itself: PyInstaller's ctypes.CDLL would replace the loader's message with its own
 
     try:
-        ctypes.CDLL(plugin)
+        _ctypes.dlopen(plugin, os.RTLD_NOW | os.RTLD_LOCAL)
     except OSError as exc:
         text = str(exc)
         found = re.search(r"([\w.+-]+\.so[\w.]*): cannot open shared object file", text)
