@@ -68,7 +68,8 @@ INSTALL = """DC Studio {version} (commit {commit}) for Linux x86_64 -- installat
 What this is: one self-contained folder (Python, Qt, PyTorch and every library inside). It needs no network,
 no administrator rights to run, and writes nothing outside the user's own folders.
 
-1. Check the archive before unpacking. Next to it is {archive}.sha256; in the folder holding both:
+1. Check the archive before unpacking. Next to it is {archive}.sha256;
+   in the folder holding both:
 
        sha256sum -c {archive}.sha256        (prints "{archive}: OK")
 
@@ -86,7 +87,8 @@ no administrator rights to run, and writes nothing outside the user's own folder
             dcstudio demo        a whole round on built-in data, offline (under a minute)
 
 What the computer needs (measured from the bundle's own files, see BUILDINFO.txt):
-  * Linux on x86_64 with glibc {glibc} or newer: {ok} (not: {too_old}).
+  * Linux on x86_64 with glibc {glibc} or newer: {ok}
+    (too old: {too_old}).
   * For the desktop app only, an X11 session (on a Wayland desktop: XWayland, on by default) and these
     system libraries, which every desktop installation has (the command line needs none of them):
 {needs}
@@ -119,7 +121,7 @@ def main(argv=None):
     needs = "\n".join(f"      {s:<26} Debian/Ubuntu package {provider(s)}; for {_who(missing[s])}" for s in system)
     ok = [d for d, v in DISTROS if v >= glibc]
     too_old = [d for d, v in DISTROS if v < glibc]
-    files = [p for p in root.rglob("*") if p.is_file()]
+    files = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]  # as `find -type f`, `du`
     size = sum(p.stat().st_size for p in files)
     text = INSTALL.format(
         version=args.version, commit=args.commit, archive=args.archive, folder=root.name,
