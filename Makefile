@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIN    := -c packaging/constraints.txt
 
-.PHONY: install demo test lint bench-io clean
+.PHONY: install demo test lint bench-io clean dist dist-check
 
 $(BIN)/dcstudio: pyproject.toml packaging/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,13 @@ test: install
 
 lint: install
 	$(BIN)/ruff check core gui tests packaging/launcher.py
+
+# Release archive (own venv .venv-build; several minutes) and its pre-release check (not part of `make test`).
+dist:
+	bash packaging/build.sh
+
+dist-check:
+	bash packaging/dist_check.sh
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

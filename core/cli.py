@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__
+from . import version_string
 from .errors import ConfigError, DCError
 
 
@@ -460,7 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ap = argparse.ArgumentParser(prog="dcstudio", description="One-shot, air-gapped Data Collaboration.",
                                  epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--version", action="version", version=f"dcstudio {__version__}")
+    ap.add_argument("--version", action="version", version=f"dcstudio {version_string()}")
     ap.add_argument("--debug", action="store_true", help="show tracebacks")
     ap.set_defaults(func=None, parser=ap)
     sub = ap.add_subparsers(dest="group", metavar="GROUP")
