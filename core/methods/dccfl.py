@@ -24,6 +24,8 @@ The paper's recipe is ``alignment="linear", prior_correction=False, t_grid=[0.1.
 
 from __future__ import annotations
 
+import hashlib
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +34,7 @@ from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
 from ..learn.alignment import AnchorBasis, DCAlignment, SiteMapping
 from ..learn.client_clustering import T_GRID, LabelDistributionClustering
+from ..learn.intervals import estimate
 from ..learn.mlp import BatchedMLP, MLPWeights
 from .base import Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
 from .dc_site import SITE_DEFAULTS, check_dc_bundle, dc_site_compute, site_map
@@ -40,6 +43,11 @@ LEARNER_DEFAULTS = {"hidden": [64, 32], "lr": 0.01, "momentum": 0.5, "batch_size
                     "weight_decay": 0.0}
 ALIGNMENT_DEFAULTS = {"alignment": "affine", "threshold": 1e-2, "relative_threshold": False,
                       "scale": "identity"}
+# Selection (issue #15): cross-validation over every site's received rows ("auto": 5-fold, repeated for small
+# sites; one 20 % hold-out when the median site has ≥ 1,000 rows), the site's own-rows model as a candidate,
+# and row caps that bound the selection's cost at scale (they never bind at the benchmark's sizes).
+SELECTION_DEFAULTS = {"cv_folds": "auto", "cv_repeats": "auto", "own_model": True, "selection_max_rows": 20000,
+                      "selection_site_rows": 500, "max_epoch_rows": 100000}
 PRIOR_DEFAULTS = {"prior_correction": True, "prior_smoothing": 0.5, "prior_in_selection": True}
 DEFAULT_T_GRID = [*T_GRID, 1.0]
 
@@ -83,57 +91,137 @@ def _alignment(settings: dict) -> DCAlignment:
                        relative=bool(settings["relative_threshold"]), scale=settings["scale"])
 
 
+def _opt_int(v) -> int | None:
+    return None if v in (None, 0, "none") else int(v)
+
+
+def _correct(model: ClusterModel, site: int, bundle: ReceivedBundle, rows: np.ndarray,
+             prior: np.ndarray | None = None) -> int:
+    p = model.predict_proba(site, bundle.arrays["x_tilde"][rows].astype(np.float64), prior)
+    return int(np.sum(p.argmax(axis=1) == bundle.arrays["y"][rows]))
+
+
+def _note(info: dict) -> str:
+    notes = []
+    e = info.get("expected")
+    if e and e["weak"]:
+        notes.append(f"only {e['rows']} rows: the estimate is uncertain (95 % CI {e['low']:.2f}–{e['high']:.2f})")
+    if info.get("model") == "own":
+        notes.append("the site's own-rows model cross-validated better than its cluster's; it is sent instead")
+    return "; ".join(notes)
+
+
+def site_order(bundles: list[ReceivedBundle]) -> list[int]:
+    """The canonical order of the sites: by bundle digest (then fingerprint, site name), never by the order,
+    names or import times of the files, so the same bundles always give the same analysis."""
+    return sorted(range(len(bundles)), key=lambda i: (bundles[i].digest, bundles[i].fingerprint, bundles[i].site))
+
+
+def derived_seed(seed: int, bundles: list[ReceivedBundle]) -> int:
+    """Every random choice of the analysis draws from SHA-256(seed, kit digest(s), sorted bundle digests)."""
+    h = hashlib.sha256(f"dccfl:{int(seed)}".encode())
+    for k in sorted({str(b.manifest.get("kit_digest", "")) for b in bundles}):
+        h.update(b"kit:" + k.encode())
+    for d in sorted(b.digest for b in bundles):
+        h.update(b"bundle:" + d.encode())
+    return int.from_bytes(h.digest()[:8], "big") >> 2
+
+
+def fit_groups(bundles: list[ReceivedBundle], groups: list[tuple[tuple[int, ...], list | None]], n_classes: int,
+               settings: dict, basis: AnchorBasis, *, seed: int, maps: dict | None = None,
+               max_rows: int | None = None, site_rows: int | None = None, epoch_rows: int | None = None,
+               control: JobControl | None = None, on_epoch=None) -> list[ClusterModel]:
+    """Align and train one model per ``(members, rows)`` in one batched fit.
+
+    ``rows[i]`` restricts site i to some of its received rows (``None`` = all). ``site_rows`` and ``max_rows``
+    cap a group's rows per member and in total by a seeded subsample (selection at scale); ``epoch_rows`` lets
+    a bigger group see a fresh random ``epoch_rows`` of its rows per epoch (:class:`BatchedMLP`).
+    ``maps`` caches each cluster's alignment across calls (it does not depend on the rows).
+    """
+    control = ensure(control)
+    maps = {} if maps is None else maps
+    aligned, prepared = [], []
+    for g, (members, rows) in enumerate(groups):
+        if members not in maps:
+            maps[members] = basis.align(members, settings)
+        mp = maps[members]
+        Xs, ys = [], []
+        for i in members:
+            sel = np.arange(bundles[i].arrays["y"].shape[0]) if rows is None else np.asarray(rows[i])
+            if site_rows and len(sel) > site_rows:
+                sel = np.sort(np.random.default_rng([seed, g, i, 5]).choice(sel, site_rows, replace=False))
+            Xs.append(mp[i].transform(bundles[i].arrays["x_tilde"][sel].astype(np.float64)))
+            ys.append(bundles[i].arrays["y"][sel].astype(np.int64))
+        Xh, y = np.vstack(Xs), np.concatenate(ys)
+        if max_rows and len(y) > max_rows:
+            keep = np.sort(np.random.default_rng([seed, g, 7]).choice(len(y), max_rows, replace=False))
+            Xh, y = Xh[keep], y[keep]
+        mean, scale = Xh.mean(axis=0), Xh.std(axis=0)
+        scale[~(scale > 1e-12)] = 1.0
+        aligned.append((members, mp, mean, scale))
+        prepared.append((((Xh - mean) / scale).astype(np.float32), y))
+    control.step(0.05, f"training {len(groups)} model(s)")
+    learner = BatchedMLP(tuple(settings["hidden"]), lr=float(settings["lr"]), momentum=float(settings["momentum"]),
+                         weight_decay=float(settings["weight_decay"]), batch_size=int(settings["batch_size"]),
+                         epochs=int(settings["epochs"]), random_state=int(seed), max_epoch_rows=epoch_rows)
+    learner.fit(prepared, n_classes, control=control.sub(0.05, 1.0), on_epoch=on_epoch)
+    return [ClusterModel(members, mp, mean, scale, model, np.bincount(y, minlength=n_classes))
+            for (members, mp, mean, scale), (_, y), model in zip(aligned, prepared, learner.models_, strict=True)]
+
+
 def train_cluster_models(bundles: list[ReceivedBundle], clusters: list[tuple[int, ...]], n_classes: int,
                          settings: dict, *, rows: list[np.ndarray] | None = None,
                          control: JobControl | None = None, on_epoch=None,
                          basis: AnchorBasis | None = None) -> list[ClusterModel]:
-    """Align each cluster on its members' anchors and train all cluster models in one batched fit.
-
-    ``rows[i]`` optionally restricts site i to a subset of its received rows (hold-out validation);
-    ``basis`` reuses the per-site factorisations across calls (:class:`AnchorBasis`).
-    """
-    control = ensure(control)
+    """Align each cluster on its members' anchors and train all cluster models in one batched fit
+    (``rows[i]`` optionally restricts site i to a subset of its received rows)."""
     _alignment(settings)  # validates the alignment settings
     if basis is None:
         basis = AnchorBasis([b.arrays["anchor_tilde"] for b in bundles], affine=settings["alignment"] == "affine")
-    aligned, prepared = [], []
-    for members in clusters:
-        maps = basis.align(members, settings)
-        Xs, ys = [], []
-        for i in members:
-            sel = slice(None) if rows is None else rows[i]
-            Xs.append(maps[i].transform(bundles[i].arrays["x_tilde"][sel].astype(np.float64)))
-            ys.append(bundles[i].arrays["y"][sel].astype(np.int64))
-        Xh = np.vstack(Xs)
-        mean, scale = Xh.mean(axis=0), Xh.std(axis=0)
-        scale[~(scale > 1e-12)] = 1.0
-        aligned.append((members, maps, mean, scale))
-        prepared.append((((Xh - mean) / scale).astype(np.float32), np.concatenate(ys)))
-    control.step(0.05, f"training {len(clusters)} cluster model(s)")
-    learner = BatchedMLP(tuple(settings["hidden"]), lr=float(settings["lr"]), momentum=float(settings["momentum"]),
-                         weight_decay=float(settings["weight_decay"]), batch_size=int(settings["batch_size"]),
-                         epochs=int(settings["epochs"]), random_state=int(settings["seed"]))
-    learner.fit(prepared, n_classes, control=control.sub(0.05, 1.0), on_epoch=on_epoch)
-    return [ClusterModel(members, maps, mean, scale, model, np.bincount(y, minlength=n_classes))
-            for (members, maps, mean, scale), (_, y), model in zip(aligned, prepared, learner.models_, strict=True)]
+    return fit_groups(bundles, [(c, rows) for c in clusters], n_classes, settings, basis,
+                      seed=int(settings["seed"]), control=control, on_epoch=on_epoch)
 
 
 def holdout_split(bundles: list[ReceivedBundle], fraction: float, seed: int) -> tuple[list, list]:
     """Per site, a seeded split of its received rows into training and hold-out parts (≥ 1 each)."""
-    train, hold = [], []
-    for i, b in enumerate(bundles):
-        n = b.arrays["x_tilde"].shape[0]
-        perm = np.random.default_rng([seed, i]).permutation(n)
-        k = min(max(1, int(round(fraction * n))), n - 1)
-        hold.append(np.sort(perm[:k]))
-        train.append(np.sort(perm[k:]))
+    (train, hold), = cv_splits([b.arrays["x_tilde"].shape[0] for b in bundles], 1, 1, fraction, seed)
     return train, hold
 
 
-def _accuracy(model: ClusterModel, site: int, bundle: ReceivedBundle, rows: np.ndarray,
-              prior: np.ndarray | None = None) -> float:
-    p = model.predict_proba(site, bundle.arrays["x_tilde"][rows].astype(np.float64), prior)
-    return float(np.mean(p.argmax(axis=1) == bundle.arrays["y"][rows]))
+def resolve_cv(settings: dict, n_rows: list[int]) -> tuple[int, int]:
+    """(folds, repeats). ``auto``: 5-fold when the median site has < 1,000 rows (else one hold-out of
+    ``holdout``), repeated ⌈100 / median rows⌉ times (1–3) so a small site's estimate rests on more draws."""
+    med = float(np.median(n_rows))
+    folds = settings.get("cv_folds", "auto")
+    folds = (1 if med >= 1000 else 5) if folds == "auto" else int(folds)
+    repeats = settings.get("cv_repeats", "auto")
+    repeats = (1 if folds == 1 else int(min(3, max(1, math.ceil(100 / max(med, 1)))))) if repeats == "auto" \
+        else int(repeats)
+    if folds < 1 or repeats < 1:
+        raise ConfigError("cv_folds and cv_repeats must be at least 1")
+    return folds, repeats
+
+
+def cv_splits(n_rows: list[int], folds: int, repeats: int, holdout: float, seed: int) -> list[tuple[list, list]]:
+    """Per repeat r and fold f: (training rows, test rows) of every site. Site i's rows are permuted by
+    ``default_rng([seed, i, r])`` and dealt round-robin into the folds, so every row is tested once per
+    repeat; ``folds = 1`` is one hold-out of ``round(holdout · n)`` rows (≥ 1, ≤ n − 1)."""
+    out = []
+    for r in range(repeats):
+        assign = []
+        for i, n in enumerate(n_rows):
+            perm = np.random.default_rng([seed, i, r]).permutation(n)
+            a = np.empty(n, np.int64)
+            if folds == 1:
+                k = min(max(1, int(round(holdout * n))), n - 1)
+                a[perm] = -1
+                a[perm[:k]] = 0
+            else:
+                a[perm] = np.arange(n) % folds
+            assign.append(a)
+        for f in range(folds):
+            out.append(([np.flatnonzero(a != f) for a in assign], [np.flatnonzero(a == f) for a in assign]))
+    return out
 
 
 def _partition(labels: np.ndarray) -> list[tuple[int, ...]]:
@@ -151,7 +239,7 @@ class DCCFL(Method):
     @classmethod
     def default_settings(cls) -> dict:
         return {"t": "auto", "t_grid": list(DEFAULT_T_GRID), "linkage": "complete", "holdout": 0.2, "seed": 0,
-                **PRIOR_DEFAULTS, **ALIGNMENT_DEFAULTS, **LEARNER_DEFAULTS}
+                **SELECTION_DEFAULTS, **PRIOR_DEFAULTS, **ALIGNMENT_DEFAULTS, **LEARNER_DEFAULTS}
 
     # ---- site ----------------------------------------------------------------------------------
     def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport:
@@ -172,77 +260,135 @@ class DCCFL(Method):
         with threadpool_limits(limits=1):
             return self._fit(bundles, classes, control, on_epoch)
 
-    def _fit(self, bundles: list[ReceivedBundle], classes: list[str], control: JobControl | None,
+    def _fit(self, received: list[ReceivedBundle], classes: list[str], control: JobControl | None,
              on_epoch) -> MethodResult:
         control = ensure(control)
         s = self.settings
         K = len(classes)
-        if not bundles:
+        if not received:
             raise ConfigError("no bundles to analyse")
-        widths = {b.arrays["anchor_tilde"].shape[0] for b in bundles}
+        widths = {b.arrays["anchor_tilde"].shape[0] for b in received}
         if len(widths) != 1:
             raise FormatError("bundles were made with different anchors (different anchor row counts)")
+        order = site_order(received)
+        bundles = [received[i] for i in order]   # everything below works in the canonical site order
+        seed = derived_seed(int(s["seed"]), bundles)
+        S = len(bundles)
+        n_rows = [int(b.arrays["y"].shape[0]) for b in bundles]
         counts = np.stack([np.bincount(b.arrays["y"], minlength=K) for b in bundles])
         clus = LabelDistributionClustering(method=s["linkage"]).fit(counts)
         grid = [float(t) for t in s["t_grid"]]
-        train, hold = holdout_split(bundles, float(s["holdout"]), int(s["seed"]))
         candidates = [1.0] if self.one_cluster else grid
         if not self.one_cluster and s["t"] != "auto":
             candidates = [float(s["t"])]
-        everyone = [tuple(range(len(bundles)))]
+        everyone = [tuple(range(S))]
         partitions = {t: (everyone if self.one_cluster or t >= 1.0 else _partition(clus.cut(t)))
                       for t in candidates}
         basis = AnchorBasis([b.arrays["anchor_tilde"] for b in bundles], affine=s["alignment"] == "affine")
-        curve: dict[float, float] = {}
-        site_acc: dict[float, np.ndarray] = {}
-        # With a single candidate there is nothing to select: skip the hold-out training.
-        distinct = sorted({c for p in partitions.values() for c in p}) if len(partitions) > 1 else []
-        control.step(0.0, f"validating {len(partitions)} threshold(s) on held-out rows")
-        trained = train_cluster_models(bundles, distinct, K, s, rows=train, basis=basis,
-                                       control=control.sub(0.0, 0.5)) if distinct else []
-        models = dict(zip(distinct, trained, strict=True))
-        for t, part in (partitions.items() if distinct else ()):
-            accs = np.empty(len(bundles))
-            for members in part:
-                for i in members:
+        own_on = bool(s["own_model"])
+        smoothing = float(s["prior_smoothing"])
+        maps: dict = {}
+
+        # ---- selection: cross-validated accuracy of every candidate model for every site ------------------
+        acc: dict[tuple[int, ...], np.ndarray] = {}
+        folds = repeats = 0
+        if len(partitions) > 1 or own_on:
+            folds, repeats = resolve_cv(s, n_rows)
+            splits = cv_splits(n_rows, folds, repeats, float(s["holdout"]), seed)
+            distinct = sorted({c for p in partitions.values() for c in p} | ({(i,) for i in range(S)} if own_on
+                                                                              else set()))
+            jobs = [(si, c) for si, (tr, _) in enumerate(splits) for c in distinct
+                    if sum(len(tr[i]) for i in c) > 0]
+            control.step(0.0, f"cross-validating {len(distinct)} candidate model(s) over {len(splits)} split(s)")
+            models = fit_groups(bundles, [(c, splits[si][0]) for si, c in jobs], K, s, basis, seed=seed, maps=maps,
+                                max_rows=_opt_int(s["selection_max_rows"]), site_rows=_opt_int(s["selection_site_rows"]),
+                                control=control.sub(0.0, 0.6))
+            correct = {c: np.zeros(S) for c in distinct}
+            tested = np.zeros(S)
+            for si, (tr, te) in enumerate(splits):
+                tested += [len(r) for r in te]
+            use_prior = s["prior_correction"] and s["prior_in_selection"]
+            for (si, c), model in zip(jobs, models, strict=True):
+                tr, te = splits[si]
+                for i in c:
+                    if len(te[i]) == 0:
+                        continue
                     prior = None
-                    if s["prior_correction"] and s["prior_in_selection"]:
-                        fit_counts = np.bincount(bundles[i].arrays["y"][train[i]], minlength=K)
-                        prior = prior_logit(fit_counts, models[members].class_counts, float(s["prior_smoothing"]))
-                    accs[i] = _accuracy(models[members], i, bundles[i], hold[i], prior)
-            curve[t] = float(accs.mean())
-            site_acc[t] = accs
-        best = max(curve, key=lambda t: (round(curve[t], 12), t)) if curve else next(iter(partitions))
+                    if use_prior:
+                        fit_counts = np.bincount(bundles[i].arrays["y"][tr[i]], minlength=K)
+                        prior = prior_logit(fit_counts, model.class_counts, smoothing)
+                    correct[c][i] += _correct(model, i, bundles[i], te[i], prior)
+            acc = {c: v / np.maximum(tested, 1) for c, v in correct.items()}
+            n_eval = (tested / max(repeats, 1)).round().astype(int)   # rows behind each site's estimate
+        curve: dict[float, float] = {}
+        if acc:
+            own_acc = np.array([acc[(i,)][i] for i in range(S)]) if own_on else None
+            for t, part in partitions.items():
+                site_acc = np.empty(S)
+                for c in part:
+                    site_acc[list(c)] = acc[c][list(c)]
+                curve[t] = float((np.maximum(site_acc, own_acc) if own_on else site_acc).mean())
+        best = max(curve, key=lambda t: (round(curve[t], 12), t)) if len(curve) > 1 else next(iter(partitions))
         final = partitions[best]
-        control.step(0.5, f"training the final model(s) at t = {best:g}")
-        final_models = train_cluster_models(bundles, final, K, s, control=control.sub(0.5, 1.0), on_epoch=on_epoch,
-                                            basis=basis)
-        cluster_of = {i: l for l, members in enumerate(final) for i in members}
-        packages = []
-        for i in range(len(bundles)):
-            cm = final_models[cluster_of[i]]
+        cluster_of = {i: k for k, members in enumerate(final) for i in members}
+        # Per site: its cluster's model, or its own-rows model when that cross-validates strictly better.
+        own_pick = [bool(own_on and acc and acc[(i,)][i] > acc[final[cluster_of[i]]][i] + 1e-12) for i in range(S)]
+        need = [c for c in final if any(not own_pick[i] for i in c)]
+        need += [(i,) for i in range(S) if own_pick[i] and (i,) not in need]
+        control.step(0.6, f"training the final model(s) at t = {best:g}")
+        trained = fit_groups(bundles, [(c, None) for c in need], K, s, basis, seed=seed, maps=maps,
+                             epoch_rows=_opt_int(s["max_epoch_rows"]), control=control.sub(0.6, 1.0),
+                             on_epoch=on_epoch)
+        model_of = dict(zip(need, trained, strict=True))
+        packages, sites = [], []
+        for i, b in enumerate(bundles):
+            key = (i,) if own_pick[i] else final[cluster_of[i]]
+            cm = model_of[key]
             arrays = {**cm.mappings[i].to_arrays(), "scaler_mean": cm.mean, "scaler_scale": cm.scale,
                       **cm.model.to_arrays("mlp")}
             if s["prior_correction"]:
-                arrays["prior_logit"] = prior_logit(counts[i], cm.class_counts, float(s["prior_smoothing"]))
+                arrays["prior_logit"] = prior_logit(counts[i], cm.class_counts, smoothing)
+            info = {"model": "own" if len(key) == 1 else "cluster"}
+            if acc:
+                info["expected"] = estimate(float(acc[key][i]), int(n_eval[i]))
+                info["cluster_model"] = estimate(float(acc[final[cluster_of[i]]][i]), int(n_eval[i]))
+                if own_on:
+                    info["own_model"] = estimate(float(acc[(i,)][i]), int(n_eval[i]))
+                    info["expected_gain"] = info["expected"]["accuracy"] - info["own_model"]["accuracy"]
             manifest = {"method": self.name, "cluster": cluster_of[i], "cluster_size": len(cm.members),
                         "t": best, "classes": list(classes), "architecture": cm.model.architecture(),
-                        "alignment": s["alignment"], "dimension": int(cm.mappings[i].G.shape[1])}
+                        "alignment": s["alignment"], "dimension": int(cm.mappings[i].G.shape[1]), **info}
             packages.append((manifest, arrays))
+            sites.append({"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest,
+                          "rows": n_rows[i], "cluster": cluster_of[i], "label_counts": counts[i].tolist(),
+                          **info, **({"holdout_accuracy": info["expected"]["accuracy"]} if acc else {}),
+                          **({"note": _note(info)} if acc and _note(info) else {})})
+        unorder = np.argsort(order)   # packages go back in the caller's bundle order
         summary = {
             "method": self.name, "t": best, "t_auto": s["t"] == "auto" and not self.one_cluster,
             "validation_curve": {f"{t:g}": a for t, a in curve.items()},
+            "selection": {"kind": ("cv" if folds > 1 else "holdout") if acc else "none", "folds": folds,
+                          "repeats": repeats, "own_model": own_on,
+                          "what": "mean over sites of the better of the cluster's and the site's own model"
+                          if own_on else "mean over sites of the cluster model's accuracy"},
             "n_clusters": len(final),
-            "sites": [{"site": b.site, "fingerprint": b.fingerprint, "rows": int(b.arrays["x_tilde"].shape[0]),
-                       "cluster": cluster_of[i], "label_counts": counts[i].tolist(),
-                       # (no hold-out accuracy when a single candidate made validation unnecessary)
-                       **({"holdout_accuracy": float(site_acc[best][i])} if curve else {})}
-                      for i, b in enumerate(bundles)],
+            "own_model_sites": int(sum(own_pick)),
+            "sites": sites,
             "settings": s,
         }
+        if acc:
+            summary["expected_mean"] = float(np.mean([x["expected"]["accuracy"] for x in sites]))
+            if own_on:
+                summary["own_model_mean"] = float(np.mean([x["own_model"]["accuracy"] for x in sites]))
         details = {"histograms": clus.histograms_, "distances": clus.distances_, "linkage": clus.linkage_,
-                   "clusters": final, "validation_curve": curve}
-        return MethodResult(self.name, packages, summary, details)
+                   "clusters": final, "validation_curve": curve, "site_order": order}
+        return MethodResult(self.name, [packages[j] for j in unorder], summary, details)
+
+    def estimate(self, bundles: list[ReceivedBundle], classes: list[str],
+                 control: JobControl | None = None) -> dict:
+        """"Simulate before you collaborate": the fit's per-site expected accuracy against its own-rows model
+        (cross-validated on the received rows), without sealing anything; the summary of :meth:`fit`."""
+        return self.fit(bundles, classes, control=control).summary
 
     # ---- site, after the round -----------------------------------------------------------------
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
