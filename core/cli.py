@@ -255,9 +255,58 @@ def cmd_analyst_run(args) -> None:
         _say_clustering(s)
     else:
         say(f"method {result.method}: t = {s.get('t')}, {s.get('n_clusters')} cluster(s)")
+        _say_expected(s)
     for p in out.packages:
         say(f"package: {p.path}")
     say(f"report:  {out.report}", f"summary: {out.summary}")
+
+
+def _say_expected(s: dict) -> None:
+    """Per site: the model it is sent, its expected accuracy beside its own-rows model (n, 95 % interval)."""
+    from .learn.intervals import describe
+
+    sel = s.get("selection") or {}
+    if sel.get("kind") in (None, "none"):
+        return
+    how = (f"{sel['folds']}-fold cross-validation × {sel['repeats']}" if sel["kind"] == "cv"
+           else "a hold-out of the received rows")
+    say(f"expected accuracy per site ({how}; n = the site's rows; 95 % Wilson interval):")
+    weak = []
+    for x in s.get("sites", []):
+        gain = x.get("expected_gain")
+        say(f"  {x['site']}: sends its {'own-rows' if x.get('model') == 'own' else 'cluster'} model; "
+            f"expected {describe(x.get('expected'))}"
+            + (f" vs own-rows model {describe(x.get('own_model'))}, {100 * gain:+.1f} pt" if gain is not None else ""))
+        if (x.get("expected") or {}).get("weak"):
+            weak.append(x["site"])
+    if "expected_mean" in s:
+        say(f"  mean expected accuracy {s['expected_mean']:.3f}"
+            + (f" vs own-rows models {s['own_model_mean']:.3f}" if "own_model_mean" in s else ""))
+    if weak:
+        say(f"warning: too few rows for a firm estimate at {', '.join(weak)} (95 % interval wider than 20 pt "
+            "or fewer than 30 rows)")
+
+
+def cmd_analyst_estimate(args) -> None:
+    """Simulate before you collaborate: the expected gain per site from the bundles alone; nothing is sealed."""
+    session = _session(args)
+    reports = session.import_bundles(_bundle_files(args.bundles), allow_known=True)
+    bundles = session.received([r.envelope_id for r in reports])
+    settings = parse_sets(args.set)
+    if args.t is not None:
+        settings["t"] = args.t if args.t == "auto" else float(args.t)
+    result = session.run(bundles, args.method, settings)
+    s = result.summary
+    if s.get("task") == "clustering":
+        raise ConfigError("estimate compares classification models; this kit clusters")
+    say(f"method {result.method}: t = {s.get('t')}, {s.get('n_clusters')} cluster(s); no package was written")
+    _say_expected(s)
+    if args.json:
+        from .formats.fileio import write_json_atomic
+
+        write_json_atomic(args.json, {k: s[k] for k in ("method", "t", "n_clusters", "selection", "sites",
+                                                         "expected_mean", "own_model_mean") if k in s})
+        say(f"estimate: {args.json}")
 
 
 def _say_clustering(s: dict) -> None:
@@ -400,6 +449,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", metavar="KEY=VALUE")
     p.add_argument("--workspace")
     p.set_defaults(func=cmd_analyst_run)
+
+    p = ana.add_parser("estimate", help="expected accuracy per site against its own-rows model, before any "
+                                        "package is sent")
+    for a in ("--kit", "--identity", "--bundles"):
+        p.add_argument(a, required=True)
+    p.add_argument("--method")
+    p.add_argument("--t")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE")
+    p.add_argument("--workspace")
+    p.add_argument("--json", help="also write the per-site estimates as JSON")
+    p.set_defaults(func=cmd_analyst_estimate)
 
     p = sub.add_parser("demo", help="a whole round on embedded data")
     p.add_argument("--out", default="dcstudio-demo")

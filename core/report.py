@@ -14,6 +14,7 @@ import numpy as np
 
 from . import __version__
 from .formats.kit import Kit
+from .learn.intervals import describe
 from .methods import MethodResult
 
 
@@ -200,11 +201,24 @@ def render_report(kit: Kit, result: MethodResult, summary: dict) -> str:
     s = summary
     rows = []
     for site in s.get("sites", []):
-        acc = site.get("holdout_accuracy")
+        gain = site.get("expected_gain")
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in (
             _esc(site["site"]), f"<code>{_esc(site.get('fingerprint', ''))}</code>", site.get("rows", ""),
-            site.get("cluster", ""), "" if acc is None else f"{acc:.3f}",
+            site.get("cluster", ""), _esc(site.get("model", "")), _esc(describe(site.get("expected"))),
+            _esc(describe(site.get("own_model"))), "" if gain is None else f"{100 * gain:+.1f} pt",
+            _esc(site.get("note", "")),
             bars_svg(site.get("label_counts", []), classes) if site.get("label_counts") else "")) + "</tr>")
+    weak = [x["site"] for x in s.get("sites", []) if (x.get("expected") or {}).get("weak")]
+    sel = s.get("selection") or {}
+    how = {"cv": f"{sel.get('folds')}-fold cross-validation repeated {sel.get('repeats')}×",
+           "holdout": "one hold-out of the received rows"}.get(sel.get("kind"), "")
+    estimate_note = "" if not how else (
+        f"<p>Expected accuracies are estimated by {how} over every site's received rows (n = the site's rows; "
+        "95 % Wilson intervals). <i>Own model</i> is a model trained on the site's reduced rows alone; a site is "
+        "sent its own model when that cross-validates better than its cluster's.</p>")
+    if weak:
+        estimate_note += (f"<p class=warn><b>Too few rows for a firm estimate:</b> {_esc(', '.join(weak))} "
+                          "(95 % interval wider than 20 pt or fewer than 30 rows).</p>")
     d = result.details
     figures = []
     if "distances" in d and len(d["distances"]) > 1:
@@ -213,14 +227,15 @@ def render_report(kit: Kit, result: MethodResult, summary: dict) -> str:
     curve = s.get("validation_curve") or {}
     if len(curve) > 1:
         xs = [float(t) for t in curve]
-        figures.append(line_svg(xs, [curve[k] for k in curve], title="Hold-out accuracy for each threshold t",
+        figures.append(line_svg(xs, [curve[k] for k in curve], title="Cross-validated accuracy for each threshold t",
                                 xlabel="t", ylabel="accuracy", mark=float(s.get("t", xs[0]))))
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>DC Studio report — {_esc(kit.name)}</title><style>{_CSS}</style></head><body>
 <h1>DC Studio report — {_esc(kit.name)}</h1>
 <p>Project <code>{_esc(kit.project_id)}</code>, task {_esc(kit.task)}, method <b>{_esc(result.method)}</b>,
 {len(s.get("sites", []))} sites, {s.get("n_clusters", "?")} cluster(s), threshold t = {s.get("t", "–")}.</p>
-<h2>Sites</h2><table><tr><th>site</th><th>fingerprint</th><th>rows</th><th>cluster</th>
-<th>hold-out accuracy</th><th>labels ({", ".join(_esc(c) for c in classes)})</th></tr>{"".join(rows)}</table>
+<h2>Sites</h2>{estimate_note}<table><tr><th>site</th><th>fingerprint</th><th>rows</th><th>cluster</th>
+<th>model sent</th><th>expected accuracy</th><th>own-rows model</th><th>expected gain</th><th>note</th>
+<th>labels ({", ".join(_esc(c) for c in classes)})</th></tr>{"".join(rows)}</table>
 <h2>Plots</h2>{"".join(figures) or "<p>(none for this run)</p>"}
 {_footer(s)}"""
