@@ -205,10 +205,28 @@ def cmd_participant_apply(args) -> None:
     ident = load_identity(args.identity)
     ws = SiteWorkspace(args.workspace or default_workspace(args.identity))
     res = apply_package(args.package, ident, args.csv, args.out, workspace=ws, options=csv_options(args),
-                        with_representation=args.representation)
+                        with_representation=args.representation, validate=args.validate)
     say(f"results: {res.out_path} ({res.rows} rows; columns {', '.join(res.columns)})")
+    if res.validation:
+        _say_validation(res.validation)
     if res.summary.get("note"):
         say(f"note: {res.summary['note']}")
+
+
+def _say_validation(v: dict) -> None:
+    from .learn.intervals import describe
+
+    say(f"checked on {v['rows']} labelled row(s) of yours (95 % Wilson intervals):",
+        f"  the analyst's package: {describe(v['package'])}")
+    if v.get("analyst_expected"):
+        say(f"  (the analyst expected {describe(v['analyst_expected'])} from your bundle)")
+    if v.get("local"):
+        say(f"  your own-rows model:    {describe(v['local'])}")
+    say(f"recommended: {'the package' if v['recommend'] == 'package' else 'your own model'} — {v['reason']}"
+        + (" (column 'recommended')" if v.get("local") else ""))
+    if v.get("weak"):
+        say("warning: too few labelled rows for these numbers to mean much (95 % interval wider than 20 pt or "
+            "fewer than 30 rows)")
 
 
 def _session(args):
@@ -429,6 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
     for a in ("--package", "--identity", "--csv", "--out"):
         p.add_argument(a, required=True)
     p.add_argument("--workspace")
+    p.add_argument("--validate", action="store_true",
+                   help="the CSV's rows carry labels: score the package beside this site's own-rows model and "
+                        "recommend the better")
     p.add_argument("--representation", action="store_true",
                    help="clustering: also write each row's clustering representation (columns z1, z2, …)")
     _csv_args(p)
