@@ -9,11 +9,11 @@ import pytest
 
 from core.formats.anchor import AnchorFile
 from core.formats.envelope import open_sealed
+from core.formats.identity import Identity
 from core.formats.kit import Kit
 from core.formats.workspace import SiteWorkspace
-from core.participant import ParticipantExport
-from core.formats.identity import Identity
 from core.learn.local_model import NAMES, fit_local_model, local_predict_proba
+from core.participant import ParticipantExport
 from tests.cli import WF, run
 from tests.roundkit import make_sites
 

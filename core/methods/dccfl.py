@@ -301,11 +301,11 @@ class DCCFL(Method):
                     if sum(len(tr[i]) for i in c) > 0]
             control.step(0.0, f"cross-validating {len(distinct)} candidate model(s) over {len(splits)} split(s)")
             models = fit_groups(bundles, [(c, splits[si][0]) for si, c in jobs], K, s, basis, seed=seed, maps=maps,
-                                max_rows=_opt_int(s["selection_max_rows"]), site_rows=_opt_int(s["selection_site_rows"]),
-                                control=control.sub(0.0, 0.6))
+                                max_rows=_opt_int(s["selection_max_rows"]),
+                                site_rows=_opt_int(s["selection_site_rows"]), control=control.sub(0.0, 0.6))
             correct = {c: np.zeros(S) for c in distinct}
             tested = np.zeros(S)
-            for si, (tr, te) in enumerate(splits):
+            for _, te in splits:
                 tested += [len(r) for r in te]
             use_prior = s["prior_correction"] and s["prior_in_selection"]
             for (si, c), model in zip(jobs, models, strict=True):
