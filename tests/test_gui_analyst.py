@@ -249,15 +249,17 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
     t = mp.metrics_table
     assert t.rowCount() == 4
     headers = [t.horizontalHeaderItem(c).text() for c in range(t.columnCount())]
-    assert headers[:4] == ["Site", "Cluster", "Rows", "Hold-out accuracy"]
-    accs = [float(t.item(r, 3).text()) for r in range(4)]
-    assert all(0.0 <= a <= 1.0 for a in accs)
+    assert headers[:6] == ["Site", "Cluster", "Rows", "Model sent", "Expected accuracy (n, 95 % CI)",
+                           "Own-rows model (n, 95 % CI)"]
+    for r in range(4):  # every accuracy shown carries its row count and a 95 % interval
+        text = t.item(r, 4).text()
+        assert 0.0 <= float(text.split()[0]) <= 1.0 and "n = " in text and "95 % CI" in text
     assert {t.item(r, 0).text() for r in range(4)} == set(project.sites)
-    # live loss curves: one per final cluster, one point per epoch
-    assert len(mp.loss_curves) == result.summary["n_clusters"]
+    # live loss curves: one per final model (cluster models, plus any site's own-rows model), one point per epoch
+    assert len(mp.loss_curves) == result.summary["final_models"]
     xs, _ = next(iter(mp.loss_curves.values())).getData()
     assert list(xs) == [1, 2, 3, 4]
-    assert "mean hold-out accuracy" in mp.result_label.text()
+    assert "mean expected accuracy" in mp.result_label.text()
     # the Clients page shows the automatic t and its validation curve (drawn when shown)
     assert w.show_page("clients")
     assert "Automatic t" in w.clients_page.auto_t_label.text()

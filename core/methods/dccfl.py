@@ -373,6 +373,7 @@ class DCCFL(Method):
                           if own_on else "mean over sites of the cluster model's accuracy"},
             "n_clusters": len(final),
             "own_model_sites": int(sum(own_pick)),
+            "final_models": len(need),
             "sites": sites,
             "settings": s,
         }
