@@ -494,6 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json")
     p.add_argument("--rows", type=int)
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--sites", help="scale: comma-separated site counts (default 10,30,100,300,1000)")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("gui", help="open the desktop app")

@@ -31,7 +31,7 @@ def machine(*libraries: str) -> str:
             f"Python {platform.python_version()}, numpy {np.__version__}{versions}")
 
 
-EXPERIMENTS = ("io", "export", "dccfl", "dcclustering")
+EXPERIMENTS = ("io", "export", "dccfl", "dcclustering", "scale", "small-sites")
 
 
 def run_benchmark(name: str, args, say: Callable[[str], None]) -> dict:
@@ -40,9 +40,18 @@ def run_benchmark(name: str, args, say: Callable[[str], None]) -> dict:
 
         result = run()
     elif name == "export":
-        from .export_scale import run
+        from .export_scale import run_sizes
 
-        result = run(rows=args.rows or 1_000_000)
+        result = run_sizes([args.rows] if args.rows else [10_000, 1_000_000])
+    elif name == "scale":
+        from .scale import run as run_scale
+
+        sites = [int(v) for v in (args.sites or "10,30,100,300,1000").split(",")]
+        result = {"points": run_scale(sites, rows=args.rows or 2000, say=say)}
+    elif name == "small-sites":
+        from .small_sites import run_from_args as run_small
+
+        return run_small(args, say)
     elif name == "dccfl":
         from .dccfl import run_from_args
 

@@ -46,8 +46,8 @@ ALIGNMENT_DEFAULTS = {"alignment": "affine", "threshold": 1e-2, "relative_thresh
 # Selection (issue #15): cross-validation over every site's received rows ("auto": 5-fold, repeated for small
 # sites; one 20 % hold-out when the median site has ≥ 1,000 rows), the site's own-rows model as a candidate,
 # and row caps that bound the selection's cost at scale (they never bind at the benchmark's sizes).
-SELECTION_DEFAULTS = {"cv_folds": "auto", "cv_repeats": "auto", "own_model": True, "selection_max_rows": 20000,
-                      "selection_site_rows": 500, "max_epoch_rows": 100000}
+SELECTION_DEFAULTS = {"cv_folds": "auto", "cv_repeats": "auto", "own_model": True, "selection_max_rows": 10000,
+                      "selection_site_rows": 500, "max_epoch_rows": 50000}
 PRIOR_DEFAULTS = {"prior_correction": True, "prior_smoothing": 0.5, "prior_in_selection": True}
 DEFAULT_T_GRID = [*T_GRID, 1.0]
 
