@@ -5,9 +5,28 @@ DC-CFL (Sugawara, Kawamata et al.):
 2. per cluster C_l: DC alignment on the members' anchor images only (its own m̂_l), X̂^(l) = [X̃ᵢGᵢ]_{i∈C_l},
    standardise, train h_l (MLP d → 64 → 32 → K, SGD lr 0.01, momentum 0.5, batch 32, 50 epochs);
 3. a singleton cluster trains on that site alone; inference h_l(standardise(fᵢ(x)Gᵢ + gᵢ)).
-``t = "auto"`` picks t from the grid on a held-out part of every site's received rows (nothing more is
-asked of sites): every distinct cluster over the grid is trained once on the training parts, and the t
-with the best mean per-site hold-out accuracy wins (ties → the larger t, i.e. fewer, bigger clusters).
+Selection (issue #15, "results a small consortium can trust"):
+- Determinism: the sites are put in a canonical order (by bundle digest, :func:`site_order`) before anything
+  else, and every random choice (folds, initialisations, shuffles, subsamples) draws from
+  :func:`derived_seed` = SHA-256(seed, kit digest, sorted bundle digests): the same bundles give bit-identical
+  packages and summary whatever the order, names or import times of the files.
+- Cross-validation over all of every site's received rows (nothing more is asked of sites): each site's rows
+  are dealt into k folds (``cv_folds = "auto"``: 5, or one 20 % hold-out when the median site has ≥ 1,000
+  rows), repeated ``cv_repeats`` times (auto: ⌈100 / median rows⌉, 1–3). For every split, every distinct
+  cluster over the t grid is trained on the training folds of its members (one batched fit) and scored on
+  each member's test fold; a site's CV accuracy of a candidate is correct predictions / tested rows.
+- Never worse than alone, by construction: each site's candidates also include models trained on its own
+  received rows only — the singleton MLP and a logistic regression (the linear twin of the baseline a site
+  keeps, :mod:`core.learn.local_model`). t maximises the mean over sites of max(cluster CV accuracy, own CV
+  accuracy); each site is then sent its cluster's model, or its own-rows model when that cross-validates
+  strictly better. Ties → the larger t (fewer, bigger clusters) and the cluster's model.
+- Honest numbers: the summary gives, per site, the CV accuracy of what it is sent and of its own-rows model,
+  each with n = the site's rows and a 95 % Wilson interval (:mod:`core.learn.intervals`), and flags a site
+  whose interval is wider than 20 pt.
+- Scale: selection models train on at most ``selection_site_rows`` rows per member and
+  ``selection_max_rows`` in total (seeded subsamples), and a final model bigger than ``max_epoch_rows`` sees
+  that many fresh random rows per epoch; none of these binds at the benchmark's sizes (≤ 12,000 rows per
+  cluster).
 t ≥ 1 puts every site in one cluster (TV distances never exceed 1). ``dc`` is the same with one cluster
 holding every site.
 
@@ -18,8 +37,9 @@ frequencies π_l, the site's rows follow its own π_i, so the Bayes-optimal adju
 p_i(k|x) ∝ p_l(k|x)·π_i(k)/π_l(k), with Laplace-smoothed frequencies (``prior_smoothing``) from the labels
 the site already shipped; the site receives the log-ratio vector in its package. The hold-out choice of t
 scores the corrected predictions (``prior_in_selection``), and the grid runs to t = 1.0 (one cluster):
-once the prior is corrected per site, a bigger cluster often wins, and the hold-out decides.
-The paper's recipe is ``alignment="linear", prior_correction=False, t_grid=[0.1..0.9]``.
+once the prior is corrected per site, a bigger cluster often wins, and the cross-validation decides.
+The paper's recipe is ``alignment="linear", prior_correction=False, t_grid=[0.1..0.9]`` with one 20 % hold-out
+and no own-rows candidates (``cv_folds=1, cv_repeats=1, own_model=False``).
 """
 
 from __future__ import annotations
@@ -47,7 +67,7 @@ ALIGNMENT_DEFAULTS = {"alignment": "affine", "threshold": 1e-2, "relative_thresh
 # sites; one 20 % hold-out when the median site has ≥ 1,000 rows), the site's own-rows model as a candidate,
 # and row caps that bound the selection's cost at scale (they never bind at the benchmark's sizes).
 SELECTION_DEFAULTS = {"cv_folds": "auto", "cv_repeats": "auto", "own_model": True, "selection_max_rows": 10000,
-                      "selection_site_rows": 500, "max_epoch_rows": 50000}
+                      "selection_site_rows": 500, "max_epoch_rows": 20000}
 PRIOR_DEFAULTS = {"prior_correction": True, "prior_smoothing": 0.5, "prior_in_selection": True}
 DEFAULT_T_GRID = [*T_GRID, 1.0]
 
@@ -99,6 +119,23 @@ def _correct(model: ClusterModel, site: int, bundle: ReceivedBundle, rows: np.nd
              prior: np.ndarray | None = None) -> int:
     p = model.predict_proba(site, bundle.arrays["x_tilde"][rows].astype(np.float64), prior)
     return int(np.sum(p.argmax(axis=1) == bundle.arrays["y"][rows]))
+
+
+def _fit_linear(bundles: list[ReceivedBundle], i: int, rows: np.ndarray, maps: dict, basis: AnchorBasis,
+                settings: dict, n_classes: int) -> ClusterModel:
+    """Site i's own rows only, linear: a multinomial logistic regression (L2, λ = 1) on its standardised aligned
+    rows — the analyst's copy of the baseline a site keeps (:mod:`core.learn.local_model`), as a one-layer MLP
+    (so the package format does not change)."""
+    from ..learn.local_model import fit_local_model
+
+    key = (i,)
+    if key not in maps:
+        maps[key] = basis.align(key, settings)
+    X = maps[key][i].transform(bundles[i].arrays["x_tilde"][rows].astype(np.float64))
+    y = bundles[i].arrays["y"][rows].astype(np.int64)
+    a = fit_local_model(X, y, n_classes, max_iter=100)
+    return ClusterModel(key, maps[key], a["local_mean"], a["local_scale"],
+                        MLPWeights([a["local_w"]], [a["local_b"]]), np.bincount(y, minlength=n_classes))
 
 
 def _note(info: dict) -> str:
@@ -320,9 +357,17 @@ class DCCFL(Method):
                     correct[c][i] += _correct(model, i, bundles[i], te[i], prior)
             acc = {c: v / np.maximum(tested, 1) for c, v in correct.items()}
             n_eval = (tested / max(repeats, 1)).round().astype(int)   # rows behind each site's estimate
+            if own_on:  # the site's own rows, linear: a logistic regression (what the site checks against)
+                lin_correct = np.zeros(S)
+                for tr, te in splits:
+                    for i in range(S):
+                        if len(te[i]) and len(tr[i]):
+                            lin_correct[i] += _correct(_fit_linear(bundles, i, tr[i], maps, basis, s, K), i,
+                                                       bundles[i], te[i])
+                acc_lin = lin_correct / np.maximum(tested, 1)
         curve: dict[float, float] = {}
         if acc:
-            own_acc = np.array([acc[(i,)][i] for i in range(S)]) if own_on else None
+            own_acc = np.array([max(acc[(i,)][i], acc_lin[i]) for i in range(S)]) if own_on else None
             for t, part in partitions.items():
                 site_acc = np.empty(S)
                 for c in part:
@@ -332,28 +377,35 @@ class DCCFL(Method):
         final = partitions[best]
         cluster_of = {i: k for k, members in enumerate(final) for i in members}
         # Per site: its cluster's model, or its own-rows model when that cross-validates strictly better.
-        own_pick = [bool(own_on and acc and acc[(i,)][i] > acc[final[cluster_of[i]]][i] + 1e-12) for i in range(S)]
+        # The own-rows model is the linear one when that cross-validates strictly better than the MLP.
+        own_pick = [bool(own_on and acc and own_acc[i] > acc[final[cluster_of[i]]][i] + 1e-12) for i in range(S)]
+        linear = [bool(own_pick[i] and acc_lin[i] > acc[(i,)][i] + 1e-12) for i in range(S)]
         need = [c for c in final if any(not own_pick[i] for i in c)]
-        need += [(i,) for i in range(S) if own_pick[i] and (i,) not in need]
+        need += [(i,) for i in range(S) if own_pick[i] and not linear[i] and (i,) not in need]
         control.step(0.6, f"training the final model(s) at t = {best:g}")
         trained = fit_groups(bundles, [(c, None) for c in need], K, s, basis, seed=seed, maps=maps,
                              epoch_rows=_opt_int(s["max_epoch_rows"]), control=control.sub(0.6, 1.0),
-                             on_epoch=on_epoch)
-        model_of = dict(zip(need, trained, strict=True))
+                             on_epoch=on_epoch) if need else []
+        model_of: dict = dict(zip(need, trained, strict=True))
+        for i in range(S):
+            if linear[i]:
+                model_of[("linear", i)] = _fit_linear(bundles, i, np.arange(n_rows[i]), maps, basis, s, K)
         packages, sites = [], []
         for i, b in enumerate(bundles):
-            key = (i,) if own_pick[i] else final[cluster_of[i]]
+            key = ("linear", i) if linear[i] else (i,) if own_pick[i] else final[cluster_of[i]]
             cm = model_of[key]
             arrays = {**cm.mappings[i].to_arrays(), "scaler_mean": cm.mean, "scaler_scale": cm.scale,
                       **cm.model.to_arrays("mlp")}
             if s["prior_correction"]:
                 arrays["prior_logit"] = prior_logit(counts[i], cm.class_counts, smoothing)
-            info = {"model": "own" if len(key) == 1 else "cluster"}
+            info = {"model": "own" if own_pick[i] or len(final[cluster_of[i]]) == 1 else "cluster"}
+            if own_pick[i]:
+                info["own_kind"] = "linear" if linear[i] else "mlp"
             if acc:
-                info["expected"] = estimate(float(acc[key][i]), int(n_eval[i]))
+                info["expected"] = estimate(float(own_acc[i] if own_pick[i] else acc[key][i]), int(n_eval[i]))
                 info["cluster_model"] = estimate(float(acc[final[cluster_of[i]]][i]), int(n_eval[i]))
                 if own_on:
-                    info["own_model"] = estimate(float(acc[(i,)][i]), int(n_eval[i]))
+                    info["own_model"] = estimate(float(own_acc[i]), int(n_eval[i]))
                     info["expected_gain"] = info["expected"]["accuracy"] - info["own_model"]["accuracy"]
             manifest = {"method": self.name, "cluster": cluster_of[i], "cluster_size": len(cm.members),
                         "t": best, "classes": list(classes), "architecture": cm.model.architecture(),
