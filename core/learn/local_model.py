@@ -21,15 +21,16 @@ NAMES = ("local_w", "local_b", "local_mean", "local_scale")
 
 
 def fit_local_model(X: np.ndarray, y: np.ndarray, n_classes: int, *, max_rows: int = 20000, seed: int = 0,
-                    lam: float = 1.0, max_iter: int = 200) -> dict[str, np.ndarray]:
-    """Fit on (X, y ∈ [0, K)); returns ``{"local_w" (m, K), "local_b" (K,), "local_mean", "local_scale"}``."""
+                    lam: float = 1.0, max_iter: int = 200, standardise: bool = True) -> dict[str, np.ndarray]:
+    """Fit on (X, y ∈ [0, K)); returns ``{"local_w" (m, K), "local_b" (K,), "local_mean", "local_scale"}``.
+    ``standardise=False`` only centres (σ = 1): for rows already on a common scale."""
     X = np.asarray(X, np.float64)
     y = np.asarray(y, np.int64)
     if len(y) > max_rows:
         keep = np.sort(np.random.default_rng([int(seed), 11]).choice(len(y), max_rows, replace=False))
         X, y = X[keep], y[keep]
     mean = X.mean(axis=0)
-    scale = X.std(axis=0)
+    scale = X.std(axis=0) if standardise else np.ones(X.shape[1])
     scale[~(scale > 1e-12)] = 1.0
     Z = (X - mean) / scale
     n, m = Z.shape

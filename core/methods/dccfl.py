@@ -123,18 +123,21 @@ def _correct(model: ClusterModel, site: int, bundle: ReceivedBundle, rows: np.nd
 
 def _fit_linear(bundles: list[ReceivedBundle], i: int, rows: np.ndarray, maps: dict, basis: AnchorBasis,
                 settings: dict, n_classes: int) -> ClusterModel:
-    """Site i's own rows only, linear: a multinomial logistic regression (L2, λ = 1) on its standardised aligned
-    rows — the analyst's copy of the baseline a site keeps (:mod:`core.learn.local_model`), as a one-layer MLP
-    (so the package format does not change)."""
+    """Site i's own rows only, linear: a multinomial logistic regression (L2, λ = 1) on its received rows
+    X̃ᵢ as they are — the identity map, centred, no per-column scaling. X̃ᵢ = standardise(X)·Vᵢ with Vᵢ
+    orthonormal (PCA), and an L2-penalised linear model is invariant to that rotation, so this is the
+    site's own baseline (:mod:`core.learn.local_model`) up to the one dropped component. (Aligning to the
+    anchor, or standardising each reduced column, would whiten the small-variance directions and let the
+    penalty fit their noise — bad for a 40-row site.) Returned as a one-layer MLP: the package format is
+    unchanged."""
     from ..learn.local_model import fit_local_model
 
-    key = (i,)
-    if key not in maps:
-        maps[key] = basis.align(key, settings)
-    X = maps[key][i].transform(bundles[i].arrays["x_tilde"][rows].astype(np.float64))
+    X = bundles[i].arrays["x_tilde"][rows].astype(np.float64)
     y = bundles[i].arrays["y"][rows].astype(np.int64)
-    a = fit_local_model(X, y, n_classes, max_iter=100)
-    return ClusterModel(key, maps[key], a["local_mean"], a["local_scale"],
+    d = X.shape[1]
+    a = fit_local_model(X, y, n_classes, max_iter=100, standardise=False)
+    identity = SiteMapping(np.eye(d), np.zeros(d))
+    return ClusterModel((i,), {i: identity}, a["local_mean"], a["local_scale"],
                         MLPWeights([a["local_w"]], [a["local_b"]]), np.bincount(y, minlength=n_classes))
 
 
