@@ -19,7 +19,8 @@ Selection (issue #15, "results a small consortium can trust"):
   received rows only — the singleton MLP and a logistic regression (the linear twin of the baseline a site
   keeps, :mod:`core.learn.local_model`). t maximises the mean over sites of max(cluster CV accuracy, own CV
   accuracy); each site is then sent its cluster's model, or its own-rows model when that cross-validates
-  strictly better. Ties → the larger t (fewer, bigger clusters) and the cluster's model.
+  strictly better (or equally well at a site with < 30 rows, whose estimate cannot tell them apart). The
+  own-rows model is the linear one unless the MLP cross-validates strictly better. Ties in t → the larger t.
 - Honest numbers: the summary gives, per site, the CV accuracy of what it is sent and of its own-rows model,
   each with n = the site's rows and a 95 % Wilson interval (:mod:`core.learn.intervals`), and flags a site
   whose interval is wider than 20 pt.
@@ -54,7 +55,7 @@ from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
 from ..learn.alignment import AnchorBasis, DCAlignment, SiteMapping
 from ..learn.client_clustering import T_GRID, LabelDistributionClustering
-from ..learn.intervals import estimate
+from ..learn.intervals import WEAK_ROWS, estimate
 from ..learn.mlp import BatchedMLP, MLPWeights
 from .base import Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
 from .dc_site import SITE_DEFAULTS, check_dc_bundle, dc_site_compute, site_map
@@ -380,9 +381,12 @@ class DCCFL(Method):
         final = partitions[best]
         cluster_of = {i: k for k, members in enumerate(final) for i in members}
         # Per site: its cluster's model, or its own-rows model when that cross-validates strictly better.
-        # The own-rows model is the linear one when that cross-validates strictly better than the MLP.
-        own_pick = [bool(own_on and acc and own_acc[i] > acc[final[cluster_of[i]]][i] + 1e-12) for i in range(S)]
-        linear = [bool(own_pick[i] and acc_lin[i] > acc[(i,)][i] + 1e-12) for i in range(S)]
+        # A site keeps its own-rows model when that cross-validates better than its cluster's — or as well, when
+        # the site has fewer than WEAK_ROWS rows (its estimate cannot tell them apart; alone is the safe side).
+        # The own model is the linear one unless the MLP cross-validates strictly better.
+        own_pick = [bool(own_on and acc and (own_acc[i] > acc[final[cluster_of[i]]][i] + 1e-12 or (
+            n_rows[i] < WEAK_ROWS and own_acc[i] >= acc[final[cluster_of[i]]][i] - 1e-12))) for i in range(S)]
+        linear = [bool(own_pick[i] and acc_lin[i] >= acc[(i,)][i] - 1e-12) for i in range(S)]
         need = [c for c in final if any(not own_pick[i] for i in c)]
         need += [(i,) for i in range(S) if own_pick[i] and not linear[i] and (i,) not in need]
         control.step(0.6, f"training the final model(s) at t = {best:g}")
