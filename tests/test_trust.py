@@ -96,3 +96,18 @@ def test_batched_mlp_epoch_row_cap():
     # the small group (50 rows) is untouched by a cap of 64; the big one sees 64 rows (2 steps) per epoch
     assert all(np.array_equal(u, v) for u, v in zip(free.models_[1].weights, capped.models_[1].weights, strict=True))
     assert not np.array_equal(free.models_[0].weights[0], capped.models_[0].weights[0])
+
+
+def test_small_sites_cell_on_synthetic_data():
+    from sklearn.datasets import make_classification
+
+    from core.bench.small_sites import make_sites, run_cell, summarise
+
+    X, y = make_classification(n_samples=3000, n_features=8, n_informative=5, n_classes=4, random_state=0)
+    anchor, sites = make_sites(X, y, 0)
+    assert anchor.shape[0] >= 1000 and anchor.shape[1] == X.shape[1] and len(sites) >= 3
+    assert all(len(s[1]) <= 500 and len(set(s[1])) <= 3 for s in sites)
+    cell = run_cell("synthetic", X, y, ["0", "1", "2", "3"], 0, settings={"epochs": 5, "hidden": [8]})
+    summary = summarise([cell])
+    assert summary["sites"] == len(cell["sites"]) and np.isfinite(summary["mean_diff_pt"])
+    assert all(s["sent"] in ("own", "cluster") for s in cell["sites"])

@@ -139,5 +139,45 @@ def run_from_args(args, say: Callable[[str], None]) -> dict:
            "wall_seconds": time.perf_counter() - t0}
     say(json.dumps(out["summary"], indent=1))
     if args.json:
+        from pathlib import Path
+
+        from ..formats.fileio import write_text_atomic
+
         write_json_atomic(args.json, out)
+        write_text_atomic(Path(args.json).with_suffix(".md"), markdown(out, " ".join(["dcstudio bench small-sites",
+                          f"--seeds {len(seeds)}", *(f"--dataset {d}" for d in (args.dataset or [])),
+                          f"--json {args.json}"])))
     return out
+
+
+def markdown(out: dict, command: str) -> str:
+    """The record: targets, the per-data-set summary, and every site whose package is > 2 pt below."""
+    import os
+
+    from . import machine
+
+    s = out["summary"]
+    lines = ["# Small sites: package vs the site's own-rows model (issue #15)", "",
+             f"Command: `{command}`", "", f"Machine: {machine('torch')}; load average at the end "
+             f"{os.getloadavg()[0]:.1f} (shared machine).", "", f"Wall time {out['wall_seconds'] / 60:.1f} min; "
+             f"seeds {out['seeds']}.", "", (__doc__ or "").split("\n\n", 1)[1].strip(), "",
+             "## Result", "",
+             f"- sites: {s['sites']}; mean package − own-rows model: **{s['mean_diff_pt']:+.2f} pt** (target ≥ 0); "
+             f"mean accuracy {s['mean_package']:.4f} vs {s['mean_own_model']:.4f}",
+             f"- worst site: **{s['worst_diff_pt']:+.1f} pt**; sites more than 2 pt below their own model: "
+             f"**{s['sites_below_minus_2pt']}** (target 0)", "",
+             "| data set | sites | mean Δ (pt) | worst Δ (pt) | sites < −2 pt |", "|---|---:|---:|---:|---:|"]
+    for d, v in s["per_dataset"].items():
+        lines.append(f"| {d} | {v['sites']} | {v['mean_diff_pt']:+.2f} | {v['worst_diff_pt']:+.1f} | "
+                     f"{v['below_minus_2pt']} |")
+    lines += ["", "## Every site more than 2 pt below its own model", "",
+              "| data set | seed | training rows | test rows | package | own model | sent | CV expected | CV own |",
+              "|---|---:|---:|---:|---:|---:|---|---:|---:|"]
+    for c in out["cells"]:
+        for x in c["sites"]:
+            if x["diff_pt"] < -2:
+                lines.append(f"| {c['dataset']} | {c['seed']} | {x['train_rows']} | {x['test_rows']} | "
+                             f"{x['package']:.3f} | {x['own_model']:.3f} | {x['sent']} | "
+                             f"{x['expected'] if x['expected'] is None else round(x['expected'], 3)} | "
+                             f"{x['expected_own'] if x['expected_own'] is None else round(x['expected_own'], 3)} |")
+    return "\n".join(lines) + "\n"
