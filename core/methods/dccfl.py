@@ -20,7 +20,8 @@ Selection (issue #15, "results a small consortium can trust"):
   keeps, :mod:`core.learn.local_model`). t maximises the mean over sites of max(cluster CV accuracy, own CV
   accuracy); each site is then sent its cluster's model, or its own-rows model when that cross-validates
   strictly better (or equally well at a site with < 30 rows, whose estimate cannot tell them apart). The
-  own-rows model is the linear one unless the MLP cross-validates strictly better. Ties in t → the larger t.
+  own-rows model is the linear one unless the MLP cross-validates strictly better (always linear at a site
+  with < 30 rows, for the same reason). Ties in t → the larger t.
 - Honest numbers: the summary gives, per site, the CV accuracy of what it is sent and of its own-rows model,
   each with n = the site's rows and a 95 % Wilson interval (:mod:`core.learn.intervals`), and flags a site
   whose interval is wider than 20 pt.
@@ -371,7 +372,9 @@ class DCCFL(Method):
                 acc_lin = lin_correct / np.maximum(tested, 1)
         curve: dict[float, float] = {}
         if acc:
-            own_acc = np.array([max(acc[(i,)][i], acc_lin[i]) for i in range(S)]) if own_on else None
+            # (a site with < WEAK_ROWS rows cannot tell an MLP from a linear model by CV: its own model is linear)
+            own_acc = np.array([acc_lin[i] if n_rows[i] < WEAK_ROWS else max(acc[(i,)][i], acc_lin[i])
+                                for i in range(S)]) if own_on else None
             for t, part in partitions.items():
                 site_acc = np.empty(S)
                 for c in part:
@@ -386,7 +389,8 @@ class DCCFL(Method):
         # The own model is the linear one unless the MLP cross-validates strictly better.
         own_pick = [bool(own_on and acc and (own_acc[i] > acc[final[cluster_of[i]]][i] + 1e-12 or (
             n_rows[i] < WEAK_ROWS and own_acc[i] >= acc[final[cluster_of[i]]][i] - 1e-12))) for i in range(S)]
-        linear = [bool(own_pick[i] and acc_lin[i] >= acc[(i,)][i] - 1e-12) for i in range(S)]
+        linear = [bool(own_pick[i] and (n_rows[i] < WEAK_ROWS or acc_lin[i] >= acc[(i,)][i] - 1e-12))
+                  for i in range(S)]
         need = [c for c in final if any(not own_pick[i] for i in c)]
         need += [(i,) for i in range(S) if own_pick[i] and not linear[i] and (i,) not in need]
         control.step(0.6, f"training the final model(s) at t = {best:g}")
