@@ -257,8 +257,11 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
     assert {t.item(r, 0).text() for r in range(4)} == set(project.sites)
     # live loss curves: one per final model (cluster models, plus any site's own-rows model), one point per epoch
     assert len(mp.loss_curves) == result.summary["final_models"]
-    xs, _ = next(iter(mp.loss_curves.values())).getData()
-    assert list(xs) == [1, 2, 3, 4]
+    if result.summary["final_models"]:
+        xs, _ = next(iter(mp.loss_curves.values())).getData()
+        assert list(xs) == [1, 2, 3, 4]
+    else:  # every site keeps its own linear model (4 epochs are few): nothing is trained epoch by epoch
+        assert all(x["model"] == "own" for x in result.summary["sites"])
     assert "mean expected accuracy" in mp.result_label.text()
     # the Clients page shows the automatic t and its validation curve (drawn when shown)
     assert w.show_page("clients")
