@@ -273,13 +273,15 @@ class AnalystSession:
             sealed.append(seal(out_dir / f"{name}.dcpkg", Payload(manifest, arrays), kind="package",
                                project_id=self.kit.project_id, sender=self.identity, recipient=b.card,
                                in_reply_to=b.digest, audit_head=audit_head))
+        # Listed by bundle digest: the same bundles give the same summary whatever order they came in.
+        canon = sorted(range(len(bundles)), key=lambda k: (bundles[k].digest, bundles[k].fingerprint))
         summary = {**result.summary, "project": {"id": self.kit.project_id, "name": self.kit.name,
                                                  "kit_digest": self.kit.digest()},
                    "software": __version__,
-                   "inputs": [{"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest}
-                              for b in bundles],
-                   "packages": [{"site": b.site, "file": s.path.name, "digest": s.digest}
-                                for b, s in zip(bundles, sealed, strict=True)],
+                   "inputs": [{"site": bundles[k].site, "fingerprint": bundles[k].fingerprint,
+                               "bundle_digest": bundles[k].digest} for k in canon],
+                   "packages": [{"site": bundles[k].site, "file": sealed[k].path.name, "digest": sealed[k].digest}
+                                for k in canon],
                    "run": {"id": run_id, "created": run_created, "audit_head": audit_head},
                    "scale_flags": [f.to_dict() for f in scale_flags(bundles)],
                    "excluded": [{"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest}

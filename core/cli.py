@@ -281,15 +281,33 @@ def cmd_participant_apply(args) -> None:
 
     out_options = CsvOptions(encoding=args.out_encoding, delimiter=args.out_delimiter, decimal=args.out_decimal)
     res = apply_package(args.package, ident, args.csv, args.out, workspace=ws, options=csv_options(args),
-                        with_representation=args.representation, out_options=out_options)
+                        with_representation=args.representation, out_options=out_options, validate=args.validate)
     for w in res.warnings:
         say(f"warning: {w}")
     say(f"read {Path(args.csv).name}: {res.input_format.describe()}",
         f"results: {res.out_path} ({res.rows:,} rows; columns {', '.join(res.columns)})",
         f"written as {res.output_format.describe()}"
         + (" (like the input)" if res.output_format == res.input_format else ""))
+    if res.validation:
+        _say_validation(res.validation)
     if res.summary.get("note"):
         say(f"note: {res.summary['note']}")
+
+
+def _say_validation(v: dict) -> None:
+    from .learn.intervals import describe
+
+    say(f"checked on {v['rows']} labelled row(s) of yours (95 % Wilson intervals):",
+        f"  the analyst's package: {describe(v['package'])}")
+    if v.get("analyst_expected"):
+        say(f"  (the analyst expected {describe(v['analyst_expected'])} from your bundle)")
+    if v.get("local"):
+        say(f"  your own-rows model:    {describe(v['local'])}")
+    say(f"recommended: {'the package' if v['recommend'] == 'package' else 'your own model'} — {v['reason']}"
+        + (" (column 'recommended')" if v.get("local") else ""))
+    if v.get("weak"):
+        say("warning: too few labelled rows for these numbers to mean much (95 % interval wider than 20 pt or "
+            "fewer than 30 rows)")
 
 
 def _session(args):
@@ -385,6 +403,31 @@ def _exclude(bundles: list, names: list[str]) -> tuple[list, list]:
     if not keep:
         raise ConfigError("--exclude leaves no site to analyse")
     return keep, [b for b in bundles if b not in keep]
+
+
+def cmd_analyst_estimate(args) -> None:
+    """Simulate before you collaborate: the expected gain per site from the bundles alone; nothing is sealed."""
+    from .methods import get_method, method_class
+
+    session = _session(args)
+    files = _bundle_files(args.bundles)
+    _no_senders_hint(session, files)
+    reports = session.import_bundles(files, allow_known=True)
+    bundles = session.received([r.envelope_id for r in reports])
+    name = args.method or session.kit.method
+    if method_class(name).task != "classification":
+        raise ConfigError("estimate compares classification models; this kit clusters")
+    result = session.run(bundles, args.method, parse_sets(args.set, method_class(name)))
+    s = result.summary
+    say(*get_method(name, s.get("settings")).summary_lines(s), "no package was written")
+    if args.json:
+        from .formats.fileio import write_json_atomic
+
+        write_json_atomic(args.json, {k: s[k] for k in ("method", "t", "n_clusters", "selection", "sites",
+                                                         "expected_mean", "own_model_mean") if k in s})
+        say(f"estimate: {args.json}")
+
+
 
 
 def cmd_demo(args) -> None:
@@ -552,6 +595,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", required=True, help="the CSV to add results to (the exported one, or new rows)")
     p.add_argument("--out", required=True, help="RESULT.csv to write (never the input CSV)")
     p.add_argument("--workspace", help="the workspace the bundle was exported from (default: beside the identity)")
+    p.add_argument("--validate", action="store_true",
+                   help="the CSV's rows carry labels: score the package beside this site's own-rows model and "
+                        "recommend the better")
     p.add_argument("--representation", action="store_true",
                    help="clustering: also write each row's clustering representation (columns z1, z2, …)")
     _csv_args(p, out=True)
@@ -583,6 +629,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = aud.add_parser("verify", help="check a workspace's hash-chained audit log")
     p.add_argument("log", help="a workspace folder or its audit.jsonl")
     p.set_defaults(func=cmd_audit_verify)
+    p = ana.add_parser("estimate", help="expected accuracy per site against its own-rows model, before any "
+                                        "package is sent")
+    p.add_argument("--kit", required=True, help="the project's .dckit")
+    p.add_argument("--identity", required=True, help="the analyst's .dcid")
+    p.add_argument("--bundles", required=True, help="a folder of .dcbundle files")
+    p.add_argument("--method", help="another method of the same bundle family (default: the kit's)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a kit setting for this estimate")
+    p.add_argument("--workspace", help="the analyst's workspace (default: beside the identity)")
+    p.add_argument("--json", help="also write the per-site estimates as JSON")
+    _confirm_arg(p)
+    p.set_defaults(func=cmd_analyst_estimate)
 
     p = sub.add_parser("demo", help="a whole round on embedded data")
     p.add_argument("--out", default="dcstudio-demo", help="folder for the demo's files (default dcstudio-demo)")
@@ -605,6 +662,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cases", type=int, help="fuzz: number of mutated files (default 5000)")
     p.add_argument("--seed", type=int, default=0, help="fuzz/kill: random seed")
     p.add_argument("--kills", type=int, help="kill: number of SIGKILLs per operation")
+    p.add_argument("--sites", help="scale: comma-separated site counts (default 10,30,100,300,1000)")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("gui", help="open the desktop app")

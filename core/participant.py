@@ -24,6 +24,8 @@ from .formats.fileio import atomic_writer, safe_cell, utc_now
 from .formats.identity import Identity
 from .formats.kit import Kit
 from .formats.workspace import SiteWorkspace
+from .learn.intervals import estimate
+from .learn.local_model import fit_local_model, has_local_model, local_predict_proba
 from .methods import SiteExport, SiteInput, get_method
 
 
@@ -65,6 +67,7 @@ class ParticipantExport:
         self.table: LocalTable | None = None
         self.block: str | None = None
         self.export_: SiteExport | None = None
+        self.local_baseline = True  # train the own-rows model that ``apply --validate`` compares with
 
     def load(self, csv_path: str | Path, options: CsvOptions | None = None, *, block: str | None = None,
              control: JobControl | None = None) -> LocalTable:
@@ -116,6 +119,14 @@ class ParticipantExport:
         site = SiteInput(t.X, t.y, list(self.kit.schema.classes), anchor, ids_hashed,
                          self.method.check_site_settings(self.site_settings), block=self.block)
         self.export_ = self.method.site_compute(site, control)
+        if self.local_baseline and self.kit.task == "classification" and t.y is not None \
+                and len(np.unique(t.y)) >= 2:
+            # The site's own-rows baseline (issue #15): kept in the workspace beside f_i, never in the bundle.
+            self.export_.private_arrays.update(fit_local_model(t.X, t.y, len(self.kit.schema.classes)))
+            self.export_.private_meta["local_model"] = {
+                "kind": "multinomial logistic regression (L2, λ = 1) on standardised raw columns",
+                "rows": int(min(t.n_rows, 20000))}
+            self.export_.stays.append("a logistic regression trained on these rows (to check the package against)")
         return self.export_
 
     def seal(self, out_path: str | Path, control: JobControl | None = None) -> SealedFile:
@@ -154,6 +165,7 @@ class ApplyResult:
     input_format: CsvFormat | None = None
     output_format: CsvFormat | None = None
     warnings: list[str] = field(default_factory=list)
+    validation: dict | None = None  # with ``validate``: the package beside the site's own model (see below)
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:
@@ -259,13 +271,19 @@ def _package_warnings(workspace: SiteWorkspace, project_id: str, bundle_digest: 
 def apply_package(package_path: str | Path, identity: Identity, csv_path: str | Path, out_path: str | Path, *,
                   workspace: SiteWorkspace, options: CsvOptions | None = None,
                   control: JobControl | None = None, with_representation: bool = False,
-                  out_options: CsvOptions | None = None) -> ApplyResult:
+                  out_options: CsvOptions | None = None, validate: bool = False) -> ApplyResult:
     """Verify a package against the kit's analyst, map this site's rows with it and write RESULT.csv.
 
     RESULT.csv is the input CSV (its cells unchanged) plus the result columns, written in the input's own
     encoding, delimiter and decimal mark unless ``out_options`` says otherwise (:func:`result_format`).
     ``with_representation`` (clustering): also write the rows' clustering representation Z_i as columns
-    ``z1`` … ``zq`` (empty for rows left out). Writing onto the input CSV or the package is refused."""
+    ``z1`` … ``zq`` (empty for rows left out). Writing onto the input CSV or the package is refused.
+
+    ``validate``: the CSV's rows carry labels the site trusts. The package's predictions and those of the
+    site's own-rows model (trained at export, kept in the workspace) are scored on them, each accuracy with its
+    row count and 95 % Wilson interval, plus McNemar's exact test on the rows where the two disagree; the
+    better is recommended and its predictions written as ``recommended`` (beside ``prediction`` and
+    ``local_prediction``). Nothing leaves the site."""
     control = ensure(control)
     for what, path in (("the CSV it reads", csv_path), ("the package", package_path)):
         if same_file(out_path, path):
@@ -291,9 +309,14 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     method = get_method(manifest["method"])
     control.step(0.4, "reading the CSV")
     schema = kit.schema.block_schema(meta["block"]) if meta.get("block") else kit.schema
-    table = read_table(csv_path, schema, options=options, labels=False)
+    table = read_table(csv_path, schema, options=options, labels=validate)
     control.step(0.6, "applying the package")
     columns = apply_checked(method, manifest, arrays, private, table.X, package_path)
+    validation = None
+    if validate:
+        if table.y is None or "prediction" not in columns:
+            raise ConfigError("only a classification package can be validated against labelled rows")
+        validation = _validate(columns, private, table, list(manifest.get("classes", [])), manifest)
     rep = method.representation(arrays, private) if with_representation else None
     if rep is not None:
         Z, _ = rep
@@ -312,11 +335,43 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     workspace.audit.append("apply", project=kit.project_id, package=str(Path(package_path).resolve()),
                            package_digest=opened.digest, in_reply_to=opened.binding.in_reply_to,
                            run_id=str(manifest.get("run_id", "")), rows=int(table.n_rows),
-                           out=str(Path(out_path).resolve()), warnings=warnings)
+                           out=str(Path(out_path).resolve()), warnings=warnings,
+                           **({"validation": {k: validation[k] for k in ("package", "local", "recommend")}}
+                              if validation else {}))
     workspace.record_applied(kit.project_id, opened.binding.in_reply_to,
                              {"digest": opened.digest, "run_id": str(manifest.get("run_id", "")),
                               "created": str(manifest.get("run_created") or opened.binding.created),
                               "applied": utc_now(), "out": str(Path(out_path).resolve())})
     control.step(1.0, "done")
     return ApplyResult(Path(out_path), int(table.n_rows), list(columns), method.name, manifest, fmt, out_fmt,
-                       warnings)
+                       warnings, validation)
+
+
+def _validate(columns: dict, private: dict, table: LocalTable, classes: list[str], manifest: dict) -> dict:
+    """Score the package and the site's own model on labelled rows; add ``local_prediction`` and
+    ``recommended`` to ``columns``; return the numbers (every accuracy with n and a 95 % interval)."""
+    from scipy.stats import binomtest
+
+    truth = np.asarray(classes, dtype=object)[table.y]
+    pkg_ok = columns["prediction"] == truth
+    n = int(len(truth))
+    out = {"rows": n, "package": estimate(float(pkg_ok.mean()) if n else 0.0, n),
+           "analyst_expected": manifest.get("expected"), "local": None, "recommend": "package",
+           "reason": "this workspace holds no own-rows model (exported before it was kept)"}
+    if has_local_model(private):
+        local_pred = np.asarray(classes, dtype=object)[local_predict_proba(private, table.X).argmax(axis=1)]
+        loc_ok = local_pred == truth
+        out["local"] = estimate(float(loc_ok.mean()) if n else 0.0, n)
+        b, c = int(np.sum(pkg_ok & ~loc_ok)), int(np.sum(~pkg_ok & loc_ok))  # rows only one model gets right
+        p = float(binomtest(b, b + c, 0.5).pvalue) if b + c else 1.0
+        out.update({"package_only_right": b, "local_only_right": c, "mcnemar_p": p})
+        better = "local" if c > b else "package"
+        out["recommend"] = better
+        out["reason"] = (("the package" if better == "package" else "your own model") + " is right on "
+                         f"{max(b, c)} row(s) where the other is wrong, and wrong on {min(b, c)} where the other is "
+                         "right" + (f"; the difference is not clear at this size (McNemar p = {p:.2f})"
+                                    if p >= 0.05 else f" (McNemar p = {p:.3f})"))
+        columns["local_prediction"] = local_pred
+        columns["recommended"] = local_pred if better == "local" else columns["prediction"]
+    out["weak"] = bool(out["package"]["weak"])
+    return out

@@ -275,16 +275,21 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
     t = mp.metrics_table
     assert t.rowCount() == 4
     headers = [t.horizontalHeaderItem(c).text() for c in range(t.columnCount())]
-    assert headers[:4] == ["Site", "Cluster", "Rows", "Hold-out accuracy"]
-    accs = [float(t.item(r, 3).text()) for r in range(4)]
-    assert all(0.0 <= a <= 1.0 for a in accs)
+    assert headers[:6] == ["Site", "Cluster", "Rows", "Model sent", "Expected accuracy (n, 95 % CI)",
+                           "Own-rows model (n, 95 % CI)"]
+    for r in range(4):  # every accuracy shown carries its row count and a 95 % interval
+        text = t.item(r, 4).text()
+        assert 0.0 <= float(text.split()[0]) <= 1.0 and "n = " in text and "95 % CI" in text
     assert {t.item(r, 0).text() for r in range(4)} == set(project.sites)
-    # live loss curves: one per final cluster, one point per epoch
-    assert len(mp.loss_curves) == result.summary["n_clusters"]
-    xs, _ = next(iter(mp.loss_curves.values())).getData()
-    assert list(xs) == [1, 2, 3, 4]
-    assert "mean hold-out accuracy" in mp.result_label.text()
-    assert not mp.loss_note.shown and not mp.accuracy_note.shown
+    # live loss curves: one per final model (cluster models, plus any site's own-rows model), one point per epoch
+    assert len(mp.loss_curves) == result.summary["final_models"]
+    if result.summary["final_models"]:
+        xs, _ = next(iter(mp.loss_curves.values())).getData()
+        assert list(xs) == [1, 2, 3, 4]
+    else:  # every site keeps its own linear model (4 epochs are few): nothing is trained epoch by epoch
+        assert all(x["model"] == "own" for x in result.summary["sites"])
+    assert "mean expected accuracy" in mp.result_label.text()
+    assert not mp.accuracy_note.shown and mp.loss_note.shown == (result.summary["final_models"] == 0)
     fractions = [f for f, _ in progress]
     assert fractions == sorted(fractions)  # one monotone bar
     assert any("training the final model" in text for _, text in progress)

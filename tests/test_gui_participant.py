@@ -355,6 +355,18 @@ def test_results_window_applies_a_package(qtbot, project, round_packages, tmp_pa
     assert not r.plot_note.shown
     copy = r.save_copy(tmp_path / "copy.csv")
     assert copy.read_bytes() == out.read_bytes()
+    assert r.validation_label.text() == ""
+
+    # the site checks before it trusts: the labelled rows score the package beside its own-rows model
+    r.validate_check.setChecked(True)
+    r.outcome = None
+    r.apply_button.click()
+    wait(qtbot, lambda: r.outcome is not None or r.message.kind == "error")
+    assert r.outcome is not None, r.message.text()
+    v, text = r.outcome["result"].validation, r.validation_label.text()
+    assert v["rows"] == rows and v["local"] is not None and "Recommended" in text
+    assert text.count("95 % CI") >= 2 and f"n = {rows}" in text
+    assert {"local_prediction", "recommended"} <= set(pd.read_csv(out).columns)
 
     # a package addressed to another site is named as such before anything is applied
     r.package_field.set_path(round_packages / "site1.dcpkg")

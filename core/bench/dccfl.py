@@ -96,7 +96,9 @@ VARIANT = "DC-CFL (ablation: prior correction after the paper's t choice)"
 PAPER_DC_SETTINGS: dict[str, Any] = {"alignment": "linear", "threshold": 1e-2, "relative_threshold": False,
                                      "scale": "identity", "hidden": [64, 32], "lr": 0.01, "momentum": 0.5,
                                      "batch_size": 32, "epochs": 50, "weight_decay": 0.0, "holdout": 0.2,
-                                     "linkage": "complete", "t": "auto", "prior_correction": False}
+                                     "linkage": "complete", "t": "auto", "prior_correction": False,
+                                     # the paper's selection: one 20 % hold-out, no own-rows candidate
+                                     "own_model": False, "cv_folds": 1, "cv_repeats": 1}
 
 CHOICES = [
     "Public seed set: 100 rows drawn stratified from the whole data set (seeded per cell) and removed before "

@@ -182,11 +182,22 @@ class AnchorFile:
                                   path=path)
 
 
+def _nearest(Z: np.ndarray, k: int, chunk: int = 1024) -> np.ndarray:
+    """Indices (p, k) of each row's k nearest other rows (Euclidean; ties by index), brute force in numpy:
+    the seed set is small, and this spares every site scikit-learn's import (~1 s)."""
+    sq = np.einsum("ij,ij->i", Z, Z)
+    out = np.empty((Z.shape[0], k), dtype=np.int64)
+    for lo in range(0, Z.shape[0], chunk):
+        D = sq[lo: lo + chunk, None] + sq[None, :] - 2.0 * (Z[lo: lo + chunk] @ Z.T)
+        rows = np.arange(D.shape[0])
+        D[rows, lo + rows] = np.inf  # never a row's own neighbour
+        out[lo: lo + chunk] = np.argsort(D, axis=1, kind="stable")[:, :k]
+    return out
+
+
 def extended_smote(P: np.ndarray, r: int, *, k: int = 25, a: float = 1.5,
                    rng: np.random.Generator) -> np.ndarray:
     """Extended SMOTE of algorithms.md §1.5 (r/p draws per seed, u ~ U(0, a))."""
-    from sklearn.neighbors import NearestNeighbors
-
     p = P.shape[0]
     if p < 2:
         raise ConfigError("the SMOTE seed set needs at least two rows")
@@ -195,8 +206,7 @@ def extended_smote(P: np.ndarray, r: int, *, k: int = 25, a: float = 1.5,
     sd[~(sd > 1e-12)] = 1.0
     Z = (P - mu) / sd
     kk = min(k, p - 1)
-    _, idx = NearestNeighbors(n_neighbors=kk + 1).fit(Z).kneighbors(Z)
-    neigh = idx[:, 1:]
+    neigh = _nearest(Z, kk)
     base = np.repeat(np.arange(p), per_seed)
     q = neigh[base, rng.integers(0, kk, size=base.size)]
     u = rng.uniform(0.0, a, size=(base.size, 1))

@@ -7,8 +7,6 @@ complete-linkage agglomerative clustering cut at height t, so every cluster's di
 from __future__ import annotations
 
 import numpy as np
-from scipy.cluster.hierarchy import fcluster, linkage
-from scipy.spatial.distance import squareform
 
 from ..errors import ConfigError
 
@@ -31,6 +29,9 @@ def tv_distances(P: np.ndarray) -> np.ndarray:
 
 def linkage_matrix(D: np.ndarray, method: str = "complete") -> np.ndarray:
     """scipy linkage of a square distance matrix (empty for fewer than two sites)."""
+    from scipy.cluster.hierarchy import linkage  # imported here: sites import this module and never need it
+    from scipy.spatial.distance import squareform
+
     if D.shape[0] < 2:
         return np.zeros((0, 4))
     return linkage(squareform(D, checks=False), method=method)
@@ -38,6 +39,8 @@ def linkage_matrix(D: np.ndarray, method: str = "complete") -> np.ndarray:
 
 def cut_tree(Z: np.ndarray, n_sites: int, t: float) -> np.ndarray:
     """Cluster labels 0..L−1 for a cut at height t (merges of height ≤ t are kept)."""
+    from scipy.cluster.hierarchy import fcluster
+
     if n_sites < 2:
         return np.zeros(n_sites, dtype=np.int64)
     labels = fcluster(Z, t=t, criterion="distance")

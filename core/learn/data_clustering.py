@@ -18,13 +18,15 @@ centroids Î¸ live in Z. ``embedding="sklearn"`` (default) divides E's rows by âˆ
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-from scipy import sparse
-from scipy.sparse.csgraph import connected_components, laplacian
-from scipy.sparse.linalg import LinearOperator, eigsh
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError
+
+if TYPE_CHECKING:  # scipy is imported where a graph is built: sites import this module and never need it
+    from scipy import sparse
 
 ALGORITHMS = ("kmeans", "spectral")
 EMBEDDINGS = ("sklearn", "sym")
@@ -59,6 +61,10 @@ def spectral_embedding(W: sparse.spmatrix, k: int, *, embedding: str = "sklearn"
     a disconnected graph is handled exactly (Lanczos alone can miss copies of a repeated eigenvalue). With
     as many components as k or more, E holds the k largest components' vectors.
     """
+    from scipy import sparse  # noqa: F811
+    from scipy.sparse.csgraph import connected_components, laplacian
+    from scipy.sparse.linalg import LinearOperator, eigsh
+
     if embedding not in EMBEDDINGS:
         raise ConfigError(f"unknown spectral embedding '{embedding}'; choose one of {', '.join(EMBEDDINGS)}")
     n = W.shape[0]
@@ -95,6 +101,8 @@ def spectral_embedding(W: sparse.spmatrix, k: int, *, embedding: str = "sklearn"
 
 def graph_components(W: sparse.spmatrix) -> int:
     """Number of connected components of an affinity graph (more than k makes spectral clustering arbitrary)."""
+    from scipy.sparse.csgraph import connected_components
+
     return int(connected_components(W, directed=False)[0])
 
 

@@ -190,6 +190,8 @@ class BatchedMLP:
     epochs : passes over each group's data.
     random_state : non-negative int; group ``g`` draws from ``default_rng([random_state, group_ids[g], ·])``.
     prox_mu : ``μ`` of the proximal term ``(μ/2)‖θ_g − anchor_g‖²``; 0 disables it.
+    max_epoch_rows : when set, a group with more rows sees a fresh random subset of this many per epoch
+        (bounds the SGD steps of a very large group; ``None`` = every row every epoch).
 
     Attributes
     ----------
@@ -201,7 +203,8 @@ class BatchedMLP:
 
     def __init__(self, hidden: tuple[int, ...] = (64, 32), *, lr: float = 0.01, momentum: float = 0.5,
                  weight_decay: float = 0.0, batch_size: int = 32, epochs: int = 50, random_state: int = 0,
-                 prox_mu: float = 0.0):
+                 prox_mu: float = 0.0, max_epoch_rows: int | None = None):
+        self.max_epoch_rows = max_epoch_rows
         self.hidden = hidden
         self.lr = lr
         self.momentum = momentum
@@ -324,21 +327,28 @@ class BatchedMLP:
         offsets = np.concatenate([[0], np.cumsum(n)[:-1]])
         dummy = int(n.sum())
         Xflat = torch.zeros((dummy + 1, D), dtype=torch.float32)
-        Xflat[:dummy] = torch.from_numpy(np.concatenate(
-            [np.pad(X, ((0, 0), (0, D - X.shape[1]))) for X in Xs]))
+        for X, o in zip(Xs, offsets, strict=True):
+            Xflat[o: o + X.shape[0], : X.shape[1]] = torch.from_numpy(X)
         yflat = torch.from_numpy(np.concatenate([*ys, [0]]))
+        del Xs
 
         B = int(self.batch_size)
-        nb = -(-n // B)                                   # batches per group per epoch
+        cap = None if not self.max_epoch_rows else int(self.max_epoch_rows)
+        n_ep = n if cap is None else np.minimum(n, cap)      # rows a group sees per epoch
+        nb = -(-n_ep // B)                                   # batches per group per epoch (non-increasing)
         max_nb = int(nb.max())
-        # Rows of group g in step b: min(B, n_g − bB), clipped at 0; a_b = groups with rows in step b.
-        counts_np = np.clip(n[None, :] - B * np.arange(max_nb)[:, None], 0, B)      # (max_nb, G)
-        n_active = (counts_np > 0).sum(axis=1)
-        # Per-slot weight 1/count_g (0 for padded slots) turns summed gradients into per-group means.
-        slot = np.arange(B)[None, None, :] < counts_np[:, :, None]                   # (max_nb, G, B)
-        weights_np = np.where(slot, 1.0 / np.maximum(counts_np, 1)[:, :, None], 0.0).astype(np.float32)
-        step_w = torch.from_numpy(weights_np)
-        full = torch.from_numpy(slot.astype(np.float32))
+        n_active = (nb[None, :] > np.arange(max_nb)[:, None]).sum(axis=1)           # a_b: groups in step b
+        # Step-major ragged layout: step b holds a_b blocks of B slots (group p's block at p·B), so memory is
+        # Σ_g nb_g·B slots, not max_nb·G·B (which is huge when one big group meets many small ones).
+        step_off = np.concatenate([[0], np.cumsum(n_active * B)[:-1]])
+        total = int(n_active.sum() * B)
+        pos = [(step_off[: nb[p]] + p * B)[:, None] + np.arange(B)[None, :] for p in range(G)]
+        w_np = np.zeros(total, dtype=np.float32)
+        for p in range(G):
+            c = np.clip(n_ep[p] - B * np.arange(nb[p]), 0, B)                           # rows in each step
+            w_np[pos[p].ravel()] = np.where(np.arange(B)[None, :] < c[:, None], 1.0 / c[:, None], 0.0).ravel()
+        step_w = torch.from_numpy(w_np)
+        full = torch.from_numpy((w_np > 0).astype(np.float32))
         shuffles = [_group_rng(self.random_state, i, 1) for i in ids_sorted]
         lr, mom, wd, mu = float(self.lr), float(self.momentum), float(self.weight_decay), float(self.prox_mu)
         epochs = int(self.epochs)
@@ -349,15 +359,18 @@ class BatchedMLP:
         control.step(0.0, "training")
         with torch.no_grad():
             for epoch in range(epochs):
-                # This epoch's index tensor (max_nb, G, B): group g's shuffled rows first, then the dummy row.
-                order = np.full((G, max_nb * B), dummy, dtype=np.int64)
-                for g in range(G):
-                    order[g, : n[g]] = offsets[g] + shuffles[g].permutation(n[g])
-                idx = torch.from_numpy(order.reshape(G, max_nb, B).transpose(1, 0, 2).copy())
+                # This epoch's slots: group p's shuffled rows (a fresh cap-sized subset when capped), then the
+                # dummy row in its last batch's padding.
+                order = np.full(total, dummy, dtype=np.int64)
+                for p in range(G):
+                    rows = shuffles[p].permutation(n[p])[: n_ep[p]]
+                    order[pos[p].ravel()[: n_ep[p]]] = offsets[p] + rows
+                idx = torch.from_numpy(order)
                 epoch_loss = torch.zeros(G)
                 for b in range(max_nb):
                     a = int(n_active[b])
-                    ib = idx[b, :a].reshape(-1)
+                    lo, hi = int(step_off[b]), int(step_off[b]) + a * B
+                    ib = idx[lo:hi]
                     P = [p[:a] for p in params]
                     acts = [Xflat.index_select(0, ib).view(a, B, D)]
                     for i in range(n_layers):
@@ -373,8 +386,8 @@ class BatchedMLP:
                     tot = e.sum(dim=2, keepdim=True)
                     onehot = eye.index_select(0, yflat.index_select(0, ib)).view(a, B, K)
                     ce = tot.squeeze(2).log() - (z * onehot).sum(dim=2)
-                    epoch_loss[:a] += (ce * full[b, :a]).sum(dim=1)
-                    dz = (e.div_(tot) - onehot).mul_(step_w[b, :a].unsqueeze(2))
+                    epoch_loss[:a] += (ce * full[lo:hi].view(a, B)).sum(dim=1)
+                    dz = (e.div_(tot) - onehot).mul_(step_w[lo:hi].view(a, B, 1))
                     grads: list[torch.Tensor] = [None] * (2 * n_layers)  # type: ignore[list-item]
                     for i in range(n_layers - 1, -1, -1):
                         grads[2 * i] = torch.bmm(acts[i].transpose(1, 2), dz)
@@ -390,7 +403,7 @@ class BatchedMLP:
                     torch._foreach_mul_(V, mom)
                     torch._foreach_add_(V, grads)
                     torch._foreach_add_(P, V, alpha=-lr)
-                curve[epoch, perm] = epoch_loss.numpy() / n
+                curve[epoch, perm] = epoch_loss.numpy() / n_ep
                 if on_epoch is not None:
                     on_epoch(epoch, curve[epoch].copy())
                 control.step((epoch + 1) / epochs, f"epoch {epoch + 1} of {epochs}")

@@ -5,9 +5,30 @@ DC-CFL (Sugawara, Kawamata et al.):
 2. per cluster C_l: DC alignment on the members' anchor images only (its own m̂_l), X̂^(l) = [X̃ᵢGᵢ]_{i∈C_l},
    standardise, train h_l (MLP d → 64 → 32 → K, SGD lr 0.01, momentum 0.5, batch 32, 50 epochs);
 3. a singleton cluster trains on that site alone; inference h_l(standardise(fᵢ(x)Gᵢ + gᵢ)).
-``t = "auto"`` picks t from the grid on a held-out part of every site's received rows (nothing more is
-asked of sites): every distinct cluster over the grid is trained once on the training parts, and the t
-with the best mean per-site hold-out accuracy wins (ties → the larger t, i.e. fewer, bigger clusters).
+Selection (issue #15, "results a small consortium can trust"):
+- Determinism: the sites are put in a canonical order (by bundle digest, :func:`site_order`) before anything
+  else, and every random choice (folds, initialisations, shuffles, subsamples) draws from
+  :func:`derived_seed` = SHA-256(seed, kit digest, sorted bundle digests): the same bundles give bit-identical
+  packages and summary whatever the order, names or import times of the files.
+- Cross-validation over all of every site's received rows (nothing more is asked of sites): each site's rows
+  are dealt into k folds (``cv_folds = "auto"``: 5, or one 20 % hold-out when the median site has ≥ 1,000
+  rows), repeated ``cv_repeats`` times (auto: ⌈100 / median rows⌉, 1–3). For every split, every distinct
+  cluster over the t grid is trained on the training folds of its members (one batched fit) and scored on
+  each member's test fold; a site's CV accuracy of a candidate is correct predictions / tested rows.
+- Never worse than alone, by construction: each site's candidates also include models trained on its own
+  received rows only — the singleton MLP and a logistic regression (the linear twin of the baseline a site
+  keeps, :mod:`core.learn.local_model`). t maximises the mean over sites of max(cluster CV accuracy, own CV
+  accuracy); each site is then sent its cluster's model, or its own-rows model when that cross-validates
+  strictly better (or equally well at a site with < 30 rows, whose estimate cannot tell them apart). The
+  own-rows model is the linear one unless the MLP cross-validates strictly better (always linear at a site
+  with < 30 rows, for the same reason). Ties in t → the larger t.
+- Honest numbers: the summary gives, per site, the CV accuracy of what it is sent and of its own-rows model,
+  each with n = the site's rows and a 95 % Wilson interval (:mod:`core.learn.intervals`), and flags a site
+  whose interval is wider than 20 pt.
+- Scale: selection models train on at most ``selection_site_rows`` rows per member and
+  ``selection_max_rows`` in total (seeded subsamples), and a final model bigger than ``max_epoch_rows`` sees
+  that many fresh random rows per epoch; none of these binds at the benchmark's sizes (≤ 12,000 rows per
+  cluster).
 t ≥ 1 puts every site in one cluster (TV distances never exceed 1). ``dc`` is the same with one cluster
 holding every site.
 
@@ -18,12 +39,15 @@ frequencies π_l, the site's rows follow its own π_i, so the Bayes-optimal adju
 p_i(k|x) ∝ p_l(k|x)·π_i(k)/π_l(k), with Laplace-smoothed frequencies (``prior_smoothing``) from the labels
 the site already shipped; the site receives the log-ratio vector in its package. The hold-out choice of t
 scores the corrected predictions (``prior_in_selection``), and the grid runs to t = 1.0 (one cluster):
-once the prior is corrected per site, a bigger cluster often wins, and the hold-out decides.
-The paper's recipe is ``alignment="linear", prior_correction=False, t_grid=[0.1..0.9]``.
+once the prior is corrected per site, a bigger cluster often wins, and the cross-validation decides.
+The paper's recipe is ``alignment="linear", prior_correction=False, t_grid=[0.1..0.9]`` with one 20 % hold-out
+and no own-rows candidates (``cv_folds=1, cv_repeats=1, own_model=False``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,13 +56,13 @@ from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
 from ..learn.alignment import AnchorBasis, DCAlignment, SiteMapping
 from ..learn.client_clustering import T_GRID, LabelDistributionClustering
+from ..learn.intervals import WEAK_ROWS, describe, estimate
 from ..learn.mlp import BatchedMLP, MLPWeights
 from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
 from .dc_site import SITE_SETTINGS, check_anchor_width, check_dc_bundle, dc_site_compute, site_map
 from .settings import Setting
-from .views import Curve, Heatmap, Table, View
+from .views import Curve, Heatmap, Table, Text, View
 
-DEFAULT_T_GRID = [*T_GRID, 1.0]
 ALIGNMENT_SETTINGS = (
     Setting("alignment", "choice", "affine", "how each site's reduced rows are mapped to the common space",
             label="Alignment", choices=("linear", "affine"),
@@ -65,6 +89,24 @@ PRIOR_SETTINGS = (
             advanced=True),
     Setting("prior_in_selection", "bool", True, "choose t on the corrected predictions", advanced=True),
 )
+# Selection (issue #15): cross-validation over every site's received rows ("auto": 5-fold, repeated for small
+# sites; one 20 % hold-out when the median site has ≥ 1,000 rows), the site's own-rows model as a candidate,
+# and row caps that bound the selection's cost at scale (they never bind at the benchmark's sizes).
+SELECTION_SETTINGS = (
+    Setting("cv_folds", "int", "auto", "folds of the cross-validation that chooses each site's model (1: one "
+            "hold-out)", low=1, high=50, auto=True, auto_help="5, or one hold-out for large sites", advanced=True),
+    Setting("cv_repeats", "int", "auto", "repetitions of the cross-validation", low=1, high=50, auto=True,
+            auto_help="more for small sites", advanced=True),
+    Setting("own_model", "bool", True, "offer every site a model of its own rows as a candidate (never worse than "
+            "alone)", label="Own-rows candidate"),
+    Setting("selection_max_rows", "int", 10000, "rows a selection model trains on at most", low=1, optional=True,
+            none_help="no cap", advanced=True),
+    Setting("selection_site_rows", "int", 500, "rows per site a selection model trains on at most", low=1,
+            optional=True, none_help="no cap", advanced=True),
+    Setting("max_epoch_rows", "int", 20000, "rows a final model sees per epoch at most", low=1, optional=True,
+            none_help="no cap", advanced=True),
+)
+DEFAULT_T_GRID = [*T_GRID, 1.0]
 
 
 @dataclass
@@ -106,59 +148,157 @@ def _alignment(settings: dict) -> DCAlignment:
                        relative=bool(settings["relative_threshold"]), scale=settings["scale"])
 
 
+def _opt_int(v) -> int | None:
+    return None if v in (None, 0, "none") else int(v)
+
+
+def _correct(model: ClusterModel, site: int, bundle: ReceivedBundle, rows: np.ndarray,
+             prior: np.ndarray | None = None) -> int:
+    p = model.predict_proba(site, bundle.arrays["x_tilde"][rows].astype(np.float64), prior)
+    return int(np.sum(p.argmax(axis=1) == bundle.arrays["y"][rows]))
+
+
+def _fit_linear(bundles: list[ReceivedBundle], i: int, rows: np.ndarray, maps: dict, basis: AnchorBasis,
+                settings: dict, n_classes: int) -> ClusterModel:
+    """Site i's own rows only, linear: a multinomial logistic regression (L2, λ = 1) on its received rows
+    X̃ᵢ as they are — the identity map, centred, no per-column scaling. X̃ᵢ = standardise(X)·Vᵢ with Vᵢ
+    orthonormal (PCA), and an L2-penalised linear model is invariant to that rotation, so this is the
+    site's own baseline (:mod:`core.learn.local_model`) up to the one dropped component. (Aligning to the
+    anchor, or standardising each reduced column, would whiten the small-variance directions and let the
+    penalty fit their noise — bad for a 40-row site.) Returned as a one-layer MLP: the package format is
+    unchanged."""
+    from ..learn.local_model import fit_local_model
+
+    X = bundles[i].arrays["x_tilde"][rows].astype(np.float64)
+    y = bundles[i].arrays["y"][rows].astype(np.int64)
+    d = X.shape[1]
+    a = fit_local_model(X, y, n_classes, max_iter=100, standardise=False)
+    identity = SiteMapping(np.eye(d), np.zeros(d))
+    return ClusterModel((i,), {i: identity}, a["local_mean"], a["local_scale"],
+                        MLPWeights([a["local_w"]], [a["local_b"]]), np.bincount(y, minlength=n_classes))
+
+
+def _note(info: dict) -> str:
+    notes = []
+    e = info.get("expected")
+    if e and e["weak"]:
+        notes.append(f"only {e['rows']} rows: the estimate is uncertain (95 % CI {e['low']:.2f}–{e['high']:.2f})")
+    if info.get("model") == "own":
+        notes.append("the site's own-rows model cross-validated better than its cluster's; it is sent instead")
+    return "; ".join(notes)
+
+
+def site_order(bundles: list[ReceivedBundle]) -> list[int]:
+    """The canonical order of the sites: by bundle digest (then fingerprint, site name), never by the order,
+    names or import times of the files, so the same bundles always give the same analysis."""
+    return sorted(range(len(bundles)), key=lambda i: (bundles[i].digest, bundles[i].fingerprint, bundles[i].site))
+
+
+def derived_seed(seed: int, bundles: list[ReceivedBundle]) -> int:
+    """Every random choice of the analysis draws from SHA-256(seed, kit digest(s), sorted bundle digests)."""
+    h = hashlib.sha256(f"dccfl:{int(seed)}".encode())
+    for k in sorted({str(b.manifest.get("kit_digest", "")) for b in bundles}):
+        h.update(b"kit:" + k.encode())
+    for d in sorted(b.digest for b in bundles):
+        h.update(b"bundle:" + d.encode())
+    return int.from_bytes(h.digest()[:8], "big") >> 2
+
+
+def fit_groups(bundles: list[ReceivedBundle], groups: list[tuple[tuple[int, ...], list | None]], n_classes: int,
+               settings: dict, basis: AnchorBasis, *, seed: int, maps: dict | None = None,
+               max_rows: int | None = None, site_rows: int | None = None, epoch_rows: int | None = None,
+               control: JobControl | None = None, on_epoch=None) -> list[ClusterModel]:
+    """Align and train one model per ``(members, rows)`` in one batched fit.
+
+    ``rows[i]`` restricts site i to some of its received rows (``None`` = all). ``site_rows`` and ``max_rows``
+    cap a group's rows per member and in total by a seeded subsample (selection at scale); ``epoch_rows`` lets
+    a bigger group see a fresh random ``epoch_rows`` of its rows per epoch (:class:`BatchedMLP`).
+    ``maps`` caches each cluster's alignment across calls (it does not depend on the rows).
+    """
+    control = ensure(control)
+    maps = {} if maps is None else maps
+    aligned, prepared = [], []
+    for g, (members, rows) in enumerate(groups):
+        if members not in maps:
+            maps[members] = basis.align(members, settings)
+        mp = maps[members]
+        Xs, ys = [], []
+        for i in members:
+            sel = np.arange(bundles[i].arrays["y"].shape[0]) if rows is None else np.asarray(rows[i])
+            if site_rows and len(sel) > site_rows:
+                sel = np.sort(np.random.default_rng([seed, g, i, 5]).choice(sel, site_rows, replace=False))
+            Xs.append(mp[i].transform(bundles[i].arrays["x_tilde"][sel].astype(np.float64)))
+            ys.append(bundles[i].arrays["y"][sel].astype(np.int64))
+        Xh, y = np.vstack(Xs), np.concatenate(ys)
+        if max_rows and len(y) > max_rows:
+            keep = np.sort(np.random.default_rng([seed, g, 7]).choice(len(y), max_rows, replace=False))
+            Xh, y = Xh[keep], y[keep]
+        mean, scale = Xh.mean(axis=0), Xh.std(axis=0)
+        scale[~(scale > 1e-12)] = 1.0
+        aligned.append((members, mp, mean, scale))
+        prepared.append((((Xh - mean) / scale).astype(np.float32), y))
+    control.step(0.05, f"training {len(groups)} model(s)")
+    learner = BatchedMLP(tuple(settings["hidden"]), lr=float(settings["lr"]), momentum=float(settings["momentum"]),
+                         weight_decay=float(settings["weight_decay"]), batch_size=int(settings["batch_size"]),
+                         epochs=int(settings["epochs"]), random_state=int(seed), max_epoch_rows=epoch_rows)
+    learner.fit(prepared, n_classes, control=control.sub(0.05, 1.0), on_epoch=on_epoch)
+    return [ClusterModel(members, mp, mean, scale, model, np.bincount(y, minlength=n_classes))
+            for (members, mp, mean, scale), (_, y), model in zip(aligned, prepared, learner.models_, strict=True)]
+
+
 def train_cluster_models(bundles: list[ReceivedBundle], clusters: list[tuple[int, ...]], n_classes: int,
                          settings: dict, *, rows: list[np.ndarray] | None = None,
                          control: JobControl | None = None, on_epoch=None,
                          basis: AnchorBasis | None = None) -> list[ClusterModel]:
-    """Align each cluster on its members' anchors and train all cluster models in one batched fit.
-
-    ``rows[i]`` optionally restricts site i to a subset of its received rows (hold-out validation);
-    ``basis`` reuses the per-site factorisations across calls (:class:`AnchorBasis`).
-    """
-    control = ensure(control)
+    """Align each cluster on its members' anchors and train all cluster models in one batched fit
+    (``rows[i]`` optionally restricts site i to a subset of its received rows)."""
     _alignment(settings)  # validates the alignment settings
     if basis is None:
         basis = AnchorBasis([b.arrays["anchor_tilde"] for b in bundles], affine=settings["alignment"] == "affine")
-    aligned, prepared = [], []
-    for members in clusters:
-        maps = basis.align(members, settings)
-        Xs, ys = [], []
-        for i in members:
-            sel = slice(None) if rows is None else rows[i]
-            Xs.append(maps[i].transform(bundles[i].arrays["x_tilde"][sel].astype(np.float64)))
-            ys.append(bundles[i].arrays["y"][sel].astype(np.int64))
-        Xh = np.vstack(Xs)
-        mean, scale = Xh.mean(axis=0), Xh.std(axis=0)
-        scale[~(scale > 1e-12)] = 1.0
-        aligned.append((members, maps, mean, scale))
-        prepared.append((((Xh - mean) / scale).astype(np.float32), np.concatenate(ys)))
-    control.step(0.05, "anchors aligned")
-    control.phase(f"{len(clusters)} cluster model{'s' if len(clusters) > 1 else ''} trained together"
-                  if len(clusters) > 1 else "")
-    learner = BatchedMLP(tuple(settings["hidden"]), lr=float(settings["lr"]), momentum=float(settings["momentum"]),
-                         weight_decay=float(settings["weight_decay"]), batch_size=int(settings["batch_size"]),
-                         epochs=int(settings["epochs"]), random_state=int(settings["seed"]))
-    learner.fit(prepared, n_classes, control=control.sub(0.05, 1.0), on_epoch=on_epoch)
-    return [ClusterModel(members, maps, mean, scale, model, np.bincount(y, minlength=n_classes))
-            for (members, maps, mean, scale), (_, y), model in zip(aligned, prepared, learner.models_, strict=True)]
+    return fit_groups(bundles, [(c, rows) for c in clusters], n_classes, settings, basis,
+                      seed=int(settings["seed"]), control=control, on_epoch=on_epoch)
 
 
 def holdout_split(bundles: list[ReceivedBundle], fraction: float, seed: int) -> tuple[list, list]:
     """Per site, a seeded split of its received rows into training and hold-out parts (≥ 1 each)."""
-    train, hold = [], []
-    for i, b in enumerate(bundles):
-        n = b.arrays["x_tilde"].shape[0]
-        perm = np.random.default_rng([seed, i]).permutation(n)
-        k = min(max(1, int(round(fraction * n))), n - 1)
-        hold.append(np.sort(perm[:k]))
-        train.append(np.sort(perm[k:]))
+    (train, hold), = cv_splits([b.arrays["x_tilde"].shape[0] for b in bundles], 1, 1, fraction, seed)
     return train, hold
 
 
-def _accuracy(model: ClusterModel, site: int, bundle: ReceivedBundle, rows: np.ndarray,
-              prior: np.ndarray | None = None) -> float:
-    p = model.predict_proba(site, bundle.arrays["x_tilde"][rows].astype(np.float64), prior)
-    return float(np.mean(p.argmax(axis=1) == bundle.arrays["y"][rows]))
+def resolve_cv(settings: dict, n_rows: list[int]) -> tuple[int, int]:
+    """(folds, repeats). ``auto``: 5-fold when the median site has < 1,000 rows (else one hold-out of
+    ``holdout``), repeated ⌈100 / median rows⌉ times (1–3) so a small site's estimate rests on more draws."""
+    med = float(np.median(n_rows))
+    folds = settings.get("cv_folds", "auto")
+    folds = (1 if med >= 1000 else 5) if folds == "auto" else int(folds)
+    repeats = settings.get("cv_repeats", "auto")
+    repeats = (1 if folds == 1 else int(min(3, max(1, math.ceil(100 / max(med, 1)))))) if repeats == "auto" \
+        else int(repeats)
+    if folds < 1 or repeats < 1:
+        raise ConfigError("cv_folds and cv_repeats must be at least 1")
+    return folds, repeats
+
+
+def cv_splits(n_rows: list[int], folds: int, repeats: int, holdout: float, seed: int) -> list[tuple[list, list]]:
+    """Per repeat r and fold f: (training rows, test rows) of every site. Site i's rows are permuted by
+    ``default_rng([seed, i, r])`` and dealt round-robin into the folds, so every row is tested once per
+    repeat; ``folds = 1`` is one hold-out of ``round(holdout · n)`` rows (≥ 1, ≤ n − 1)."""
+    out = []
+    for r in range(repeats):
+        assign = []
+        for i, n in enumerate(n_rows):
+            perm = np.random.default_rng([seed, i, r]).permutation(n)
+            a = np.empty(n, np.int64)
+            if folds == 1:
+                k = min(max(1, int(round(holdout * n))), n - 1)
+                a[perm] = -1
+                a[perm[:k]] = 0
+            else:
+                a[perm] = np.arange(n) % folds
+            assign.append(a)
+        for f in range(folds):
+            out.append(([np.flatnonzero(a != f) for a in assign], [np.flatnonzero(a == f) for a in assign]))
+    return out
 
 
 def _partition(labels: np.ndarray) -> list[tuple[int, ...]]:
@@ -182,11 +322,12 @@ class DCCFL(Method):
         Setting("t_grid", "float_list", list(DEFAULT_T_GRID), "the thresholds tried when t is auto", advanced=True),
         Setting("linkage", "choice", "complete", "how groups of sites are merged",
                 choices=("complete", "average", "single"), advanced=True),
-        Setting("holdout", "float", 0.2, "share of each site's received rows held out to choose t", low=0.05,
+        Setting("holdout", "float", 0.2, "share of a site's received rows held out when one hold-out is used",
+                low=0.05,
                 high=0.5, advanced=True),
         Setting("seed", "int", 0, "random seed of the hold-out split and the training", label="Random seed",
                 low=0, high=2**31 - 1),
-        *PRIOR_SETTINGS, *ALIGNMENT_SETTINGS, *LEARNER_SETTINGS, *SITE_SETTINGS,
+        *SELECTION_SETTINGS, *PRIOR_SETTINGS, *ALIGNMENT_SETTINGS, *LEARNER_SETTINGS, *SITE_SETTINGS,
     )
 
     # ---- site ----------------------------------------------------------------------------------
@@ -206,90 +347,179 @@ class DCCFL(Method):
         with threadpool_limits(limits=1):
             return self._fit(bundles, context.classes, context.control, context.on_epoch)
 
-    def _fit(self, bundles: list[ReceivedBundle], classes: list[str], control: JobControl | None,
+    def _fit(self, received: list[ReceivedBundle], classes: list[str], control: JobControl | None,
              on_epoch) -> MethodResult:
         control = ensure(control)
         s = self.settings
         K = len(classes)
-        if not bundles:
+        if not received:
             raise ConfigError("no bundles to analyse")
-        check_anchor_width(bundles)
+        check_anchor_width(received)
+        order = site_order(received)
+        bundles = [received[i] for i in order]   # everything below works in the canonical site order
+        seed = derived_seed(int(s["seed"]), bundles)
+        S = len(bundles)
+        n_rows = [int(b.arrays["y"].shape[0]) for b in bundles]
         counts = np.stack([np.bincount(b.arrays["y"], minlength=K) for b in bundles])
         clus = LabelDistributionClustering(method=s.get("linkage", "complete")).fit(counts)
         grid = [float(t) for t in s.get("t_grid", [1.0])]
-        train, hold = holdout_split(bundles, float(s.get("holdout", 0.2)), int(s["seed"]))
         candidates = [1.0] if self.one_cluster else grid
         if not self.one_cluster and s.get("t", "auto") != "auto":
             candidates = [float(s["t"])]
-        everyone = [tuple(range(len(bundles)))]
+        everyone = [tuple(range(S))]
         partitions = {t: (everyone if self.one_cluster or t >= 1.0 else _partition(clus.cut(t)))
                       for t in candidates}
         basis = AnchorBasis([b.arrays["anchor_tilde"] for b in bundles], affine=s["alignment"] == "affine")
-        curve: dict[float, float] = {}
-        site_acc: dict[float, np.ndarray] = {}
-        # With a single candidate there is nothing to select: skip the hold-out training.
-        distinct = sorted({c for p in partitions.values() for c in p}) if len(partitions) > 1 else []
-        if distinct:
-            control.phase(f"step 1 of 2, choosing the threshold ({len(partitions)} candidates)")
-        control.step(0.0, "starting")
-        trained = train_cluster_models(bundles, distinct, K, s, rows=train, basis=basis,
-                                       control=control.sub(0.0, 0.5)) if distinct else []
-        models = dict(zip(distinct, trained, strict=True))
-        for t, part in (partitions.items() if distinct else ()):
-            accs = np.empty(len(bundles))
-            for members in part:
-                for i in members:
+        own_on = bool(s["own_model"])
+        smoothing = float(s["prior_smoothing"])
+        maps: dict = {}
+
+        # ---- selection: cross-validated accuracy of every candidate model for every site ------------------
+        acc: dict[tuple[int, ...], np.ndarray] = {}
+        folds = repeats = 0
+        if len(partitions) > 1 or own_on:
+            folds, repeats = resolve_cv(s, n_rows)
+            splits = cv_splits(n_rows, folds, repeats, float(s["holdout"]), seed)
+            distinct = sorted({c for p in partitions.values() for c in p} | ({(i,) for i in range(S)} if own_on
+                                                                              else set()))
+            jobs = [(si, c) for si, (tr, _) in enumerate(splits) for c in distinct
+                    if sum(len(tr[i]) for i in c) > 0]
+            control.phase(f"step 1 of 2, choosing the threshold ({len(partitions)} candidates)" if len(partitions) > 1
+                          else "step 1 of 2, checking each site's own-rows model")
+            control.step(0.0, f"cross-validating {len(distinct)} candidate model(s) over {len(splits)} split(s)")
+            models = fit_groups(bundles, [(c, splits[si][0]) for si, c in jobs], K, s, basis, seed=seed, maps=maps,
+                                max_rows=_opt_int(s["selection_max_rows"]),
+                                site_rows=_opt_int(s["selection_site_rows"]), control=control.sub(0.0, 0.6))
+            correct = {c: np.zeros(S) for c in distinct}
+            tested = np.zeros(S)
+            for _, te in splits:
+                tested += [len(r) for r in te]
+            use_prior = s["prior_correction"] and s["prior_in_selection"]
+            for (si, c), model in zip(jobs, models, strict=True):
+                tr, te = splits[si]
+                for i in c:
+                    if len(te[i]) == 0:
+                        continue
                     prior = None
-                    if s["prior_correction"] and s["prior_in_selection"]:
-                        fit_counts = np.bincount(bundles[i].arrays["y"][train[i]], minlength=K)
-                        prior = prior_logit(fit_counts, models[members].class_counts, float(s["prior_smoothing"]))
-                    accs[i] = _accuracy(models[members], i, bundles[i], hold[i], prior)
-            curve[t] = float(accs.mean())
-            site_acc[t] = accs
-        best = max(curve, key=lambda t: (round(curve[t], 12), t)) if curve else next(iter(partitions))
+                    if use_prior:
+                        fit_counts = np.bincount(bundles[i].arrays["y"][tr[i]], minlength=K)
+                        prior = prior_logit(fit_counts, model.class_counts, smoothing)
+                    correct[c][i] += _correct(model, i, bundles[i], te[i], prior)
+            acc = {c: v / np.maximum(tested, 1) for c, v in correct.items()}
+            n_eval = (tested / max(repeats, 1)).round().astype(int)   # rows behind each site's estimate
+            if own_on:  # the site's own rows, linear: a logistic regression (what the site checks against)
+                lin_correct = np.zeros(S)
+                for tr, te in splits:
+                    for i in range(S):
+                        if len(te[i]) and len(tr[i]):
+                            lin_correct[i] += _correct(_fit_linear(bundles, i, tr[i], maps, basis, s, K), i,
+                                                       bundles[i], te[i])
+                acc_lin = lin_correct / np.maximum(tested, 1)
+        curve: dict[float, float] = {}
+        if acc:
+            # (a site with < WEAK_ROWS rows cannot tell an MLP from a linear model by CV: its own model is linear)
+            own_acc = np.array([acc_lin[i] if n_rows[i] < WEAK_ROWS else max(acc[(i,)][i], acc_lin[i])
+                                for i in range(S)]) if own_on else None
+            for t, part in partitions.items():
+                site_acc = np.empty(S)
+                for c in part:
+                    site_acc[list(c)] = acc[c][list(c)]
+                curve[t] = float((np.maximum(site_acc, own_acc) if own_on else site_acc).mean())
+        best = max(curve, key=lambda t: (round(curve[t], 12), t)) if len(curve) > 1 else next(iter(partitions))
         final = partitions[best]
-        control.phase(("step 2 of 2, " if distinct else "")
-                      + f"training the final model{'s' if len(final) > 1 else ''} at t = {best:g}")
-        control.step(0.5 if distinct else 0.0, "starting")
-        final_models = train_cluster_models(bundles, final, K, s, control=control.sub(0.5, 1.0), on_epoch=on_epoch,
-                                            basis=basis)
-        cluster_of = {i: l for l, members in enumerate(final) for i in members}
-        packages = []
-        for i in range(len(bundles)):
-            cm = final_models[cluster_of[i]]
+        cluster_of = {i: k for k, members in enumerate(final) for i in members}
+        # Per site: its cluster's model, or its own-rows model when that cross-validates strictly better.
+        # A site keeps its own-rows model when that cross-validates better than its cluster's — or as well, when
+        # the site has fewer than WEAK_ROWS rows (its estimate cannot tell them apart; alone is the safe side).
+        # The own model is the linear one unless the MLP cross-validates strictly better.
+        own_pick = [bool(own_on and acc and (own_acc[i] > acc[final[cluster_of[i]]][i] + 1e-12 or (
+            n_rows[i] < WEAK_ROWS and own_acc[i] >= acc[final[cluster_of[i]]][i] - 1e-12))) for i in range(S)]
+        linear = [bool(own_pick[i] and (n_rows[i] < WEAK_ROWS or acc_lin[i] >= acc[(i,)][i] - 1e-12))
+                  for i in range(S)]
+        need = [c for c in final if any(not own_pick[i] for i in c)]
+        need += [(i,) for i in range(S) if own_pick[i] and not linear[i] and (i,) not in need]
+        control.phase(("step 2 of 2, " if acc else "") + f"training the final model{'s' if len(need) > 1 else ''}"
+                      + f" at t = {best:g}")
+        control.step(0.6, "starting")
+        trained = fit_groups(bundles, [(c, None) for c in need], K, s, basis, seed=seed, maps=maps,
+                             epoch_rows=_opt_int(s["max_epoch_rows"]), control=control.sub(0.6, 1.0),
+                             on_epoch=on_epoch) if need else []
+        model_of: dict = dict(zip(need, trained, strict=True))
+        for i in range(S):
+            if linear[i]:
+                model_of[("linear", i)] = _fit_linear(bundles, i, np.arange(n_rows[i]), maps, basis, s, K)
+        packages, sites = [], []
+        for i, b in enumerate(bundles):
+            key = ("linear", i) if linear[i] else (i,) if own_pick[i] else final[cluster_of[i]]
+            cm = model_of[key]
             arrays = {**cm.mappings[i].to_arrays(), "scaler_mean": cm.mean, "scaler_scale": cm.scale,
                       **cm.model.to_arrays("mlp")}
             if s["prior_correction"]:
-                arrays["prior_logit"] = prior_logit(counts[i], cm.class_counts, float(s["prior_smoothing"]))
+                arrays["prior_logit"] = prior_logit(counts[i], cm.class_counts, smoothing)
+            info = {"model": "own" if own_pick[i] or len(final[cluster_of[i]]) == 1 else "cluster"}
+            if own_pick[i]:
+                info["own_kind"] = "linear" if linear[i] else "mlp"
+            if acc:
+                info["expected"] = estimate(float(own_acc[i] if own_pick[i] else acc[key][i]), int(n_eval[i]))
+                info["cluster_model"] = estimate(float(acc[final[cluster_of[i]]][i]), int(n_eval[i]))
+                if own_on:
+                    info["own_model"] = estimate(float(own_acc[i]), int(n_eval[i]))
+                    info["expected_gain"] = info["expected"]["accuracy"] - info["own_model"]["accuracy"]
             manifest = {"method": self.name, "cluster": cluster_of[i], "cluster_size": len(cm.members),
                         "t": best, "classes": list(classes), "architecture": cm.model.architecture(),
-                        "alignment": s["alignment"], "dimension": int(cm.mappings[i].G.shape[1])}
+                        "alignment": s["alignment"], "dimension": int(cm.mappings[i].G.shape[1]), **info}
             packages.append((manifest, arrays))
+            sites.append({"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest,
+                          "rows": n_rows[i], "cluster": cluster_of[i] + 1,  # numbered from 1 for people
+                          "label_counts": counts[i].tolist(),
+                          **info, **({"holdout_accuracy": info["expected"]["accuracy"]} if acc else {}),
+                          **({"note": _note(info)} if acc and _note(info) else {})})
+        control.step(1.0, "done")
+        unorder = np.argsort(order)   # packages go back in the caller's bundle order
         summary = {
             "method": self.name, "task": self.task, "t": best,
             "t_auto": s.get("t") == "auto" and not self.one_cluster,
             "validation_curve": {f"{t:g}": a for t, a in curve.items()},
+            "selection": {"kind": ("cv" if folds > 1 else "holdout") if acc else "none", "folds": folds,
+                          "repeats": repeats, "own_model": own_on,
+                          "what": "mean over sites of the better of the cluster's and the site's own model"
+                          if own_on else "mean over sites of the cluster model's accuracy"},
             "n_clusters": len(final),
-            "sites": [{"site": b.site, "fingerprint": b.fingerprint, "rows": int(b.arrays["x_tilde"].shape[0]),
-                       "cluster": cluster_of[i] + 1, "label_counts": counts[i].tolist(),  # numbered from 1
-                       # (no hold-out accuracy when a single candidate made validation unnecessary)
-                       **({"holdout_accuracy": float(site_acc[best][i])} if curve else {})}
-                      for i, b in enumerate(bundles)],
+            "own_model_sites": int(sum(own_pick)),
+            "final_models": len(need),
+            "sites": sites,
             "settings": s,
         }
+        if acc:
+            summary["expected_mean"] = float(np.mean([x["expected"]["accuracy"] for x in sites]))
+            if own_on:
+                summary["own_model_mean"] = float(np.mean([x["own_model"]["accuracy"] for x in sites]))
         details = {"histograms": clus.histograms_, "distances": clus.distances_, "linkage": clus.linkage_,
-                   "clusters": final, "validation_curve": curve}
-        return MethodResult(self.name, packages, summary, details)
+                   "clusters": final, "validation_curve": curve, "site_order": order}
+        return MethodResult(self.name, [packages[j] for j in unorder], summary, details)
+
+    def estimate(self, bundles: list[ReceivedBundle], classes: list[str],
+                 control: JobControl | None = None) -> dict:
+        """"Simulate before you collaborate": the fit's per-site expected accuracy against its own-rows model
+        (cross-validated on the received rows), without sealing anything; the summary of :meth:`fit`."""
+        return self.fit(bundles, FitContext(classes, control=control)).summary
 
     # ---- what it shows --------------------------------------------------------------------------
     def summary_lines(self, summary: dict) -> list[str]:
         s = summary
-        how = " (chosen on held-out rows)" if s.get("t_auto") else ""
-        lines = [f"method {self.name}: t = {s.get('t')}{how}, {s.get('n_clusters')} cluster(s) of sites"]
+        how = " (chosen by cross-validation on the received rows)" if s.get("t_auto") else ""
+        lines = [f"method {self.name}: t = {s.get('t')}{how}, {s.get('n_clusters')} cluster(s) of sites"
+                 + (f"; {s['own_model_sites']} site(s) keep a model of their own rows" if s.get("own_model_sites")
+                    else "")]
         for x in s.get("sites", []):
-            acc = x.get("holdout_accuracy")
-            lines.append(f"  {x['site']}: {x['rows']:,} rows, cluster {x['cluster']}"
-                         + ("" if acc is None else f", hold-out accuracy {acc:.3f}"))
+            own = x.get("model") == "own" and x.get("own_kind")
+            line = f"  {x['site']}: {x['rows']:,} rows, cluster {x['cluster']}" + (
+                ", sent a model of its own rows" if own else "")
+            if x.get("expected"):
+                line += f", expected accuracy {describe(x['expected'])}"
+            if x.get("own_model"):
+                line += f" vs {describe(x['own_model'])} alone"
+            lines.append(line + (f" — {x['note']}" if x.get("note") else ""))
         return lines
 
     def views(self, result: MethodResult) -> list[View]:
@@ -297,18 +527,25 @@ class DCCFL(Method):
         sites = s.get("sites", [])
         classes = [str(c) for c in (result.packages[0][0].get("classes", []) if result.packages else [])]
         rows = [[x["site"], x.get("fingerprint", ""), x["rows"], x["cluster"],
-                 "" if x.get("holdout_accuracy") is None else f"{x['holdout_accuracy']:.3f}",
+                 "own rows" if x.get("model") == "own" and x.get("own_kind") else "cluster",
+                 describe(x.get("expected")), describe(x.get("own_model")), x.get("note", ""),
                  x.get("label_counts", [])] for x in sites]
-        out: list[View] = [Table("Sites", ["site", "fingerprint", "rows", "cluster", "hold-out accuracy",
-                                           "labels"], rows, bars=("labels",), bar_labels=classes)]
+        out: list[View] = [Table("Sites", ["site", "fingerprint", "rows", "cluster", "model sent",
+                                           "expected accuracy", "its own rows alone", "note", "labels"],
+                                 rows, bars=("labels",), bar_labels=classes)]
+        if s.get("expected_mean") is not None:
+            out.append(Text(f"Mean expected accuracy of what each site is sent: {s['expected_mean']:.3f}"
+                            + (f"; of each site's own-rows model: {s['own_model_mean']:.3f}"
+                               if s.get("own_model_mean") is not None else "")
+                            + " (cross-validated on the rows the sites sent; each site's interval above)."))
         if "distances" in d and len(d["distances"]) > 1:
-            names = [x["site"] for x in sites]
+            names = [x["site"] for x in sites]  # the distances and the summary share the canonical site order
             out.append(Heatmap("Total-variation distance between the sites' label distributions",
                                np.asarray(d["distances"]), names, names))
         curve = s.get("validation_curve") or {}
         if len(curve) > 1:
             xs = [float(t) for t in curve]
-            out.append(Curve("Hold-out accuracy for each threshold t", xs, {"accuracy": list(curve.values())},
+            out.append(Curve("Cross-validated accuracy for each threshold t", xs, {"accuracy": list(curve.values())},
                              xlabel="t", ylabel="accuracy", mark=float(s.get("t", xs[0]))))
         return out
 
@@ -346,7 +583,7 @@ class DC(DCCFL):
     title = "DC analysis: one shared model for all sites"
     plain_title = "one model shared by all sites"
     one_cluster = True
-    settings_spec = tuple(s for s in DCCFL.settings_spec if s.name not in ("t", "t_grid", "linkage", "holdout"))
+    settings_spec = tuple(s for s in DCCFL.settings_spec if s.name not in ("t", "t_grid", "linkage"))
 
     def summary_lines(self, summary: dict) -> list[str]:
         return [f"method {self.name}: one model for all {len(summary.get('sites', []))} sites"]

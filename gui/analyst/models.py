@@ -16,6 +16,7 @@ method's run-time settings, e.g. ``run_form.set_value("epochs", 4)``),
 from __future__ import annotations
 
 import contextlib
+import html
 import threading
 
 import numpy as np
@@ -34,6 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.learn.intervals import describe
 from core.methods import METHODS
 
 from ..jobs import Job
@@ -348,14 +350,21 @@ class ModelsPage(QWidget):
             return
         s = result.summary
         sites = s.get("sites", [])
-        preferred = ["site", "cluster", "rows", "holdout_accuracy"]
+        # Issue #15: per site, the model it will be sent and its expected accuracy beside its own-rows model,
+        # each with n and a 95 % interval: the expected gain, from the bundles alone, before anything is sent.
+        preferred = ["site", "cluster", "rows", "model", "expected", "own_model", "expected_gain", "note"]
+        if not any("expected" in x for x in sites):
+            preferred.insert(3, "holdout_accuracy")
+        hidden = ("fingerprint", "label_counts", "bundle_digest", "holdout_accuracy", "cluster_model")
         extra = sorted({k for x in sites for k, v in x.items()
-                        if k not in preferred and k not in ("fingerprint", "label_counts")
-                        and isinstance(v, int | float | str)})
+                        if k not in preferred and k not in hidden and isinstance(v, int | float | str)})
         cols = [c for c in preferred if any(c in x for x in sites)] + extra
         self.metric_columns = cols
         titles = {"site": self.tr("Site"), "cluster": self.tr("Cluster"), "rows": self.tr("Rows"),
-                  "holdout_accuracy": self.tr("Hold-out accuracy")}
+                  "holdout_accuracy": self.tr("Hold-out accuracy"), "model": self.tr("Model sent"),
+                  "expected": self.tr("Expected accuracy (n, 95 % CI)"),
+                  "own_model": self.tr("Own-rows model (n, 95 % CI)"), "expected_gain": self.tr("Expected gain"),
+                  "note": self.tr("Note")}
         t = self.metrics_table
         t.clear()
         t.setColumnCount(len(cols))
@@ -366,6 +375,10 @@ class ModelsPage(QWidget):
                 v = x.get(key, "")
                 if key == "cluster" and isinstance(v, int):
                     text = str(v)  # summary clusters are numbered from 1
+                elif isinstance(v, dict):
+                    text = describe(v)
+                elif key == "expected_gain" and isinstance(v, float):
+                    text = f"{100 * v:+.1f} pt"
                 elif isinstance(v, float):
                     text = f"{v:.3f}"
                 else:
@@ -387,7 +400,15 @@ class ModelsPage(QWidget):
         if s.get("t") is not None and self._uses_t():
             parts.append(self.tr("t = {t:g} ({how})").format(
                 t=float(s["t"]), how=self.tr("automatic") if s.get("t_auto") else self.tr("chosen")))
-        if accs:
+        if "expected_mean" in s:
+            parts.append(self.tr("mean expected accuracy <b>{a:.3f}</b>").format(a=float(s["expected_mean"])))
+            if "own_model_mean" in s:
+                parts.append(self.tr("own-rows models {a:.3f}").format(a=float(s["own_model_mean"])))
+            weak = [x["site"] for x in sites if (x.get("expected") or {}).get("weak")]
+            if weak:
+                parts.append(self.tr("<span style='color:#b45309'>too few rows for a firm estimate: {s}</span>")
+                             .format(s=html.escape(", ".join(weak))))
+        elif accs:
             parts.append(self.tr("mean hold-out accuracy <b>{a:.3f}</b>").format(a=float(np.mean(accs))))
         self.result_label.setText(" · ".join(parts) + "<br>" + self.tr("Next: write the packages on the Export "
                                                                         "page."))

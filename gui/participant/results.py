@@ -33,6 +33,7 @@ from core.formats.envelope import inspect
 from core.formats.identity import Identity
 from core.formats.kit import Kit
 from core.formats.workspace import SiteWorkspace, default_workspace
+from core.learn.intervals import describe
 from core.participant import ApplyResult, apply_package
 
 from ..screen import fit_window
@@ -50,11 +51,11 @@ OUT_FORMATS = (
 
 
 def _apply_and_read(package: Path, identity: Identity, csv: Path, out: Path, workspace: Path, impute: bool,
-                    control, out_options: CsvOptions | None = None) -> dict:
+                    control, out_options: CsvOptions | None = None, validate: bool = False) -> dict:
     """The job: apply the package (core), then read the first rows and the result column's counts back."""
     result: ApplyResult = apply_package(package, identity, csv, out, workspace=SiteWorkspace(workspace),
                                         options=CsvOptions(impute="mean" if impute else None),
-                                        control=control.sub(0.0, 0.9), out_options=out_options)
+                                        control=control.sub(0.0, 0.9), out_options=out_options, validate=validate)
     control.step(0.92, "reading the results")
     fmt = result.output_format
     written = CsvOptions(encoding=fmt.encoding, delimiter=fmt.delimiter, decimal=fmt.decimal)
@@ -75,7 +76,8 @@ class ResultsWindow(QWidget):
     the predicted classes (or clusters), and the written CSV.
 
     Test hooks: ``identity_field``, ``passphrase_edit``, ``unlock_button``, ``workspace_field``,
-    ``package_field``, ``package_label``, ``csv_field``, ``impute_check``, ``out_field``, ``apply_button``,
+    ``package_field``, ``package_label``, ``csv_field``, ``impute_check``, ``validate_check``,
+    ``validation_label``, ``out_field``, ``apply_button``,
     ``jobs``, ``message``, ``results_model`` (TextFrameModel), ``plot`` (pyqtgraph PlotWidget), ``bars``
     (the BarGraphItem), ``save_button`` / ``save_copy(path)``; ``identity``, ``outcome`` (dict: result,
     frame, column, counts) once done.
@@ -124,11 +126,14 @@ class ResultsWindow(QWidget):
         self.csv_field = PathField("csv", "open", self.tr("CSV files (*.csv *.txt *.tsv);;All files (*)"),
                                    self.tr("Choose the CSV to apply the package to"))
         self.impute_check = QCheckBox(self.tr("Fill missing values with my column means"))
+        self.validate_check = QCheckBox(self.tr("These rows carry labels I trust: check the package against my "
+                                                "own model first"))
         self.out_field = PathField("results", "save", self.tr("CSV files (*.csv)"), self.tr("Save the results as"))
         csv_box = QGroupBox(self.tr("3. Your rows"))
         f = QFormLayout(csv_box)
         f.addRow(self.tr("&CSV:"), self.csv_field)
         f.addRow("", self.impute_check)
+        f.addRow("", self.validate_check)
         f.addRow(self.tr("&Results file:"), self.out_field)
         self.out_format_combo = QComboBox()
         for text, options in OUT_FORMATS:
@@ -164,6 +169,9 @@ class ResultsWindow(QWidget):
         self.results_view.verticalHeader().setDefaultSectionSize(22)
         self.results_label = QLabel(self.tr("<b>Results</b> — apply a package to see them here."))
         self.results_label.setWordWrap(True)
+        self.validation_label = QLabel()
+        self.validation_label.setWordWrap(True)
+        self.validation_label.setTextFormat(Qt.RichText)
         self.plot = pg.PlotWidget(background="w")
         self.plot.setMouseEnabled(x=False, y=False)
         self.plot.setMenuEnabled(False)
@@ -181,6 +189,7 @@ class ResultsWindow(QWidget):
         tl = QVBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
         tl.addWidget(self.results_label)
+        tl.addWidget(self.validation_label)
         tl.addWidget(self.results_view)
         right_split.addWidget(top)
         right_split.addWidget(self.plot)
@@ -319,6 +328,7 @@ class ResultsWindow(QWidget):
             self.message.show_message("error", self.tr("Choose another results file: your CSV is never overwritten."))
             return
         ident, ws, impute = self.identity, Path(self.workspace_field.path()), self.impute_check.isChecked()
+        validate = self.validate_check.isChecked()
         self.outcome = None
         self.save_button.setEnabled(False)
 
@@ -328,7 +338,8 @@ class ResultsWindow(QWidget):
             self._show(outcome)
 
         out_options = self.out_format_combo.currentData()
-        self._run(lambda control: _apply_and_read(package, ident, csv, out, ws, impute, control, out_options),
+        self._run(lambda control: _apply_and_read(package, ident, csv, out, ws, impute, control, out_options,
+                                                  validate),
                   self.tr("Applying the package…"), ok)
 
     def _show(self, outcome: dict) -> None:
@@ -346,6 +357,7 @@ class ResultsWindow(QWidget):
                                                    cols=html.escape(", ".join(result.columns[:4]) + (
                                                        ", …" if len(result.columns) > 4 else "")),
                                                    shown=shown))
+        self.validation_label.setText(self._validation_text(result.validation))
         if result.warnings:  # the same package again, or one superseded by a newer run
             self.message.show_message("warning", self.tr("Done: {path}. Note: {warnings}").format(
                 path=result.out_path, warnings=" ".join(result.warnings)))
@@ -353,6 +365,24 @@ class ResultsWindow(QWidget):
             self.message.show_message("ok", self.tr("Done: {path}").format(path=result.out_path))
         self._plot(outcome["column"], outcome["counts"])
         self.save_button.setEnabled(True)
+
+    def _validation_text(self, v: dict | None) -> str:
+        """The package beside the site's own-rows model on its labelled rows, each with n and a 95 % interval."""
+        if not v:
+            return ""
+        lines = [self.tr("<b>Checked on {n} labelled row(s) of yours</b> (95 % Wilson intervals):").format(
+            n=v["rows"]), self.tr("the analyst's package: <b>{a}</b>").format(a=html.escape(describe(v["package"])))]
+        if v.get("analyst_expected"):
+            lines.append(self.tr("the analyst expected: {a}").format(a=html.escape(describe(v["analyst_expected"]))))
+        if v.get("local"):
+            lines.append(self.tr("your own-rows model: <b>{a}</b>").format(a=html.escape(describe(v["local"]))))
+        which = self.tr("the package") if v["recommend"] == "package" else self.tr("your own model")
+        lines.append(self.tr("Recommended: <b>{w}</b> — {why}").format(w=which, why=html.escape(v["reason"])) + (
+            self.tr(" (column <i>recommended</i>)") if v.get("local") else ""))
+        if v.get("weak"):
+            lines.append(self.tr("<span style='color:#b45309'>Too few labelled rows for these numbers to mean "
+                                 "much.</span>"))
+        return "<br>".join(lines)
 
     def _plot(self, column: str, counts: list[tuple[str, int]]) -> None:
         self.plot.clear()

@@ -1,0 +1,118 @@
+"""The site's own-rows baseline: a multinomial logistic regression on its standardised raw columns.
+
+Trained at export time and kept in the site's workspace as plain arrays (never shipped, never pickled), so
+that ``participant apply --validate`` can score the analyst's package beside what the site would have had
+alone. With z = (x − μ)/σ, p(k|x) = softmax(zW + b)_k, and (W, b) minimise
+
+    Σ_s −log p(y_s|x_s) + (λ/2)‖W‖²,   λ = 1 (scikit-learn's C = 1),
+
+by L-BFGS (Nocedal & Wright, Alg. 7.4, memory 10, Armijo backtracking; written out in numpy so an export
+needs no scipy import). At most ``max_rows`` rows (a seeded subsample) are used, which bounds the export's cost.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import FormatError
+
+PREFIX = "local_"
+NAMES = ("local_w", "local_b", "local_mean", "local_scale")
+
+
+def fit_local_model(X: np.ndarray, y: np.ndarray, n_classes: int, *, max_rows: int = 20000, seed: int = 0,
+                    lam: float = 1.0, max_iter: int = 200, standardise: bool = True) -> dict[str, np.ndarray]:
+    """Fit on (X, y ∈ [0, K)); returns ``{"local_w" (m, K), "local_b" (K,), "local_mean", "local_scale"}``.
+    ``standardise=False`` only centres (σ = 1): for rows already on a common scale."""
+    X = np.asarray(X, np.float64)
+    y = np.asarray(y, np.int64)
+    if len(y) > max_rows:
+        keep = np.sort(np.random.default_rng([int(seed), 11]).choice(len(y), max_rows, replace=False))
+        X, y = X[keep], y[keep]
+    mean = X.mean(axis=0)
+    scale = X.std(axis=0) if standardise else np.ones(X.shape[1])
+    scale[~(scale > 1e-12)] = 1.0
+    Z = (X - mean) / scale
+    n, m = Z.shape
+    K = int(n_classes)
+    Y = np.zeros((n, K))
+    Y[np.arange(n), y] = 1.0
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        W, b = theta[: m * K].reshape(m, K), theta[m * K:]
+        s = Z @ W + b
+        s -= s.max(axis=1, keepdims=True)
+        lse = np.log(np.exp(s).sum(axis=1, keepdims=True))
+        P = np.exp(s - lse)
+        f = float(-(Y * (s - lse)).sum() + 0.5 * lam * (W * W).sum())
+        G = P - Y
+        return f, np.concatenate([(Z.T @ G + lam * W).ravel(), G.sum(axis=0)])
+
+    try:  # one BLAS thread: tiny products, and spinning threads on a busy machine cost 10× the work
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
+        x = lbfgs(loss, np.zeros(m * K + K), max_iter)
+    else:
+        with threadpool_limits(limits=1):
+            x = lbfgs(loss, np.zeros(m * K + K), max_iter)
+    W, b = x[: m * K].reshape(m, K), x[m * K:]
+    return {"local_w": W, "local_b": b, "local_mean": mean, "local_scale": scale}
+
+
+def lbfgs(fun, x: np.ndarray, max_iter: int = 200, memory: int = 10, gtol: float = 1e-5) -> np.ndarray:
+    """Minimise a smooth ``fun(x) → (f, ∇f)``: two-loop recursion for the direction, backtracking to the
+    Armijo condition f(x + αd) ≤ f(x) + 10⁻⁴ α ∇fᵀd; stops when ‖∇f‖∞ ≤ gtol·max(1, |f|)."""
+    f, g = fun(x)
+    S: list[np.ndarray] = []
+    Y: list[np.ndarray] = []
+    for _ in range(max_iter):
+        if np.max(np.abs(g)) <= gtol * max(1.0, abs(f)):
+            break
+        q = g.copy()
+        alphas = []
+        for s_, y_ in zip(reversed(S), reversed(Y), strict=True):
+            a = (s_ @ q) / (y_ @ s_)
+            alphas.append(a)
+            q -= a * y_
+        if S:
+            q *= (S[-1] @ Y[-1]) / (Y[-1] @ Y[-1])
+        else:
+            q /= max(1.0, float(np.linalg.norm(g)))
+        for (s_, y_), a in zip(zip(S, Y, strict=True), reversed(alphas), strict=True):
+            q += s_ * (a - (y_ @ q) / (y_ @ s_))
+        d = -q
+        slope = float(g @ d)
+        if slope >= 0:  # not a descent direction: restart from steepest descent
+            S.clear()
+            Y.clear()
+            d, slope = -g, -float(g @ g)
+        step = 1.0
+        while True:
+            f_new, g_new = fun(x + step * d)
+            if f_new <= f + 1e-4 * step * slope or step < 1e-10:
+                break
+            step *= 0.5
+        s_new, y_new = step * d, g_new - g
+        x, f, g = x + s_new, f_new, g_new
+        if y_new @ s_new > 1e-12:
+            S.append(s_new)
+            Y.append(y_new)
+            if len(S) > memory:
+                S.pop(0)
+                Y.pop(0)
+    return x
+
+
+def has_local_model(arrays: dict) -> bool:
+    return all(k in arrays for k in NAMES)
+
+
+def local_predict_proba(arrays: dict[str, np.ndarray], X: np.ndarray) -> np.ndarray:
+    """p(k|x) of the stored model for the rows X (kit column order)."""
+    W, b, mean, scale = (np.asarray(arrays[k], np.float64) for k in NAMES)
+    if W.ndim != 2 or W.shape[0] != X.shape[1] or b.shape != (W.shape[1],):
+        raise FormatError("the workspace's local model does not fit these columns")
+    s = ((np.asarray(X, np.float64) - mean) / scale) @ W + b
+    s -= s.max(axis=1, keepdims=True)
+    e = np.exp(s)
+    return e / e.sum(axis=1, keepdims=True)

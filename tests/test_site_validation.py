@@ -1,0 +1,95 @@
+"""Issue #15: the site checks before it trusts. The own-rows model is kept in the workspace, never shipped;
+``participant apply --validate`` scores the package beside it with n and 95 % intervals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.formats.anchor import AnchorFile
+from core.formats.envelope import open_sealed
+from core.formats.identity import Identity
+from core.formats.kit import Kit
+from core.formats.workspace import SiteWorkspace
+from core.learn.local_model import NAMES, fit_local_model, local_predict_proba
+from core.participant import ParticipantExport
+from tests.cli import WF, confirm, run
+from tests.roundkit import make_sites
+
+PASS = "correct horse battery staple"
+SHIPPED = {"x_tilde", "anchor_tilde", "label_counts", "y"}
+
+
+def test_local_model_learns_and_predicts_without_torch_or_pickle():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4)) * [1, 10, 100, 0.1]
+    y = (X[:, 0] + X[:, 1] / 10 > 0).astype(np.int64) + 2 * (X[:, 2] > 0)
+    arrays = fit_local_model(X, y, 4)
+    assert set(arrays) == set(NAMES) and all(a.dtype == np.float64 for a in arrays.values())
+    acc = np.mean(local_predict_proba(arrays, X).argmax(1) == y)
+    assert acc > 0.9
+
+
+@pytest.fixture(scope="module")
+def round_dir(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DCSTUDIO_PASSPHRASE", PASS)
+    d = tmp_path_factory.mktemp("val")
+    sites = make_sites(d / "data", rows=120)
+    assert run("keys", "new", "--name", "analyst", "--out", d / "analyst", *WF) == 0
+    assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "V",
+               "--schema-from", d / "data/sample.csv", "--label", "label", "--method", "dccfl",
+               "--set", "epochs=10", "--out", d / "p.dckit") == 0
+    assert run("anchor", "new", "--kit", d / "p.dckit", "--seed-csv", d / "data/seed.csv", "--plain",
+               "--out", d / "p.dcanchor") == 0
+    for name, (train, _) in sites.items():
+        assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
+        assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "p.dcanchor",
+                   "--identity", d / name / f"{name}.dcid", "--csv", train,
+                   "--out", d / "bundles" / f"{name}.dcbundle") == 0
+    assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+               "--bundles", d / "bundles", "--out", d / "out", *confirm(d, list(sites))) == 0
+    yield d, sites
+    mp.undo()
+
+
+def test_bundle_carries_nothing_extra(round_dir):
+    d, sites = round_dir
+    analyst = Identity.load(d / "analyst/analyst.dcid", PASS)
+    for name in sites:
+        opened = open_sealed(d / "bundles" / f"{name}.dcbundle", analyst, expect_kind="bundle")
+        assert set(opened.payload.arrays) == SHIPPED
+        assert not any("local" in k for k in opened.payload.manifest)
+        ws = d / name / f"{name}.workspace"
+        kept = {p.stem for p in ws.rglob("*.npy")}
+        assert set(NAMES) <= kept  # the own-rows model stays in the workspace, as plain .npy arrays
+    # the same export without the own-rows model ships exactly the same arrays and manifest
+    name, (train, _) = next(iter(sites.items()))
+    kit = Kit.load(d / "p.dckit")
+    made = []
+    for with_local in (False, True):
+        job = ParticipantExport(kit, d / "p.dckit", Identity.load(d / name / f"{name}.dcid", PASS),
+                                AnchorFile.load(d / "p.dcanchor"), SiteWorkspace(d / f"ws{with_local}"), {"seed": 4})
+        job.local_baseline = with_local
+        job.load(train)
+        made.append(job.compute())
+    assert made[0].manifest == made[1].manifest and sorted(made[0].arrays) == sorted(made[1].arrays)
+    assert all(np.array_equal(made[0].arrays[k], made[1].arrays[k]) for k in made[0].arrays)
+    assert set(made[1].private_arrays) - set(made[0].private_arrays) == set(NAMES)
+
+
+def test_apply_validate_scores_package_beside_own_model(round_dir, capsys):
+    d, sites = round_dir
+    name, (_, test) = next(iter(sites.items()))
+    capsys.readouterr()
+    assert run("participant", "apply", "--package", d / "out" / f"{name}.dcpkg", "--identity",
+               d / name / f"{name}.dcid", "--csv", test, "--out", d / "res.csv", "--validate") == 0
+    out = capsys.readouterr().out
+    assert "the analyst's package:" in out and "your own-rows model:" in out and "recommended:" in out
+    assert out.count("95 % CI") >= 2 and f"n = {len(pd.read_csv(test))}" in out
+    res = pd.read_csv(d / "res.csv")
+    truth = res["label"].to_numpy()
+    pkg, loc, rec = (np.mean(res[c].to_numpy() == truth) for c in ("prediction", "local_prediction", "recommended"))
+    assert rec == max(pkg, loc) or (pkg == loc and rec == pkg)
+    assert f"{pkg:.3f}" in out and f"{loc:.3f}" in out
