@@ -128,7 +128,8 @@ class Gold(Method):
         arrays = {"centroids": np.ascontiguousarray(cents, dtype=np.float64),
                   "counts": res.counts.astype(np.int64),
                   "col_sum": res.stats["sum"].astype(np.float64), "col_sumsq": res.stats["sumsq"].astype(np.float64)}
-        guard_words = (f"the guard merged {_plural(res.guard_clusters, 'smaller group')} holding "
+        guard_words = ("no group was below the minimum" if res.guard_clusters == 0 else
+                       f"the guard merged {_plural(res.guard_clusters, 'smaller group')} holding "
                        f"{_plural(res.guard_rows, 'row')} into larger ones" if s["small_clusters"] == "merge" else
                        f"the guard left out {_plural(res.guard_clusters, 'smaller group')} holding "
                        f"{_plural(res.guard_rows, 'row')}")
