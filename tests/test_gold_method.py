@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from pathlib import Path
@@ -303,6 +304,8 @@ def test_a_gold_round_by_clicking(qtbot, tmp_path, monkeypatch):
     ep.name_edit.setText("clicker.dcbundle")
     ep.export_button.click()
     qtbot.waitUntil(lambda: w.page_name() == "done", timeout=30_000)
+    w.close()
+    gc.collect()  # the wizard's leftovers go now, while no job thread runs
 
     aw = AnalystWindow(kit_path=str(d / "g.dckit"))
     qtbot.addWidget(aw)
