@@ -242,6 +242,9 @@ def test_fit_packages_and_apply_in_process_with_raw_distances_and_a_fixed_k():
     assert {"Table", "Bars", "Scatter"} <= set(kinds) and kinds.count("Bars") == 2
     with pytest.raises(ConfigError, match="shipped only"):
         get_method(NAME, {"k": 1000}).fit(bundles, FitContext([]))
+    total = sum(len(b.arrays["counts"]) for b in bundles)  # more clusters than MCPL's levels can tell apart
+    with pytest.raises(ConfigError, match="REMC could not form k = .* in 3 attempts"):
+        get_method(NAME, {"k": total, "max_retries": 2}).fit(bundles, FitContext([]))
 
 
 def test_declarations():
