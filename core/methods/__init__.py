@@ -15,8 +15,9 @@ from .base import (
 )
 from .dccfl import DC, DCCFL
 from .dcclustering import DCClustering
+from .hfldd import HFLDD
 
-_BUILT_IN: tuple[type[Method], ...] = (DCCFL, DC, DCClustering)
+_BUILT_IN: tuple[type[Method], ...] = (DCCFL, DC, DCClustering, HFLDD)
 METHODS: dict[str, type[Method]] = {m.name: m for m in _BUILT_IN}
 
 
