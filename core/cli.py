@@ -254,10 +254,10 @@ def cmd_participant_export(args) -> None:
         f"bundle: {sealed.path} ({sealed.size:,} bytes, sha256 {sealed.digest})",
         *([f"feature block: '{job.block}' ({', '.join(kit.schema.block_columns(job.block))})"] if job.block else []),
         f"rows: {table.n_rows:,}" + (f" ({table.n_imputed} cells imputed)" if table.n_imputed else ""),
-        "leaves this site: " + leaves_sentence(
+        "leaves this site: " + (ex.plain or leaves_sentence(
             table.n_rows, table.X.shape[1], int(ex.arrays["x_tilde"].shape[1]) if "x_tilde" in ex.arrays else 0,
             labels="rows" if "y" in ex.arrays else "counts" if "label_counts" in ex.arrays else "none",
-            ids="id_hash" in ex.arrays, noise=float(args.noise or 0.0)),
+            ids="id_hash" in ex.arrays, noise=float(args.noise or 0.0))),
         "  (arrays: " + "; ".join(f"{d.name} {tuple(d.shape)}" for d in ex.disclosures) + ")",
         f"workspace: {ws.root}")
 
