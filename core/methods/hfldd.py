@@ -105,7 +105,7 @@ class HFLDD(Method):
         if len(A) < k + 1:
             raise ConfigError(f"the kit ships {len(A)} anchor rows, fewer than the {k + 1} the alignment needs; "
                               "lower 'dimension'")
-        rng = np.random.default_rng(opts.get("seed"))
+        rng = np.random.default_rng(None if opts.get("seed") is None else [int(opts["seed"]), 16])  # not f's stream
         seed = int(rng.integers(2**31))
         control.phase("soft labels of a local model on the anchor rows")
         soft = local_soft_labels([(X, y, A)], K, epochs=int(self.settings["local_epochs"]), random_state=seed,
