@@ -260,7 +260,7 @@ class AnalystSession:
         from .robustness import scale_flags
 
         run_id, run_created = secrets.token_hex(8), utc_now()
-        self.workspace.audit.verify()
+        run_seq = self.workspace.audit.verify()  # the audit log only grows: orders runs made within one second
         audit_head = self.workspace.audit.head()
         names = [safe_name(b.site) for b in bundles]
         dupes = {n for n in names if names.count(n) > 1}
@@ -269,7 +269,7 @@ class AnalystSession:
         for k, (b, (manifest, arrays), name) in enumerate(zip(bundles, result.packages, names, strict=True)):
             control.step(k / len(bundles), f"sealing the package for {b.site}")
             manifest = {**manifest, "site": b.site, "kit_digest": self.kit.digest(), "software": __version__,
-                        "run_id": run_id, "run_created": run_created}
+                        "run_id": run_id, "run_created": run_created, "run_seq": run_seq}
             sealed.append(seal(out_dir / f"{name}.dcpkg", Payload(manifest, arrays), kind="package",
                                project_id=self.kit.project_id, sender=self.identity, recipient=b.card,
                                in_reply_to=b.digest, audit_head=audit_head))

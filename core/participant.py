@@ -256,14 +256,19 @@ def apply_checked(method, manifest: dict, arrays: dict[str, np.ndarray], private
     return columns
 
 
+def _run_order(created: str, seq) -> tuple[str, int]:
+    """When an analyst run happened: its time, then its place in the analyst's audit log (runs in one second)."""
+    return str(created), seq if isinstance(seq, int) and not isinstance(seq, bool) else -1
+
+
 def _package_warnings(workspace: SiteWorkspace, project_id: str, bundle_digest: str, digest: str,
-                      created: str) -> list[str]:
+                      created: str, seq=None) -> list[str]:
     """Warn when this exact package was applied before, or a newer package for the same bundle was."""
     out = []
     for entry in workspace.applied(project_id, bundle_digest):
         if entry.get("digest") == digest:
             out.append(f"this package was already applied on {entry.get('applied')} (to {entry.get('out')})")
-        elif str(entry.get("created", "")) > created:
+        elif _run_order(entry.get("created", ""), entry.get("run_seq")) > _run_order(created, seq):
             out.append(f"this package (run {created}) is superseded: a newer package from run {entry.get('created')}"
                        f" (analyst run {entry.get('run_id', '?')}) was applied on {entry.get('applied')}")
     return out
@@ -305,7 +310,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     except FormatError as exc:
         raise FormatError(exc.message, path=package_path) from exc
     warnings = _package_warnings(workspace, kit.project_id, opened.binding.in_reply_to, opened.digest,
-                                 str(manifest.get("run_created") or opened.binding.created))
+                                 str(manifest.get("run_created") or opened.binding.created), manifest.get("run_seq"))
     method = get_method(manifest["method"])
     control.step(0.4, "reading the CSV")
     schema = kit.schema.block_schema(meta["block"]) if meta.get("block") else kit.schema
@@ -341,6 +346,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     workspace.record_applied(kit.project_id, opened.binding.in_reply_to,
                              {"digest": opened.digest, "run_id": str(manifest.get("run_id", "")),
                               "created": str(manifest.get("run_created") or opened.binding.created),
+                              "run_seq": manifest.get("run_seq"),
                               "applied": utc_now(), "out": str(Path(out_path).resolve())})
     control.step(1.0, "done")
     return ApplyResult(Path(out_path), int(table.n_rows), list(columns), method.name, manifest, fmt, out_fmt,

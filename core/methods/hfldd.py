@@ -1,0 +1,322 @@
+"""DC with distilled sets (``hfldd``): HFLDD made one-shot, behind the DC family's site step and alignment.
+
+Site (algorithms.md §1.2 then §7): the DC private reduction X̃ᵢ = fᵢ(Xᵢ), X̃ᵢᵃⁿᶜ = fᵢ(X^anc) exactly as
+``dccfl`` computes it (:func:`core.methods.dc_site.dc_site_compute`, noise included), then Kernel Inducing
+Points (HFLDD Eq. 1) on X̃ᵢ in the site's anchor-whitened space z = (x − μ_A) W_A (μ_A, W_A from the
+shipped anchor image; :func:`core.learn.kip.anchor_whitening`), ``rows_per_class`` rows per class present,
+NTK kernel, Adam, early stop on a 20 % local hold-out. The site ships the distilled rows and their labels,
+the soft labels S_i = softmax(h_i(X̃ᵢᵃⁿᶜ)) of a local model h_i (HFLDD §III-B), ``anchor_rows`` evenly
+spaced rows of its anchor image (the same rows at every site), and its class counts — never X̃ᵢ. The
+export measures how far each distilled row lies from the nearest real reduced row, in units of the real
+rows' own median nearest-neighbour spacing (:func:`core.learn.kip.nn_disclosure`), and refuses to ship a
+row equal to a real one.
+
+Analyst: DC alignment on the shipped anchor images (affine by default, :class:`AnchorBasis`), the KL matrix
+M_ij = (1/r) Σ_k Σ_c S_ik^c log(S_ik^c / S_jk^c) (HFLDD Eq. 4) and k-means on its rows into ``clusters``
+groups (1: one model), and one MLP per group on the union of its members' aligned distilled sets with at
+least ``min_steps`` SGD steps (small unions need ≥ 10,000, docs/results/hfldd/README.md item 1). Packages
+are DC-CFL's (mapping, scaler, MLP, class-prior correction from the shipped counts), so ``apply`` is DC-CFL's.
+Why the MLP and not KIP's own kernel-ridge model: KRR predicts from the training rows themselves, so every
+site's package would have to carry every other site's distilled rows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..control import JobControl, ensure
+from ..errors import ConfigError, FormatError
+from ..learn.alignment import AnchorBasis
+from ..learn.client_clustering import LabelDistributionClustering
+from ..learn.kip import KIPSettings, distill_sites, kl_clusters, kl_matrix, local_soft_labels, nn_disclosure
+from .base import Disclosure, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
+from .dc_site import MIN_ROWS, SITE_SETTINGS, dc_site_compute
+from .dccfl import ALIGNMENT_SETTINGS, DCCFL, LEARNER_SETTINGS, PRIOR_SETTINGS, prior_logit, train_cluster_models
+from .settings import Setting
+from .views import Heatmap, Table, Text, View
+
+# KIP as measured best (docs/results/hfldd/README.md: anchor-whitened space, real-row start, target batch 64).
+KIP_DEFAULTS = {"kernel": "ntk", "lr": 0.01, "target_batch": 64, "holdout": 0.2, "scale": "anchor", "patience": 5}
+COPY_TOLERANCE = 1e-6  # a shipped row closer than this × the data's spacing to a real row counts as a copy
+
+
+def anchor_subset(total: int, wanted: int) -> np.ndarray:
+    """Indices of ``wanted`` evenly spaced rows out of ``total`` (all of them when wanted ≥ total): the same
+    rows at every site. Extended SMOTE writes each seed row's draws together, so a prefix would hold only a
+    few seed rows' neighbourhoods; an even stride takes one draw from ~every seed row."""
+    if wanted >= total:
+        return np.arange(total)
+    return (np.arange(wanted) * total) // wanted
+
+
+def _kib(n: int) -> str:
+    return f"{n / 1024:.1f} KB"
+
+
+class HFLDD(Method):
+    name = "hfldd"
+    title = "DC with distilled sets: sites ship a few synthetic rows per class (HFLDD, one-shot)"
+    plain_title = "a shared model learned from a few made-up summary rows per class from each site"
+    task = "classification"
+    family = "hfldd"
+    labels_leave = "counts"
+    what_leaves = ("a few made-up rows per class that summarise the site's compressed rows, their classes, the "
+                   "site's model's answers on the shared anchor rows, those anchor rows after the site's private "
+                   "compression, and how many rows the site has in each class")
+    settings_spec = (
+        Setting("clusters", "int", 1, "groups of sites by their models' answers on the anchor (k-means on the KL "
+                "matrix); 1 trains one model for every site", label="Groups of sites", low=1, high=1000,
+                at_run=True),
+        Setting("seed", "int", 0, "random seed of the grouping and the training", label="Random seed", low=0,
+                high=2**31 - 1),
+        Setting("min_steps", "int", 10000, "at least this many SGD steps (epochs are raised for small unions)",
+                low=0, high=10_000_000, advanced=True, at_run=True),
+        Setting("anchor_rows", "int", 100, "anchor-image rows each site ships (evenly spaced, the same at every "
+                "site; alignment needs at least the reduced dimension + 1)", low=2, high=1_000_000, advanced=True),
+        Setting("local_epochs", "int", 100, "epochs of each site's local model whose answers on the anchor "
+                "rows group the sites", low=1, high=10000, advanced=True),
+        *PRIOR_SETTINGS[:2], *ALIGNMENT_SETTINGS, *LEARNER_SETTINGS,
+        Setting("rows_per_class", "int", 5, "made-up rows shipped for each class this site has",
+                label="Rows per class", low=1, high=10000, side="site"),
+        Setting("kip_steps", "int", 300, "optimisation steps that shape the made-up rows (fewer: closer to "
+                "randomly chosen real rows, faster)", label="Distillation steps", low=1, high=100000, side="site"),
+        Setting("init", "choice", "real", "where the made-up rows start", label="Start from",
+                choices=("real", "means"), choice_help=("randomly chosen rows, then moved (recommended)",
+                                                        "class averages plus noise"), side="site"),
+        *SITE_SETTINGS,
+    )
+
+    # ---- site ----------------------------------------------------------------------------------
+    def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport:
+        control = ensure(control)
+        if site.y is None:
+            raise ConfigError("distillation needs the label column")
+        opts = self.check_site_settings(dict(site.settings))
+        K = len(site.classes)
+        dc = dc_site_compute(site, ship_labels=True, control=control.sub(0.0, 0.15))
+        X = dc.arrays["x_tilde"].astype(np.float64)   # reduced (and noised) rows: these never leave
+        y = dc.arrays["y"].astype(np.int64)
+        A_full = dc.arrays["anchor_tilde"]
+        idx = anchor_subset(len(A_full), int(self.settings["anchor_rows"]))
+        A = A_full[idx]
+        k = X.shape[1]
+        if len(A) < k + 1:
+            raise ConfigError(f"the kit ships {len(A)} anchor rows, fewer than the {k + 1} the alignment needs; "
+                              "lower 'dimension'")
+        rng = np.random.default_rng(None if opts.get("seed") is None else [int(opts["seed"]), 16])  # not f's stream
+        seed = int(rng.integers(2**31))
+        control.phase("soft labels of a local model on the anchor rows")
+        soft = local_soft_labels([(X, y, A)], K, epochs=int(self.settings["local_epochs"]), random_state=seed,
+                                 control=control.sub(0.15, 0.3))[0].astype(np.float32)
+        kip = KIPSettings(rows_per_class=int(opts["rows_per_class"]), steps=int(opts["kip_steps"]),
+                          init=opts["init"], n_classes=K, random_state=seed, **KIP_DEFAULTS)
+        control.phase("distilling")
+        out = distill_sites([(X, y)], kip, control.sub(0.3, 0.9), anchors=[A.astype(np.float64)])[0]
+        Xd = out.X.astype(np.float32)
+        if self._copies(Xd, X):  # early stopping kept the starting rows: take every step, no hold-out
+            kip.holdout = 0.0
+            out = distill_sites([(X, y)], kip, control.sub(0.9, 0.95), anchors=[A.astype(np.float64)])[0]
+            Xd = out.X.astype(np.float32)
+            if self._copies(Xd, X):
+                raise ConfigError("distillation left a real row unchanged; choose more steps or init=means")
+        yd = out.y.astype(np.int32)
+        disc = nn_disclosure(Xd.astype(np.float64), X)
+        counts = dc.arrays["label_counts"]
+        arrays = {"x_distilled": Xd, "y_distilled": yd, "soft_labels": soft, "anchor_tilde": A, "label_counts": counts}
+        n, m = site.X.shape
+        shipped = int(sum(a.nbytes for a in arrays.values()))
+        dccfl_bytes = dc.shipped_bytes  # what DC-CFL ships for this site: x_tilde, y, the full anchor image, counts
+        manifest = {k2: v for k2, v in dc.manifest.items() if k2 != "anchor_rows"}
+        manifest.update({
+            "n_rows": n, "n_distilled": int(len(yd)), "rows_per_class": int(opts["rows_per_class"]),
+            "kip_steps": int(opts["kip_steps"]), "kip_best_step": int(out.best_step), "init": opts["init"],
+            "anchor_rows": int(len(A)), "anchor_rows_total": int(len(A_full)),
+            "nn_disclosure": {key: (round(v, 4) if isinstance(v, float) and math.isfinite(v) else v)
+                              for key, v in disc.items()},
+            "bundle_bytes": shipped, "dccfl_bundle_bytes": int(dccfl_bytes)})
+        ratio = disc["ratio_median"]
+        near = (f"The made-up rows lie a median {ratio:.2f}× the usual distance between two of your neighbouring "
+                f"rows from the nearest real row (closest {disc['ratio_min']:.2f}×; 0 would be a copy).")
+        disclosures = [
+            Disclosure("x_distilled", Xd.shape, "float32",
+                       f"{len(yd)} synthetic rows ({opts['rows_per_class']} per class present) distilled with KIP "
+                       f"from your {n} privately reduced rows, {k} columns each. {near}",
+                       plain=f"{len(yd)} made-up summary rows of {k} numbers each. {near}"),
+            Disclosure("y_distilled", yd.shape, "int32", "the class of each synthetic row",
+                       plain="the class of each made-up row"),
+            Disclosure("soft_labels", soft.shape, "float32",
+                       f"a local model's class probabilities on the {len(A)} anchor-image rows (groups sites)",
+                       plain="your own small model's answers on the shared made-up anchor rows"),
+            Disclosure("anchor_tilde", A.shape, "float32",
+                       f"{len(A)} of the shared synthetic anchor rows after your private reduction",
+                       plain="some of the shared made-up rows, compressed like yours (so the analyst can line sites "
+                             "up)"),
+            Disclosure("label_counts", counts.shape, "int64", "how many rows of each class",
+                       plain="how many of your rows are in each class"),
+        ]
+        if "variance_kept" in manifest:
+            disclosures.append(Disclosure("variance_kept", (1,), "number",
+                                          "the share of your columns' variance the reduction keeps",
+                                          plain="one number: how much of your data's variation the compression "
+                                                "keeps"))
+        plain = (f"{len(yd)} made-up summary rows ({opts['rows_per_class']} per class), {k} numbers each, instead of "
+                 f"your {n:,} rows; their classes; your small model's answers on {len(A)} shared anchor rows and "
+                 f"those rows compressed like yours; how many rows you have in each class. No real row, no original "
+                 f"value. {near} File: {_kib(shipped)} instead of {_kib(dccfl_bytes)} for a DC-CFL bundle of the "
+                 f"same rows ({dccfl_bytes / max(shipped, 1):.1f}× smaller).")
+        if float(opts["noise"]):
+            plain += f" Random noise of {float(opts['noise']):g} × each column's spread is added before distilling."
+        private = {key: v for key, v in dc.private_arrays.items() if key != "permutation"}
+        control.step(1.0, "distilled")
+        return SiteExport(arrays, manifest, private, dict(dc.private_meta), disclosures, list(dc.stays), plain)
+
+    @staticmethod
+    def _copies(Xd: np.ndarray, X: np.ndarray) -> bool:
+        """Whether a shipped row equals (to COPY_TOLERANCE × the data's spacing) a real reduced row."""
+        d = nn_disclosure(Xd.astype(np.float64), X)
+        return bool(d["ratio_min"] <= COPY_TOLERANCE or d["copies"] > 0)
+
+    def check_bundle(self, bundle: ReceivedBundle, kit) -> None:
+        super().check_bundle(bundle, kit)
+        check_distilled_bundle(bundle.arrays, len(kit.schema.classes))
+
+    # ---- analyst -------------------------------------------------------------------------------
+    def fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1):
+            return self._fit(bundles, context)
+
+    def _fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult:
+        control = context.control
+        s = self.settings
+        classes = list(context.classes)
+        K = len(classes)
+        if not bundles:
+            raise ConfigError("no bundles to analyse")
+        if len({b.arrays["anchor_tilde"].shape[0] for b in bundles}) != 1:
+            raise FormatError("bundles were made with different anchors (different anchor row counts)")
+        control.step(0.0, "grouping sites by their soft labels")
+        counts = np.stack([np.asarray(b.arrays["label_counts"], np.int64) for b in bundles])
+        M = kl_matrix([b.arrays["soft_labels"] for b in bundles])
+        groups = kl_clusters(M, int(s["clusters"]), int(s["seed"])) if s["clusters"] > 1 else np.zeros(len(bundles),
+                                                                                                       dtype=int)
+        order = list(dict.fromkeys(int(g) for g in groups))   # number groups by first member
+        groups = np.array([order.index(int(g)) for g in groups])
+        clusters = [tuple(np.flatnonzero(groups == g).tolist()) for g in range(len(order))]
+        tv = LabelDistributionClustering().fit(counts)
+        # DC-CFL's training on the distilled sets: the same arrays under DC-CFL's names.
+        shims = [ReceivedBundle(b.site, b.fingerprint, b.digest, b.envelope_id, b.manifest,
+                                {"x_tilde": b.arrays["x_distilled"], "y": b.arrays["y_distilled"],
+                                 "anchor_tilde": b.arrays["anchor_tilde"]}) for b in bundles]
+        smallest = min(sum(len(bundles[i].arrays["y_distilled"]) for i in c) for c in clusters)
+        per_epoch = -(-smallest // int(s["batch_size"]))
+        epochs = max(int(s["epochs"]), -(-int(s["min_steps"]) // max(per_epoch, 1)))
+        settings = {**s, "epochs": epochs}
+        control.phase(f"training {len(clusters)} model{'s' if len(clusters) > 1 else ''} ({epochs} epochs)")
+        basis = AnchorBasis([b.arrays["anchor_tilde"] for b in bundles], affine=s["alignment"] == "affine")
+        models = train_cluster_models(shims, clusters, K, settings, control=control.sub(0.02, 1.0),
+                                      on_epoch=context.on_epoch, basis=basis)
+        packages, sites = [], []
+        for i, b in enumerate(bundles):
+            g = int(groups[i])
+            cm = models[g]
+            arrays = {**cm.mappings[i].to_arrays(), "scaler_mean": cm.mean, "scaler_scale": cm.scale,
+                      **cm.model.to_arrays("mlp")}
+            if s["prior_correction"]:
+                arrays["prior_logit"] = prior_logit(counts[i], cm.class_counts, float(s["prior_smoothing"]))
+            packages.append(({"method": self.name, "cluster": g, "cluster_size": len(cm.members), "classes": classes,
+                              "architecture": cm.model.architecture(), "alignment": s["alignment"],
+                              "dimension": int(cm.mappings[i].G.shape[1])}, arrays))
+            man = b.manifest
+            disc = man.get("nn_disclosure") or {}
+            sites.append({"site": b.site, "fingerprint": b.fingerprint, "rows": int(man.get("n_rows", counts[i].sum())),
+                          "distilled_rows": int(len(b.arrays["y_distilled"])), "cluster": g + 1,
+                          "label_counts": counts[i].tolist(),
+                          **({"nn_ratio": float(disc["ratio_median"])} if "ratio_median" in disc else {}),
+                          "bundle_bytes": int(sum(a.nbytes for a in b.arrays.values())),
+                          **({"dccfl_bundle_bytes": int(man["dccfl_bundle_bytes"])}
+                             if isinstance(man.get("dccfl_bundle_bytes"), int) else {})})
+        summary = {"method": self.name, "task": self.task, "n_clusters": len(clusters), "epochs": epochs,
+                   "steps_smallest_union": epochs * per_epoch, "sites": sites, "settings": s}
+        details = {"kl": M, "distances": tv.distances_, "histograms": tv.histograms_, "clusters": clusters}
+        control.step(1.0, "trained")
+        return MethodResult(self.name, packages, summary, details)
+
+    # ---- what it shows --------------------------------------------------------------------------
+    def summary_lines(self, summary: dict) -> list[str]:
+        n = summary.get("n_clusters", 1)
+        lines = [f"method {self.name}: {'one model' if n == 1 else f'{n} groups of sites'} trained on distilled "
+                 f"sets ({summary.get('epochs')} epochs, ≥ {summary.get('steps_smallest_union')} SGD steps)"]
+        for x in summary.get("sites", []):
+            size = f"bundle {x['bundle_bytes']:,} B"
+            if x.get("dccfl_bundle_bytes"):
+                size += f" vs DC-CFL {x['dccfl_bundle_bytes']:,} B"
+            nn = f", nearest-real-row ratio {x['nn_ratio']:.2f}" if "nn_ratio" in x else ""
+            lines.append(f"  {x['site']}: {x['rows']:,} rows → {x['distilled_rows']} distilled, cluster "
+                         f"{x['cluster']}{nn}, {size}")
+        return lines
+
+    def views(self, result: MethodResult) -> list[View]:
+        s, d = result.summary, result.details
+        sites = s.get("sites", [])
+        rows = [[x["site"], x["rows"], x["distilled_rows"], x["cluster"],
+                 "" if "nn_ratio" not in x else f"{x['nn_ratio']:.2f}", x["bundle_bytes"],
+                 x.get("dccfl_bundle_bytes", ""),
+                 "" if not x.get("dccfl_bundle_bytes") else f"{x['dccfl_bundle_bytes'] / x['bundle_bytes']:.1f}×"]
+                for x in sites]
+        out: list[View] = [Table("Sites (distilled sets)", ["site", "rows", "distilled rows", "cluster",
+                                                            "NN distance ratio", "bundle bytes", "DC-CFL bytes",
+                                                            "smaller by"], rows)]
+        have = [x for x in sites if x.get("dccfl_bundle_bytes")]
+        if have:
+            ours = sum(x["bundle_bytes"] for x in have)
+            theirs = sum(x["dccfl_bundle_bytes"] for x in have)
+            out.append(Text(f"Bundles: {ours:,} bytes in all, against {theirs:,} bytes had the same sites shipped "
+                            f"DC-CFL bundles (every reduced row, its class and the whole anchor image): "
+                            f"{theirs / max(ours, 1):.1f}× smaller. NN distance ratio = median distance of a "
+                            "distilled row to the site's nearest real reduced row, in units of the real rows' own "
+                            "median nearest-neighbour spacing (0 would be a copy)."))
+        names = [x["site"] for x in sites]
+        if "kl" in d and len(names) > 1:
+            M = np.asarray(d["kl"])
+            out.append(Heatmap("KL divergence between the sites' soft labels on the anchor (HFLDD Eq. 4)", M, names,
+                               names, 0.0, float(max(M.max(), 1e-12))))
+        if "distances" in d and len(names) > 1:
+            out.append(Heatmap("Total-variation distance between the sites' label distributions",
+                               np.asarray(d["distances"]), names, names))
+        return out
+
+    # ---- site, after the round -----------------------------------------------------------------
+    def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
+              X: np.ndarray) -> dict[str, np.ndarray]:
+        return DCCFL.apply(self, manifest, arrays, private_arrays, X)  # the same package contents
+
+
+def check_distilled_bundle(arrays: dict[str, np.ndarray], n_classes: int) -> None:
+    """Shapes, ranges and finiteness of an ``hfldd`` bundle; FormatError naming what is wrong."""
+    for key in ("x_distilled", "anchor_tilde", "soft_labels"):
+        a = arrays.get(key)
+        if a is None or a.ndim != 2 or a.dtype.kind != "f" or 0 in a.shape:
+            raise FormatError(f"bundle lacks a 2-D float array '{key}'")
+        if not np.all(np.isfinite(a)):
+            raise FormatError(f"bundle array '{key}' holds non-finite values")
+    X, A, S = arrays["x_distilled"], arrays["anchor_tilde"], arrays["soft_labels"]
+    if X.shape[1] != A.shape[1]:
+        raise FormatError("bundle's distilled rows and anchor image have different widths")
+    if A.shape[0] < A.shape[1] + 1:
+        raise FormatError("bundle's anchor image has too few rows to align")
+    if S.shape != (A.shape[0], n_classes) or S.min() < 0 or np.any(np.abs(S.sum(axis=1) - 1) > 1e-3):
+        raise FormatError("bundle's soft labels are not one probability per class for each anchor row")
+    y = arrays.get("y_distilled")
+    if y is None or y.shape != (X.shape[0],) or y.dtype.kind not in "iu":
+        raise FormatError("bundle lacks one integer label 'y_distilled' per distilled row")
+    if len(y) and (y.min() < 0 or y.max() >= n_classes):
+        raise FormatError("bundle labels are outside the kit's class list")
+    c = arrays.get("label_counts")
+    if c is None or c.shape != (n_classes,) or c.dtype.kind not in "iu" or c.min() < 0 or c.sum() < MIN_ROWS:
+        raise FormatError("bundle lacks class counts for the kit's class list")
+    if np.any(np.bincount(y.astype(np.int64), minlength=n_classes)[c == 0] > 0):
+        raise FormatError("bundle holds distilled rows of a class the site has no rows of")
