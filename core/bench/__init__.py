@@ -31,7 +31,7 @@ def machine(*libraries: str) -> str:
             f"Python {platform.python_version()}, numpy {np.__version__}{versions}")
 
 
-EXPERIMENTS = ("io", "export", "dccfl", "dcclustering")
+EXPERIMENTS = ("io", "export", "dccfl", "dcclustering", "feddag")
 
 
 def run_benchmark(name: str, args, say: Callable[[str], None]) -> dict:
@@ -51,6 +51,10 @@ def run_benchmark(name: str, args, say: Callable[[str], None]) -> dict:
         from .dcclustering import run_from_args as run_dcclustering
 
         return run_dcclustering(args, say)  # prints the tables; with --json writes JSON and markdown
+    elif name == "feddag":
+        from .feddag import run_from_args as run_feddag
+
+        return run_feddag(args, say)  # prints the tables; with --json writes JSON and markdown
     else:
         raise ConfigError(f"unknown experiment '{name}'; available: {', '.join(EXPERIMENTS)}")
     say(json.dumps(result, indent=2))
