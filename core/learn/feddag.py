@@ -215,38 +215,43 @@ def minmax_offdiag(M: np.ndarray) -> np.ndarray:
     return out
 
 
+def fusion_entropy(w: np.ndarray, G_hat: np.ndarray, V_hat: np.ndarray,
+                   sign: float) -> tuple[float, np.ndarray, np.ndarray]:
+    """Eq. 8 and its gradient in w: (L_en, ∂L_en/∂w, A). With z = s·A and row entropies Hᵢ,
+    ∂Hᵢ/∂zᵢⱼ = −Ãᵢⱼ(log Ãᵢⱼ + Hᵢ); A depends on wᵢ through the entries (i, j > i) and their mirrors."""
+    U = np.triu(w[:, None] * G_hat + (1.0 - w[:, None]) * V_hat, k=1)
+    A = U + U.T
+    z = sign * A
+    z = z - z.max(axis=1, keepdims=True)
+    P = np.exp(z)
+    P /= P.sum(axis=1, keepdims=True)
+    logP = np.log(np.maximum(P, 1e-300))
+    Hrow = -(P * logP).sum(axis=1)
+    N = len(w)
+    M = sign * (-P * (logP + Hrow[:, None])) / N
+    grad = np.triu((M + M.T) * (G_hat - V_hat), k=1).sum(axis=1)
+    return float(Hrow.sum() / N), grad, A
+
+
 def fuse(G_hat: np.ndarray, V_hat: np.ndarray, *, sign: str = "plus", steps: int = 100,
          lr: float = 0.05) -> tuple[np.ndarray, np.ndarray, list[float]]:
-    """Eqs. 7–8: learn w ∈ [0,1]ᴺ (start 0.5, projected Adam) minimising the row-softmax entropy of s·A."""
-    import torch
-
-    Gt = torch.as_tensor(G_hat, dtype=torch.float64)
-    Vt = torch.as_tensor(V_hat, dtype=torch.float64)
-    N = Gt.shape[0]
-    s = 1.0 if sign == "plus" else -1.0
-    w = torch.full((N,), 0.5, dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.Adam([w], lr=float(lr))
-
-    def assemble(wv: torch.Tensor) -> torch.Tensor:
-        up = torch.triu(wv[:, None] * Gt + (1 - wv[:, None]) * Vt, diagonal=1)
-        return up + up.T
-
+    """Eqs. 7–8: learn w ∈ [0,1]ᴺ (start 0.5; Adam, β = (0.9, 0.999), projected onto [0, 1] after every step)
+    minimising the row-softmax entropy of s·A; returns (A, w, the loss after every step)."""
+    G_hat, V_hat = np.asarray(G_hat, np.float64), np.asarray(V_hat, np.float64)
+    sg = 1.0 if sign == "plus" else -1.0
+    w = np.full(len(G_hat), 0.5)
+    m, v = np.zeros_like(w), np.zeros_like(w)
+    b1, b2, eps = 0.9, 0.999, 1e-8
     history = []
-    for _ in range(int(steps) + 1):
-        A = assemble(w)
-        P = torch.softmax(s * A, dim=1)
-        loss = -(P * torch.log(P.clamp_min(1e-300))).sum() / N
-        history.append(float(loss.detach()))
-        if len(history) > int(steps):
-            break
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        with torch.no_grad():
-            w.clamp_(0.0, 1.0)
-    with torch.no_grad():
-        A = assemble(w).numpy().copy()
-    return A, w.detach().numpy().copy(), history
+    for t in range(1, int(steps) + 1):
+        loss, g, _ = fusion_entropy(w, G_hat, V_hat, sg)
+        history.append(loss)
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        w = np.clip(w - float(lr) * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps), 0.0, 1.0)
+    loss, _, A = fusion_entropy(w, G_hat, V_hat, sg)
+    history.append(loss)
+    return A, w, history
 
 
 # ---------------------------------------------------------------------------------------------- clustering
@@ -378,6 +383,54 @@ def _uniform(rng: np.random.Generator, fan_in: int, shape) -> np.ndarray:
     return rng.uniform(-b, b, size=shape).astype(np.float32)
 
 
+def dual_grads(x, y, mask, act, p1: list, p2: list, ph: list) -> list:
+    """Hand-written backward pass of one parallel primary + secondary step (Eqs. 17 and 20).
+
+    x, y: (G, 2B, d) and (G, 2B), the first B slots the clusters' own rows, the last B their source rows;
+    mask/act: (G, B) weights of the own/source slots. Loss = Σ_g [mean CE of F_g on own rows, gradient to φ¹, ψ
+    only] + [mean CE on source rows, gradient to φ² only]. Returns the gradients of p1 + ph + p2, in that order.
+    """
+    import torch
+
+    B = mask.shape[1]
+
+    def forward(P, inp):
+        acts = [inp]
+        for li in range(0, len(P), 2):
+            acts.append(torch.relu(torch.baddbmm(P[li + 1][:, None, :], acts[-1], P[li])))
+        return acts
+
+    def backward(P, acts, dh):
+        grads = [None] * len(P)
+        for li in reversed(range(0, len(P), 2)):
+            dpre = dh * (acts[li // 2 + 1] > 0)
+            grads[li] = torch.bmm(acts[li // 2].transpose(1, 2), dpre)
+            grads[li + 1] = dpre.sum(dim=1)
+            if li:
+                dh = torch.bmm(dpre, P[li].transpose(1, 2))
+        return grads
+
+    a1, a2 = forward(p1, x), forward(p2, x)
+    H = a1[-1].shape[2]
+    Wc, bc = ph
+    K = Wc.shape[2]
+
+    def dlogits(feat, yy, w):
+        logits = torch.baddbmm(bc[:, None, :], feat, Wc)
+        prob = torch.softmax(logits, dim=2)
+        prob -= torch.nn.functional.one_hot(yy, K).to(prob.dtype)
+        return prob * (w / w.sum(dim=1, keepdim=True).clamp_min(1.0))[:, :, None]
+
+    f_own = torch.cat([a1[-1][:, :B], a2[-1][:, :B]], dim=2)
+    d_own = dlogits(f_own, y[:, :B], mask)
+    gWc, gbc = torch.bmm(f_own.transpose(1, 2), d_own), d_own.sum(dim=1)
+    g1 = backward(p1, [t[:, :B] for t in a1], torch.bmm(d_own, Wc[:, :H].transpose(1, 2)))
+    f_src = torch.cat([a1[-1][:, B:], a2[-1][:, B:]], dim=2)
+    d_src = dlogits(f_src, y[:, B:], act)
+    g2 = backward(p2, [t[:, B:] for t in a2], torch.bmm(d_src, Wc[:, H:].transpose(1, 2)))
+    return [*g1, gWc, gbc, *g2]
+
+
 def train_dual(own: list[tuple[np.ndarray, np.ndarray]], source: list[tuple[np.ndarray, np.ndarray] | None],
                n_classes: int, s: dict, *, init_primary: list[list[tuple[np.ndarray, np.ndarray]]] | None = None,
                control: JobControl | None = None) -> list[DualEncoder]:
@@ -417,7 +470,7 @@ def train_dual(own: list[tuple[np.ndarray, np.ndarray]], source: list[tuple[np.n
         hd.append((_uniform(rng, 2 * dims[-1], (2 * dims[-1], n_classes)), _uniform(rng, 2 * dims[-1], (n_classes,))))
 
     def stack(get):
-        return torch.tensor(np.stack([get(z) for z in range(Zc)]), requires_grad=True)
+        return torch.tensor(np.stack([get(z) for z in range(Zc)]))
 
     P1 = [stack(lambda z, li=li, k=k: e1[z][li][k]) for li in range(len(dims) - 1) for k in (0, 1)]
     P2 = [stack(lambda z, li=li, k=k: e2[z][li][k]) for li in range(len(dims) - 1) for k in (0, 1)]
@@ -437,12 +490,6 @@ def train_dual(own: list[tuple[np.ndarray, np.ndarray]], source: list[tuple[np.n
     has_src = np.array([sp is not None and len(sp[1]) > 0 for sp in source])
     Xs, Ys = pad([sp if sp is not None and len(sp[1]) else own[z] for z, sp in enumerate(source)])
     ns = np.array([len(sp[1]) if sp is not None and len(sp[1]) else 1 for sp in source])
-
-    def enc(x, P):
-        h = x
-        for li in range(0, len(P), 2):
-            h = torch.relu(torch.baddbmm(P[li + 1][:, None, :], h, P[li]))
-        return h
 
     def sgd(params, grads, a):
         with torch.no_grad():
@@ -480,16 +527,8 @@ def train_dual(own: list[tuple[np.ndarray, np.ndarray]], source: list[tuple[np.n
                 mask = msk_t[:a, sl]
                 act = src_on[:a, None].expand(a, B)
                 p1, p2, ph = [p[:a] for p in P1], [p[:a] for p in P2], [p[:a] for p in PH]
-                h1, h2 = enc(x, p1), enc(x, p2)
-                # primary phase (Eqs. 16–18): φ¹ and ψ on the cluster's own rows, φ² frozen;
-                # secondary phase (Eqs. 19–21): φ² on the source rows, φ¹ and ψ frozen — in parallel (§4).
-                f_own = torch.cat([h1[:, :B], h2[:, :B].detach()], dim=2)
-                f_src = torch.cat([h1[:, B:].detach(), h2[:, B:]], dim=2)
-                loss = (_ce(torch.baddbmm(ph[1][:, None, :], f_own, ph[0]), y[:, :B], mask)
-                        + _ce(torch.baddbmm(ph[1].detach()[:, None, :], f_src, ph[0].detach()), y[:, B:], act))
-                grads = torch.autograd.grad(loss, P1 + PH + P2, allow_unused=True)
-                sgd(P1 + PH + P2, [torch.zeros_like(p) if g is None else g for p, g in
-                                   zip(P1 + PH + P2, grads, strict=True)], a)
+                grads = dual_grads(x, y, mask, act, p1, p2, ph)
+                sgd(P1 + PH + P2, grads, a)
     finally:
         torch.set_num_threads(threads)
     out: list[DualEncoder | None] = [None] * Zc
