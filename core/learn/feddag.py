@@ -59,7 +59,7 @@ VIEWS = ("fused", "data", "gradient", "pacfl")
 
 DEFAULTS: dict = {
     # data distance (Eqs. 4–6)
-    "n_basis": 3, "delta": 0.5, "epsilon": 1.0,
+    "n_basis": 3, "delta": 0.5, "epsilon": 1.0, "angle": "basis",
     # gradient distance (Eq. 3): official code's local optimiser
     "warmup_rounds": 2, "warmup_epochs": 10, "warmup_lr": 0.01, "warmup_momentum": 0.5,
     "warmup_weight_decay": 1e-4, "warmup_batch_size": 32, "mask_fraction": 0.02,
@@ -86,6 +86,8 @@ def settings_with(**overrides) -> dict:
         raise ConfigError(f"linkage must be one of {', '.join(LINKAGES)}")
     if s["fusion_sign"] not in ("plus", "minus"):
         raise ConfigError("fusion_sign must be 'plus' (softmax of +A, as printed) or 'minus'")
+    if s["angle"] not in ("basis", "subspace"):
+        raise ConfigError("angle must be 'basis' (Eq. 4 as printed) or 'subspace' (smallest principal angle)")
     if s["encoder"] not in ("single", "dual"):
         raise ConfigError("encoder must be 'single' (FedDAG*) or 'dual'")
     return s
@@ -105,15 +107,22 @@ def class_subspaces(X: np.ndarray, y: np.ndarray, n_classes: int, n_basis: int) 
     return out
 
 
-def principal_angle(U: np.ndarray, V: np.ndarray) -> float:
-    """Eq. 4 for one pair: min over basis vectors v ∈ U, x ∈ V of arccos(|vᵀx| / ‖v‖‖x‖), in degrees."""
+def principal_angle(U: np.ndarray, V: np.ndarray, angle: str = "basis") -> float:
+    """Eq. 4 for one pair: min over basis vectors v ∈ U, x ∈ V of arccos(|vᵀx| / ‖v‖‖x‖), in degrees
+    (``angle = "subspace"``: the smallest principal angle arccos σ_max(UᵀV) of orthonormal U, V)."""
     Un = U / np.linalg.norm(U, axis=0, keepdims=True)
     Vn = V / np.linalg.norm(V, axis=0, keepdims=True)
-    return float(np.degrees(np.arccos(np.clip(np.max(np.abs(Un.T @ Vn)), 0.0, 1.0))))
+    M = Un.T @ Vn
+    cos = np.linalg.svd(M, compute_uv=False)[0] if angle == "subspace" else np.max(np.abs(M))
+    return float(np.degrees(np.arccos(np.clip(cos, 0.0, 1.0))))
 
 
-def class_angles(subspaces: list[list[np.ndarray | None]], n_classes: int) -> np.ndarray:
-    """V′ (N, N, K) in degrees: Eq. 4 where both sites hold c, 90° where one does, 0° where neither."""
+def class_angles(subspaces: list[list[np.ndarray | None]], n_classes: int, angle: str = "basis") -> np.ndarray:
+    """V′ (N, N, K) in degrees: Eq. 4 where both sites hold c, 90° where one does, 0° where neither.
+
+    ``angle = "basis"``: Eq. 4 as printed and coded, the smallest angle between two basis vectors (an upper bound
+    of the smallest principal angle that depends on the bases chosen); ``"subspace"``: the smallest principal
+    angle arccos σ_max(UᵀV), the same for any orthonormal bases of the two subspaces."""
     N = len(subspaces)
     out = np.zeros((N, N, n_classes))
     for c in range(n_classes):
@@ -129,7 +138,8 @@ def class_angles(subspaces: list[list[np.ndarray | None]], n_classes: int) -> np
         for a, i in enumerate(holders):
             U = subspaces[i][c]
             S[a, :, :U.shape[1]] = U / np.linalg.norm(U, axis=0, keepdims=True)
-        cos = np.abs(np.einsum("adp,bdq->abpq", S, S)).max(axis=(2, 3))
+        M = np.einsum("adp,bdq->abpq", S, S)
+        cos = np.linalg.svd(M, compute_uv=False)[..., 0] if angle == "subspace" else np.abs(M).max(axis=(2, 3))
         ang = np.degrees(np.arccos(np.clip(cos, 0.0, 1.0)))
         np.fill_diagonal(ang, 0.0)
         out[np.ix_(holders, holders, [c])] = ang[:, :, None]
@@ -577,7 +587,7 @@ def geometry(bundles, n_classes: int, s: dict, control: JobControl | None = None
     counts = np.stack([np.bincount(y, minlength=n_classes) for y in ys])
     control.step(0.05, "class-wise principal vectors")
     subs = [class_subspaces(X, y, n_classes, int(s["n_basis"])) for X, y in zip(rows, ys, strict=True)]
-    angles = class_angles(subs, n_classes)
+    angles = class_angles(subs, n_classes, s["angle"])
     V = data_distance(angles, counts, float(s["delta"]), float(s["epsilon"]))
     t1 = time.perf_counter()
     control.step(0.1, "warm-up training for the gradient distance")
