@@ -462,22 +462,30 @@ def machine() -> str:
 
 def run(datasets: list[str], splits: list[str], seeds: list[int], *, data_dir: str | None = None, jobs: int = 1,
         json_path: str | None = None, command: str = "", say: Callable[[str], None] = print,
-        timing: tuple[str, str] | None = ("pendigits", "I30a0.25")) -> dict[str, Any]:
-    tasks = [(d, s, seed) for d in datasets for s in splits for seed in seeds
+        timing: tuple[str, str] | None = ("pendigits", "I30a0.25"), resume: bool = False) -> dict[str, Any]:
+    # Seed-major order, so that a run stopped early has every cell at its first seed(s).
+    tasks = [(d, s, seed) for seed in seeds for d in datasets for s in splits
              if not (s in ("II", "B10") and d != datasets[0])]
     started = time.perf_counter()
     cells: list[dict] = []
     log = Path(json_path).with_name(Path(json_path).stem + "_cells.jsonl") if json_path else None
     if log:
         log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text("")
+        if resume and log.exists():   # keep the cells a stopped run finished; run only the others
+            cells = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+            have = {(c["dataset"], c["split"], c["seed"]) for c in cells}
+            cells = [c for c in cells if (c["dataset"], c["split"], c["seed"]) in set(tasks)]
+            tasks = [t for t in tasks if t not in have]
+            say(f"resuming: {len(cells)} cell(s) kept, {len(tasks)} to run")
+        else:
+            log.write_text("")
 
     def done(rec: dict) -> None:
         cells.append(rec)
         if log:
             with log.open("a") as fh:
                 fh.write(json.dumps(rec) + "\n")
-        say(f"[{len(cells)}/{len(tasks)}] {rec['dataset']} {rec['split']} seed {rec['seed']}: " + ", ".join(
+        say(f"[{len(cells)}] {rec['dataset']} {rec['split']} seed {rec['seed']}: " + ", ".join(
             f"{k} {v['balanced_accuracy']:.4f}" for k, v in rec["methods"].items()) + f" ({rec['seconds']:.0f} s)")
 
     if jobs <= 1:
@@ -508,7 +516,8 @@ def run(datasets: list[str], splits: list[str], seeds: list[int], *, data_dir: s
 
 
 def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
-    """``dcstudio bench feddag [--dataset D]… [--seeds N] [--quick] [--json FILE]``; workers: DCSTUDIO_BENCH_JOBS."""
+    """``dcstudio bench feddag [--dataset D]… [--seeds N] [--quick] [--json FILE]``; workers: DCSTUDIO_BENCH_JOBS;
+    ``DCSTUDIO_BENCH_RESUME=1`` keeps the cells already in ``X_cells.jsonl`` and runs only the missing ones."""
     datasets = args.dataset or ["pendigits", "letter_recognition"]
     if args.quick:
         datasets, splits, seeds = datasets[:1], ["I30a0.25", "II", "B10"], [0]
@@ -524,6 +533,27 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
         parts.append("--quick")
     result = run(datasets, splits, seeds, data_dir=args.data_dir, jobs=jobs, json_path=args.json,
                  command=" ".join(parts) + f"  (as invoked: {' '.join(getattr(sys, 'orig_argv', sys.argv))})",
-                 say=say)
+                 say=say, resume=os.environ.get("DCSTUDIO_BENCH_RESUME") == "1")
     say(markdown(result))
+    return result
+
+
+def rerender(json_path: str, *, status: str = "partial", command: str = "", wall_seconds: float | None = None,
+             jobs: int = 2, timing: dict | None = None) -> dict[str, Any]:
+    """Rebuild the record (JSON + markdown) from ``X_cells.jsonl``, e.g. for a run stopped before its end."""
+    path = Path(json_path)
+    log = path.with_name(path.stem + "_cells.jsonl")
+    cells = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    seeds = sorted({c["seed"] for c in cells})
+    result: dict[str, Any] = {"experiment": "feddag", "version": __version__, "machine": machine(),
+                              "command": command, "status": status, "jobs": jobs, "seed_list": seeds,
+                              "finished": datetime.now(UTC).isoformat(timespec="seconds"), "defaults": fd.DEFAULTS,
+                              "choices": CHOICES,
+                              "cells": sorted(cells, key=lambda c: (c["dataset"], c["split"], c["seed"])),
+                              "rows": summarise(cells), "wall_seconds": wall_seconds or 0.0}
+    if timing:
+        result["timing"] = timing
+    result["checks"] = checks(result)
+    write_json_atomic(path, result)
+    write_text_atomic(path.with_suffix(".md"), markdown(result))
     return result
