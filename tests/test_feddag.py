@@ -154,3 +154,17 @@ def test_paper_loss_prefers_the_finest_split():
     singletons = fd.paper_loss(A, np.arange(12))
     one = fd.paper_loss(A, np.zeros(12, np.int64))
     assert singletons[1] == 0.0 and singletons[2] == pytest.approx(1.0) and singletons[0] < one[0]
+
+
+def test_bench_partitions_distribution_one_and_b10():
+    from core.bench.feddag import distribution_one, pairs_b10
+
+    y = np.repeat(np.arange(10), 300)
+    parts, group = distribution_one(y, 100, 3, 0.25, np.random.default_rng(0))
+    used = np.concatenate(parts)
+    assert len(used) == len(np.unique(used)) and set(group) == set(range(5))
+    sets = {g: {frozenset(np.unique(y[p]).tolist()) for p, gg in zip(parts, group, strict=True) if gg == g and len(p)}
+            for g in range(5)}
+    assert all(len(v) == 1 and len(next(iter(v))) == 3 for v in sets.values())   # a group shares one label set
+    parts, group = pairs_b10(y, 100, 11, np.random.default_rng(1))
+    assert len(set(group)) == 11 and all(len(np.unique(y[p])) == 2 for p in parts)
