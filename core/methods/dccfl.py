@@ -89,6 +89,9 @@ PRIOR_SETTINGS = (
             advanced=True),
     Setting("prior_in_selection", "bool", True, "choose t on the corrected predictions", advanced=True),
 )
+LEARNER_DEFAULTS = {s.name: s.default for s in LEARNER_SETTINGS}
+ALIGNMENT_DEFAULTS = {s.name: s.default for s in ALIGNMENT_SETTINGS}
+PRIOR_DEFAULTS = {s.name: s.default for s in PRIOR_SETTINGS}
 # Selection (issue #15): cross-validation over every site's received rows ("auto": 5-fold, repeated for small
 # sites; one 20 % hold-out when the median site has ≥ 1,000 rows), the site's own-rows model as a candidate,
 # and row caps that bound the selection's cost at scale (they never bind at the benchmark's sizes).

@@ -1,0 +1,710 @@
+"""FedDAG in one round, computed at the analyst on what a DC-CFL bundle already holds (algorithms.md §4).
+
+Every site ships its reduced rows X̃ᵢ, its anchor image and its labels (the DC-CFL bundle; nothing more).
+The analyst aligns all sites once into the common space (affine DC alignment, §1.4), standardises the pooled
+aligned rows, and there computes everything FedDAG's server and clients compute over many rounds:
+
+* data distance (Eqs. 4–6): per (site i, class c) the top-p left singular vectors Uᶜᵢ of the uncentred
+  class matrix (p = ``n_basis``, capped at the class size); V′ᵢⱼ꜀ = min_{v∈Uᶜᵢ,x∈Uᶜⱼ} arccos|vᵀx| in degrees,
+  90° if c is held by one of the two sites only, 0° if by neither; Wᵢⱼ꜀ = max(ln(nᵢ꜀+ε), ln(nⱼ꜀+ε)) / min(…)
+  min–max normalised over all defined (i, j, c) into [1−δ, 1+δ] (weight 1 where undefined);
+  Vᵢⱼ = (1/K) Σ꜀ min(V′ᵢⱼ꜀ W′ᵢⱼ꜀, 90°);
+* gradient distance (Eq. 3): every site trains the same θ⁰ (an MLP in the common space) for ``warmup_rounds``
+  rounds of ``warmup_epochs`` epochs; Δᵢ = the last round's parameter change, kept on one shared random
+  ``mask_fraction`` of the coordinates (the official code's 1/50); Gᵢⱼ = arccos cos(Δ̃ᵢ, Δ̃ⱼ) in degrees;
+* fusion (Eqs. 7–8): Ĝ, V̂ min–max normalised off the diagonal; Aᵢⱼ = wᵢĜᵢⱼ + (1−wᵢ)V̂ᵢⱼ for i < j, mirrored,
+  Aᵢᵢ = 0; w ∈ [0,1]ᴺ minimises L_en = −(1/N) Σᵢ Σⱼ Ãᵢⱼ log Ãᵢⱼ, Ã = row-softmax(s·A), by projected Adam on w
+  (the paper's Algorithm 2; the code uses an MLP gate). s = +1 is the printed and coded form; s = −1 (softmax of
+  −A, "keep the strongest neighbours") is ``fusion_sign = "minus"``;
+* clustering (Eqs. 9–10): agglomerative clustering of A cut at every α of the grid (merges of height ≤ α);
+  the paper's loss L = L₁ + λL₂, L₁ = Σ_z |C_z|⁻² Σ_{i,j∈C_z} Aᵢⱼ, L₂ = (1/Z) Σ_z exp(max{0, C̄ − γσ_C − |C_z|}/τ)
+  is reported per α; α itself is chosen by held-out accuracy as DC-CFL's ``t = "auto"`` (ties → larger α);
+* CC-graph (Eqs. 11–14) and dual-encoder training (Eqs. 15–22) of every cluster, done centrally: the primary
+  encoder φ¹ and head ψ are trained on the cluster's rows (φ² frozen), the secondary encoder φ² on the rows
+  of its top-k source clusters (φ¹, ψ frozen), alternating batch by batch; φ¹ starts from the members'
+  averaged warm-up encoders (Eq. 22). ``sharing = False`` (FedDAG†) trains φ² on the cluster's own rows.
+
+Single-encoder cluster models (FedDAG*) and the hold-out choice of α reuse DC-CFL's per-cluster alignment,
+batched training and per-site class-prior correction (core.methods.dccfl).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.cluster.hierarchy import linkage
+from scipy.spatial.distance import squareform
+
+from ..control import JobControl, ensure
+from ..errors import ConfigError
+from ..methods.dccfl import (
+    ALIGNMENT_DEFAULTS,
+    LEARNER_DEFAULTS,
+    PRIOR_DEFAULTS,
+    adjust_proba,
+    holdout_split,
+    prior_logit,
+    train_cluster_models,
+)
+from .alignment import AnchorBasis
+from .client_clustering import cut_tree
+from .mlp import BatchedMLP, MLPWeights, init_weights
+
+ALPHA_GRID = tuple(round(0.05 * i, 2) for i in range(1, 21))
+LINKAGES = ("single", "complete", "weighted", "average")
+VIEWS = ("fused", "data", "gradient", "pacfl")
+
+DEFAULTS: dict = {
+    # data distance (Eqs. 4–6)
+    "n_basis": 3, "delta": 0.5, "epsilon": 1.0, "angle": "basis",
+    # gradient distance (Eq. 3): official code's local optimiser
+    "warmup_rounds": 2, "warmup_epochs": 10, "warmup_lr": 0.01, "warmup_momentum": 0.5,
+    "warmup_weight_decay": 1e-4, "warmup_batch_size": 32, "mask_fraction": 0.02,
+    # fusion (Eqs. 7–8)
+    "view": "fused", "fusion_sign": "plus", "fusion_steps": 100, "fusion_lr": 0.05,
+    # clustering (Eqs. 9–10)
+    "alpha": "auto", "alpha_grid": list(ALPHA_GRID), "linkage": "weighted", "holdout": 0.2,
+    "loss_lambda": 0.01, "loss_gamma": 1.0, "loss_tau": 1.0,
+    # models: "single" = FedDAG*, "dual" = FedDAG (sharing) / FedDAG† (no sharing)
+    "encoder": "dual", "sharing": True, "top_k": 2, "warm_start": True,
+    "seed": 0, **PRIOR_DEFAULTS, **ALIGNMENT_DEFAULTS, **LEARNER_DEFAULTS,
+}
+
+
+def settings_with(**overrides) -> dict:
+    """DEFAULTS updated by ``overrides`` (unknown keys are an error)."""
+    unknown = set(overrides) - set(DEFAULTS)
+    if unknown:
+        raise ConfigError(f"unknown FedDAG setting(s): {', '.join(sorted(unknown))}")
+    s = {**DEFAULTS, **overrides}
+    if s["view"] not in VIEWS:
+        raise ConfigError(f"view must be one of {', '.join(VIEWS)}")
+    if s["linkage"] not in LINKAGES:
+        raise ConfigError(f"linkage must be one of {', '.join(LINKAGES)}")
+    if s["fusion_sign"] not in ("plus", "minus"):
+        raise ConfigError("fusion_sign must be 'plus' (softmax of +A, as printed) or 'minus'")
+    if s["angle"] not in ("basis", "subspace"):
+        raise ConfigError("angle must be 'basis' (Eq. 4 as printed) or 'subspace' (smallest principal angle)")
+    if s["encoder"] not in ("single", "dual"):
+        raise ConfigError("encoder must be 'single' (FedDAG*) or 'dual'")
+    return s
+
+
+# ---------------------------------------------------------------------------------------------- data distance
+def class_subspaces(X: np.ndarray, y: np.ndarray, n_classes: int, n_basis: int) -> list[np.ndarray | None]:
+    """Uᶜ per class c: top-min(p, n꜀) left singular vectors of the uncentred d × n꜀ matrix Xᶜᵀ (Eq. 4 input)."""
+    out: list[np.ndarray | None] = []
+    for c in range(n_classes):
+        Xc = np.asarray(X[y == c], np.float64)
+        if Xc.shape[0] == 0:
+            out.append(None)
+            continue
+        U, _, _ = np.linalg.svd(Xc.T, full_matrices=False)
+        out.append(U[:, :min(int(n_basis), Xc.shape[0])])
+    return out
+
+
+def principal_angle(U: np.ndarray, V: np.ndarray, angle: str = "basis") -> float:
+    """Eq. 4 for one pair: min over basis vectors v ∈ U, x ∈ V of arccos(|vᵀx| / ‖v‖‖x‖), in degrees
+    (``angle = "subspace"``: the smallest principal angle arccos σ_max(UᵀV) of orthonormal U, V)."""
+    Un = U / np.linalg.norm(U, axis=0, keepdims=True)
+    Vn = V / np.linalg.norm(V, axis=0, keepdims=True)
+    M = Un.T @ Vn
+    cos = np.linalg.svd(M, compute_uv=False)[0] if angle == "subspace" else np.max(np.abs(M))
+    return float(np.degrees(np.arccos(np.clip(cos, 0.0, 1.0))))
+
+
+def class_angles(subspaces: list[list[np.ndarray | None]], n_classes: int, angle: str = "basis") -> np.ndarray:
+    """V′ (N, N, K) in degrees: Eq. 4 where both sites hold c, 90° where one does, 0° where neither.
+
+    ``angle = "basis"``: Eq. 4 as printed and coded, the smallest angle between two basis vectors (an upper bound
+    of the smallest principal angle that depends on the bases chosen); ``"subspace"``: the smallest principal
+    angle arccos σ_max(UᵀV), the same for any orthonormal bases of the two subspaces."""
+    N = len(subspaces)
+    out = np.zeros((N, N, n_classes))
+    for c in range(n_classes):
+        holders = [i for i in range(N) if subspaces[i][c] is not None]
+        has = np.zeros(N, bool)
+        has[holders] = True
+        out[:, :, c] = 90.0 * (has[:, None] ^ has[None, :])
+        if len(holders) < 2:
+            continue
+        d = subspaces[holders[0]][c].shape[0]
+        p = max(subspaces[i][c].shape[1] for i in holders)
+        S = np.zeros((len(holders), d, p))
+        for a, i in enumerate(holders):
+            U = subspaces[i][c]
+            S[a, :, :U.shape[1]] = U / np.linalg.norm(U, axis=0, keepdims=True)
+        M = np.einsum("adp,bdq->abpq", S, S)
+        cos = np.linalg.svd(M, compute_uv=False)[..., 0] if angle == "subspace" else np.abs(M).max(axis=(2, 3))
+        ang = np.degrees(np.arccos(np.clip(cos, 0.0, 1.0)))
+        np.fill_diagonal(ang, 0.0)
+        out[np.ix_(holders, holders, [c])] = ang[:, :, None]
+    return out
+
+
+def data_distance(angles: np.ndarray, counts: np.ndarray, delta: float = 0.5, epsilon: float = 1.0) -> np.ndarray:
+    """Eqs. 5–6: Vᵢⱼ = (1/K) Σ꜀ min(V′ᵢⱼ꜀ W′ᵢⱼ꜀, 90°), W′ = min–max of the log-count ratio into [1−δ, 1+δ]."""
+    N, _, K = angles.shape
+    counts = np.asarray(counts, np.float64)
+    lg = np.log(counts + float(epsilon))
+    both = (counts[:, None, :] > 0) & (counts[None, :, :] > 0) & ~np.eye(N, dtype=bool)[:, :, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.maximum(lg[:, None, :], lg[None, :, :]) / np.minimum(lg[:, None, :], lg[None, :, :])
+    W = np.ones_like(angles)
+    if both.any():
+        r = ratio[both]
+        lo, hi = float(r.min()), float(r.max())
+        W[both] = 1.0 if hi - lo <= 1e-12 else (1.0 - delta) + 2.0 * delta * (r - lo) / (hi - lo)
+    V = np.minimum(angles * W, 90.0).sum(axis=2) / K
+    np.fill_diagonal(V, 0.0)
+    return V
+
+
+def whole_client_distance(rows: list[np.ndarray], n_basis: int) -> np.ndarray:
+    """PACFL-style proximity: top-p left singular vectors of each site's whole uncentred matrix, no labels;
+    Pᵢⱼ = arccos max|uᵀv| in degrees (the smallest angle between basis vectors)."""
+    subs = [[np.linalg.svd(np.asarray(X, np.float64).T, full_matrices=False)[0][:, :min(n_basis, len(X))]]
+            for X in rows]
+    P = class_angles(subs, 1)[:, :, 0]
+    return P
+
+
+# ---------------------------------------------------------------------------------------------- gradient distance
+def _flat(m: MLPWeights) -> np.ndarray:
+    return np.concatenate([np.concatenate([w.ravel(), b.ravel()]) for w, b in zip(m.weights, m.biases, strict=True)])
+
+
+def warmup_updates(groups: list[tuple[np.ndarray, np.ndarray]], n_classes: int, s: dict,
+                   control: JobControl | None = None) -> tuple[np.ndarray, list[MLPWeights], np.ndarray]:
+    """Eq. 3 inputs: all sites start from one θ⁰, train ``warmup_rounds`` × ``warmup_epochs`` epochs; returns
+    (Δ̃ (N, k): last round's change on the shared mask, the warmed-up models, the mask)."""
+    control = ensure(control)
+    d = groups[0][0].shape[1]
+    layers = [d, *[int(h) for h in s["hidden"]], n_classes]
+    theta0 = init_weights(layers, int(s["seed"]), 10_007)
+    models = [theta0] * len(groups)
+    before = models
+    R = int(s["warmup_rounds"])
+    for r in range(R):
+        before = models
+        learner = BatchedMLP(tuple(s["hidden"]), lr=float(s["warmup_lr"]), momentum=float(s["warmup_momentum"]),
+                             weight_decay=float(s["warmup_weight_decay"]), batch_size=int(s["warmup_batch_size"]),
+                             epochs=int(s["warmup_epochs"]), random_state=int(s["seed"]) * 31 + r)
+        models = learner.fit(groups, n_classes, init=models, control=control.sub(r / R, (r + 1) / R)).models_
+    D = _flat(theta0).size
+    k = max(1, int(round(float(s["mask_fraction"]) * D)))
+    mask = np.sort(np.random.default_rng([int(s["seed"]), 7]).choice(D, size=k, replace=False))
+    delta = np.stack([(_flat(a) - _flat(b))[mask] for a, b in zip(models, before, strict=True)])
+    return delta.astype(np.float64), models, mask
+
+
+def gradient_distance(delta: np.ndarray) -> np.ndarray:
+    """Eq. 3: Gᵢⱼ = arccos(⟨Δ̃ᵢ, Δ̃ⱼ⟩ / ‖Δ̃ᵢ‖‖Δ̃ⱼ‖) in degrees (a zero update counts as orthogonal)."""
+    norms = np.linalg.norm(delta, axis=1)
+    unit = delta / np.where(norms > 0, norms, 1.0)[:, None]
+    G = np.degrees(np.arccos(np.clip(unit @ unit.T, -1.0, 1.0)))
+    zero = norms <= 0
+    G[zero, :] = G[:, zero] = 90.0
+    np.fill_diagonal(G, 0.0)
+    return G
+
+
+# ---------------------------------------------------------------------------------------------- fusion
+def minmax_offdiag(M: np.ndarray) -> np.ndarray:
+    """Min–max normalise the off-diagonal entries into [0, 1]; the diagonal is 0."""
+    M = np.asarray(M, np.float64)
+    off = ~np.eye(len(M), dtype=bool)
+    out = np.zeros_like(M)
+    if off.any():
+        lo, hi = M[off].min(), M[off].max()
+        out[off] = 0.0 if hi - lo <= 1e-12 else (M[off] - lo) / (hi - lo)
+    return out
+
+
+def fusion_entropy(w: np.ndarray, G_hat: np.ndarray, V_hat: np.ndarray,
+                   sign: float) -> tuple[float, np.ndarray, np.ndarray]:
+    """Eq. 8 and its gradient in w: (L_en, ∂L_en/∂w, A). With z = s·A and row entropies Hᵢ,
+    ∂Hᵢ/∂zᵢⱼ = −Ãᵢⱼ(log Ãᵢⱼ + Hᵢ); A depends on wᵢ through the entries (i, j > i) and their mirrors."""
+    U = np.triu(w[:, None] * G_hat + (1.0 - w[:, None]) * V_hat, k=1)
+    A = U + U.T
+    z = sign * A
+    z = z - z.max(axis=1, keepdims=True)
+    P = np.exp(z)
+    P /= P.sum(axis=1, keepdims=True)
+    logP = np.log(np.maximum(P, 1e-300))
+    Hrow = -(P * logP).sum(axis=1)
+    N = len(w)
+    M = sign * (-P * (logP + Hrow[:, None])) / N
+    grad = np.triu((M + M.T) * (G_hat - V_hat), k=1).sum(axis=1)
+    return float(Hrow.sum() / N), grad, A
+
+
+def fuse(G_hat: np.ndarray, V_hat: np.ndarray, *, sign: str = "plus", steps: int = 100,
+         lr: float = 0.05) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """Eqs. 7–8: learn w ∈ [0,1]ᴺ (start 0.5; Adam, β = (0.9, 0.999), projected onto [0, 1] after every step)
+    minimising the row-softmax entropy of s·A; returns (A, w, the loss after every step)."""
+    G_hat, V_hat = np.asarray(G_hat, np.float64), np.asarray(V_hat, np.float64)
+    sg = 1.0 if sign == "plus" else -1.0
+    w = np.full(len(G_hat), 0.5)
+    m, v = np.zeros_like(w), np.zeros_like(w)
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    history = []
+    for t in range(1, int(steps) + 1):
+        loss, g, _ = fusion_entropy(w, G_hat, V_hat, sg)
+        history.append(loss)
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        w = np.clip(w - float(lr) * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps), 0.0, 1.0)
+    loss, _, A = fusion_entropy(w, G_hat, V_hat, sg)
+    history.append(loss)
+    return A, w, history
+
+
+# ---------------------------------------------------------------------------------------------- clustering
+def partitions(A: np.ndarray, grid: list[float], method: str = "weighted") -> dict[float, np.ndarray]:
+    """Agglomerative clustering of the distance matrix A, cut at every α (merges of height ≤ α kept)."""
+    N = len(A)
+    if N < 2:
+        return {float(a): np.zeros(N, np.int64) for a in grid}
+    sym = 0.5 * (A + A.T)
+    np.fill_diagonal(sym, 0.0)
+    Z = linkage(squareform(sym, checks=False), method=method)
+    return {float(a): cut_tree(Z, N, float(a)) for a in grid}
+
+
+def paper_loss(A: np.ndarray, labels: np.ndarray, lam: float = 0.01, gamma: float = 1.0,
+               tau: float = 1.0) -> tuple[float, float, float]:
+    """Eqs. 9–10: (L, L₁, L₂)."""
+    labels = np.asarray(labels)
+    ids = np.unique(labels)
+    sizes = np.array([np.sum(labels == z) for z in ids], np.float64)
+    L1 = float(sum(A[np.ix_(labels == z, labels == z)].sum() / n ** 2 for z, n in zip(ids, sizes, strict=True)))
+    cbar, sd = len(labels) / len(ids), float(sizes.std())
+    L2 = float(np.mean(np.exp(np.maximum(0.0, cbar - gamma * sd - sizes) / tau)))
+    return L1 + lam * L2, L1, L2
+
+
+def groups_of(labels: np.ndarray) -> list[tuple[int, ...]]:
+    labels = np.asarray(labels)
+    return [tuple(np.flatnonzero(labels == z).tolist()) for z in range(int(labels.max()) + 1)]
+
+
+def select_by_holdout(bundles, parts: dict[float, np.ndarray], n_classes: int, s: dict, basis: AnchorBasis,
+                      control: JobControl | None = None) -> tuple[float, dict[float, float]]:
+    """DC-CFL's ``t = "auto"`` rule over α: train every distinct cluster once on the sites' training parts,
+    score the mean per-site (prior-corrected) hold-out accuracy per α; best wins, ties → larger α."""
+    control = ensure(control)
+    keyed = {a: groups_of(lab) for a, lab in parts.items()}
+    if len({tuple(sorted(p)) for p in keyed.values()}) == 1:
+        return max(keyed), {}
+    train, hold = holdout_split(bundles, float(s["holdout"]), int(s["seed"]))
+    distinct = sorted({c for p in keyed.values() for c in p})
+    models = dict(zip(distinct, train_cluster_models(bundles, distinct, n_classes, s, rows=train, basis=basis,
+                                                     control=control), strict=True))
+    acc_cache: dict[tuple[int, ...], np.ndarray] = {}
+    for members in distinct:
+        cm = models[members]
+        accs = []
+        for i in members:
+            prior = None
+            if s["prior_correction"] and s["prior_in_selection"]:
+                fit_counts = np.bincount(bundles[i].arrays["y"][train[i]], minlength=n_classes)
+                prior = prior_logit(fit_counts, cm.class_counts, float(s["prior_smoothing"]))
+            p = cm.predict_proba(i, bundles[i].arrays["x_tilde"][hold[i]].astype(np.float64), prior)
+            accs.append(float(np.mean(p.argmax(axis=1) == bundles[i].arrays["y"][hold[i]])))
+        acc_cache[members] = np.array(accs)
+    curve = {}
+    for a, part in keyed.items():
+        curve[a] = float(np.mean(np.concatenate([acc_cache[m] for m in part])))
+    best = max(curve, key=lambda a: (round(curve[a], 12), a))
+    return best, curve
+
+
+# ---------------------------------------------------------------------------------------------- CC-graph
+def cc_graph(clusters: list[tuple[int, ...]], counts: np.ndarray, angles: np.ndarray,
+             top_k: int = 2) -> tuple[np.ndarray, list[list[int]]]:
+    """Eqs. 11–14: H_pq = Σ꜀ d_p꜀ s_q꜀ Γ̄_pq꜀ (H_pp = −∞); each p keeps its top-k q with H_pq > 0 as sources."""
+    counts = np.asarray(counts)
+    N, K = counts.shape
+    rank = np.zeros((N, K))
+    present = counts > 0
+    for i in range(N):
+        cls = np.flatnonzero(present[i])
+        order = cls[np.argsort(counts[i, cls], kind="stable")]
+        rank[i, order] = np.arange(len(order))
+    m = present.sum(axis=1)
+    demand_i = np.where(present, m[:, None] - rank, 0.0)
+    supply_i = np.where(present, rank + 1.0, 0.0)
+    Z = len(clusters)
+    d = np.stack([demand_i[list(c)].sum(axis=0) for c in clusters])
+    sup = np.stack([supply_i[list(c)].mean(axis=0) for c in clusters])
+    gamma = 1.0 - np.clip(angles, 0.0, 90.0) / 90.0
+    H = np.full((Z, Z), -np.inf)
+    for p in range(Z):
+        for q in range(Z):
+            if p != q:
+                gbar = gamma[np.ix_(clusters[p], clusters[q])].mean(axis=(0, 1))
+                H[p, q] = float(np.sum(d[p] * sup[q] * gbar))
+    sources = []
+    for p in range(Z):
+        order = [q for q in np.argsort(-H[p], kind="stable") if q != p and H[p, q] > 0]
+        sources.append([int(q) for q in order[:int(top_k)]])
+    return H, sources
+
+
+# ---------------------------------------------------------------------------------------------- dual encoder
+@dataclass
+class DualEncoder:
+    """F(x) = softmax(ψ([φ¹(x), φ²(x)])) with φ = ReLU MLP encoders (Eq. 15); float32 numpy weights."""
+
+    enc1: list[tuple[np.ndarray, np.ndarray]]
+    enc2: list[tuple[np.ndarray, np.ndarray]]
+    head: tuple[np.ndarray, np.ndarray]
+
+    @staticmethod
+    def _enc(X: np.ndarray, layers) -> np.ndarray:
+        h = X
+        for W, b in layers:
+            h = np.maximum(h @ W + b, 0.0)
+        return h
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, np.float32)
+        z = np.hstack([self._enc(X, self.enc1), self._enc(X, self.enc2)]) @ self.head[0] + self.head[1]
+        z = z - z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+
+def _ce(logits, y, mask):
+    """Σ_groups of the masked mean cross-entropy of each group's batch."""
+    import torch
+
+    ce = -torch.log_softmax(logits, dim=2).gather(2, y[:, :, None])[:, :, 0]
+    return ((ce * mask).sum(dim=1) / mask.sum(dim=1).clamp_min(1.0)).sum()
+
+
+def _uniform(rng: np.random.Generator, fan_in: int, shape) -> np.ndarray:
+    b = 1.0 / math.sqrt(fan_in)
+    return rng.uniform(-b, b, size=shape).astype(np.float32)
+
+
+def dual_grads(x, y, mask, act, p1: list, p2: list, ph: list) -> list:
+    """Hand-written backward pass of one parallel primary + secondary step (Eqs. 17 and 20).
+
+    x, y: (G, 2B, d) and (G, 2B), the first B slots the clusters' own rows, the last B their source rows;
+    mask/act: (G, B) weights of the own/source slots. Loss = Σ_g [mean CE of F_g on own rows, gradient to φ¹, ψ
+    only] + [mean CE on source rows, gradient to φ² only]. Returns the gradients of p1 + ph + p2, in that order.
+    """
+    import torch
+
+    B = mask.shape[1]
+
+    def forward(P, inp):
+        acts = [inp]
+        for li in range(0, len(P), 2):
+            acts.append(torch.relu(torch.baddbmm(P[li + 1][:, None, :], acts[-1], P[li])))
+        return acts
+
+    def backward(P, acts, dh):
+        grads = [None] * len(P)
+        for li in reversed(range(0, len(P), 2)):
+            dpre = dh * (acts[li // 2 + 1] > 0)
+            grads[li] = torch.bmm(acts[li // 2].transpose(1, 2), dpre)
+            grads[li + 1] = dpre.sum(dim=1)
+            if li:
+                dh = torch.bmm(dpre, P[li].transpose(1, 2))
+        return grads
+
+    a1, a2 = forward(p1, x), forward(p2, x)
+    H = a1[-1].shape[2]
+    Wc, bc = ph
+    K = Wc.shape[2]
+
+    def dlogits(feat, yy, w):
+        logits = torch.baddbmm(bc[:, None, :], feat, Wc)
+        prob = torch.softmax(logits, dim=2)
+        prob -= torch.nn.functional.one_hot(yy, K).to(prob.dtype)
+        return prob * (w / w.sum(dim=1, keepdim=True).clamp_min(1.0))[:, :, None]
+
+    f_own = torch.cat([a1[-1][:, :B], a2[-1][:, :B]], dim=2)
+    d_own = dlogits(f_own, y[:, :B], mask)
+    gWc, gbc = torch.bmm(f_own.transpose(1, 2), d_own), d_own.sum(dim=1)
+    g1 = backward(p1, [t[:, :B] for t in a1], torch.bmm(d_own, Wc[:, :H].transpose(1, 2)))
+    f_src = torch.cat([a1[-1][:, B:], a2[-1][:, B:]], dim=2)
+    d_src = dlogits(f_src, y[:, B:], act)
+    g2 = backward(p2, [t[:, B:] for t in a2], torch.bmm(d_src, Wc[:, H:].transpose(1, 2)))
+    return [*g1, gWc, gbc, *g2]
+
+
+def train_dual(own: list[tuple[np.ndarray, np.ndarray]], source: list[tuple[np.ndarray, np.ndarray] | None],
+               n_classes: int, s: dict, *, init_primary: list[list[tuple[np.ndarray, np.ndarray]]] | None = None,
+               control: JobControl | None = None) -> list[DualEncoder]:
+    """Centralised Eqs. 16–21 for Z clusters at once. Per epoch, cluster z takes ⌈n_z/B⌉ steps; each step is
+    one primary SGD step on a batch of its own rows (φ¹, ψ; φ² frozen) and, if it has sources, one secondary
+    step on a batch of its source rows (φ²; φ¹, ψ frozen). Momentum SGD; clusters with no batch left sit out."""
+    import torch
+
+    control = ensure(control)
+    Zc = len(own)
+    d = own[0][0].shape[1]
+    hidden = [int(h) for h in s["hidden"]]
+    B, lr, mom, E = int(s["batch_size"]), float(s["lr"]), float(s["momentum"]), int(s["epochs"])
+    seed = int(s["seed"])
+    n = np.array([len(y) for _, y in own])
+    order = np.argsort(-n, kind="stable")           # largest first: active clusters are a prefix
+    own = [own[z] for z in order]
+    source = [source[z] for z in order]
+    n = n[order]
+    dims = [d, *hidden]
+
+    def enc_init(z: int, stream: int, start=None):
+        rng = np.random.default_rng([seed, int(order[z]), stream])
+        layers = []
+        for li, (fi, fo) in enumerate(zip(dims[:-1], dims[1:], strict=True)):
+            if start is not None:
+                layers.append((np.asarray(start[li][0], np.float32), np.asarray(start[li][1], np.float32)))
+            else:
+                layers.append((_uniform(rng, fi, (fi, fo)), _uniform(rng, fi, (fo,))))
+        return layers
+
+    e1 = [enc_init(z, 0, None if init_primary is None else init_primary[order[z]]) for z in range(Zc)]
+    e2 = [enc_init(z, 1) for z in range(Zc)]
+    hd = []
+    for z in range(Zc):
+        rng = np.random.default_rng([seed, int(order[z]), 2])
+        hd.append((_uniform(rng, 2 * dims[-1], (2 * dims[-1], n_classes)), _uniform(rng, 2 * dims[-1], (n_classes,))))
+
+    def stack(get):
+        return torch.tensor(np.stack([get(z) for z in range(Zc)]))
+
+    P1 = [stack(lambda z, li=li, k=k: e1[z][li][k]) for li in range(len(dims) - 1) for k in (0, 1)]
+    P2 = [stack(lambda z, li=li, k=k: e2[z][li][k]) for li in range(len(dims) - 1) for k in (0, 1)]
+    PH = [stack(lambda z, k=k: hd[z][k]) for k in (0, 1)]
+    bufs = {id(p): torch.zeros_like(p) for p in P1 + P2 + PH}
+
+    def pad(parts):
+        m = max(len(y) for _, y in parts)
+        X = np.zeros((Zc, m + 1, d), np.float32)
+        Y = np.zeros((Zc, m + 1), np.int64)
+        for z, (x, y) in enumerate(parts):
+            X[z, :len(y)] = x
+            Y[z, :len(y)] = y
+        return torch.from_numpy(X), torch.from_numpy(Y)
+
+    Xo, Yo = pad(own)
+    has_src = np.array([sp is not None and len(sp[1]) > 0 for sp in source])
+    Xs, Ys = pad([sp if sp is not None and len(sp[1]) else own[z] for z, sp in enumerate(source)])
+    ns = np.array([len(sp[1]) if sp is not None and len(sp[1]) else 1 for sp in source])
+
+    def sgd(params, grads, a):
+        with torch.no_grad():
+            for p, g in zip(params, grads, strict=True):
+                buf = bufs[id(p)]
+                buf[:a].mul_(mom).add_(g[:a])
+                p[:a].sub_(lr * buf[:a])
+
+    steps = np.ceil(n / B).astype(int)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        S = int(steps.max())
+        dummy = Xo.shape[1] - 1
+        src_on = torch.from_numpy(has_src.astype(np.float32))
+        for ep in range(E):
+            control.step(ep / E, f"dual-encoder training, epoch {ep + 1}/{E}")
+            idx = np.full((Zc, S * B), dummy, np.int64)
+            msk = np.zeros((Zc, S * B), np.float32)
+            sidx = np.zeros((Zc, S * B), np.int64)
+            for z in range(Zc):
+                idx[z, :n[z]] = np.random.default_rng([seed, int(order[z]), 3, ep]).permutation(n[z])
+                msk[z, :n[z]] = 1.0
+                take = steps[z] * B
+                sidx[z, :take] = np.random.default_rng([seed, int(order[z]), 4, ep]).permutation(
+                    np.resize(np.arange(ns[z]), max(ns[z], take)))[:take]
+            idx_t, msk_t, sidx_t = torch.from_numpy(idx), torch.from_numpy(msk), torch.from_numpy(sidx)
+            for st in range(S):
+                a = int(np.sum(steps > st))
+                sl = slice(st * B, (st + 1) * B)
+                ar = torch.arange(a)[:, None]
+                ti, tsi = idx_t[:a, sl], sidx_t[:a, sl]
+                x = torch.cat([Xo[:a][ar, ti], Xs[:a][ar, tsi]], dim=1)
+                y = torch.cat([Yo[:a][ar, ti], Ys[:a][ar, tsi]], dim=1)
+                mask = msk_t[:a, sl]
+                act = src_on[:a, None].expand(a, B)
+                p1, p2, ph = [p[:a] for p in P1], [p[:a] for p in P2], [p[:a] for p in PH]
+                grads = dual_grads(x, y, mask, act, p1, p2, ph)
+                sgd(P1 + PH + P2, grads, a)
+    finally:
+        torch.set_num_threads(threads)
+    out: list[DualEncoder | None] = [None] * Zc
+    for z in range(Zc):
+        def lay(P, z=z):
+            return [(P[li][z].detach().numpy().copy(), P[li + 1][z].detach().numpy().copy())
+                    for li in range(0, len(P), 2)]
+        out[int(order[z])] = DualEncoder(lay(P1), lay(P2), (PH[0][z].detach().numpy().copy(),
+                                                            PH[1][z].detach().numpy().copy()))
+    return out  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------------------------- the pipeline
+@dataclass
+class Geometry:
+    """The common space and the three distance matrices (computed once, shared by every variant)."""
+
+    basis: AnchorBasis
+    maps: dict
+    mean: np.ndarray
+    scale: np.ndarray
+    rows: list[np.ndarray]          # standardised aligned rows per site
+    counts: np.ndarray              # (N, K)
+    angles: np.ndarray              # V′ (N, N, K)
+    V: np.ndarray
+    G: np.ndarray
+    P: np.ndarray                   # PACFL-style whole-client distance
+    warm: list[MLPWeights]
+    seconds: dict = field(default_factory=dict)
+
+
+def geometry(bundles, n_classes: int, s: dict, control: JobControl | None = None, *,
+             with_pacfl: bool = False) -> Geometry:
+    """Align every site into one common space and compute V (Eqs. 4–6), G (Eq. 3) and, optionally, PACFL's P."""
+    control = ensure(control)
+    t0 = time.perf_counter()
+    basis = AnchorBasis([b.arrays["anchor_tilde"] for b in bundles], affine=s["alignment"] == "affine")
+    everyone = tuple(range(len(bundles)))
+    maps = basis.align(everyone, s)
+    aligned = [maps[i].transform(b.arrays["x_tilde"].astype(np.float64)) for i, b in enumerate(bundles)]
+    pooled = np.vstack(aligned)
+    mean, scale = pooled.mean(axis=0), pooled.std(axis=0)
+    scale[~(scale > 1e-12)] = 1.0
+    rows = [((a - mean) / scale) for a in aligned]
+    ys = [b.arrays["y"].astype(np.int64) for b in bundles]
+    counts = np.stack([np.bincount(y, minlength=n_classes) for y in ys])
+    control.step(0.05, "class-wise principal vectors")
+    subs = [class_subspaces(X, y, n_classes, int(s["n_basis"])) for X, y in zip(rows, ys, strict=True)]
+    angles = class_angles(subs, n_classes, s["angle"])
+    V = data_distance(angles, counts, float(s["delta"]), float(s["epsilon"]))
+    t1 = time.perf_counter()
+    control.step(0.1, "warm-up training for the gradient distance")
+    delta, warm, _ = warmup_updates([(X.astype(np.float32), y) for X, y in zip(rows, ys, strict=True)], n_classes, s,
+                                    control=control.sub(0.1, 0.95))
+    G = gradient_distance(delta)
+    t2 = time.perf_counter()
+    P = whole_client_distance(rows, int(s["n_basis"])) if with_pacfl else np.zeros_like(V)
+    return Geometry(basis, maps, mean, scale, rows, counts, angles, V, G, P, warm,
+                    {"align_and_data": t1 - t0, "warmup_and_gradient": t2 - t1})
+
+
+@dataclass
+class FedDAGResult:
+    """Clusters, the curve behind α, the paper's loss per α and the trained cluster models."""
+
+    view: str
+    matrix: np.ndarray              # the distance the clustering used (A, V̂, Ĝ or P̂)
+    weights: np.ndarray | None      # learned w (fused view)
+    alpha: float
+    clusters: list[tuple[int, ...]]
+    curve: dict[float, float]
+    loss: dict[float, tuple[float, float, float]]
+    n_clusters: dict[float, int]
+    alpha_min_loss: float
+    sources: list[list[int]]
+    H: np.ndarray
+    models: list                    # ClusterModel (single) or DualEncoder (dual), one per cluster
+    encoder: str
+    geometry: Geometry
+    settings: dict
+    seconds: dict
+
+    def predict_proba(self, site: int, X_tilde: np.ndarray, site_counts: np.ndarray | None = None) -> np.ndarray:
+        """Class probabilities for site ``site``'s reduced rows, prior-corrected to ``site_counts`` if given."""
+        z = next(k for k, c in enumerate(self.clusters) if site in c)
+        s = self.settings
+        if self.encoder == "single":
+            cm = self.models[z]
+            prior = None
+            if s["prior_correction"] and site_counts is not None:
+                prior = prior_logit(site_counts, cm.class_counts, float(s["prior_smoothing"]))
+            return cm.predict_proba(site, X_tilde, prior)
+        g = self.geometry
+        Zx = (g.maps[site].transform(np.asarray(X_tilde, np.float64)) - g.mean) / g.scale
+        proba = self.models[z].predict_proba(Zx)
+        if s["prior_correction"] and site_counts is not None:
+            cc = g.counts[list(self.clusters[z])].sum(axis=0)
+            proba = adjust_proba(proba, prior_logit(site_counts, cc, float(s["prior_smoothing"])))
+        return proba
+
+
+def view_matrix(g: Geometry, s: dict) -> tuple[np.ndarray, np.ndarray | None]:
+    """The distance the clustering runs on for ``s["view"]``: A (fused), V̂, Ĝ or P̂, all in [0, 1]."""
+    if s["view"] == "data":
+        return minmax_offdiag(g.V), None
+    if s["view"] == "gradient":
+        return minmax_offdiag(g.G), None
+    if s["view"] == "pacfl":
+        return minmax_offdiag(g.P), None
+    A, w, _ = fuse(minmax_offdiag(g.G), minmax_offdiag(g.V), sign=s["fusion_sign"], steps=int(s["fusion_steps"]),
+                   lr=float(s["fusion_lr"]))
+    return A, w
+
+
+def fit(bundles, classes: list[str], settings: dict | None = None, control: JobControl | None = None,
+        geo: Geometry | None = None) -> FedDAGResult:
+    """The whole analyst side: geometry → matrix → α (hold-out) → CC-graph → cluster models."""
+    control = ensure(control)
+    s = settings_with(**(settings or {}))
+    K = len(classes)
+    if len(bundles) < 1:
+        raise ConfigError("no bundles to analyse")
+    t0 = time.perf_counter()
+    g = geo if geo is not None else geometry(bundles, K, s, control.sub(0.0, 0.2), with_pacfl=s["view"] == "pacfl")
+    t1 = time.perf_counter()
+    M, w = view_matrix(g, s)
+    grid = [float(a) for a in s["alpha_grid"]]
+    parts = partitions(M, grid, s["linkage"])
+    loss = {a: paper_loss(M, lab, float(s["loss_lambda"]), float(s["loss_gamma"]), float(s["loss_tau"]))
+            for a, lab in parts.items()}
+    nclus = {a: int(lab.max()) + 1 for a, lab in parts.items()}
+    alpha_min_loss = min(loss, key=lambda a: (round(loss[a][0], 12), -a))
+    t2 = time.perf_counter()
+    if s["alpha"] == "auto":
+        control.step(0.2, f"choosing α over {len(grid)} thresholds on held-out rows")
+        alpha, curve = select_by_holdout(bundles, parts, K, s, g.basis, control.sub(0.2, 0.6))
+    else:
+        alpha, curve = float(s["alpha"]), {}
+        if alpha not in parts:
+            parts[alpha] = partitions(M, [alpha], s["linkage"])[alpha]
+    clusters = groups_of(parts[alpha])
+    t3 = time.perf_counter()
+    H, sources = cc_graph(clusters, g.counts, g.angles, int(s["top_k"]))
+    control.step(0.6, f"training {len(clusters)} cluster model(s)")
+    if s["encoder"] == "single":
+        models = train_cluster_models(bundles, clusters, K, s, basis=g.basis, control=control.sub(0.6, 1.0))
+    else:
+        ys = [b.arrays["y"].astype(np.int64) for b in bundles]
+        own = [(np.vstack([g.rows[i] for i in c]).astype(np.float32), np.concatenate([ys[i] for i in c]))
+               for c in clusters]
+        if s["sharing"]:
+            src = [(np.vstack([own[q][0] for q in qs]), np.concatenate([own[q][1] for q in qs])) if qs else None
+                   for qs in sources]
+        else:
+            src = list(own)
+        init = None
+        if s["warm_start"]:
+            init = []
+            for c in clusters:
+                avg = [(np.mean([g.warm[i].weights[li] for i in c], axis=0), np.mean([g.warm[i].biases[li] for i in c],
+                                                                                      axis=0))
+                       for li in range(len(s["hidden"]))]
+                init.append(avg)
+        models = train_dual(own, src, K, s, init_primary=init, control=control.sub(0.6, 1.0))
+    t4 = time.perf_counter()
+    return FedDAGResult(s["view"], M, w, alpha, clusters, curve, loss, nclus, alpha_min_loss,
+                        sources if s["sharing"] else [[] for _ in clusters], H, models, s["encoder"], g, s,
+                        {**g.seconds, "geometry": t1 - t0, "matrix_and_partitions": t2 - t1,
+                         "alpha_selection": t3 - t2, "final_training": t4 - t3, "total": t4 - t0})
