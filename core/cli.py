@@ -206,7 +206,7 @@ def cmd_anchor_new(args) -> None:
 def cmd_participant_export(args) -> None:
     from .formats.anchor import AnchorFile
     from .formats.kit import Kit
-    from .formats.workspace import SiteWorkspace, default_workspace
+    from .formats.workspace import SiteWorkspace, default_workspace, remove_empty_workspace
     from .methods import method_class
     from .participant import ParticipantExport, same_file
     from .wording import leaves_sentence
@@ -246,7 +246,7 @@ def cmd_participant_export(args) -> None:
                 "have not yet")
     except BaseException:
         if not existed:
-            remove_empty_folders(root)
+            remove_empty_workspace(root)
         raise
     say(f"read {table.source.name}: {table.format.describe()}"
         + ("" if args.encoding and args.delimiter and args.decimal else " (detected; override with --encoding, "
@@ -260,15 +260,6 @@ def cmd_participant_export(args) -> None:
             ids="id_hash" in ex.arrays, noise=float(args.noise or 0.0))),
         "  (arrays: " + "; ".join(f"{d.name} {tuple(d.shape)}" for d in ex.disclosures) + ")",
         f"workspace: {ws.root}")
-
-
-def remove_empty_folders(root: Path) -> None:
-    """Remove ``root`` and its sub-folders if no file was written under them (a failed first export)."""
-    if not root.is_dir() or any(p.is_file() or p.is_symlink() for p in root.rglob("*")):
-        return
-    for d in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-        d.rmdir()
-    root.rmdir()
 
 
 def cmd_participant_apply(args) -> None:

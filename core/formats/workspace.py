@@ -212,3 +212,14 @@ class AnalystWorkspace(_Workspace):
         reg = self.registry(project_id)
         folder = self.project_dir(project_id) / "bundles"
         return [folder / e["file"] for e in sorted(reg.values(), key=lambda e: e["imported"])]
+
+
+def remove_empty_workspace(root: str | Path) -> None:
+    """Remove ``root`` and its sub-folders if no file was written under them (a failed or abandoned first
+    export: the CLI after an error, the wizard when it closes)."""
+    root = Path(root)
+    if not root.is_dir() or any(p.is_file() or p.is_symlink() for p in root.rglob("*")):
+        return
+    for d in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        d.rmdir()
+    root.rmdir()

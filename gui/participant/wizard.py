@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QWidget, QWizard
 from core.formats.anchor import AnchorFile
 from core.formats.identity import Identity
 from core.formats.kit import Kit
+from core.formats.workspace import remove_empty_workspace
 from core.methods import method_class
 from core.participant import ParticipantExport
 
@@ -61,6 +62,7 @@ class ParticipantWizard(QWizard):
         if kit_path:
             self.kit_page.kit_field.set_path(kit_path, emit=False)
         self.rejected.connect(self._stop_jobs)
+        self.finished.connect(self._tidy_workspace)
         fit_window(self, self.sizeHint())
 
     def sizeHint(self) -> QSize:
@@ -111,6 +113,12 @@ class ParticipantWizard(QWizard):
             if pid == self.currentId():
                 return name
         return ""
+
+    def _tidy_workspace(self) -> None:
+        """A workspace folder this wizard made but never wrote to (the site stopped before exporting) goes."""
+        root = self.workspace()
+        if root is not None:
+            remove_empty_workspace(root)
 
     def _stop_jobs(self) -> None:
         for page in (self.identity_page, self.anchor_page, self.data_page, self.privacy_page, self.export_page):
