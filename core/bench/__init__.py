@@ -58,6 +58,25 @@ def run_benchmark(name: str, args, say: Callable[[str], None]) -> dict:
     return module.run_from_args(args, say)
 
 
+def worker_count() -> int:
+    """Worker processes for a benchmark: ``DCSTUDIO_BENCH_JOBS``, else up to two."""
+    import os
+
+    return int(os.environ.get("DCSTUDIO_BENCH_JOBS", min(2, os.cpu_count() or 1)))
+
+
+def bench_command(name: str, args) -> str:
+    """The ``dcstudio bench`` command line a record states (data sets, seeds, folder, JSON path, --quick)."""
+    parts = [f"dcstudio bench {name}", *(f"--dataset {d}" for d in (args.dataset or [])), f"--seeds {args.seeds}"]
+    if args.data_dir:
+        parts.append(f"--data-dir {args.data_dir}")
+    if args.json:
+        parts.append(f"--json {args.json}")
+    if args.quick:
+        parts.append("--quick")
+    return " ".join(parts)
+
+
 def print_and_record(result: dict, args, say: Callable[[str], None]) -> dict:
     """For experiments whose record is one JSON object: print it, and write it with ``--json``."""
     say(json.dumps(result, indent=2))

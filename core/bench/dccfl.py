@@ -26,7 +26,6 @@ Nothing is tuned on test rows. Paper values appear only in the ``paper`` field o
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 import zlib
@@ -55,6 +54,7 @@ from ..simulation.fl_baselines import (
     select_hyperparameters,
 )
 from ..simulation.partition import class_based_split, dirichlet_split, train_test_split_clients
+from . import bench_command, worker_count
 from .curves_svg import curves_grid_svg
 
 # ----------------------------------------------------------------------------------------------------------
@@ -654,14 +654,8 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     p = Protocol()
     if args.quick:
         p = replace(p, max_rounds=p.rounds, alt_hidden=None)
-    jobs = int(os.environ.get("DCSTUDIO_BENCH_JOBS", min(2, os.cpu_count() or 1)))
-    parts = ["dcstudio bench dccfl", *(f"--dataset {d}" for d in (args.dataset or [])), f"--seeds {args.seeds}"]
-    if args.data_dir:
-        parts.append(f"--data-dir {args.data_dir}")
-    if args.json:
-        parts.append(f"--json {args.json}")
-    if args.quick:
-        parts.append("--quick")
+    jobs = worker_count()
+    parts = [bench_command("dccfl", args)]
     result = run(datasets, args.seeds, data_dir=args.data_dir, protocol=p, jobs=jobs, json_path=args.json,
                  command=" ".join(parts), say=say, invocation=" ".join(getattr(sys, "orig_argv", sys.argv)))
     say(markdown(result))

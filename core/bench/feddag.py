@@ -42,6 +42,7 @@ from ..learn.mlp import BatchedMLP
 from ..methods.base import FitContext
 from ..methods.dc_site import site_map
 from ..methods.dccfl import DC, DCCFL
+from . import bench_command, worker_count
 from .dccfl import Cell, _one_thread, site_bundles
 
 ROWS = ["Local", "DC", "DC-CFL", "PACFL-style", "FedDAG* data", "FedDAG* gradient", "FedDAG* fused", "FedDAG†",
@@ -524,14 +525,8 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
         datasets, splits, seeds = datasets[:1], ["I30a0.25", "II", "B10"], [0]
     else:
         splits, seeds = [*DIST_I, "II", "B10"], list(range(args.seeds))
-    jobs = int(os.environ.get("DCSTUDIO_BENCH_JOBS", min(2, os.cpu_count() or 1)))
-    parts = ["dcstudio bench feddag", *(f"--dataset {d}" for d in (args.dataset or [])), f"--seeds {args.seeds}"]
-    if args.data_dir:
-        parts.append(f"--data-dir {args.data_dir}")
-    if args.json:
-        parts.append(f"--json {args.json}")
-    if args.quick:
-        parts.append("--quick")
+    jobs = worker_count()
+    parts = [bench_command("feddag", args)]
     result = run(datasets, splits, seeds, data_dir=args.data_dir, jobs=jobs, json_path=args.json,
                  command=" ".join(parts) + f"  (as invoked: {' '.join(getattr(sys, 'orig_argv', sys.argv))})",
                  say=say, resume=os.environ.get("DCSTUDIO_BENCH_RESUME") == "1")
