@@ -45,13 +45,34 @@ def open_session(app, window, project: Project) -> None:
         wait_job(app, window.bundles_page.job_panel.job)
 
 
-def _grab(app, window, out_dir: Path, n: int, key: str, written: list[Path]) -> None:
+def confirm_senders(app, bundles_page, fingerprints: list[str]) -> None:
+    """Tick Confirmed for each sender (as the analyst does after comparing fingerprints); each tick imports
+    that sender's waiting files."""
+    for fp in fingerprints:
+        job = bundles_page.set_confirmed(fp, True)
+        if job is not None:
+            wait_job(app, job)
+
+
+def _grab(app, window, out_dir: Path, n: int, key: str, written: list[Path], prepare=None) -> None:
     window.show_page(key)
     for _ in range(10):
         app.processEvents()
+    if prepare is not None:
+        prepare()
+        for _ in range(10):
+            app.processEvents()
     path = out_dir / f"analyst-{n}-{key}.png"
     window.grab().save(str(path))
     written.append(path)
+
+
+def _scroll_to_plots(page) -> None:
+    """Scroll the method's views so the plots (projection, k curve, sizes) fill the shot; the tables above
+    them stay one scroll away."""
+    views = page.views
+    if views.plots:
+        views.verticalScrollBar().setValue(max(0, views.plots[0].y() - 8))
 
 
 def render(out_dir: Path, workdir: Path) -> list[Path]:
@@ -86,9 +107,11 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
     # bundles (+ the three refusals)
     bp = window.bundles_page
     wait_job(app, bp.import_paths([str(p) for p in project.bundles] + [str(p) for p in project.extras.values()]))
-    for b in window.state.bundles[:4]:
-        bp.set_confirmed(b.fingerprint, True)
+    # the analyst compared fingerprints with five sites by phone; the sixth waits, its file not yet opened
+    pending = bp.pending_fingerprints()
+    confirm_senders(app, bp, pending[:-1])
     _grab(app, window, out_dir, 3, "bundles", written)
+    confirm_senders(app, bp, pending[-1:])
     # clients, threshold moved
     window.clients_page.set_threshold(0.45)
     _grab(app, window, out_dir, 4, "clients", written)
@@ -115,13 +138,14 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         cwindow.show()
         open_session(app, cwindow, cproject)
         wait_job(app, cwindow.bundles_page.import_paths([str(p) for p in cproject.bundles]))
+        confirm_senders(app, cwindow.bundles_page, cwindow.bundles_page.pending_fingerprints())
         wait_job(app, cwindow.models_page.train(), timeout=300)
     else:
         cwindow = window
         cwindow.show()
         cwindow.clustering_page.show_result(fake_clustering_result())
         cwindow._refresh()
-    _grab(app, cwindow, out_dir, 8, "clustering", written)
+    _grab(app, cwindow, out_dir, 8, "clustering", written, prepare=lambda: _scroll_to_plots(cwindow.clustering_page))
     cwindow.close()
     return written
 

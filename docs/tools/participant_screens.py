@@ -71,6 +71,7 @@ def _make_project(work: Path) -> dict:
     kit.save(work / "cardiac.dckit", analyst)
     other = Identity.generate("Northside Clinic")
     other.save(work / "northside.dcid", PASS, log_n=14)
+    other.card.save(work / "northside.dcpub")  # the other site's public card: the anchor is encrypted to it
     return {"data": data, "analyst": analyst, "kit_path": work / "cardiac.dckit", "other": other}
 
 
@@ -133,6 +134,7 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         ap.lead_radio.setChecked(True)
         ap.seed_csv_radio.setChecked(True)
         ap.source_field.set_path(data / "seed.csv")
+        ap.add_cards([workdir / "northside.dcpub"])
         ap.save_field.set_path(workdir / "site" / "cardiac.dcanchor")
         ap.create_button.click()
         _wait(app, ap.isComplete)
@@ -167,12 +169,14 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
 
         # the analyst's half, by core: a second site, the run, the packages
         kit = Kit.load(p["kit_path"])
-        anchor = AnchorFile.load(workdir / "site" / "cardiac.dcanchor")
+        anchor = AnchorFile.load(workdir / "site" / "cardiac.dcanchor", identity=p["other"])
         other = ParticipantExport(kit, p["kit_path"], p["other"], anchor,
                                   SiteWorkspace(default_workspace(workdir / "northside.dcid")), {"seed": 2})
         other.load(data / "other-site.csv")
         other_bundle = other.seal(workdir / "northside.dcbundle").path
         session = AnalystSession(kit, p["analyst"], AnalystWorkspace(workdir / "analyst.workspace"))
+        for _, card in session.unconfirmed([bundle, other_bundle]):  # fingerprints compared with each site
+            session.confirm(card)
         ids = [r.envelope_id for r in session.import_bundles([bundle, other_bundle])]
         received = session.received(ids)
         outputs = session.export(session.run(received), received, workdir / "packages")
