@@ -275,8 +275,8 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
     t = mp.metrics_table
     assert t.rowCount() == 4
     headers = [t.horizontalHeaderItem(c).text() for c in range(t.columnCount())]
-    assert headers[:6] == ["Site", "Cluster", "Rows", "Model sent", "Expected accuracy (n, 95 % CI)",
-                           "Own-rows model (n, 95 % CI)"]
+    assert headers[:6] == ["Site", "Cluster", "Rows", "Model sent", "Expected accuracy",
+                           "Own rows alone"]
     for r in range(4):  # every accuracy shown carries its row count and a 95 % interval
         text = t.item(r, 4).text()
         assert 0.0 <= float(text.split()[0]) <= 1.0 and "n = " in text and "95 % CI" in text

@@ -256,7 +256,7 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
     assert bundle.exists() and ep.sealed.path == bundle
     done = w.done_page
     assert done.digest_edit.text() == hashlib.sha256(bundle.read_bytes()).hexdigest()
-    assert html.escape(bundle.name) in done.file_label.text() and "workspace" in done.next_label.text()
+    assert html.escape(bundle.name, quote=False) in done.file_label.text() and "workspace" in done.next_label.text()
 
     # the analyst's core imports it
     session = AnalystSession(project["kit"], project["analyst"], AnalystWorkspace(tmp_path / "analyst.ws"))

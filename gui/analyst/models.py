@@ -362,8 +362,8 @@ class ModelsPage(QWidget):
         self.metric_columns = cols
         titles = {"site": self.tr("Site"), "cluster": self.tr("Cluster"), "rows": self.tr("Rows"),
                   "holdout_accuracy": self.tr("Hold-out accuracy"), "model": self.tr("Model sent"),
-                  "expected": self.tr("Expected accuracy (n, 95 % CI)"),
-                  "own_model": self.tr("Own-rows model (n, 95 % CI)"), "expected_gain": self.tr("Expected gain"),
+                  "expected": self.tr("Expected accuracy"),
+                  "own_model": self.tr("Own rows alone"), "expected_gain": self.tr("Expected gain"),
                   "note": self.tr("Note")}
         t = self.metrics_table
         t.clear()
@@ -391,7 +391,9 @@ class ModelsPage(QWidget):
                 if isinstance(v, int | float):
                     item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
                 t.setItem(r, c, item)
-        t.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        header = t.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeToContents)  # headers and intervals stay whole
+        header.setStretchLastSection(True)
         accs = [x["holdout_accuracy"] for x in sites if "holdout_accuracy" in x]
         QTimer.singleShot(0, lambda: self._draw_accuracy(result))
         parts = [self.tr("Method <b>{m}</b>").format(m=result.method)]
