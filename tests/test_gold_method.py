@@ -262,11 +262,14 @@ def test_declarations():
 @pytest.mark.usefixtures("private_settings")
 def test_a_gold_round_by_clicking(qtbot, tmp_path, monkeypatch):
     pytest.importorskip("pytestqt")
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QFileDialog
-
-    from gui.analyst.window import AnalystWindow
-    from gui.participant import ParticipantWizard
+    from tests.guiround import (
+        accept_kit,
+        analyst_window_with_bundles,
+        export_bundle,
+        export_packages,
+        train_models,
+        wizard_with_new_identity,
+    )
 
     d = tmp_path
     monkeypatch.setenv("DCSTUDIO_PASSPHRASE", PASS)
@@ -275,22 +278,8 @@ def test_a_gold_round_by_clicking(qtbot, tmp_path, monkeypatch):
     names = list(files)
     for i, name in enumerate(names[:2]):  # two sites export by the CLI, the third by clicking
         export(d, name, files[name], "--seed", str(i))
-    w = ParticipantWizard()
-    qtbot.addWidget(w)
-    w.show()
-    ip = w.identity_page
-    ip.log_n = 14
-    ip.create_radio.setChecked(True)
-    ip.name_edit.setText("clicker")
-    ip.pass_edit.setText("correct horse battery staple")
-    ip.pass2_edit.setText("correct horse battery staple")
-    ip.folder_field.set_path(d / "clicker")
-    ip.create_button.click()
-    qtbot.waitUntil(ip.isComplete, timeout=30_000)
-    w.next()
-    w.kit_page.kit_field.set_path(d / "g.dckit")
-    w.kit_page.confirm_check.setChecked(True)
-    w.next()
+    w = wizard_with_new_identity(qtbot, "clicker", d / "clicker")
+    accept_kit(w, d / "g.dckit")
     assert w.page_name() == "data"  # the anchor page is skipped: GOLD needs no anchor
     w.data_page.set_csv(files[names[2]])
     qtbot.waitUntil(w.data_page.isComplete, timeout=30_000)
@@ -301,45 +290,20 @@ def test_a_gold_round_by_clicking(qtbot, tmp_path, monkeypatch):
     rows = {pp.disclosure_table.item(r, 0).text() for r in range(pp.disclosure_table.rowCount())}
     assert rows == {"centroids", "counts", "col_sum", "col_sumsq"}
     assert "at least 5 rows" in pp.plain_label.text() and pp.site_export.arrays["counts"].min() >= 5
-    w.next()
-    ep = w.export_page
-    ep.folder_field.set_path(d / "bundles")
-    ep.name_edit.setText("clicker.dcbundle")
-    ep.export_button.click()
-    qtbot.waitUntil(lambda: w.page_name() == "done", timeout=30_000)
+    export_bundle(qtbot, w, d / "bundles", "clicker.dcbundle")
     w.close()
     gc.collect()  # the wizard's leftovers go now, while no job thread runs
 
-    aw = AnalystWindow(kit_path=str(d / "g.dckit"))
-    qtbot.addWidget(aw)
-    aw.show()
-    page = aw.project_page
-    page.identity_path_edit.setText(str(d / "analyst/analyst.dcid"))
-    page.open_passphrase.setText(PASS)
-    qtbot.mouseClick(page.unlock_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: aw.state.session is not None, timeout=30_000)
-    job = aw.bundles_page.import_paths([str(p) for p in sorted((d / "bundles").glob("*.dcbundle"))])
-    qtbot.waitUntil(lambda: not job.running, timeout=30_000)
-    qtbot.waitUntil(lambda: len(aw.bundles_page.pending_fingerprints()) == 3, timeout=5_000)
-    for fp in aw.bundles_page.pending_fingerprints():
-        job = aw.bundles_page.set_confirmed(fp, True)
-        qtbot.waitUntil(lambda job=job: not job.running, timeout=30_000)
-    qtbot.waitUntil(lambda: len(aw.state.bundles) == 3, timeout=5_000)
+    aw = analyst_window_with_bundles(qtbot, d / "g.dckit", d / "analyst/analyst.dcid", PASS,
+                                     sorted((d / "bundles").glob("*.dcbundle")))
     assert aw.show_page("models")
     mp = aw.models_page
     assert "Cluster" in mp.train_button.text()
-    qtbot.mouseClick(mp.train_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: mp.last_outcome is not None, timeout=60_000)
-    assert mp.last_outcome == "succeeded", mp.message.text()
+    train_models(qtbot, aw)
     qtbot.waitUntil(lambda: mp.metrics_table.rowCount() == 3, timeout=5_000)
     cp = aw.clustering_page
     assert cp.has_result and aw.show_page("clustering")
     kinds = cp.views.kinds
     assert kinds.count("Bars") == 2 and "Scatter" in kinds and "Table" in kinds
-    assert aw.show_page("export")
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(d / "gui-out"))
-    aw.export_page.out_edit.setText(str(d / "gui-out"))
-    job = aw.export_page.export()
-    qtbot.waitUntil(lambda: not job.running, timeout=30_000)
-    assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
+    assert len(export_packages(qtbot, aw, d / "gui-out")) == 3
     assert "Granularity levels" in (d / "gui-out/report.html").read_text()

@@ -21,6 +21,14 @@ from core.methods.base import Disclosure, ReceivedBundle, SiteExport, SiteInput
 from core.methods.settings import Setting
 from core.methods.views import Bars, Table
 from tests.cli import WF, confirm, run
+from tests.guiround import (
+    accept_kit,
+    analyst_window_with_bundles,
+    export_bundle,
+    export_packages,
+    train_models,
+    wizard_with_new_identity,
+)
 from tests.roundkit import FEATURES, make_sites
 
 
@@ -143,77 +151,32 @@ def test_the_cli_help_and_checks_come_from_the_declarations(tmp_path, monkeypatc
 @pytest.mark.usefixtures("private_settings")
 def test_a_method_in_one_file_runs_a_gui_round(qtbot, tmp_path, monkeypatch, toy_method):
     pytest.importorskip("pytestqt")
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QFileDialog
-
-    from gui.analyst.window import AnalystWindow
-    from gui.participant import ParticipantWizard
-
     d = tmp_path
     sites = _cli_round(d, monkeypatch)  # kit and one bundle made by the CLI; a second site exports by clicking
-    _, (train, _) = next(iter(sites.items()))
-    w = ParticipantWizard()
-    qtbot.addWidget(w)
-    w.show()
-    ip = w.identity_page
-    ip.log_n = 14
-    ip.create_radio.setChecked(True)
-    ip.name_edit.setText("clicker2")
-    ip.pass_edit.setText("correct horse battery staple")
-    ip.pass2_edit.setText("correct horse battery staple")
-    ip.folder_field.set_path(d / "clicker2")
-    ip.create_button.click()
-    qtbot.waitUntil(ip.isComplete, timeout=30_000)
-    w.next()
-    w.kit_page.kit_field.set_path(d / "toy.dckit")
-    w.kit_page.confirm_check.setChecked(True)
-    w.next()
+    _, (train_csv, _) = next(iter(sites.items()))
+    w = wizard_with_new_identity(qtbot, "clicker2", d / "clicker2")
+    accept_kit(w, d / "toy.dckit")
     assert w.page_name() == "data"  # the anchor page is skipped: the method needs no anchor
-    w.data_page.set_csv(train)
+    w.data_page.set_csv(train_csv)
     qtbot.waitUntil(w.data_page.isComplete, timeout=30_000)
     w.next()
     pp = w.privacy_page
     assert pp.site_form.names() == ["decimals"]  # the toy's own site setting, generated
     pp.site_form.set_value("decimals", 2)
     qtbot.waitUntil(lambda: pp.isComplete() and pp.site_export.arrays["means"].shape == (1, 8), timeout=30_000)
-    expected = np.round(pd.read_csv(train)[FEATURES].to_numpy().mean(axis=0), 2)
+    expected = np.round(pd.read_csv(train_csv)[FEATURES].to_numpy().mean(axis=0), 2)
     assert np.array_equal(pp.site_export.arrays["means"][0], expected)  # the site's choice reached site_compute
     rows = {pp.disclosure_table.item(r, 0).text() for r in range(pp.disclosure_table.rowCount())}
     assert rows == {"means", "label_counts"}
-    w.next()
-    ep = w.export_page
-    ep.folder_field.set_path(d / "bundles")
-    ep.name_edit.setText("clicker2.dcbundle")
-    ep.export_button.click()
-    qtbot.waitUntil(lambda: w.page_name() == "done", timeout=30_000)
+    export_bundle(qtbot, w, d / "bundles", "clicker2.dcbundle")
 
-    aw = AnalystWindow(kit_path=str(d / "toy.dckit"))
-    qtbot.addWidget(aw)
-    aw.show()
-    page = aw.project_page
-    page.identity_path_edit.setText(str(d / "analyst/analyst.dcid"))
-    page.open_passphrase.setText("pass phrase 1")
-    qtbot.mouseClick(page.unlock_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: aw.state.session is not None, timeout=30_000)
-    job = aw.bundles_page.import_paths([str(p) for p in sorted((d / "bundles").glob("*.dcbundle"))])
-    qtbot.waitUntil(lambda: not job.running, timeout=30_000)
-    qtbot.waitUntil(lambda: len(aw.bundles_page.pending_fingerprints()) == 3, timeout=5_000)  # nothing opened yet
-    for fp in aw.bundles_page.pending_fingerprints():
-        job = aw.bundles_page.set_confirmed(fp, True)
-        qtbot.waitUntil(lambda job=job: not job.running, timeout=30_000)
-    qtbot.waitUntil(lambda: len(aw.state.bundles) == 3, timeout=5_000)
+    aw = analyst_window_with_bundles(qtbot, d / "toy.dckit", d / "analyst/analyst.dcid", "pass phrase 1",
+                                     sorted((d / "bundles").glob("*.dcbundle")))
     assert aw.clients_page.clustering is None  # the toy does not group sites
-    assert aw.show_page("models")
+    train_models(qtbot, aw)
     mp = aw.models_page
-    qtbot.mouseClick(mp.train_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: mp.last_outcome is not None, timeout=60_000)
-    assert mp.last_outcome == "succeeded", mp.message.text()
     qtbot.waitUntil(lambda: mp.metrics_table.rowCount() == 3, timeout=5_000)
-    assert aw.show_page("export")
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(d / "gui-out"))
-    aw.export_page.out_edit.setText(str(d / "gui-out"))
-    job = aw.export_page.export()
-    qtbot.waitUntil(lambda: not job.running, timeout=30_000)
+    export_packages(qtbot, aw, d / "gui-out")
     assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
     assert "Toy sites" in (d / "gui-out/report.html").read_text()
 

@@ -22,7 +22,7 @@ SITE_SETTINGS = (
             + "; ".join(REDUCTION_DETAILS[r] for r in REDUCTIONS), label="Compression", choices=REDUCTIONS,
             side="site", choice_help=tuple(REDUCTION_WORDS[r] for r in REDUCTIONS)),
     Setting("dimension", "int", None, "how many numbers each compressed row keeps", label="Numbers per row", low=1,
-            optional=True, none_help="one fewer than the site's columns (m − 1)", side="site", high_from="columns"),
+            optional=True, none_help="one fewer than your columns", side="site", high_from="columns"),
     Setting("noise", "float", 0.0, "random noise added to the compressed rows, times each column's spread",
             label="Noise", low=0.0, high=2.0, side="site"),
     Setting("seed", "int", None, "random seed of the reduction and the shuffle (none: fresh each export)",
