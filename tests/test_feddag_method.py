@@ -133,6 +133,8 @@ def test_a_whole_cli_round_with_feddag(tmp_path, monkeypatch, capsys):
         res = pd.read_csv(d / name / "result.csv")
         assert len(res) == len(pd.read_csv(test))
         accs.append(float(np.mean(res["prediction"] == res["label"])))
+    print(f"feddag (dual) CLI round: accuracy per site {np.round(accs, 3).tolist()}, "
+          f"{summary['n_clusters']} cluster(s) at α = {summary['alpha']}")
     assert np.mean(accs) > 0.6 and min(accs) > 0.45, accs  # 4 classes: chance is 0.25
 
 
