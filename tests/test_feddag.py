@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from core.learn.client_clustering import tv_distances
 
 from core.learn import feddag as fd
+from core.learn.client_clustering import tv_distances
 from core.methods.base import ReceivedBundle, SiteInput
 from core.methods.dccfl import DCCFL
 
