@@ -83,6 +83,11 @@ def test_client_distances_match_the_fit_and_do_not_depend_on_the_bundle_order():
     flipped = m.client_distances(bundles[::-1], list(CLASSES))
     np.testing.assert_allclose(flipped.distances, view.distances[::-1, ::-1], atol=1e-9)
     assert method_class("feddag").threshold_setting().name == "alpha"
+    # the fit too: canonical site order and derived seed, so the file order changes nothing
+    a, b = m.fit(bundles, FitContext(list(CLASSES))), m.fit(bundles[::-1], FitContext(list(CLASSES)))
+    assert a.summary == b.summary
+    for (_, pa), (_, pb) in zip(a.packages, b.packages[::-1], strict=True):
+        assert pa.keys() == pb.keys() and all(np.array_equal(pa[k], pb[k]) for k in pa)
 
 
 def test_a_dual_encoder_package_that_does_not_fit_is_refused():
@@ -178,7 +183,8 @@ def test_a_gui_round_with_feddag(qtbot, tmp_path, monkeypatch):
     panel = ViewsPanel()  # the method's views, drawn as the app draws them
     qtbot.addWidget(panel)
     panel.show_views(get_method("feddag").views(aw.state.result))
-    assert panel.kinds.count("Heatmap") == 3 and "Curve" in panel.kinds and panel.kinds.count("Table") >= 3
+    edges = bool(aw.state.result.summary["graph"])  # the cluster count depends on the fresh keys' digests
+    assert panel.kinds.count("Heatmap") == 3 and "Curve" in panel.kinds and panel.kinds.count("Table") == 2 + edges
     assert aw.show_page("export")
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(d / "gui-out"))
     aw.export_page.out_edit.setText(str(d / "gui-out"))
@@ -186,4 +192,4 @@ def test_a_gui_round_with_feddag(qtbot, tmp_path, monkeypatch):
     qtbot.waitUntil(lambda: not job.running, timeout=30_000)
     assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
     report = (d / "gui-out/report.html").read_text()
-    assert "Data distance V" in report and "Cross-cluster graph" in report
+    assert "Data distance V" in report and "Threshold grid" in report and ("Cross-cluster graph" in report) == edges
