@@ -16,7 +16,7 @@ packages whatever their order or names):
    encoders φ¹/φ² + head ψ in the all-site common space (FedDAG with ``sharing``, FedDAG† without), shipped as
    the arrays of docs/FORMAT.md §7.2.
 
-Default ``encoder = "single"``: measured better (docs/results/feddag/feddag.md: FedDAG* ≥ FedDAG in 7 of 9
+Default ``encoder = "single"``: measured better (docs/results/feddag/feddag.md: FedDAG* above FedDAG in 8 of 10
 cells, concept shift 0.981 vs 0.934).
 """
 
