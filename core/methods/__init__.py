@@ -15,10 +15,11 @@ from .base import (
 )
 from .dccfl import DC, DCCFL
 from .dcclustering import DCClustering
+from .feddag import FedDAG
 from .gold import Gold
 from .hfldd import HFLDD
 
-_BUILT_IN: tuple[type[Method], ...] = (DCCFL, DC, HFLDD, DCClustering, Gold)
+_BUILT_IN: tuple[type[Method], ...] = (DCCFL, DC, HFLDD, FedDAG, DCClustering, Gold)
 METHODS: dict[str, type[Method]] = {m.name: m for m in _BUILT_IN}
 
 

@@ -1,0 +1,195 @@
+"""``feddag`` behind the method seam: DC-CFL's bundle, the analyst's clustering by data and gradients, both package
+kinds (one model per cluster, dual encoder) applied at the sites, a whole CLI round and a GUI round (training
+kept short; core/learn's tests cover the algorithm itself, tests/test_feddag.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import make_classification
+
+from core.errors import FormatError
+from core.methods import FitContext, SiteInput, get_method, method_class
+from core.methods.base import ReceivedBundle
+from core.methods.views import Curve, Heatmap, Table
+from tests.cli import WF, anchor_to, confirm, run
+from tests.roundkit import CLASSES, make_sites
+
+FAST = {"epochs": 15, "warmup_epochs": 3}
+FAST_KIT = ["--set", "epochs=15", "--set", "warmup_epochs=3"]
+
+
+def _concept_sites(encoder: str, rows: int = 300):
+    """Four sites with identical (balanced) label histograms: sites 0, 1 under one concept, sites 2, 3 under a
+    second concept whose class names are shifted by one (the same rows mean another class)."""
+    X, y = make_classification(n_samples=4 * rows, n_features=8, n_informative=6, n_redundant=1, n_classes=4,
+                               n_clusters_per_class=1, class_sep=2.0, random_state=3)
+    anchor = np.random.default_rng(1).standard_normal((300, 8)) * X.std(0) + X.mean(0)
+    m = get_method("feddag", {**FAST, "encoder": encoder})
+    bundles, sites = [], []
+    for k in range(4):
+        idx = np.arange(k * rows, (k + 1) * rows)
+        Xi, yi = X[idx], (y[idx] if k < 2 else (y[idx] + 1) % 4)
+        ex = m.site_compute(SiteInput(Xi, yi, list(CLASSES), anchor, settings={"seed": k}))
+        bundles.append(ReceivedBundle(f"s{k}", f"fp{k}", f"digest{k}", f"e{k}", {"family": "dc", **ex.manifest},
+                                      ex.arrays))
+        sites.append((Xi, yi, ex))
+    return m, bundles, sites
+
+
+@pytest.mark.parametrize("encoder", ["single", "dual"])
+def test_planted_concepts_with_identical_label_histograms_get_their_own_clusters(encoder):
+    m, bundles, sites = _concept_sites(encoder)
+    counts = np.stack([np.bincount(s[1], minlength=4) for s in sites])
+    assert np.abs(counts / counts.sum(1, keepdims=True) - 0.25).max() < 0.05  # DC-CFL's label distance sees nothing
+    res = m.fit(bundles, FitContext(list(CLASSES)))
+    s = res.summary
+    cl = {x["site"]: x["cluster"] for x in s["sites"]}
+    assert cl["s0"] == cl["s1"] != cl["s2"] == cl["s3"] and s["n_clusters"] == 2, cl
+    assert s["t_auto"] and s["t"] == s["alpha"] and set(s["validation_curve"]) == set(s["paper_loss"])
+    assert all(0.0 <= x["weight"] <= 1.0 for x in s["sites"])  # the learned per-client weights (fused view)
+    assert {(e["source"], e["target"]) for e in s["graph"]} == {(1, 2), (2, 1)}
+    assert s["encoder"] == encoder
+    # every package is applied by the site with what it kept: the two concepts are predicted, not averaged away
+    accs = []
+    for (X, y, ex), (manifest, arrays) in zip(sites, res.packages, strict=True):
+        assert manifest["encoder"] == encoder and ("mlp_w0" in arrays) == (encoder == "single")
+        out = m.apply(manifest, arrays, ex.private_arrays, X)
+        np.testing.assert_allclose(sum(out[f"prob_{c}"] for c in CLASSES), 1, atol=1e-6)
+        accs.append(float(np.mean(out["prediction"] == np.asarray(CLASSES)[y])))
+    assert min(accs) > 0.8, accs  # one model for both concepts could not pass 0.5 on both
+    # the views: three heatmaps with the site names, the sites and graph tables, the α curve with the loss
+    views = m.views(res)
+    heat = [v for v in views if isinstance(v, Heatmap)]
+    assert len(heat) == 3 and all(v.row_labels == [x["site"] for x in s["sites"]] for v in heat)
+    curve = next(v for v in views if isinstance(v, Curve))
+    assert set(curve.series) == {"held-out accuracy", "paper's loss L"} and curve.mark == s["alpha"]
+    titles = [v.title for v in views if isinstance(v, Table)]
+    assert "Sites" in titles and any(t.startswith("Cross-cluster graph") for t in titles)
+    lines = m.summary_lines(s)
+    assert "α =" in lines[0] and any("→ cluster" in x for x in lines) and any("paper's loss" in x for x in lines)
+
+
+def test_client_distances_match_the_fit_and_do_not_depend_on_the_bundle_order():
+    m, bundles, _ = _concept_sites("single", rows=150)
+    view = m.client_distances(bundles, list(CLASSES))
+    assert view.distances.shape == (4, 4) and np.allclose(view.distances, view.distances.T)
+    labels = view.cut(0.75)
+    assert labels[0] == labels[1] != labels[2] == labels[3]
+    flipped = m.client_distances(bundles[::-1], list(CLASSES))
+    np.testing.assert_allclose(flipped.distances, view.distances[::-1, ::-1], atol=1e-9)
+    assert method_class("feddag").threshold_setting().name == "alpha"
+    # the fit too: canonical site order and derived seed, so the file order changes nothing
+    a, b = m.fit(bundles, FitContext(list(CLASSES))), m.fit(bundles[::-1], FitContext(list(CLASSES)))
+    assert a.summary == b.summary
+    for (_, pa), (_, pb) in zip(a.packages, b.packages[::-1], strict=True):
+        assert pa.keys() == pb.keys() and all(np.array_equal(pa[k], pb[k]) for k in pa)
+
+
+def test_a_dual_encoder_package_that_does_not_fit_is_refused():
+    m, bundles, sites = _concept_sites("dual", rows=120)
+    res = m.fit(bundles, FitContext(list(CLASSES)))
+    (X, _, ex), (manifest, arrays) = sites[0], res.packages[0]
+    bad = {k: v for k, v in arrays.items() if k != "enc2_w1"}
+    with pytest.raises(FormatError):
+        m.apply(manifest, bad, ex.private_arrays, X)
+    with pytest.raises(FormatError, match="prior"):
+        m.apply(manifest, {**arrays, "prior_logit": arrays["prior_logit"][:2]}, ex.private_arrays, X)
+
+
+def _round(d: Path, monkeypatch, names=("site0", "site1", "site2", "site3"), kit_sets=()) -> dict:
+    monkeypatch.setenv("DCSTUDIO_PASSPHRASE", "pass phrase 1")
+    sites = make_sites(d / "data", rows=160)
+    assert run("keys", "new", "--name", "analyst", "--out", d / "analyst", *WF) == 0
+    assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "FedDAG", "--schema-from",
+               d / "data/sample.csv", "--label", "label", "--method", "feddag", *FAST_KIT, *kit_sets,
+               "--out", d / "p.dckit") == 0
+    for name in sites:
+        assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
+    assert run("anchor", "new", "--kit", d / "p.dckit", "--seed-csv", d / "data/seed.csv",
+               "--out", d / "site0/p.dcanchor", *anchor_to(d, "site0", sites)) == 0
+    for k, name in enumerate(names):
+        assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "site0/p.dcanchor",
+                   "--identity", d / name / f"{name}.dcid", "--csv", sites[name][0], "--seed", str(k),
+                   "--out", d / "bundles" / f"{name}.dcbundle") == 0
+    return sites
+
+
+def test_a_whole_cli_round_with_feddag(tmp_path, monkeypatch, capsys):
+    d = tmp_path
+    sites = _round(d, monkeypatch, kit_sets=["--set", "encoder=dual"])
+    capsys.readouterr()
+    assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+               "--bundles", d / "bundles", "--out", d / "out", *confirm(d, sites)) == 0
+    out = capsys.readouterr().out
+    assert "method feddag: α =" in out and "dual encoders sharing across clusters" in out
+    summary = json.loads((d / "out/summary.json").read_text())
+    assert summary["method"] == "feddag" and len(summary["sites"]) == 4 and "paper_loss" in summary
+    report = (d / "out/report.html").read_text()
+    assert "Data distance V" in report and "Gradient distance G" in report and "Threshold grid" in report
+    accs = []
+    for name, (_, test) in sites.items():
+        assert run("participant", "apply", "--package", d / "out" / f"{name}.dcpkg", "--identity",
+                   d / name / f"{name}.dcid", "--csv", test, "--out", d / name / "result.csv") == 0
+        res = pd.read_csv(d / name / "result.csv")
+        assert len(res) == len(pd.read_csv(test))
+        accs.append(float(np.mean(res["prediction"] == res["label"])))
+    print(f"feddag (dual) CLI round: accuracy per site {np.round(accs, 3).tolist()}, "
+          f"{summary['n_clusters']} cluster(s) at α = {summary['alpha']}")
+    assert np.mean(accs) > 0.6 and min(accs) > 0.45, accs  # 4 classes: chance is 0.25
+
+
+@pytest.mark.usefixtures("private_settings")
+def test_a_gui_round_with_feddag(qtbot, tmp_path, monkeypatch):
+    pytest.importorskip("pytestqt")
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QFileDialog
+
+    from gui.analyst.window import AnalystWindow
+
+    d = tmp_path
+    _round(d, monkeypatch, names=("site0", "site1", "site2"))
+    aw = AnalystWindow(kit_path=str(d / "p.dckit"))
+    qtbot.addWidget(aw)
+    aw.show()
+    page = aw.project_page
+    page.identity_path_edit.setText(str(d / "analyst/analyst.dcid"))
+    page.open_passphrase.setText("pass phrase 1")
+    qtbot.mouseClick(page.unlock_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: aw.state.session is not None, timeout=30_000)
+    job = aw.bundles_page.import_paths([str(p) for p in sorted((d / "bundles").glob("*.dcbundle"))])
+    qtbot.waitUntil(lambda: not job.running, timeout=30_000)
+    qtbot.waitUntil(lambda: len(aw.bundles_page.pending_fingerprints()) == 3, timeout=5_000)
+    for fp in aw.bundles_page.pending_fingerprints():
+        job = aw.bundles_page.set_confirmed(fp, True)
+        qtbot.waitUntil(lambda job=job: not job.running, timeout=30_000)
+    qtbot.waitUntil(lambda: len(aw.state.bundles) == 3, timeout=5_000)
+    assert aw.show_page("clients")
+    aw.clients_page.ensure_fresh()
+    assert aw.clients_page.clustering is not None  # the fused distance, cut by the α line
+    assert aw.clients_page.clustering.distances.shape == (3, 3)
+    assert aw.show_page("models")
+    mp = aw.models_page
+    qtbot.mouseClick(mp.train_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: mp.last_outcome is not None, timeout=120_000)
+    assert mp.last_outcome == "succeeded", mp.message.text()
+    qtbot.waitUntil(lambda: mp.metrics_table.rowCount() == 3, timeout=5_000)
+    from gui.views_panel import ViewsPanel
+
+    panel = ViewsPanel()  # the method's views, drawn as the app draws them
+    qtbot.addWidget(panel)
+    panel.show_views(get_method("feddag").views(aw.state.result))
+    edges = bool(aw.state.result.summary["graph"])  # the cluster count depends on the fresh keys' digests
+    assert panel.kinds.count("Heatmap") == 3 and "Curve" in panel.kinds and panel.kinds.count("Table") == 2 + edges
+    assert aw.show_page("export")
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(d / "gui-out"))
+    aw.export_page.out_edit.setText(str(d / "gui-out"))
+    job = aw.export_page.export()
+    qtbot.waitUntil(lambda: not job.running, timeout=30_000)
+    assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
+    report = (d / "gui-out/report.html").read_text()
+    assert "Data distance V" in report and "Threshold grid" in report and ("Cross-cluster graph" in report) == edges
