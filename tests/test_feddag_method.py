@@ -146,37 +146,19 @@ def test_a_whole_cli_round_with_feddag(tmp_path, monkeypatch, capsys):
 @pytest.mark.usefixtures("private_settings")
 def test_a_gui_round_with_feddag(qtbot, tmp_path, monkeypatch):
     pytest.importorskip("pytestqt")
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QFileDialog
 
-    from gui.analyst.window import AnalystWindow
+    from tests.guiround import analyst_window_with_bundles, export_packages, train_models
 
     d = tmp_path
     _round(d, monkeypatch, names=("site0", "site1", "site2"))
-    aw = AnalystWindow(kit_path=str(d / "p.dckit"))
-    qtbot.addWidget(aw)
-    aw.show()
-    page = aw.project_page
-    page.identity_path_edit.setText(str(d / "analyst/analyst.dcid"))
-    page.open_passphrase.setText("pass phrase 1")
-    qtbot.mouseClick(page.unlock_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: aw.state.session is not None, timeout=30_000)
-    job = aw.bundles_page.import_paths([str(p) for p in sorted((d / "bundles").glob("*.dcbundle"))])
-    qtbot.waitUntil(lambda: not job.running, timeout=30_000)
-    qtbot.waitUntil(lambda: len(aw.bundles_page.pending_fingerprints()) == 3, timeout=5_000)
-    for fp in aw.bundles_page.pending_fingerprints():
-        job = aw.bundles_page.set_confirmed(fp, True)
-        qtbot.waitUntil(lambda job=job: not job.running, timeout=30_000)
-    qtbot.waitUntil(lambda: len(aw.state.bundles) == 3, timeout=5_000)
+    aw = analyst_window_with_bundles(qtbot, d / "p.dckit", d / "analyst/analyst.dcid", "pass phrase 1",
+                                     sorted((d / "bundles").glob("*.dcbundle")))
     assert aw.show_page("clients")
     aw.clients_page.ensure_fresh()
     assert aw.clients_page.clustering is not None  # the fused distance, cut by the α line
     assert aw.clients_page.clustering.distances.shape == (3, 3)
-    assert aw.show_page("models")
+    train_models(qtbot, aw)
     mp = aw.models_page
-    qtbot.mouseClick(mp.train_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: mp.last_outcome is not None, timeout=120_000)
-    assert mp.last_outcome == "succeeded", mp.message.text()
     qtbot.waitUntil(lambda: mp.metrics_table.rowCount() == 3, timeout=5_000)
     from gui.views_panel import ViewsPanel
 
@@ -185,11 +167,7 @@ def test_a_gui_round_with_feddag(qtbot, tmp_path, monkeypatch):
     panel.show_views(get_method("feddag").views(aw.state.result))
     edges = bool(aw.state.result.summary["graph"])  # the cluster count depends on the fresh keys' digests
     assert panel.kinds.count("Heatmap") == 3 and "Curve" in panel.kinds and panel.kinds.count("Table") == 2 + edges
-    assert aw.show_page("export")
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(d / "gui-out"))
-    aw.export_page.out_edit.setText(str(d / "gui-out"))
-    job = aw.export_page.export()
-    qtbot.waitUntil(lambda: not job.running, timeout=30_000)
+    export_packages(qtbot, aw, d / "gui-out")
     assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
     report = (d / "gui-out/report.html").read_text()
     assert "Data distance V" in report and "Threshold grid" in report and ("Cross-cluster graph" in report) == edges

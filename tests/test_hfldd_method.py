@@ -164,11 +164,9 @@ def test_a_whole_cli_round_in_distillation_mode(tmp_path, monkeypatch, capsys):
 @pytest.mark.usefixtures("private_settings")
 def test_a_gui_round_in_distillation_mode(qtbot, tmp_path, monkeypatch, capsys):
     pytest.importorskip("pytestqt")
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QFileDialog
 
-    from gui.analyst.window import AnalystWindow
     from gui.participant import ParticipantWizard
+    from tests.guiround import analyst_window_with_bundles, export_bundle, export_packages, train_models
 
     d = tmp_path
     sites = _round(d, monkeypatch, capsys, names=("site0", "site1"))  # site2 exports by clicking
@@ -205,39 +203,14 @@ def test_a_gui_round_in_distillation_mode(qtbot, tmp_path, monkeypatch, capsys):
     rows = {pp.disclosure_table.item(r, 0).text() for r in range(pp.disclosure_table.rowCount())}
     assert {"x_distilled", "y_distilled", "soft_labels", "anchor_tilde", "label_counts"} <= rows
     assert "x_tilde" not in rows
-    w.next()
-    ep = w.export_page
-    ep.folder_field.set_path(d / "bundles")
-    ep.name_edit.setText("site2.dcbundle")
-    ep.export_button.click()
-    qtbot.waitUntil(lambda: w.page_name() == "done", timeout=30_000)
+    export_bundle(qtbot, w, d / "bundles", "site2.dcbundle")
 
-    aw = AnalystWindow(kit_path=str(d / "p.dckit"))
-    qtbot.addWidget(aw)
-    aw.show()
-    page = aw.project_page
-    page.identity_path_edit.setText(str(d / "analyst/analyst.dcid"))
-    page.open_passphrase.setText("pass phrase 1")
-    qtbot.mouseClick(page.unlock_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: aw.state.session is not None, timeout=30_000)
-    job = aw.bundles_page.import_paths([str(p) for p in sorted((d / "bundles").glob("*.dcbundle"))])
-    qtbot.waitUntil(lambda: not job.running, timeout=30_000)
-    qtbot.waitUntil(lambda: len(aw.bundles_page.pending_fingerprints()) == 3, timeout=5_000)
-    for fp in aw.bundles_page.pending_fingerprints():
-        job = aw.bundles_page.set_confirmed(fp, True)
-        qtbot.waitUntil(lambda job=job: not job.running, timeout=30_000)
-    qtbot.waitUntil(lambda: len(aw.state.bundles) == 3, timeout=5_000)
-    assert aw.show_page("models")
+    aw = analyst_window_with_bundles(qtbot, d / "p.dckit", d / "analyst/analyst.dcid", "pass phrase 1",
+                                     sorted((d / "bundles").glob("*.dcbundle")))
+    train_models(qtbot, aw)
     mp = aw.models_page
-    qtbot.mouseClick(mp.train_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: mp.last_outcome is not None, timeout=120_000)
-    assert mp.last_outcome == "succeeded", mp.message.text()
     qtbot.waitUntil(lambda: mp.metrics_table.rowCount() == 3, timeout=5_000)
-    assert aw.show_page("export")
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(d / "gui-out"))
-    aw.export_page.out_edit.setText(str(d / "gui-out"))
-    job = aw.export_page.export()
-    qtbot.waitUntil(lambda: not job.running, timeout=30_000)
+    export_packages(qtbot, aw, d / "gui-out")
     assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
     report = (d / "gui-out/report.html").read_text()
     assert "Sites (distilled sets)" in report and "KL divergence" in report

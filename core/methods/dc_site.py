@@ -120,3 +120,15 @@ def check_dc_bundle(arrays: dict[str, np.ndarray], n_classes: int | None, *, nee
             raise FormatError("bundle lacks per-row labels 'y' of the right length")
         if n_classes is not None and (y.min() < 0 or y.max() >= n_classes):
             raise FormatError("bundle labels are outside the kit's class list")
+
+
+class LabelledDCSite:
+    """The DC family's site side for classification (FORMAT.md §7), mixed into a :class:`Method` before it:
+    every privately reduced row ships with its class, and the analyst checks the bundle's shapes and labels."""
+
+    def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport:
+        return dc_site_compute(site, ship_labels=True, control=control)
+
+    def check_bundle(self, bundle: ReceivedBundle, kit) -> None:
+        super().check_bundle(bundle, kit)  # the Method's family check
+        check_dc_bundle(bundle.arrays, len(kit.schema.classes), need_labels=True)

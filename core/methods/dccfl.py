@@ -58,8 +58,8 @@ from ..learn.alignment import AnchorBasis, DCAlignment, SiteMapping
 from ..learn.client_clustering import T_GRID, LabelDistributionClustering
 from ..learn.intervals import WEAK_ROWS, describe, estimate
 from ..learn.mlp import BatchedMLP, MLPWeights
-from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
-from .dc_site import SITE_SETTINGS, check_anchor_width, check_dc_bundle, dc_site_compute, site_map
+from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle
+from .dc_site import SITE_SETTINGS, LabelledDCSite, check_anchor_width, site_map
 from .settings import Setting
 from .views import Curve, Heatmap, Table, Text, View
 
@@ -308,7 +308,7 @@ def _partition(labels: np.ndarray) -> list[tuple[int, ...]]:
     return [tuple(np.flatnonzero(labels == c).tolist()) for c in range(int(labels.max()) + 1)]
 
 
-class DCCFL(Method):
+class DCCFL(LabelledDCSite, Method):
     name = "dccfl"
     title = "DC-CFL: one model per group of sites with similar label mixes"
     plain_title = "one model per group of sites with similar patients"
@@ -334,12 +334,6 @@ class DCCFL(Method):
     )
 
     # ---- site ----------------------------------------------------------------------------------
-    def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport:
-        return dc_site_compute(site, ship_labels=True, control=control)
-
-    def check_bundle(self, bundle: ReceivedBundle, kit) -> None:
-        super().check_bundle(bundle, kit)
-        check_dc_bundle(bundle.arrays, len(kit.schema.classes), need_labels=True)
 
     # ---- analyst -------------------------------------------------------------------------------
     def fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult:

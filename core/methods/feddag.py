@@ -32,8 +32,8 @@ from ..learn import feddag as fd
 from ..learn.alignment import SiteMapping
 from ..learn.client_clustering import cut_tree, label_histograms
 from ..learn.mlp import MLPWeights
-from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput, need
-from .dc_site import SITE_SETTINGS, check_anchor_width, check_dc_bundle, dc_site_compute, site_map
+from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, need
+from .dc_site import SITE_SETTINGS, LabelledDCSite, check_anchor_width, site_map
 from .dccfl import (
     ALIGNMENT_SETTINGS,
     DCCFL,
@@ -57,7 +57,7 @@ def _seed(seed: int, bundles: list[ReceivedBundle]) -> int:
     return derived_seed(int(seed), bundles) % (2**31 - 1)
 
 
-class FedDAG(Method):
+class FedDAG(LabelledDCSite, Method):
     name = "feddag"
     title = "FedDAG: groups of sites by their data and their models' updates, optionally sharing across groups"
     plain_title = "one model per group of sites whose patients look alike, judged from the rows they sent"
@@ -125,13 +125,7 @@ class FedDAG(Method):
     def _engine_settings(self, seed: int) -> dict:
         return {**{k: v for k, v in self.settings.items() if k in fd.DEFAULTS}, "seed": seed}
 
-    # ---- site: DC-CFL's, unchanged -----------------------------------------------------------------
-    def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport:
-        return dc_site_compute(site, ship_labels=True, control=control)
-
-    def check_bundle(self, bundle: ReceivedBundle, kit) -> None:
-        super().check_bundle(bundle, kit)
-        check_dc_bundle(bundle.arrays, len(kit.schema.classes), need_labels=True)
+    # ---- site: DC-CFL's, unchanged (LabelledDCSite) ------------------------------------------------
 
     # ---- analyst -------------------------------------------------------------------------------
     def fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult:
