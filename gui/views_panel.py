@@ -100,6 +100,8 @@ def _curve(v: Curve) -> pg.PlotWidget:
                symbolBrush=cluster_color(k), name=name)
     if v.mark is not None:
         w.addItem(pg.InfiniteLine(v.mark, angle=90, pen=pg.mkPen("#dc2626", style=Qt.DashLine)))
+    if v.x and all(float(x).is_integer() for x in v.x):  # e.g. k: whole-number ticks only
+        w.getPlotItem().getAxis("bottom").setTicks([[(float(x), f"{int(x)}") for x in v.x]])
     return w
 
 
@@ -130,6 +132,7 @@ def _bars(v: Bars) -> pg.PlotWidget:
                               brushes=[cluster_color(k) for k in range(len(xs))]))
     w.getPlotItem().getAxis("bottom").setTicks([[(int(x), str(name)) for x, name in zip(xs, v.labels,
                                                                                            strict=True)]])
+    w.setYRange(0, max([1.0, *v.values]) * 1.1, padding=0)  # bars start at zero, so their heights compare
     w.setMouseEnabled(False, False)
     return w
 
