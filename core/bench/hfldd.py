@@ -47,6 +47,7 @@ from ..learn.kip import (
 from ..methods.base import FitContext, ReceivedBundle, SiteInput
 from ..methods.dccfl import DCCFL, adjust_proba, prior_logit, train_cluster_models
 from ..simulation.fl_baselines import fedavg, fedprox, local_only, select_hyperparameters
+from . import bench_command
 from .dccfl import Protocol as DCProtocol
 from .dccfl import _load, _one_thread, make_cell
 
@@ -519,13 +520,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     seeds = list(range(int(args.seeds)))
     if not seeds:
         raise ConfigError("at least one seed is needed")
-    parts = ["dcstudio bench hfldd", *(f"--dataset {d}" for d in (args.dataset or [])), f"--seeds {args.seeds}"]
-    if args.data_dir:
-        parts.append(f"--data-dir {args.data_dir}")
-    if args.json:
-        parts.append(f"--json {args.json}")
-    if args.quick:
-        parts.append("--quick")
+    parts = [bench_command("hfldd", args)]
     large = None if args.quick or "pendigits" not in datasets else {
         "dataset": "dry_bean", "n_sites": 2, "seed": 0, "rows_per_class": 40, "anchor_ship": 40}
     result = run(datasets, seeds, p, data_dir=args.data_dir, json_path=args.json, command=" ".join(parts), say=say,
