@@ -30,3 +30,19 @@ def anchor_to(folder, lead, names) -> list:
     """``anchor new`` arguments that encrypt the anchor to the lead's identity and the other sites' cards."""
     return ["--identity", folder / lead / f"{lead}.dcid", "--to",
             *[folder / name / f"{name}.dcpub" for name in names if name != lead]]
+
+
+def export_dccfl_round(d, sites: dict, name: str, *kit_sets: str) -> None:
+    """Analyst keys and a ``dccfl`` kit (``--set`` each of ``kit_sets``), a plain anchor from ``data/seed.csv``,
+    then every site's keys and bundle into ``d/bundles`` (``sites``: name → (train CSV, test CSV))."""
+    assert run("keys", "new", "--name", "analyst", "--out", d / "analyst", *WF) == 0
+    sets = [a for v in kit_sets for a in ("--set", v)]
+    assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", name, "--schema-from",
+               d / "data/sample.csv", "--label", "label", "--method", "dccfl", *sets, "--out", d / "p.dckit") == 0
+    assert run("anchor", "new", "--kit", d / "p.dckit", "--seed-csv", d / "data/seed.csv", "--plain",
+               "--out", d / "p.dcanchor") == 0
+    for site, (train, _) in sites.items():
+        assert run("keys", "new", "--name", site, "--out", d / site, *WF) == 0
+        assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "p.dcanchor",
+                   "--identity", d / site / f"{site}.dcid", "--csv", train,
+                   "--out", d / "bundles" / f"{site}.dcbundle") == 0

@@ -13,7 +13,7 @@ import pytest
 
 from core.formats.envelope import open_sealed
 from core.formats.identity import Identity
-from tests.cli import WF, confirm, run
+from tests.cli import confirm, export_dccfl_round, run
 from tests.roundkit import make_sites
 
 PASS = "correct horse battery staple"
@@ -25,17 +25,7 @@ def exported(tmp_path_factory):
     mp.setenv("DCSTUDIO_PASSPHRASE", PASS)
     d = tmp_path_factory.mktemp("det")
     sites = make_sites(d / "data", rows=90)
-    assert run("keys", "new", "--name", "analyst", "--out", d / "analyst", *WF) == 0
-    assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "Det",
-               "--schema-from", d / "data/sample.csv", "--label", "label", "--method", "dccfl",
-               "--set", "epochs=5", "--set", "hidden=[16]", "--out", d / "p.dckit") == 0
-    assert run("anchor", "new", "--kit", d / "p.dckit", "--seed-csv", d / "data/seed.csv", "--plain",
-               "--out", d / "p.dcanchor") == 0
-    for name, (train, _) in sites.items():
-        assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
-        assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "p.dcanchor",
-                   "--identity", d / name / f"{name}.dcid", "--csv", train,
-                   "--out", d / "bundles" / f"{name}.dcbundle") == 0
+    export_dccfl_round(d, sites, "Det", "epochs=5", "hidden=[16]")
     yield d, list(sites)
     mp.undo()
 

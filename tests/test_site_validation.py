@@ -14,7 +14,7 @@ from core.formats.kit import Kit
 from core.formats.workspace import SiteWorkspace
 from core.learn.local_model import NAMES, fit_local_model, local_predict_proba
 from core.participant import ParticipantExport
-from tests.cli import WF, confirm, run
+from tests.cli import confirm, export_dccfl_round, run
 from tests.roundkit import make_sites
 
 PASS = "correct horse battery staple"
@@ -37,17 +37,7 @@ def round_dir(tmp_path_factory):
     mp.setenv("DCSTUDIO_PASSPHRASE", PASS)
     d = tmp_path_factory.mktemp("val")
     sites = make_sites(d / "data", rows=120)
-    assert run("keys", "new", "--name", "analyst", "--out", d / "analyst", *WF) == 0
-    assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "V",
-               "--schema-from", d / "data/sample.csv", "--label", "label", "--method", "dccfl",
-               "--set", "epochs=10", "--out", d / "p.dckit") == 0
-    assert run("anchor", "new", "--kit", d / "p.dckit", "--seed-csv", d / "data/seed.csv", "--plain",
-               "--out", d / "p.dcanchor") == 0
-    for name, (train, _) in sites.items():
-        assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
-        assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "p.dcanchor",
-                   "--identity", d / name / f"{name}.dcid", "--csv", train,
-                   "--out", d / "bundles" / f"{name}.dcbundle") == 0
+    export_dccfl_round(d, sites, "V", "epochs=10")
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
                "--bundles", d / "bundles", "--out", d / "out", *confirm(d, list(sites))) == 0
     yield d, sites

@@ -58,7 +58,7 @@ from ..learn.alignment import AnchorBasis, DCAlignment, SiteMapping
 from ..learn.client_clustering import T_GRID, LabelDistributionClustering
 from ..learn.intervals import WEAK_ROWS, describe, estimate
 from ..learn.mlp import BatchedMLP, MLPWeights
-from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle
+from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, one_blas_thread
 from .dc_site import SITE_SETTINGS, LabelledDCSite, check_anchor_width, site_map
 from .settings import Setting
 from .views import Curve, Heatmap, Table, Text, View
@@ -333,15 +333,9 @@ class DCCFL(LabelledDCSite, Method):
         *SELECTION_SETTINGS, *PRIOR_SETTINGS, *ALIGNMENT_SETTINGS, *LEARNER_SETTINGS, *SITE_SETTINGS,
     )
 
-    # ---- site ----------------------------------------------------------------------------------
-
-    # ---- analyst -------------------------------------------------------------------------------
+    # ---- analyst (the site side is LabelledDCSite's) ------------------------------------------------
     def fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult:
-        # One BLAS thread: the work is many small factorisations and products, for which extra threads
-        # only add synchronisation (and, on a busy machine, spin for an order of magnitude longer).
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=1):
+        with one_blas_thread():
             return self._fit(bundles, context.classes, context.control, context.on_epoch)
 
     def _fit(self, received: list[ReceivedBundle], classes: list[str], control: JobControl | None,

@@ -32,7 +32,7 @@ from ..learn import feddag as fd
 from ..learn.alignment import SiteMapping
 from ..learn.client_clustering import cut_tree, label_histograms
 from ..learn.mlp import MLPWeights
-from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, need
+from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, need, one_blas_thread
 from .dc_site import SITE_SETTINGS, LabelledDCSite, check_anchor_width, site_map
 from .dccfl import (
     ALIGNMENT_SETTINGS,
@@ -129,9 +129,7 @@ class FedDAG(LabelledDCSite, Method):
 
     # ---- analyst -------------------------------------------------------------------------------
     def fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult:
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=1):
+        with one_blas_thread():
             return self._fit(bundles, list(context.classes), context.control)
 
     def _fit(self, received: list[ReceivedBundle], classes: list[str], control: JobControl | None) -> MethodResult:
@@ -267,13 +265,11 @@ class FedDAG(LabelledDCSite, Method):
         K = len(classes)
         if len(bundles) < 2 or K < 2:
             return None
-        from threadpoolctl import threadpool_limits
-
         check_anchor_width(bundles)
         order = site_order(bundles)
         canon = [bundles[i] for i in order]
         s = fd.settings_with(**self._engine_settings(_seed(self.settings["seed"], canon)))
-        with threadpool_limits(limits=1):
+        with one_blas_thread():
             g = fd.geometry(canon, K, s)
             M, _ = fd.view_matrix(g, s)
         back = np.argsort(order)

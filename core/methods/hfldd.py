@@ -31,7 +31,7 @@ from ..errors import ConfigError, FormatError
 from ..learn.alignment import AnchorBasis
 from ..learn.client_clustering import LabelDistributionClustering
 from ..learn.kip import KIPSettings, distill_sites, kl_clusters, kl_matrix, local_soft_labels, nn_disclosure
-from .base import Disclosure, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
+from .base import Disclosure, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput, one_blas_thread
 from .dc_site import MIN_ROWS, SITE_SETTINGS, dc_site_compute
 from .dccfl import ALIGNMENT_SETTINGS, DCCFL, LEARNER_SETTINGS, PRIOR_SETTINGS, prior_logit, train_cluster_models
 from .settings import Setting
@@ -184,9 +184,7 @@ class HFLDD(Method):
 
     # ---- analyst -------------------------------------------------------------------------------
     def fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult:
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=1):
+        with one_blas_thread():
             return self._fit(bundles, context)
 
     def _fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult:
