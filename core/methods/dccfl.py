@@ -15,13 +15,17 @@ Selection (issue #15, "results a small consortium can trust"):
   rows), repeated ``cv_repeats`` times (auto: ⌈100 / median rows⌉, 1–3). For every split, every distinct
   cluster over the t grid is trained on the training folds of its members (one batched fit) and scored on
   each member's test fold; a site's CV accuracy of a candidate is correct predictions / tested rows.
-- Never worse than alone, by construction: each site's candidates also include models trained on its own
-  received rows only — the singleton MLP and a logistic regression (the linear twin of the baseline a site
-  keeps, :mod:`core.learn.local_model`). t maximises the mean over sites of max(cluster CV accuracy, own CV
-  accuracy); each site is then sent its cluster's model, or its own-rows model when that cross-validates
-  strictly better (or equally well at a site with < 30 rows, whose estimate cannot tell them apart). The
-  own-rows model is the linear one unless the MLP cross-validates strictly better (always linear at a site
-  with < 30 rows, for the same reason). Ties in t → the larger t.
+- Never worse than alone, by construction: each site's candidates also include a model of its own received
+  rows only — a logistic regression (:func:`_fit_linear`, the twin of the baseline the site keeps,
+  :mod:`core.learn.local_model`). A site keeps its own model when that cross-validates strictly better than
+  its cluster's; a site with < 30 rows, whose estimates cannot tell small differences from noise, keeps its
+  own unless its cluster's is clearly better on the same CV rows (McNemar's exact one-sided test at 5 %,
+  :func:`clearly_better`). t maximises the mean over sites of the CV accuracy of what each site would be sent;
+  ties in t → the larger t. A package that says "keep your own" (``model`` = ``own``) is applied with the
+  logistic regression the site trained on its raw rows at export, when its workspace holds it: exactly the
+  model it would have had alone. (An own-rows MLP is no separate candidate: taking the better of two noisy
+  own-rows scores favoured "alone" by chance — measured on the DC-CFL benchmark's gesture cells; a singleton
+  cluster at a small t still trains one.)
 - Honest numbers: the summary gives, per site, the CV accuracy of what it is sent and of its own-rows model,
   each with n = the site's rows and a 95 % Wilson interval (:mod:`core.learn.intervals`), and flags a site
   whose interval is wider than 20 pt.
@@ -56,7 +60,8 @@ from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
 from ..learn.alignment import AnchorBasis, DCAlignment, SiteMapping
 from ..learn.client_clustering import T_GRID, LabelDistributionClustering
-from ..learn.intervals import WEAK_ROWS, describe, estimate
+from ..learn.intervals import WEAK_ROWS, describe, estimate, mcnemar_p
+from ..learn.local_model import has_local_model, local_predict_proba
 from ..learn.mlp import BatchedMLP, MLPWeights
 from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, one_blas_thread
 from .dc_site import SITE_SETTINGS, LabelledDCSite, check_anchor_width, site_map
@@ -155,10 +160,23 @@ def _opt_int(v) -> int | None:
     return None if v in (None, 0, "none") else int(v)
 
 
-def _correct(model: ClusterModel, site: int, bundle: ReceivedBundle, rows: np.ndarray,
-             prior: np.ndarray | None = None) -> int:
+def _hits(model: ClusterModel, site: int, bundle: ReceivedBundle, rows: np.ndarray,
+          prior: np.ndarray | None = None) -> np.ndarray:
+    """Which of the site's ``rows`` the model classifies correctly (bool, in ``rows`` order)."""
     p = model.predict_proba(site, bundle.arrays["x_tilde"][rows].astype(np.float64), prior)
-    return int(np.sum(p.argmax(axis=1) == bundle.arrays["y"][rows]))
+    return p.argmax(axis=1) == bundle.arrays["y"][rows]
+
+
+OWN = "own"  # the key of a site's own-rows (linear) candidate, beside cluster keys (tuples of sites)
+
+
+def clearly_better(first: np.ndarray, second: np.ndarray, repeats: int, level: float = 0.05) -> bool:
+    """Whether paired CV hits show ``first`` better than ``second``: McNemar's exact one-sided test on the rows
+    only one of them gets right, counted per repetition (a row tested r times counts once), p < ``level``."""
+    r = max(int(repeats), 1)
+    b = round(int(np.sum(first & ~second)) / r)
+    c = round(int(np.sum(~first & second)) / r)
+    return b > c and mcnemar_p(b, c, one_sided=True) < level
 
 
 def _fit_linear(bundles: list[ReceivedBundle], i: int, rows: np.ndarray, maps: dict, basis: AnchorBasis,
@@ -187,7 +205,9 @@ def _note(info: dict) -> str:
     if e and e["weak"]:
         notes.append(f"only {e['rows']} rows: the estimate is uncertain (95 % CI {e['low']:.2f}–{e['high']:.2f})")
     if info.get("model") == "own":
-        notes.append("the site's own-rows model cross-validated better than its cluster's; it is sent instead")
+        notes.append("the site's own-rows model cross-validated better than its cluster's (by more than the "
+                     f"estimate's noise, or not clearly worse at a site with fewer than {WEAK_ROWS} rows); the site "
+                     "keeps its own model")
     return "; ".join(notes)
 
 
@@ -371,8 +391,7 @@ class DCCFL(LabelledDCSite, Method):
         if len(partitions) > 1 or own_on:
             folds, repeats = resolve_cv(s, n_rows)
             splits = cv_splits(n_rows, folds, repeats, float(s["holdout"]), seed)
-            distinct = sorted({c for p in partitions.values() for c in p} | ({(i,) for i in range(S)} if own_on
-                                                                              else set()))
+            distinct = sorted({c for p in partitions.values() for c in p})
             jobs = [(si, c) for si, (tr, _) in enumerate(splits) for c in distinct
                     if sum(len(tr[i]) for i in c) > 0]
             control.phase(f"step 1 of 2, choosing the threshold ({len(partitions)} candidates)" if len(partitions) > 1
@@ -382,6 +401,7 @@ class DCCFL(LabelledDCSite, Method):
                                 max_rows=_opt_int(s["selection_max_rows"]),
                                 site_rows=_opt_int(s["selection_site_rows"]), control=control.sub(0.0, 0.6))
             correct = {c: np.zeros(S) for c in distinct}
+            paired: dict = {}   # (candidate, site) → the site's CV hits, one array per split (paired across candidates)
             tested = np.zeros(S)
             for _, te in splits:
                 tested += [len(r) for r in te]
@@ -395,7 +415,9 @@ class DCCFL(LabelledDCSite, Method):
                     if use_prior:
                         fit_counts = np.bincount(bundles[i].arrays["y"][tr[i]], minlength=K)
                         prior = prior_logit(fit_counts, model.class_counts, smoothing)
-                    correct[c][i] += _correct(model, i, bundles[i], te[i], prior)
+                    h = _hits(model, i, bundles[i], te[i], prior)
+                    correct[c][i] += int(h.sum())
+                    paired.setdefault((c, i), []).append(h)
             acc = {c: v / np.maximum(tested, 1) for c, v in correct.items()}
             n_eval = (tested / max(repeats, 1)).round().astype(int)   # rows behind each site's estimate
             if own_on:  # the site's own rows, linear: a logistic regression (what the site checks against)
@@ -403,32 +425,36 @@ class DCCFL(LabelledDCSite, Method):
                 for tr, te in splits:
                     for i in range(S):
                         if len(te[i]) and len(tr[i]):
-                            lin_correct[i] += _correct(_fit_linear(bundles, i, tr[i], maps, basis, s, K), i,
-                                                       bundles[i], te[i])
+                            h = _hits(_fit_linear(bundles, i, tr[i], maps, basis, s, K), i, bundles[i], te[i])
+                            lin_correct[i] += int(h.sum())
+                            paired.setdefault((OWN, i), []).append(h)
                 acc_lin = lin_correct / np.maximum(tested, 1)
         curve: dict[float, float] = {}
+        def keeps_own(i: int, mine: tuple[int, ...]) -> bool:
+            """Site i keeps its own model (the linear one) rather than its cluster ``mine``'s: when that
+            cross-validates strictly better; at a site with < WEAK_ROWS rows, whose estimates cannot tell small
+            differences from noise, unless the cluster's is clearly better on the same CV rows
+            (:func:`clearly_better`) — alone is the safe side."""
+            if not (acc and own_on):
+                return False
+            if n_rows[i] < WEAK_ROWS:
+                theirs, alone = (np.concatenate(paired.get(k, [np.zeros(0, bool)])) for k in ((mine, i), (OWN, i)))
+                if len(theirs) == len(alone) and len(theirs):
+                    return not clearly_better(theirs, alone, repeats)
+            return bool(acc_lin[i] > acc[mine][i] + 1e-12 or (n_rows[i] < WEAK_ROWS and acc_lin[i] >= acc[mine][i]))
+
         if acc:
-            # (a site with < WEAK_ROWS rows cannot tell an MLP from a linear model by CV: its own model is linear)
-            own_acc = np.array([acc_lin[i] if n_rows[i] < WEAK_ROWS else max(acc[(i,)][i], acc_lin[i])
-                                for i in range(S)]) if own_on else None
             for t, part in partitions.items():
                 site_acc = np.empty(S)
                 for c in part:
-                    site_acc[list(c)] = acc[c][list(c)]
-                curve[t] = float((np.maximum(site_acc, own_acc) if own_on else site_acc).mean())
+                    for i in c:
+                        site_acc[i] = acc_lin[i] if keeps_own(i, c) else acc[c][i]
+                curve[t] = float(site_acc.mean())
         best = max(curve, key=lambda t: (round(curve[t], 12), t)) if len(curve) > 1 else next(iter(partitions))
         final = partitions[best]
         cluster_of = {i: k for k, members in enumerate(final) for i in members}
-        # Per site: its cluster's model, or its own-rows model when that cross-validates strictly better.
-        # A site keeps its own-rows model when that cross-validates better than its cluster's — or as well, when
-        # the site has fewer than WEAK_ROWS rows (its estimate cannot tell them apart; alone is the safe side).
-        # The own model is the linear one unless the MLP cross-validates strictly better.
-        own_pick = [bool(own_on and acc and (own_acc[i] > acc[final[cluster_of[i]]][i] + 1e-12 or (
-            n_rows[i] < WEAK_ROWS and own_acc[i] >= acc[final[cluster_of[i]]][i] - 1e-12))) for i in range(S)]
-        linear = [bool(own_pick[i] and (n_rows[i] < WEAK_ROWS or acc_lin[i] >= acc[(i,)][i] - 1e-12))
-                  for i in range(S)]
+        own_pick = [keeps_own(i, final[cluster_of[i]]) for i in range(S)]
         need = [c for c in final if any(not own_pick[i] for i in c)]
-        need += [(i,) for i in range(S) if own_pick[i] and not linear[i] and (i,) not in need]
         control.phase(("step 2 of 2, " if acc else "") + f"training the final model{'s' if len(need) > 1 else ''}"
                       + f" at t = {best:g}")
         control.step(0.6, "starting")
@@ -437,24 +463,24 @@ class DCCFL(LabelledDCSite, Method):
                              on_epoch=on_epoch) if need else []
         model_of: dict = dict(zip(need, trained, strict=True))
         for i in range(S):
-            if linear[i]:
-                model_of[("linear", i)] = _fit_linear(bundles, i, np.arange(n_rows[i]), maps, basis, s, K)
+            if own_pick[i]:
+                model_of[(OWN, i)] = _fit_linear(bundles, i, np.arange(n_rows[i]), maps, basis, s, K)
         packages, sites = [], []
         for i, b in enumerate(bundles):
-            key = ("linear", i) if linear[i] else (i,) if own_pick[i] else final[cluster_of[i]]
-            cm = model_of[key]
+            cm = model_of[(OWN, i)] if own_pick[i] else model_of[final[cluster_of[i]]]
             arrays = {**cm.mappings[i].to_arrays(), "scaler_mean": cm.mean, "scaler_scale": cm.scale,
                       **cm.model.to_arrays("mlp")}
             if s["prior_correction"]:
                 arrays["prior_logit"] = prior_logit(counts[i], cm.class_counts, smoothing)
             info = {"model": "own" if own_pick[i] or len(final[cluster_of[i]]) == 1 else "cluster"}
             if own_pick[i]:
-                info["own_kind"] = "linear" if linear[i] else "mlp"
+                info["own_kind"] = "linear"
             if acc:
-                info["expected"] = estimate(float(own_acc[i] if own_pick[i] else acc[key][i]), int(n_eval[i]))
+                info["expected"] = estimate(float(acc_lin[i] if own_pick[i] else acc[final[cluster_of[i]]][i]),
+                                            int(n_eval[i]))
                 info["cluster_model"] = estimate(float(acc[final[cluster_of[i]]][i]), int(n_eval[i]))
                 if own_on:
-                    info["own_model"] = estimate(float(own_acc[i]), int(n_eval[i]))
+                    info["own_model"] = estimate(float(acc_lin[i]), int(n_eval[i]))
                     info["expected_gain"] = info["expected"]["accuracy"] - info["own_model"]["accuracy"]
             manifest = {"method": self.name, "cluster": cluster_of[i], "cluster_size": len(cm.members),
                         "t": best, "classes": list(classes), "architecture": cm.model.architecture(),
@@ -552,6 +578,12 @@ class DCCFL(LabelledDCSite, Method):
     # ---- site, after the round -----------------------------------------------------------------
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
+        """The package's model on f(X); when the analyst chose the site's own linear model (``model`` = own,
+        ``own_kind`` = linear) and the workspace keeps the site's own-rows model (the logistic regression on its
+        raw rows trained at export, :mod:`core.learn.local_model`), that model itself: the package's linear
+        model is its twin on the reduced rows, the kept one is what the site would have alone, exactly."""
+        if manifest.get("model") == "own" and manifest.get("own_kind") == "linear" and has_local_model(private_arrays):
+            return _columns(list(manifest["classes"]), local_predict_proba(private_arrays, X))
         f = site_map(private_arrays)
         mapping = SiteMapping.from_arrays(arrays)
         model = MLPWeights.from_arrays(arrays, "mlp")
@@ -562,11 +594,14 @@ class DCCFL(LabelledDCSite, Method):
         prior = arrays.get("prior_logit")
         if prior is not None and (np.shape(prior) != (len(classes),) or not np.all(np.isfinite(prior))):
             raise FormatError("the package's class-prior correction does not match its class list")
-        proba = adjust_proba(model.predict_proba(Z), prior)
-        out = {"prediction": np.asarray(classes, dtype=object)[proba.argmax(axis=1)]}
-        for k, c in enumerate(classes):
-            out[f"prob_{c}"] = proba[:, k]
-        return out
+        return _columns(classes, adjust_proba(model.predict_proba(Z), prior))
+
+
+def _columns(classes: list[str], proba: np.ndarray) -> dict[str, np.ndarray]:
+    out = {"prediction": np.asarray(classes, dtype=object)[proba.argmax(axis=1)]}
+    for k, c in enumerate(classes):
+        out[f"prob_{c}"] = proba[:, k]
+    return out
 
 
 class DC(DCCFL):
