@@ -269,6 +269,13 @@ def test_missing_value_forms(tmp_path):
     assert "line 3, column 'bmi' is missing (the row ends before it)" in error_of(p, labels=False)
 
 
+def test_spaces_around_numbers_and_labels_are_ignored(tmp_path):
+    p = write(tmp_path, "age,bmi,outcome\n 30 , 22.5 , yes \n31,24,no\n")
+    t = read_table(p, SCHEMA)
+    np.testing.assert_allclose(t.X, [[30, 22.5], [31, 24]])
+    assert t.y.tolist() == [SCHEMA.classes.index("yes"), SCHEMA.classes.index("no")]
+
+
 def test_mean_imputation(tmp_path):
     p = write(tmp_path, "age,bmi,outcome\n30,20,yes\n31, NA ,no\n,24,yes\n35,null,no\n")
     t = read_table(p, SCHEMA, options=CsvOptions(impute="mean"))
