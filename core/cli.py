@@ -279,6 +279,10 @@ def cmd_participant_apply(args) -> None:
         f"results: {res.out_path} ({res.rows:,} rows; columns {', '.join(res.columns)})",
         f"written as {res.output_format.describe()}"
         + (" (like the input)" if res.output_format == res.input_format else ""))
+    if res.kept_own:
+        from .wording import KEPT_OWN_WORDS
+
+        say(f"note: {KEPT_OWN_WORDS}")
     if res.validation:
         _say_validation(res.validation)
     if res.summary.get("note"):

@@ -166,6 +166,7 @@ class ApplyResult:
     output_format: CsvFormat | None = None
     warnings: list[str] = field(default_factory=list)
     validation: dict | None = None  # with ``validate``: the package beside the site's own model (see below)
+    kept_own: bool = False  # the package said "keep your own model" and the workspace's own-rows model was used
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:
@@ -349,8 +350,10 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                               "run_seq": manifest.get("run_seq"),
                               "applied": utc_now(), "out": str(Path(out_path).resolve())})
     control.step(1.0, "done")
+    kept_own = bool(manifest.get("model") == "own" and manifest.get("own_kind") == "linear"
+                    and has_local_model(private))
     return ApplyResult(Path(out_path), int(table.n_rows), list(columns), method.name, manifest, fmt, out_fmt,
-                       warnings, validation)
+                       warnings, validation, kept_own)
 
 
 def _validate(columns: dict, private: dict, table: LocalTable, classes: list[str], manifest: dict) -> dict:

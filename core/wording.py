@@ -64,3 +64,7 @@ def leaves_sentence(n_rows: int, n_columns: int, kept: int, *, labels: str = "no
     if noise:
         text += f" Random noise of {noise:g} × each column's spread is added before it leaves."
     return text
+
+# A package that tells the site to keep its own model (issue #15): what ``participant apply`` says.
+KEPT_OWN_WORDS = ("the analyst's cross-validation found your own model better for your rows than the shared one, "
+                  "so these results come from the model trained on your own rows when you exported")

@@ -83,3 +83,27 @@ def test_apply_validate_scores_package_beside_own_model(round_dir, capsys):
     pkg, loc, rec = (np.mean(res[c].to_numpy() == truth) for c in ("prediction", "local_prediction", "recommended"))
     assert rec == max(pkg, loc) or (pkg == loc and rec == pkg)
     assert f"{pkg:.3f}" in out and f"{loc:.3f}" in out
+
+
+def test_a_package_that_says_keep_your_own_applies_the_sites_own_model(tmp_path, monkeypatch, capsys):
+    """Sites of 21 training rows: each keeps its own model unless its cluster's is clearly better; applying such
+    a package gives exactly the own-rows model's predictions, and the site is told so."""
+    import json
+
+    monkeypatch.setenv("DCSTUDIO_PASSPHRASE", PASS)
+    sites = make_sites(tmp_path / "data", rows=30)
+    export_dccfl_round(tmp_path, sites, "K", "epochs=5")
+    assert run("analyst", "run", "--kit", tmp_path / "p.dckit", "--identity", tmp_path / "analyst/analyst.dcid",
+               "--bundles", tmp_path / "bundles", "--out", tmp_path / "out", *confirm(tmp_path, list(sites))) == 0
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    kept = [x["site"] for x in summary["sites"] if x.get("model") == "own" and x.get("own_kind") == "linear"]
+    assert kept, summary["sites"]
+    for name in kept:
+        capsys.readouterr()
+        out_csv = tmp_path / f"{name}-res.csv"
+        assert run("participant", "apply", "--package", tmp_path / "out" / f"{name}.dcpkg", "--identity",
+                   tmp_path / name / f"{name}.dcid", "--csv", sites[name][1], "--out", out_csv, "--validate") == 0
+        out = capsys.readouterr().out
+        assert "found your own model better for your rows" in out
+        res = pd.read_csv(out_csv)
+        assert (res["prediction"] == res["local_prediction"]).all()

@@ -35,6 +35,7 @@ from core.formats.kit import Kit
 from core.formats.workspace import SiteWorkspace, default_workspace
 from core.learn.intervals import describe
 from core.participant import ApplyResult, apply_package
+from core.wording import KEPT_OWN_WORDS
 
 from ..screen import fit_window
 from ..widgets import EmptyNote, JobPanel, MessageLabel, passphrase_edit
@@ -357,7 +358,8 @@ class ResultsWindow(QWidget):
                                                    cols=html.escape(", ".join(result.columns[:4]) + (
                                                        ", …" if len(result.columns) > 4 else "")),
                                                    shown=shown))
-        self.validation_label.setText(self._validation_text(result.validation))
+        kept = ("<p>" + html.escape(self.tr(KEPT_OWN_WORDS).capitalize()) + ".</p>") if result.kept_own else ""
+        self.validation_label.setText(kept + self._validation_text(result.validation))
         if result.warnings:  # the same package again, or one superseded by a newer run
             self.message.show_message("warning", self.tr("Done: {path}. Note: {warnings}").format(
                 path=result.out_path, warnings=" ".join(result.warnings)))
