@@ -355,7 +355,10 @@ def test_results_window_applies_a_package(qtbot, project, round_packages, tmp_pa
     assert not r.plot_note.shown
     copy = r.save_copy(tmp_path / "copy.csv")
     assert copy.read_bytes() == out.read_bytes()
-    assert r.validation_label.text() == ""
+    # no check asked for: nothing but, when the package says so, that the site's own model was used
+    kept = r.outcome["result"].kept_own
+    assert ("found your own model better" in r.validation_label.text()) == kept
+    assert kept or r.validation_label.text() == ""
 
     # the site checks before it trusts: the labelled rows score the package beside its own-rows model
     r.validate_check.setChecked(True)
