@@ -195,6 +195,8 @@ def test_import_shows_refusals_with_reasons(qtbot, project):
     confirm_all(qtbot, w)
     assert len(w.state.bundles) == 4 and not w.state.pending
     assert sorted(b.site for b in w.state.bundles) == ["site0", "site1", "site2", "site3"]
+    # after the last sender's tick the message says where the project stands, not only that one import
+    assert "4 bundle(s) imported in this project so far" in bp.message.text()
     ok, refused = bp.rows_by_status("imported"), bp.rows_by_status("refused")
     assert len(ok) == 4 and len(refused) == 3
     reasons = {bp.table.item(r, COL_FILE).text().split(":")[0]: bp.table.item(r, COL_FILE).text() for r in refused}

@@ -274,7 +274,10 @@ class BundlesPage(QWidget):
         n_wait = sum(r.status == "unconfirmed" for r in reports)
         n_bad = len(reports) - n_ok - n_wait
         kind = "warning" if n_bad or n_wait else "ok"
+        total = len(self.rows_by_status("imported"))
         text = self.tr("{ok} imported, {bad} refused.").format(ok=n_ok, bad=n_bad)
+        if total > n_ok:  # e.g. after confirming one more sender: say where the project stands, not only the last step
+            text += " " + self.tr("{total} bundle(s) imported in this project so far.").format(total=total)
         if n_wait:
             text += " " + self.tr("{n} file(s) wait until you confirm their sender's fingerprint.").format(n=n_wait)
         self.message.show_message(kind, text)
