@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
@@ -263,6 +264,7 @@ class ProjectPage(QWidget):
         self.task_combo = _short_combo()
         self.task_combo.addItem(self.tr("Classification (predict a label)"), "classification")
         self.task_combo.addItem(self.tr("Clustering (group the rows)"), "clustering")
+        self.task_combo.setSizeAdjustPolicy(QComboBox.AdjustToContents)  # two short choices: never elided
         self.task_combo.currentIndexChanged.connect(self._task_changed)
         form.addRow(self.tr("&Task:"), self.task_combo)
         self.label_combo = _short_combo()
@@ -301,6 +303,8 @@ class ProjectPage(QWidget):
         mform = _form(method_box)
         self.method_combo = _short_combo()
         self.method_combo.setMinimumContentsLength(34)
+        # a method's name and title are long: the combo takes the row's width (elided only in a narrow window)
+        self.method_combo.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         self.method_combo.currentIndexChanged.connect(self._method_changed)
         self.method_combo.setToolTip("\n".join(f"{n}: {c.title}" for n, c in METHODS.items()))
         mform.addRow(self.tr("&Method:"), self.method_combo)
