@@ -220,7 +220,7 @@ class ModelsPage(QWidget):
         elif not uses_t:
             self.t_label.setText(self.tr("not used by method {m}").format(m=self.state.kit.method))
         elif self.state.t_choice == "auto":
-            self.t_label.setText(self.tr("automatic (chosen on held-out rows)"))
+            self.t_label.setText(self.tr("automatic (chosen by cross-validation on the received rows)"))
         else:
             self.t_label.setText(self.tr("t = {t:.2f} (set on the Clients page)").format(t=float(self.state.t_choice)))
 
