@@ -8,8 +8,9 @@ Algorithm (``core/learn/gold.py`` holds the engine; the paper's equation numbers
    * FCPL (competitive penalised learning, Eqs. 8–22) on Z_i with round(``k0`` · n_i) starting candidates,
      at most ``max_candidates`` (site setting); singleton clusters are eliminated implicitly;
    * the guard: no micro-cluster of fewer than ``min_cluster_rows`` rows is shipped (``small_clusters``:
-     ``"pool"`` smallest first joins the nearest group in Z_i, ``"merge"`` joins the nearest large group,
-     ``"ward"`` the least Ward cost, ``"drop"`` leaves the rows out; :func:`core.learn.gold._guard`);
+     ``"ward"`` (default) smallest first joins the group of least Ward cost n_a n_b/(n_a+n_b)·‖c_a − c_b‖²
+     in Z_i, ``"pool"`` the nearest group, ``"merge"`` the nearest large group, ``"drop"`` leaves the rows
+     out; :func:`core.learn.gold._guard`);
    * ships the p_i micro-cluster centroids **in raw units** (centroids are means, so μ_i + σ_i·c is the exact
      mean of the member rows), their row counts, and the column statistics n_i, Σx, Σx²; optional Gaussian
      noise of std ``noise`` × σ_i on the centroids. It keeps each row's micro-cluster (private).
