@@ -614,7 +614,7 @@ def run(args, say: Callable[[str], None] = print) -> dict[str, Any]:
         if partial:  # every finished task at once, so an interrupted run can still be summarised
             with partial.open("a") as fh:
                 fh.write(json.dumps(r, default=_jsonable) + "\n")
-        say(f"[{len(recs)}/{len(tasks)}] {r['kind']} {r['dataset']} seed {r['seed']} "
+        say(f"[{len(recs)}/{len(tasks) - 1}] {r['kind']} {r['dataset']} seed {r['seed']} "
             f"({time.perf_counter() - started:.0f} s)")
 
     if jobs <= 1:
