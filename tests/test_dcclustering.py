@@ -267,7 +267,7 @@ def test_a_bundle_reduced_for_the_other_scaling_is_refused():
                             parse_blocks("block0=a,b;block1=c,d"))
     kit = SimpleNamespace(schema=schema)
     DCClustering(scaling="raw").check_bundle(bundle, kit)
-    DCClustering().check_bundle(bundle, kit)  # raw is the default
+    DCClustering(scaling="raw").check_bundle(bundle, kit)
     with pytest.raises(FormatError, match="scaling is 'range'"):
         DCClustering(scaling="range").check_bundle(bundle, kit)
     with pytest.raises(ConfigError, match="setting 'scaling' must be"):
@@ -311,11 +311,11 @@ def test_benchmark_smoke(tmp_path):
     res = run(["tiny"], 2, protocol=Protocol(c=3, ablation=False, synthetic_per_cluster=30), synthetic=True,
               json_path=tmp_path / "r.json", loader=loader, say=lambda *_: None)
     rows = {(r["algorithm"], r["method"], r["metric"]): r for r in res["rows"] if r["dataset"] == "tiny"}
-    assert rows[("kmeans", "DC-Clustering (product default, scaling=raw)", "ARI")]["seeds"] == 2
+    assert rows[("kmeans", "DC-Clustering, scaling=raw (reproduces the paper)", "ARI")]["seeds"] == 2
     assert ("kmeans", "Kumar et al. (raw)", "ACC") in rows and ("spectral", "CC (range)", "NMI") in rows
-    assert res["summary"]["pct_delta"]["kmeans vs CC (raw)"]["DC-Clustering (product default, scaling=raw)"][
+    assert res["summary"]["pct_delta"]["kmeans vs CC (raw)"]["DC-Clustering, scaling=raw (reproduces the paper)"][
         "mean_abs_pct_delta"] is not None
-    bound = res["summary"]["pct_delta"]["spectral DC-Clustering (product default, scaling=raw) vs bound"]
+    bound = res["summary"]["pct_delta"]["spectral DC-Clustering, scaling=raw (reproduces the paper) vs bound"]
     assert bound["mean_abs_pct_delta"] is not None
     assert ("kmeans", "DC-Clustering, scaling=range", "ARI") in rows and "Headline" in (tmp_path / "r.md").read_text()
     assert json.loads((tmp_path / "r.json").read_text())["experiment"] == "dcclustering"

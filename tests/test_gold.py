@@ -70,7 +70,7 @@ def test_guard_ships_no_centroid_of_fewer_than_min_rows():
     X = np.round(rng.normal(size=(120, 4)) * 3)  # integer columns: a 2-row mean would reveal its rows
     plain = G.fcpl_site(X, seed=0)
     assert plain.counts.min() < G.MIN_SIZE  # FCPL alone ships tiny micro-clusters
-    for guard in ("merge", "drop"):
+    for guard in ("merge", "drop", "pool", "ward"):
         s = G.fcpl_site(X, seed=0, min_size=G.MIN_SIZE, guard=guard)
         assert s.counts.min() >= G.MIN_SIZE
         assert s.guard_rows == int(plain.counts[plain.counts < G.MIN_SIZE].sum()) > 0
@@ -85,6 +85,26 @@ def test_guard_ships_no_centroid_of_fewer_than_min_rows():
     assert np.array_equal(noisy.counts, merged.counts) and not np.allclose(noisy.centroids, merged.centroids)
     tiny = G.fcpl_site(X[:3], seed=0, min_size=5)  # a site with fewer rows than the minimum ships nothing
     assert len(tiny.counts) == 0 and (tiny.labels == -1).all()
+
+
+def test_pooling_guards_join_neighbouring_small_groups_before_a_large_one():
+    """Two 3-row groups side by side, one 30-row group far away, one 2-row group beside it: "merge" pushes both
+    3-row groups into the far large group; "pool" and "ward" pool them (6 rows) and leave the large one alone
+    except for its 2-row neighbour; every kept group then holds ≥ 5 rows, every row kept, means exact."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, .1, (30, 2)) + [10, 0], rng.normal(0, .1, (3, 2)), rng.normal(0, .1, (3, 2)) + [1, 0],
+                   rng.normal(0, .1, (2, 2)) + [10.5, 0]])
+    lab = np.repeat([0, 1, 2, 3], [30, 3, 3, 2])
+    merged = G.fcpl_site(X, standardise=False, init_labels=lab, min_size=5, guard="merge")
+    assert len(merged.counts) == 1 and merged.guard_rows == 8 and merged.guard_clusters == 3
+    for how in ("pool", "ward"):
+        s = G.fcpl_site(X, standardise=False, init_labels=lab, min_size=5, guard=how)
+        assert sorted(s.counts) == [6, 32] and (s.labels >= 0).all()
+        assert s.labels[30] == s.labels[35] != s.labels[0] == s.labels[36]
+        for j, c in enumerate(s.centroids):
+            assert np.allclose(c, X[s.labels == j].mean(axis=0)) and s.counts[j] >= 5
+    with pytest.raises(ConfigError, match="unknown guard"):
+        G.fcpl_site(X, standardise=False, init_labels=lab, min_size=5, guard="nearest")
 
 
 def test_federated_scaling_equals_the_pooled_zscore_of_the_union():
@@ -171,3 +191,18 @@ def test_bench_trial_runs_every_row_on_small_data():
     s = B.summarise([rec])
     assert any(r["method"] == B.PAPER_ROW and r["protocol"] == "IV" for r in s["rows"])
     assert B.purity(np.array([0, 0, 1, 1]), np.array([5, 5, 5, 7])) == 0.75
+
+
+def test_partition_takes_the_authors_rows_and_classes_per_client():
+    from core.bench import gold as B
+
+    X, y = _blobs([80, 60, 50, 40], seed=2, spread=2.0)
+    rows, classes = [10, 25, 40, 5, 12, 30, 8, 20], [2, 3, 4, 2, 2, 3, 2, 4]
+    parts = B.non_icd_partition(X, y, np.random.default_rng(0), sizes=(rows, classes))
+    for p, n, m in zip(parts, rows, classes, strict=True):
+        assert len(p) <= n and len(np.unique(p)) == len(p) and len(np.unique(y[p])) <= m
+    st = B.split_stats(parts, y)
+    assert np.mean(st["rows_per_client"]) > 0.8 * np.mean(rows)  # capped by the pool only
+    generic = B.non_icd_partition(X, y, np.random.default_rng(1))
+    for p in generic:  # n = f · (rows of the picked classes), f ≤ 0.35
+        assert 2 <= len(p) <= 0.35 * sum((y == c).sum() for c in np.unique(y[p])) + 1

@@ -161,9 +161,9 @@ def test_create_identity_and_kit_by_clicking(qtbot, tmp_path, project, monkeypat
     page.task_combo.setCurrentIndex(page.task_combo.findData("clustering"))
     assert page.method_combo.currentData() == "dcclustering" and form.widget("scaling") is not None
     assert form.widget("t") is None and not page.anchor_box.isHidden()
-    assert page.method_settings()["scaling"] == "raw"
-    form.set_value("scaling", "range")
     assert page.method_settings()["scaling"] == "range"
+    form.set_value("scaling", "raw")
+    assert page.method_settings()["scaling"] == "raw"
     form.set_value("k_range", [2, 1])  # an advanced setting, checked against its declaration
     with pytest.raises(DCError, match="k_range"):
         page.method_settings()

@@ -7,16 +7,19 @@ Protocol (reference notes §1(b), §1(f); every open choice is in ``CHOICES`` an
   columns AC, FM, UC, DL, DP rounded to 3 decimals (GOLD's copy). The paper recipe z-scores the whole data
   set (population std) before partitioning.
 * Non-ICD partitions (Steps 1–5 of §IV-A, counts reconstructed): 8 clients, each independently picks
-  m ~ U{2..K} classes; every picked class is split by k-means into s ~ U{2..5} sub-clusters, t ~ U{1..s}
-  of them are kept, and a fraction f ~ U[0.1, 0.6] of the pooled rows is sampled. Rows may be held by
-  several clients. The ranges were chosen to match the statistics of the authors' partition files (rows
-  and classes per client, measured here and printed beside ours); nothing is tuned on clustering scores.
+  m classes; every picked class is split by k-means into s ~ U{2..5} sub-clusters, t ~ U{1..⌊s/2⌋} of them are
+  kept, and n rows of that pool are sampled. Rows may be held by several clients. On GOLD's ten sets m and
+  n of client i are those of the authors' partition files (measured here, ``AUTHORS_SPLITS``), so rows and
+  classes per client match theirs, and the ⌊s/2⌋ cap matches their local density (``AUTHORS_LOCAL``);
+  elsewhere m ~ U{2..K}, n = f · (rows of the picked classes), f ~ U[0.05, 0.35]. Nothing is tuned on
+  clustering scores.
 * Table IV protocol: the label of every client row (duplicates kept), against its class. Table III
   protocol: every row of the complete data set assigned to the nearest global centroid. Purity, ARI, NMI
   (arithmetic, scikit-learn's default as in the authors' code), ACC (Hungarian; unmatched clusters wrong).
 * Rows: GOLD as the authors run it (η = 0.05, k₀ = k₁ = 0.5, ≤ 31 epochs, k = the class count, REMC
   failures retried at the analyst with a new seed and counted); GOLD + the product's guard (micro-clusters
-  of < 5 rows merged into the nearest larger one); GOLD with federated scaling (sites ship n, Σx, Σx²; the
+  of < 5 rows joined, smallest first, to the group of least Ward cost; "[merge]" / "[pool]" rows: into the
+  nearest large group / the nearest group); GOLD with federated scaling (sites ship n, Σx, Σx²; the
   pooled mean/std of the union of client rows replaces the full-data z-score: "pre-round" = every site
   standardises with the pooled statistics, "one-shot" = every site standardises with its own and the
   analyst re-scales the shipped centroids); FCPL/MCPL ablation (k-means replaces FCPL with the same number
@@ -61,7 +64,16 @@ ABL_F = "Ablation: FCPL ✗ (k-means at sites), MCPL ✓"
 ABL_B = "Ablation: FCPL ✗, MCPL ✗"
 KFED = "k-FED (official, k′ = ⌈√k⌉)"
 CENTRAL = "Centralised k-means (pooled data)"
-ROWS = (PAPER_ROW, GUARD, FED, FED_GUARD, ONE, ONE_GUARD, ABL_M, ABL_F, ABL_B, KFED, CENTRAL)
+GUARD_STUDY = ("merge", "pool", "ward")  # guard variants measured beside the default (G.GUARD_DEFAULT)
+
+
+def guard_row(base: str, variant: str) -> str:
+    """Row name of a guard variant: the base name for the product's default, else "base [variant]"."""
+    return base if variant == G.GUARD_DEFAULT else f"{base} [{variant}]"
+
+
+ROWS = (PAPER_ROW, GUARD, FED, FED_GUARD, ONE, ONE_GUARD, ABL_M, ABL_F, ABL_B, KFED, CENTRAL,
+        *(guard_row(b, v) for b in (GUARD, FED_GUARD, ONE_GUARD) for v in GUARD_STUDY if v != G.GUARD_DEFAULT))
 QUICK_ROWS = (PAPER_ROW, GUARD, FED_GUARD, ONE_GUARD, KFED, CENTRAL)
 
 ORDER = list(DATASETS)
@@ -137,13 +149,27 @@ AUTHORS_SPLITS = {
     "PE": ([525, 1108, 1010, 1359, 971, 438, 206, 610], [2, 8, 4, 10, 7, 5, 3, 3], 1.18, 0.48),
     "LE": ([1018, 738, 698, 1924, 1172, 2303, 2747, 781], [14, 6, 4, 9, 8, 17, 26, 10], 1.24, 0.46),
 }
+# Local sampling density of the same files: for every client row, the share of its 10 nearest rows of the same
+# class (whole data set) that the client also holds, averaged over (client, class) pairs with ≥ 5 rows.
+AUTHORS_LOCAL = {"EC": .437, "US": .392, "VE": .429, "EP": .274, "YE": .410, "CA": .415, "LA": .409, "WI": .371,
+                 "PE": .332, "LE": .398}
 CHOICES = [
     "GOLD settings from the authors' code: eta 0.05, k0 = k1 = 0.5 (fractions of the row count), at most 31 "
     "CPL epochs and 31 REMC iterations, unweighted global centroids, k* = number of classes.",
     "REMC failures (fewer distinct granularity-label vectors than k*) restart MCPL + REMC at the analyst with "
     "the next seed (the sites are not re-run: one-shot); counted per cell. The authors' driver re-ran FCPL too.",
-    "Partition ranges: classes U{2..K}, k-means sub-clusters U{2..5} per class, kept U{1..s}, sampled fraction "
-    "U[0.1, 0.6], 8 clients, independent per client (duplicates across clients allowed).",
+    "Partitions: 8 clients, independent per client (rows may be held by several clients); k-means sub-clusters "
+    "s ~ U{2..5} per picked class, t ~ U{1..⌊s/2⌋} of them kept (a client sees at most half of a class's "
+    "sub-clusters: with U{1..s} the clients' rows were spread twice as thinly as the authors' — local density "
+    ".19-.29 vs their .27-.44 — and FCPL found about twice their micro-clusters per site on LE). "
+    "Client i of GOLD's ten sets takes the authors' class count m_i and "
+    "row count n_i (their partition files; n_i capped at the pool), so rows and classes per client match theirs; "
+    "which classes, sub-clusters and rows are random per seed. Other data sets: m ~ U{2..K}, n = f · (rows of "
+    "the picked classes), f ~ U[0.05, 0.35] (the spread of that share over the authors' 80 clients).",
+    "Guard (min 5 rows): the product's default 'ward' (smallest group first joins the group of least Ward cost) "
+    "was chosen over 'merge' (nearest large group) and 'pool' (nearest group) on a 5-seed study of these "
+    "partitions (paper, pre-round and one-shot scaling × 8 target sets: 1, 3 and 6 of 24 gaps below −0.03); "
+    "all three are rows here.",
     "Federated scaling uses the union of the client rows (duplicates counted), not the full data set the paper "
     "z-scored; the Table III rows of those variants are assigned after scaling with the same federated stats.",
     "FCPL-ablation sites run k-means (n_init 10) with as many clusters as FCPL found at that site.",
@@ -175,34 +201,79 @@ def zscore(X: np.ndarray) -> np.ndarray:
     return (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
 
 
-def non_icd_partition(Z: np.ndarray, y: np.ndarray, rng: np.random.Generator, clients: int = 8
-                      ) -> list[np.ndarray]:
-    """Row indices of every client (Steps 1–5, ranges in ``CHOICES``)."""
+FRACTION = (0.05, 0.35)  # the generic rule's f range: rows sampled = f × the rows of the picked classes
+
+
+def non_icd_partition(Z: np.ndarray, y: np.ndarray, rng: np.random.Generator, clients: int = 8,
+                      sizes: tuple[list[int], list[int]] | None = None, keep: str = "half") -> list[np.ndarray]:
+    """Row indices of every client (Steps 1–5 of §IV-A; rules in ``CHOICES``).
+
+    Client i picks m_i classes (Steps 1–2), k-means-splits each into s ~ U{2..5} sub-clusters and keeps
+    t of them (Steps 3–4: the candidate pool; ``keep="half"``: t ~ U{1..⌊s/2⌋}, ``"all"``: t ~ U{1..s}),
+    then samples n_i rows of the pool (Step 5). "half" matches the local density of the authors' files
+    (``AUTHORS_LOCAL``; "all" spreads a client's rows over twice the region).
+    ``sizes`` = (rows per client, classes per client) of the authors' partition files: m_i and n_i are
+    theirs (n_i capped at the pool). Otherwise m_i ~ U{2..K} and n_i = round(f_i · Σ_{picked c} |c|),
+    f_i ~ U``FRACTION`` — the fraction taken of the picked classes, not of the pool, which matches the
+    spread of that share over the authors' 80 clients (quantiles .09/.12/.18/.26/.34 at 10/25/50/75/90 %).
+    """
     from sklearn.cluster import KMeans
 
     classes = np.unique(y)
     out = []
-    for _ in range(clients):
-        m = int(rng.integers(2, len(classes) + 1))
-        pool = []
-        for c in rng.choice(classes, m, replace=False):
+    for i in range(clients):
+        m = int(sizes[1][i]) if sizes else int(rng.integers(2, len(classes) + 1))
+        pool, total = [], 0
+        for c in rng.choice(classes, min(m, len(classes)), replace=False):
             rows = np.flatnonzero(y == c)
+            total += len(rows)
             s = int(min(rng.integers(2, 6), len(rows)))
             lab = (KMeans(s, n_init=1, random_state=int(rng.integers(2**31))).fit_predict(Z[rows]) if s > 1
                    else np.zeros(len(rows), np.int64))
-            keep = rng.choice(s, int(rng.integers(1, s + 1)), replace=False)
-            pool.append(rows[np.isin(lab, keep)])
+            top = s if keep == "all" else max(1, s // 2)
+            kept = rng.choice(s, int(rng.integers(1, top + 1)), replace=False)
+            pool.append(rows[np.isin(lab, kept)])
         pool = np.concatenate(pool)
-        f = rng.uniform(0.1, 0.6)
-        out.append(rng.permutation(rng.choice(pool, max(2, int(round(f * len(pool)))), replace=False)))
+        n = int(sizes[0][i]) if sizes else int(round(rng.uniform(*FRACTION) * total))
+        out.append(rng.permutation(rng.choice(pool, min(len(pool), max(2, n)), replace=False)))
     return out
 
 
-def split_stats(parts: list[np.ndarray], y: np.ndarray) -> dict[str, Any]:
+def _sizes(name: str) -> tuple[list[int], list[int]] | None:
+    """The authors' (rows, classes) per client for GOLD's ten sets; None (the generic rule) otherwise."""
+    a = AUTHORS_SPLITS.get(name)
+    return (a[0], a[1]) if a else None
+
+
+def local_density(parts: list[np.ndarray], Z: np.ndarray, y: np.ndarray, neighbours: int = 10) -> float:
+    """Mean over (client, class) pairs with ≥ 5 rows of: the share of each client row's ``neighbours`` nearest
+    rows of its class (whole data set) that the client holds too — how densely a client samples its region."""
+    from scipy.spatial import cKDTree
+
+    out, trees = [], {}
+    for p in parts:
+        held = np.zeros(len(y), bool)
+        held[p] = True
+        for c in np.unique(y[p]):
+            rows = np.flatnonzero(y == c)
+            q = p[y[p] == c]
+            if len(q) < 5 or len(rows) <= neighbours:
+                continue
+            if c not in trees:
+                trees[c] = cKDTree(Z[rows])
+            nb = rows[trees[c].query(Z[q], neighbours + 1)[1][:, 1:]]
+            out.append(float(held[nb].mean()))
+    return float(np.mean(out)) if out else float("nan")
+
+
+def split_stats(parts: list[np.ndarray], y: np.ndarray, Z: np.ndarray | None = None) -> dict[str, Any]:
     union = np.unique(np.concatenate(parts))
     sizes = [len(p) for p in parts]
-    return {"rows_per_client": sizes, "classes_per_client": [int(len(np.unique(y[p]))) for p in parts],
-            "overlap": float(sum(sizes) / len(union)), "union_coverage": float(len(union) / len(y))}
+    out = {"rows_per_client": sizes, "classes_per_client": [int(len(np.unique(y[p]))) for p in parts],
+           "overlap": float(sum(sizes) / len(union)), "union_coverage": float(len(union) / len(y))}
+    if Z is not None:
+        out["local_density"] = local_density(parts, Z, y)
+    return out
 
 
 # ------------------------------------------------------------------------------------------ metrics
@@ -230,11 +301,11 @@ def _gold(sites: list[G.SiteResult], k: int, seed: int, mean, std, **kw) -> tupl
     return m, time.perf_counter() - t0
 
 
-def _guarded(sites: list[G.SiteResult], Xs: list[np.ndarray], mean=None, std=None, standardise=True
-             ) -> list[G.SiteResult]:
-    """The same micro-clusters after the guard (min 5 rows, merge)."""
+def _guarded(sites: list[G.SiteResult], Xs: list[np.ndarray], mean=None, std=None, standardise=True,
+             guard: str = G.GUARD_DEFAULT) -> list[G.SiteResult]:
+    """The same micro-clusters after the product's guard (min 5 rows; ``guard`` variant)."""
     return [G.fcpl_site(X, mean=mean, std=std, standardise=standardise, init_labels=s.labels,
-                        min_size=G.MIN_SIZE) for s, X in zip(sites, Xs, strict=True)]
+                        min_size=G.MIN_SIZE, guard=guard) for s, X in zip(sites, Xs, strict=True)]
 
 
 def trial(name: str, X: np.ndarray, y: np.ndarray, seed: int, rows: tuple[str, ...]) -> dict[str, Any]:
@@ -242,21 +313,22 @@ def trial(name: str, X: np.ndarray, y: np.ndarray, seed: int, rows: tuple[str, .
     rng = np.random.default_rng([zlib.crc32(name.encode()), seed])
     Z = zscore(X)
     k = int(len(np.unique(y)))
-    parts = non_icd_partition(Z, y, rng)
+    parts = non_icd_partition(Z, y, rng, sizes=_sizes(name))
     y_iv = np.concatenate([y[p] for p in parts])
     zero, one = np.zeros(X.shape[1]), np.ones(X.shape[1])
-    res: dict[str, Any] = {"dataset": name, "seed": seed, "split": split_stats(parts, y), "methods": {}}
+    res: dict[str, Any] = {"dataset": name, "seed": seed, "split": split_stats(parts, y, Z), "methods": {}}
     timing: dict[str, float] = {}
 
     def record(row: str, iv: np.ndarray, iii: np.ndarray, **extra) -> None:
         res["methods"][row] = {"IV": scores(y_iv, iv), "III": scores(y, iii), **extra}
 
     def gold_rows(sites, Xs, mean, std, standardise, plain: str | None, guarded: str | None, Xfull):
-        for row, ss in ((plain, sites), (guarded, None)):
+        todo = [(plain, sites, None)] + [(guard_row(guarded, v), None, v) for v in GUARD_STUDY]
+        for row, ss, variant in todo:
             if row is None or row not in rows:
                 continue
             if ss is None:
-                ss = _guarded(sites, Xs, mean, std, standardise)
+                ss = _guarded(sites, Xs, mean, std, standardise, variant)
             try:
                 m, sec = _gold(ss, k, seed, mean, std)
             except ConfigError as exc:
@@ -332,7 +404,7 @@ def scaling_trial(name: str, X: np.ndarray, y: np.ndarray, seed: int) -> dict[st
     k-means raw vs standardised, for the default-distance decision."""
     rng = np.random.default_rng([zlib.crc32(name.encode()), seed, 7])
     k = int(len(np.unique(y)))
-    parts = non_icd_partition(zscore(X), y, rng)
+    parts = non_icd_partition(zscore(X), y, rng, sizes=_sizes(name))
     y_iv = np.concatenate([y[p] for p in parts])
     out: dict[str, Any] = {"dataset": name, "seed": seed}
     for label, standardise in (("GOLD, standardised (one-shot pooled)", True), ("GOLD, raw units", False)):
@@ -413,7 +485,7 @@ def targets(rows: list[dict[str, Any]]) -> dict[str, Any]:
         kf = _cell(rows, d, "IV", KFED, "Purity")
         if kf is not None:
             diffs.append(pur["mean"] - kf["mean"])
-        for row in (GUARD, FED_GUARD, ONE_GUARD):
+        for row in (guard_row(b, v) for b in (GUARD, FED_GUARD, ONE_GUARD) for v in GUARD_STUDY):
             c = _cell(rows, d, "IV", row, "Purity")
             if c is not None:
                 guard_gaps.setdefault(row, {})[d] = c["mean"] - pur["mean"]
@@ -464,6 +536,8 @@ def _task(kind: str, name: str, seed: int, rows: tuple[str, ...], data_dir: str 
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(1):
+        if kind == "fcpl_timing":
+            return {"kind": kind, "dataset": "", "seed": seed, "timing": fcpl_timing(int(name))}
         if kind == "gold":
             X, y = load(name, data_dir)
             return {"kind": kind, **trial(name, X, y, seed, rows)}
@@ -491,16 +565,16 @@ def plan(quick: bool, seeds: int | None, datasets: list[str] | None, scaling: bo
     small = ["EC", "US", "VE", "YE", "EP"]
     chosen = datasets or (small if quick else list(DATASETS))
     rows = QUICK_ROWS if quick else ROWS
-    per = {} if quick else {"LA": 3, "WI": 3, "PE": 3, "LE": 2}
+    per: dict[str, int] = {}  # 10 seeds everywhere (LA, WI, PE, LE had 3, 3, 3, 2 while their clients were 2× larger)
     tasks = []
     for d in chosen:
         n = seeds if seeds else per.get(d, 3 if quick else 10)
         tasks += [("gold", d, s, rows) for s in range(n)]
     if scaling:
-        sc_seeds = 1
+        sc_seeds, dc_seeds = 1, (1 if quick else 3)  # DC-Clustering's default is decided on these: 3 seeds
         for d in (small if quick else list(DATASETS)) + (["iris", "heart", "banknote"] if quick else list(DC_SETS)):
             tasks += [("scaling", d, s, ()) for s in range(sc_seeds)]
-            tasks += [("dcscaling", d, s, ()) for s in range(sc_seeds)]
+            tasks += [("dcscaling", d, s, ()) for s in range(dc_seeds)]
     big = {"LE": 0, "PE": 1, "WI": 2, "LA": 3, "pendigits": 4}
     tasks.sort(key=lambda t: (t[0] != "gold", big.get(t[1], 9)))  # GOLD first, the largest first
     return tasks
@@ -518,7 +592,7 @@ def run(args, say: Callable[[str], None] = print) -> dict[str, Any]:
     seeds = getattr(args, "seeds", None)
     seeds = None if seeds in (None, 10) else int(seeds)  # 10 is the CLI default: use the per-set plan
     scaling = getattr(args, "rows", None) != 0 and not datasets
-    tasks = plan(quick, seeds, datasets, scaling)
+    tasks = [("fcpl_timing", str(10_000 if quick else 100_000), 0, ())] + plan(quick, seeds, datasets, scaling)
     jobs = int(os.environ.get("DCSTUDIO_BENCH_JOBS", min(2, os.cpu_count() or 1)))
     data_dir = getattr(args, "data_dir", None)
     json_path = Path(args.json) if getattr(args, "json", None) else None
@@ -529,12 +603,18 @@ def run(args, say: Callable[[str], None] = print) -> dict[str, Any]:
     started = time.perf_counter()
     recs: list[dict[str, Any]] = []
 
+    timing: dict[str, Any] = {}
+
     def done(r: dict[str, Any]) -> None:
+        if r["kind"] == "fcpl_timing":  # FCPL at one site, timed beside the other worker (as the bench runs)
+            timing.update(r["timing"])
+            say(f"FCPL timing done ({time.perf_counter() - started:.0f} s)")
+            return
         recs.append(r)
         if partial:  # every finished task at once, so an interrupted run can still be summarised
             with partial.open("a") as fh:
                 fh.write(json.dumps(r, default=_jsonable) + "\n")
-        say(f"[{len(recs)}/{len(tasks)}] {r['kind']} {r['dataset']} seed {r['seed']} "
+        say(f"[{len(recs)}/{len(tasks) - 1}] {r['kind']} {r['dataset']} seed {r['seed']} "
             f"({time.perf_counter() - started:.0f} s)")
 
     if jobs <= 1:
@@ -548,12 +628,14 @@ def run(args, say: Callable[[str], None] = print) -> dict[str, Any]:
             futs = [pool.submit(_task, t[0], t[1], t[2], t[3], data_dir) for t in tasks]
             for f in as_completed(futs):
                 done(f.result())
-    say("FCPL timing on one site …")
-    timing = fcpl_timing(10_000 if quick else 100_000)
+    import resource
+
+    cpu = sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+              for f in ("ru_utime", "ru_stime"))
     parts = ["dcstudio bench gold", *(["--quick"] if quick else []), *(f"--dataset {d}" for d in datasets or []),
              *([f"--seeds {seeds}"] if seeds else [])]
     parts += [f"--json {args.json}"] if json_path else []
-    result = build_result(recs, timing, " ".join(parts), time.perf_counter() - started, jobs)
+    result = build_result(recs, timing, " ".join(parts), time.perf_counter() - started, jobs, cpu_seconds=cpu)
     if json_path:
         write_json_atomic(json_path, json.loads(json.dumps(result, default=_jsonable)))
         write_text_atomic(json_path.with_suffix(".md"), markdown(result))
@@ -562,7 +644,7 @@ def run(args, say: Callable[[str], None] = print) -> dict[str, Any]:
 
 
 def build_result(recs: list[dict[str, Any]], timing: dict[str, Any], command: str, wall: float, jobs: int,
-                 note: str = "") -> dict[str, Any]:
+                 note: str = "", cpu_seconds: float | None = None) -> dict[str, Any]:
     gold_recs = sorted([r for r in recs if r["kind"] == "gold"], key=lambda r: (ORDER.index(r["dataset"]), r["seed"]))
     summary = summarise(gold_recs)
     present = [d for d in ORDER if any(r["dataset"] == d for r in gold_recs)]
@@ -572,6 +654,7 @@ def build_result(recs: list[dict[str, Any]], timing: dict[str, Any], command: st
 
     return {"experiment": "gold", "version": __version__, "machine": machine(), "command": command,
             "finished": datetime.now(UTC).isoformat(timespec="seconds"), "wall_seconds": wall, "jobs": jobs,
+            "cpu_seconds": cpu_seconds,
             "note": note, "choices": CHOICES, "rows": summary["rows"], "failures": summary["failures"],
             "targets": summary["targets"], "fcpl_timing": timing,
             "splits": per(lambda r: r["split"]),
@@ -580,7 +663,8 @@ def build_result(recs: list[dict[str, Any]], timing: dict[str, Any], command: st
             "trial_timing": per(lambda r: r["timing"]),
             "scaling_study": summarise_scaling([r for r in recs if r["kind"] == "scaling"]),
             "dc_scaling_study": summarise_scaling([r for r in recs if r["kind"] == "dcscaling"]),
-            "authors_splits": AUTHORS_SPLITS, "paper": {"tables_iii_iv_a2_a4": PAPER, "table_v": PAPER_TABLE_V}}
+            "authors_splits": AUTHORS_SPLITS, "authors_local_density": AUTHORS_LOCAL,
+            "paper": {"tables_iii_iv_a2_a4": PAPER, "table_v": PAPER_TABLE_V}}
 
 
 def resummarise(json_path: str | Path, command: str, wall: float, jobs: int = 2, note: str = "",
@@ -619,7 +703,9 @@ def markdown(result: dict[str, Any]) -> str:
     out = ["# GOLD benchmark (Tables III and IV on our Non-ICD partitions)", "",
            f"Command: `{result['command']}`  ", f"Machine: {result['machine']}  ",
            f"DC Studio {result['version']}, finished {result['finished']}, wall time {result['wall_seconds']:.0f} s "
-           f"with {result['jobs']} worker process(es). Seeds 0..n−1 per data set (n in the tables).", "",
+           f"with {result['jobs']} worker process(es)"
+           + (f", {result['cpu_seconds']:.0f} s CPU (user + system, all processes)" if result.get("cpu_seconds")
+              else "") + ". Seeds 0..n−1 per data set (n in the tables).", "",
            "Cells: our mean ± std over seeds; **[paper: mean ± sd]** is the published value (not measured here).", ""]
     if result.get("note"):
         out += [result["note"], ""]
@@ -665,13 +751,18 @@ def markdown(result: dict[str, Any]) -> str:
                        f"{f['runs_failed']} |")
     out += ["", "## Partitions: ours (mean over seeds) beside the authors' files", "",
             "| set | ours: rows/client | authors | ours: classes/client | authors | ours: overlap | authors "
-            "| ours: union coverage | authors |", "|---|---|---|---|---|---|---|---|---|"]
+            "| ours: union coverage | authors | ours: local density | authors |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for d, ss in result["splits"].items():
         a = AUTHORS_SPLITS[d]
+        loc = [s["local_density"] for s in ss if s.get("local_density") is not None]
         out.append(f"| {d} | {np.mean([np.mean(s['rows_per_client']) for s in ss]):.0f} | {np.mean(a[0]):.0f} | "
                    f"{np.mean([np.mean(s['classes_per_client']) for s in ss]):.1f} | {np.mean(a[1]):.1f} | "
                    f"{np.mean([s['overlap'] for s in ss]):.2f} | {a[2]:.2f} | "
-                   f"{np.mean([s['union_coverage'] for s in ss]):.2f} | {a[3]:.2f} |")
+                   f"{np.mean([s['union_coverage'] for s in ss]):.2f} | {a[3]:.2f} | "
+                   f"{_f(float(np.mean(loc)) if loc else None, 2)} | {AUTHORS_LOCAL[d]:.2f} |")
+    out += ["", "Local density: for every client row, the share of its 10 nearest rows of the same class (whole data "
+            "set) that the client holds too, averaged over (client, class) pairs with ≥ 5 rows."]
     out += ["", "## Granularity levels (how k shrinks stage by stage in MCPL; paper recipe, per seed)", ""]
     for d, lv in result["levels"].items():
         out.append(f"* {d}: " + "; ".join(str(x) for x in lv) + "; micro-clusters per site: "

@@ -42,6 +42,8 @@ K1 = 0.5  # initial candidates at the analyst = round(K1 · N_T) [code]
 MAX_EPOCHS = 30  # the code stops after epoch 31
 REMC_MAX_ITER = 30
 MIN_SIZE = 5  # product guard: no shipped centroid is the mean of fewer rows
+GUARDS = ("pool", "merge", "ward", "drop")
+GUARD_DEFAULT = "ward"  # the product's and the bench's guard (chosen on the bench: docs/results/gold/README.md)
 
 
 # --------------------------------------------------------------------------------------------- CPL engine
@@ -261,16 +263,15 @@ class SiteResult:
 
 def fcpl_site(X: np.ndarray, *, mean: np.ndarray | None = None, std: np.ndarray | None = None,
               standardise: bool = True, eta: float = ETA, k0: float = K0, max_candidates: int | None = None,
-              max_epochs: int = MAX_EPOCHS, min_size: int = 0, guard: str = "merge", noise: float = 0.0,
+              max_epochs: int = MAX_EPOCHS, min_size: int = 0, guard: str = GUARD_DEFAULT, noise: float = 0.0,
               seed: int = 0, init_labels: np.ndarray | None = None) -> SiteResult:
     """FCPL at one site: k = round(k0 · n) candidates (capped at ``max_candidates``), CPL, then the guard.
 
     Units: rows are standardised with the given (pooled) ``mean``/``std``, else with the site's own
     statistics when ``standardise``, else used raw; centroids are means, so they are mapped back to raw
-    units exactly. ``min_size`` > 0: every micro-cluster with fewer rows is merged into the nearest (in
-    working units) micro-cluster with at least ``min_size`` rows (``guard="merge"``) or dropped
-    (``"drop"``); if none is that large, all rows form one cluster when there are ``min_size`` of them,
-    else nothing is shipped. ``noise``: Gaussian noise of that std (working units) on shipped centroids.
+    units exactly. ``min_size`` > 0: the guard (:func:`_guard`, in working units) leaves no micro-cluster of
+    fewer rows (merged, pooled or dropped, ``guard``). ``noise``: Gaussian noise of that std (working units)
+    on shipped centroids.
     ``init_labels``: skip CPL and use these micro-clusters (ablation: k-means at the site).
     """
     X = np.asarray(X, dtype=np.float64)
@@ -295,29 +296,7 @@ def fcpl_site(X: np.ndarray, *, mean: np.ndarray | None = None, std: np.ndarray 
     k_found = int(labels.max()) + 1 if n else 0
     touched, clusters = 0, 0
     if min_size > 0 and n:
-        cnt = np.bincount(labels[labels >= 0], minlength=k_found)
-        small = np.flatnonzero(cnt < min_size)
-        big = np.flatnonzero(cnt >= min_size)
-        touched, clusters = int(cnt[small].sum()), len(small)
-        if len(small):
-            cen = np.zeros((k_found, d))
-            np.add.at(cen, labels[labels >= 0], Z[labels >= 0])
-            cen /= np.maximum(cnt, 1)[:, None]
-            target = np.arange(k_found)
-            if len(big) and guard == "merge":
-                dd = ((cen[small][:, None, :] - cen[big][None]) ** 2).sum(-1)
-                target[small] = big[dd.argmin(axis=1)]
-            elif len(big):
-                target[small] = -1
-            elif n >= min_size and guard == "merge":
-                target[:] = 0
-            else:
-                target[:] = -1
-            labels = np.where(labels >= 0, target[np.maximum(labels, 0)], -1)
-            keep = np.unique(labels[labels >= 0])
-            remap = np.full(k_found, -1, dtype=np.int64)
-            remap[keep] = np.arange(len(keep))
-            labels = np.where(labels >= 0, remap[np.maximum(labels, 0)], -1)
+        labels, touched, clusters = _guard(Z, labels, k_found, min_size, guard)
     kk = int(labels.max()) + 1 if (labels >= 0).any() else 0
     counts = np.bincount(labels[labels >= 0], minlength=kk)
     cz = np.zeros((kk, d))
@@ -327,6 +306,69 @@ def fcpl_site(X: np.ndarray, *, mean: np.ndarray | None = None, std: np.ndarray 
         cz = cz + rng.normal(0.0, noise, cz.shape)
     return SiteResult(mu + sd * cz, counts, labels, column_stats(X), k_found, k_init, touched, clusters,
                       epochs, visits)
+
+
+
+
+def _guard(Z: np.ndarray, labels: np.ndarray, k: int, min_size: int, how: str) -> tuple[np.ndarray, int, int]:
+    """The minimum-size guard: afterwards every micro-cluster holds ≥ ``min_size`` rows (or is dropped).
+
+    Greedy, smallest group first (ties: lowest index), centroids updated as count-weighted means c = Σx / n:
+    * ``"merge"``: every small group joins the nearest group of ≥ ``min_size`` rows (as FCPL left them);
+    * ``"pool"``: the smallest group joins the nearest group of any size, ‖c_a − c_b‖ least — neighbouring
+      small groups pool together instead of each reshaping a distant large one;
+    * ``"ward"``: the smallest group joins the group with the least Ward cost n_a n_b/(n_a+n_b)·‖c_a − c_b‖²
+      (the least increase of the within-group sum of squares), whatever its size;
+    * ``"drop"``: small groups' rows are left out (label −1).
+    With no group of ``min_size`` rows and fewer than ``min_size`` rows in all, nothing is kept.
+    Returns (labels relabelled 0..p−1, rows in small groups, small groups)."""
+    ok = labels >= 0
+    cnt = np.bincount(labels[ok], minlength=k).astype(np.int64)
+    small = np.flatnonzero(cnt < min_size)
+    touched, clusters = int(cnt[small].sum()), len(small)
+    if not len(small):
+        return labels, touched, clusters
+    d = Z.shape[1]
+    S = np.zeros((k, d))
+    np.add.at(S, labels[ok], Z[ok])
+    target = np.arange(k)
+    big = np.flatnonzero(cnt >= min_size)
+    if how == "drop" or (not len(big) and cnt.sum() < min_size):
+        target[small if len(big) else np.arange(k)] = -1
+    elif how == "merge":
+        cen = S / np.maximum(cnt, 1)[:, None]
+        if len(big):
+            dd = ((cen[small][:, None, :] - cen[big][None]) ** 2).sum(-1)
+            target[small] = big[dd.argmin(axis=1)]
+        else:
+            target[:] = 0
+    elif how in ("pool", "ward"):
+        n_, S_ = cnt.copy(), S.copy()
+        alive = n_ > 0
+        while True:
+            low = np.flatnonzero(alive & (n_ < min_size))
+            if not len(low) or alive.sum() < 2:
+                break
+            a = low[np.argmin(n_[low])]
+            ca = S_[a] / n_[a]
+            cand = np.flatnonzero(alive)
+            cand = cand[cand != a]
+            if how == "pool":
+                cost = ((S_[cand] / n_[cand][:, None] - ca) ** 2).sum(-1)
+            else:
+                cost = n_[cand] * n_[a] / (n_[cand] + n_[a]) * ((S_[cand] / n_[cand][:, None] - ca) ** 2).sum(-1)
+            b = cand[np.argmin(cost)]
+            S_[b] += S_[a]
+            n_[b] += n_[a]
+            n_[a], alive[a] = 0, False
+            target[target == a] = b
+    else:
+        raise ConfigError(f"unknown guard {how!r}; choose from {', '.join(GUARDS)}")
+    labels = np.where(ok, target[np.maximum(labels, 0)], -1)
+    keep = np.unique(labels[labels >= 0])
+    remap = np.full(k, -1, dtype=np.int64)
+    remap[keep] = np.arange(len(keep))
+    return np.where(labels >= 0, remap[np.maximum(labels, 0)], -1), touched, clusters
 
 
 # ----------------------------------------------------------------------------------------- analyst
@@ -558,5 +600,6 @@ def nearest_centroid(X: np.ndarray, model: GoldModel) -> np.ndarray:
     return d.argmin(axis=1)
 
 
-__all__ = ["ETA", "K0", "K1", "MIN_SIZE", "CPLResult", "cpl", "CPL", "column_stats", "pooled_scaler", "SiteResult",
+__all__ = ["ETA", "K0", "K1", "MIN_SIZE", "GUARDS", "GUARD_DEFAULT",
+           "CPLResult", "cpl", "CPL", "column_stats", "pooled_scaler", "SiteResult",
            "fcpl_site", "mcpl", "REMCFailure", "remc", "GoldModel", "gold_fit", "site_labels", "nearest_centroid"]

@@ -11,14 +11,15 @@ Algorithm 3 of the paper, on a grid of c row groups × d feature blocks (algorit
 5. return to every site of row group i: θ, its rows' Z_i and cluster labels, in its bundle's (shuffled)
    row order; the site puts them back in its own order with the permutation it kept.
 ``scaling`` decides which distances the clustering uses, and so which centralised clustering it reproduces:
-* ``"raw"`` (default): sites only centre (PCA in the data's own units), C = Σ̄₁. X̂ is then, up to a rotation
+* ``"raw"``: sites only centre (PCA in the data's own units), C = Σ̄₁. X̂ is then, up to a rotation
   and a common factor, the rows in their own units with the least-variance direction of each block dropped —
   the geometry of k-means on the pooled raw features. This reproduces the paper's published numbers (Table 2
   exactly; Tables 4 and 6, e.g. Heart-statlog ARI 0.030 ± 0.000, Rice 0.577 ± 0.000), which no standardising
   site can (docs/results/dcclustering/).
-* ``"range"``: sites standardise, C = I. The anchor cloud is whitened (algorithms.md §5.4b); with the uniform
-  anchor in the public per-feature ranges, X̂ has the geometry of the rows with every feature divided by its
-  range, so every column counts alike — at the price of a larger loss from the m_j − 1 reduction.
+* ``"range"`` (default; docs/results/gold/README.md §4): sites standardise, C = I. The anchor cloud is
+  whitened (algorithms.md §5.4b); with the uniform anchor in the public per-feature ranges, X̂ has the
+  geometry of the rows with every feature divided by its range, so every column counts alike — at the price
+  of a larger loss from the m_j − 1 reduction.
 Rows whose id is missing from some block, or held by two sites of one block, are left out and counted.
 ``k = "auto"`` tries ``k_range`` and keeps the best silhouette on X̂; with a fixed k the curve is still
 computed over k ± ``k_curve_width`` for the report.
@@ -68,7 +69,7 @@ class DCClustering(Method):
         Setting("alignment", "choice", "affine", "how each site's reduced rows are mapped to the common space",
                 label="Alignment", choices=("linear", "affine"),
                 choice_help=("linear", "affine, with an offset")),
-        Setting("scaling", "choice", "raw", "which distances the clustering uses", label="Distances on",
+        Setting("scaling", "choice", "range", "which distances the clustering uses", label="Distances on",
                 choices=SCALINGS, choice_help=("each column ÷ its public range", "columns in their own units")),
         Setting("threshold", "float", 1e-2, "singular values of the anchor images below this are dropped",
                 low=0.0, advanced=True),

@@ -7,8 +7,10 @@ Algorithm (``core/learn/gold.py`` holds the engine; the paper's equation numbers
      Z_i = (X_i − μ_i) / σ_i (μ_i, σ_i its column means and population std); with ``"raw"`` Z_i = X_i;
    * FCPL (competitive penalised learning, Eqs. 8–22) on Z_i with round(``k0`` · n_i) starting candidates,
      at most ``max_candidates`` (site setting); singleton clusters are eliminated implicitly;
-   * the guard: every micro-cluster of fewer than ``min_cluster_rows`` rows is merged into the nearest
-     (in Z_i) micro-cluster that has at least that many (or its rows dropped, ``small_clusters = "drop"``);
+   * the guard: no micro-cluster of fewer than ``min_cluster_rows`` rows is shipped (``small_clusters``:
+     ``"ward"`` (default) smallest first joins the group of least Ward cost n_a n_b/(n_a+n_b)·‖c_a − c_b‖²
+     in Z_i, ``"pool"`` the nearest group, ``"merge"`` the nearest large group, ``"drop"`` leaves the rows
+     out; :func:`core.learn.gold._guard`);
    * ships the p_i micro-cluster centroids **in raw units** (centroids are means, so μ_i + σ_i·c is the exact
      mean of the member rows), their row counts, and the column statistics n_i, Σx, Σx²; optional Gaussian
      noise of std ``noise`` × σ_i on the centroids. It keeps each row's micro-cluster (private).
@@ -71,10 +73,13 @@ class Gold(Method):
                                                "sites (computed from their column sums)",
                                                "columns in their own units")),
         Setting("min_cluster_rows", "int", G.MIN_SIZE, "no shipped average is the mean of fewer rows (smaller "
-                "groups are merged into the nearest larger one; 1 switches the guard off)",
+                "groups are merged with their neighbours; 1 switches the guard off)",
                 label="Minimum rows per group", low=1, high=100000),
-        Setting("small_clusters", "choice", "merge", "what the guard does with a group below the minimum",
-                choices=("merge", "drop"), choice_help=("merge into the nearest large group", "leave its rows out"),
+        Setting("small_clusters", "choice", G.GUARD_DEFAULT, "what the guard does with a group below the minimum",
+                choices=G.GUARDS, choice_help=("smallest first, join the nearest group of any size",
+                                               "join the nearest group that is large enough",
+                                               "smallest first, join the group that adds the least spread (Ward)",
+                                               "leave its rows out"),
                 advanced=True),
         Setting("eta", "float", G.ETA, "learning rate of competitive learning (site and analyst)",
                 low=1e-4, high=1.0, advanced=True),
@@ -130,7 +135,8 @@ class Gold(Method):
                   "col_sum": res.stats["sum"].astype(np.float64), "col_sumsq": res.stats["sumsq"].astype(np.float64)}
         guard_words = ("no group was below the minimum" if res.guard_clusters == 0 else
                        f"the guard merged {_plural(res.guard_clusters, 'smaller group')} holding "
-                       f"{_plural(res.guard_rows, 'row')} into larger ones" if s["small_clusters"] == "merge" else
+                       f"{_plural(res.guard_rows, 'row')} with neighbouring groups"
+                       if s["small_clusters"] != "drop" else
                        f"the guard left out {_plural(res.guard_clusters, 'smaller group')} holding "
                        f"{_plural(res.guard_rows, 'row')}")
         disclosures = [
