@@ -216,63 +216,64 @@ def run_local(cell: Cell, seed: int) -> list[float]:
 
 def run_cell(dataset: str, X: np.ndarray, y: np.ndarray, classes: list[str], split: str, seed: int
              ) -> dict[str, Any]:
-    t_start = time.perf_counter()
+    t_start, c_start = time.perf_counter(), time.process_time()
     cell, group = make_cell(dataset, X, y, classes, split, seed)
     bundles, private, site_s = site_bundles(cell)
     N, K = len(bundles), len(classes)
     xt = [site_map(p).transform(c[2]) for p, c in zip(private, cell.clients, strict=True)]
     counts = [np.bincount(b.arrays["y"], minlength=K) for b in bundles]
     out: dict[str, dict[str, Any]] = {}
-    t0 = time.perf_counter()
-    out["Local"] = {"per_client": run_local(cell, seed), "seconds": time.perf_counter() - t0}
-    names = np.asarray(classes, dtype=object)
+    t0, c0 = time.perf_counter(), time.process_time()
+    out["Local"] = {"per_client": run_local(cell, seed), "seconds": time.perf_counter() - t0,
+                    "cpu_seconds": time.process_time() - c0}
     index = {c: k for k, c in enumerate(classes)}
     for name, method in (("DC", DC(seed=seed)), ("DC-CFL", DCCFL(seed=seed))):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         res = method.fit(bundles, FitContext(classes))
-        fit_s = time.perf_counter() - t0
+        fit_s, fit_c = time.perf_counter() - t0, time.process_time() - c0
         accs = []
         for (man, arr), priv, c in zip(res.packages, private, cell.clients, strict=True):
             pred = method.apply(man, arr, priv, c[2])["prediction"]
             accs.append(balanced_accuracy(c[3], np.array([index[p] for p in pred])))
-        rec = {"per_client": accs, "seconds": fit_s, "n_clusters": res.summary["n_clusters"],
-               "t": res.summary["t"]}
+        rec = {"per_client": accs, "seconds": fit_s, "cpu_seconds": fit_c, "n_clusters": res.summary["n_clusters"],
+               "t": res.summary["t"], "own_sites": res.summary.get("own_model_sites", 0)}
         if name == "DC-CFL":
             rec["ari"] = _ari(group, _labels(res.details["clusters"], N))
         out[name] = rec
-    del names
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     s0 = fd.settings_with(seed=seed)
     geo = fd.geometry(bundles, K, s0, with_pacfl=True)
-    geo_s = time.perf_counter() - t0
+    geo_s, geo_c = time.perf_counter() - t0, time.process_time() - c0
     specs = {"PACFL-style": dict(view="pacfl", encoder="single"),
              "FedDAG* data": dict(view="data", encoder="single"),
              "FedDAG* gradient": dict(view="gradient", encoder="single"),
-             "FedDAG* fused": dict(view="fused", encoder="single")}
-    fused_alpha = None
-    for name, kw in [*specs.items(), ("FedDAG†", dict(view="fused", encoder="dual", sharing=False)),
-                     ("FedDAG", dict(view="fused", encoder="dual", sharing=True))]:
-        if name in ("FedDAG†", "FedDAG"):
-            kw = {**kw, "alpha": fused_alpha}
-        t0 = time.perf_counter()
-        r = fd.fit(bundles, classes, {"seed": seed, **kw}, geo=geo)
-        fit_s = time.perf_counter() - t0
-        if name == "FedDAG* fused":
-            fused_alpha = r.alpha
+             "FedDAG* fused": dict(view="fused", encoder="single"),
+             "FedDAG†": dict(view="fused", encoder="dual", sharing=False),
+             "FedDAG": dict(view="fused", encoder="dual", sharing=True)}
+    cache: dict = {}   # one cross-validation and one set of final models shared by every row on these bundles
+    for name, kw in specs.items():
+        t0, c0 = time.perf_counter(), time.process_time()
+        r = fd.fit(bundles, classes, {"seed": seed, **kw}, geo=geo, cache=cache)
+        fit_s, fit_c = time.perf_counter() - t0, time.process_time() - c0
         accs = [balanced_accuracy(c[3], r.predict_proba(i, xt[i], counts[i]).argmax(axis=1))
                 for i, c in enumerate(cell.clients)]
         lab = _labels(r.clusters, N)
-        rec = {"per_client": accs, "seconds": fit_s, "alpha": r.alpha, "n_clusters": len(r.clusters),
-               "ari": _ari(group, lab), "alpha_min_loss": r.alpha_min_loss,
+        rec = {"per_client": accs, "seconds": fit_s, "cpu_seconds": fit_c, "alpha": r.alpha,
+               "n_clusters": len(r.clusters), "ari": _ari(group, lab), "alpha_min_loss": r.alpha_min_loss,
                "n_clusters_min_loss": r.n_clusters[r.alpha_min_loss],
                "loss": {f"{a:g}": list(v) for a, v in r.loss.items()},
                "clusters_per_alpha": {f"{a:g}": v for a, v in r.n_clusters.items()},
-               "curve": {f"{a:g}": v for a, v in r.curve.items()}}
+               "curve": {f"{a:g}": v for a, v in r.curve.items()},
+               "own_sites": sum(k in ("own", "linear") for k, _ in r.site_models),
+               "dual_clusters": r.cluster_kind.count("dual"),
+               "expected_mean": float(np.mean([x["expected"]["accuracy"] for x in r.site_info]))
+               if all(x.get("expected") for x in r.site_info) else None}
         if r.weights is not None:
             rec["w_mean"] = float(np.mean(r.weights))
             rec["w_gradient_share"] = float(np.mean(r.weights > 0.5))
-        if name == "FedDAG":
+        if name in ("FedDAG†", "FedDAG"):
             rec["edges"] = sum(len(q) for q in r.sources)
+            rec["dual_candidates"] = sum(1 for q in r.sources if q) if name == "FedDAG" else len(r.clusters)
         out[name] = rec
     # cluster recovery of each distance over the whole grid (B.10 target; reported everywhere)
     recovery = {}
@@ -284,6 +285,7 @@ def run_cell(dataset: str, X: np.ndarray, y: np.ndarray, classes: list[str], spl
         rec["balanced_accuracy"] = float(np.mean(rec["per_client"]))
     return {"dataset": dataset, "split": split, "seed": seed, "clients": N, "dropped": cell.dropped_partition,
             "groups": int(len(np.unique(group))), "participant_seconds": site_s, "geometry_seconds": geo_s,
+            "geometry_cpu_seconds": geo_c, "cpu_seconds": time.process_time() - c_start,
             "geometry_parts": geo.seconds, "recovery": recovery,
             "methods": {k: {kk: vv for kk, vv in v.items() if kk != "per_client"} for k, v in out.items()},
             "seconds": time.perf_counter() - t_start}
