@@ -242,12 +242,14 @@ class Selection:
         return np.array([lin[i] if self.n_rows[i] < WEAK_ROWS else max(self.acc((i,))[i], lin[i])
                          for i in range(len(self.n_rows))])
 
-    def score(self, partition: list[tuple[int, ...]], own: bool) -> float:
+    def score(self, partition: list[tuple[int, ...]], own: bool, floor: np.ndarray | None = None) -> float:
         """Mean over sites of the partition's cluster accuracy (the better of it and the own-rows model if
-        ``own``): the quantity the threshold maximises."""
+        ``own``, and of ``floor[i]``, a further per-site candidate, if given): what the threshold maximises."""
         site_acc = np.empty(len(self.n_rows))
         for c in partition:
             site_acc[list(c)] = self.acc(c)[list(c)]
+        if floor is not None:
+            site_acc = np.maximum(site_acc, floor)
         return float((np.maximum(site_acc, self.own_acc()) if own else site_acc).mean())
 
 

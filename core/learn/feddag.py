@@ -27,7 +27,8 @@ aligned rows, and there computes everything FedDAG's server and clients compute 
   averaged warm-up encoders (Eq. 22). ``sharing = False`` (FedDAG†) trains φ² on the cluster's own rows.
   A cluster with no source cluster has no φ² to train and keeps its one-encoder model; a cluster with one
   uses its dual encoder only where that cross-validates better over its members (``sharing_selection``).
-* each site is then sent its cluster's model or its own rows' model when that cross-validates better, with
+* each site is then sent its cluster's model, the global model, or its own rows' model — whichever
+  cross-validates best (the global one only when strictly better than its cluster's), with
   the estimates (n, 95 % CI) DC-CFL shows (:mod:`core.learn.cluster_models`, shared with DC-CFL).
 
 One-encoder cluster models (FedDAG*), the cross-validation and the per-site choice are DC-CFL's per-cluster
@@ -84,6 +85,7 @@ DEFAULTS: dict = {
     "loss_lambda": 0.01, "loss_gamma": 1.0, "loss_tau": 1.0,
     # models: "single" = FedDAG*, "dual" = FedDAG (sharing) / FedDAG† (no sharing)
     "encoder": "dual", "sharing": True, "top_k": 2, "warm_start": True, "sharing_selection": True,
+    "global_candidate": True,
     "seed": 0, **SELECTION_DEFAULTS, **PRIOR_DEFAULTS, **ALIGNMENT_DEFAULTS, **LEARNER_DEFAULTS,
 }
 
@@ -658,7 +660,8 @@ class FedDAGResult:
     """Clusters, the curve behind α, the paper's loss per α, the cluster models and what each site is sent.
 
     ``site_models[i]`` = (kind, model): ``"single"`` (its cluster's one-encoder model, a ClusterModel),
-    ``"dual"`` (its cluster's dual encoder), ``"own"`` / ``"linear"`` (a model of its own rows, ClusterModel).
+    ``"dual"`` (its cluster's dual encoder), ``"global"`` (the model of all sites), ``"own"`` / ``"linear"`` (a
+    model of its own rows); all but ``"dual"`` are ClusterModels.
     ``site_info[i]``: the cross-validated estimates of site i (expected, cluster_model, own_model; may be empty)."""
 
     view: str
@@ -726,6 +729,8 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     ``encoder = "dual"`` a cluster's dual encoder is a further candidate only where it has a secondary encoder to
     train (a source cluster when ``sharing``; always for FedDAG†) and is kept only where its CV accuracy over
     the cluster's members is strictly higher than the one-encoder model's (``sharing_selection``; off: always).
+    With ``global_candidate`` the global model (all sites) is a further candidate of every site, sent where it
+    cross-validates strictly better than its cluster's, so each site's pick is never below DC's model by CV.
     ``cache`` (a dict) shares the selection and the final one-encoder models between fits on the same bundles
     and seed (the benchmark's rows); ``on_epoch(epoch, losses)`` reports the final training epoch by epoch."""
     control = ensure(control)
@@ -754,17 +759,21 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     n_rows = [int(b.arrays["y"].shape[0]) for b in bundles]
     own_on = bool(s["own_model"])
     maps = cache.setdefault("maps", {})
+    everyone = tuple(range(S))
+    glob_on = bool(s["global_candidate"]) and S > 1
     sel: Selection | None = None
     if len({tuple(p) for p in keyed.values()}) > 1 or own_on:
         sel = cache.get("selection")
         if sel is None:
             sel = cache["selection"] = new_selection(n_rows, s, seed)
-        distinct = sorted({c for p in keyed.values() for c in p} | ({(i,) for i in range(S)} if own_on else set()))
+        distinct = sorted({c for p in keyed.values() for c in p} | ({(i,) for i in range(S)} if own_on else set())
+                          | ({everyone} if glob_on else set()))
         control.step(0.2, f"cross-validating {len(distinct)} candidate model(s) over {len(sel.splits)} split(s)")
         cross_validate(sel, bundles, distinct, K, s, g.basis, seed=seed, maps=maps, control=control.sub(0.2, 0.5))
         if own_on:
             cross_validate_linear(sel, bundles, K, s, g.basis, maps)
-        curve = {a: sel.score(p, own_on) for a, p in keyed.items()} if len(keyed) > 1 else {}
+        g_acc = sel.acc(everyone) if glob_on else None
+        curve = {a: sel.score(p, own_on, g_acc) for a, p in keyed.items()} if len(keyed) > 1 else {}
     else:
         curve = {}
     alpha = max(curve, key=lambda a: (round(curve[a], 12), a)) if curve else max(keyed)
@@ -792,16 +801,24 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     if sel is not None:
         cluster_acc = np.array([(dual_correct[cluster_of[i]][i] / max(sel.tested[i], 1)) if kind[cluster_of[i]] ==
                                 "dual" else sel.acc(clusters[cluster_of[i]])[i] for i in range(S)])
-        own_pick, linear = pick_own(sel, cluster_acc, own_on)
+        # the global model is a further candidate of every site: sent where it cross-validates strictly better
+        use_global = [bool(glob_on and len(clusters[cluster_of[i]]) < S and sel.acc(everyone)[i] > cluster_acc[i]
+                           + 1e-12) for i in range(S)]
+        group_acc = np.where(use_global, sel.acc(everyone), cluster_acc) if glob_on else cluster_acc
+        own_pick, linear = pick_own(sel, group_acc, own_on)
     else:
         cluster_acc, own_pick, linear = np.zeros(S), [False] * S, [False] * S
+        group_acc, use_global = cluster_acc, [False] * S
     t4 = time.perf_counter()
     # ---- final models: one-encoder clusters and own MLPs (cached by members), dual encoders, linear own models
     finals = cache.setdefault("final", {})
-    need = [clusters[z] for z in range(Z) if kind[z] == "single" and any(not own_pick[i] for i in clusters[z])]
+    sent_cluster = [not own_pick[i] and not use_global[i] for i in range(S)]
+    need = [clusters[z] for z in range(Z) if kind[z] == "single" and any(sent_cluster[i] for i in clusters[z])]
+    if any(use_global[i] and not own_pick[i] for i in range(S)) and everyone not in need:
+        need.append(everyone)
     need += [(i,) for i in range(S) if own_pick[i] and not linear[i] and (i,) not in need]
     todo = [c for c in need if c not in finals]
-    dual_z = [z for z in range(Z) if kind[z] == "dual" and any(not own_pick[i] for i in clusters[z])]
+    dual_z = [z for z in range(Z) if kind[z] == "dual" and any(sent_cluster[i] for i in clusters[z])]
     losses_single: list[np.ndarray] = []
 
     def single_epoch(ep, lv):
@@ -844,13 +861,15 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
             site_models.append(("linear", finals[key]))
         elif own_pick[i]:
             site_models.append(("own", finals[(i,)]))
+        elif use_global[i]:
+            site_models.append(("global", finals[everyone]))
         elif kind[z] == "dual":
             site_models.append(("dual", duals[z]))
         else:
             site_models.append(("single", finals[clusters[z]]))
         info: dict = {}
         if sel is not None:
-            info = site_estimates(sel, i, sel.own_acc()[i] if own_pick[i] else cluster_acc[i], cluster_acc[i],
+            info = site_estimates(sel, i, sel.own_acc()[i] if own_pick[i] else group_acc[i], cluster_acc[i],
                                   own_on)
         site_info.append(info)
     t5 = time.perf_counter()

@@ -87,6 +87,8 @@ class FedDAG(LabelledDCSite, Method):
                 "(false: on the group's own rows, FedDAG†)", advanced=True),
         Setting("sharing_selection", "bool", True, "dual encoder: keep a group's second encoder only where it "
                 "cross-validates better than the group's one-encoder model (false: always)", advanced=True),
+        Setting("global_candidate", "bool", True, "offer every site the model of all sites too (sent where it "
+                "cross-validates better than its group's)", advanced=True),
         Setting("top_k", "int", 2, "source groups each group borrows from (dual encoder)", low=0, high=1000,
                 advanced=True),
         Setting("warm_start", "bool", True, "dual encoder: start the primary encoder from the members' averaged "
@@ -180,7 +182,8 @@ class FedDAG(LabelledDCSite, Method):
                            "scaler_scale": np.asarray(scale, np.float64)})
             if s["prior_correction"]:
                 arrays["prior_logit"] = prior_logit(g.counts[i], trained_counts, smoothing)
-            info = {"model": "own" if kind in ("own", "linear") or len(members) == 1 else "cluster",
+            info = {"model": "own" if kind in ("own", "linear") or (len(members) == 1 and kind != "global") else
+                    "global" if kind == "global" else "cluster",
                     **({"own_kind": "linear" if kind == "linear" else "mlp"} if kind in ("own", "linear") else {}),
                     **res.site_info[i]}
             manifest = {"method": self.name, "encoder": "dual" if kind == "dual" else "single", "cluster": z,
@@ -246,9 +249,13 @@ class FedDAG(LabelledDCSite, Method):
                          "better there); the others a one-encoder model")
         if s.get("own_model_sites"):
             lines.append(f"  {s['own_model_sites']} site(s) keep a model of their own rows")
+        n_global = sum(x.get("model") == "global" for x in s.get("sites", []))
+        if n_global:
+            lines.append(f"  {n_global} site(s) are sent the model of all sites (it cross-validated better there)")
         for x in s.get("sites", []):
             w = x.get("weight")
-            lines.append(site_line(x, f", gradient weight w = {w:.2f}" if w is not None else ""))
+            lines.append(site_line(x, (f", gradient weight w = {w:.2f}" if w is not None else "")
+                                   + (", sent the model of all sites" if x.get("model") == "global" else "")))
         for e in s.get("graph", []):
             lines.append(f"  cluster {e['source']} → cluster {e['target']} (H = {e['weight']:.3g})")
         return lines
@@ -265,6 +272,8 @@ class FedDAG(LabelledDCSite, Method):
         def word(x):
             if x.get("model") == "own" and x.get("own_kind"):
                 return "own rows"
+            if x.get("model") == "global":
+                return "all sites' model"
             k = kinds[x["cluster"] - 1] if len(kinds) >= x["cluster"] else "single"
             return "cluster, dual encoder" if k == "dual" else "cluster"
 
