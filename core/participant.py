@@ -24,7 +24,7 @@ from .formats.fileio import atomic_writer, safe_cell, utc_now
 from .formats.identity import Identity
 from .formats.kit import Kit
 from .formats.workspace import SiteWorkspace
-from .learn.intervals import estimate
+from .learn.intervals import estimate, mcnemar_p
 from .learn.local_model import fit_local_model, has_local_model, local_predict_proba
 from .methods import SiteExport, SiteInput, get_method
 
@@ -356,8 +356,6 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
 def _validate(columns: dict, private: dict, table: LocalTable, classes: list[str], manifest: dict) -> dict:
     """Score the package and the site's own model on labelled rows; add ``local_prediction`` and
     ``recommended`` to ``columns``; return the numbers (every accuracy with n and a 95 % interval)."""
-    from scipy.stats import binomtest
-
     truth = np.asarray(classes, dtype=object)[table.y]
     pkg_ok = columns["prediction"] == truth
     n = int(len(truth))
@@ -369,7 +367,7 @@ def _validate(columns: dict, private: dict, table: LocalTable, classes: list[str
         loc_ok = local_pred == truth
         out["local"] = estimate(float(loc_ok.mean()) if n else 0.0, n)
         b, c = int(np.sum(pkg_ok & ~loc_ok)), int(np.sum(~pkg_ok & loc_ok))  # rows only one model gets right
-        p = float(binomtest(b, b + c, 0.5).pvalue) if b + c else 1.0
+        p = mcnemar_p(b, c)
         out.update({"package_only_right": b, "local_only_right": c, "mcnemar_p": p})
         better = "local" if c > b else "package"
         out["recommend"] = better

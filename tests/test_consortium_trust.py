@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.learn.intervals import estimate, wilson
+from core.learn.cluster_models import clearly_better
+from core.learn.intervals import estimate, mcnemar_p, wilson
 from core.learn.mlp import BatchedMLP
 from core.methods.base import FitContext, ReceivedBundle, SiteInput
 from core.methods.dccfl import DCCFL, cv_splits, derived_seed, site_order
@@ -111,3 +112,55 @@ def test_small_sites_cell_on_synthetic_data():
     summary = summarise([cell])
     assert summary["sites"] == len(cell["sites"]) and np.isfinite(summary["mean_diff_pt"])
     assert all(s["sent"] in ("own", "cluster") for s in cell["sites"])
+
+
+def test_mcnemar_exact_known_values():
+    assert mcnemar_p(0, 0) == 1.0
+    assert mcnemar_p(10, 2) == pytest.approx(0.0385742, abs=1e-6)          # 2·P(B ≤ 2), B ~ Bin(12, ½)
+    assert mcnemar_p(10, 2, one_sided=True) == pytest.approx(0.0192871, abs=1e-6)
+    assert mcnemar_p(2, 10, one_sided=True) == pytest.approx(0.9968262, abs=1e-6)
+    assert mcnemar_p(700, 600) == pytest.approx(0.006016, rel=1e-3)       # big counts stay exact
+
+
+def test_clearly_better_is_a_one_sided_mcnemar_test_per_repetition():
+    n = 40
+    a, b = np.zeros(n, bool), np.zeros(n, bool)
+    a[:6] = True                      # 6 rows only the first gets right, 0 only the second: p = 1/64
+    assert clearly_better(a, b, 1) and not clearly_better(b, a, 1)
+    c, d = np.zeros(n, bool), np.zeros(n, bool)
+    c[:3] = True                      # 3 vs 0: p = 1/8, not clear
+    assert not clearly_better(c, d, 1)
+    # a row tested in r repetitions counts once
+    assert clearly_better(np.tile(a, 3), np.tile(b, 3), 3)
+    assert not clearly_better(np.tile(c, 3), np.tile(d, 3), 3)
+
+
+def test_a_tiny_site_keeps_its_own_model_and_applies_the_one_it_trained():
+    """A site with < 30 rows whose cluster is not clearly better keeps its own model, and applying the package
+    then gives exactly the predictions of the site's own-rows model kept in its workspace."""
+    from core.learn.local_model import fit_local_model, local_predict_proba
+
+    rng = np.random.default_rng(3)
+    anchor = rng.normal(size=(300, 4)) * 1.5
+    method = DCCFL(epochs=5, hidden=[8])
+    bundles, private, raw = [], [], []
+    for i, n in enumerate((20, 120, 120, 120)):
+        y = rng.integers(0, 2, n)
+        X = rng.normal(size=(n, 4)) + 1.5 * np.outer(2 * y - 1, [1, 1, 0, 0])
+        ex = method.site_compute(SiteInput(X, y.astype(np.int64), CLASSES, anchor, settings={"seed": [3, i]}))
+        bundles.append(ReceivedBundle(f"s{i}", f"fp{i}", f"{i:02d}digest", "", {"kit_digest": "k"}, ex.arrays))
+        private.append({**ex.private_arrays, **fit_local_model(X, y, len(CLASSES))})  # as `participant export`
+        raw.append(X)
+    res = method.fit(bundles, FitContext(CLASSES))
+    tiny = res.summary["sites"][0]
+    assert tiny["site"] == "s0" and tiny["model"] == "own" and tiny["own_kind"] == "linear"
+    manifest, arrays = res.packages[0]
+    X_new = rng.normal(size=(50, 4))
+    got = method.apply(manifest, arrays, private[0], X_new)
+    own = local_predict_proba(private[0], X_new)
+    assert np.array_equal(got["prediction"], np.asarray(CLASSES, dtype=object)[own.argmax(axis=1)])
+    assert np.allclose(got[f"prob_{CLASSES[1]}"], own[:, 1])
+    # without the kept model (an old workspace) the package's own linear twin is applied instead
+    bare = {k: v for k, v in private[0].items() if not k.startswith("local_")}
+    twin = method.apply(manifest, arrays, bare, X_new)["prediction"]
+    assert twin.shape == (50,) and np.mean(twin == got["prediction"]) > 0.8

@@ -42,6 +42,7 @@ from .. import __version__
 from ..errors import ConfigError
 from ..formats.anchor import extended_smote
 from ..formats.fileio import write_json_atomic, write_text_atomic
+from ..learn.local_model import fit_local_model
 from ..methods.base import FitContext, ReceivedBundle, SiteInput
 from ..methods.dccfl import DC, DCCFL
 from ..simulation.fl_baselines import (
@@ -231,7 +232,9 @@ def site_bundles(cell: Cell) -> tuple[list[ReceivedBundle], list[dict], float]:
         secs.append(time.perf_counter() - t0)
         bundles.append(ReceivedBundle(site=f"client-{i:03d}", fingerprint="", digest="", envelope_id="",
                                       manifest=exp.manifest, arrays=exp.arrays))
-        private.append(exp.private_arrays)
+        # the site's own-rows baseline, kept in its workspace as `participant export` does (used by a package
+        # that tells the site to keep its own linear model)
+        private.append({**exp.private_arrays, **fit_local_model(Xtr, ytr, len(cell.classes))})
     return bundles, private, float(np.mean(secs))
 
 

@@ -79,7 +79,7 @@ def run_cell(name: str, X: np.ndarray, y: np.ndarray, classes: list[str], seed: 
         ex = method.site_compute(SiteInput(Xtr, ytr.astype(np.int64), classes, anchor, settings={"seed": [seed, i]}))
         bundles.append(ReceivedBundle(site=f"site-{i}", fingerprint="", digest=f"{seed}-{i}", envelope_id="",
                                       manifest=ex.manifest, arrays=ex.arrays))
-        private.append(ex.private_arrays)
+        private.append({**ex.private_arrays, **fit_local_model(Xtr, ytr, len(classes))})  # as `participant export`
     t0 = time.perf_counter()
     result = method.fit(bundles, FitContext(classes))
     fit_s = time.perf_counter() - t0

@@ -820,18 +820,17 @@ class _TableReader:
     def _features(self, start: int, chunk: pd.DataFrame, text: bool) -> None:
         k = len(chunk)
         block = self.X.take(k)
-        # filled one contiguous row per feature, then copied into the row-major block in one go
-        cols = np.empty((len(self.feat_pos), k), dtype=np.float64)
-        for j, pos in enumerate(self.feat_pos):
-            if text:
+        if text:  # filled one contiguous row per feature, then copied into the row-major block in one go
+            cols = np.empty((len(self.feat_pos), k), dtype=np.float64)
+            for j, pos in enumerate(self.feat_pos):
                 values, _, bad = _text_to_numbers(chunk[pos], self.fmt.decimal, self.tokens)
                 if bad.any():
                     self._raise_bad_in_chunk(start, chunk)
                 cols[j] = values
-            else:
-                cols[j] = chunk[pos].to_numpy(dtype=np.float64, copy=False)
-        block[:] = cols.T
-        del cols
+            block[:] = cols.T
+            del cols
+        else:  # pandas holds the float columns as one 2-D block: one copy in the kit's feature order
+            block[:] = chunk[self.feat_pos].to_numpy(dtype=np.float64)
         sums = block.sum(axis=0)
         if np.isfinite(sums).all():  # no NaN and no inf in this chunk
             self.sums += sums

@@ -20,7 +20,7 @@ import numpy as np
 from ..control import JobControl, ensure
 from ..errors import ConfigError
 from .alignment import AnchorBasis, DCAlignment, SiteMapping
-from .intervals import WEAK_ROWS, estimate
+from .intervals import WEAK_ROWS, estimate, mcnemar_p
 from .mlp import BatchedMLP, MLPWeights
 
 # Defaults of the learner, the alignment, the prior correction and the selection (the settings' one source).
@@ -77,10 +77,24 @@ def opt_int(v) -> int | None:
     return None if v in (None, 0, "none") else int(v)
 
 
-def correct_count(model: ClusterModel, site: int, bundle, rows: np.ndarray,
-             prior: np.ndarray | None = None) -> int:
+def hits(model: ClusterModel, site: int, bundle, rows: np.ndarray, prior: np.ndarray | None = None) -> np.ndarray:
+    """Which of the site's ``rows`` the model classifies correctly (bool, in ``rows`` order)."""
     p = model.predict_proba(site, bundle.arrays["x_tilde"][rows].astype(np.float64), prior)
-    return int(np.sum(p.argmax(axis=1) == bundle.arrays["y"][rows]))
+    return p.argmax(axis=1) == bundle.arrays["y"][rows]
+
+
+def correct_count(model: ClusterModel, site: int, bundle, rows: np.ndarray,
+                  prior: np.ndarray | None = None) -> int:
+    return int(hits(model, site, bundle, rows, prior).sum())
+
+
+def clearly_better(first: np.ndarray, second: np.ndarray, repeats: int, level: float = 0.05) -> bool:
+    """Whether paired CV hits show ``first`` better than ``second``: McNemar's exact one-sided test on the rows
+    only one of them gets right, counted per repetition (a row tested r times counts once), p < ``level``."""
+    r = max(int(repeats), 1)
+    b = round(int(np.sum(first & ~second)) / r)
+    c = round(int(np.sum(~first & second)) / r)
+    return b > c and mcnemar_p(b, c, one_sided=True) < level
 
 
 def fit_linear(bundles: list, i: int, rows: np.ndarray, maps: dict, basis: AnchorBasis,
@@ -108,8 +122,9 @@ def site_note(info: dict) -> str:
     e = info.get("expected")
     if e and e["weak"]:
         notes.append(f"only {e['rows']} rows: the estimate is uncertain (95 % CI {e['low']:.2f}–{e['high']:.2f})")
-    if info.get("model") == "own":
-        notes.append("the site's own-rows model cross-validated better than its cluster's; it is sent instead")
+    if info.get("model") == "own" and info.get("own_kind"):
+        notes.append("the site's own-rows model cross-validated better than its cluster's (at a site with fewer "
+                     f"than {WEAK_ROWS} rows: the cluster's was not clearly better); the site keeps its own model")
     return "; ".join(notes)
 
 
@@ -211,13 +226,18 @@ def cv_splits(n_rows: list[int], folds: int, repeats: int, holdout: float, seed:
 
 
 # ---------------------------------------------------------------------------------------------- selection
+OWN = "own"  # the key of a site's own-rows (linear) candidate beside cluster keys (tuples of sites)
+
+
 @dataclass
 class Selection:
     """Cross-validated correct predictions of candidate models, per site, over one set of splits.
 
     ``correct[members][i]``: rows of site i's test folds the candidate trained on ``members`` got right (summed
     over the splits); accuracy = correct / ``tested``. ``lin_correct``: the same for the site's linear own-rows
-    model. ``n_eval[i]``: the rows behind site i's estimate (tested rows / repeats)."""
+    model. ``paired[(key, i)]``: the same rows one by one (split after split, so candidates pair up), kept for
+    sites below WEAK_ROWS rows (key: the members, or OWN). ``n_eval[i]``: the rows behind site i's estimate
+    (tested rows / repeats)."""
 
     splits: list
     folds: int
@@ -227,6 +247,7 @@ class Selection:
     n_eval: np.ndarray
     correct: dict = field(default_factory=dict)
     lin_correct: np.ndarray | None = None
+    paired: dict = field(default_factory=dict)
 
     def acc(self, members: tuple[int, ...]) -> np.ndarray:
         return self.correct[members] / np.maximum(self.tested, 1)
@@ -236,21 +257,46 @@ class Selection:
         return self.lin_correct / np.maximum(self.tested, 1)
 
     def own_acc(self) -> np.ndarray:
-        """Each site's own-rows accuracy: the better of its MLP and linear models (linear only below WEAK_ROWS
-        rows, whose estimate cannot tell an MLP from a linear model)."""
-        lin = self.acc_lin
-        return np.array([lin[i] if self.n_rows[i] < WEAK_ROWS else max(self.acc((i,))[i], lin[i])
-                         for i in range(len(self.n_rows))])
+        """Each site's own-rows accuracy: its linear model's. (An own-rows MLP is no separate candidate: the
+        better of two noisy own-rows scores picked "alone" by chance — measured on the DC-CFL benchmark's
+        gesture cells; a singleton cluster at a small t still trains one.)"""
+        return self.acc_lin
+
+    def keeps_own(self, i: int, cluster_acc: float, key: tuple[int, ...] | None = None) -> bool:
+        """Site i keeps its own (linear) model rather than its candidate ``key`` of accuracy ``cluster_acc``: when
+        that cross-validates strictly better; a site below WEAK_ROWS rows, whose estimates cannot tell small
+        differences from noise, keeps it unless the candidate is clearly better on the same CV rows
+        (:func:`clearly_better`; without paired rows for ``key``: unless it is strictly better) — alone is the
+        safe side."""
+        own = float(self.acc_lin[i])
+        if self.n_rows[i] < WEAK_ROWS:
+            theirs, alone = self.paired.get((key, i)), self.paired.get((OWN, i))
+            if theirs and alone:
+                a, b = np.concatenate(theirs), np.concatenate(alone)
+                if len(a) == len(b):
+                    return not clearly_better(a, b, self.repeats)
+            return own >= cluster_acc - 1e-12
+        return own > cluster_acc + 1e-12
 
     def score(self, partition: list[tuple[int, ...]], own: bool, floor: np.ndarray | None = None) -> float:
-        """Mean over sites of the partition's cluster accuracy (the better of it and the own-rows model if
-        ``own``, and of ``floor[i]``, a further per-site candidate, if given): what the threshold maximises."""
+        """Mean over sites of the CV accuracy of what each would be sent under the partition: its cluster's
+        model (or ``floor[i]``, a further per-site candidate, if better), or with ``own`` its own-rows model when
+        :meth:`keeps_own`: what the threshold maximises."""
         site_acc = np.empty(len(self.n_rows))
+        key: list = [None] * len(self.n_rows)
         for c in partition:
             site_acc[list(c)] = self.acc(c)[list(c)]
+            for i in c:
+                key[i] = c
         if floor is not None:
+            better = floor > site_acc
+            key = [None if better[i] else key[i] for i in range(len(key))]
             site_acc = np.maximum(site_acc, floor)
-        return float((np.maximum(site_acc, self.own_acc()) if own else site_acc).mean())
+        if own:
+            lin = self.acc_lin
+            site_acc = np.array([lin[i] if self.keeps_own(i, site_acc[i], key[i]) else site_acc[i]
+                                 for i in range(len(site_acc))])
+        return float(site_acc.mean())
 
 
 def new_selection(n_rows: list[int], settings: dict, seed: int) -> Selection:
@@ -290,7 +336,10 @@ def cross_validate(sel: Selection, bundles: list, clusters, n_classes: int, sett
             if use_prior:
                 fit_counts = np.bincount(bundles[i].arrays["y"][tr[i]], minlength=n_classes)
                 prior = prior_logit(fit_counts, model.class_counts, smoothing)
-            sel.correct[c][i] += correct_count(model, i, bundles[i], te[i], prior)
+            h = hits(model, i, bundles[i], te[i], prior)
+            sel.correct[c][i] += int(h.sum())
+            if sel.n_rows[i] < WEAK_ROWS:
+                sel.paired.setdefault((c, i), []).append(h)
 
 
 def cross_validate_linear(sel: Selection, bundles: list, n_classes: int, settings: dict, basis: AnchorBasis,
@@ -303,25 +352,23 @@ def cross_validate_linear(sel: Selection, bundles: list, n_classes: int, setting
     for tr, te in sel.splits:
         for i in range(S):
             if len(te[i]) and len(tr[i]):
-                lin[i] += correct_count(fit_linear(bundles, i, tr[i], maps, basis, settings, n_classes), i,
-                                        bundles[i], te[i])
+                h = hits(fit_linear(bundles, i, tr[i], maps, basis, settings, n_classes), i, bundles[i], te[i])
+                lin[i] += int(h.sum())
+                if sel.n_rows[i] < WEAK_ROWS:
+                    sel.paired.setdefault((OWN, i), []).append(h)
     sel.lin_correct = lin
 
 
-def pick_own(sel: Selection, cluster_acc: np.ndarray, own: bool) -> tuple[list[bool], list[bool]]:
-    """Per site: (keeps its own-rows model, and that model is the linear one). A site keeps its own-rows model
-    when it cross-validates strictly better than its cluster candidate (``cluster_acc[i]``) — or as well, below
-    WEAK_ROWS rows (its estimate cannot tell them apart; alone is the safe side). The own model is the linear
-    one unless the MLP cross-validates strictly better (always linear below WEAK_ROWS rows)."""
+def pick_own(sel: Selection, cluster_acc: np.ndarray, own: bool, keys: list | None = None
+             ) -> tuple[list[bool], list[bool]]:
+    """Per site: (keeps its own-rows model, and that model is the linear one — always, now) by
+    :meth:`Selection.keeps_own` against its candidate ``keys[i]`` of CV accuracy ``cluster_acc[i]``."""
     S = len(sel.n_rows)
     if not own:
         return [False] * S, [False] * S
-    own_acc, lin = sel.own_acc(), sel.acc_lin
-    n = sel.n_rows
-    own_pick = [bool(own_acc[i] > cluster_acc[i] + 1e-12
-                     or (n[i] < WEAK_ROWS and own_acc[i] >= cluster_acc[i] - 1e-12)) for i in range(S)]
-    linear = [bool(own_pick[i] and (n[i] < WEAK_ROWS or lin[i] >= sel.acc((i,))[i] - 1e-12)) for i in range(S)]
-    return own_pick, linear
+    keys = keys if keys is not None else [None] * S
+    own_pick = [sel.keeps_own(i, float(cluster_acc[i]), keys[i]) for i in range(S)]
+    return own_pick, list(own_pick)
 
 
 def site_estimates(sel: Selection, i: int, expected: float, cluster: float, own: bool) -> dict:

@@ -766,7 +766,7 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
         sel = cache.get("selection")
         if sel is None:
             sel = cache["selection"] = new_selection(n_rows, s, seed)
-        distinct = sorted({c for p in keyed.values() for c in p} | ({(i,) for i in range(S)} if own_on else set())
+        distinct = sorted({c for p in keyed.values() for c in p}
                           | ({everyone} if glob_on else set()))
         control.step(0.2, f"cross-validating {len(distinct)} candidate model(s) over {len(sel.splits)} split(s)")
         cross_validate(sel, bundles, distinct, K, s, g.basis, seed=seed, maps=maps, control=control.sub(0.2, 0.5))

@@ -14,7 +14,8 @@ import numpy as np
 from ..errors import ConfigError, FormatError
 
 REDUCTIONS = ("pca", "lpp", "random")
-_CHUNK = 131072
+_CHUNK = 16384  # rows per block: a block's temporaries (≤ 16384 × m × 8 bytes) stay below malloc's mmap
+# threshold, so they are reused instead of being mapped and page-faulted afresh for every block
 
 
 @dataclass
@@ -32,13 +33,15 @@ class AffineMap:
     def n_components(self) -> int:
         return self.matrix.shape[1]
 
-    def transform(self, X: np.ndarray, dtype=np.float64) -> np.ndarray:
-        """Apply f in row chunks so a million-row matrix needs only the output as extra memory."""
+    def transform(self, X: np.ndarray, dtype=np.float64, rows: np.ndarray | None = None) -> np.ndarray:
+        """f(X[rows]) (all rows by default), in row blocks so a million-row matrix needs only the output as
+        extra memory (``rows`` = a permutation gives the shuffled output without a second copy)."""
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise FormatError(f"expected {self.n_features} columns, got {X.shape[1] if X.ndim == 2 else X.ndim}")
-        out = np.empty((X.shape[0], self.n_components), dtype=dtype)
-        for start in range(0, X.shape[0], _CHUNK):
-            block = X[start:start + _CHUNK]
+        n = X.shape[0] if rows is None else len(rows)
+        out = np.empty((n, self.n_components), dtype=dtype)
+        for start in range(0, n, _CHUNK):
+            block = X[start:start + _CHUNK] if rows is None else X[rows[start:start + _CHUNK]]
             out[start:start + len(block)] = (block - self.offset) @ self.matrix
         return out
 
@@ -137,8 +140,8 @@ class PrivateReduction:
         self.map_ = AffineMap(mean, W / std[:, None])
         return self
 
-    def transform(self, X: np.ndarray, dtype=np.float64) -> np.ndarray:
-        return self.map_.transform(X, dtype=dtype)
+    def transform(self, X: np.ndarray, dtype=np.float64, rows: np.ndarray | None = None) -> np.ndarray:
+        return self.map_.transform(X, dtype=dtype, rows=rows)
 
 
 def _pca_from_covariance(R: np.ndarray, k: int) -> np.ndarray:

@@ -50,7 +50,7 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
                            standardise=standardise).fit(site.X)
     control.step(0.4, "reducing the rows")
     perm = rng.permutation(n)
-    X_tilde = red.transform(site.X, dtype=np.float32)[perm]
+    X_tilde = red.transform(site.X, dtype=np.float32, rows=perm)  # f(X) in the shuffled order
     if opts["noise"]:
         scale = X_tilde.std(axis=0, dtype=np.float64) * float(opts["noise"])
         X_tilde += (rng.standard_normal(X_tilde.shape, dtype=np.float32) * scale.astype(np.float32))

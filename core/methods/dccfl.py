@@ -15,13 +15,17 @@ Selection (issue #15, "results a small consortium can trust"):
   rows), repeated ``cv_repeats`` times (auto: ⌈100 / median rows⌉, 1–3). For every split, every distinct
   cluster over the t grid is trained on the training folds of its members (one batched fit) and scored on
   each member's test fold; a site's CV accuracy of a candidate is correct predictions / tested rows.
-- Never worse than alone, by construction: each site's candidates also include models trained on its own
-  received rows only — the singleton MLP and a logistic regression (the linear twin of the baseline a site
-  keeps, :mod:`core.learn.local_model`). t maximises the mean over sites of max(cluster CV accuracy, own CV
-  accuracy); each site is then sent its cluster's model, or its own-rows model when that cross-validates
-  strictly better (or equally well at a site with < 30 rows, whose estimate cannot tell them apart). The
-  own-rows model is the linear one unless the MLP cross-validates strictly better (always linear at a site
-  with < 30 rows, for the same reason). Ties in t → the larger t.
+- Never worse than alone, by construction: each site's candidates also include a model of its own received rows
+  only — a logistic regression (:func:`~core.learn.cluster_models.fit_linear`, the twin of the baseline the site
+  keeps, :mod:`core.learn.local_model`). A site keeps its own model when that cross-validates strictly better
+  than its cluster's; a site with < 30 rows, whose estimates cannot tell small differences from noise, keeps its
+  own unless its cluster's is clearly better on the same CV rows (McNemar's exact one-sided test at 5 %,
+  :func:`~core.learn.cluster_models.clearly_better`). t maximises the mean over sites of the CV accuracy of what
+  each site would be sent; ties in t → the larger t. A package that says "keep your own" (``model`` = ``own``)
+  is applied with the logistic regression the site trained on its raw rows at export, when its workspace holds
+  it: exactly the model it would have had alone. (An own-rows MLP is no separate candidate: taking the better of
+  two noisy own-rows scores favoured "alone" by chance — measured on the DC-CFL benchmark's gesture cells; a
+  singleton cluster at a small t still trains one.)
 - Honest numbers: the summary gives, per site, the CV accuracy of what it is sent and of its own-rows model,
   each with n = the site's rows and a 95 % Wilson interval (:mod:`core.learn.intervals`), and flags a site
   whose interval is wider than 20 pt.
@@ -79,6 +83,7 @@ from ..learn.cluster_models import (  # noqa: F401  (re-exported: the DC-family 
     train_cluster_models,
 )
 from ..learn.intervals import describe
+from ..learn.local_model import has_local_model, local_predict_proba
 from ..learn.mlp import MLPWeights
 from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, one_blas_thread
 from .dc_site import SITE_SETTINGS, LabelledDCSite, check_anchor_width, site_map
@@ -268,8 +273,7 @@ class DCCFL(LabelledDCSite, Method):
         if len(partitions) > 1 or own_on:
             sel = new_selection(n_rows, s, seed)
             folds, repeats = sel.folds, sel.repeats
-            distinct = sorted({c for p in partitions.values() for c in p} | ({(i,) for i in range(S)} if own_on
-                                                                              else set()))
+            distinct = sorted({c for p in partitions.values() for c in p})
             control.phase(f"step 1 of 2, choosing the threshold ({len(partitions)} candidates)" if len(partitions) > 1
                           else "step 1 of 2, checking each site's own-rows model")
             control.step(0.0, f"cross-validating {len(distinct)} candidate model(s) over {len(sel.splits)} split(s)")
@@ -282,7 +286,8 @@ class DCCFL(LabelledDCSite, Method):
         cluster_of = {i: k for k, members in enumerate(final) for i in members}
         # Per site: its cluster's model, or its own-rows model when that cross-validates better (pick_own).
         cluster_acc = np.array([sel.acc(final[cluster_of[i]])[i] for i in range(S)]) if sel else np.zeros(S)
-        own_pick, linear = pick_own(sel, cluster_acc, own_on) if sel else ([False] * S, [False] * S)
+        own_pick, linear = (pick_own(sel, cluster_acc, own_on, [final[cluster_of[i]] for i in range(S)]) if sel
+                            else ([False] * S, [False] * S))
         acc = sel is not None
         need = [c for c in final if any(not own_pick[i] for i in c)]
         need += [(i,) for i in range(S) if own_pick[i] and not linear[i] and (i,) not in need]
@@ -385,6 +390,12 @@ class DCCFL(LabelledDCSite, Method):
     # ---- site, after the round -----------------------------------------------------------------
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
+        """The package's model on f(X); when the analyst chose the site's own linear model (``model`` = own,
+        ``own_kind`` = linear) and the workspace keeps the site's own-rows model (the logistic regression on its
+        raw rows trained at export, :mod:`core.learn.local_model`), that model itself: the package's linear
+        model is its twin on the reduced rows, the kept one is what the site would have alone, exactly."""
+        if manifest.get("model") == "own" and manifest.get("own_kind") == "linear" and has_local_model(private_arrays):
+            return _columns(list(manifest["classes"]), local_predict_proba(private_arrays, X))
         f = site_map(private_arrays)
         mapping = SiteMapping.from_arrays(arrays)
         model = MLPWeights.from_arrays(arrays, "mlp")
@@ -395,11 +406,14 @@ class DCCFL(LabelledDCSite, Method):
         prior = arrays.get("prior_logit")
         if prior is not None and (np.shape(prior) != (len(classes),) or not np.all(np.isfinite(prior))):
             raise FormatError("the package's class-prior correction does not match its class list")
-        proba = adjust_proba(model.predict_proba(Z), prior)
-        out = {"prediction": np.asarray(classes, dtype=object)[proba.argmax(axis=1)]}
-        for k, c in enumerate(classes):
-            out[f"prob_{c}"] = proba[:, k]
-        return out
+        return _columns(classes, adjust_proba(model.predict_proba(Z), prior))
+
+
+def _columns(classes: list[str], proba: np.ndarray) -> dict[str, np.ndarray]:
+    out = {"prediction": np.asarray(classes, dtype=object)[proba.argmax(axis=1)]}
+    for k, c in enumerate(classes):
+        out[f"prob_{c}"] = proba[:, k]
+    return out
 
 
 class DC(DCCFL):
