@@ -41,7 +41,7 @@ from ..learn import feddag as fd
 from ..learn.mlp import BatchedMLP
 from ..methods.base import FitContext
 from ..methods.dc_site import site_map
-from ..methods.dccfl import DC, DCCFL
+from ..methods.dccfl import DC, DCCFL, derived_seed, site_order
 from . import bench_command, worker_count
 from .dccfl import Cell, _one_thread, site_bundles
 
@@ -249,9 +249,15 @@ def run_cell(dataset: str, X: np.ndarray, y: np.ndarray, classes: list[str], spl
         if name == "DC-CFL":
             rec["ari"] = _ari(group, _labels(res.details["clusters"], N))
         out[name] = rec
+    # The FedDAG-engine rows work as the methods do: canonical site order and DC-CFL's derived seed (so their
+    # cross-validation splits are DC-CFL's and its linear own-rows fits are shared, core.learn.cluster_models).
+    order = site_order(bundles)
+    pos = np.argsort(order)            # pos[i]: client i's index in the canonical order
+    canon = [bundles[j] for j in order]
+    dseed = derived_seed(seed, canon)
     t0, c0 = time.perf_counter(), time.process_time()
-    s0 = fd.settings_with(seed=seed)
-    geo = fd.geometry(bundles, K, s0, with_pacfl=True)
+    s0 = fd.settings_with(seed=dseed)
+    geo = fd.geometry(canon, K, s0, with_pacfl=True)
     geo_s, geo_c = time.perf_counter() - t0, time.process_time() - c0
     specs = {"PACFL-style": dict(view="pacfl", encoder="single"),
              "FedDAG* data": dict(view="data", encoder="single"),
@@ -262,11 +268,11 @@ def run_cell(dataset: str, X: np.ndarray, y: np.ndarray, classes: list[str], spl
     cache: dict = {}   # one cross-validation and one set of final models shared by every row on these bundles
     for name, kw in specs.items():
         t0, c0 = time.perf_counter(), time.process_time()
-        r = fd.fit(bundles, classes, {"seed": seed, **kw}, geo=geo, cache=cache)
+        r = fd.fit(canon, classes, {"seed": dseed, **kw}, geo=geo, cache=cache)
         fit_s, fit_c = time.perf_counter() - t0, time.process_time() - c0
-        accs = [balanced_accuracy(c[3], r.predict_proba(i, xt[i], counts[i]).argmax(axis=1))
+        accs = [balanced_accuracy(c[3], r.predict_proba(int(pos[i]), xt[i], counts[i]).argmax(axis=1))
                 for i, c in enumerate(cell.clients)]
-        lab = _labels(r.clusters, N)
+        lab = _labels(r.clusters, N)[pos]
         rec = {"per_client": accs, "seconds": fit_s, "cpu_seconds": fit_c, "alpha": r.alpha,
                "n_clusters": len(r.clusters), "ari": _ari(group, lab), "alpha_min_loss": r.alpha_min_loss,
                "n_clusters_min_loss": r.n_clusters[r.alpha_min_loss],
@@ -290,7 +296,7 @@ def run_cell(dataset: str, X: np.ndarray, y: np.ndarray, classes: list[str], spl
     for view in ("data", "gradient", "fused", "pacfl"):
         M, _ = fd.view_matrix(geo, {**s0, "view": view})
         parts = fd.partitions(M, list(fd.ALPHA_GRID), s0["linkage"])
-        recovery[view] = {f"{a:g}": [int(lab.max()) + 1, _ari(group, lab)] for a, lab in parts.items()}
+        recovery[view] = {f"{a:g}": [int(lab.max()) + 1, _ari(group, lab[pos])] for a, lab in parts.items()}
     for rec in out.values():
         rec["balanced_accuracy"] = float(np.mean(rec["per_client"]))
     return {"dataset": dataset, "split": split, "seed": seed, "clients": N, "dropped": cell.dropped_partition,

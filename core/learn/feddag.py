@@ -805,7 +805,9 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
         use_global = [bool(glob_on and len(clusters[cluster_of[i]]) < S and sel.acc(everyone)[i] > cluster_acc[i]
                            + 1e-12) for i in range(S)]
         group_acc = np.where(use_global, sel.acc(everyone), cluster_acc) if glob_on else cluster_acc
-        own_pick, linear = pick_own(sel, group_acc, own_on)
+        keys = [everyone if use_global[i] else None if kind[cluster_of[i]] == "dual" else clusters[cluster_of[i]]
+                for i in range(S)]   # (no paired CV rows are kept for a dual encoder: strict comparison there)
+        own_pick, linear = pick_own(sel, group_acc, own_on, keys)
     else:
         cluster_acc, own_pick, linear = np.zeros(S), [False] * S, [False] * S
         group_acc, use_global = cluster_acc, [False] * S
