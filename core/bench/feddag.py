@@ -59,7 +59,7 @@ CHOICES = [
     "has a second encoder to train (FedDAG: a source cluster in the CC-graph; FedDAG†: always, on its own rows) "
     "and keep them only where they cross-validate better over the cluster's members than its one-encoder model.",
     "Selection as DC-CFL's product (issue #15), the same code: every distinct cluster over α ∈ {0.05, …, 1.0} "
-    "(α = 1: one global model) and each site's own-rows models (MLP and logistic regression) are cross-validated "
+    "(α = 1: one global model) and each site's own-rows model (a logistic regression) are cross-validated "
     "on the received rows (5-fold, repeated ⌈100 / median rows⌉ ≤ 3 times, prior-corrected); α maximises the mean "
     "over sites of max(cluster, own), ties → larger α; each site is sent its own-rows model when that "
     "cross-validates better. The paper's loss L = L1 + 0.01·L2 is reported with its own arg-min α.",
@@ -601,7 +601,8 @@ def rerender(json_path: str, *, status: str = "partial", command: str = "", wall
                               "finished": datetime.now(UTC).isoformat(timespec="seconds"), "defaults": fd.DEFAULTS,
                               "choices": CHOICES,
                               "cells": sorted(cells, key=lambda c: (c["dataset"], c["split"], c["seed"])),
-                              "rows": summarise(cells), "wall_seconds": wall_seconds or 0.0}
+                              "rows": summarise(cells), "wall_seconds": wall_seconds or 0.0,
+                              "cpu_seconds": float(sum(c.get("cpu_seconds", 0.0) for c in cells))}
     if timing:
         result["timing"] = timing
     result["checks"] = checks(result)
