@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from core.learn.cluster_models import clearly_better
 from core.learn.intervals import estimate, mcnemar_p, wilson
 from core.learn.mlp import BatchedMLP
 from core.methods.base import FitContext, ReceivedBundle, SiteInput
-from core.methods.dccfl import DCCFL, clearly_better, cv_splits, derived_seed, site_order
+from core.methods.dccfl import DCCFL, cv_splits, derived_seed, site_order
 
 CLASSES = ["a", "b"]
 

@@ -131,9 +131,13 @@ def test_data_distance_separates_concepts_that_label_histograms_cannot():
     bundles, classes = _concept_bundles()
     counts = np.stack([np.bincount(b.arrays["y"], minlength=3) for b in bundles])
     assert np.allclose(tv_distances(counts / counts.sum(1, keepdims=True)), 0.0)   # DC-CFL sees no difference
-    res = fd.fit(bundles, classes, {"view": "data", "encoder": "single", **FAST})
+    # (without the own-rows candidates: with them a one-cluster α ties, every site keeping its own model)
+    res = fd.fit(bundles, classes, {"view": "data", "encoder": "single", "own_model": False, **FAST})
     assert sorted(res.clusters) == [tuple(range(5)), tuple(range(5, 10))]
     assert len(res.loss) == len(fd.ALPHA_GRID) and res.curve                  # the loss is reported per α
+    # with them (the product default), no site is sent a model that cross-validates worse than its own rows'
+    res = fd.fit(bundles, classes, {"view": "data", "encoder": "single", **FAST})
+    assert all(x["expected"]["accuracy"] >= x["own_model"]["accuracy"] for x in res.site_info)
 
 
 def test_feddag_is_deterministic_and_predicts():

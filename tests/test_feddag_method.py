@@ -23,13 +23,13 @@ FAST = {"epochs": 15, "warmup_epochs": 3}
 FAST_KIT = ["--set", "epochs=15", "--set", "warmup_epochs=3"]
 
 
-def _concept_sites(encoder: str, rows: int = 300):
+def _concept_sites(encoder: str, rows: int = 300, **extra):
     """Four sites with identical (balanced) label histograms: sites 0, 1 under one concept, sites 2, 3 under a
     second concept whose class names are shifted by one (the same rows mean another class)."""
     X, y = make_classification(n_samples=4 * rows, n_features=8, n_informative=6, n_redundant=1, n_classes=4,
                                n_clusters_per_class=1, class_sep=2.0, random_state=3)
     anchor = np.random.default_rng(1).standard_normal((300, 8)) * X.std(0) + X.mean(0)
-    m = get_method("feddag", {**FAST, "encoder": encoder})
+    m = get_method("feddag", {**FAST, "encoder": encoder, **extra})
     bundles, sites = [], []
     for k in range(4):
         idx = np.arange(k * rows, (k + 1) * rows)
@@ -43,7 +43,9 @@ def _concept_sites(encoder: str, rows: int = 300):
 
 @pytest.mark.parametrize("encoder", ["single", "dual"])
 def test_planted_concepts_with_identical_label_histograms_get_their_own_clusters(encoder):
-    m, bundles, sites = _concept_sites(encoder)
+    # no own-rows candidates (with them a one-cluster α ties: every site would keep its own model) and the
+    # second encoder kept without cross-validating it, so that every package here is the encoder asked for
+    m, bundles, sites = _concept_sites(encoder, own_model=False, sharing_selection=False)
     counts = np.stack([np.bincount(s[1], minlength=4) for s in sites])
     assert np.abs(counts / counts.sum(1, keepdims=True) - 0.25).max() < 0.05  # DC-CFL's label distance sees nothing
     res = m.fit(bundles, FitContext(list(CLASSES)))
@@ -67,7 +69,7 @@ def test_planted_concepts_with_identical_label_histograms_get_their_own_clusters
     heat = [v for v in views if isinstance(v, Heatmap)]
     assert len(heat) == 3 and all(v.row_labels == [x["site"] for x in s["sites"]] for v in heat)
     curve = next(v for v in views if isinstance(v, Curve))
-    assert set(curve.series) == {"held-out accuracy", "paper's loss L"} and curve.mark == s["alpha"]
+    assert set(curve.series) == {"cross-validated accuracy", "paper's loss L"} and curve.mark == s["alpha"]
     titles = [v.title for v in views if isinstance(v, Table)]
     assert "Sites" in titles and any(t.startswith("Cross-cluster graph") for t in titles)
     lines = m.summary_lines(s)
@@ -91,7 +93,7 @@ def test_client_distances_match_the_fit_and_do_not_depend_on_the_bundle_order():
 
 
 def test_a_dual_encoder_package_that_does_not_fit_is_refused():
-    m, bundles, sites = _concept_sites("dual", rows=120)
+    m, bundles, sites = _concept_sites("dual", rows=120, own_model=False, sharing_selection=False)
     res = m.fit(bundles, FitContext(list(CLASSES)))
     (X, _, ex), (manifest, arrays) = sites[0], res.packages[0]
     bad = {k: v for k, v in arrays.items() if k != "enc2_w1"}
@@ -171,3 +173,21 @@ def test_a_gui_round_with_feddag(qtbot, tmp_path, monkeypatch):
     assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
     report = (d / "gui-out/report.html").read_text()
     assert "Data distance V" in report and "Threshold grid" in report and ("Cross-cluster graph" in report) == edges
+
+
+def test_feddag_reports_epochs_and_shows_each_sites_estimate_against_its_own_rows():
+    m, bundles, _ = _concept_sites("dual", rows=120, sharing_selection=False, own_model=False)
+    seen: list[tuple[int, int]] = []
+    m.fit(bundles, FitContext(list(CLASSES), on_epoch=lambda ep, losses: seen.append((ep, len(losses)))))
+    assert seen and {ep for ep, _ in seen} == set(range(FAST["epochs"]))   # live curves on the Models page
+    assert all(n >= 1 for _, n in seen)
+    m, bundles, _ = _concept_sites("dual", rows=120)
+    res = m.fit(bundles, FitContext(list(CLASSES)))
+    s = res.summary
+    for x in s["sites"]:   # DC-CFL's per-site numbers: expected vs own rows, each with n and a 95 % interval
+        assert x["expected"]["rows"] > 0 and x["expected"]["low"] <= x["expected"]["accuracy"] <= x["expected"]["high"]
+        assert "own_model" in x and x["expected"]["accuracy"] >= x["own_model"]["accuracy"] - 1e-12
+    lines = m.summary_lines(s)
+    assert sum("expected accuracy" in x and "95 % CI" in x and "alone" in x for x in lines) == len(s["sites"])
+    sites_table = next(v for v in m.views(res) if isinstance(v, Table) and v.title == "Sites")
+    assert "expected accuracy" in sites_table.columns and "its own rows alone" in sites_table.columns

@@ -18,14 +18,21 @@ aligned rows, and there computes everything FedDAG's server and clients compute 
   −A, "keep the strongest neighbours") is ``fusion_sign = "minus"``;
 * clustering (Eqs. 9–10): agglomerative clustering of A cut at every α of the grid (merges of height ≤ α);
   the paper's loss L = L₁ + λL₂, L₁ = Σ_z |C_z|⁻² Σ_{i,j∈C_z} Aᵢⱼ, L₂ = (1/Z) Σ_z exp(max{0, C̄ − γσ_C − |C_z|}/τ)
-  is reported per α; α itself is chosen by held-out accuracy as DC-CFL's ``t = "auto"`` (ties → larger α);
+  is reported per α; α itself is chosen as DC-CFL's ``t = "auto"`` (issue #15): every distinct cluster over
+  the grid and each site's own-rows models are cross-validated on the received rows, α maximises the mean over
+  sites of max(cluster accuracy, own accuracy), ties → larger α (α = 1 is the global model);
 * CC-graph (Eqs. 11–14) and dual-encoder training (Eqs. 15–22) of every cluster, done centrally: the primary
   encoder φ¹ and head ψ are trained on the cluster's rows (φ² frozen), the secondary encoder φ² on the rows
   of its top-k source clusters (φ¹, ψ frozen), alternating batch by batch; φ¹ starts from the members'
   averaged warm-up encoders (Eq. 22). ``sharing = False`` (FedDAG†) trains φ² on the cluster's own rows.
+  A cluster with no source cluster has no φ² to train and keeps its one-encoder model; a cluster with one
+  uses its dual encoder only where that cross-validates better over its members (``sharing_selection``).
+* each site is then sent its cluster's model, the global model, or its own rows' model — whichever
+  cross-validates best (the global one only when strictly better than its cluster's), with
+  the estimates (n, 95 % CI) DC-CFL shows (:mod:`core.learn.cluster_models`, shared with DC-CFL).
 
-Single-encoder cluster models (FedDAG*) and the hold-out choice of α reuse DC-CFL's per-cluster alignment,
-batched training and per-site class-prior correction (core.methods.dccfl).
+One-encoder cluster models (FedDAG*), the cross-validation and the per-site choice are DC-CFL's per-cluster
+alignment, batched training and per-site class-prior correction (core.learn.cluster_models).
 """
 
 from __future__ import annotations
@@ -40,17 +47,25 @@ from scipy.spatial.distance import squareform
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError
-from ..methods.dccfl import (
+from .alignment import AnchorBasis
+from .client_clustering import cut_tree
+from .cluster_models import (
     ALIGNMENT_DEFAULTS,
     LEARNER_DEFAULTS,
     PRIOR_DEFAULTS,
+    SELECTION_DEFAULTS,
+    Selection,
     adjust_proba,
-    holdout_split,
+    cross_validate,
+    cross_validate_linear,
+    fit_groups,
+    fit_linear,
+    new_selection,
+    opt_int,
+    pick_own,
     prior_logit,
-    train_cluster_models,
+    site_estimates,
 )
-from .alignment import AnchorBasis
-from .client_clustering import cut_tree
 from .mlp import BatchedMLP, MLPWeights, init_weights
 
 ALPHA_GRID = tuple(round(0.05 * i, 2) for i in range(1, 21))
@@ -69,8 +84,9 @@ DEFAULTS: dict = {
     "alpha": "auto", "alpha_grid": list(ALPHA_GRID), "linkage": "weighted", "holdout": 0.2,
     "loss_lambda": 0.01, "loss_gamma": 1.0, "loss_tau": 1.0,
     # models: "single" = FedDAG*, "dual" = FedDAG (sharing) / FedDAG† (no sharing)
-    "encoder": "dual", "sharing": True, "top_k": 2, "warm_start": True,
-    "seed": 0, **PRIOR_DEFAULTS, **ALIGNMENT_DEFAULTS, **LEARNER_DEFAULTS,
+    "encoder": "dual", "sharing": True, "top_k": 2, "warm_start": True, "sharing_selection": True,
+    "global_candidate": True,
+    "seed": 0, **SELECTION_DEFAULTS, **PRIOR_DEFAULTS, **ALIGNMENT_DEFAULTS, **LEARNER_DEFAULTS,
 }
 
 
@@ -293,35 +309,59 @@ def groups_of(labels: np.ndarray) -> list[tuple[int, ...]]:
     return [tuple(np.flatnonzero(labels == z).tolist()) for z in range(int(labels.max()) + 1)]
 
 
-def select_by_holdout(bundles, parts: dict[float, np.ndarray], n_classes: int, s: dict, basis: AnchorBasis,
-                      control: JobControl | None = None) -> tuple[float, dict[float, float]]:
-    """DC-CFL's ``t = "auto"`` rule over α: train every distinct cluster once on the sites' training parts,
-    score the mean per-site (prior-corrected) hold-out accuracy per α; best wins, ties → larger α."""
-    control = ensure(control)
-    keyed = {a: groups_of(lab) for a, lab in parts.items()}
-    if len({tuple(sorted(p)) for p in keyed.values()}) == 1:
-        return max(keyed), {}
-    train, hold = holdout_split(bundles, float(s["holdout"]), int(s["seed"]))
-    distinct = sorted({c for p in keyed.values() for c in p})
-    models = dict(zip(distinct, train_cluster_models(bundles, distinct, n_classes, s, rows=train, basis=basis,
-                                                     control=control), strict=True))
-    acc_cache: dict[tuple[int, ...], np.ndarray] = {}
-    for members in distinct:
-        cm = models[members]
-        accs = []
-        for i in members:
-            prior = None
-            if s["prior_correction"] and s["prior_in_selection"]:
-                fit_counts = np.bincount(bundles[i].arrays["y"][train[i]], minlength=n_classes)
-                prior = prior_logit(fit_counts, cm.class_counts, float(s["prior_smoothing"]))
-            p = cm.predict_proba(i, bundles[i].arrays["x_tilde"][hold[i]].astype(np.float64), prior)
-            accs.append(float(np.mean(p.argmax(axis=1) == bundles[i].arrays["y"][hold[i]])))
-        acc_cache[members] = np.array(accs)
-    curve = {}
-    for a, part in keyed.items():
-        curve[a] = float(np.mean(np.concatenate([acc_cache[m] for m in part])))
-    best = max(curve, key=lambda a: (round(curve[a], 12), a))
-    return best, curve
+def _rows_of(g: Geometry, ys: list[np.ndarray], sites, rows=None) -> tuple[np.ndarray, np.ndarray]:
+    """Stacked common-space rows and labels of ``sites`` (``rows[i]``: site i's subset; ``None`` = all)."""
+    sel = [np.arange(len(ys[i])) if rows is None else np.asarray(rows[i]) for i in sites]
+    return (np.vstack([g.rows[i][r] for i, r in zip(sites, sel, strict=True)]).astype(np.float32),
+            np.concatenate([ys[i][r] for i, r in zip(sites, sel, strict=True)]))
+
+
+def dual_inputs(g: Geometry, ys: list[np.ndarray], clusters: list[tuple[int, ...]], sources: list[list[int]],
+                z: int, sharing: bool, rows=None) -> tuple[tuple[np.ndarray, np.ndarray], tuple | None]:
+    """(own rows, secondary-encoder rows) of cluster z: the secondary trains on its source clusters' rows when
+    ``sharing`` (None when it has no source), else on its own rows (FedDAG†)."""
+    own = _rows_of(g, ys, clusters[z], rows)
+    if not sharing:
+        return own, own
+    if not sources[z]:
+        return own, None
+    return own, _rows_of(g, ys, [i for q in sources[z] for i in clusters[q]], rows)
+
+
+def cross_validate_dual(sel: Selection, g: Geometry, bundles, clusters: list[tuple[int, ...]],
+                        sources: list[list[int]], candidates: list[int], n_classes: int, s: dict,
+                        control: JobControl | None = None) -> dict[int, np.ndarray]:
+    """Correct predictions per site (summed over ``sel``'s splits) of cluster z's dual encoder, for every z in
+    ``candidates``: trained on the training folds of its members (and of its sources' members), scored on the
+    members' test folds with the same prior correction as :func:`~core.learn.cluster_models.cross_validate`.
+    One batched :func:`train_dual` over all (split, cluster) pairs; no warm start (the warm-up saw every row)."""
+    ys = [b.arrays["y"].astype(np.int64) for b in bundles]
+    jobs, own, src = [], [], []
+    for si, (tr, _) in enumerate(sel.splits):
+        for z in candidates:
+            o, sp = dual_inputs(g, ys, clusters, sources, z, bool(s["sharing"]), tr)
+            if len(o[1]) == 0:
+                continue
+            jobs.append((si, z))
+            own.append(o)
+            src.append(sp)
+    out = {z: np.zeros(len(bundles)) for z in candidates}
+    if not jobs:
+        return out
+    models = train_dual(own, src, n_classes, s, control=control)
+    use_prior = s["prior_correction"] and s["prior_in_selection"]
+    for (si, z), model, (_, yo) in zip(jobs, models, own, strict=True):
+        tr, te = sel.splits[si]
+        trained = np.bincount(yo, minlength=n_classes)
+        for i in clusters[z]:
+            if len(te[i]) == 0:
+                continue
+            p = model.predict_proba(g.rows[i][te[i]])
+            if use_prior:
+                p = adjust_proba(p.astype(np.float64), prior_logit(np.bincount(ys[i][tr[i]], minlength=n_classes),
+                                                                   trained, float(s["prior_smoothing"])))
+            out[z][i] += float(np.sum(p.argmax(axis=1) == ys[i][te[i]]))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- CC-graph
@@ -393,12 +433,13 @@ def _uniform(rng: np.random.Generator, fan_in: int, shape) -> np.ndarray:
     return rng.uniform(-b, b, size=shape).astype(np.float32)
 
 
-def dual_grads(x, y, mask, act, p1: list, p2: list, ph: list) -> list:
+def dual_grads(x, y, mask, act, p1: list, p2: list, ph: list, with_loss: bool = False):
     """Hand-written backward pass of one parallel primary + secondary step (Eqs. 17 and 20).
 
     x, y: (G, 2B, d) and (G, 2B), the first B slots the clusters' own rows, the last B their source rows;
     mask/act: (G, B) weights of the own/source slots. Loss = Σ_g [mean CE of F_g on own rows, gradient to φ¹, ψ
-    only] + [mean CE on source rows, gradient to φ² only]. Returns the gradients of p1 + ph + p2, in that order.
+    only] + [mean CE on source rows, gradient to φ² only]. Returns the gradients of p1 + ph + p2, in that order
+    (and, ``with_loss``, the (G,) mean CE on the own rows).
     """
     import torch
 
@@ -425,11 +466,15 @@ def dual_grads(x, y, mask, act, p1: list, p2: list, ph: list) -> list:
     Wc, bc = ph
     K = Wc.shape[2]
 
+    losses = []
+
     def dlogits(feat, yy, w):
         logits = torch.baddbmm(bc[:, None, :], feat, Wc)
         prob = torch.softmax(logits, dim=2)
+        wn = w / w.sum(dim=1, keepdim=True).clamp_min(1.0)
+        losses.append(-(prob.gather(2, yy[:, :, None])[:, :, 0].clamp_min(1e-30).log() * wn).sum(dim=1))
         prob -= torch.nn.functional.one_hot(yy, K).to(prob.dtype)
-        return prob * (w / w.sum(dim=1, keepdim=True).clamp_min(1.0))[:, :, None]
+        return prob * wn[:, :, None]
 
     f_own = torch.cat([a1[-1][:, :B], a2[-1][:, :B]], dim=2)
     d_own = dlogits(f_own, y[:, :B], mask)
@@ -438,15 +483,18 @@ def dual_grads(x, y, mask, act, p1: list, p2: list, ph: list) -> list:
     f_src = torch.cat([a1[-1][:, B:], a2[-1][:, B:]], dim=2)
     d_src = dlogits(f_src, y[:, B:], act)
     g2 = backward(p2, [t[:, B:] for t in a2], torch.bmm(d_src, Wc[:, H:].transpose(1, 2)))
+    if with_loss:
+        return [*g1, gWc, gbc, *g2], losses[0]
     return [*g1, gWc, gbc, *g2]
 
 
 def train_dual(own: list[tuple[np.ndarray, np.ndarray]], source: list[tuple[np.ndarray, np.ndarray] | None],
                n_classes: int, s: dict, *, init_primary: list[list[tuple[np.ndarray, np.ndarray]]] | None = None,
-               control: JobControl | None = None) -> list[DualEncoder]:
+               control: JobControl | None = None, on_epoch=None) -> list[DualEncoder]:
     """Centralised Eqs. 16–21 for Z clusters at once. Per epoch, cluster z takes ⌈n_z/B⌉ steps; each step is
     one primary SGD step on a batch of its own rows (φ¹, ψ; φ² frozen) and, if it has sources, one secondary
-    step on a batch of its source rows (φ²; φ¹, ψ frozen). Momentum SGD; clusters with no batch left sit out."""
+    step on a batch of its source rows (φ²; φ¹, ψ frozen). Momentum SGD; clusters with no batch left sit out.
+    ``on_epoch(epoch, losses)``: after each epoch, the (Z,) mean cross-entropy on the clusters' own rows."""
     import torch
 
     control = ensure(control)
@@ -517,6 +565,7 @@ def train_dual(own: list[tuple[np.ndarray, np.ndarray]], source: list[tuple[np.n
         src_on = torch.from_numpy(has_src.astype(np.float32))
         for ep in range(E):
             control.step(ep / E, f"dual-encoder training, epoch {ep + 1}/{E}")
+            ep_loss, ep_steps = np.zeros(Zc), np.zeros(Zc)
             idx = np.full((Zc, S * B), dummy, np.int64)
             msk = np.zeros((Zc, S * B), np.float32)
             sidx = np.zeros((Zc, S * B), np.int64)
@@ -537,8 +586,14 @@ def train_dual(own: list[tuple[np.ndarray, np.ndarray]], source: list[tuple[np.n
                 mask = msk_t[:a, sl]
                 act = src_on[:a, None].expand(a, B)
                 p1, p2, ph = [p[:a] for p in P1], [p[:a] for p in P2], [p[:a] for p in PH]
-                grads = dual_grads(x, y, mask, act, p1, p2, ph)
+                grads, loss = dual_grads(x, y, mask, act, p1, p2, ph, with_loss=True)
                 sgd(P1 + PH + P2, grads, a)
+                ep_loss[:a] += loss.detach().numpy()
+                ep_steps[:a] += 1
+            if on_epoch is not None:
+                back = np.empty(Zc)
+                back[order] = ep_loss / np.maximum(ep_steps, 1)
+                on_epoch(ep, back)
     finally:
         torch.set_num_threads(threads)
     out: list[DualEncoder | None] = [None] * Zc
@@ -602,7 +657,12 @@ def geometry(bundles, n_classes: int, s: dict, control: JobControl | None = None
 
 @dataclass
 class FedDAGResult:
-    """Clusters, the curve behind α, the paper's loss per α and the trained cluster models."""
+    """Clusters, the curve behind α, the paper's loss per α, the cluster models and what each site is sent.
+
+    ``site_models[i]`` = (kind, model): ``"single"`` (its cluster's one-encoder model, a ClusterModel),
+    ``"dual"`` (its cluster's dual encoder), ``"global"`` (the model of all sites), ``"own"`` / ``"linear"`` (a
+    model of its own rows); all but ``"dual"`` are ClusterModels.
+    ``site_info[i]``: the cross-validated estimates of site i (expected, cluster_model, own_model; may be empty)."""
 
     view: str
     matrix: np.ndarray              # the distance the clustering used (A, V̂, Ĝ or P̂)
@@ -615,28 +675,33 @@ class FedDAGResult:
     alpha_min_loss: float
     sources: list[list[int]]
     H: np.ndarray
-    models: list                    # ClusterModel (single) or DualEncoder (dual), one per cluster
+    cluster_kind: list[str]         # "single" or "dual" per cluster (dual only where it cross-validated better)
+    site_models: list[tuple[str, object]]
+    site_info: list[dict]
+    selection: dict
     encoder: str
     geometry: Geometry
     settings: dict
     seconds: dict
 
     def predict_proba(self, site: int, X_tilde: np.ndarray, site_counts: np.ndarray | None = None) -> np.ndarray:
-        """Class probabilities for site ``site``'s reduced rows, prior-corrected to ``site_counts`` if given."""
-        z = next(k for k, c in enumerate(self.clusters) if site in c)
+        """Class probabilities for site ``site``'s reduced rows with the model it is sent, prior-corrected to
+        ``site_counts`` if given."""
+        kind, model = self.site_models[site]
         s = self.settings
-        if self.encoder == "single":
-            cm = self.models[z]
+        smooth = float(s["prior_smoothing"])
+        if kind != "dual":
             prior = None
             if s["prior_correction"] and site_counts is not None:
-                prior = prior_logit(site_counts, cm.class_counts, float(s["prior_smoothing"]))
-            return cm.predict_proba(site, X_tilde, prior)
+                prior = prior_logit(site_counts, model.class_counts, smooth)
+            return model.predict_proba(site, np.asarray(X_tilde, np.float64), prior)
         g = self.geometry
+        z = next(k for k, c in enumerate(self.clusters) if site in c)
         Zx = (g.maps[site].transform(np.asarray(X_tilde, np.float64)) - g.mean) / g.scale
-        proba = self.models[z].predict_proba(Zx)
+        proba = model.predict_proba(Zx).astype(np.float64)
         if s["prior_correction"] and site_counts is not None:
             cc = g.counts[list(self.clusters[z])].sum(axis=0)
-            proba = adjust_proba(proba, prior_logit(site_counts, cc, float(s["prior_smoothing"])))
+            proba = adjust_proba(proba, prior_logit(site_counts, cc, smooth))
         return proba
 
 
@@ -654,13 +719,27 @@ def view_matrix(g: Geometry, s: dict) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def fit(bundles, classes: list[str], settings: dict | None = None, control: JobControl | None = None,
-        geo: Geometry | None = None) -> FedDAGResult:
-    """The whole analyst side: geometry → matrix → α (hold-out) → CC-graph → cluster models."""
+        geo: Geometry | None = None, cache: dict | None = None, on_epoch=None) -> FedDAGResult:
+    """The whole analyst side: geometry → matrix → α (cross-validated, DC-CFL's rule) → CC-graph → cluster models
+    → each site's model (its cluster's, or its own rows' when that cross-validates better, as DC-CFL).
+
+    Candidates are cross-validated over every site's received rows (:mod:`core.learn.cluster_models`): every
+    distinct cluster over the α grid (α = 1 is the one global cluster) and each site's own-rows models; α
+    maximises the mean over sites of max(cluster CV accuracy, own CV accuracy), ties → larger α. With
+    ``encoder = "dual"`` a cluster's dual encoder is a further candidate only where it has a secondary encoder to
+    train (a source cluster when ``sharing``; always for FedDAG†) and is kept only where its CV accuracy over
+    the cluster's members is strictly higher than the one-encoder model's (``sharing_selection``; off: always).
+    With ``global_candidate`` the global model (all sites) is a further candidate of every site, sent where it
+    cross-validates strictly better than its cluster's, so each site's pick is never below DC's model by CV.
+    ``cache`` (a dict) shares the selection and the final one-encoder models between fits on the same bundles
+    and seed (the benchmark's rows); ``on_epoch(epoch, losses)`` reports the final training epoch by epoch."""
     control = ensure(control)
     s = settings_with(**(settings or {}))
     K = len(classes)
     if len(bundles) < 1:
         raise ConfigError("no bundles to analyse")
+    cache = {} if cache is None else cache
+    seed = int(s["seed"])
     t0 = time.perf_counter()
     g = geo if geo is not None else geometry(bundles, K, s, control.sub(0.0, 0.2), with_pacfl=s["view"] == "pacfl")
     t1 = time.perf_counter()
@@ -672,39 +751,134 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     nclus = {a: int(lab.max()) + 1 for a, lab in parts.items()}
     alpha_min_loss = min(loss, key=lambda a: (round(loss[a][0], 12), -a))
     t2 = time.perf_counter()
-    if s["alpha"] == "auto":
-        control.step(0.2, f"choosing α over {len(grid)} thresholds on held-out rows")
-        alpha, curve = select_by_holdout(bundles, parts, K, s, g.basis, control.sub(0.2, 0.6))
+    if s["alpha"] != "auto":
+        a = float(s["alpha"])
+        parts = {a: parts[a] if a in parts else partitions(M, [a], s["linkage"])[a]}
+    keyed = {a: groups_of(lab) for a, lab in parts.items()}
+    S = len(bundles)
+    n_rows = [int(b.arrays["y"].shape[0]) for b in bundles]
+    own_on = bool(s["own_model"])
+    maps = cache.setdefault("maps", {})
+    everyone = tuple(range(S))
+    glob_on = bool(s["global_candidate"]) and S > 1
+    sel: Selection | None = None
+    if len({tuple(p) for p in keyed.values()}) > 1 or own_on:
+        sel = cache.get("selection")
+        if sel is None:
+            sel = cache["selection"] = new_selection(n_rows, s, seed)
+        distinct = sorted({c for p in keyed.values() for c in p}
+                          | ({everyone} if glob_on else set()))
+        control.step(0.2, f"cross-validating {len(distinct)} candidate model(s) over {len(sel.splits)} split(s)")
+        cross_validate(sel, bundles, distinct, K, s, g.basis, seed=seed, maps=maps, control=control.sub(0.2, 0.5))
+        if own_on:
+            cross_validate_linear(sel, bundles, K, s, g.basis, maps)
+        g_acc = sel.acc(everyone) if glob_on else None
+        curve = {a: sel.score(p, own_on, g_acc) for a, p in keyed.items()} if len(keyed) > 1 else {}
     else:
-        alpha, curve = float(s["alpha"]), {}
-        if alpha not in parts:
-            parts[alpha] = partitions(M, [alpha], s["linkage"])[alpha]
-    clusters = groups_of(parts[alpha])
+        curve = {}
+    alpha = max(curve, key=lambda a: (round(curve[a], 12), a)) if curve else max(keyed)
+    clusters = keyed[alpha]
     t3 = time.perf_counter()
     H, sources = cc_graph(clusters, g.counts, g.angles, int(s["top_k"]))
-    control.step(0.6, f"training {len(clusters)} cluster model(s)")
-    if s["encoder"] == "single":
-        models = train_cluster_models(bundles, clusters, K, s, basis=g.basis, control=control.sub(0.6, 1.0))
-    else:
-        ys = [b.arrays["y"].astype(np.int64) for b in bundles]
-        own = [(np.vstack([g.rows[i] for i in c]).astype(np.float32), np.concatenate([ys[i] for i in c]))
-               for c in clusters]
-        if s["sharing"]:
-            src = [(np.vstack([own[q][0] for q in qs]), np.concatenate([own[q][1] for q in qs])) if qs else None
-                   for qs in sources]
+    if not s["sharing"]:
+        sources = [[] for _ in clusters]
+    Z = len(clusters)
+    kind = ["single"] * Z
+    dual_correct: dict[int, np.ndarray] = {}
+    if s["encoder"] == "dual":
+        cand = [z for z in range(Z) if sources[z] or not s["sharing"]]
+        if sel is not None and cand:   # cross-validated also when kept anyway: its sites' numbers are honest
+            control.step(0.5, f"cross-validating {len(cand)} dual encoder(s)")
+            dual_correct = cross_validate_dual(sel, g, bundles, clusters, sources, cand, K, s, control.sub(0.5, 0.7))
+            for z in cand:
+                m = list(clusters[z])
+                if not s["sharing_selection"] or dual_correct[z][m].sum() > sel.correct[clusters[z]][m].sum():
+                    kind[z] = "dual"
         else:
-            src = list(own)
+            for z in cand:
+                kind[z] = "dual"
+    cluster_of = {i: z for z, c in enumerate(clusters) for i in c}
+    if sel is not None:
+        cluster_acc = np.array([(dual_correct[cluster_of[i]][i] / max(sel.tested[i], 1)) if kind[cluster_of[i]] ==
+                                "dual" else sel.acc(clusters[cluster_of[i]])[i] for i in range(S)])
+        # the global model is a further candidate of every site: sent where it cross-validates strictly better
+        use_global = [bool(glob_on and len(clusters[cluster_of[i]]) < S and sel.acc(everyone)[i] > cluster_acc[i]
+                           + 1e-12) for i in range(S)]
+        group_acc = np.where(use_global, sel.acc(everyone), cluster_acc) if glob_on else cluster_acc
+        keys = [everyone if use_global[i] else None if kind[cluster_of[i]] == "dual" else clusters[cluster_of[i]]
+                for i in range(S)]   # (no paired CV rows are kept for a dual encoder: strict comparison there)
+        own_pick, linear = pick_own(sel, group_acc, own_on, keys)
+    else:
+        cluster_acc, own_pick, linear = np.zeros(S), [False] * S, [False] * S
+        group_acc, use_global = cluster_acc, [False] * S
+    t4 = time.perf_counter()
+    # ---- final models: one-encoder clusters and own MLPs (cached by members), dual encoders, linear own models
+    finals = cache.setdefault("final", {})
+    sent_cluster = [not own_pick[i] and not use_global[i] for i in range(S)]
+    need = [clusters[z] for z in range(Z) if kind[z] == "single" and any(sent_cluster[i] for i in clusters[z])]
+    if any(use_global[i] and not own_pick[i] for i in range(S)) and everyone not in need:
+        need.append(everyone)
+    need += [(i,) for i in range(S) if own_pick[i] and not linear[i] and (i,) not in need]
+    todo = [c for c in need if c not in finals]
+    dual_z = [z for z in range(Z) if kind[z] == "dual" and any(sent_cluster[i] for i in clusters[z])]
+    losses_single: list[np.ndarray] = []
+
+    def single_epoch(ep, lv):
+        losses_single.append(np.asarray(lv, np.float64))
+        if on_epoch is not None:
+            on_epoch(ep, lv)
+
+    control.step(0.7, f"training {len(todo) + len(dual_z)} final model(s)")
+    if todo:
+        trained = fit_groups(bundles, [(c, None) for c in todo], K, s, g.basis, seed=seed, maps=maps,
+                             epoch_rows=opt_int(s["max_epoch_rows"]), control=control.sub(0.7, 0.85),
+                             on_epoch=single_epoch)
+        finals.update(zip(todo, trained, strict=True))
+    duals: dict[int, DualEncoder] = {}
+    if dual_z:
+        ys = [b.arrays["y"].astype(np.int64) for b in bundles]
+        inputs = [dual_inputs(g, ys, clusters, sources, z, bool(s["sharing"])) for z in dual_z]
         init = None
         if s["warm_start"]:
-            init = []
-            for c in clusters:
-                avg = [(np.mean([g.warm[i].weights[li] for i in c], axis=0), np.mean([g.warm[i].biases[li] for i in c],
-                                                                                      axis=0))
-                       for li in range(len(s["hidden"]))]
-                init.append(avg)
-        models = train_dual(own, src, K, s, init_primary=init, control=control.sub(0.6, 1.0))
-    t4 = time.perf_counter()
-    return FedDAGResult(s["view"], M, w, alpha, clusters, curve, loss, nclus, alpha_min_loss,
-                        sources if s["sharing"] else [[] for _ in clusters], H, models, s["encoder"], g, s,
+            init = [[(np.mean([g.warm[i].weights[li] for i in clusters[z]], axis=0),
+                      np.mean([g.warm[i].biases[li] for i in clusters[z]], axis=0)) for li in range(len(s["hidden"]))]
+                    for z in dual_z]
+
+        def dual_epoch(ep, lv):
+            if on_epoch is not None:   # groups after the one-encoder models (their last loss at this epoch)
+                prev = losses_single[min(ep, len(losses_single) - 1)] if losses_single else np.zeros(0)
+                on_epoch(ep, np.concatenate([prev, lv]))
+
+        models = train_dual([x for x, _ in inputs], [sp for _, sp in inputs], K, s, init_primary=init,
+                            control=control.sub(0.85, 1.0), on_epoch=dual_epoch)
+        duals = dict(zip(dual_z, models, strict=True))
+    site_models: list[tuple[str, object]] = []
+    site_info: list[dict] = []
+    for i in range(S):
+        z = cluster_of[i]
+        if linear[i]:
+            key = ("linear", i)
+            if key not in finals:
+                finals[key] = fit_linear(bundles, i, np.arange(n_rows[i]), maps, g.basis, s, K)
+            site_models.append(("linear", finals[key]))
+        elif own_pick[i]:
+            site_models.append(("own", finals[(i,)]))
+        elif use_global[i]:
+            site_models.append(("global", finals[everyone]))
+        elif kind[z] == "dual":
+            site_models.append(("dual", duals[z]))
+        else:
+            site_models.append(("single", finals[clusters[z]]))
+        info: dict = {}
+        if sel is not None:
+            info = site_estimates(sel, i, sel.own_acc()[i] if own_pick[i] else group_acc[i], cluster_acc[i],
+                                  own_on)
+        site_info.append(info)
+    t5 = time.perf_counter()
+    selection = {"kind": ("cv" if sel.folds > 1 else "holdout") if sel else "none",
+                 "folds": sel.folds if sel else 0, "repeats": sel.repeats if sel else 0, "own_model": own_on}
+    return FedDAGResult(s["view"], M, w, alpha, clusters, curve, loss, nclus, alpha_min_loss, sources, H, kind,
+                        site_models, site_info, selection, s["encoder"], g, s,
                         {**g.seconds, "geometry": t1 - t0, "matrix_and_partitions": t2 - t1,
-                         "alpha_selection": t3 - t2, "final_training": t4 - t3, "total": t4 - t0})
+                         "alpha_selection": t3 - t2, "sharing_selection": t4 - t3, "final_training": t5 - t4,
+                         "total": t5 - t0})

@@ -10,14 +10,18 @@ packages whatever their order or names):
    rows, the last update on a shared 2 % mask), and the fused A = w·Ĝ + (1 − w)·V̂ with learned per-client
    weights w (Eqs. 7–8; ``fusion_sign``);
 2. hierarchical clustering of the chosen ``view`` cut at every α of ``alpha_grid``; α is chosen by DC-CFL's
-   hold-out rule (``alpha = "auto"``), the paper's loss L = L₁ + λL₂ (Eqs. 9–10) is reported per α;
+   cross-validated rule (``alpha = "auto"``; every distinct cluster, the global model at α = 1 and each site's
+   own-rows models are candidates), the paper's loss L = L₁ + λL₂ (Eqs. 9–10) is reported per α;
 3. the cross-cluster graph H (Eqs. 11–14) and the cluster models: ``encoder = "single"`` (FedDAG*) trains one
    DC-CFL model per cluster (its package is DC-CFL's, applied by DC-CFL's rule); ``"dual"`` trains dual
    encoders φ¹/φ² + head ψ in the all-site common space (FedDAG with ``sharing``, FedDAG† without), shipped as
-   the arrays of docs/FORMAT.md §7.2.
+   the arrays of docs/FORMAT.md §7.2, for the clusters where a second encoder has rows to learn from and
+   cross-validates better than the one-encoder model;
+4. each site is sent its cluster's model or its own rows' model when that cross-validates better, and the
+   summary shows each site's expected accuracy against its own-rows model with n and 95 % CI — DC-CFL's
+   selection code (:mod:`core.learn.cluster_models`), not a copy.
 
-Default ``encoder = "single"``: measured better (docs/results/feddag/feddag.md: FedDAG* above FedDAG in 8 of 10
-cells, concept shift 0.981 vs 0.934).
+Default ``encoder = "single"``: see docs/results/feddag/feddag.md for FedDAG* against FedDAG.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from ..errors import ConfigError, FormatError
 from ..learn import feddag as fd
 from ..learn.alignment import SiteMapping
 from ..learn.client_clustering import cut_tree, label_histograms
+from ..learn.cluster_models import adjust_proba, prior_logit, site_note
 from ..learn.mlp import MLPWeights
 from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, need, one_blas_thread
 from .dc_site import SITE_SETTINGS, LabelledDCSite, check_anchor_width, site_map
@@ -39,10 +44,11 @@ from .dccfl import (
     DCCFL,
     LEARNER_SETTINGS,
     PRIOR_SETTINGS,
-    adjust_proba,
+    SELECTION_SETTINGS,
     derived_seed,
-    prior_logit,
+    site_line,
     site_order,
+    site_views,
 )
 from .settings import Setting
 from .views import Curve, Heatmap, Table, Text, View
@@ -68,7 +74,7 @@ class FedDAG(LabelledDCSite, Method):
     settings_spec = (
         Setting("alpha", "float", "auto", "threshold on the chosen distance that cuts sites into groups",
                 label="Threshold α", low=0.0, high=1.0, auto=True, at_run=True, role="threshold",
-                auto_help="chosen on held-out rows"),
+                auto_help="chosen by cross-validation on the received rows"),
         Setting("view", "choice", "fused", "which distance between sites groups them", label="Similarity",
                 choices=("fused", "data", "gradient"),
                 choice_help=("data and gradient, weighed per site (FedDAG)", "class-wise data subspaces only",
@@ -79,6 +85,10 @@ class FedDAG(LabelledDCSite, Method):
                              "dual encoder: a second encoder trained on other groups' rows (FedDAG)")),
         Setting("sharing", "bool", True, "dual encoder: train the second encoder on the top source groups' rows "
                 "(false: on the group's own rows, FedDAG†)", advanced=True),
+        Setting("sharing_selection", "bool", True, "dual encoder: keep a group's second encoder only where it "
+                "cross-validates better than the group's one-encoder model (false: always)", advanced=True),
+        Setting("global_candidate", "bool", True, "offer every site the model of all sites too (sent where it "
+                "cross-validates better than its group's)", advanced=True),
         Setting("top_k", "int", 2, "source groups each group borrows from (dual encoder)", low=0, high=1000,
                 advanced=True),
         Setting("warm_start", "bool", True, "dual encoder: start the primary encoder from the members' averaged "
@@ -108,14 +118,15 @@ class FedDAG(LabelledDCSite, Method):
                 advanced=True),
         Setting("linkage", "choice", "weighted", "how groups of sites are merged", choices=fd.LINKAGES,
                 advanced=True),
-        Setting("holdout", "float", 0.2, "share of a site's received rows held out to choose α", low=0.05,
+        Setting("holdout", "float", 0.2, "share of a site's received rows held out when one hold-out is used",
+                low=0.05,
                 high=0.5, advanced=True),
         Setting("loss_lambda", "float", 0.01, "λ of the paper's loss (reported, Eq. 9)", low=0.0, advanced=True),
         Setting("loss_gamma", "float", 1.0, "γ of the paper's size penalty (Eq. 10)", low=0.0, advanced=True),
         Setting("loss_tau", "float", 1.0, "τ of the paper's size penalty (Eq. 10)", low=1e-9, advanced=True),
         Setting("seed", "int", 0, "random seed of the warm-up, the hold-out split and the training",
                 label="Random seed", low=0, high=2**31 - 1),
-        *PRIOR_SETTINGS, *ALIGNMENT_SETTINGS, *LEARNER_SETTINGS, *SITE_SETTINGS,
+        *SELECTION_SETTINGS, *PRIOR_SETTINGS, *ALIGNMENT_SETTINGS, *LEARNER_SETTINGS, *SITE_SETTINGS,
     )
 
     def check_settings(self) -> None:
@@ -130,9 +141,10 @@ class FedDAG(LabelledDCSite, Method):
     # ---- analyst -------------------------------------------------------------------------------
     def fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult:
         with one_blas_thread():
-            return self._fit(bundles, list(context.classes), context.control)
+            return self._fit(bundles, list(context.classes), context.control, context.on_epoch)
 
-    def _fit(self, received: list[ReceivedBundle], classes: list[str], control: JobControl | None) -> MethodResult:
+    def _fit(self, received: list[ReceivedBundle], classes: list[str], control: JobControl | None,
+             on_epoch=None) -> MethodResult:
         control = ensure(control)
         s = self.settings
         K = len(classes)
@@ -142,7 +154,7 @@ class FedDAG(LabelledDCSite, Method):
         order = site_order(received)
         bundles = [received[i] for i in order]   # canonical order: the same bundles give the same result
         seed = _seed(s["seed"], bundles)
-        res = fd.fit(bundles, classes, self._engine_settings(seed), control=control.sub(0.0, 0.97))
+        res = fd.fit(bundles, classes, self._engine_settings(seed), control=control.sub(0.0, 0.97), on_epoch=on_epoch)
         g = res.geometry
         smoothing = float(s["prior_smoothing"])
         cluster_of = {i: z for z, members in enumerate(res.clusters) for i in members}
@@ -150,13 +162,14 @@ class FedDAG(LabelledDCSite, Method):
         for i, b in enumerate(bundles):
             z = cluster_of[i]
             members = res.clusters[z]
-            if res.encoder == "single":
-                cm = res.models[z]
+            kind, model = res.site_models[i]
+            if kind != "dual":
+                cm = model
                 mapping, mean, scale, trained_counts = cm.mappings[i], cm.mean, cm.scale, cm.class_counts
                 arrays = {**cm.model.to_arrays("mlp")}
                 architecture = cm.model.architecture()
             else:
-                de = res.models[z]
+                de = model
                 mapping, mean, scale = g.maps[i], g.mean, g.scale
                 trained_counts = g.counts[list(members)].sum(axis=0)
                 arrays = {**MLPWeights([w for w, _ in de.enc1], [c for _, c in de.enc1]).to_arrays("enc1"),
@@ -169,14 +182,22 @@ class FedDAG(LabelledDCSite, Method):
                            "scaler_scale": np.asarray(scale, np.float64)})
             if s["prior_correction"]:
                 arrays["prior_logit"] = prior_logit(g.counts[i], trained_counts, smoothing)
-            manifest = {"method": self.name, "encoder": res.encoder, "cluster": z, "cluster_size": len(members),
-                        "t": res.alpha, "classes": list(classes), "architecture": architecture,
-                        "alignment": s["alignment"], "dimension": int(mapping.G.shape[1])}
+            info = {"model": "own" if kind in ("own", "linear") or (len(members) == 1 and kind != "global") else
+                    "global" if kind == "global" else "cluster",
+                    **({"own_kind": "linear" if kind == "linear" else "mlp"} if kind in ("own", "linear") else {}),
+                    **res.site_info[i]}
+            manifest = {"method": self.name, "encoder": "dual" if kind == "dual" else "single", "cluster": z,
+                        "cluster_size": len(members), "t": res.alpha, "classes": list(classes),
+                        "architecture": architecture, "alignment": s["alignment"],
+                        "dimension": int(mapping.G.shape[1]), **info}
             packages.append((manifest, arrays))
+            note = site_note(info) if info.get("expected") else ""
             sites.append({"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest,
                           "rows": int(g.counts[i].sum()), "cluster": z + 1,   # numbered from 1 for people
                           "weight": None if res.weights is None else float(res.weights[i]),
-                          "label_counts": g.counts[i].tolist()})
+                          "label_counts": g.counts[i].tolist(), **info,
+                          **({"holdout_accuracy": info["expected"]["accuracy"]} if info.get("expected") else {}),
+                          **({"note": note} if note else {})})
         edges = [{"source": q + 1, "target": p + 1, "weight": float(res.H[p, q])}
                  for p, qs in enumerate(res.sources) for q in qs]
         grid = sorted(res.loss)
@@ -185,6 +206,11 @@ class FedDAG(LabelledDCSite, Method):
             "t_auto": s["alpha"] == "auto", "view": res.view, "encoder": res.encoder,
             "sharing": bool(s["sharing"]) if res.encoder == "dual" else None,
             "n_clusters": len(res.clusters),
+            "cluster_models": list(res.cluster_kind),
+            "selection": {**res.selection, "what": "mean over sites of the better of the cluster's and the site's "
+                          "own model" if res.selection["own_model"] else "mean over sites of the cluster model's "
+                          "accuracy"},
+            "own_model_sites": int(sum(x["model"] == "own" and "own_kind" in x for x in sites)),
             "validation_curve": {f"{a:g}": float(v) for a, v in sorted(res.curve.items())},
             "paper_loss": {f"{a:g}": {"L": res.loss[a][0], "L1": res.loss[a][1], "L2": res.loss[a][2],
                                       "clusters": res.n_clusters[a]} for a in grid},
@@ -192,6 +218,10 @@ class FedDAG(LabelledDCSite, Method):
             "graph": edges,
             "sites": sites, "settings": s,
         }
+        if sites and all(x.get("expected") for x in sites):
+            summary["expected_mean"] = float(np.mean([x["expected"]["accuracy"] for x in sites]))
+            if all(x.get("own_model") for x in sites):
+                summary["own_model_mean"] = float(np.mean([x["own_model"]["accuracy"] for x in sites]))
         details = {"data_distance": g.V, "gradient_distance": g.G, "matrix": res.matrix,
                    "weights": res.weights, "cc_graph": res.H, "clusters": res.clusters, "site_order": order,
                    "seconds": dict(res.seconds)}   # timings stay out of the summary: it is bit-reproducible
@@ -202,7 +232,7 @@ class FedDAG(LabelledDCSite, Method):
     # ---- what it shows --------------------------------------------------------------------------
     def summary_lines(self, summary: dict) -> list[str]:
         s = summary
-        how = " (chosen on held-out rows)" if s.get("t_auto") else ""
+        how = " (chosen by cross-validation on the received rows)" if s.get("t_auto") else ""
         model = ("one model per cluster (FedDAG*)" if s.get("encoder") == "single" else
                  "dual encoders" + (" sharing across clusters (FedDAG)" if s.get("sharing") else
                                     " without sharing (FedDAG†)"))
@@ -213,10 +243,19 @@ class FedDAG(LabelledDCSite, Method):
             amin = s.get("alpha_min_loss")
             lines.append(f"  the paper's loss L would pick α = {amin} "
                          f"({loss.get(f'{amin:g}', {}).get('clusters', '?')} clusters); reported, not used")
+        kinds = s.get("cluster_models") or []
+        if "dual" in kinds:
+            lines.append(f"  {kinds.count('dual')} of {len(kinds)} cluster(s) use a second encoder (it cross-validated "
+                         "better there); the others a one-encoder model")
+        if s.get("own_model_sites"):
+            lines.append(f"  {s['own_model_sites']} site(s) keep a model of their own rows")
+        n_global = sum(x.get("model") == "global" for x in s.get("sites", []))
+        if n_global:
+            lines.append(f"  {n_global} site(s) are sent the model of all sites (it cross-validated better there)")
         for x in s.get("sites", []):
             w = x.get("weight")
-            lines.append(f"  {x['site']}: {x['rows']:,} rows, cluster {x['cluster']}"
-                         + (f", gradient weight w = {w:.2f}" if w is not None else ""))
+            lines.append(site_line(x, (f", gradient weight w = {w:.2f}" if w is not None else "")
+                                   + (", sent the model of all sites" if x.get("model") == "global" else "")))
         for e in s.get("graph", []):
             lines.append(f"  cluster {e['source']} → cluster {e['target']} (H = {e['weight']:.3g})")
         return lines
@@ -225,14 +264,21 @@ class FedDAG(LabelledDCSite, Method):
         s, d = result.summary, result.details
         sites = s.get("sites", [])
         names = [x["site"] for x in sites]   # details and summary share the canonical site order
-        classes = [str(c) for c in (result.packages[0][0].get("classes", []) if result.packages else [])]
         out: list[View] = [Text(f"FedDAG grouped {len(sites)} site(s) into {s.get('n_clusters')} cluster(s) at "
                                 f"α = {s.get('alpha')} on {VIEW_WORDS.get(s.get('view'), s.get('view'))}; "
                                 "everything was computed here from the DC-CFL bundles (nothing more left a site).")]
-        out.append(Table("Sites", ["site", "fingerprint", "rows", "cluster", "gradient weight w", "labels"],
-                         [[x["site"], x.get("fingerprint", ""), x["rows"], x["cluster"],
-                           "" if x.get("weight") is None else round(float(x["weight"]), 3),
-                           x.get("label_counts", [])] for x in sites], bars=("labels",), bar_labels=classes))
+        kinds = s.get("cluster_models") or []
+
+        def word(x):
+            if x.get("model") == "own" and x.get("own_kind"):
+                return "own rows"
+            if x.get("model") == "global":
+                return "all sites' model"
+            k = kinds[x["cluster"] - 1] if len(kinds) >= x["cluster"] else "single"
+            return "cluster, dual encoder" if k == "dual" else "cluster"
+
+        out += site_views(result, (("gradient weight w", lambda x: "" if x.get("weight") is None
+                                    else round(float(x["weight"]), 3)),), word)
         if len(names) > 1 and "data_distance" in d:
             out.append(Heatmap("Data distance V between sites (degrees, Eqs. 4–6)", np.asarray(d["data_distance"]),
                                names, names, 0.0, 90.0))
@@ -246,10 +292,11 @@ class FedDAG(LabelledDCSite, Method):
             xs = sorted(float(a) for a in loss)
             series = {"paper's loss L": [loss[f"{a:g}"]["L"] for a in xs]}
             if curve and set(curve) == set(loss):
-                series = {"held-out accuracy": [curve[f"{a:g}"] for a in xs], **series}
-            out.append(Curve("Held-out accuracy and the paper's loss for each threshold α", xs, series,
+                series = {"cross-validated accuracy": [curve[f"{a:g}"] for a in xs], **series}
+            out.append(Curve("Cross-validated accuracy and the paper's loss for each threshold α", xs, series,
                              xlabel="α", ylabel="accuracy / loss", mark=float(s.get("alpha", xs[0]))))
-            out.append(Table("Threshold grid", ["α", "clusters", "held-out accuracy", "paper's loss L", "L1", "L2"],
+            out.append(Table("Threshold grid", ["α", "clusters", "cross-validated accuracy", "paper's loss L", "L1",
+                                                "L2"],
                              [[a, loss[f"{a:g}"]["clusters"], curve.get(f"{a:g}", ""), loss[f"{a:g}"]["L"],
                                loss[f"{a:g}"]["L1"], loss[f"{a:g}"]["L2"]] for a in xs]))
         edges = s.get("graph") or []

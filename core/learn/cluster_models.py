@@ -1,0 +1,404 @@
+"""Cluster models and the per-site choice among them, shared by the DC-family methods (DC-CFL, FedDAG, …).
+
+A cluster model (algorithms.md §1.3–1.4, §2) aligns its members on their own anchor images, standardises the
+aligned rows and trains an MLP; a site's predictions are corrected for its own class prior,
+p_i(k|x) ∝ p_l(k|x)·π_i(k)/π_l(k). The selection (issue #15) cross-validates every candidate model on every
+site's received rows — each site's rows dealt into folds (:func:`cv_splits`), a candidate trained on its
+members' training folds and scored on each member's test fold — together with models of the site's own rows
+(the singleton MLP and a logistic regression); each site is then sent the candidate that cross-validates best
+(:func:`pick_own`), with its row count and 95 % Wilson interval (:func:`site_estimates`). Nothing here names a
+method: the methods decide which clusters are candidates.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..control import JobControl, ensure
+from ..errors import ConfigError
+from .alignment import AnchorBasis, DCAlignment, SiteMapping
+from .intervals import WEAK_ROWS, estimate, mcnemar_p
+from .mlp import BatchedMLP, MLPWeights
+
+# Defaults of the learner, the alignment, the prior correction and the selection (the settings' one source).
+LEARNER_DEFAULTS: dict = {"epochs": 50, "hidden": [64, 32], "lr": 0.01, "momentum": 0.5, "batch_size": 32,
+                          "weight_decay": 0.0}
+ALIGNMENT_DEFAULTS: dict = {"alignment": "affine", "threshold": 1e-2, "relative_threshold": False,
+                            "scale": "identity"}
+PRIOR_DEFAULTS: dict = {"prior_correction": True, "prior_smoothing": 0.5, "prior_in_selection": True}
+SELECTION_DEFAULTS: dict = {"cv_folds": "auto", "cv_repeats": "auto", "own_model": True,
+                            "selection_max_rows": 10000, "selection_site_rows": 500, "max_epoch_rows": 20000}
+
+
+@dataclass
+class ClusterModel:
+    """One cluster's alignment, input scaler and classifier."""
+
+    members: tuple[int, ...]
+    mappings: dict[int, SiteMapping]
+    mean: np.ndarray
+    scale: np.ndarray
+    model: MLPWeights
+    class_counts: np.ndarray  # (K,) rows of each class the model was trained on
+
+    def predict_proba(self, site: int, X_tilde: np.ndarray, prior_logit: np.ndarray | None = None) -> np.ndarray:
+        Z = (self.mappings[site].transform(X_tilde) - self.mean) / self.scale
+        return adjust_proba(self.model.predict_proba(Z), prior_logit)
+
+
+def adjust_proba(proba: np.ndarray, prior_logit: np.ndarray | None) -> np.ndarray:
+    """p'(k|x) ∝ p(k|x)·exp(a_k): the Bayes correction for a change of class prior
+    (a = log π_site − log π_train)."""
+    if prior_logit is None:
+        return proba
+    q = proba * np.exp(np.asarray(prior_logit, np.float64) - np.max(prior_logit))
+    return q / np.maximum(q.sum(axis=1, keepdims=True), 1e-300)
+
+
+def prior_logit(site_counts: np.ndarray, cluster_counts: np.ndarray, smoothing: float) -> np.ndarray:
+    """a_k = log π_site(k) − log π_cluster(k), both Laplace-smoothed: π(k) = (n_k + s) / (n + K s)."""
+    K = len(site_counts)
+    ps = (site_counts + smoothing) / (site_counts.sum() + K * smoothing)
+    pc = (cluster_counts + smoothing) / (cluster_counts.sum() + K * smoothing)
+    return np.log(ps) - np.log(pc)
+
+
+def alignment_of(settings: dict) -> DCAlignment:
+    if settings["alignment"] not in ("linear", "affine"):
+        raise ConfigError("alignment must be 'linear' or 'affine'")
+    return DCAlignment(affine=settings["alignment"] == "affine", threshold=float(settings["threshold"]),
+                       relative=bool(settings["relative_threshold"]), scale=settings["scale"])
+
+
+def opt_int(v) -> int | None:
+    return None if v in (None, 0, "none") else int(v)
+
+
+def hits(model: ClusterModel, site: int, bundle, rows: np.ndarray, prior: np.ndarray | None = None) -> np.ndarray:
+    """Which of the site's ``rows`` the model classifies correctly (bool, in ``rows`` order)."""
+    p = model.predict_proba(site, bundle.arrays["x_tilde"][rows].astype(np.float64), prior)
+    return p.argmax(axis=1) == bundle.arrays["y"][rows]
+
+
+def correct_count(model: ClusterModel, site: int, bundle, rows: np.ndarray,
+                  prior: np.ndarray | None = None) -> int:
+    return int(hits(model, site, bundle, rows, prior).sum())
+
+
+def clearly_better(first: np.ndarray, second: np.ndarray, repeats: int, level: float = 0.05) -> bool:
+    """Whether paired CV hits show ``first`` better than ``second``: McNemar's exact one-sided test on the rows
+    only one of them gets right, counted per repetition (a row tested r times counts once), p < ``level``."""
+    r = max(int(repeats), 1)
+    b = round(int(np.sum(first & ~second)) / r)
+    c = round(int(np.sum(~first & second)) / r)
+    return b > c and mcnemar_p(b, c, one_sided=True) < level
+
+
+def fit_linear(bundles: list, i: int, rows: np.ndarray, maps: dict, basis: AnchorBasis,
+                settings: dict, n_classes: int) -> ClusterModel:
+    """Site i's own rows only, linear: a multinomial logistic regression (L2, λ = 1) on its received rows
+    X̃ᵢ as they are — the identity map, centred, no per-column scaling. X̃ᵢ = standardise(X)·Vᵢ with Vᵢ
+    orthonormal (PCA), and an L2-penalised linear model is invariant to that rotation, so this is the
+    site's own baseline (:mod:`core.learn.local_model`) up to the one dropped component. (Aligning to the
+    anchor, or standardising each reduced column, would whiten the small-variance directions and let the
+    penalty fit their noise — bad for a 40-row site.) Returned as a one-layer MLP: the package format is
+    unchanged."""
+    from .local_model import fit_local_model
+
+    X = bundles[i].arrays["x_tilde"][rows].astype(np.float64)
+    y = bundles[i].arrays["y"][rows].astype(np.int64)
+    d = X.shape[1]
+    a = fit_local_model(X, y, n_classes, max_iter=100, standardise=False)
+    identity = SiteMapping(np.eye(d), np.zeros(d))
+    return ClusterModel((i,), {i: identity}, a["local_mean"], a["local_scale"],
+                        MLPWeights([a["local_w"]], [a["local_b"]]), np.bincount(y, minlength=n_classes))
+
+
+def site_note(info: dict) -> str:
+    notes = []
+    e = info.get("expected")
+    if e and e["weak"]:
+        notes.append(f"only {e['rows']} rows: the estimate is uncertain (95 % CI {e['low']:.2f}–{e['high']:.2f})")
+    if info.get("model") == "own" and info.get("own_kind"):
+        notes.append("the site's own-rows model cross-validated better than its cluster's (at a site with fewer "
+                     f"than {WEAK_ROWS} rows: the cluster's was not clearly better); the site keeps its own model")
+    return "; ".join(notes)
+
+
+def fit_groups(bundles: list, groups: list[tuple[tuple[int, ...], list | None]], n_classes: int,
+               settings: dict, basis: AnchorBasis, *, seed: int, maps: dict | None = None,
+               max_rows: int | None = None, site_rows: int | None = None, epoch_rows: int | None = None,
+               control: JobControl | None = None, on_epoch=None) -> list[ClusterModel]:
+    """Align and train one model per ``(members, rows)`` in one batched fit.
+
+    ``rows[i]`` restricts site i to some of its received rows (``None`` = all). ``site_rows`` and ``max_rows``
+    cap a group's rows per member and in total by a seeded subsample (selection at scale); ``epoch_rows`` lets
+    a bigger group see a fresh random ``epoch_rows`` of its rows per epoch (:class:`BatchedMLP`).
+    ``maps`` caches each cluster's alignment across calls (it does not depend on the rows).
+    """
+    control = ensure(control)
+    maps = {} if maps is None else maps
+    aligned, prepared = [], []
+    for g, (members, rows) in enumerate(groups):
+        if members not in maps:
+            maps[members] = basis.align(members, settings)
+        mp = maps[members]
+        Xs, ys = [], []
+        for i in members:
+            sel = np.arange(bundles[i].arrays["y"].shape[0]) if rows is None else np.asarray(rows[i])
+            if site_rows and len(sel) > site_rows:
+                sel = np.sort(np.random.default_rng([seed, g, i, 5]).choice(sel, site_rows, replace=False))
+            Xs.append(mp[i].transform(bundles[i].arrays["x_tilde"][sel].astype(np.float64)))
+            ys.append(bundles[i].arrays["y"][sel].astype(np.int64))
+        Xh, y = np.vstack(Xs), np.concatenate(ys)
+        if max_rows and len(y) > max_rows:
+            keep = np.sort(np.random.default_rng([seed, g, 7]).choice(len(y), max_rows, replace=False))
+            Xh, y = Xh[keep], y[keep]
+        mean, scale = Xh.mean(axis=0), Xh.std(axis=0)
+        scale[~(scale > 1e-12)] = 1.0
+        aligned.append((members, mp, mean, scale))
+        prepared.append((((Xh - mean) / scale).astype(np.float32), y))
+    control.step(0.05, f"training {len(groups)} model(s)")
+    learner = BatchedMLP(tuple(settings["hidden"]), lr=float(settings["lr"]), momentum=float(settings["momentum"]),
+                         weight_decay=float(settings["weight_decay"]), batch_size=int(settings["batch_size"]),
+                         epochs=int(settings["epochs"]), random_state=int(seed), max_epoch_rows=epoch_rows)
+    learner.fit(prepared, n_classes, control=control.sub(0.05, 1.0), on_epoch=on_epoch)
+    return [ClusterModel(members, mp, mean, scale, model, np.bincount(y, minlength=n_classes))
+            for (members, mp, mean, scale), (_, y), model in zip(aligned, prepared, learner.models_, strict=True)]
+
+
+def train_cluster_models(bundles: list, clusters: list[tuple[int, ...]], n_classes: int,
+                         settings: dict, *, rows: list[np.ndarray] | None = None,
+                         control: JobControl | None = None, on_epoch=None,
+                         basis: AnchorBasis | None = None) -> list[ClusterModel]:
+    """Align each cluster on its members' anchors and train all cluster models in one batched fit
+    (``rows[i]`` optionally restricts site i to a subset of its received rows)."""
+    alignment_of(settings)  # validates the alignment settings
+    if basis is None:
+        basis = AnchorBasis([b.arrays["anchor_tilde"] for b in bundles], affine=settings["alignment"] == "affine")
+    return fit_groups(bundles, [(c, rows) for c in clusters], n_classes, settings, basis,
+                      seed=int(settings["seed"]), control=control, on_epoch=on_epoch)
+
+
+def holdout_split(bundles: list, fraction: float, seed: int) -> tuple[list, list]:
+    """Per site, a seeded split of its received rows into training and hold-out parts (≥ 1 each)."""
+    (train, hold), = cv_splits([b.arrays["x_tilde"].shape[0] for b in bundles], 1, 1, fraction, seed)
+    return train, hold
+
+
+def resolve_cv(settings: dict, n_rows: list[int]) -> tuple[int, int]:
+    """(folds, repeats). ``auto``: 5-fold when the median site has < 1,000 rows (else one hold-out of
+    ``holdout``), repeated ⌈100 / median rows⌉ times (1–3) so a small site's estimate rests on more draws."""
+    med = float(np.median(n_rows))
+    folds = settings.get("cv_folds", "auto")
+    folds = (1 if med >= 1000 else 5) if folds == "auto" else int(folds)
+    repeats = settings.get("cv_repeats", "auto")
+    repeats = (1 if folds == 1 else int(min(3, max(1, math.ceil(100 / max(med, 1)))))) if repeats == "auto" \
+        else int(repeats)
+    if folds < 1 or repeats < 1:
+        raise ConfigError("cv_folds and cv_repeats must be at least 1")
+    return folds, repeats
+
+
+def cv_splits(n_rows: list[int], folds: int, repeats: int, holdout: float, seed: int) -> list[tuple[list, list]]:
+    """Per repeat r and fold f: (training rows, test rows) of every site. Site i's rows are permuted by
+    ``default_rng([seed, i, r])`` and dealt round-robin into the folds, so every row is tested once per
+    repeat; ``folds = 1`` is one hold-out of ``round(holdout · n)`` rows (≥ 1, ≤ n − 1)."""
+    out = []
+    for r in range(repeats):
+        assign = []
+        for i, n in enumerate(n_rows):
+            perm = np.random.default_rng([seed, i, r]).permutation(n)
+            a = np.empty(n, np.int64)
+            if folds == 1:
+                k = min(max(1, int(round(holdout * n))), n - 1)
+                a[perm] = -1
+                a[perm[:k]] = 0
+            else:
+                a[perm] = np.arange(n) % folds
+            assign.append(a)
+        for f in range(folds):
+            out.append(([np.flatnonzero(a != f) for a in assign], [np.flatnonzero(a == f) for a in assign]))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- selection
+OWN = "own"  # the key of a site's own-rows (linear) candidate beside cluster keys (tuples of sites)
+
+
+@dataclass
+class Selection:
+    """Cross-validated correct predictions of candidate models, per site, over one set of splits.
+
+    ``correct[members][i]``: rows of site i's test folds the candidate trained on ``members`` got right (summed
+    over the splits); accuracy = correct / ``tested``. ``lin_correct``: the same for the site's linear own-rows
+    model. ``paired[(key, i)]``: the same rows one by one (split after split, so candidates pair up), kept for
+    sites below WEAK_ROWS rows (key: the members, or OWN). ``n_eval[i]``: the rows behind site i's estimate
+    (tested rows / repeats)."""
+
+    splits: list
+    folds: int
+    repeats: int
+    n_rows: list[int]
+    tested: np.ndarray
+    n_eval: np.ndarray
+    correct: dict = field(default_factory=dict)
+    lin_correct: np.ndarray | None = None
+    paired: dict = field(default_factory=dict)
+
+    def acc(self, members: tuple[int, ...]) -> np.ndarray:
+        return self.correct[members] / np.maximum(self.tested, 1)
+
+    @property
+    def acc_lin(self) -> np.ndarray:
+        return self.lin_correct / np.maximum(self.tested, 1)
+
+    def own_acc(self) -> np.ndarray:
+        """Each site's own-rows accuracy: its linear model's. (An own-rows MLP is no separate candidate: the
+        better of two noisy own-rows scores picked "alone" by chance — measured on the DC-CFL benchmark's
+        gesture cells; a singleton cluster at a small t still trains one.)"""
+        return self.acc_lin
+
+    def keeps_own(self, i: int, cluster_acc: float, key: tuple[int, ...] | None = None) -> bool:
+        """Site i keeps its own (linear) model rather than its candidate ``key`` of accuracy ``cluster_acc``: when
+        that cross-validates strictly better; a site below WEAK_ROWS rows, whose estimates cannot tell small
+        differences from noise, keeps it unless the candidate is clearly better on the same CV rows
+        (:func:`clearly_better`; without paired rows for ``key``: unless it is strictly better) — alone is the
+        safe side."""
+        own = float(self.acc_lin[i])
+        if self.n_rows[i] < WEAK_ROWS:
+            theirs, alone = self.paired.get((key, i)), self.paired.get((OWN, i))
+            if theirs and alone:
+                a, b = np.concatenate(theirs), np.concatenate(alone)
+                if len(a) == len(b):
+                    return not clearly_better(a, b, self.repeats)
+            return own >= cluster_acc - 1e-12
+        return own > cluster_acc + 1e-12
+
+    def score(self, partition: list[tuple[int, ...]], own: bool, floor: np.ndarray | None = None) -> float:
+        """Mean over sites of the CV accuracy of what each would be sent under the partition: its cluster's
+        model (or ``floor[i]``, a further per-site candidate, if better), or with ``own`` its own-rows model when
+        :meth:`keeps_own`: what the threshold maximises."""
+        site_acc = np.empty(len(self.n_rows))
+        key: list = [None] * len(self.n_rows)
+        for c in partition:
+            site_acc[list(c)] = self.acc(c)[list(c)]
+            for i in c:
+                key[i] = c
+        if floor is not None:
+            better = floor > site_acc
+            key = [None if better[i] else key[i] for i in range(len(key))]
+            site_acc = np.maximum(site_acc, floor)
+        if own:
+            lin = self.acc_lin
+            site_acc = np.array([lin[i] if self.keeps_own(i, site_acc[i], key[i]) else site_acc[i]
+                                 for i in range(len(site_acc))])
+        return float(site_acc.mean())
+
+
+def new_selection(n_rows: list[int], settings: dict, seed: int) -> Selection:
+    """The splits of :func:`cv_splits` with :func:`resolve_cv`'s folds and repeats; nothing trained yet."""
+    folds, repeats = resolve_cv(settings, n_rows)
+    splits = cv_splits(n_rows, folds, repeats, float(settings["holdout"]), seed)
+    tested = np.zeros(len(n_rows))
+    for _, te in splits:
+        tested += [len(r) for r in te]
+    return Selection(splits, folds, repeats, list(n_rows), tested, (tested / max(repeats, 1)).round().astype(int))
+
+
+def cross_validate(sel: Selection, bundles: list, clusters, n_classes: int, settings: dict, basis: AnchorBasis, *,
+                   seed: int, maps: dict | None = None, control: JobControl | None = None) -> None:
+    """Add to ``sel`` every cluster of ``clusters`` it does not hold yet: trained on its members' training folds
+    of every split (one batched fit, selection row caps), scored on each member's test fold, prior-corrected
+    to the training folds' class counts when ``prior_correction`` and ``prior_in_selection``."""
+    distinct = [c for c in clusters if c not in sel.correct]
+    if not distinct:
+        return
+    splits = sel.splits
+    jobs = [(si, c) for si, (tr, _) in enumerate(splits) for c in distinct if sum(len(tr[i]) for i in c) > 0]
+    models = fit_groups(bundles, [(c, splits[si][0]) for si, c in jobs], n_classes, settings, basis, seed=seed,
+                        maps=maps, max_rows=opt_int(settings["selection_max_rows"]),
+                        site_rows=opt_int(settings["selection_site_rows"]), control=control)
+    S = len(bundles)
+    for c in distinct:
+        sel.correct[c] = np.zeros(S)
+    use_prior = settings["prior_correction"] and settings["prior_in_selection"]
+    smoothing = float(settings["prior_smoothing"])
+    for (si, c), model in zip(jobs, models, strict=True):
+        tr, te = splits[si]
+        for i in c:
+            if len(te[i]) == 0:
+                continue
+            prior = None
+            if use_prior:
+                fit_counts = np.bincount(bundles[i].arrays["y"][tr[i]], minlength=n_classes)
+                prior = prior_logit(fit_counts, model.class_counts, smoothing)
+            h = hits(model, i, bundles[i], te[i], prior)
+            sel.correct[c][i] += int(h.sum())
+            if sel.n_rows[i] < WEAK_ROWS:
+                sel.paired.setdefault((c, i), []).append(h)
+
+
+def cross_validate_linear(sel: Selection, bundles: list, n_classes: int, settings: dict, basis: AnchorBasis,
+                          maps: dict | None = None) -> None:
+    """Each site's linear own-rows model (:func:`fit_linear`) over the same splits (once per selection)."""
+    if sel.lin_correct is not None:
+        return
+    S = len(bundles)
+    lin = np.zeros(S)
+    for tr, te in sel.splits:
+        for i in range(S):
+            if len(te[i]) and len(tr[i]):
+                h = _linear_hits(bundles, i, tr[i], te[i], maps, basis, settings, n_classes)
+                lin[i] += int(h.sum())
+                if sel.n_rows[i] < WEAK_ROWS:
+                    sel.paired.setdefault((OWN, i), []).append(h)
+    sel.lin_correct = lin
+
+
+_LINEAR_MEMO: dict[bytes, np.ndarray] = {}
+
+
+def _linear_hits(bundles: list, i: int, tr: np.ndarray, te: np.ndarray, maps, basis, settings: dict,
+                 n_classes: int) -> np.ndarray:
+    """:func:`hits` of site i's linear own-rows model trained on its rows ``tr``, on its rows ``te``. The fit is a
+    deterministic function of those rows (L-BFGS from zero), so it is memoised by their content: fits on the same
+    bundles and splits (``dc`` and ``dccfl`` beside each other, the benchmark's rows) pay for it once."""
+    import hashlib
+
+    a = bundles[i].arrays
+    h = hashlib.sha256(f"{n_classes}:{len(tr)}:{len(te)}".encode())
+    for arr in (a["x_tilde"][tr], a["y"][tr], a["x_tilde"][te], a["y"][te]):
+        h.update(np.ascontiguousarray(arr).tobytes())
+    key = h.digest()
+    if key not in _LINEAR_MEMO:
+        if len(_LINEAR_MEMO) > 100_000:
+            _LINEAR_MEMO.clear()
+        _LINEAR_MEMO[key] = hits(fit_linear(bundles, i, tr, maps, basis, settings, n_classes), i, bundles[i], te)
+    return _LINEAR_MEMO[key].copy()
+
+
+def pick_own(sel: Selection, cluster_acc: np.ndarray, own: bool, keys: list | None = None
+             ) -> tuple[list[bool], list[bool]]:
+    """Per site: (keeps its own-rows model, and that model is the linear one — always, now) by
+    :meth:`Selection.keeps_own` against its candidate ``keys[i]`` of CV accuracy ``cluster_acc[i]``."""
+    S = len(sel.n_rows)
+    if not own:
+        return [False] * S, [False] * S
+    keys = keys if keys is not None else [None] * S
+    own_pick = [sel.keeps_own(i, float(cluster_acc[i]), keys[i]) for i in range(S)]
+    return own_pick, list(own_pick)
+
+
+def site_estimates(sel: Selection, i: int, expected: float, cluster: float, own: bool) -> dict:
+    """The honest numbers of site i: ``expected`` (what it is sent), ``cluster_model`` and, with ``own``,
+    ``own_model`` and ``expected_gain`` — each an :func:`~core.learn.intervals.estimate` on n_eval[i] rows."""
+    n = int(sel.n_eval[i])
+    info = {"expected": estimate(float(expected), n), "cluster_model": estimate(float(cluster), n)}
+    if own:
+        info["own_model"] = estimate(float(sel.own_acc()[i]), n)
+        info["expected_gain"] = info["expected"]["accuracy"] - info["own_model"]["accuracy"]
+    return info
