@@ -303,3 +303,12 @@ def test_start_window_module_loads_no_heavy_library():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen"})
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_site_export_path_loads_no_scipy_sklearn_or_torch():
+    """A site's export imports numpy, pandas and the product only (scipy alone costs ~0.3–1 s per export)."""
+    code = ("import sys, core.participant, core.methods; heavy = [m for m in ('scipy', 'sklearn', 'torch') "
+            "if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

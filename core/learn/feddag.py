@@ -42,8 +42,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.cluster.hierarchy import linkage
-from scipy.spatial.distance import squareform
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError
@@ -288,6 +286,9 @@ def partitions(A: np.ndarray, grid: list[float], method: str = "weighted") -> di
         return {float(a): np.zeros(N, np.int64) for a in grid}
     sym = 0.5 * (A + A.T)
     np.fill_diagonal(sym, 0.0)
+    from scipy.cluster.hierarchy import linkage  # (scipy: not on a site's export path)
+    from scipy.spatial.distance import squareform
+
     Z = linkage(squareform(sym, checks=False), method=method)
     return {float(a): cut_tree(Z, N, float(a)) for a in grid}
 

@@ -223,7 +223,7 @@ class DCCFL(LabelledDCSite, Method):
     settings_spec = (
         Setting("t", "float", "auto", "threshold on the label-distribution distance that cuts sites into groups",
                 label="Threshold t", low=0.0, high=1.0, auto=True, at_run=True, role="threshold",
-                auto_help="chosen on held-out rows"),
+                auto_help="chosen by cross-validation on the received rows"),
         Setting("t_grid", "float_list", list(DEFAULT_T_GRID), "the thresholds tried when t is auto", advanced=True),
         Setting("linkage", "choice", "complete", "how groups of sites are merged",
                 choices=("complete", "average", "single"), advanced=True),
@@ -332,7 +332,8 @@ class DCCFL(LabelledDCSite, Method):
             "validation_curve": {f"{t:g}": a for t, a in curve.items()},
             "selection": {"kind": ("cv" if folds > 1 else "holdout") if acc else "none", "folds": folds,
                           "repeats": repeats, "own_model": own_on,
-                          "what": "mean over sites of the better of the cluster's and the site's own model"
+                          "what": "mean over sites of the CV accuracy of what each is sent (its cluster's model "
+                                  "or its own)"
                           if own_on else "mean over sites of the cluster model's accuracy"},
             "n_clusters": len(final),
             "own_model_sites": int(sum(own_pick)),

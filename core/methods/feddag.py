@@ -27,8 +27,6 @@ Default ``encoder = "single"``: see docs/results/feddag/feddag.md for FedDAG* ag
 from __future__ import annotations
 
 import numpy as np
-from scipy.cluster.hierarchy import linkage as hier_linkage
-from scipy.spatial.distance import squareform
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
@@ -323,6 +321,9 @@ class FedDAG(LabelledDCSite, Method):
         D = M[np.ix_(back, back)]
         D = 0.5 * (D + D.T)
         np.fill_diagonal(D, 0.0)
+        from scipy.cluster.hierarchy import linkage as hier_linkage  # (scipy: not on a site's export path)
+        from scipy.spatial.distance import squareform
+
         Z = hier_linkage(squareform(D, checks=False), method=s["linkage"])
         counts = g.counts[back]
         return ClientDistances(D, label_histograms(counts), Z, lambda t: cut_tree(Z, len(D), float(t)),
