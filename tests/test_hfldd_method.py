@@ -207,9 +207,22 @@ def test_a_gui_round_in_distillation_mode(qtbot, tmp_path, monkeypatch, capsys):
 
     aw = analyst_window_with_bundles(qtbot, d / "p.dckit", d / "analyst/analyst.dcid", "pass phrase 1",
                                      sorted((d / "bundles").glob("*.dcbundle")))
+    # Clients page: the TV heatmap with the soft-label KL matrix beside it, and the groups training will use
+    assert aw.show_page("clients")
+    cp = aw.clients_page
+    cp.ensure_fresh()
+    assert cp.clustering is not None and cp.clustering.chosen is not None
+    assert cp.clustering.distances.shape == (3, 3) and "total-variation" in cp.heatmap_plot.getPlotItem().titleLabel.text
+    assert len(cp.companion_plots) == 1 and "KL divergence" in cp.companion_plots[0].getPlotItem().titleLabel.text
+    groups = dict(zip(cp.names, cp.labels.tolist(), strict=True))
+    assert groups["site0"] == groups["site1"] != groups["site2"] and cp.n_clusters == 2  # clusters=2, by label skew
+    assert "group 1: site0, site1" in cp.chosen_label.text() and "k-means" in cp.method_note.text()
+    assert not cp.threshold_line.isVisible() and cp.t_spin.isHidden()  # no threshold to drag
     train_models(qtbot, aw)
     mp = aw.models_page
     qtbot.waitUntil(lambda: mp.metrics_table.rowCount() == 3, timeout=5_000)
+    trained = {x["site"]: x["cluster"] - 1 for x in aw.state.result.summary["sites"]}
+    assert trained == groups  # the page showed the groups the fit trained
     export_packages(qtbot, aw, d / "gui-out")
     assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
     report = (d / "gui-out/report.html").read_text()

@@ -13,6 +13,7 @@ from core.learn.kip import (
     anchor_whitening,
     distill_sites,
     kl_clusters,
+    kernel_herding,
     kl_matrix,
     krr_predict,
     nn_disclosure,
@@ -91,6 +92,23 @@ def test_initialisations_and_settings():
         KIPDistiller(kernel="poly")
     with pytest.raises(ConfigError):
         distill_sites([(X, y)], KIPSettings(scale="anchor"))
+
+
+def _mmd2(A, B, l2):
+    def k(P, Q):
+        return np.exp(-((P[:, None, :] - Q[None, :, :]) ** 2).sum(-1) / (2 * l2))
+    return k(A, A).mean() - 2 * k(A, B).mean() + k(B, B).mean()
+
+
+def test_kernel_herding_picks_rows_closer_in_mmd_than_random_rows():
+    rng = np.random.default_rng(3)
+    Z = np.vstack([rng.normal(size=(150, 3)), rng.normal(size=(50, 3)) + 4.0])  # two modes, 3 : 1
+    idx = kernel_herding(Z, 8)
+    assert len(set(idx.tolist())) == 8 and (idx >= 150).sum() in (1, 2, 3)  # both modes, in about their shares
+    random = [_mmd2(Z[rng.choice(200, 8, replace=False)], Z, 3.0) for _ in range(50)]
+    assert _mmd2(Z[idx], Z, 3.0) < np.quantile(random, 0.1)
+    start = KIPDistiller(rows_per_class=4, steps=0, init="herding", holdout=0.0).fit(*_gaussians(n=80, d=4, seed=2))
+    assert nn_disclosure(start.X_distilled_, _gaussians(n=80, d=4, seed=2)[0])["copies"] == 8  # real rows
 
 
 def test_ntk_matches_the_recursion_on_a_pair():

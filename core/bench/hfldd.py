@@ -369,7 +369,10 @@ def markdown(result: dict[str, Any]) -> str:
     out = [f"# HFLDD one-shot (distillation mode) benchmark — {result.get('status', '')}", "",
            f"Command: `{result.get('command', '')}`", "", f"Machine: {result.get('machine', '')}", "",
            f"DC Studio {result.get('version', '')}; seeds {result.get('seed_list')}; wall time "
-           f"{result.get('wall_seconds', 0) / 60:.1f} min; finished {result.get('finished', '')}.", "",
+           f"{result.get('wall_seconds', 0) / 60:.1f} min"
+           + (f" with {result['jobs']} worker(s), CPU time (user + system, all processes) "
+              f"{result['cpu_seconds'] / 60:.1f} min" if "cpu_seconds" in result else "")
+           + f"; finished {result.get('finished', '')}.", "",
            "Accuracy = mean over clients of test accuracy with the one global model (personal = with the per-site "
            "prior correction from shipped class counts; DC-CFL and Local are personal by construction). "
            "Bytes = mean bundle per site, every array counted as float32. NN ratio = median over sites of the "
@@ -443,22 +446,80 @@ def large_site(dataset: str, n_sites: int, seed: int, data_dir: str | None, rows
             "seconds": rec["seconds"]}
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU time of this process and its finished children (load-independent)."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _cell_task(dataset: str, data_dir: str | None, split: str, seed: int, p: Protocol) -> dict[str, Any]:
+    """Process-pool entry point: one thread for torch and BLAS, the data loaded once per worker; the cell's
+    CPU seconds (user + system of this worker while it ran) recorded beside its wall seconds."""
+    X, y, classes = _load(dataset, data_dir)
+    c0 = _cpu_seconds()
+    with _one_thread():
+        rec = run_cell(dataset, X, y, classes, split, seed, p)
+    rec["cpu_seconds"] = _cpu_seconds() - c0
+    return rec
+
+
+def _large_task(data_dir: str | None, large: dict[str, Any]) -> dict[str, Any]:
+    c0 = _cpu_seconds()
+    out = large_site(say=lambda _m: None, data_dir=data_dir, **large)
+    out["cpu_seconds"] = _cpu_seconds() - c0
+    return out
+
+
 def run(datasets: Sequence[str], seeds: Sequence[int], p: Protocol, *, data_dir: str | None = None,
         json_path: str | Path | None = None, command: str = "", say: Callable[[str], None] = print,
-        large: dict[str, Any] | None = None) -> dict[str, Any]:
+        large: dict[str, Any] | None = None, jobs: int = 1) -> dict[str, Any]:
+    """Every (data set, split, seed) cell, in ``jobs`` worker processes (most expensive first: letter, then
+    pendigits), and the large-site cell; each finished cell is appended to ``<json stem>_cells.jsonl``."""
     from . import machine
 
     started = time.perf_counter()
-    cells = []
-    for ds in datasets:
-        X, y, classes = _load(ds, data_dir)
-        for sp in p.splits:
-            for seed in seeds:
-                with _one_thread():
-                    rec = run_cell(ds, X, y, classes, sp, seed, p)
-                cells.append(rec)
-                say(f"[{len(cells)}] {ds} {sp} seed {seed}: " + ", ".join(
-                    f"{k} {v['accuracy']:.4f}" for k, v in rec["methods"].items()) + f" ({rec['seconds']:.0f} s)")
+    cpu0 = _cpu_seconds()
+    tasks = [(ds, sp, seed) for ds in datasets for sp in p.splits for seed in seeds]
+    tasks.sort(key=lambda t: t[0] != "letter_recognition")   # the widest label set is the slowest
+    json_path = Path(json_path) if json_path else None
+    log = json_path.with_name(json_path.stem + "_cells.jsonl") if json_path else None
+    if log:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("")
+    cells: list[dict[str, Any]] = []
+    large_out: dict[str, Any] | None = None
+
+    def done(rec: dict[str, Any]) -> None:
+        cells.append(rec)
+        if log:
+            with log.open("a") as fh:
+                fh.write(json.dumps(rec, default=_jsonable) + "\n")
+        say(f"[{len(cells)}/{len(tasks)}] {rec['dataset']} {rec['split']} seed {rec['seed']}: " + ", ".join(
+            f"{k} {v['accuracy']:.4f}" for k, v in rec["methods"].items())
+            + f" ({rec['seconds']:.0f} s, CPU {rec.get('cpu_seconds', float('nan')):.0f} s)")
+
+    if jobs <= 1:
+        for ds, sp, seed in tasks:
+            done(_cell_task(ds, data_dir, sp, seed, p))
+        if large:
+            large_out = _large_task(data_dir, large)
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
+            futs = {pool.submit(_cell_task, ds, data_dir, sp, seed, p): "cell" for ds, sp, seed in tasks}
+            if large:
+                futs[pool.submit(_large_task, data_dir, large)] = "large"
+            for fut in as_completed(futs):
+                if futs[fut] == "large":
+                    large_out = fut.result()
+                    say(f"large site: {json.dumps(large_out, default=_jsonable)}")
+                else:
+                    done(fut.result())
+    cells.sort(key=lambda c: (c["dataset"], SPLITS.index(c["split"]) if c["split"] in SPLITS else 9, c["seed"]))
     rows = summarise(cells)
     kl = {}
     for ds, sp in dict.fromkeys((c["dataset"], c["split"]) for c in cells):
@@ -469,12 +530,13 @@ def run(datasets: Sequence[str], seeds: Sequence[int], p: Protocol, *, data_dir:
         "experiment": "hfldd", "version": __version__, "machine": machine("torch", "sklearn"), "command": command,
         "invocation": " ".join(getattr(sys, "orig_argv", sys.argv)), "status": "complete",
         "seed_list": list(seeds), "protocol": asdict(p), "kip": {**DEFAULT_KIP, **p.kip}, "choices": CHOICES,
-        "rows": rows, "targets": targets(rows), "kl": kl,
+        "rows": rows, "targets": targets(rows), "kl": kl, "jobs": jobs,
         "cells": cells,
     }
-    if large:
-        result["large_site"] = large_site(say=say, data_dir=data_dir, **large)
+    if large_out is not None:
+        result["large_site"] = large_out
     result["wall_seconds"] = time.perf_counter() - started
+    result["cpu_seconds"] = _cpu_seconds() - cpu0   # this process and every worker (children are reaped)
     result["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
     if json_path:
         json_path = Path(json_path)
@@ -523,8 +585,10 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     parts = [bench_command("hfldd", args)]
     large = None if args.quick or "pendigits" not in datasets else {
         "dataset": "dry_bean", "n_sites": 2, "seed": 0, "rows_per_class": 40, "anchor_ship": 40}
+    from . import worker_count
+
     result = run(datasets, seeds, p, data_dir=args.data_dir, json_path=args.json, command=" ".join(parts), say=say,
-                 large=large)
+                 large=large, jobs=worker_count())
     say(markdown(result))
     return result
 

@@ -75,7 +75,7 @@ class KIPSettings:
     kernel: str = "ntk"            # "ntk" | "rbf"
     rbf_length2: float | None = None  # ℓ²; None → d (rows are scaled to unit mean variance)
     ridge: float = 1e-6            # λ of the scale-invariant ridge
-    init: str = "real"             # "real" | "means" | "kmeans"
+    init: str = "real"             # "real" | "means" | "kmeans" | "herding"
     init_noise: float = 0.1        # "means": noise sd in units of the class's per-column sd
     learn_labels: bool = False
     target_batch: int = 256
@@ -94,8 +94,8 @@ class KIPSettings:
             raise ConfigError("KIP needs rows_per_class ≥ 1, steps ≥ 0 and a positive learning rate")
         if self.kernel not in ("ntk", "rbf"):
             raise ConfigError(f"unknown KIP kernel '{self.kernel}'; use 'ntk' or 'rbf'")
-        if self.init not in ("real", "means", "kmeans"):
-            raise ConfigError(f"unknown KIP initialisation '{self.init}'; use 'real', 'means' or 'kmeans'")
+        if self.init not in ("real", "means", "kmeans", "herding"):
+            raise ConfigError(f"unknown KIP initialisation '{self.init}'; use 'real', 'means', 'kmeans' or 'herding'")
         if self.scale not in ("global", "column", "anchor"):
             raise ConfigError(f"unknown KIP scaling '{self.scale}'; use 'global', 'column' or 'anchor'")
         if not 0 <= self.holdout < 1 or self.ridge < 0 or self.target_batch < 1 or self.eval_every < 1:
@@ -127,6 +127,8 @@ def _init_rows(Z: np.ndarray, y: np.ndarray, s: KIPSettings, rng: np.random.Gene
         elif s.init == "means":
             sd = Zc.std(axis=0) if len(Zc) > 1 else np.ones(Z.shape[1])
             Xs.append(Zc.mean(axis=0) + s.init_noise * sd * rng.standard_normal((k, Z.shape[1])))
+        elif s.init == "herding":
+            Xs.append(Zc[kernel_herding(Zc, k)])
         else:
             from sklearn.cluster import KMeans
 
@@ -134,6 +136,29 @@ def _init_rows(Z: np.ndarray, y: np.ndarray, s: KIPSettings, rng: np.random.Gene
             Xs.append(km.cluster_centers_)
         ys.append(np.full(k, c, dtype=np.int64))
     return np.vstack(Xs), np.concatenate(ys)
+
+
+def kernel_herding(Z: np.ndarray, k: int, length2: float | None = None) -> np.ndarray:
+    """Indices of k rows of Z chosen by kernel herding (Chen, Welling & Smola 2010) with an RBF kernel
+    (ℓ² = number of columns by default): row t+1 = argmax_x  mean_i k(x, z_i) − (1/(t+1)) Σ_{j≤t} k(x, s_j),
+    a greedy minimiser of the MMD between the chosen rows and all rows."""
+    Z = np.asarray(Z, np.float64)
+    n = len(Z)
+    if k >= n:
+        return np.arange(n)
+    l2 = float(length2 if length2 is not None else Z.shape[1])
+    sq = (Z * Z).sum(1)
+    Kz = np.exp(-np.clip(sq[:, None] + sq[None, :] - 2 * Z @ Z.T, 0, None) / (2 * l2))
+    mean = Kz.mean(axis=1)
+    acc = np.zeros(n)
+    chosen: list[int] = []
+    for t in range(k):
+        score = mean - acc / (t + 1)
+        score[chosen] = -np.inf
+        j = int(np.argmax(score))
+        chosen.append(j)
+        acc += Kz[:, j]
+    return np.array(chosen)
 
 
 def anchor_whitening(A: np.ndarray, floor: float = 1e-10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -31,7 +31,17 @@ from ..errors import ConfigError, FormatError
 from ..learn.alignment import AnchorBasis
 from ..learn.client_clustering import LabelDistributionClustering
 from ..learn.kip import KIPSettings, distill_sites, kl_clusters, kl_matrix, local_soft_labels, nn_disclosure
-from .base import Disclosure, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput, one_blas_thread
+from .base import (
+    ClientDistances,
+    Disclosure,
+    FitContext,
+    Method,
+    MethodResult,
+    ReceivedBundle,
+    SiteExport,
+    SiteInput,
+    one_blas_thread,
+)
 from .dc_site import MIN_ROWS, SITE_SETTINGS, dc_site_compute
 from .dccfl import ALIGNMENT_SETTINGS, DCCFL, LEARNER_SETTINGS, PRIOR_SETTINGS, prior_logit, train_cluster_models
 from .settings import Setting
@@ -198,12 +208,8 @@ class HFLDD(Method):
             raise FormatError("bundles were made with different anchors (different anchor row counts)")
         control.step(0.0, "grouping sites by their soft labels")
         counts = np.stack([np.asarray(b.arrays["label_counts"], np.int64) for b in bundles])
-        M = kl_matrix([b.arrays["soft_labels"] for b in bundles])
-        groups = kl_clusters(M, int(s["clusters"]), int(s["seed"])) if s["clusters"] > 1 else np.zeros(len(bundles),
-                                                                                                       dtype=int)
-        order = list(dict.fromkeys(int(g) for g in groups))   # number groups by first member
-        groups = np.array([order.index(int(g)) for g in groups])
-        clusters = [tuple(np.flatnonzero(groups == g).tolist()) for g in range(len(order))]
+        M, groups = self._kl_groups(bundles)
+        clusters = [tuple(np.flatnonzero(groups == g).tolist()) for g in range(int(groups.max()) + 1)]
         tv = LabelDistributionClustering().fit(counts)
         # DC-CFL's training on the distilled sets: the same arrays under DC-CFL's names.
         shims = [ReceivedBundle(b.site, b.fingerprint, b.digest, b.envelope_id, b.manifest,
@@ -243,7 +249,35 @@ class HFLDD(Method):
         control.step(1.0, "trained")
         return MethodResult(self.name, packages, summary, details)
 
+    def _kl_groups(self, bundles: list[ReceivedBundle]) -> tuple[np.ndarray, np.ndarray]:
+        """(KL matrix M of HFLDD Eq. 4 in the bundles' order, k-means groups on its rows numbered by first
+        member); one group when ``clusters`` is 1."""
+        M = kl_matrix([b.arrays["soft_labels"] for b in bundles])
+        n = int(self.settings["clusters"])
+        groups = kl_clusters(M, n, int(self.settings["seed"])) if n > 1 else np.zeros(len(bundles), dtype=int)
+        order = list(dict.fromkeys(int(g) for g in groups))
+        return M, np.array([order.index(int(g)) for g in groups], dtype=np.int64)
+
     # ---- what it shows --------------------------------------------------------------------------
+    def client_distances(self, bundles: list[ReceivedBundle], classes: list[str]) -> ClientDistances | None:
+        """The Clients page: the sites' label-distribution TV distance (from the shipped class counts, with
+        its complete-linkage dendrogram for exploring), the soft-label KL matrix beside it, and the groups
+        ``fit`` will train (k-means on the KL rows, the same call as ``fit``)."""
+        K = len(classes)
+        if len(bundles) < 2 or K < 2:
+            return None
+        counts = np.stack([np.asarray(b.arrays["label_counts"], np.int64)[:K] for b in bundles])
+        tv = LabelDistributionClustering().fit(counts)
+        M, groups = self._kl_groups(bundles)
+        names = [b.site for b in bundles]
+        kl = Heatmap("Soft-label KL divergence (Eq. 4)", M, names, names, 0.0, float(max(M.max(), 1e-12)))
+        k = int(groups.max()) + 1
+        how = ("one model for every site (clusters = 1)" if int(self.settings["clusters"]) <= 1 else
+               f"k-means on the rows of the KL matrix into {k} group{'s' if k > 1 else ''} "
+               f"(clusters = {int(self.settings['clusters'])})")
+        return ClientDistances(tv.distances_, tv.histograms_, tv.linkage_, tv.cut, "label total-variation distance",
+                               companions=[kl], chosen=groups, chosen_how=how)
+
     def summary_lines(self, summary: dict) -> list[str]:
         n = summary.get("n_clusters", 1)
         lines = [f"method {self.name}: {'one model' if n == 1 else f'{n} groups of sites'} trained on distilled "
