@@ -78,7 +78,7 @@ def test_early_stop_at_the_start_never_ships_the_starting_real_rows(tmp_path, mo
         return out
 
     monkeypatch.setattr(hf, "distill_sites", stuck_first)
-    _, ex = _export(X, y, anchor)
+    _, ex = _export(X, y, anchor, objective="kip")
     assert calls == [0.2, 0.0]
     assert ex.manifest["nn_disclosure"]["copies"] == 0 and ex.manifest["nn_disclosure"]["ratio_min"] > 1e-3
 
@@ -192,7 +192,8 @@ def test_a_gui_round_in_distillation_mode(qtbot, tmp_path, monkeypatch, capsys):
     qtbot.waitUntil(w.data_page.isComplete, timeout=30_000)
     w.next()
     pp = w.privacy_page
-    assert pp.site_form.names() == ["rows_per_class", "kip_steps", "init", "reduction", "dimension", "noise"]
+    assert pp.site_form.names() == ["rows_per_class", "kip_steps", "objective", "init", "reduction", "dimension",
+                                     "noise"]
     pp.site_form.set_value("kip_steps", 30)
     pp.site_form.set_value("rows_per_class", 2)
     qtbot.waitUntil(lambda: pp.isComplete() and pp.site_export.manifest["rows_per_class"] == 2

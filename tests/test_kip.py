@@ -111,6 +111,22 @@ def test_kernel_herding_picks_rows_closer_in_mmd_than_random_rows():
     assert nn_disclosure(start.X_distilled_, _gaussians(n=80, d=4, seed=2)[0])["copies"] == 8  # real rows
 
 
+def test_distribution_matching_brings_each_class_closer_to_its_rows_and_leaves_them():
+    """kip_weight = 0, mmd_weight > 0: class-wise MMD² only; from random real rows it lowers every class's MMD
+    to the class's rows and ends on no real row."""
+    X, y = _gaussians(n=120, d=4, k=2, seed=6)
+    X[y == 1] *= np.array([3.0, 0.3, 1.0, 1.0])  # an elongated class: its spread matters, not only its mean
+    kw = dict(rows_per_class=4, init="real", holdout=0.0, kip_weight=0.0, mmd_weight=1.0, mmd_length2=4.0,
+              target_batch=200, random_state=1)
+    start = KIPDistiller(steps=0, **kw).fit(X, y)
+    moved = KIPDistiller(steps=150, lr=0.02, **kw).fit(X, y)
+    for c in (0, 1):
+        before = _mmd2(start.X_distilled_[start.y_distilled_ == c], X[y == c], 4.0)
+        after = _mmd2(moved.X_distilled_[moved.y_distilled_ == c], X[y == c], 4.0)
+        assert after < 0.7 * before, (c, before, after)
+    assert nn_disclosure(moved.X_distilled_, X)["copies"] == 0
+
+
 def test_ntk_matches_the_recursion_on_a_pair():
     import math
 

@@ -70,6 +70,7 @@ class KIPSettings:
     """Every knob of :func:`distill_sites` (defaults: see :class:`KIPDistiller`)."""
 
     rows_per_class: int = 5
+    rows_share: float = 0.0        # per-class budget: max(rows_per_class, ⌈share · n_c⌉) rows for a class of n_c rows
     steps: int = 300
     lr: float = 0.01
     kernel: str = "ntk"            # "ntk" | "rbf"
@@ -84,13 +85,14 @@ class KIPSettings:
     patience: int = 10             # evaluations without improvement before a site stops counting
     scale: str = "global"          # "global" | "column" | "anchor" (whiten by the site's anchor image)
     mmd_weight: float = 0.0        # β of the class-wise MMD² term that keeps each class's rows representative
+    kip_weight: float = 1.0        # weight of the KRR loss (0 with mmd_weight > 0: class-wise distribution matching)
     mmd_length2: float | None = None  # ℓ² of the MMD's RBF kernel; None → d
     anchor_targets: int = 0        # anchor-image rows added to every target batch with the neutral label 0
     n_classes: int | None = None
     random_state: int = 0
 
     def check(self) -> None:
-        if self.rows_per_class < 1 or self.steps < 0 or not self.lr > 0:
+        if self.rows_per_class < 1 or self.steps < 0 or not self.lr > 0 or not 0 <= self.rows_share <= 1:
             raise ConfigError("KIP needs rows_per_class ≥ 1, steps ≥ 0 and a positive learning rate")
         if self.kernel not in ("ntk", "rbf"):
             raise ConfigError(f"unknown KIP kernel '{self.kernel}'; use 'ntk' or 'rbf'")
@@ -117,11 +119,12 @@ class DistilledSet:
 
 
 def _init_rows(Z: np.ndarray, y: np.ndarray, s: KIPSettings, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Class-balanced start: min(rows_per_class, n_c) rows for every class present."""
+    """Start rows for every class present: min(max(rows_per_class, ⌈rows_share · n_c⌉), n_c) of a class with
+    n_c (fit) rows."""
     Xs, ys = [], []
     for c in np.unique(y):
         Zc = Z[y == c]
-        k = min(s.rows_per_class, len(Zc))
+        k = min(max(s.rows_per_class, math.ceil(s.rows_share * len(Zc) - 1e-9)), len(Zc))
         if s.init == "real":
             Xs.append(Zc[rng.choice(len(Zc), size=k, replace=False)])
         elif s.init == "means":
@@ -348,7 +351,7 @@ def distill_sites(sites: Sequence[tuple[np.ndarray, np.ndarray]], settings: KIPS
         Xt, Yt, Wt = batch(draw)
         opt.zero_grad()
         per_site = krr_loss(Xt, Yt, Wt)
-        total = per_site.sum()
+        total = s.kip_weight * per_site.sum()
         if s.mmd_weight > 0:
             total = total + s.mmd_weight * mmd(Xt, Yt, Wt).sum()
         total.backward()

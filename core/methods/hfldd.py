@@ -47,8 +47,10 @@ from .dccfl import ALIGNMENT_SETTINGS, DCCFL, LEARNER_SETTINGS, PRIOR_SETTINGS, 
 from .settings import Setting
 from .views import Heatmap, Table, Text, View
 
-# KIP as measured best (docs/results/hfldd/README.md: anchor-whitened space, real-row start, target batch 64).
+# As measured best (docs/results/hfldd/README.md): anchor-whitened space, target batch 64; KIP with early stop
+# on a 20 % hold-out; distribution matching (class-wise MMD², no KRR term) for a fixed number of steps.
 KIP_DEFAULTS = {"kernel": "ntk", "lr": 0.01, "target_batch": 64, "holdout": 0.2, "scale": "anchor", "patience": 5}
+OBJECTIVES = {"kip": {}, "match": {"kip_weight": 0.0, "mmd_weight": 1.0, "holdout": 0.0}}
 COPY_TOLERANCE = 1e-6  # a shipped row closer than this × the data's spacing to a real row counts as a copy
 
 
@@ -90,11 +92,21 @@ class HFLDD(Method):
         *PRIOR_SETTINGS[:2], *ALIGNMENT_SETTINGS, *LEARNER_SETTINGS,
         Setting("rows_per_class", "int", 5, "made-up rows shipped for each class this site has",
                 label="Rows per class", low=1, high=10000, side="site"),
+        Setting("rows_share", "float", 0.0, "at least this share of each class's rows (0: exactly 'rows per "
+                "class'; 0.25 ships a quarter of a small site's rows)", label="Share of rows", low=0.0, high=1.0,
+                side="site", advanced=True),
         Setting("kip_steps", "int", 300, "optimisation steps that shape the made-up rows (fewer: closer to "
                 "randomly chosen real rows, faster)", label="Distillation steps", low=1, high=100000, side="site"),
-        Setting("init", "choice", "real", "where the made-up rows start", label="Start from",
-                choices=("real", "means"), choice_help=("randomly chosen rows, then moved (recommended)",
-                                                        "class averages plus noise"), side="site"),
+        Setting("objective", "choice", "match", "what the made-up rows are moved to do", label="Distil by",
+                choices=("match", "kip"),
+                choice_help=("match the spread of each class's real rows (distribution matching; recommended)",
+                             "let a kernel model trained on them classify your rows (Kernel Inducing Points)"),
+                side="site"),
+        Setting("init", "choice", "herding", "where the made-up rows start", label="Start from",
+                choices=("herding", "real", "means"),
+                choice_help=("the most representative rows of each class (kernel herding), then moved "
+                             "(recommended)", "randomly chosen rows, then moved", "class averages plus noise"),
+                side="site"),
         *SITE_SETTINGS,
     )
 
@@ -120,8 +132,10 @@ class HFLDD(Method):
         control.phase("soft labels of a local model on the anchor rows")
         soft = local_soft_labels([(X, y, A)], K, epochs=int(self.settings["local_epochs"]), random_state=seed,
                                  control=control.sub(0.15, 0.3))[0].astype(np.float32)
-        kip = KIPSettings(rows_per_class=int(opts["rows_per_class"]), steps=int(opts["kip_steps"]),
-                          init=opts["init"], n_classes=K, random_state=seed, **KIP_DEFAULTS)
+        kip = KIPSettings(rows_per_class=int(opts["rows_per_class"]), rows_share=float(opts["rows_share"]),
+                          steps=int(opts["kip_steps"]),
+                          init=opts["init"], n_classes=K, random_state=seed,
+                          **{**KIP_DEFAULTS, **OBJECTIVES[opts["objective"]]})
         control.phase("distilling")
         out = distill_sites([(X, y)], kip, control.sub(0.3, 0.9), anchors=[A.astype(np.float64)])[0]
         Xd = out.X.astype(np.float32)
@@ -141,17 +155,23 @@ class HFLDD(Method):
         manifest = {k2: v for k2, v in dc.manifest.items() if k2 != "anchor_rows"}
         manifest.update({
             "n_rows": n, "n_distilled": int(len(yd)), "rows_per_class": int(opts["rows_per_class"]),
+            "rows_share": float(opts["rows_share"]),
             "kip_steps": int(opts["kip_steps"]), "kip_best_step": int(out.best_step), "init": opts["init"],
+            "objective": opts["objective"],
             "anchor_rows": int(len(A)), "anchor_rows_total": int(len(A_full)),
             "nn_disclosure": {key: (round(v, 4) if isinstance(v, float) and math.isfinite(v) else v)
                               for key, v in disc.items()},
             "bundle_bytes": shipped, "dccfl_bundle_bytes": int(dccfl_bytes)})
         ratio = disc["ratio_median"]
+        share = float(opts["rows_share"])
+        per = (str(opts["rows_per_class"]) if share <= 0 else
+               f"{share:.0%} of the class's rows, at least {opts['rows_per_class']},")
         near = (f"The made-up rows lie a median {ratio:.2f}× the usual distance between two of your neighbouring "
                 f"rows from the nearest real row (closest {disc['ratio_min']:.2f}×; 0 would be a copy).")
         disclosures = [
             Disclosure("x_distilled", Xd.shape, "float32",
-                       f"{len(yd)} synthetic rows ({opts['rows_per_class']} per class present) distilled with KIP "
+                       f"{len(yd)} synthetic rows ({per} per class present) distilled "
+                       f"({'distribution matching' if opts['objective'] == 'match' else 'KIP'}) "
                        f"from your {n} privately reduced rows, {k} columns each. {near}",
                        plain=f"{len(yd)} made-up summary rows of {k} numbers each. {near}"),
             Disclosure("y_distilled", yd.shape, "int32", "the class of each synthetic row",
@@ -171,7 +191,7 @@ class HFLDD(Method):
                                           "the share of your columns' variance the reduction keeps",
                                           plain="one number: how much of your data's variation the compression "
                                                 "keeps"))
-        plain = (f"{len(yd)} made-up summary rows ({opts['rows_per_class']} per class), {k} numbers each, instead of "
+        plain = (f"{len(yd)} made-up summary rows ({per} per class), {k} numbers each, instead of "
                  f"your {n:,} rows; their classes; your small model's answers on {len(A)} shared anchor rows and "
                  f"those rows compressed like yours; how many rows you have in each class. No real row, no original "
                  f"value. {near} File: {_kib(shipped)} instead of {_kib(dccfl_bytes)} for a DC-CFL bundle of the "
