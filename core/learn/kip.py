@@ -11,6 +11,10 @@ algorithms.md §7.2, as neural-tangents' stax.Dense/Relu) or an RBF kernel exp(�
 Rows are centred and divided by one global scale (``scale="global"``, keeps the PCA geometry) or per
 column (``scale="column"``) before the kernel; the distilled rows are returned in the caller's space.
 
+With ``kip_weight = 0`` and ``mmd_weight > 0`` the same loop does class-wise distribution matching: it minimises
+Σ_c MMD²(X_s^c, X_t^c) (RBF kernel) over target minibatches — the headline of the distillation mode, started
+from a kernel-herding choice of real rows (``init="herding"``, :func:`kernel_herding`).
+
 Besides the distiller: soft labels of a local model on the site's anchor image (HFLDD §III-B), the
 analyst's KL matrix M_ij = (1/r) Σ_k Σ_c S_ik^c log(S_ik^c / S_jk^c) (HFLDD Eq. 4) with k-means on its rows,
 and a disclosure measure (each distilled row's nearest real row, in units of the real rows' own median

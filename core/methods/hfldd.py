@@ -1,10 +1,13 @@
 """DC with distilled sets (``hfldd``): HFLDD made one-shot, behind the DC family's site step and alignment.
 
 Site (algorithms.md §1.2 then §7): the DC private reduction X̃ᵢ = fᵢ(Xᵢ), X̃ᵢᵃⁿᶜ = fᵢ(X^anc) exactly as
-``dccfl`` computes it (:func:`core.methods.dc_site.dc_site_compute`, noise included), then Kernel Inducing
-Points (HFLDD Eq. 1) on X̃ᵢ in the site's anchor-whitened space z = (x − μ_A) W_A (μ_A, W_A from the
-shipped anchor image; :func:`core.learn.kip.anchor_whitening`), ``rows_per_class`` rows per class present,
-NTK kernel, Adam, early stop on a 20 % local hold-out. The site ships the distilled rows and their labels,
+``dccfl`` computes it (:func:`core.methods.dc_site.dc_site_compute`, noise included), then distillation of
+X̃ᵢ in the site's anchor-whitened space z = (x − μ_A) W_A (μ_A, W_A from the shipped anchor image;
+:func:`core.learn.kip.anchor_whitening`), max(``rows_per_class``, ⌈``rows_share``·n_c⌉) rows per class present.
+Default (``objective="match"``): start at the class's kernel-herding choice of real rows and move them by Adam
+to minimise Σ_c MMD²(S_c, X̃ᵢ,c) (class-wise distribution matching; it beat random real rows where KIP lost,
+docs/results/hfldd/README.md). ``objective="kip"``: Kernel Inducing Points (HFLDD Eq. 1), NTK kernel, early
+stop on a 20 % local hold-out. The site ships the distilled rows and their labels,
 the soft labels S_i = softmax(h_i(X̃ᵢᵃⁿᶜ)) of a local model h_i (HFLDD §III-B), ``anchor_rows`` evenly
 spaced rows of its anchor image (the same rows at every site), and its class counts — never X̃ᵢ. The
 export measures how far each distilled row lies from the nearest real reduced row, in units of the real
@@ -96,7 +99,7 @@ class HFLDD(Method):
                 "class'; 0.25 ships a quarter of a small site's rows)", label="Share of rows", low=0.0, high=1.0,
                 side="site", advanced=True),
         Setting("kip_steps", "int", 300, "optimisation steps that shape the made-up rows (fewer: closer to "
-                "randomly chosen real rows, faster)", label="Distillation steps", low=1, high=100000, side="site"),
+                "the real rows they start from, faster)", label="Distillation steps", low=1, high=100000, side="site"),
         Setting("objective", "choice", "match", "what the made-up rows are moved to do", label="Distil by",
                 choices=("match", "kip"),
                 choice_help=("match the spread of each class's real rows (distribution matching; recommended)",
