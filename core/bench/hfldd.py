@@ -107,7 +107,7 @@ class Protocol:
     krr_ridge: float = 1e-6
     krr_max_rows: int = 6000
     kip: dict[str, Any] = field(default_factory=dict)          # KIPSettings overrides of the headline row
-    variants: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(VARIANTS))  # extra rows (ablations)
+    variants: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra rows (ablations, e.g. VARIANTS)
     baselines: bool = True
     control_draws: int = 3
 
@@ -443,7 +443,7 @@ def large_site(dataset: str, n_sites: int, seed: int, data_dir: str | None, rows
     X, y, classes = _load(dataset, data_dir)
     K = len(classes)
     p = Protocol(n_clients=n_sites, rows_per_class=rows_per_class, rows_share=0.0, anchor_ship=anchor_ship,
-                 baselines=False, splits=(f"C{K}",))
+                 baselines=False, splits=(f"C{K}",), variants=dict(VARIANTS))
     with _one_thread():
         rec = run_cell(dataset, X, y, classes, f"C{K}", seed, p, say)
     m = rec["methods"]
@@ -497,8 +497,9 @@ def run(datasets: Sequence[str], seeds: Sequence[int], p: Protocol, *, data_dir:
 
     started = time.perf_counter()
     cpu0 = _cpu_seconds()
-    tasks = [(ds, sp, seed) for ds in datasets for sp in p.splits for seed in seeds]
-    tasks.sort(key=lambda t: t[0] != "letter_recognition")   # the widest label set is the slowest
+    # Seed by seed (every data set and split of seed 0 first), the widest label set first within a seed.
+    tasks = [(ds, sp, seed) for seed in seeds for ds in sorted(datasets, key=lambda d: d != "letter_recognition")
+             for sp in p.splits]
     json_path = Path(json_path) if json_path else None
     log = json_path.with_name(json_path.stem + "_cells.jsonl") if json_path else None
     if log:
