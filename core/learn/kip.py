@@ -354,10 +354,18 @@ def distill_sites(sites: Sequence[tuple[np.ndarray, np.ndarray]], settings: KIPS
     for step in range(s.steps):
         Xt, Yt, Wt = batch(draw)
         opt.zero_grad()
-        per_site = krr_loss(Xt, Yt, Wt)
-        total = s.kip_weight * per_site.sum()
+        # The loss curve records the KRR loss, or the MMD² when only distribution matching is asked (no KRR work).
+        if s.kip_weight > 0:
+            per_site = krr_loss(Xt, Yt, Wt)
+            total = s.kip_weight * per_site.sum()
+        else:
+            per_site, total = None, 0.0
         if s.mmd_weight > 0:
-            total = total + s.mmd_weight * mmd(Xt, Yt, Wt).sum()
+            m = mmd(Xt, Yt, Wt)
+            total = total + s.mmd_weight * m.sum()
+            per_site = m if per_site is None else per_site
+        if per_site is None:
+            raise ConfigError("KIP needs kip_weight > 0 or mmd_weight > 0")
         total.backward()
         opt.step()
         losses[step] = per_site.detach().numpy()
