@@ -140,6 +140,11 @@ def _bars(v: Bars) -> pg.PlotWidget:
 _RENDER = {Text: _text, Table: _table, Heatmap: _heatmap, Curve: _curve, Scatter: _scatter, Bars: _bars}
 
 
+def render_view(v: View) -> QWidget:
+    """One view as its widget (a PlotWidget for plots), as the panel draws it."""
+    return _RENDER[type(v)](v)
+
+
 class ViewsPanel(QScrollArea):
     """Texts and tables across the full width, plots two per row, in a scroll area."""
 
@@ -164,7 +169,7 @@ class ViewsPanel(QScrollArea):
         self.clear()
         row = col = 0
         for v in views:
-            w = _RENDER[type(v)](v)
+            w = render_view(v)
             self.widgets.append(w)
             self.kinds.append(type(v).__name__)
             if isinstance(v, Text | Table):

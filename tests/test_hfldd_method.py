@@ -78,7 +78,7 @@ def test_early_stop_at_the_start_never_ships_the_starting_real_rows(tmp_path, mo
         return out
 
     monkeypatch.setattr(hf, "distill_sites", stuck_first)
-    _, ex = _export(X, y, anchor)
+    _, ex = _export(X, y, anchor, objective="kip")
     assert calls == [0.2, 0.0]
     assert ex.manifest["nn_disclosure"]["copies"] == 0 and ex.manifest["nn_disclosure"]["ratio_min"] > 1e-3
 
@@ -192,7 +192,8 @@ def test_a_gui_round_in_distillation_mode(qtbot, tmp_path, monkeypatch, capsys):
     qtbot.waitUntil(w.data_page.isComplete, timeout=30_000)
     w.next()
     pp = w.privacy_page
-    assert pp.site_form.names() == ["rows_per_class", "kip_steps", "init", "reduction", "dimension", "noise"]
+    assert pp.site_form.names() == ["rows_per_class", "kip_steps", "objective", "init", "reduction", "dimension",
+                                     "noise"]
     pp.site_form.set_value("kip_steps", 30)
     pp.site_form.set_value("rows_per_class", 2)
     qtbot.waitUntil(lambda: pp.isComplete() and pp.site_export.manifest["rows_per_class"] == 2
@@ -207,9 +208,23 @@ def test_a_gui_round_in_distillation_mode(qtbot, tmp_path, monkeypatch, capsys):
 
     aw = analyst_window_with_bundles(qtbot, d / "p.dckit", d / "analyst/analyst.dcid", "pass phrase 1",
                                      sorted((d / "bundles").glob("*.dcbundle")))
+    # Clients page: the TV heatmap with the soft-label KL matrix beside it, and the groups training will use
+    assert aw.show_page("clients")
+    cp = aw.clients_page
+    cp.ensure_fresh()
+    assert cp.clustering is not None and cp.clustering.chosen is not None
+    titles = [p.getPlotItem().titleLabel.text for p in [cp.heatmap_plot, *cp.companion_plots]]
+    assert cp.clustering.distances.shape == (3, 3) and len(titles) == 2  # the TV matrix and the KL matrix beside it
+    assert "total-variation" in titles[0] and "KL divergence" in titles[1]
+    groups = dict(zip(cp.names, cp.labels.tolist(), strict=True))
+    assert groups["site0"] == groups["site1"] != groups["site2"] and cp.n_clusters == 2  # clusters=2, by label skew
+    assert "group 1: site0, site1" in cp.chosen_label.text() and "k-means" in cp.method_note.text()
+    assert not cp.threshold_line.isVisible() and cp.t_spin.isHidden()  # no threshold to drag
     train_models(qtbot, aw)
     mp = aw.models_page
     qtbot.waitUntil(lambda: mp.metrics_table.rowCount() == 3, timeout=5_000)
+    trained = {x["site"]: x["cluster"] - 1 for x in aw.state.result.summary["sites"]}
+    assert trained == groups  # the page showed the groups the fit trained
     export_packages(qtbot, aw, d / "gui-out")
     assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
     report = (d / "gui-out/report.html").read_text()

@@ -12,6 +12,7 @@ from core.learn.kip import (
     KIPSettings,
     anchor_whitening,
     distill_sites,
+    kernel_herding,
     kl_clusters,
     kl_matrix,
     krr_predict,
@@ -91,6 +92,39 @@ def test_initialisations_and_settings():
         KIPDistiller(kernel="poly")
     with pytest.raises(ConfigError):
         distill_sites([(X, y)], KIPSettings(scale="anchor"))
+
+
+def _mmd2(A, B, l2):
+    def k(P, Q):
+        return np.exp(-((P[:, None, :] - Q[None, :, :]) ** 2).sum(-1) / (2 * l2))
+    return k(A, A).mean() - 2 * k(A, B).mean() + k(B, B).mean()
+
+
+def test_kernel_herding_picks_rows_closer_in_mmd_than_random_rows():
+    rng = np.random.default_rng(3)
+    Z = np.vstack([rng.normal(size=(150, 3)), rng.normal(size=(50, 3)) + 4.0])  # two modes, 3 : 1
+    idx = kernel_herding(Z, 8)
+    assert len(set(idx.tolist())) == 8 and (idx >= 150).sum() in (1, 2, 3)  # both modes, in about their shares
+    random = [_mmd2(Z[rng.choice(200, 8, replace=False)], Z, 3.0) for _ in range(50)]
+    assert _mmd2(Z[idx], Z, 3.0) < np.quantile(random, 0.1)
+    start = KIPDistiller(rows_per_class=4, steps=0, init="herding", holdout=0.0).fit(*_gaussians(n=80, d=4, seed=2))
+    assert nn_disclosure(start.X_distilled_, _gaussians(n=80, d=4, seed=2)[0])["copies"] == 8  # real rows
+
+
+def test_distribution_matching_brings_each_class_closer_to_its_rows_and_leaves_them():
+    """kip_weight = 0, mmd_weight > 0: class-wise MMD² only; from random real rows it lowers every class's MMD
+    to the class's rows and ends on no real row."""
+    X, y = _gaussians(n=120, d=4, k=2, seed=6)
+    X[y == 1] *= np.array([3.0, 0.3, 1.0, 1.0])  # an elongated class: its spread matters, not only its mean
+    kw = dict(rows_per_class=4, init="real", holdout=0.0, kip_weight=0.0, mmd_weight=1.0, mmd_length2=4.0,
+              target_batch=200, random_state=1)
+    start = KIPDistiller(steps=0, **kw).fit(X, y)
+    moved = KIPDistiller(steps=150, lr=0.02, **kw).fit(X, y)
+    for c in (0, 1):
+        before = _mmd2(start.X_distilled_[start.y_distilled_ == c], X[y == c], 4.0)
+        after = _mmd2(moved.X_distilled_[moved.y_distilled_ == c], X[y == c], 4.0)
+        assert after < 0.7 * before, (c, before, after)
+    assert nn_disclosure(moved.X_distilled_, X)["copies"] == 0
 
 
 def test_ntk_matches_the_recursion_on_a_pair():

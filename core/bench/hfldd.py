@@ -59,16 +59,21 @@ CHOICES = [
     "removed, extended SMOTE r = 1000 (k = 25, a = 1.5), C classes per client (no forced coverage, clients "
     "without exactly C classes or with < 5 rows dropped), 80/20 train/test per client.",
     "For C = 10 on pendigits every client holds every class (k = K).",
-    "Distillation runs in the site's private reduced space (rows as shipped by today's DC site step), "
-    "centred and scaled by one global scale (the PCA geometry is kept).",
+    "Distillation runs in the site's private reduced space (rows as shipped by today's DC site step), centred "
+    "and whitened by the site's own anchor image (scale='anchor'). Headline ('Distilled'): per class "
+    "max(rows_per_class, ⌈rows_share · n_c⌉) rows, started at the class's kernel-herding choice of real rows and "
+    "moved by Adam (lr 0.01, 300 steps, target batch 64) to minimise the class-wise MMD² to the class's rows "
+    "(RBF, ℓ² = d; distribution matching, no KRR term, no hold-out). The 'KIP' row is the previous headline "
+    "(KIP loss, random real start, early stop on a 20 % hold-out) with the same budget.",
     "Distilled and control bundles carry the first `anchor_ship` rows of the anchor image (all sites take the "
     "same rows; the affine PCA image needs only m̃ + 1 generic rows for exact alignment) and soft labels on "
     "those rows. DC-CFL bundles carry every reduced row plus the full r = 1000-row anchor image.",
     "Bundle bytes count every shipped array as float32 (labels and counts too), as the brief asks.",
-    "Analyst for distilled / control / DC (all rows): affine DC alignment of all sites as one cluster "
-    "(singular values ≥ 1e-2), per-column standardisation, MLP 64-32, SGD lr 0.01 momentum 0.5 batch 32, "
-    "`epochs` epochs; the global model (no prior correction) is the headline; 'personal' adds the per-site "
-    "prior correction computed from the shipped class counts.",
+    "Analyst for distilled / control: affine DC alignment of all sites as one cluster, then NTK kernel ridge "
+    "regression (λ = 1e-6, scale-invariant) on the anchor-whitened aligned union (the headline, `analyst='krr'`) "
+    "and, reported beside it, the MLP 64-32 (SGD lr 0.01 momentum 0.5 batch 32, ≥ `min_steps` steps). "
+    "DC (all rows): the MLP. The global model (no prior correction) is the headline; 'personal' adds the "
+    "per-site prior correction computed from the shipped class counts.",
     "DC-CFL (product defaults) = DCCFL() as shipped (clusters by label histograms, t chosen on a hold-out, "
     "per-site prior correction): its accuracy is personal by construction.",
     "FedAvg / FedProx: 5 rounds × 10 local epochs on raw features (one pooled StandardScaler), momentum 0.9; "
@@ -81,11 +86,16 @@ CHOICES = [
 ]
 
 
+VARIANTS: dict[str, dict[str, Any]] = {
+    "KIP (real start, hold-out stop)": {"init": "real", "holdout": 0.2, "kip_weight": 1.0, "mmd_weight": 0.0}}
+
+
 @dataclass
 class Protocol:
     n_clients: int = 100
     splits: tuple[str, ...] = SPLITS
     rows_per_class: int = 5
+    rows_share: float = 0.25        # per class: max(rows_per_class, ⌈rows_share · n_c⌉) rows (0: rows_per_class)
     anchor_ship: int = 100
     epochs: int = 50
     min_steps: int = 10000          # analyst: at least this many SGD steps (epochs raised for small unions)
@@ -97,13 +107,16 @@ class Protocol:
     krr_ridge: float = 1e-6
     krr_max_rows: int = 6000
     kip: dict[str, Any] = field(default_factory=dict)          # KIPSettings overrides of the headline row
-    variants: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra KIP rows (ablations)
+    variants: dict[str, dict[str, Any]] = field(default_factory=dict)  # extra rows (ablations, e.g. VARIANTS)
     baselines: bool = True
     control_draws: int = 3
 
 
-DEFAULT_KIP: dict[str, Any] = {"init": "real", "kernel": "ntk", "steps": 300, "lr": 0.01, "target_batch": 64,
-                               "holdout": 0.2, "scale": "anchor", "patience": 5}
+DEFAULT_KIP: dict[str, Any] = {"init": "herding", "kernel": "ntk", "steps": 300, "lr": 0.01, "target_batch": 64,
+                               "holdout": 0.0, "scale": "anchor", "patience": 5, "kip_weight": 0.0,
+                               "mmd_weight": 1.0}
+HEADLINE = "Distilled"
+KIP_ROW = "KIP (real start, hold-out stop)"
 
 
 def _dc_protocol(p: Protocol) -> DCProtocol:
@@ -235,11 +248,12 @@ def run_cell(dataset: str, X: np.ndarray, y: np.ndarray, classes: list[str], spl
         return res
 
     # ---- distillation rows
-    variants = {"Distilled (KIP)": {**DEFAULT_KIP, **p.kip}}
+    variants = {HEADLINE: {**DEFAULT_KIP, **p.kip}}
     variants.update({k: {**DEFAULT_KIP, **v} for k, v in p.variants.items()})
     per_class = None
     for name, kw in variants.items():
-        s = KIPSettings(**{"rows_per_class": p.rows_per_class, **kw, "n_classes": K, "random_state": seed})
+        s = KIPSettings(**{"rows_per_class": p.rows_per_class, "rows_share": p.rows_share, **kw, "n_classes": K,
+                           "random_state": seed})
         t0 = time.perf_counter()
         dist = distill_sites(list(zip(Xt, yt, strict=True)), s, site_ids=list(range(len(Xt))), anchors=A_ship)
         kip_s = time.perf_counter() - t0
@@ -276,7 +290,7 @@ def run_cell(dataset: str, X: np.ndarray, y: np.ndarray, classes: list[str], spl
     ctrl: dict[str, Any] = {k: float(np.mean([a[k] for a in accs])) for k in accs[0]
                             if k.startswith(("accuracy", "personal")) and all(k in a for a in accs)}
     ctrl.update({"draws": [a["accuracy"] for a in accs], "analyst": accs[0]["analyst"],
-                 "bundle_bytes_mean": methods["Distilled (KIP)"]["bundle_bytes_mean"],
+                 "bundle_bytes_mean": methods[HEADLINE]["bundle_bytes_mean"],
                  "nn_ratio_median": float(np.median([d["ratio_median"] for d in disc0])),
                  "fit_seconds": float(np.mean([a["fit_seconds"] for a in accs]))})
     methods["Random real rows (control)"] = ctrl
@@ -340,7 +354,7 @@ def _fl_rows(cell, p: Protocol, K: int) -> dict[str, dict[str, Any]]:
     return rows
 
 
-ORDER = ["Distilled (KIP)", "Random real rows (control)", "DC, all rows (one model)", "DC-CFL (product defaults)",
+ORDER = [HEADLINE, KIP_ROW, "Random real rows (control)", "DC, all rows (one model)", "DC-CFL (product defaults)",
          "FedAvg", "FedProx", "Local", "Centralised MLP"]
 
 
@@ -369,7 +383,10 @@ def markdown(result: dict[str, Any]) -> str:
     out = [f"# HFLDD one-shot (distillation mode) benchmark — {result.get('status', '')}", "",
            f"Command: `{result.get('command', '')}`", "", f"Machine: {result.get('machine', '')}", "",
            f"DC Studio {result.get('version', '')}; seeds {result.get('seed_list')}; wall time "
-           f"{result.get('wall_seconds', 0) / 60:.1f} min; finished {result.get('finished', '')}.", "",
+           f"{result.get('wall_seconds', 0) / 60:.1f} min"
+           + (f" with {result['jobs']} worker(s), CPU time (user + system, all processes) "
+              f"{result['cpu_seconds'] / 60:.1f} min" if "cpu_seconds" in result else "")
+           + f"; finished {result.get('finished', '')}.", "",
            "Accuracy = mean over clients of test accuracy with the one global model (personal = with the per-site "
            "prior correction from shipped class counts; DC-CFL and Local are personal by construction). "
            "Bytes = mean bundle per site, every array counted as float32. NN ratio = median over sites of the "
@@ -400,7 +417,7 @@ def targets(rows: list[dict[str, Any]]) -> list[str]:
     by = {(r["dataset"], r["split"], r["method"]): r for r in rows}
     lines = []
     for ds, sp in dict.fromkeys((r["dataset"], r["split"]) for r in rows):
-        d = by.get((ds, sp, "Distilled (KIP)"))
+        d = by.get((ds, sp, HEADLINE)) or by.get((ds, sp, "Distilled (KIP)"))   # older records: KIP headline
         if d is None:
             continue
         c = by.get((ds, sp, "Centralised MLP"))
@@ -425,12 +442,12 @@ def large_site(dataset: str, n_sites: int, seed: int, data_dir: str | None, rows
     """Large IID sites: bundle size and accuracy of the distillation mode against DC with all rows."""
     X, y, classes = _load(dataset, data_dir)
     K = len(classes)
-    p = Protocol(n_clients=n_sites, rows_per_class=rows_per_class, anchor_ship=anchor_ship, baselines=False,
-                 splits=(f"C{K}",))
+    p = Protocol(n_clients=n_sites, rows_per_class=rows_per_class, rows_share=0.0, anchor_ship=anchor_ship,
+                 baselines=False, splits=(f"C{K}",), variants=dict(VARIANTS))
     with _one_thread():
         rec = run_cell(dataset, X, y, classes, f"C{K}", seed, p, say)
     m = rec["methods"]
-    d, a = m["Distilled (KIP)"], m["DC, all rows (one model)"]
+    d, a = m[HEADLINE], m["DC, all rows (one model)"]
     return {"dataset": dataset, "sites": rec["clients"], "seed": seed, "rows_per_class": rows_per_class,
             "anchor_rows_shipped": anchor_ship,
             "analyst": d.get("analyst"), "distilled_accuracy": d["accuracy"],
@@ -440,25 +457,85 @@ def large_site(dataset: str, n_sites: int, seed: int, data_dir: str | None, rows
             "dc_all_rows_accuracy": a["accuracy"], "distilled_bytes": d["bundle_bytes_mean"],
             "dc_bytes": a["bundle_bytes_mean"], "size_ratio": a["bundle_bytes_mean"] / d["bundle_bytes_mean"],
             "kip_seconds_per_site": d["kip_seconds_per_site"], "nn_ratio_median": d["nn_ratio_median"],
+            **({"kip_row_accuracy": m[KIP_ROW]["accuracy"], "kip_row_accuracy_mlp": m[KIP_ROW].get("accuracy_mlp"),
+                "kip_row_seconds_per_site": m[KIP_ROW]["kip_seconds_per_site"]} if KIP_ROW in m else {}),
             "seconds": rec["seconds"]}
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU time of this process and its finished children (load-independent)."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _cell_task(dataset: str, data_dir: str | None, split: str, seed: int, p: Protocol) -> dict[str, Any]:
+    """Process-pool entry point: one thread for torch and BLAS, the data loaded once per worker; the cell's
+    CPU seconds (user + system of this worker while it ran) recorded beside its wall seconds."""
+    X, y, classes = _load(dataset, data_dir)
+    c0 = _cpu_seconds()
+    with _one_thread():
+        rec = run_cell(dataset, X, y, classes, split, seed, p)
+    rec["cpu_seconds"] = _cpu_seconds() - c0
+    return rec
+
+
+def _large_task(data_dir: str | None, large: dict[str, Any]) -> dict[str, Any]:
+    c0 = _cpu_seconds()
+    out = large_site(say=lambda _m: None, data_dir=data_dir, **large)
+    out["cpu_seconds"] = _cpu_seconds() - c0
+    return out
 
 
 def run(datasets: Sequence[str], seeds: Sequence[int], p: Protocol, *, data_dir: str | None = None,
         json_path: str | Path | None = None, command: str = "", say: Callable[[str], None] = print,
-        large: dict[str, Any] | None = None) -> dict[str, Any]:
+        large: dict[str, Any] | None = None, jobs: int = 1) -> dict[str, Any]:
+    """Every (data set, split, seed) cell, in ``jobs`` worker processes (most expensive first: letter, then
+    pendigits), and the large-site cell; each finished cell is appended to ``<json stem>_cells.jsonl``."""
     from . import machine
 
     started = time.perf_counter()
-    cells = []
-    for ds in datasets:
-        X, y, classes = _load(ds, data_dir)
-        for sp in p.splits:
-            for seed in seeds:
-                with _one_thread():
-                    rec = run_cell(ds, X, y, classes, sp, seed, p)
-                cells.append(rec)
-                say(f"[{len(cells)}] {ds} {sp} seed {seed}: " + ", ".join(
-                    f"{k} {v['accuracy']:.4f}" for k, v in rec["methods"].items()) + f" ({rec['seconds']:.0f} s)")
+    cpu0 = _cpu_seconds()
+    # Seed by seed (every data set and split of seed 0 first), the widest label set first within a seed.
+    tasks = [(ds, sp, seed) for seed in seeds for ds in sorted(datasets, key=lambda d: d != "letter_recognition")
+             for sp in p.splits]
+    json_path = Path(json_path) if json_path else None
+    log = json_path.with_name(json_path.stem + "_cells.jsonl") if json_path else None
+    if log:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("")
+    cells: list[dict[str, Any]] = []
+    large_out: dict[str, Any] | None = None
+
+    def done(rec: dict[str, Any]) -> None:
+        cells.append(rec)
+        if log:
+            with log.open("a") as fh:
+                fh.write(json.dumps(rec, default=_jsonable) + "\n")
+        say(f"[{len(cells)}/{len(tasks)}] {rec['dataset']} {rec['split']} seed {rec['seed']}: " + ", ".join(
+            f"{k} {v['accuracy']:.4f}" for k, v in rec["methods"].items())
+            + f" ({rec['seconds']:.0f} s, CPU {rec.get('cpu_seconds', float('nan')):.0f} s)")
+
+    if jobs <= 1:
+        for ds, sp, seed in tasks:
+            done(_cell_task(ds, data_dir, sp, seed, p))
+        if large:
+            large_out = _large_task(data_dir, large)
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
+            futs = {pool.submit(_large_task, data_dir, large): "large"} if large else {}  # the longest task first
+            futs.update({pool.submit(_cell_task, ds, data_dir, sp, seed, p): "cell" for ds, sp, seed in tasks})
+            for fut in as_completed(futs):
+                if futs[fut] == "large":
+                    large_out = fut.result()
+                    say(f"large site: {json.dumps(large_out, default=_jsonable)}")
+                else:
+                    done(fut.result())
+    cells.sort(key=lambda c: (c["dataset"], SPLITS.index(c["split"]) if c["split"] in SPLITS else 9, c["seed"]))
     rows = summarise(cells)
     kl = {}
     for ds, sp in dict.fromkeys((c["dataset"], c["split"]) for c in cells):
@@ -469,12 +546,13 @@ def run(datasets: Sequence[str], seeds: Sequence[int], p: Protocol, *, data_dir:
         "experiment": "hfldd", "version": __version__, "machine": machine("torch", "sklearn"), "command": command,
         "invocation": " ".join(getattr(sys, "orig_argv", sys.argv)), "status": "complete",
         "seed_list": list(seeds), "protocol": asdict(p), "kip": {**DEFAULT_KIP, **p.kip}, "choices": CHOICES,
-        "rows": rows, "targets": targets(rows), "kl": kl,
+        "rows": rows, "targets": targets(rows), "kl": kl, "jobs": jobs,
         "cells": cells,
     }
-    if large:
-        result["large_site"] = large_site(say=say, data_dir=data_dir, **large)
+    if large_out is not None:
+        result["large_site"] = large_out
     result["wall_seconds"] = time.perf_counter() - started
+    result["cpu_seconds"] = _cpu_seconds() - cpu0   # this process and every worker (children are reaped)
     result["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
     if json_path:
         json_path = Path(json_path)
@@ -523,8 +601,10 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     parts = [bench_command("hfldd", args)]
     large = None if args.quick or "pendigits" not in datasets else {
         "dataset": "dry_bean", "n_sites": 2, "seed": 0, "rows_per_class": 40, "anchor_ship": 40}
+    from . import worker_count
+
     result = run(datasets, seeds, p, data_dir=args.data_dir, json_path=args.json, command=" ".join(parts), say=say,
-                 large=large)
+                 large=large, jobs=worker_count())
     say(markdown(result))
     return result
 

@@ -11,6 +11,10 @@ algorithms.md §7.2, as neural-tangents' stax.Dense/Relu) or an RBF kernel exp(�
 Rows are centred and divided by one global scale (``scale="global"``, keeps the PCA geometry) or per
 column (``scale="column"``) before the kernel; the distilled rows are returned in the caller's space.
 
+With ``kip_weight = 0`` and ``mmd_weight > 0`` the same loop does class-wise distribution matching: it minimises
+Σ_c MMD²(X_s^c, X_t^c) (RBF kernel) over target minibatches — the headline of the distillation mode, started
+from a kernel-herding choice of real rows (``init="herding"``, :func:`kernel_herding`).
+
 Besides the distiller: soft labels of a local model on the site's anchor image (HFLDD §III-B), the
 analyst's KL matrix M_ij = (1/r) Σ_k Σ_c S_ik^c log(S_ik^c / S_jk^c) (HFLDD Eq. 4) with k-means on its rows,
 and a disclosure measure (each distilled row's nearest real row, in units of the real rows' own median
@@ -70,12 +74,13 @@ class KIPSettings:
     """Every knob of :func:`distill_sites` (defaults: see :class:`KIPDistiller`)."""
 
     rows_per_class: int = 5
+    rows_share: float = 0.0        # per-class budget: max(rows_per_class, ⌈share · n_c⌉) rows for a class of n_c rows
     steps: int = 300
     lr: float = 0.01
     kernel: str = "ntk"            # "ntk" | "rbf"
     rbf_length2: float | None = None  # ℓ²; None → d (rows are scaled to unit mean variance)
     ridge: float = 1e-6            # λ of the scale-invariant ridge
-    init: str = "real"             # "real" | "means" | "kmeans"
+    init: str = "real"             # "real" | "means" | "kmeans" | "herding"
     init_noise: float = 0.1        # "means": noise sd in units of the class's per-column sd
     learn_labels: bool = False
     target_batch: int = 256
@@ -84,18 +89,19 @@ class KIPSettings:
     patience: int = 10             # evaluations without improvement before a site stops counting
     scale: str = "global"          # "global" | "column" | "anchor" (whiten by the site's anchor image)
     mmd_weight: float = 0.0        # β of the class-wise MMD² term that keeps each class's rows representative
+    kip_weight: float = 1.0        # weight of the KRR loss (0 with mmd_weight > 0: class-wise distribution matching)
     mmd_length2: float | None = None  # ℓ² of the MMD's RBF kernel; None → d
     anchor_targets: int = 0        # anchor-image rows added to every target batch with the neutral label 0
     n_classes: int | None = None
     random_state: int = 0
 
     def check(self) -> None:
-        if self.rows_per_class < 1 or self.steps < 0 or not self.lr > 0:
+        if self.rows_per_class < 1 or self.steps < 0 or not self.lr > 0 or not 0 <= self.rows_share <= 1:
             raise ConfigError("KIP needs rows_per_class ≥ 1, steps ≥ 0 and a positive learning rate")
         if self.kernel not in ("ntk", "rbf"):
             raise ConfigError(f"unknown KIP kernel '{self.kernel}'; use 'ntk' or 'rbf'")
-        if self.init not in ("real", "means", "kmeans"):
-            raise ConfigError(f"unknown KIP initialisation '{self.init}'; use 'real', 'means' or 'kmeans'")
+        if self.init not in ("real", "means", "kmeans", "herding"):
+            raise ConfigError(f"unknown KIP initialisation '{self.init}'; use 'real', 'means', 'kmeans' or 'herding'")
         if self.scale not in ("global", "column", "anchor"):
             raise ConfigError(f"unknown KIP scaling '{self.scale}'; use 'global', 'column' or 'anchor'")
         if not 0 <= self.holdout < 1 or self.ridge < 0 or self.target_batch < 1 or self.eval_every < 1:
@@ -117,16 +123,19 @@ class DistilledSet:
 
 
 def _init_rows(Z: np.ndarray, y: np.ndarray, s: KIPSettings, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Class-balanced start: min(rows_per_class, n_c) rows for every class present."""
+    """Start rows for every class present: min(max(rows_per_class, ⌈rows_share · n_c⌉), n_c) of a class with
+    n_c (fit) rows."""
     Xs, ys = [], []
     for c in np.unique(y):
         Zc = Z[y == c]
-        k = min(s.rows_per_class, len(Zc))
+        k = min(max(s.rows_per_class, math.ceil(s.rows_share * len(Zc) - 1e-9)), len(Zc))
         if s.init == "real":
             Xs.append(Zc[rng.choice(len(Zc), size=k, replace=False)])
         elif s.init == "means":
             sd = Zc.std(axis=0) if len(Zc) > 1 else np.ones(Z.shape[1])
             Xs.append(Zc.mean(axis=0) + s.init_noise * sd * rng.standard_normal((k, Z.shape[1])))
+        elif s.init == "herding":
+            Xs.append(Zc[kernel_herding(Zc, k)])
         else:
             from sklearn.cluster import KMeans
 
@@ -134,6 +143,29 @@ def _init_rows(Z: np.ndarray, y: np.ndarray, s: KIPSettings, rng: np.random.Gene
             Xs.append(km.cluster_centers_)
         ys.append(np.full(k, c, dtype=np.int64))
     return np.vstack(Xs), np.concatenate(ys)
+
+
+def kernel_herding(Z: np.ndarray, k: int, length2: float | None = None) -> np.ndarray:
+    """Indices of k rows of Z chosen by kernel herding (Chen, Welling & Smola 2010) with an RBF kernel
+    (ℓ² = number of columns by default): row t+1 = argmax_x  mean_i k(x, z_i) − (1/(t+1)) Σ_{j≤t} k(x, s_j),
+    a greedy minimiser of the MMD between the chosen rows and all rows."""
+    Z = np.asarray(Z, np.float64)
+    n = len(Z)
+    if k >= n:
+        return np.arange(n)
+    l2 = float(length2 if length2 is not None else Z.shape[1])
+    sq = (Z * Z).sum(1)
+    Kz = np.exp(-np.clip(sq[:, None] + sq[None, :] - 2 * Z @ Z.T, 0, None) / (2 * l2))
+    mean = Kz.mean(axis=1)
+    acc = np.zeros(n)
+    chosen: list[int] = []
+    for t in range(k):
+        score = mean - acc / (t + 1)
+        score[chosen] = -np.inf
+        j = int(np.argmax(score))
+        chosen.append(j)
+        acc += Kz[:, j]
+    return np.array(chosen)
 
 
 def anchor_whitening(A: np.ndarray, floor: float = 1e-10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -322,10 +354,18 @@ def distill_sites(sites: Sequence[tuple[np.ndarray, np.ndarray]], settings: KIPS
     for step in range(s.steps):
         Xt, Yt, Wt = batch(draw)
         opt.zero_grad()
-        per_site = krr_loss(Xt, Yt, Wt)
-        total = per_site.sum()
+        # The loss curve records the KRR loss, or the MMD² when only distribution matching is asked (no KRR work).
+        if s.kip_weight > 0:
+            per_site = krr_loss(Xt, Yt, Wt)
+            total = s.kip_weight * per_site.sum()
+        else:
+            per_site, total = None, 0.0
         if s.mmd_weight > 0:
-            total = total + s.mmd_weight * mmd(Xt, Yt, Wt).sum()
+            m = mmd(Xt, Yt, Wt)
+            total = total + s.mmd_weight * m.sum()
+            per_site = m if per_site is None else per_site
+        if per_site is None:
+            raise ConfigError("KIP needs kip_weight > 0 or mmd_weight > 0")
         total.backward()
         opt.step()
         losses[step] = per_site.detach().numpy()

@@ -29,7 +29,7 @@ import numpy as np
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
 from .settings import Setting, check_settings
-from .views import View
+from .views import Heatmap, View
 
 
 @dataclass
@@ -123,6 +123,12 @@ class ClientDistances:
     linkage: np.ndarray
     cut: Callable[[float], np.ndarray]
     what: str  # e.g. "total-variation distance between the sites' label distributions"
+    # Further site × site matrices drawn beside ``distances`` (e.g. the distance the method groups by).
+    companions: list[Heatmap] = field(default_factory=list)
+    # The groups the method will train (0-based, per site) when it does not cut the dendrogram at a
+    # threshold (e.g. k-means on a companion matrix); the page then shows these instead of ``cut(t)``.
+    chosen: np.ndarray | None = None
+    chosen_how: str = ""  # one phrase: how ``chosen`` was found
 
 
 class Method(ABC):

@@ -1,10 +1,13 @@
 """DC with distilled sets (``hfldd``): HFLDD made one-shot, behind the DC family's site step and alignment.
 
 Site (algorithms.md §1.2 then §7): the DC private reduction X̃ᵢ = fᵢ(Xᵢ), X̃ᵢᵃⁿᶜ = fᵢ(X^anc) exactly as
-``dccfl`` computes it (:func:`core.methods.dc_site.dc_site_compute`, noise included), then Kernel Inducing
-Points (HFLDD Eq. 1) on X̃ᵢ in the site's anchor-whitened space z = (x − μ_A) W_A (μ_A, W_A from the
-shipped anchor image; :func:`core.learn.kip.anchor_whitening`), ``rows_per_class`` rows per class present,
-NTK kernel, Adam, early stop on a 20 % local hold-out. The site ships the distilled rows and their labels,
+``dccfl`` computes it (:func:`core.methods.dc_site.dc_site_compute`, noise included), then distillation of
+X̃ᵢ in the site's anchor-whitened space z = (x − μ_A) W_A (μ_A, W_A from the shipped anchor image;
+:func:`core.learn.kip.anchor_whitening`), max(``rows_per_class``, ⌈``rows_share``·n_c⌉) rows per class present.
+Default (``objective="match"``): start at the class's kernel-herding choice of real rows and move them by Adam
+to minimise Σ_c MMD²(S_c, X̃ᵢ,c) (class-wise distribution matching; it beat random real rows where KIP lost,
+docs/results/hfldd/README.md). ``objective="kip"``: Kernel Inducing Points (HFLDD Eq. 1), NTK kernel, early
+stop on a 20 % local hold-out. The site ships the distilled rows and their labels,
 the soft labels S_i = softmax(h_i(X̃ᵢᵃⁿᶜ)) of a local model h_i (HFLDD §III-B), ``anchor_rows`` evenly
 spaced rows of its anchor image (the same rows at every site), and its class counts — never X̃ᵢ. The
 export measures how far each distilled row lies from the nearest real reduced row, in units of the real
@@ -31,14 +34,26 @@ from ..errors import ConfigError, FormatError
 from ..learn.alignment import AnchorBasis
 from ..learn.client_clustering import LabelDistributionClustering
 from ..learn.kip import KIPSettings, distill_sites, kl_clusters, kl_matrix, local_soft_labels, nn_disclosure
-from .base import Disclosure, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput, one_blas_thread
+from .base import (
+    ClientDistances,
+    Disclosure,
+    FitContext,
+    Method,
+    MethodResult,
+    ReceivedBundle,
+    SiteExport,
+    SiteInput,
+    one_blas_thread,
+)
 from .dc_site import MIN_ROWS, SITE_SETTINGS, dc_site_compute
 from .dccfl import ALIGNMENT_SETTINGS, DCCFL, LEARNER_SETTINGS, PRIOR_SETTINGS, prior_logit, train_cluster_models
 from .settings import Setting
 from .views import Heatmap, Table, Text, View
 
-# KIP as measured best (docs/results/hfldd/README.md: anchor-whitened space, real-row start, target batch 64).
+# As measured best (docs/results/hfldd/README.md): anchor-whitened space, target batch 64; KIP with early stop
+# on a 20 % hold-out; distribution matching (class-wise MMD², no KRR term) for a fixed number of steps.
 KIP_DEFAULTS = {"kernel": "ntk", "lr": 0.01, "target_batch": 64, "holdout": 0.2, "scale": "anchor", "patience": 5}
+OBJECTIVES = {"kip": {}, "match": {"kip_weight": 0.0, "mmd_weight": 1.0, "holdout": 0.0}}
 COPY_TOLERANCE = 1e-6  # a shipped row closer than this × the data's spacing to a real row counts as a copy
 
 
@@ -80,11 +95,21 @@ class HFLDD(Method):
         *PRIOR_SETTINGS[:2], *ALIGNMENT_SETTINGS, *LEARNER_SETTINGS,
         Setting("rows_per_class", "int", 5, "made-up rows shipped for each class this site has",
                 label="Rows per class", low=1, high=10000, side="site"),
+        Setting("rows_share", "float", 0.0, "at least this share of each class's rows (0: exactly 'rows per "
+                "class'; 0.25 ships a quarter of a small site's rows)", label="Share of rows", low=0.0, high=1.0,
+                side="site", advanced=True),
         Setting("kip_steps", "int", 300, "optimisation steps that shape the made-up rows (fewer: closer to "
-                "randomly chosen real rows, faster)", label="Distillation steps", low=1, high=100000, side="site"),
-        Setting("init", "choice", "real", "where the made-up rows start", label="Start from",
-                choices=("real", "means"), choice_help=("randomly chosen rows, then moved (recommended)",
-                                                        "class averages plus noise"), side="site"),
+                "the real rows they start from, faster)", label="Distillation steps", low=1, high=100000, side="site"),
+        Setting("objective", "choice", "match", "what the made-up rows are moved to do", label="Distil by",
+                choices=("match", "kip"),
+                choice_help=("match the spread of each class's real rows (distribution matching; recommended)",
+                             "let a kernel model trained on them classify your rows (Kernel Inducing Points)"),
+                side="site"),
+        Setting("init", "choice", "herding", "where the made-up rows start", label="Start from",
+                choices=("herding", "real", "means"),
+                choice_help=("the most representative rows of each class (kernel herding), then moved "
+                             "(recommended)", "randomly chosen rows, then moved", "class averages plus noise"),
+                side="site"),
         *SITE_SETTINGS,
     )
 
@@ -110,8 +135,10 @@ class HFLDD(Method):
         control.phase("soft labels of a local model on the anchor rows")
         soft = local_soft_labels([(X, y, A)], K, epochs=int(self.settings["local_epochs"]), random_state=seed,
                                  control=control.sub(0.15, 0.3))[0].astype(np.float32)
-        kip = KIPSettings(rows_per_class=int(opts["rows_per_class"]), steps=int(opts["kip_steps"]),
-                          init=opts["init"], n_classes=K, random_state=seed, **KIP_DEFAULTS)
+        kip = KIPSettings(rows_per_class=int(opts["rows_per_class"]), rows_share=float(opts["rows_share"]),
+                          steps=int(opts["kip_steps"]),
+                          init=opts["init"], n_classes=K, random_state=seed,
+                          **{**KIP_DEFAULTS, **OBJECTIVES[opts["objective"]]})
         control.phase("distilling")
         out = distill_sites([(X, y)], kip, control.sub(0.3, 0.9), anchors=[A.astype(np.float64)])[0]
         Xd = out.X.astype(np.float32)
@@ -131,17 +158,23 @@ class HFLDD(Method):
         manifest = {k2: v for k2, v in dc.manifest.items() if k2 != "anchor_rows"}
         manifest.update({
             "n_rows": n, "n_distilled": int(len(yd)), "rows_per_class": int(opts["rows_per_class"]),
+            "rows_share": float(opts["rows_share"]),
             "kip_steps": int(opts["kip_steps"]), "kip_best_step": int(out.best_step), "init": opts["init"],
+            "objective": opts["objective"],
             "anchor_rows": int(len(A)), "anchor_rows_total": int(len(A_full)),
             "nn_disclosure": {key: (round(v, 4) if isinstance(v, float) and math.isfinite(v) else v)
                               for key, v in disc.items()},
             "bundle_bytes": shipped, "dccfl_bundle_bytes": int(dccfl_bytes)})
         ratio = disc["ratio_median"]
+        share = float(opts["rows_share"])
+        per = (str(opts["rows_per_class"]) if share <= 0 else
+               f"{share:.0%} of the class's rows, at least {opts['rows_per_class']},")
         near = (f"The made-up rows lie a median {ratio:.2f}× the usual distance between two of your neighbouring "
                 f"rows from the nearest real row (closest {disc['ratio_min']:.2f}×; 0 would be a copy).")
         disclosures = [
             Disclosure("x_distilled", Xd.shape, "float32",
-                       f"{len(yd)} synthetic rows ({opts['rows_per_class']} per class present) distilled with KIP "
+                       f"{len(yd)} synthetic rows ({per} per class present) distilled "
+                       f"({'distribution matching' if opts['objective'] == 'match' else 'KIP'}) "
                        f"from your {n} privately reduced rows, {k} columns each. {near}",
                        plain=f"{len(yd)} made-up summary rows of {k} numbers each. {near}"),
             Disclosure("y_distilled", yd.shape, "int32", "the class of each synthetic row",
@@ -161,7 +194,7 @@ class HFLDD(Method):
                                           "the share of your columns' variance the reduction keeps",
                                           plain="one number: how much of your data's variation the compression "
                                                 "keeps"))
-        plain = (f"{len(yd)} made-up summary rows ({opts['rows_per_class']} per class), {k} numbers each, instead of "
+        plain = (f"{len(yd)} made-up summary rows ({per} per class), {k} numbers each, instead of "
                  f"your {n:,} rows; their classes; your small model's answers on {len(A)} shared anchor rows and "
                  f"those rows compressed like yours; how many rows you have in each class. No real row, no original "
                  f"value. {near} File: {_kib(shipped)} instead of {_kib(dccfl_bytes)} for a DC-CFL bundle of the "
@@ -198,12 +231,8 @@ class HFLDD(Method):
             raise FormatError("bundles were made with different anchors (different anchor row counts)")
         control.step(0.0, "grouping sites by their soft labels")
         counts = np.stack([np.asarray(b.arrays["label_counts"], np.int64) for b in bundles])
-        M = kl_matrix([b.arrays["soft_labels"] for b in bundles])
-        groups = kl_clusters(M, int(s["clusters"]), int(s["seed"])) if s["clusters"] > 1 else np.zeros(len(bundles),
-                                                                                                       dtype=int)
-        order = list(dict.fromkeys(int(g) for g in groups))   # number groups by first member
-        groups = np.array([order.index(int(g)) for g in groups])
-        clusters = [tuple(np.flatnonzero(groups == g).tolist()) for g in range(len(order))]
+        M, groups = self._kl_groups(bundles)
+        clusters = [tuple(np.flatnonzero(groups == g).tolist()) for g in range(int(groups.max()) + 1)]
         tv = LabelDistributionClustering().fit(counts)
         # DC-CFL's training on the distilled sets: the same arrays under DC-CFL's names.
         shims = [ReceivedBundle(b.site, b.fingerprint, b.digest, b.envelope_id, b.manifest,
@@ -243,7 +272,35 @@ class HFLDD(Method):
         control.step(1.0, "trained")
         return MethodResult(self.name, packages, summary, details)
 
+    def _kl_groups(self, bundles: list[ReceivedBundle]) -> tuple[np.ndarray, np.ndarray]:
+        """(KL matrix M of HFLDD Eq. 4 in the bundles' order, k-means groups on its rows numbered by first
+        member); one group when ``clusters`` is 1."""
+        M = kl_matrix([b.arrays["soft_labels"] for b in bundles])
+        n = int(self.settings["clusters"])
+        groups = kl_clusters(M, n, int(self.settings["seed"])) if n > 1 else np.zeros(len(bundles), dtype=int)
+        order = list(dict.fromkeys(int(g) for g in groups))
+        return M, np.array([order.index(int(g)) for g in groups], dtype=np.int64)
+
     # ---- what it shows --------------------------------------------------------------------------
+    def client_distances(self, bundles: list[ReceivedBundle], classes: list[str]) -> ClientDistances | None:
+        """The Clients page: the sites' label-distribution TV distance (from the shipped class counts, with
+        its complete-linkage dendrogram for exploring), the soft-label KL matrix beside it, and the groups
+        ``fit`` will train (k-means on the KL rows, the same call as ``fit``)."""
+        K = len(classes)
+        if len(bundles) < 2 or K < 2:
+            return None
+        counts = np.stack([np.asarray(b.arrays["label_counts"], np.int64)[:K] for b in bundles])
+        tv = LabelDistributionClustering().fit(counts)
+        M, groups = self._kl_groups(bundles)
+        names = [b.site for b in bundles]
+        kl = Heatmap("Soft-label KL divergence (Eq. 4)", M, names, names, 0.0, float(max(M.max(), 1e-12)))
+        k = int(groups.max()) + 1
+        how = ("one model for every site (clusters = 1)" if int(self.settings["clusters"]) <= 1 else
+               f"k-means on the rows of the KL matrix into {k} group{'s' if k > 1 else ''} "
+               f"(clusters = {int(self.settings['clusters'])})")
+        return ClientDistances(tv.distances_, tv.histograms_, tv.linkage_, tv.cut, "label total-variation distance",
+                               companions=[kl], chosen=groups, chosen_how=how)
+
     def summary_lines(self, summary: dict) -> list[str]:
         n = summary.get("n_clusters", 1)
         lines = [f"method {self.name}: {'one model' if n == 1 else f'{n} groups of sites'} trained on distilled "

@@ -3,15 +3,20 @@
 A view over the method's :class:`core.methods.ClientDistances` for the imported bundles (DC-CFL: the
 sites' label distributions): the distance heatmap, the complete-linkage dendrogram with a draggable
 threshold line that re-cuts the clusters live (``cut(t)``), each cluster's pooled label distribution,
-and — after training — the automatically chosen t with its hold-out validation curve.
+and — after training — the automatically chosen t with its hold-out validation curve. A method that groups
+sites otherwise (``ClientDistances.chosen``, e.g. k-means on another matrix) gets its further matrices
+(``companions``) drawn beside the heatmap and its chosen groups instead of the cut (no threshold line).
 
 Test hooks: ``threshold_line`` (pyqtgraph InfiniteLine; ``setValue(t)`` emits ``sigPositionChanged`` like
 a drag), ``t_spin``, ``auto_t_check``, ``clusters_label``, ``n_clusters``, ``labels`` (cluster of each
 site), ``clustering`` (the core object), ``heatmap_plot``/``heatmap_image``, ``dendrogram_plot``,
-``bars_plot``, ``validation_plot``, ``auto_t_label``, ``message``.
+``bars_plot``, ``validation_plot``, ``auto_t_label``, ``message``, ``companion_plots`` (one PlotWidget per
+companion matrix), ``chosen_label``.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pyqtgraph as pg
@@ -32,6 +37,7 @@ from scipy.cluster.hierarchy import dendrogram
 from core.errors import DCError
 from core.methods import METHODS, ClientDistances, get_method, method_class
 
+from ..views_panel import render_view
 from ..widgets import MessageLabel
 from .common import GREY, cluster_color, label_counts, make_plot
 from .state import AnalystState
@@ -48,6 +54,21 @@ def _box(title: str, *widgets: QWidget) -> QGroupBox:
     return box
 
 
+def _keep_square(plot: pg.PlotWidget, n: int) -> None:
+    """Show the whole n × n matrix now and whenever the plot is resized (an aspect-locked view would
+    otherwise keep the range it had before the page was laid out and crop the matrix)."""
+    vb = plot.getViewBox()
+
+    def fit(*_):
+        vb.setRange(xRange=(0, n), yRange=(0, n), padding=0.02)
+
+    if getattr(vb, "_square_fit", None) is not None:
+        vb.sigResized.disconnect(vb._square_fit)
+    vb._square_fit = fit
+    vb.sigResized.connect(fit)
+    fit()
+
+
 class ClientsPage(QWidget):
     def __init__(self, state: AnalystState, parent: QWidget | None = None):
         super().__init__(parent)
@@ -62,9 +83,7 @@ class ClientsPage(QWidget):
         self._dirty = False
         self._result_dirty = False
 
-        heading = QLabel(self.tr("<h2>Clients</h2><p>Sites whose label distributions are close are trained "
-                                 "together. Drag the red line on the dendrogram to choose the threshold t: "
-                                 "every cluster's sites then differ by at most t (total variation).</p>"))
+        self.heading = heading = QLabel(self._heading_text(False))
         heading.setWordWrap(True)
         self.message = MessageLabel()
 
@@ -121,6 +140,9 @@ class ClientsPage(QWidget):
         row.addStretch(1)
         row.addWidget(self.t_spin)
         row.addWidget(self.auto_t_check)
+        self.chosen_label = QLabel()
+        self.chosen_label.setWordWrap(True)
+        self.chosen_label.hide()
         self.method_note = QLabel()
         self.method_note.setStyleSheet("color:#6b7280;")
         self.method_note.setWordWrap(True)
@@ -142,8 +164,13 @@ class ClientsPage(QWidget):
         top, bottom = QWidget(), QWidget()
         row = QHBoxLayout(top)
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(_box(self.tr("Distances"), self.heatmap_plot))
-        row.addWidget(_box(self.tr("Clusters"), self.dendrogram_plot, self.method_note))
+        self.companion_plots: list[pg.PlotWidget] = []
+        distances = QWidget()
+        self.distances_row = QHBoxLayout(distances)
+        self.distances_row.setContentsMargins(0, 0, 0, 0)
+        self.distances_row.addWidget(self.heatmap_plot, 1)
+        row.addWidget(_box(self.tr("Distances"), distances), 1)
+        row.addWidget(_box(self.tr("Clusters"), self.dendrogram_plot, self.chosen_label, self.method_note), 1)
         row = QHBoxLayout(bottom)
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(_box(self.tr("Per-cluster labels"), self.bars_plot, self.bars_legend))
@@ -164,6 +191,14 @@ class ClientsPage(QWidget):
         state.threshold_changed.connect(self._threshold_changed)
         state.result_changed.connect(self._result_changed)
 
+    def _heading_text(self, chosen: bool) -> str:
+        if chosen:
+            return self.tr("<h2>Clients</h2><p>How the sites differ, and the groups of sites this project's method "
+                           "will train together (chosen by the method, listed under the dendrogram).</p>")
+        return self.tr("<h2>Clients</h2><p>Sites whose label distributions are close are trained together. Drag the "
+                       "red line on the dendrogram to choose the threshold t: every cluster's sites then differ by "
+                       "at most t (total variation).</p>")
+
     # ---- state → widgets ---------------------------------------------------------------------------------
     @property
     def n_clusters(self) -> int:
@@ -171,6 +206,10 @@ class ClientsPage(QWidget):
         return int(self.labels.max()) + 1 if len(self.labels) else 0
 
     def _session_changed(self) -> None:
+        self._session_changed_note()
+        self._threshold_changed()
+
+    def _session_changed_note(self) -> None:
         kit = self.state.kit
         cls = METHODS.get(kit.method) if kit is not None else None
         if cls is not None and cls.threshold_setting() is None:
@@ -178,7 +217,6 @@ class ClientsPage(QWidget):
                                              "threshold; the cut is shown for exploration only.").format(m=kit.method))
         else:
             self.method_note.setText("")
-        self._threshold_changed()
 
     def _threshold_changed(self) -> None:
         t = self.state.t_choice
@@ -240,7 +278,18 @@ class ClientsPage(QWidget):
             return
         self.clustering = view
         self.message.clear_message()
+        chosen = view.chosen is not None
+        self.heading.setText(self._heading_text(chosen))
+        for w in (self.threshold_line, self.t_spin, self.auto_t_check):
+            w.setVisible(not chosen)
+        if chosen:
+            self.method_note.setText(self.tr("The dendrogram is for exploring; training groups the sites by {how}.")
+                                     .format(how=view.chosen_how or self.tr("the method's own rule")))
+        else:
+            self._session_changed_note()
+        self.heatmap_plot.setTitle(view.what[:1].upper() + view.what[1:])
         self._draw_heatmap()
+        self._draw_companions()
         self._draw_dendrogram()
         self.recut()
 
@@ -256,6 +305,33 @@ class ClientsPage(QWidget):
         self._links = []
         self.bars_plot.clear()
         self.bars_legend.clear()
+        self.chosen_label.hide()
+        self._clear_companions()
+        self.heading.setText(self._heading_text(False))
+        for w in (self.threshold_line, self.t_spin, self.auto_t_check):
+            w.setVisible(True)
+
+    def _clear_companions(self) -> None:
+        for w in self.companion_plots:
+            self.distances_row.removeWidget(w)
+            w.deleteLater()
+        self.companion_plots = []
+
+    def _draw_companions(self) -> None:
+        """The method's further site × site matrices, beside the distance heatmap, in the dendrogram's order."""
+        self._clear_companions()
+        order = self._order()
+        for v in self.clustering.companions:
+            M = np.asarray(v.matrix)
+            ordered = replace(v, matrix=M[np.ix_(order, order)],
+                              row_labels=[f"{v.row_labels[i]}  {k + 1}" for k, i in enumerate(order)],
+                              col_labels=[str(k + 1) for k in range(len(order))])
+            w = render_view(ordered)
+            w.setMinimumHeight(200)
+            w.setAspectLocked(True)
+            _keep_square(w, len(order))
+            self.companion_plots.append(w)
+            self.distances_row.addWidget(w, 1)
 
     def _draw_heatmap(self) -> None:
         c = self.clustering
@@ -278,7 +354,7 @@ class ClientsPage(QWidget):
                     text.setPos(j + 0.5, i + 0.5)
                     self.heatmap_plot.addItem(text)
                     self._cell_texts.append(text)
-        self.heatmap_plot.setRange(xRange=(0, len(order)), yRange=(0, len(order)), padding=0.02)
+        _keep_square(self.heatmap_plot, len(order))
 
     def _order(self) -> list[int]:
         c = self.clustering
@@ -314,16 +390,19 @@ class ClientsPage(QWidget):
         return [(x, n if i % 2 == 0 else "\n" + n) for i, (x, n) in enumerate(zip(self._leaf_x, names, strict=True))]
 
     def recut(self) -> None:
-        """Cut at the line's t and recolour links, leaves, bars and the cluster count."""
+        """Cut at the line's t (or take the method's chosen groups) and recolour links, leaves, bars and the
+        cluster count; a link is coloured when every site under it is in one group."""
         if self.clustering is not None:
             t = self.current_t()
-            self.labels = self.clustering.cut(t)
+            chosen = self.clustering.chosen
+            self.labels = np.asarray(chosen, dtype=np.int64) if chosen is not None else self.clustering.cut(t)
             for curve, h, x0, x1 in self._links:
                 color = GREY
-                if h <= t:
+                if h <= t or chosen is not None:
                     inside = np.flatnonzero((self._leaf_x >= x0 - 1e-9) & (self._leaf_x <= x1 + 1e-9))
-                    if len(inside):
-                        color = cluster_color(self.labels[self._leaves[inside[0]]])
+                    groups = {int(self.labels[self._leaves[i]]) for i in inside}
+                    if len(groups) == 1:
+                        color = cluster_color(groups.pop())
                 curve.setPen(pg.mkPen(color, width=2.5 if color != GREY else 1.5))
             self.leaf_dots.setData(x=self._leaf_x, y=np.zeros(len(self._leaves)),
                                    brush=[pg.mkBrush(cluster_color(self.labels[i])) for i in self._leaves])
@@ -336,6 +415,16 @@ class ClientsPage(QWidget):
         if self.clustering is None:
             self.clusters_label.setText("")
             return
+        if self.clustering.chosen is not None:
+            self.clusters_label.setText(self.tr("{n} group(s) of sites for training").format(n=n))
+            self.clusters_label.setToolTip(self.clustering.chosen_how)
+            groups = [", ".join(self.names[i] for i in np.flatnonzero(self.labels == g)) for g in range(n)]
+            self.chosen_label.setText("<br>".join(
+                f'<span style="color:{cluster_color(g).name()};font-size:14pt">■</span> '
+                + self.tr("group {g}: {sites}").format(g=g + 1, sites=s) for g, s in enumerate(groups)))
+            self.chosen_label.show()
+            return
+        self.chosen_label.hide()
         text = self.tr("{n} cluster(s) at t = {t:.2f}").format(n=n, t=t) if n != 1 else \
             self.tr("1 cluster at t = {t:.2f}").format(t=t)
         self.clusters_label.setText(text)

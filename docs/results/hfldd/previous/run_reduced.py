@@ -1,7 +1,7 @@
-"""The reduced runs recorded in this folder (the machine was shared by ~8 jobs on 2 cores; see README.md).
+"""The reduced runs of the previous round (commit c998299, KIP headline; 2 cores shared by ~8 jobs).
 
-PYTHONPATH=. python docs/results/hfldd/run_reduced.py DATASET SPLITS SEEDS OUT.json [--quick] [--large]
-PYTHONPATH=. python docs/results/hfldd/run_reduced.py --merge OUT.json IN1.json IN2.json ...
+PYTHONPATH=. python docs/results/hfldd/previous/run_reduced.py DATASET SPLITS SEEDS OUT.json [--quick] [--large]
+PYTHONPATH=. python docs/results/hfldd/previous/run_reduced.py --merge OUT.json IN1.json IN2.json ...
 """
 
 import json
