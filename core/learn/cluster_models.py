@@ -123,8 +123,10 @@ def site_note(info: dict) -> str:
     if e and e["weak"]:
         notes.append(f"only {e['rows']} rows: the estimate is uncertain (95 % CI {e['low']:.2f}–{e['high']:.2f})")
     if info.get("model") == "own" and info.get("own_kind"):
-        notes.append("the site's own-rows model cross-validated better than its cluster's (at a site with fewer "
-                     f"than {WEAK_ROWS} rows: the cluster's was not clearly better); the site keeps its own model")
+        small = bool(e) and e["rows"] < WEAK_ROWS
+        notes.append((f"with fewer than {WEAK_ROWS} rows, the cluster's model was not clearly better than the "
+                      "site's own" if small else "the site's own-rows model cross-validated better than its cluster's")
+                     + "; the site keeps its own model")
     return "; ".join(notes)
 
 
