@@ -46,3 +46,10 @@ def export_dccfl_round(d, sites: dict, name: str, *kit_sets: str) -> None:
         assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "p.dcanchor",
                    "--identity", d / site / f"{site}.dcid", "--csv", train,
                    "--out", d / "bundles" / f"{site}.dcbundle") == 0
+
+
+def apply_packages(folder, csvs: dict) -> None:
+    """Every site NAME applies ``folder/out/NAME.dcpkg`` to the CSV ``csvs[NAME]``, into ``folder/NAME/result.csv``."""
+    for name, csv in csvs.items():
+        assert run("participant", "apply", "--package", folder / "out" / f"{name}.dcpkg", "--identity",
+                   folder / name / f"{name}.dcid", "--csv", csv, "--out", folder / name / "result.csv") == 0

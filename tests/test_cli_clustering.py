@@ -17,7 +17,7 @@ from core.bench.clustering_metrics import ari
 from core.formats.anchor import AnchorFile
 from core.formats.identity import Identity, PublicCard
 from core.learn.data_clustering import kmeans
-from tests.cli import WF, anchor_to, confirm, refused, run
+from tests.cli import WF, anchor_to, apply_packages, confirm, refused, run
 from tests.clusterkit import BLOCKS, make_grid
 from tests.test_privacy_boundary import BLOCKED_RUN, ROOT
 
@@ -52,9 +52,7 @@ def cround(tmp_path_factory):
                    "--out", d / "bundles" / f"{name}.dcbundle", "--seed", "1") == 0
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
                "--bundles", d / "bundles", "--out", d / "out", *confirm(d, sites)) == 0
-    for name, path in sites.items():
-        assert run("participant", "apply", "--package", d / "out" / f"{name}.dcpkg", "--identity",
-                   d / name / f"{name}.dcid", "--csv", path, "--out", d / name / "result.csv") == 0
+    apply_packages(d, sites)
     yield d, sites, truth
     mp.undo()
 

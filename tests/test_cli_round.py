@@ -16,7 +16,7 @@ import pytest
 from core.formats.envelope import Payload, seal
 from core.formats.identity import Identity, PublicCard
 from core.learn.mlp import BatchedMLP
-from tests.cli import WF, anchor_to, confirm, refused, run
+from tests.cli import WF, anchor_to, apply_packages, confirm, refused, run
 from tests.roundkit import CLASSES, FEATURES, make_sites
 
 
@@ -41,9 +41,7 @@ def round_dir(tmp_path_factory):
                    "--out", d / "bundles" / f"{name}.dcbundle", "--seed", "1") == 0
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
                "--bundles", d / "bundles", "--out", d / "out", *confirm(d, sites)) == 0
-    for name, (_, test) in sites.items():
-        assert run("participant", "apply", "--package", d / "out" / f"{name}.dcpkg",
-                   "--identity", d / name / f"{name}.dcid", "--csv", test, "--out", d / name / "result.csv") == 0
+    apply_packages(d, {name: test for name, (_, test) in sites.items()})
     yield d, sites
     mp.undo()
 

@@ -16,7 +16,7 @@ from core.errors import FormatError
 from core.methods import FitContext, SiteInput, get_method, method_class
 from core.methods.base import ReceivedBundle
 from core.methods.views import Curve, Heatmap, Table
-from tests.cli import WF, anchor_to, confirm, run
+from tests.cli import WF, anchor_to, apply_packages, confirm, run
 from tests.roundkit import CLASSES, make_sites
 
 FAST = {"epochs": 15, "warmup_epochs": 3}
@@ -134,9 +134,8 @@ def test_a_whole_cli_round_with_feddag(tmp_path, monkeypatch, capsys):
     report = (d / "out/report.html").read_text()
     assert "Data distance V" in report and "Gradient distance G" in report and "Threshold grid" in report
     accs = []
+    apply_packages(d, {name: test for name, (_, test) in sites.items()})
     for name, (_, test) in sites.items():
-        assert run("participant", "apply", "--package", d / "out" / f"{name}.dcpkg", "--identity",
-                   d / name / f"{name}.dcid", "--csv", test, "--out", d / name / "result.csv") == 0
         res = pd.read_csv(d / name / "result.csv")
         assert len(res) == len(pd.read_csv(test))
         accs.append(float(np.mean(res["prediction"] == res["label"])))

@@ -18,7 +18,7 @@ from core.bench.clustering_metrics import ari
 from core.errors import ConfigError, FormatError
 from core.methods import FitContext, get_method, method_class
 from core.methods.base import ReceivedBundle, SiteInput
-from tests.cli import WF, confirm, run
+from tests.cli import WF, apply_packages, confirm, run
 
 NAME = "gold"
 COLS = ["age", "bp", "chol"]
@@ -84,9 +84,7 @@ def ground(tmp_path_factory):
             export(d, name, path, "--seed", str(i))
         assert run("analyst", "run", "--kit", d / "g.dckit", "--identity", d / "analyst/analyst.dcid",
                    "--bundles", d / "bundles", "--out", d / "out", *confirm(d, files)) == 0
-        for name, path in files.items():
-            assert run("participant", "apply", "--package", d / "out" / f"{name}.dcpkg", "--identity",
-                       d / name / f"{name}.dcid", "--csv", path, "--out", d / name / "result.csv") == 0
+        apply_packages(d, files)
     seconds = time.perf_counter() - t0
     yield SimpleNamespace(d=d, files=files, truth=truth, seconds=seconds)
     mp.undo()

@@ -400,18 +400,9 @@ def test_continue_shows_a_window_at_once(qtbot, monkeypatch):
 def test_a_wizard_closed_before_any_export_leaves_no_empty_workspace(qtbot, project, tmp_path):
     """The workspace folder appears when the site reads its CSV; closing the wizard before anything was
     written there removes it again (the CLI does the same after a failed first export)."""
-    w = ParticipantWizard()
-    qtbot.addWidget(w)
-    w.show()
-    ip = w.identity_page
-    ip.log_n = 14
-    ip.create_radio.setChecked(True)
-    ip.name_edit.setText("Leaving early")
-    ip.pass_edit.setText(PASS)
-    ip.pass2_edit.setText(PASS)
-    ip.folder_field.set_path(tmp_path / "ids")
-    ip.create_button.click()
-    wait(qtbot, lambda: ip.isComplete())
+    from tests.guiround import wizard_with_new_identity
+
+    w = wizard_with_new_identity(qtbot, "Leaving early", tmp_path / "ids", PASS)
     root = w.workspace()
     SiteWorkspace(root)  # as reading the CSV does
     assert root.is_dir() and not any(p.is_file() for p in root.rglob("*"))

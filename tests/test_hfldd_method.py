@@ -16,7 +16,7 @@ from core.formats.anchor import make_anchor
 from core.methods import SiteInput, get_method
 from core.methods.base import ReceivedBundle
 from core.methods.dc_site import site_map
-from tests.cli import WF, anchor_to, confirm, run
+from tests.cli import WF, anchor_to, apply_packages, confirm, run
 from tests.roundkit import CLASSES, FEATURES, make_sites
 
 FAST_SITE = ["--kip-steps", "40", "--rows-per-class", "4"]
@@ -149,9 +149,8 @@ def test_a_whole_cli_round_in_distillation_mode(tmp_path, monkeypatch, capsys):
     report = (d / "out/report.html").read_text()
     assert "KL divergence" in report and "Total-variation" in report and "DC-CFL bytes" in report
     accs = []
+    apply_packages(d, {name: test for name, (_, test) in sites.items()})
     for name, (_, test) in sites.items():
-        assert run("participant", "apply", "--package", d / "out" / f"{name}.dcpkg", "--identity",
-                   d / name / f"{name}.dcid", "--csv", test, "--out", d / name / "result.csv") == 0
         res = pd.read_csv(d / name / "result.csv")
         assert len(res) == len(pd.read_csv(test))
         np.testing.assert_allclose(res[[f"prob_{c}" for c in CLASSES]].sum(axis=1), 1, atol=1e-5)

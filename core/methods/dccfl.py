@@ -156,6 +156,16 @@ def site_order(bundles: list[ReceivedBundle]) -> list[int]:
     return sorted(range(len(bundles)), key=lambda i: (bundles[i].digest, bundles[i].fingerprint, bundles[i].site))
 
 
+def canonical_bundles(received: list[ReceivedBundle]) -> tuple[list[int], list[ReceivedBundle]]:
+    """The bundles an analysis works on, in the canonical site order (:func:`site_order`), and that order;
+    refuses no bundles, and bundles made from different anchors."""
+    if not received:
+        raise ConfigError("no bundles to analyse")
+    check_anchor_width(received)
+    order = site_order(received)
+    return order, [received[i] for i in order]
+
+
 def derived_seed(seed: int, bundles: list[ReceivedBundle]) -> int:
     """Every random choice of the analysis draws from SHA-256(seed, kit digest(s), sorted bundle digests)."""
     h = hashlib.sha256(f"dccfl:{int(seed)}".encode())
@@ -245,11 +255,7 @@ class DCCFL(LabelledDCSite, Method):
         control = ensure(control)
         s = self.settings
         K = len(classes)
-        if not received:
-            raise ConfigError("no bundles to analyse")
-        check_anchor_width(received)
-        order = site_order(received)
-        bundles = [received[i] for i in order]   # everything below works in the canonical site order
+        order, bundles = canonical_bundles(received)   # everything below works in the canonical site order
         seed = derived_seed(int(s["seed"]), bundles)
         S = len(bundles)
         n_rows = [int(b.arrays["y"].shape[0]) for b in bundles]

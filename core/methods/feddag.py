@@ -29,23 +29,23 @@ from __future__ import annotations
 import numpy as np
 
 from ..control import JobControl, ensure
-from ..errors import ConfigError, FormatError
+from ..errors import FormatError
 from ..learn import feddag as fd
 from ..learn.alignment import SiteMapping
 from ..learn.client_clustering import cut_tree, label_histograms
 from ..learn.cluster_models import adjust_proba, prior_logit, site_note
 from ..learn.mlp import MLPWeights
 from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, need, one_blas_thread
-from .dc_site import SITE_SETTINGS, LabelledDCSite, check_anchor_width, site_map
+from .dc_site import SITE_SETTINGS, LabelledDCSite, site_map
 from .dccfl import (
     ALIGNMENT_SETTINGS,
     DCCFL,
     LEARNER_SETTINGS,
     PRIOR_SETTINGS,
     SELECTION_SETTINGS,
+    canonical_bundles,
     derived_seed,
     site_line,
-    site_order,
     site_views,
 )
 from .settings import Setting
@@ -146,11 +146,7 @@ class FedDAG(LabelledDCSite, Method):
         control = ensure(control)
         s = self.settings
         K = len(classes)
-        if not received:
-            raise ConfigError("no bundles to analyse")
-        check_anchor_width(received)
-        order = site_order(received)
-        bundles = [received[i] for i in order]   # canonical order: the same bundles give the same result
+        order, bundles = canonical_bundles(received)   # canonical order: the same bundles give the same result
         seed = _seed(s["seed"], bundles)
         res = fd.fit(bundles, classes, self._engine_settings(seed), control=control.sub(0.0, 0.97), on_epoch=on_epoch)
         g = res.geometry
@@ -310,9 +306,7 @@ class FedDAG(LabelledDCSite, Method):
         K = len(classes)
         if len(bundles) < 2 or K < 2:
             return None
-        check_anchor_width(bundles)
-        order = site_order(bundles)
-        canon = [bundles[i] for i in order]
+        order, canon = canonical_bundles(bundles)
         s = fd.settings_with(**self._engine_settings(_seed(self.settings["seed"], canon)))
         with one_blas_thread():
             g = fd.geometry(canon, K, s)
