@@ -25,7 +25,7 @@ from .formats.identity import Identity
 from .formats.kit import Kit
 from .formats.workspace import SiteWorkspace
 from .learn.intervals import estimate, mcnemar_p
-from .learn.local_model import fit_local_model, has_local_model, local_predict_proba
+from .learn.local_model import fit_local_model, has_local_model, keeps_local_model, local_predict_proba
 from .methods import SiteExport, SiteInput, get_method
 
 
@@ -350,8 +350,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                               "run_seq": manifest.get("run_seq"),
                               "applied": utc_now(), "out": str(Path(out_path).resolve())})
     control.step(1.0, "done")
-    kept_own = bool(manifest.get("model") == "own" and manifest.get("own_kind") == "linear"
-                    and has_local_model(private))
+    kept_own = keeps_local_model(manifest, private)
     return ApplyResult(Path(out_path), int(table.n_rows), list(columns), method.name, manifest, fmt, out_fmt,
                        warnings, validation, kept_own)
 

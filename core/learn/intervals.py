@@ -45,16 +45,11 @@ def describe(e: dict | None, digits: int = 3) -> str:
 
 def mcnemar_p(b: int, c: int, one_sided: bool = False) -> float:
     """McNemar's exact test on paired predictions: b rows only the first model gets right, c only the second.
-    Under H₀ (equally good) b ~ Binomial(b + c, ½); one-sided p = P(B ≥ b), two-sided = min(1, 2·min tail)."""
+    Under H₀ (equally good) b ~ Binomial(b + c, ½); one-sided p = P(B ≥ b). scipy's exact binomial test,
+    imported here only (a site's export never needs it)."""
+    from scipy.stats import binomtest
+
     b, c = int(b), int(c)
-    n = b + c
-    if n == 0:
+    if b + c == 0:
         return 1.0
-    terms = [1]  # C(n, j) for j = 0 … n, exactly (integers; true division of big integers rounds correctly)
-    for j in range(n):
-        terms.append(terms[-1] * (n - j) // (j + 1))
-    upper = sum(terms[b:]) / (1 << n)
-    if one_sided:
-        return float(upper)
-    lower = sum(terms[: b + 1]) / (1 << n)
-    return float(min(1.0, 2.0 * min(upper, lower)))
+    return float(binomtest(b, b + c, 0.5, alternative="greater" if one_sided else "two-sided").pvalue)

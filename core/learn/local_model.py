@@ -107,6 +107,13 @@ def has_local_model(arrays: dict) -> bool:
     return all(k in arrays for k in NAMES)
 
 
+def keeps_local_model(manifest: dict, private_arrays: dict) -> bool:
+    """Whether a package defers to the site's own-rows model: it says "keep your own" (``model`` = own,
+    ``own_kind`` = linear, FORMAT.md §7) and the site's workspace keeps that model."""
+    return (manifest.get("model") == "own" and manifest.get("own_kind") == "linear"
+            and has_local_model(private_arrays))
+
+
 def local_predict_proba(arrays: dict[str, np.ndarray], X: np.ndarray) -> np.ndarray:
     """p(k|x) of the stored model for the rows X (kit column order)."""
     W, b, mean, scale = (np.asarray(arrays[k], np.float64) for k in NAMES)

@@ -83,7 +83,7 @@ from ..learn.cluster_models import (  # noqa: F401  (re-exported: the DC-family 
     train_cluster_models,
 )
 from ..learn.intervals import describe
-from ..learn.local_model import has_local_model, local_predict_proba
+from ..learn.local_model import keeps_local_model, local_predict_proba
 from ..learn.mlp import MLPWeights
 from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, one_blas_thread
 from .dc_site import SITE_SETTINGS, LabelledDCSite, check_anchor_width, site_map
@@ -401,7 +401,7 @@ class DCCFL(LabelledDCSite, Method):
         ``own_kind`` = linear) and the workspace keeps the site's own-rows model (the logistic regression on its
         raw rows trained at export, :mod:`core.learn.local_model`), that model itself: the package's linear
         model is its twin on the reduced rows, the kept one is what the site would have alone, exactly."""
-        if manifest.get("model") == "own" and manifest.get("own_kind") == "linear" and has_local_model(private_arrays):
+        if keeps_local_model(manifest, private_arrays):
             return _columns(list(manifest["classes"]), local_predict_proba(private_arrays, X))
         f = site_map(private_arrays)
         mapping = SiteMapping.from_arrays(arrays)
