@@ -40,7 +40,7 @@ from ..learn.row_linkage import VerticalLinkage
 from .base import FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
 from .dc_site import SITE_SETTINGS, check_anchor_width, check_dc_bundle, dc_site_compute
 from .settings import Setting
-from .views import Bars, Curve, Scatter, Table, Text, View, principal_axes_2d
+from .views import Curve, Scatter, Table, Text, View, cluster_sizes, principal_axes_2d
 
 SCALINGS = ("range", "raw")
 
@@ -291,11 +291,7 @@ class DCClustering(Method):
             out.append(Curve("Within-cluster spread (inertia) for each k", ks,
                              {"inertia": [curve[str(k)]["inertia"] for k in ks]}, xlabel="k", ylabel="inertia",
                              mark=float(s["k"])))
-        sizes = s.get("sizes", [])
-        if sizes:
-            out.append(Bars("Rows per cluster", [f"cluster {c + 1}" for c in range(len(sizes))],
-                            [float(v) for v in sizes], ylabel="rows"))
-        return out
+        return out + cluster_sizes(s.get("sizes", []))
 
     # ---- site, after the round -----------------------------------------------------------------
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],

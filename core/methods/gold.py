@@ -43,7 +43,7 @@ from ..learn import gold as G
 from .base import Disclosure, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
 from .dcclustering import rows_digest
 from .settings import Setting
-from .views import Bars, Curve, Scatter, Table, Text, View, principal_axes_2d
+from .views import Bars, Curve, Scatter, Table, Text, View, cluster_sizes, principal_axes_2d
 
 SCALINGS = ("standardised", "raw")
 
@@ -326,11 +326,7 @@ class Gold(Method):
             out.append(Scatter("Micro-cluster centroids on the first two principal axes, by cluster", P,
                                np.asarray(d["micro_labels"]), C, xlabel=f"axis 1 ({ratio[0]:.0%} of the spread)",
                                ylabel=f"axis 2 ({ratio[1]:.0%})"))
-        sizes = s.get("sizes", [])
-        if sizes:
-            out.append(Bars("Rows per cluster", [f"cluster {c + 1}" for c in range(len(sizes))],
-                            [float(v) for v in sizes], ylabel="rows"))
-        return out
+        return out + cluster_sizes(s.get("sizes", []))
 
     # ---- site, after the round -----------------------------------------------------------------
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],

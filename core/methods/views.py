@@ -81,6 +81,14 @@ class Bars:
 View = Text | Table | Heatmap | Curve | Scatter | Bars
 
 
+def cluster_sizes(sizes: list) -> list[View]:
+    """"Rows per cluster" as bars (clusters numbered from 1 for people); nothing when there are no sizes."""
+    if not sizes:
+        return []
+    return [Bars("Rows per cluster", [f"cluster {c + 1}" for c in range(len(sizes))], [float(v) for v in sizes],
+                 ylabel="rows")]
+
+
 def principal_axes_2d(X: np.ndarray, extra: np.ndarray | None = None
                       ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """Rows (and optional extra points, e.g. centroids) on their first two principal axes.
