@@ -145,3 +145,28 @@ def test_pca_matches_scikit_learn_on_standardised_data(data):
     # the same subspace and coordinates up to the sign of each component
     for j in range(5):
         assert min(np.abs(ours[:, j] - expected[:, j]).max(), np.abs(ours[:, j] + expected[:, j]).max()) < 1e-8
+
+
+def test_reduction_in_row_blocks_on_threads_matches_one_product(monkeypatch):
+    """The moments and the reduction run over row blocks on two threads: the same numbers as one product
+    over all rows, the same bytes on every call, and ``rows`` = a permutation scatters rather than gathers."""
+    from core.learn import reduction
+
+    monkeypatch.setattr(reduction, "_CHUNK", 64)  # 1,000 rows: 16 blocks shared by the threads
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((1000, 6)) * rng.uniform(0.5, 20, 6) + rng.uniform(-50, 50, 6)
+    red = PrivateReduction(random_state=0).fit(X)
+    mean = X.mean(axis=0)
+    np.testing.assert_allclose(red.map_.offset, mean, rtol=1e-12)
+    Z = (X - mean) / X.std(axis=0)
+    assert red.variance_kept_ == pytest.approx(
+        np.sort(np.linalg.eigvalsh(np.cov(Z.T, bias=True)))[1:].sum() / 6, rel=1e-10)
+    direct = (X - red.map_.offset) @ red.map_.matrix
+    perm = rng.permutation(1000)
+    shuffled = red.transform(X, rows=perm)
+    np.testing.assert_allclose(shuffled, direct[perm], rtol=1e-12, atol=1e-12)
+    assert red.transform(X, rows=perm).tobytes() == shuffled.tobytes()
+    subset = np.array([5, 5, 999, 0])  # not a permutation: the rows are gathered
+    np.testing.assert_allclose(red.transform(X, rows=subset), direct[subset], rtol=1e-12, atol=1e-12)
+    again = PrivateReduction(random_state=0).fit(X)
+    assert again.map_.matrix.tobytes() == red.map_.matrix.tobytes()  # block order, not thread timing

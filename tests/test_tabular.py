@@ -446,3 +446,38 @@ def test_text_reading_of_refused_chunks(tmp_path, monkeypatch, newline, blank_ev
     p = write(tmp_path, newline.join(lines) + newline)
     with pytest.raises(DataError, match=f"line {line_of[2900]}, column 'a': '12a' is not a number"):
         read_table(p, schema, options=CsvOptions(impute="mean"))
+
+
+@pytest.mark.parametrize("kind", ["ids and labels", "missing values", "integers and spaces"])
+def test_whole_file_reading_equals_the_chunked_reading(tmp_path, monkeypatch, kind):
+    """A UTF-8 file whose every column is used is read in one pandas call (parsed on all cores) and copied
+    into the matrix on two threads; the result is bit for bit the chunked reading's."""
+    p = tmp_path / "w.csv"
+    options = CsvOptions()
+    ids = False
+    if kind == "ids and labels":
+        schema = write_synthetic_csv(p, 3000, 4, 5, seed=2, with_ids=True)
+        ids = True
+    elif kind == "missing values":
+        schema = write_synthetic_csv(p, 3000, 4, 3, seed=2, missing_rate=0.05)
+        options = CsvOptions(impute="mean")
+    else:
+        rng = np.random.default_rng(2)
+        lines = ["age,bmi,outcome"] + [f" {a} ,{b},{'yes' if a % 2 else 'no'} " for a, b in
+                                       zip(rng.integers(0, 99, 3000), rng.integers(10, 40, 3000), strict=True)]
+        p.write_text("\n".join(lines) + "\n")
+        schema = SCHEMA
+    monkeypatch.setattr(tabular, "_CHUNK_CELLS", 700)  # both readings check (and sum) the same row blocks
+    copies = []
+    real = tabular._rows_from_columns
+    monkeypatch.setattr(tabular, "_rows_from_columns", lambda cols, out: (copies.append(out.shape), real(cols, out)))
+    whole = read_table(p, schema, ids=ids, options=options)
+    assert copies == [whole.X.shape]  # the whole-file path ran
+    monkeypatch.setattr(tabular, "_WHOLE_READ_MAX_BYTES", -1)
+    chunked = read_table(p, schema, ids=ids, options=options)
+    assert len(copies) == 1
+    assert whole.X.tobytes() == chunked.X.tobytes() and whole.X.flags["C_CONTIGUOUS"]
+    assert np.array_equal(whole.y, chunked.y) and whole.n_imputed == chunked.n_imputed
+    assert (whole.ids is None and chunked.ids is None) or np.array_equal(whole.ids, chunked.ids)
+    if kind == "missing values":
+        assert whole.n_imputed > 0

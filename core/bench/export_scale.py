@@ -6,7 +6,12 @@ measurement in a fresh child process so its peak RSS (``ru_maxrss``) and its imp
 2. a whole ``participant export`` (imports, unlock the identity, read + validate the CSV, generate the anchor,
    PCA to m − 1, reduce the anchor, shuffle, fit the site's own-rows baseline, seal with age encryption and
    signature, save the workspace) through :class:`core.participant.ParticipantExport`.
-The two alternate (read, export, read, export, …) ``repeats`` times in the same run, so both see the same
+3. the *floor*: the least work any export in this bundle format must do, with no checks and nothing kept —
+   the same whole-file ``pandas.read_csv`` as (1), one reduction of every row (row blocks on two threads
+   straight from pandas' columns, no matrix copy), the reduced rows' SHA-256 and CRC-32 (on two threads),
+   age encryption to a file whose bytes are hashed again, fsync. It tells how much of the export's time is
+   the product's own (checks, anchor, shuffle, own-rows model, workspace) and how much the format's.
+The three alternate (read, export, floor, read, …) ``repeats`` times in the same run, so all see the same
 machine load; the medians are reported. Without ``--rows`` it measures 10,000 and 1,000,000 rows.
 Targets (issue #15): export ≤ 2× the bare read at 1M rows, ≤ 1.5 s total at 10,000 rows.
 """
@@ -30,6 +35,35 @@ if mode == "read":
     import pandas as pd
     df = pd.read_csv(csv)
     rows = len(df)
+elif mode == "floor":  # the least any export must do (see the module docstring)
+    import hashlib, io, os, zlib
+    from concurrent.futures import ThreadPoolExecutor
+    import numpy as np, pandas as pd, pyrage
+    from threadpoolctl import threadpool_limits
+    frame = pd.read_csv(csv)
+    cols = [frame[c].to_numpy() for c in frame.columns[:-1]]
+    rows, m = len(frame), len(cols)
+    W = np.random.default_rng(0).standard_normal((m, m - 1))
+    Y = np.empty((rows, m - 1), np.float32)
+    def reduce_block(s):
+        B = np.empty((min(16384, rows - s), m))
+        for j, c in enumerate(cols):
+            B[:, j] = c[s:s + 16384]
+        Y[s:s + 16384] = B @ W
+    with threadpool_limits(1), ThreadPoolExecutor(2) as ex:
+        list(ex.map(reduce_block, range(0, rows, 16384)))
+    raw = memoryview(Y).cast("B")
+    with ThreadPoolExecutor(2) as ex:
+        inner = [ex.submit(hashlib.sha256, raw), ex.submit(zlib.crc32, raw)]
+        [f.result() for f in inner]
+    class Hashing:
+        def __init__(self, fh): self.fh, self.h = fh, hashlib.sha256()
+        def write(self, d): self.fh.write(d); self.h.update(d); return len(d)
+        def flush(self): self.fh.flush()
+    with open(work + "/floor.age", "wb") as fh:
+        pyrage.encrypt_io(io.BytesIO(raw), Hashing(fh), [pyrage.x25519.Identity.generate().to_public()])
+        fh.flush()
+        os.fsync(fh.fileno())
 else:
     from pathlib import Path
     from core.formats.anchor import AnchorFile
@@ -79,10 +113,11 @@ def run(rows: int = 1_000_000, features: int = 50, repeats: int = 5, folder: Pat
         seed_rows = np.random.default_rng(0).standard_normal((100, features))
         make_anchor(kit.project_id, schema.feature_names, kind="smote", rows=1000, seed_rows=seed_rows).save(
             work / "p.dcanchor")
-        reads, exports = [], []
-        for _ in range(repeats):  # interleaved: both see the same load
+        reads, exports, floors = [], [], []
+        for _ in range(repeats):  # interleaved: all three see the same load
             reads.append(_child("read", csv, work))
             exports.append(_child("export", csv, work))
+            floors.append(_child("floor", csv, work))
         size_mb = csv.stat().st_size / 1e6
     med_read = statistics.median(r["seconds"] for r in reads)
     med_export = statistics.median(r["seconds"] for r in exports)
@@ -93,6 +128,9 @@ def run(rows: int = 1_000_000, features: int = 50, repeats: int = 5, folder: Pat
             "export_seconds": [round(r["seconds"], 2) for r in exports],
             "export_peak_rss_mb": round(max(r["peak_rss_mb"] for r in exports)),
             "ratio_of_medians": round(med_export / med_read, 2), "repeats": repeats,
+            "floor_seconds_median": round(statistics.median(r["seconds"] for r in floors), 2),
+            "floor_seconds": [round(r["seconds"], 2) for r in floors],
+            "floor_ratio_of_medians": round(statistics.median(r["seconds"] for r in floors) / med_read, 2),
             "load_avg_1_5_15": [round(v, 2) for v in os.getloadavg()],
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"}
 

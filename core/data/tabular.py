@@ -1,7 +1,9 @@
 """CSV ingestion: detect a local file's format and read it into a float64 matrix in the schema's column order.
 
-The fast path is pandas' C parser reading only the needed columns, chunk by chunk, straight into one
-preallocated matrix (so a large file costs about one copy of the matrix). Only a chunk in which that parser
+The fast path is pandas' C parser. A UTF-8 file of at most 1 GiB whose every column is needed is read in
+one call, which pandas splits at line ends and parses on all cores, then copied into the matrix on two
+threads; any other file is read chunk by chunk (only the needed columns) straight into one preallocated
+matrix. Whatever the fast path refuses is read again chunk by chunk, and only a chunk in which the parser
 refuses a cell is read again as text, to find the first bad cell and name its line, column and value (or
 to accept what only a text reading accepts, such as "NA " with a trailing space). Every problem is a
 :class:`~core.errors.DataError` with one sentence naming the file.
@@ -17,6 +19,7 @@ import re
 import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -46,6 +49,7 @@ MISSING_TOKENS = ("", "NA", "N/A", "NaN", "nan", "?", "null")
 DELIMITERS = (",", ";", "\t")
 SAMPLE_BYTES = 1 << 20
 _CHUNK_CELLS = 4_000_000
+_WHOLE_READ_MAX_BYTES = 1 << 30  # up to 1 GiB a file is read in one call, on all cores; beyond it, chunk by chunk
 _DETECT_ROWS = 200
 _MISSING = -1
 _UNKNOWN = -2
@@ -613,6 +617,19 @@ class _Growable:
         return self.array
 
 
+def _rows_from_columns(columns: list[np.ndarray], out: np.ndarray, block: int = 16384) -> None:
+    """out[:, j] = columns[j], written one row block at a time by two threads (numpy copies without the GIL;
+    the block-wise order keeps each thread's writes in one region of the row-major matrix)."""
+    def fill(start: int) -> None:
+        rows = out[start:start + block]
+        for j, col in enumerate(columns):
+            rows[:, j] = col[start:start + block]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for _ in pool.map(fill, range(0, out.shape[0], block)):
+            pass
+
+
 class _FastPathRefused(Exception):
     """pandas' float parser refused a cell; read again as text to find it."""
 
@@ -740,6 +757,8 @@ class _TableReader:
         characters the chunk is re-read from its byte offset and the fast reading resumes after it;
         otherwise the rest of the file is read as text.
         """
+        if self._read_whole():
+            return
         resume: tuple[int, int] | None = None
         quote_free: bool | None = None
         while True:
@@ -757,6 +776,44 @@ class _TableReader:
             if self.run(text=True, resume=(row, self._offset_of(row)), stop=row + self.fast_rows):
                 return
             resume = (self.X.n, self._offset_of(self.X.n))
+
+    def _read_whole(self) -> bool:
+        """The fast path for a UTF-8 file of at most :data:`_WHOLE_READ_MAX_BYTES` whose every column is used:
+        one pandas read of the whole file (pandas splits it at line ends and parses the pieces on all cores),
+        then one copy into the row-major matrix on two threads. Returns False, with nothing stored, whenever
+        that reading refuses anything (a cell that is not a number, a malformed line, a warning): the chunked
+        reading then runs from the start and names the problem as before. No progress is shown within it; a
+        cancel is honoured as soon as it ends."""
+        n_cols = len(self.header)
+        used = {*self.feat_pos, *(p for p in (self.label_pos, self.id_pos) if p is not None)}
+        if self.fmt.encoding not in ("utf-8", "utf-8-sig") or len(used) != n_cols \
+                or self.path.stat().st_size > _WHOLE_READ_MAX_BYTES:
+            return False
+        self.control.step(0.0, "reading rows")
+        kwargs = _csv_kwargs(self.fmt, n_cols, None, self.feat_pos, self.tokens)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", pd.errors.ParserWarning)
+                frame = pd.read_csv(self.path, **kwargs)
+        except UnicodeDecodeError:
+            raise
+        except (ValueError, pd.errors.ParserWarning, pd.errors.ParserError, pd.errors.EmptyDataError):
+            return False
+        if any(frame[pos].dtype.kind not in "iuf" for pos in self.feat_pos):
+            return False
+        self.control.check()
+        n = len(frame)
+        X = np.empty((n, len(self.feat_pos)), dtype=np.float64)
+        _rows_from_columns([frame[pos].to_numpy() for pos in self.feat_pos], X)
+        self.X.array, self.X.n = X, n
+        for start in range(0, n, self.fast_rows):
+            self._check_rows(start, X[start:start + self.fast_rows])
+        if self.label_pos is not None:
+            self._labels(0, frame[self.label_pos])
+        if self.id_pos is not None:
+            self._ids(0, frame[self.id_pos])
+        self.control.step(1.0, f"read {n:,} rows")
+        return True
 
     def _offset_of(self, row: int) -> int:
         """Byte offset of data row ``row`` (quote-free files only), scanning on from the last one found."""
@@ -840,6 +897,11 @@ class _TableReader:
             del cols
         else:  # pandas holds the float columns as one 2-D block: one copy in the kit's feature order
             block[:] = chunk[self.feat_pos].to_numpy(dtype=np.float64)
+        self._check_rows(start, block)
+
+    def _check_rows(self, start: int, block: np.ndarray) -> None:
+        """Column sums for imputation, missing cells counted (the first one remembered), an infinite value
+        refused with its line; ``block`` holds data rows ``start`` onwards, already stored in X."""
         sums = block.sum(axis=0)
         if np.isfinite(sums).all():  # no NaN and no inf in this chunk
             self.sums += sums

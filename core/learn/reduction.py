@@ -34,15 +34,24 @@ class AffineMap:
         return self.matrix.shape[1]
 
     def transform(self, X: np.ndarray, dtype=np.float64, rows: np.ndarray | None = None) -> np.ndarray:
-        """f(X[rows]) (all rows by default), in row blocks so a million-row matrix needs only the output as
-        extra memory (``rows`` = a permutation gives the shuffled output without a second copy)."""
+        """f(X[rows]) (all rows by default), in row blocks on two threads, so a million-row matrix needs only
+        the output as extra memory. ``rows`` = a permutation gives the shuffled output without a second copy:
+        each block of X is reduced in order and scattered to the places the permutation sends it."""
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise FormatError(f"expected {self.n_features} columns, got {X.shape[1] if X.ndim == 2 else X.ndim}")
         n = X.shape[0] if rows is None else len(rows)
         out = np.empty((n, self.n_components), dtype=dtype)
-        for start in range(0, n, _CHUNK):
-            block = X[start:start + _CHUNK] if rows is None else X[rows[start:start + _CHUNK]]
-            out[start:start + len(block)] = (block - self.offset) @ self.matrix
+        place = None if rows is None else _inverse_permutation(rows, X.shape[0])
+        if rows is not None and place is None:  # a selection, not a permutation: gather the rows
+            for start in range(0, n, _CHUNK):
+                out[start:start + _CHUNK] = (X[rows[start:start + _CHUNK]] - self.offset) @ self.matrix
+            return out
+
+        def reduce_block(start: int, stop: int) -> None:
+            target = slice(start, stop) if place is None else place[start:stop]
+            out[target] = (X[start:stop] - self.offset) @ self.matrix
+
+        for_row_blocks(X.shape[0], reduce_block)
         return out
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -58,14 +67,45 @@ class AffineMap:
 
 
 def _moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Column means and the population covariance C = (1/n) Σ (x − μ)(x − μ)ᵀ, accumulated in row chunks
-    so a million-row matrix needs no centred copy."""
-    mean = X.mean(axis=0)
-    C = np.zeros((X.shape[1], X.shape[1]))
-    for start in range(0, X.shape[0], _CHUNK):
-        B = X[start:start + _CHUNK] - mean
-        C += B.T @ B
-    return mean, C / X.shape[0]
+    """Column means and the population covariance C = (1/n) Σ (x − μ)(x − μ)ᵀ, accumulated over row blocks
+    (on two threads; the blocks' partial sums are added in block order, so the result never depends on the
+    threads' timing) — a million-row matrix needs no centred copy."""
+    n, m = X.shape
+    sums = for_row_blocks(n, lambda start, stop: X[start:stop].sum(axis=0))
+    mean = np.sum(sums, axis=0) / n
+
+    def scatter(start: int, stop: int) -> np.ndarray:
+        B = X[start:stop] - mean
+        return B.T @ B
+
+    C = np.zeros((m, m))
+    for part in for_row_blocks(n, scatter):
+        C += part
+    return mean, C / n
+
+
+def for_row_blocks(n: int, work, threads: int = 2) -> list:
+    """[work(start, stop) for each block of :data:`_CHUNK` rows], run on ``threads`` threads with one BLAS
+    thread each (numpy's products and copies release the GIL); results in block order."""
+    starts = range(0, n, _CHUNK)
+    if n <= _CHUNK:
+        return [work(0, n)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=threads) as pool:
+        return list(pool.map(lambda start: work(start, min(start + _CHUNK, n)), starts))
+
+
+def _inverse_permutation(rows: np.ndarray, n: int) -> np.ndarray | None:
+    """place with place[rows[i]] = i when ``rows`` is a permutation of range(n); else None."""
+    rows = np.asarray(rows)
+    if len(rows) != n or rows.dtype.kind not in "iu":
+        return None
+    place = np.full(n, -1, dtype=np.int64)
+    place[rows] = np.arange(n)
+    return place if (place >= 0).all() else None
 
 
 def _std(C: np.ndarray) -> np.ndarray:
