@@ -206,3 +206,28 @@ def test_partition_takes_the_authors_rows_and_classes_per_client():
     generic = B.non_icd_partition(X, y, np.random.default_rng(1))
     for p in generic:  # n = f · (rows of the picked classes), f ≤ 0.35
         assert 2 <= len(p) <= 0.35 * sum((y == c).sum() for c in np.unique(y[p])) + 1
+
+
+def test_partition_scatters_a_class_in_small_pieces():
+    """Sub-clusters of ~25 rows (s ~ U{2..|c|/25}) leave a client's rows of a class in small scattered pieces:
+    wider within-class spread and a density that decays faster with the neighbourhood than s ~ U{2..5}."""
+    from core.bench import gold as B
+
+    X = np.random.default_rng(0).normal(size=(1200, 2))
+    y = np.repeat([0, 1, 2], 400)
+    sizes = ([60] * 8, [1] * 8)
+    new = [B.non_icd_partition(X, y, np.random.default_rng(s), sizes=sizes) for s in range(4)]
+    old = [B.non_icd_partition(X, y, np.random.default_rng(s), sizes=sizes, sub_rows=None) for s in range(4)]
+    assert np.mean([B.class_spread(p, X, y) for p in new]) > np.mean([B.class_spread(p, X, y) for p in old]) + 0.1
+
+    def decay(parts):
+        prof = B.density_profile(parts, X, y, (5, 100))
+        return prof[100] / prof[5]
+
+    assert np.mean([decay(p) for p in new]) < np.mean([decay(p) for p in old]) - 0.05
+    rng = np.random.default_rng(1)
+    assert {B._n_subclusters(400, rng, None) for _ in range(200)} == {2, 3, 4, 5}
+    assert max(B._n_subclusters(400, rng, 25) for _ in range(200)) == 16
+    whole = [np.flatnonzero(y == 0)]  # a client holding a whole class: density 1, spread 1
+    assert B.density_profile(whole, X, y, (5, 100)) == {5: 1.0, 100: 1.0}
+    assert abs(B.class_spread(whole, X, y) - 1.0) < 1e-12

@@ -7,12 +7,12 @@ Protocol (reference notes §1(b), §1(f); every open choice is in ``CHOICES`` an
   columns AC, FM, UC, DL, DP rounded to 3 decimals (GOLD's copy). The paper recipe z-scores the whole data
   set (population std) before partitioning.
 * Non-ICD partitions (Steps 1–5 of §IV-A, counts reconstructed): 8 clients, each independently picks
-  m classes; every picked class is split by k-means into s ~ U{2..5} sub-clusters, t ~ U{1..⌊s/2⌋} of them are
-  kept, and n rows of that pool are sampled. Rows may be held by several clients. On GOLD's ten sets m and
-  n of client i are those of the authors' partition files (measured here, ``AUTHORS_SPLITS``), so rows and
-  classes per client match theirs, and the ⌊s/2⌋ cap matches their local density (``AUTHORS_LOCAL``);
-  elsewhere m ~ U{2..K}, n = f · (rows of the picked classes), f ~ U[0.05, 0.35]. Nothing is tuned on
-  clustering scores.
+  m classes; every picked class c is split by k-means into s ~ U{2..max(2, round(|c|/25))} sub-clusters,
+  t ~ U{1..⌊s/2⌋} of them are kept, and n rows of that pool are sampled. Rows may be held by several clients.
+  On GOLD's ten sets m and n of client i are those of the authors' partition files (measured here,
+  ``AUTHORS_SPLITS``), so rows and classes per client match theirs; the sub-cluster rule matches their
+  density profile and within-class spread (``AUTHORS_DENSITY``, ``AUTHORS_SPREAD``); elsewhere
+  m ~ U{2..K}, n = f · (rows of the picked classes), f ~ U[0.05, 0.35]. Nothing is tuned on clustering scores.
 * Table IV protocol: the label of every client row (duplicates kept), against its class. Table III
   protocol: every row of the complete data set assigned to the nearest global centroid. Purity, ARI, NMI
   (arithmetic, scikit-learn's default as in the authors' code), ACC (Hungarian; unmatched clusters wrong).
@@ -153,15 +153,28 @@ AUTHORS_SPLITS = {
 # class (whole data set) that the client also holds, averaged over (client, class) pairs with ≥ 5 rows.
 AUTHORS_LOCAL = {"EC": .437, "US": .392, "VE": .429, "EP": .274, "YE": .410, "CA": .415, "LA": .409, "WI": .371,
                  "PE": .332, "LE": .398}
+# Density profile of the same files (``density_profile``: k = 5, 10, 25, 100, 200 nearest same-class rows; None
+# where no class has more than k rows) and within-class spread (``class_spread``). CA is matched to our rows by the
+# nearest row (a few of its rows differ by rounding).
+AUTHORS_DENSITY = {"EC": (.462, .437, .394, .246, None), "US": (.433, .392, .334, .201, None),
+                   "VE": (.433, .429, .400, .282, .192), "EP": (.282, .274, .262, .233, .213),
+                   "YE": (.417, .410, .350, .267, .206), "CA": (.427, .416, .370, .265, .216),
+                   "LA": (.428, .409, .366, .288, .245), "WI": (.390, .370, .322, .252, .229),
+                   "PE": (.349, .332, .303, .230, .190), "LE": (.412, .398, .366, .273, .223)}
+AUTHORS_SPREAD = {"EC": .871, "US": .698, "VE": .551, "EP": .935, "YE": .754, "CA": .686, "LA": .820, "WI": .883,
+                  "PE": .880, "LE": .736}
 CHOICES = [
     "GOLD settings from the authors' code: eta 0.05, k0 = k1 = 0.5 (fractions of the row count), at most 31 "
     "CPL epochs and 31 REMC iterations, unweighted global centroids, k* = number of classes.",
     "REMC failures (fewer distinct granularity-label vectors than k*) restart MCPL + REMC at the analyst with "
     "the next seed (the sites are not re-run: one-shot); counted per cell. The authors' driver re-ran FCPL too.",
     "Partitions: 8 clients, independent per client (rows may be held by several clients); k-means sub-clusters "
-    "s ~ U{2..5} per picked class, t ~ U{1..⌊s/2⌋} of them kept (a client sees at most half of a class's "
-    "sub-clusters: with U{1..s} the clients' rows were spread twice as thinly as the authors' — local density "
-    ".19-.29 vs their .27-.44 — and FCPL found about twice their micro-clusters per site on LE). "
+    "s ~ U{2..max(2, round(|c|/25))} per picked class c, t ~ U{1..⌊s/2⌋} of them kept. Fitted on split statistics "
+    "of the authors' files only (density profile at 5/25/100/200 neighbours, within-class spread, class-count CV; "
+    "mean |log ratio| over the ten sets, 3 partition seeds): s ~ U{2..5} .180 (it matched the 10-neighbour "
+    "density but left a client's class rows in one or two large blobs: spread .57-.69 vs their .69-.94 on the "
+    "large sets, density at 200 neighbours .27-.40 vs .19-.25), s ≤ 10/20/30/50 .161/.132/.132/.129, "
+    "s ≤ |c|/10, /15, /25, /40: .127/.118/.108/.146; t ≤ s (U{1..s}) halves the local density. "
     "Client i of GOLD's ten sets takes the authors' class count m_i and "
     "row count n_i (their partition files; n_i capped at the pool), so rows and classes per client match theirs; "
     "which classes, sub-clusters and rows are random per seed. Other data sets: m ~ U{2..K}, n = f · (rows of "
@@ -202,16 +215,28 @@ def zscore(X: np.ndarray) -> np.ndarray:
 
 
 FRACTION = (0.05, 0.35)  # the generic rule's f range: rows sampled = f × the rows of the picked classes
+SUB_ROWS = 25  # sub-clusters per picked class c: s ~ U{2..max(2, round(|c| / SUB_ROWS))}
+
+
+def _n_subclusters(n_rows: int, rng: np.random.Generator, sub_rows: int | None) -> int:
+    """s ~ U{2..max(2, round(n_rows / sub_rows))} (``sub_rows=None``: the earlier U{2..5}), at most n_rows."""
+    hi = 5 if not sub_rows else max(2, int(round(n_rows / sub_rows)))
+    return int(min(rng.integers(2, hi + 1), n_rows))
 
 
 def non_icd_partition(Z: np.ndarray, y: np.ndarray, rng: np.random.Generator, clients: int = 8,
-                      sizes: tuple[list[int], list[int]] | None = None, keep: str = "half") -> list[np.ndarray]:
+                      sizes: tuple[list[int], list[int]] | None = None, keep: str = "half",
+                      sub_rows: int | None = SUB_ROWS) -> list[np.ndarray]:
     """Row indices of every client (Steps 1–5 of §IV-A; rules in ``CHOICES``).
 
-    Client i picks m_i classes (Steps 1–2), k-means-splits each into s ~ U{2..5} sub-clusters and keeps
-    t of them (Steps 3–4: the candidate pool; ``keep="half"``: t ~ U{1..⌊s/2⌋}, ``"all"``: t ~ U{1..s}),
-    then samples n_i rows of the pool (Step 5). "half" matches the local density of the authors' files
-    (``AUTHORS_LOCAL``; "all" spreads a client's rows over twice the region).
+    Client i picks m_i classes (Steps 1–2), k-means-splits each picked class c into s ~ U{2..max(2,
+    round(|c| / ``sub_rows``))} sub-clusters (``sub_rows=None``: s ~ U{2..5}) and keeps t of them (Steps 3–4:
+    the candidate pool; ``keep="half"``: t ~ U{1..⌊s/2⌋}, ``"all"``: t ~ U{1..s}), then samples n_i rows of
+    the pool (Step 5). With sub-clusters of ≳ 25 rows a client holds a class in several small, scattered
+    pieces, as the authors' files do: the density profile (``AUTHORS_DENSITY``, the share of a row's 5…200
+    nearest same-class rows that its client holds) and the within-class spread (``AUTHORS_SPREAD``) match;
+    s ~ U{2..5} matched the 10-neighbour density but spread a client's class rows over one or two large
+    contiguous blobs.
     ``sizes`` = (rows per client, classes per client) of the authors' partition files: m_i and n_i are
     theirs (n_i capped at the pool). Otherwise m_i ~ U{2..K} and n_i = round(f_i · Σ_{picked c} |c|),
     f_i ~ U``FRACTION`` — the fraction taken of the picked classes, not of the pool, which matches the
@@ -227,7 +252,7 @@ def non_icd_partition(Z: np.ndarray, y: np.ndarray, rng: np.random.Generator, cl
         for c in rng.choice(classes, min(m, len(classes)), replace=False):
             rows = np.flatnonzero(y == c)
             total += len(rows)
-            s = int(min(rng.integers(2, 6), len(rows)))
+            s = _n_subclusters(len(rows), rng, sub_rows)
             lab = (KMeans(s, n_init=1, random_state=int(rng.integers(2**31))).fit_predict(Z[rows]) if s > 1
                    else np.zeros(len(rows), np.int64))
             top = s if keep == "all" else max(1, s // 2)
@@ -245,24 +270,52 @@ def _sizes(name: str) -> tuple[list[int], list[int]] | None:
     return (a[0], a[1]) if a else None
 
 
-def local_density(parts: list[np.ndarray], Z: np.ndarray, y: np.ndarray, neighbours: int = 10) -> float:
-    """Mean over (client, class) pairs with ≥ 5 rows of: the share of each client row's ``neighbours`` nearest
-    rows of its class (whole data set) that the client holds too — how densely a client samples its region."""
+DENSITY_KS = (5, 10, 25, 100, 200)  # neighbourhood sizes of the density profile
+
+
+def density_profile(parts: list[np.ndarray], Z: np.ndarray, y: np.ndarray, ks: tuple[int, ...] = DENSITY_KS
+                    ) -> dict[int, float]:
+    """For each k: the mean over (client, class) pairs with ≥ 5 rows (and a class of > k rows) of the share of
+    each client row's k nearest rows of its class (whole data set) that the client holds too. Small k: how
+    densely a client samples its region; its decay with k: how small and scattered the sampled pieces are."""
     from scipy.spatial import cKDTree
 
-    out, trees = [], {}
+    out: dict[int, list[float]] = {k: [] for k in ks}
+    trees = {}
     for p in parts:
         held = np.zeros(len(y), bool)
         held[p] = True
         for c in np.unique(y[p]):
             rows = np.flatnonzero(y == c)
             q = p[y[p] == c]
-            if len(q) < 5 or len(rows) <= neighbours:
+            kk = min(max(ks), len(rows) - 1)
+            if len(q) < 5 or kk < min(ks):
                 continue
             if c not in trees:
                 trees[c] = cKDTree(Z[rows])
-            nb = rows[trees[c].query(Z[q], neighbours + 1)[1][:, 1:]]
-            out.append(float(held[nb].mean()))
+            nb = rows[trees[c].query(Z[q], kk + 1)[1][:, 1:]]
+            for k in ks:
+                if k <= kk:
+                    out[k].append(float(held[nb[:, :k]].mean()))
+    return {k: float(np.mean(v)) if v else float("nan") for k, v in out.items()}
+
+
+def local_density(parts: list[np.ndarray], Z: np.ndarray, y: np.ndarray, neighbours: int = 10) -> float:
+    """The density profile at k = ``neighbours`` (:func:`density_profile`)."""
+    return density_profile(parts, Z, y, (neighbours,))[neighbours]
+
+
+def class_spread(parts: list[np.ndarray], Z: np.ndarray, y: np.ndarray) -> float:
+    """Mean over (client, class) pairs with ≥ 5 rows of: the mean squared distance of the client's rows of that
+    class to their mean, divided by the same for the whole class (1 = as spread out as the class)."""
+    out = []
+    for p in parts:
+        for c in np.unique(y[p]):
+            q = p[y[p] == c]
+            if len(q) < 5:
+                continue
+            full = Z[y == c]
+            out.append(float(((Z[q] - Z[q].mean(0)) ** 2).sum(1).mean() / ((full - full.mean(0)) ** 2).sum(1).mean()))
     return float(np.mean(out)) if out else float("nan")
 
 
@@ -272,7 +325,10 @@ def split_stats(parts: list[np.ndarray], y: np.ndarray, Z: np.ndarray | None = N
     out = {"rows_per_client": sizes, "classes_per_client": [int(len(np.unique(y[p]))) for p in parts],
            "overlap": float(sum(sizes) / len(union)), "union_coverage": float(len(union) / len(y))}
     if Z is not None:
-        out["local_density"] = local_density(parts, Z, y)
+        prof = density_profile(parts, Z, y)
+        out["local_density"] = prof[10]
+        out["density_profile"] = {str(k): v for k, v in prof.items()}
+        out["spread"] = class_spread(parts, Z, y)
     return out
 
 
@@ -664,6 +720,7 @@ def build_result(recs: list[dict[str, Any]], timing: dict[str, Any], command: st
             "scaling_study": summarise_scaling([r for r in recs if r["kind"] == "scaling"]),
             "dc_scaling_study": summarise_scaling([r for r in recs if r["kind"] == "dcscaling"]),
             "authors_splits": AUTHORS_SPLITS, "authors_local_density": AUTHORS_LOCAL,
+            "authors_density_profile": AUTHORS_DENSITY, "authors_spread": AUTHORS_SPREAD,
             "paper": {"tables_iii_iv_a2_a4": PAPER, "table_v": PAPER_TABLE_V}}
 
 
@@ -762,7 +819,21 @@ def markdown(result: dict[str, Any]) -> str:
                    f"{np.mean([s['union_coverage'] for s in ss]):.2f} | {a[3]:.2f} | "
                    f"{_f(float(np.mean(loc)) if loc else None, 2)} | {AUTHORS_LOCAL[d]:.2f} |")
     out += ["", "Local density: for every client row, the share of its 10 nearest rows of the same class (whole data "
-            "set) that the client holds too, averaged over (client, class) pairs with ≥ 5 rows."]
+            "set) that the client holds too, averaged over (client, class) pairs with ≥ 5 rows.", "",
+            "Density profile (the same share for the k = " + ", ".join(str(k) for k in DENSITY_KS) + " nearest "
+            "same-class rows; its decay with k shows how small the sampled pieces are) and within-class spread "
+            "(a client's rows of a class: mean squared distance to their mean ÷ the same for the whole class):", "",
+            "| set | ours: density profile | authors | ours: spread | authors |", "|---|---|---|---|---|"]
+    for d, ss in result["splits"].items():
+        prof = [s["density_profile"] for s in ss if s.get("density_profile")]
+        if not prof:
+            continue
+        vals = {k: [p[str(k)] for p in prof if p.get(str(k)) is not None and np.isfinite(p[str(k)])]
+                for k in DENSITY_KS}
+        mine = " / ".join(_f(float(np.mean(vals[k])) if vals[k] else None, 2) for k in DENSITY_KS)
+        theirs = " / ".join(_f(v, 2) for v in AUTHORS_DENSITY[d])
+        out.append(f"| {d} | {mine} | {theirs} | {_f(float(np.nanmean([s.get('spread') or np.nan for s in ss])), 2)} | "
+                   f"{AUTHORS_SPREAD[d]:.2f} |")
     out += ["", "## Granularity levels (how k shrinks stage by stage in MCPL; paper recipe, per seed)", ""]
     for d, lv in result["levels"].items():
         out.append(f"* {d}: " + "; ".join(str(x) for x in lv) + "; micro-clusters per site: "
