@@ -157,7 +157,8 @@ def test_energy_matching_brings_each_class_closer_to_its_rows_and_leaves_them():
 
 def test_the_unbiased_self_term_spreads_the_rows_wider_and_match_spread_restores_the_real_spread():
     """With the V-statistic the best k rows of a class huddle nearer its mean than its real rows do; the
-    U-statistic (pairs s ≠ s') spreads them wider, and match_spread sets the spread to the real rows' exactly."""
+    U-statistic (pairs s ≠ s') spreads them wider (here far wider than the real rows: its minimiser over-disperses),
+    and match_spread sets the spread to the real rows' exactly."""
     X, y = _gaussians(n=200, d=4, k=2, sep=8.0, seed=4)
     kw = dict(rows_per_class=5, init="herding", holdout=0.0, kip_weight=0.0, mmd_weight=1.0, mmd_kernel="energy",
               target_batch=500, steps=200, lr=0.02, random_state=0)
