@@ -43,6 +43,8 @@ VARIANTS = {
     "KIP (real start, hold-out stop)": KIP,
     "hKIP": HKIP,
     "hKIP+spread": {**HKIP, "match_spread": True},
+    "kmeans+spread": {"init": "kmeans", "steps": 0},          # k-means centroids, rescaled (may hold a real row)
+    "kmeans+energy+spread": {"init": "kmeans"},
 }
 
 ds, split, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
