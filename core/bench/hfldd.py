@@ -393,7 +393,7 @@ def summarise(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
                    "std": float(acc.std(ddof=1)) if len(acc) > 1 else 0.0, "values": acc.tolist(),
                    "personal": float(np.mean([v["personal"] for v in g]))}
             for key in ("accuracy_mlp", "accuracy_krr", "bundle_bytes_mean", "nn_ratio_median",
-                        "share_below_spacing", "kip_seconds_per_site", "rows_shipped_mean"):
+                        "share_below_spacing", "kip_seconds_per_site", "rows_shipped_mean", "spread_ratio"):
                 if key in g[0]:
                     row[key] = float(np.mean([v[key] for v in g]))
             rows.append(row)
@@ -408,20 +408,23 @@ def markdown(result: dict[str, Any]) -> str:
            + (f" with {result['jobs']} worker(s), CPU time (user + system, all processes) "
               f"{result['cpu_seconds'] / 60:.1f} min" if "cpu_seconds" in result else "")
            + f"; finished {result.get('finished', '')}.", "",
-           "Accuracy = mean over clients of test accuracy with the one global model (personal = with the per-site "
+           "Accuracy = mean over clients of test accuracy with the one global model, trained by the analyst the "
+           f"protocol names ('{(result.get('protocol') or {}).get('analyst', 'mlp')}'; MLP = what the product "
+           "trains; the other analyst beside it) (personal = with the per-site "
            "prior correction from shipped class counts; DC-CFL and Local are personal by construction). "
            "Bytes = mean bundle per site, every array counted as float32. NN ratio = median over sites of the "
            "median distance from a shipped row to the nearest real row, in units of the real rows' median "
-           "nearest-neighbour spacing (0 = a copy).", "",
+           "nearest-neighbour spacing (0 = a copy). Spread ratio = the shipped rows' mean squared distance to their "
+           "class's real mean over the real rows' (median over sites; 1 for a random draw).", "",
            "| data set | C | method | accuracy (mean ± sd) | MLP / KRR analyst | personal | bundle bytes | NN ratio | "
-           "KIP s/site |", "|---|---|---|---|---|---|---|---|---|"]
+           "spread ratio | KIP s/site |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
         def f(key, fmt, r=r):
             return format(r[key], fmt) if key in r else ""
         both = f"{f('accuracy_mlp', '.4f')} / {f('accuracy_krr', '.4f')}" if "accuracy_krr" in r else ""
         out.append(f"| {r['dataset']} | {r['split']} | {r['method']} | {r['mean']:.4f} ± {r['std']:.4f} | {both} | "
                    f"{r['personal']:.4f} | {f('bundle_bytes_mean', ',.0f')} | {f('nn_ratio_median', '.2f')} | "
-                   f"{f('kip_seconds_per_site', '.3f')} |")
+                   f"{f('spread_ratio', '.2f')} | {f('kip_seconds_per_site', '.3f')} |")
     if result.get("targets"):
         out += ["", "## Targets", ""] + [f"- {t}" for t in result["targets"]]
     if result.get("kl"):
