@@ -12,8 +12,13 @@ Rows are centred and divided by one global scale (``scale="global"``, keeps the 
 column (``scale="column"``) before the kernel; the distilled rows are returned in the caller's space.
 
 With ``kip_weight = 0`` and ``mmd_weight > 0`` the same loop does class-wise distribution matching: it minimises
-Σ_c MMD²(X_s^c, X_t^c) (RBF kernel) over target minibatches — the headline of the distillation mode, started
-from a kernel-herding choice of real rows (``init="herding"``, :func:`kernel_herding`).
+Σ_c MMD²(X_s^c, X_t^c) over target minibatches, with an RBF kernel (a mean of RBFs for several ``mmd_scales``) or
+the energy-distance kernel k = −‖x − x'‖ (``mmd_kernel="energy"``: MMD² is then the energy distance, whose
+minimisers are support points, Mak & Joseph 2018), started from a kernel-herding choice of real rows
+(``init="herding"``, :func:`kernel_herding`, same kernel). The self term is the V-statistic (1/k²) Σ k(s, s') or,
+with ``mmd_unbiased``, the U-statistic over pairs s ≠ s'. ``match_spread`` finally rescales each class's rows
+about the real class mean so that mean‖z̃ − μ_c‖² equals the real rows' (the best k-point set is narrower than
+the class it summarises). The distillation mode's default is energy matching with ``match_spread``.
 
 Besides the distiller: soft labels of a local model on the site's anchor image (HFLDD §III-B), the
 analyst's KL matrix M_ij = (1/r) Σ_k Σ_c S_ik^c log(S_ik^c / S_jk^c) (HFLDD Eq. 4) with k-means on its rows,
