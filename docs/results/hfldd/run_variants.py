@@ -37,6 +37,7 @@ VARIANTS = {
     "energy": {"match_spread": False},
     "energy+spread": {},                                       # = the headline
     "energy+spread lr.03": {"lr": 0.03},
+    "energy+spread 1000 steps": {"steps": 1000},
     "real energy+spread": {"init": "real"},
     "energyU": {"match_spread": False, "mmd_unbiased": True},
     "energyU+spread": {"mmd_unbiased": True},
