@@ -24,3 +24,12 @@ def test_targets_are_judged_on_seed_means():
     assert "centralised" not in c10 and "FAIL" in c10  # C10: only the control is judged, and it wins
     text = markdown({"rows": rows, "targets": targets(rows), "jobs": 2, "cpu_seconds": 120.0, "wall_seconds": 60})
     assert "2 worker(s)" in text and "2.0 min" in text and "| toy | C1 | Distilled |" in text
+
+
+def test_targets_judge_the_product_analyst_and_show_the_kernel_ridge_one_beside_it():
+    cells = [_cell(0, "C1", 0.90, 0.91)]
+    cells[0]["methods"][HEADLINE]["accuracy_krr"] = 0.93
+    cells[0]["methods"]["Random real rows (control)"]["accuracy_krr"] = 0.92
+    (line,) = targets(summarise(cells))
+    # the headline (MLP) loses to the control by 1 pt; the KRR analyst wins by 1 pt, reported in brackets
+    assert "-1.00 pt (FAIL)" in line and "(KRR 0.9200: +1.00 pt, PASS)" in line

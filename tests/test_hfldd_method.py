@@ -61,6 +61,26 @@ def test_the_bundle_holds_no_real_reduced_row_and_says_what_leaves(tmp_path):
     assert "permutation" not in ex.private_arrays  # nothing per row comes back: the map is all apply needs
 
 
+def test_the_default_matching_gives_each_class_the_spread_of_its_real_rows(tmp_path):
+    """objective=match (default): in the site's anchor-whitened space every class's shipped rows lie as far from
+    the class's real mean, in mean squared distance, as its real rows do (match_spread), and none is real."""
+    from core.learn.kip import anchor_whitening
+
+    X, y, anchor = _site(tmp_path)
+    _m, ex = _export(X, y, anchor)
+    assert ex.manifest["objective"] == "match"
+    mu, W, _ = anchor_whitening(ex.arrays["anchor_tilde"].astype(np.float64))
+    Z = (site_map(ex.private_arrays).transform(X) - mu) @ W
+    Zd = (ex.arrays["x_distilled"].astype(np.float64) - mu) @ W
+    yd = ex.arrays["y_distilled"]
+    for c in np.unique(yd):
+        centre = Z[y == c].mean(0)
+        real = ((Z[y == c] - centre) ** 2).sum(1).mean()
+        shipped = ((Zd[yd == c] - centre) ** 2).sum(1).mean()
+        assert shipped == pytest.approx(real, rel=1e-3)
+    assert ex.manifest["nn_disclosure"]["copies"] == 0
+
+
 def test_early_stop_at_the_start_never_ships_the_starting_real_rows(tmp_path, monkeypatch):
     """If early stopping keeps the set KIP started from (real rows), the site distils again without a hold-out."""
     import core.methods.hfldd as hf

@@ -127,6 +127,49 @@ def test_distribution_matching_brings_each_class_closer_to_its_rows_and_leaves_t
     assert nn_disclosure(moved.X_distilled_, X)["copies"] == 0
 
 
+def _energy(A, B):
+    def m(P, Q):
+        return np.sqrt(((P[:, None, :] - Q[None, :, :]) ** 2).sum(-1)).mean()
+    return 2 * m(A, B) - m(A, A) - m(B, B)
+
+
+def _spread(Xs, ys, X, y):
+    """Σ over the shipped rows of ‖x̃ − μ_c‖² over the same count of the real rows' mean ‖x − μ_c‖²."""
+    num = sum(((Xs[ys == c] - X[y == c].mean(0)) ** 2).sum() for c in np.unique(ys))
+    den = sum((ys == c).sum() * ((X[y == c] - X[y == c].mean(0)) ** 2).sum(1).mean() for c in np.unique(ys))
+    return num / den
+
+
+def test_energy_matching_brings_each_class_closer_to_its_rows_and_leaves_them():
+    """mmd_kernel='energy': the class-wise energy distance (MMD with k = −‖x − x'‖) falls from the random start."""
+    X, y = _gaussians(n=120, d=4, k=2, seed=6)
+    X[y == 1] *= np.array([3.0, 0.3, 1.0, 1.0])
+    kw = dict(rows_per_class=4, init="real", holdout=0.0, kip_weight=0.0, mmd_weight=1.0, mmd_kernel="energy",
+              target_batch=200, random_state=1)
+    start = KIPDistiller(steps=0, **kw).fit(X, y)
+    moved = KIPDistiller(steps=150, lr=0.02, **kw).fit(X, y)
+    for c in (0, 1):
+        before = _energy(start.X_distilled_[start.y_distilled_ == c], X[y == c])
+        after = _energy(moved.X_distilled_[moved.y_distilled_ == c], X[y == c])
+        assert after < 0.7 * before, (c, before, after)
+    assert nn_disclosure(moved.X_distilled_, X)["copies"] == 0
+
+
+def test_the_unbiased_self_term_spreads_the_rows_wider_and_match_spread_restores_the_real_spread():
+    """With the V-statistic the best k rows of a class huddle nearer its mean than its real rows do; the
+    U-statistic (pairs s ≠ s') spreads them wider (here far wider than the real rows: its minimiser over-disperses),
+    and match_spread sets the spread to the real rows' exactly."""
+    X, y = _gaussians(n=200, d=4, k=2, sep=8.0, seed=4)
+    kw = dict(rows_per_class=5, init="herding", holdout=0.0, kip_weight=0.0, mmd_weight=1.0, mmd_kernel="energy",
+              target_batch=500, steps=200, lr=0.02, random_state=0)
+    v = KIPDistiller(**kw).fit(X, y)
+    u = KIPDistiller(mmd_unbiased=True, **kw).fit(X, y)
+    sv, su = _spread(v.X_distilled_, v.y_distilled_, X, y), _spread(u.X_distilled_, u.y_distilled_, X, y)
+    assert sv < 0.95 and su > sv + 0.1, (sv, su)
+    m = KIPDistiller(match_spread=True, **kw).fit(X, y)
+    assert abs(_spread(m.X_distilled_, m.y_distilled_, X, y) - 1.0) < 1e-6
+
+
 def test_ntk_matches_the_recursion_on_a_pair():
     import math
 

@@ -12,8 +12,13 @@ Rows are centred and divided by one global scale (``scale="global"``, keeps the 
 column (``scale="column"``) before the kernel; the distilled rows are returned in the caller's space.
 
 With ``kip_weight = 0`` and ``mmd_weight > 0`` the same loop does class-wise distribution matching: it minimises
-Σ_c MMD²(X_s^c, X_t^c) (RBF kernel) over target minibatches — the headline of the distillation mode, started
-from a kernel-herding choice of real rows (``init="herding"``, :func:`kernel_herding`).
+Σ_c MMD²(X_s^c, X_t^c) over target minibatches, with an RBF kernel (a mean of RBFs for several ``mmd_scales``) or
+the energy-distance kernel k = −‖x − x'‖ (``mmd_kernel="energy"``: MMD² is then the energy distance, whose
+minimisers are support points, Mak & Joseph 2018), started from a kernel-herding choice of real rows
+(``init="herding"``, :func:`kernel_herding`, same kernel). The self term is the V-statistic (1/k²) Σ k(s, s') or,
+with ``mmd_unbiased``, the U-statistic over pairs s ≠ s'. ``match_spread`` finally rescales each class's rows
+about the real class mean so that mean‖z̃ − μ_c‖² equals the real rows' (the best k-point set is narrower than
+the class it summarises). The distillation mode's default is energy matching with ``match_spread``.
 
 Besides the distiller: soft labels of a local model on the site's anchor image (HFLDD §III-B), the
 analyst's KL matrix M_ij = (1/r) Σ_k Σ_c S_ik^c log(S_ik^c / S_jk^c) (HFLDD Eq. 4) with k-means on its rows,
@@ -90,7 +95,11 @@ class KIPSettings:
     scale: str = "global"          # "global" | "column" | "anchor" (whiten by the site's anchor image)
     mmd_weight: float = 0.0        # β of the class-wise MMD² term that keeps each class's rows representative
     kip_weight: float = 1.0        # weight of the KRR loss (0 with mmd_weight > 0: class-wise distribution matching)
-    mmd_length2: float | None = None  # ℓ² of the MMD's RBF kernel; None → d
+    mmd_length2: float | None = None  # ℓ² of the MMD's RBF kernel; None → scale · d for each of mmd_scales
+    mmd_scales: tuple[float, ...] = (1.0,)  # the MMD (and herding) kernel is the mean of RBFs with ℓ² = scale · d
+    mmd_kernel: str = "rbf"        # "rbf" | "energy" (k = −‖x − x'‖: MMD² = energy distance, support points)
+    match_spread: bool = False     # rescale each class's rows about the class mean to the real rows' spread
+    mmd_unbiased: bool = False     # the shipped rows' self term as a U-statistic (pairs s ≠ s'), not a V-statistic
     anchor_targets: int = 0        # anchor-image rows added to every target batch with the neutral label 0
     n_classes: int | None = None
     random_state: int = 0
@@ -104,6 +113,8 @@ class KIPSettings:
             raise ConfigError(f"unknown KIP initialisation '{self.init}'; use 'real', 'means', 'kmeans' or 'herding'")
         if self.scale not in ("global", "column", "anchor"):
             raise ConfigError(f"unknown KIP scaling '{self.scale}'; use 'global', 'column' or 'anchor'")
+        if self.mmd_kernel not in ("rbf", "energy"):
+            raise ConfigError(f"unknown matching kernel '{self.mmd_kernel}'; use 'rbf' or 'energy'")
         if not 0 <= self.holdout < 1 or self.ridge < 0 or self.target_batch < 1 or self.eval_every < 1:
             raise ConfigError("KIP needs 0 ≤ holdout < 1, ridge ≥ 0, target_batch ≥ 1 and eval_every ≥ 1")
 
@@ -135,7 +146,7 @@ def _init_rows(Z: np.ndarray, y: np.ndarray, s: KIPSettings, rng: np.random.Gene
             sd = Zc.std(axis=0) if len(Zc) > 1 else np.ones(Z.shape[1])
             Xs.append(Zc.mean(axis=0) + s.init_noise * sd * rng.standard_normal((k, Z.shape[1])))
         elif s.init == "herding":
-            Xs.append(Zc[kernel_herding(Zc, k)])
+            Xs.append(Zc[kernel_herding(Zc, k, _mmd_length2s(s, Z.shape[1]), energy=s.mmd_kernel == "energy")])
         else:
             from sklearn.cluster import KMeans
 
@@ -145,17 +156,26 @@ def _init_rows(Z: np.ndarray, y: np.ndarray, s: KIPSettings, rng: np.random.Gene
     return np.vstack(Xs), np.concatenate(ys)
 
 
-def kernel_herding(Z: np.ndarray, k: int, length2: float | None = None) -> np.ndarray:
+def _mmd_length2s(s: KIPSettings, d: int) -> tuple[float, ...]:
+    if s.mmd_length2 is not None:
+        return (float(s.mmd_length2),)
+    return tuple(float(c) * d for c in s.mmd_scales)
+
+
+def kernel_herding(Z: np.ndarray, k: int, length2: float | Sequence[float] | None = None,
+                   energy: bool = False) -> np.ndarray:
     """Indices of k rows of Z chosen by kernel herding (Chen, Welling & Smola 2010) with an RBF kernel
-    (ℓ² = number of columns by default): row t+1 = argmax_x  mean_i k(x, z_i) − (1/(t+1)) Σ_{j≤t} k(x, s_j),
-    a greedy minimiser of the MMD between the chosen rows and all rows."""
+    (ℓ² = number of columns by default; a sequence of ℓ² takes the mean of their RBFs):
+    row t+1 = argmax_x  mean_i k(x, z_i) − (1/(t+1)) Σ_{j≤t} k(x, s_j), a greedy minimiser of the MMD between
+    the chosen rows and all rows."""
     Z = np.asarray(Z, np.float64)
     n = len(Z)
     if k >= n:
         return np.arange(n)
-    l2 = float(length2 if length2 is not None else Z.shape[1])
+    l2s = [float(Z.shape[1])] if length2 is None else [float(v) for v in np.atleast_1d(length2)]
     sq = (Z * Z).sum(1)
-    Kz = np.exp(-np.clip(sq[:, None] + sq[None, :] - 2 * Z @ Z.T, 0, None) / (2 * l2))
+    D2 = np.clip(sq[:, None] + sq[None, :] - 2 * Z @ Z.T, 0, None)
+    Kz = -np.sqrt(D2) if energy else np.mean([np.exp(-D2 / (2 * l2)) for l2 in l2s], axis=0)
     mean = Kz.mean(axis=1)
     acc = np.zeros(n)
     chosen: list[int] = []
@@ -272,17 +292,28 @@ def distill_sites(sites: Sequence[tuple[np.ndarray, np.ndarray]], settings: KIPS
     def kern(A, B):
         return ntk_fc1(A, B) if s.kernel == "ntk" else rbf(A, B, length2)
 
-    mmd_l2 = float(s.mmd_length2 if s.mmd_length2 is not None else d)
+    mmd_l2s = _mmd_length2s(s, d)
+
+    def mmd_kern(A, B):
+        if s.mmd_kernel == "energy":
+            d2 = (A * A).sum(-1).unsqueeze(-1) + (B * B).sum(-1).unsqueeze(-2) - 2 * A @ B.transpose(-1, -2)
+            return -torch.sqrt(d2.clamp(min=0.0) + 1e-6 * d)
+        return sum(rbf(A, B, l2) for l2 in mmd_l2s) / len(mmd_l2s)
 
     def mmd(Xt, Yt, Wt):
         """Σ_c MMD²(X_s^c, X_t^c) with an RBF kernel, per site (classes present in both sets)."""
         Ps = (Ys0_t > 0).to(dt) * M.unsqueeze(-1)                       # (G, S, K) class indicators
         Pt = (Yt > 0).to(dt) * Wt.unsqueeze(-1)                          # (G, B, K)
         ns, nt = Ps.sum(1), Pt.sum(1)                                    # (G, K)
-        kss = torch.einsum("gsk,gst,gtk->gk", Ps, rbf(Xs, Xs, mmd_l2), Ps)
-        kst = torch.einsum("gsk,gsb,gbk->gk", Ps, rbf(Xs, Xt, mmd_l2), Pt)
+        kss = torch.einsum("gsk,gst,gtk->gk", Ps, mmd_kern(Xs, Xs), Ps)
+        kst = torch.einsum("gsk,gsb,gbk->gk", Ps, mmd_kern(Xs, Xt), Pt)
         both = (ns > 0) & (nt > 0)
-        val = kss / ns.clamp(min=1) ** 2 - 2 * kst / (ns.clamp(min=1) * nt.clamp(min=1))
+        if s.mmd_unbiased:   # (1/(k(k−1))) Σ_{s≠s'} k(s, s'): an iid sample of the class is optimal in expectation
+            diag = torch.einsum("gsk,gs->gk", Ps, torch.diagonal(mmd_kern(Xs, Xs), dim1=-2, dim2=-1))
+            self_term = (kss - diag) / (ns * (ns - 1)).clamp(min=1)
+        else:
+            self_term = kss / ns.clamp(min=1) ** 2
+        val = self_term - 2 * kst / (ns.clamp(min=1) * nt.clamp(min=1))
         return torch.where(both, val, torch.zeros_like(val)).sum(-1)
 
     def krr_loss(Xt, Yt, Wt):
@@ -384,11 +415,26 @@ def distill_sites(sites: Sequence[tuple[np.ndarray, np.ndarray]], settings: KIPS
             Zs, Yg = best[g].numpy()[:k], best_Y[g].numpy()[:k]
         else:
             Zs, Yg = final_X[g, :k], final_Y[g, :k]
+        if s.match_spread:
+            Zs = _match_spread(Zs, p["y0"], p["Z"][p["fit"]], p["y"][p["fit"]])
         vc = np.array([[st, v[g]] for st, v in vals]) if has_val[g] else np.zeros((0, 2))
         out.append(DistilledSet(Zs @ p["W_inv"] + p["mu"], p["y0"].copy(), Yg.copy(), losses[:last, g].copy(), vc,
                                 int(best_step[g]) if has_val[g] else last, p["mu"], p["W"]))
     control.step(1.0, "distilled")
     return out
+
+
+def _match_spread(Zs: np.ndarray, ys: np.ndarray, Z: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per class c: z̃ ← μ_c + a_c (z̃ − μ_c) with a_c² = mean_i ‖z_i − μ_c‖² / mean_j ‖z̃_j − μ_c‖² (μ_c the mean of
+    the class's real rows), so the shipped rows spread around the class mean as widely as the real rows do."""
+    Zs = Zs.copy()
+    for c in np.unique(ys):
+        mu = Z[y == c].mean(axis=0)
+        real = float(((Z[y == c] - mu) ** 2).sum(1).mean())
+        have = float(((Zs[ys == c] - mu) ** 2).sum(1).mean())
+        if have > 0 and real > 0:
+            Zs[ys == c] = mu + math.sqrt(real / have) * (Zs[ys == c] - mu)
+    return Zs
 
 
 class KIPDistiller:

@@ -5,8 +5,11 @@ Site (algorithms.md §1.2 then §7): the DC private reduction X̃ᵢ = fᵢ(Xᵢ
 X̃ᵢ in the site's anchor-whitened space z = (x − μ_A) W_A (μ_A, W_A from the shipped anchor image;
 :func:`core.learn.kip.anchor_whitening`), max(``rows_per_class``, ⌈``rows_share``·n_c⌉) rows per class present.
 Default (``objective="match"``): start at the class's kernel-herding choice of real rows and move them by Adam
-to minimise Σ_c MMD²(S_c, X̃ᵢ,c) (class-wise distribution matching; it beat random real rows where KIP lost,
-docs/results/hfldd/README.md). ``objective="kip"``: Kernel Inducing Points (HFLDD Eq. 1), NTK kernel, early
+to minimise Σ_c MMD²(S_c, X̃ᵢ,c) with the energy-distance kernel k = −‖x − x'‖ (class-wise distribution
+matching towards support points), then rescale each class's rows about the class mean so that their mean
+squared distance to it equals the real rows' (the best k-point set of a class huddles nearer its mean than the
+class's rows do, and since every site does the same the union's classes come out too narrow for the analyst's
+MLP; docs/results/hfldd/README.md). ``objective="kip"``: Kernel Inducing Points (HFLDD Eq. 1), NTK kernel, early
 stop on a 20 % local hold-out. The site ships the distilled rows and their labels,
 the soft labels S_i = softmax(h_i(X̃ᵢᵃⁿᶜ)) of a local model h_i (HFLDD §III-B), ``anchor_rows`` evenly
 spaced rows of its anchor image (the same rows at every site), and its class counts — never X̃ᵢ. The
@@ -51,9 +54,11 @@ from .settings import Setting
 from .views import Heatmap, Table, Text, View
 
 # As measured best (docs/results/hfldd/README.md): anchor-whitened space, target batch 64; KIP with early stop
-# on a 20 % hold-out; distribution matching (class-wise MMD², no KRR term) for a fixed number of steps.
+# on a 20 % hold-out; distribution matching (class-wise energy distance, no KRR term) for a fixed number of steps,
+# its rows then given the real rows' spread around each class mean.
 KIP_DEFAULTS = {"kernel": "ntk", "lr": 0.01, "target_batch": 64, "holdout": 0.2, "scale": "anchor", "patience": 5}
-OBJECTIVES = {"kip": {}, "match": {"kip_weight": 0.0, "mmd_weight": 1.0, "holdout": 0.0}}
+OBJECTIVES = {"kip": {}, "match": {"kip_weight": 0.0, "mmd_weight": 1.0, "holdout": 0.0, "mmd_kernel": "energy",
+                                   "match_spread": True}}
 COPY_TOLERANCE = 1e-6  # a shipped row closer than this × the data's spacing to a real row counts as a copy
 
 
@@ -102,7 +107,8 @@ class HFLDD(Method):
                 "the real rows they start from, faster)", label="Distillation steps", low=1, high=100000, side="site"),
         Setting("objective", "choice", "match", "what the made-up rows are moved to do", label="Distil by",
                 choices=("match", "kip"),
-                choice_help=("match the spread of each class's real rows (distribution matching; recommended)",
+                choice_help=("match the spread of each class's real rows (distribution matching by energy "
+                             "distance; recommended)",
                              "let a kernel model trained on them classify your rows (Kernel Inducing Points)"),
                 side="site"),
         Setting("init", "choice", "herding", "where the made-up rows start", label="Start from",
