@@ -419,8 +419,9 @@ def checks(result: dict) -> list[str]:
                        f"{100 * (r['mean'] - pa):+.2f} pt (≥ 0: {'PASS' if r['mean'] >= pa else 'FAIL'}); FedDAG − "
                        f"FedDAG* {100 * (full - r['mean']):+.2f} pt (≥ 0: {'PASS' if full >= r['mean'] else 'FAIL'}); "
                        f"fused − data-only {100 * (r['mean'] - data):+.2f} pt (reported)"
-                       + (f"; FedDAG* − the first record's α rule {100 * (r['mean'] - rows[(d, s, OLD_RULE)]['mean']):+.2f}"
-                          " pt (reported)" if (d, s, OLD_RULE) in rows else ""))
+                       + (f"; FedDAG* − the first record's α rule "
+                          f"{100 * (r['mean'] - rows[(d, s, OLD_RULE)]['mean']):+.2f} pt (reported)"
+                          if (d, s, OLD_RULE) in rows else ""))
     t = result.get("timing")
     if t and "feddag_cpu_seconds" in t:
         out.append(f"Analyst CPU time ({t['measured_on']}): feddag (default, FedDAG*) {t['feddag_cpu_seconds']:.2f} s "
