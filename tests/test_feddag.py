@@ -106,8 +106,9 @@ def test_dual_encoder_backward_matches_autograd():
 
 
 # ---------------------------------------------------------------------------------------------- planted concepts
-def _concept_bundles(n_sites=10, rows=90, K=3, m=6, seed=0):
-    """Sites 0..4 label class-c rows y = c, sites 5..9 y = (c+1) mod K: identical label histograms."""
+def _concept_bundles(n_sites=10, rows=90, K=3, m=6, seed=0, shift=True, noise=1.0):
+    """Sites 0..4 label class-c rows y = c, sites 5..9 y = (c+1) mod K: identical label histograms (``shift``
+    false: one concept at every site)."""
     rng = np.random.default_rng(seed)
     means = rng.standard_normal((K, m)) * 4.0
     anchor = rng.uniform(-8, 8, size=(200, m))
@@ -115,8 +116,8 @@ def _concept_bundles(n_sites=10, rows=90, K=3, m=6, seed=0):
     bundles = []
     for i in range(n_sites):
         src = np.repeat(np.arange(K), rows // K)
-        X = means[src] + rng.standard_normal((len(src), m))
-        y = src if i < n_sites // 2 else (src + 1) % K
+        X = means[src] + noise * rng.standard_normal((len(src), m))
+        y = src if i < n_sites // 2 or not shift else (src + 1) % K
         exp = method.site_compute(SiteInput(X, y.astype(np.int64), [str(k) for k in range(K)], anchor,
                                             settings={"seed": [seed, i], "dimension": m}))
         bundles.append(ReceivedBundle(site=f"s{i}", fingerprint="", digest="", envelope_id="", manifest=exp.manifest,
@@ -172,3 +173,38 @@ def test_bench_partitions_distribution_one_and_b10():
     assert all(len(v) == 1 and len(next(iter(v))) == 3 for v in sets.values())   # a group shares one label set
     parts, group = pairs_b10(y, 100, 11, np.random.default_rng(1))
     assert len(set(group)) == 11 and all(len(np.unique(y[p])) == 2 for p in parts)
+
+
+def test_one_standard_error_rule_takes_the_coarsest_alpha_within_noise():
+    rng = np.random.default_rng(5)
+    fine = 0.90 + 0.05 * rng.standard_normal(40)
+    noisy = {0.1: fine, 1.0: fine - 0.004 + 0.05 * rng.standard_normal(40)}   # 0.4 pt worse, sd of diff 5 pt
+    assert fd.choose_alpha(noisy, "cluster") == 0.1                            # the plain maximum
+    assert fd.choose_alpha(noisy, "cluster_1se") == 1.0                        # within one SE of it
+    steady = {0.1: fine, 1.0: fine - 0.004 + 0.0005 * rng.standard_normal(40)}  # worse at every site
+    assert fd.choose_alpha(steady, "cluster_1se") == 0.1
+    assert fd.choose_alpha({0.3: fine, 0.7: fine.copy()}, "cluster") == 0.7     # ties → the larger α
+
+
+def test_alpha_is_chosen_on_the_clusters_not_on_each_sites_best_with_the_global_model():
+    """Scoring an α by each site's better of its cluster's and the global model makes every α score at least as
+    well as α = 1 (max(c, g) ≥ g); the default rule scores the partition as DC-CFL does, and the global model
+    is offered per site only afterwards."""
+    bundles, classes = _concept_bundles(seed=2, shift=False, noise=2.0)   # one concept; 90 rows: no small-site rule
+    cache: dict = {}
+    best = fd.fit(bundles, classes, {"view": "data", "encoder": "single", "alpha_rule": "best_per_site", **FAST},
+                  cache=cache)
+    assert all(v >= best.curve[1.0] - 1e-12 for v in best.curve.values())
+    res = fd.fit(bundles, classes, {"view": "data", "encoder": "single", **FAST}, cache=cache)
+    assert res.settings["alpha_rule"] == "cluster"
+    sel = cache["selection"]
+    parts = fd.partitions(res.matrix, list(fd.ALPHA_GRID), res.settings["linkage"])
+    for a, lab in parts.items():
+        assert res.curve[a] == pytest.approx(sel.score(fd.groups_of(lab), True))   # no per-site global floor
+        assert best.curve[a] >= res.curve[a] - 1e-12
+    assert res.curve[1.0] == pytest.approx(best.curve[1.0])
+    assert min(res.curve.values()) < res.curve[1.0]     # finer clusters score below the global model here …
+    assert min(best.curve.values()) >= res.curve[1.0] - 1e-12   # … but not once each site takes its best of both
+    assert res.alpha == max(res.curve, key=lambda a: (round(res.curve[a], 12), a))
+    with pytest.raises(Exception, match="alpha_rule"):
+        fd.settings_with(alpha_rule="nested")

@@ -281,9 +281,14 @@ class Selection:
         return own > cluster_acc + 1e-12
 
     def score(self, partition: list[tuple[int, ...]], own: bool, floor: np.ndarray | None = None) -> float:
-        """Mean over sites of the CV accuracy of what each would be sent under the partition: its cluster's
-        model (or ``floor[i]``, a further per-site candidate, if better), or with ``own`` its own-rows model when
-        :meth:`keeps_own`: what the threshold maximises."""
+        """Mean over sites of :meth:`site_scores`: what the threshold maximises."""
+        return float(self.site_scores(partition, own, floor).mean())
+
+    def site_scores(self, partition: list[tuple[int, ...]], own: bool, floor: np.ndarray | None = None
+                    ) -> np.ndarray:
+        """Per site, the CV accuracy of what it would be sent under the partition: its cluster's model (or
+        ``floor[i]``, a further per-site candidate, if better), or with ``own`` its own-rows model when
+        :meth:`keeps_own`."""
         site_acc = np.empty(len(self.n_rows))
         key: list = [None] * len(self.n_rows)
         for c in partition:
@@ -298,7 +303,7 @@ class Selection:
             lin = self.acc_lin
             site_acc = np.array([lin[i] if self.keeps_own(i, site_acc[i], key[i]) else site_acc[i]
                                  for i in range(len(site_acc))])
-        return float(site_acc.mean())
+        return site_acc
 
 
 def new_selection(n_rows: list[int], settings: dict, seed: int) -> Selection:

@@ -20,7 +20,8 @@ aligned rows, and there computes everything FedDAG's server and clients compute 
   the paper's loss L = L₁ + λL₂, L₁ = Σ_z |C_z|⁻² Σ_{i,j∈C_z} Aᵢⱼ, L₂ = (1/Z) Σ_z exp(max{0, C̄ − γσ_C − |C_z|}/τ)
   is reported per α; α itself is chosen as DC-CFL's ``t = "auto"`` (issue #15): every distinct cluster over
   the grid and each site's own-rows models are cross-validated on the received rows, α maximises the mean over
-  sites of max(cluster accuracy, own accuracy), ties → larger α (α = 1 is the global model);
+  sites of max(cluster accuracy, own accuracy), ties → larger α (α = 1 is the global model); the global model
+  is offered to each site only after α is chosen (``alpha_rule``, :func:`choose_alpha`);
 * CC-graph (Eqs. 11–14) and dual-encoder training (Eqs. 15–22) of every cluster, done centrally: the primary
   encoder φ¹ and head ψ are trained on the cluster's rows (φ² frozen), the secondary encoder φ² on the rows
   of its top-k source clusters (φ¹, ψ frozen), alternating batch by batch; φ¹ starts from the members'
@@ -83,7 +84,7 @@ DEFAULTS: dict = {
     "loss_lambda": 0.01, "loss_gamma": 1.0, "loss_tau": 1.0,
     # models: "single" = FedDAG*, "dual" = FedDAG (sharing) / FedDAG† (no sharing)
     "encoder": "dual", "sharing": True, "top_k": 2, "warm_start": True, "sharing_selection": True,
-    "global_candidate": True,
+    "global_candidate": True, "alpha_rule": "cluster",
     "seed": 0, **SELECTION_DEFAULTS, **PRIOR_DEFAULTS, **ALIGNMENT_DEFAULTS, **LEARNER_DEFAULTS,
 }
 
@@ -102,6 +103,8 @@ def settings_with(**overrides) -> dict:
         raise ConfigError("fusion_sign must be 'plus' (softmax of +A, as printed) or 'minus'")
     if s["angle"] not in ("basis", "subspace"):
         raise ConfigError("angle must be 'basis' (Eq. 4 as printed) or 'subspace' (smallest principal angle)")
+    if s["alpha_rule"] not in ALPHA_RULES:
+        raise ConfigError(f"alpha_rule must be one of {', '.join(ALPHA_RULES)}")
     if s["encoder"] not in ("single", "dual"):
         raise ConfigError("encoder must be 'single' (FedDAG*) or 'dual'")
     return s
@@ -706,6 +709,33 @@ class FedDAGResult:
         return proba
 
 
+# How α is chosen (``alpha_rule``). "cluster": DC-CFL's rule — per site, the CV accuracy of its cluster's model
+# (or its own-rows model under Selection.keeps_own); the model of all sites is offered per site only after α is
+# chosen. "best_per_site": per site the better of its cluster's and the all-sites model before averaging (the
+# rule of the first record: optimistic, since max(cluster, global) ≥ global makes every finer α score at least
+# as well as α = 1). "_1se": Breiman's one-standard-error rule on top.
+ALPHA_RULES = ("cluster", "cluster_1se", "best_per_site", "best_per_site_1se")
+
+
+def choose_alpha(site_curve: dict[float, np.ndarray], rule: str) -> float:
+    """α from the per-site CV accuracies s_α (one entry per site) under each α: the largest mean, ties → larger
+    α; with a ``_1se`` rule the largest α whose mean is within one standard error of the best's, the SE of the
+    paired per-site differences, sd(s_best − s_α)/√S (Breiman's one-standard-error rule)."""
+    alphas = sorted(site_curve)
+    mean = {a: float(site_curve[a].mean()) for a in alphas}
+    best = max(alphas, key=lambda a: (round(mean[a], 12), a))
+    if not rule.endswith("_1se"):
+        return best
+    S = len(site_curve[best])
+    ok = []
+    for a in alphas:
+        d = site_curve[best] - site_curve[a]
+        se = float(np.std(d, ddof=1) / math.sqrt(S)) if S > 1 else 0.0
+        if mean[a] >= mean[best] - se - 1e-12:
+            ok.append(a)
+    return max(ok)
+
+
 def view_matrix(g: Geometry, s: dict) -> tuple[np.ndarray, np.ndarray | None]:
     """The distance the clustering runs on for ``s["view"]``: A (fused), V̂, Ĝ or P̂, all in [0, 1]."""
     if s["view"] == "data":
@@ -726,12 +756,15 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
 
     Candidates are cross-validated over every site's received rows (:mod:`core.learn.cluster_models`): every
     distinct cluster over the α grid (α = 1 is the one global cluster) and each site's own-rows models; α
-    maximises the mean over sites of max(cluster CV accuracy, own CV accuracy), ties → larger α. With
+    maximises the mean over sites of the cluster's CV accuracy or the own model's where the site keeps it
+    (DC-CFL's rule, ``alpha_rule = "cluster"``; see :func:`choose_alpha` for the others), ties → larger α. With
     ``encoder = "dual"`` a cluster's dual encoder is a further candidate only where it has a secondary encoder to
     train (a source cluster when ``sharing``; always for FedDAG†) and is kept only where its CV accuracy over
     the cluster's members is strictly higher than the one-encoder model's (``sharing_selection``; off: always).
-    With ``global_candidate`` the global model (all sites) is a further candidate of every site, sent where it
-    cross-validates strictly better than its cluster's, so each site's pick is never below DC's model by CV.
+    With ``global_candidate`` the global model (all sites) is a further candidate of every site once α is chosen,
+    sent where it cross-validates strictly better than its cluster's, so each site's pick is never below DC's
+    model by CV. (Scoring each α with that per-site best, ``"best_per_site"``, made every finer α score at least
+    as well as α = 1 and picked 30–60 clusters on pendigits; docs/results/feddag/feddag.md.)
     ``cache`` (a dict) shares the selection and the final one-encoder models between fits on the same bundles
     and seed (the benchmark's rows); ``on_epoch(epoch, losses)`` reports the final training epoch by epoch."""
     control = ensure(control)
@@ -774,10 +807,12 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
         if own_on:
             cross_validate_linear(sel, bundles, K, s, g.basis, maps)
         g_acc = sel.acc(everyone) if glob_on else None
-        curve = {a: sel.score(p, own_on, g_acc) for a, p in keyed.items()} if len(keyed) > 1 else {}
+        floor = g_acc if s["alpha_rule"].startswith("best_per_site") else None
+        site_curve = {a: sel.site_scores(p, own_on, floor) for a, p in keyed.items()} if len(keyed) > 1 else {}
     else:
-        curve = {}
-    alpha = max(curve, key=lambda a: (round(curve[a], 12), a)) if curve else max(keyed)
+        site_curve = {}
+    curve = {a: float(v.mean()) for a, v in site_curve.items()}
+    alpha = choose_alpha(site_curve, s["alpha_rule"]) if curve else max(keyed)
     clusters = keyed[alpha]
     t3 = time.perf_counter()
     H, sources = cc_graph(clusters, g.counts, g.angles, int(s["top_k"]))

@@ -10,8 +10,9 @@ packages whatever their order or names):
    rows, the last update on a shared 2 % mask), and the fused A = w·Ĝ + (1 − w)·V̂ with learned per-client
    weights w (Eqs. 7–8; ``fusion_sign``);
 2. hierarchical clustering of the chosen ``view`` cut at every α of ``alpha_grid``; α is chosen by DC-CFL's
-   cross-validated rule (``alpha = "auto"``; every distinct cluster, the global model at α = 1 and each site's
-   own-rows models are candidates), the paper's loss L = L₁ + λL₂ (Eqs. 9–10) is reported per α;
+   cross-validated rule (``alpha = "auto"``, ``alpha_rule = "cluster"``: every distinct cluster, the global
+   model at α = 1 and each site's own-rows models are candidates), the paper's loss L = L₁ + λL₂ (Eqs. 9–10)
+   is reported per α;
 3. the cross-cluster graph H (Eqs. 11–14) and the cluster models: ``encoder = "single"`` (FedDAG*) trains one
    DC-CFL model per cluster (its package is DC-CFL's, applied by DC-CFL's rule); ``"dual"`` trains dual
    encoders φ¹/φ² + head ψ in the all-site common space (FedDAG with ``sharing``, FedDAG† without), shipped as
@@ -113,6 +114,14 @@ class FedDAG(LabelledDCSite, Method):
         Setting("mask_fraction", "float", 0.02, "share of the model's coordinates the update is compared on",
                 low=1e-6, high=1.0, advanced=True),
         Setting("alpha_grid", "float_list", list(fd.ALPHA_GRID), "the thresholds tried when α is auto",
+                advanced=True),
+        Setting("alpha_rule", "choice", "cluster", "what the threshold α maximises when auto", label="α rule",
+                choices=fd.ALPHA_RULES,
+                choice_help=("the clusters' cross-validated accuracy, each site its cluster's model or its own "
+                             "(DC-CFL's rule); the model of all sites is offered per site afterwards",
+                             "the same, then the coarsest α within one standard error of the best",
+                             "each site's best of its cluster's and all sites' model (optimistic: favours fine "
+                             "splits)", "the same, then the coarsest α within one standard error of the best"),
                 advanced=True),
         Setting("linkage", "choice", "weighted", "how groups of sites are merged", choices=fd.LINKAGES,
                 advanced=True),
