@@ -19,7 +19,6 @@ import re
 import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -29,6 +28,7 @@ import pandas as pd
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError, DataError
+from ..parallel import for_row_blocks
 from .ordering import natural_sorted
 
 
@@ -620,14 +620,12 @@ class _Growable:
 def _rows_from_columns(columns: list[np.ndarray], out: np.ndarray, block: int = 16384) -> None:
     """out[:, j] = columns[j], written one row block at a time by two threads (numpy copies without the GIL;
     the block-wise order keeps each thread's writes in one region of the row-major matrix)."""
-    def fill(start: int) -> None:
-        rows = out[start:start + block]
+    def fill(start: int, stop: int) -> None:
+        rows = out[start:stop]
         for j, col in enumerate(columns):
-            rows[:, j] = col[start:start + block]
+            rows[:, j] = col[start:stop]
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for _ in pool.map(fill, range(0, out.shape[0], block)):
-            pass
+    for_row_blocks(out.shape[0], fill, block=block, blas=False)
 
 
 class _FastPathRefused(Exception):

@@ -301,7 +301,7 @@ def distill_sites(sites: Sequence[tuple[np.ndarray, np.ndarray]], settings: KIPS
         return sum(rbf(A, B, l2) for l2 in mmd_l2s) / len(mmd_l2s)
 
     def mmd(Xt, Yt, Wt):
-        """Σ_c MMD²(X_s^c, X_t^c) with an RBF kernel, per site (classes present in both sets)."""
+        """Σ_c MMD²(X_s^c, X_t^c) with ``mmd_kern``, per site (classes present in both sets)."""
         Ps = (Ys0_t > 0).to(dt) * M.unsqueeze(-1)                       # (G, S, K) class indicators
         Pt = (Yt > 0).to(dt) * Wt.unsqueeze(-1)                          # (G, B, K)
         ns, nt = Ps.sum(1), Pt.sum(1)                                    # (G, K)
@@ -429,11 +429,12 @@ def _match_spread(Zs: np.ndarray, ys: np.ndarray, Z: np.ndarray, y: np.ndarray) 
     the class's real rows), so the shipped rows spread around the class mean as widely as the real rows do."""
     Zs = Zs.copy()
     for c in np.unique(ys):
-        mu = Z[y == c].mean(axis=0)
-        real = float(((Z[y == c] - mu) ** 2).sum(1).mean())
-        have = float(((Zs[ys == c] - mu) ** 2).sum(1).mean())
+        rows, mine = Z[y == c], ys == c
+        mu = rows.mean(axis=0)
+        real = float(((rows - mu) ** 2).sum(1).mean())
+        have = float(((Zs[mine] - mu) ** 2).sum(1).mean())
         if have > 0 and real > 0:
-            Zs[ys == c] = mu + math.sqrt(real / have) * (Zs[ys == c] - mu)
+            Zs[mine] = mu + math.sqrt(real / have) * (Zs[mine] - mu)
     return Zs
 
 

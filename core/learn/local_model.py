@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import FormatError
+from ..parallel import one_blas_thread
 
 PREFIX = "local_"
 NAMES = ("local_w", "local_b", "local_mean", "local_scale")
@@ -48,13 +49,8 @@ def fit_local_model(X: np.ndarray, y: np.ndarray, n_classes: int, *, max_rows: i
         G = P - Y
         return f, np.concatenate([(Z.T @ G + lam * W).ravel(), G.sum(axis=0)])
 
-    try:  # one BLAS thread: tiny products, and spinning threads on a busy machine cost 10× the work
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
+    with one_blas_thread():  # tiny products: spinning threads on a busy machine cost 10× the work
         x = lbfgs(loss, np.zeros(m * K + K), max_iter)
-    else:
-        with threadpool_limits(limits=1):
-            x = lbfgs(loss, np.zeros(m * K + K), max_iter)
     W, b = x[: m * K].reshape(m, K), x[m * K:]
     return {"local_w": W, "local_b": b, "local_mean": mean, "local_scale": scale}
 

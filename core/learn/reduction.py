@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError, FormatError
+from ..parallel import ROW_BLOCK, for_row_blocks
 
 REDUCTIONS = ("pca", "lpp", "random")
-_CHUNK = 16384  # rows per block: a block's temporaries (≤ 16384 × m × 8 bytes) stay below malloc's mmap
-# threshold, so they are reused instead of being mapped and page-faulted afresh for every block
+_CHUNK = ROW_BLOCK  # rows per block of the moments and the reduction
 
 
 @dataclass
@@ -51,7 +51,7 @@ class AffineMap:
             target = slice(start, stop) if place is None else place[start:stop]
             out[target] = (X[start:stop] - self.offset) @ self.matrix
 
-        for_row_blocks(X.shape[0], reduce_block)
+        for_row_blocks(X.shape[0], reduce_block, block=_CHUNK)
         return out
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -71,7 +71,7 @@ def _moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     (on two threads; the blocks' partial sums are added in block order, so the result never depends on the
     threads' timing) — a million-row matrix needs no centred copy."""
     n, m = X.shape
-    sums = for_row_blocks(n, lambda start, stop: X[start:stop].sum(axis=0))
+    sums = for_row_blocks(n, lambda start, stop: X[start:stop].sum(axis=0), block=_CHUNK)
     mean = np.sum(sums, axis=0) / n
 
     def scatter(start: int, stop: int) -> np.ndarray:
@@ -79,23 +79,9 @@ def _moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return B.T @ B
 
     C = np.zeros((m, m))
-    for part in for_row_blocks(n, scatter):
+    for part in for_row_blocks(n, scatter, block=_CHUNK):
         C += part
     return mean, C / n
-
-
-def for_row_blocks(n: int, work, threads: int = 2) -> list:
-    """[work(start, stop) for each block of :data:`_CHUNK` rows], run on ``threads`` threads with one BLAS
-    thread each (numpy's products and copies release the GIL); results in block order."""
-    starts = range(0, n, _CHUNK)
-    if n <= _CHUNK:
-        return [work(0, n)]
-    from concurrent.futures import ThreadPoolExecutor
-
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=threads) as pool:
-        return list(pool.map(lambda start: work(start, min(start + _CHUNK, n)), starts))
 
 
 def _inverse_permutation(rows: np.ndarray, n: int) -> np.ndarray | None:

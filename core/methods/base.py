@@ -217,14 +217,6 @@ class Method(ABC):
         return None
 
 
-def one_blas_thread():
-    """Context for an analyst's fit: one BLAS/OpenMP thread. The work is many small factorisations and
-    products, for which extra threads only add synchronisation (and, on a busy machine, spin)."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1)
-
-
 def need(condition: bool, message: str) -> None:
     """ConfigError with ``message`` unless ``condition``: for :meth:`Method.check_settings`."""
     if not condition:

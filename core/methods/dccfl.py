@@ -85,7 +85,8 @@ from ..learn.cluster_models import (  # noqa: F401  (re-exported: the DC-family 
 from ..learn.intervals import describe
 from ..learn.local_model import keeps_local_model, local_predict_proba
 from ..learn.mlp import MLPWeights
-from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, one_blas_thread
+from ..parallel import one_blas_thread
+from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle
 from .dc_site import SITE_SETTINGS, LabelledDCSite, check_anchor_width, site_map
 from .settings import Setting
 from .views import Curve, Heatmap, Table, Text, View

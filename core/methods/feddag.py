@@ -36,7 +36,8 @@ from ..learn.alignment import SiteMapping
 from ..learn.client_clustering import cut_tree, label_histograms
 from ..learn.cluster_models import adjust_proba, prior_logit, site_note
 from ..learn.mlp import MLPWeights
-from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, need, one_blas_thread
+from ..parallel import one_blas_thread
+from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, need
 from .dc_site import SITE_SETTINGS, LabelledDCSite, site_map
 from .dccfl import (
     ALIGNMENT_SETTINGS,

@@ -37,6 +37,7 @@ from ..errors import ConfigError, FormatError
 from ..learn.alignment import AnchorBasis
 from ..learn.client_clustering import LabelDistributionClustering
 from ..learn.kip import KIPSettings, distill_sites, kl_clusters, kl_matrix, local_soft_labels, nn_disclosure
+from ..parallel import one_blas_thread
 from .base import (
     ClientDistances,
     Disclosure,
@@ -46,7 +47,6 @@ from .base import (
     ReceivedBundle,
     SiteExport,
     SiteInput,
-    one_blas_thread,
 )
 from .dc_site import MIN_ROWS, SITE_SETTINGS, dc_site_compute
 from .dccfl import ALIGNMENT_SETTINGS, DCCFL, LEARNER_SETTINGS, PRIOR_SETTINGS, prior_logit, train_cluster_models
