@@ -596,6 +596,13 @@ class _Growable:
         self.array = np.empty((capacity,) if width is None else (capacity, width), dtype=dtype)
         self.n = 0
 
+    @classmethod
+    def full(cls, array: np.ndarray) -> _Growable:
+        """One already filled in a single step (the whole-file reading)."""
+        out = cls(0, None if array.ndim == 1 else array.shape[1], array.dtype)
+        out.array, out.n = array, array.shape[0]
+        return out
+
     def take(self, k: int) -> np.ndarray:
         """A writable view of the next ``k`` rows."""
         need = self.n + k
@@ -803,7 +810,7 @@ class _TableReader:
         n = len(frame)
         X = np.empty((n, len(self.feat_pos)), dtype=np.float64)
         _rows_from_columns([frame[pos].to_numpy() for pos in self.feat_pos], X)
-        self.X.array, self.X.n = X, n
+        self.X = _Growable.full(X)
         for start in range(0, n, self.fast_rows):
             self._check_rows(start, X[start:start + self.fast_rows])
         if self.label_pos is not None:
