@@ -21,8 +21,8 @@ import numpy as np
 from . import __version__
 from .control import JobControl, ensure
 from .errors import ConfigError, DCError, DuplicateError, FormatError, UnconfirmedSender, VerificationError
+from .fileio import _fsync_dir, _pid_alive, write_json_atomic, write_text_atomic
 from .formats.envelope import Opened, Payload, SealedFile, open_sealed, read_header, seal
-from .formats.fileio import _fsync_dir, _pid_alive, write_json_atomic, write_text_atomic
 from .formats.identity import Identity, PublicCard, is_fingerprint, utc_now
 from .formats.kit import Kit
 from .formats.workspace import AnalystWorkspace

@@ -416,13 +416,11 @@ def cmd_analyst_estimate(args) -> None:
     s = result.summary
     say(*get_method(name, s.get("settings")).summary_lines(s), "no package was written")
     if args.json:
-        from .formats.fileio import write_json_atomic
+        from .fileio import write_json_atomic
 
         write_json_atomic(args.json, {k: s[k] for k in ("method", "t", "n_clusters", "selection", "sites",
                                                          "expected_mean", "own_model_mean") if k in s})
         say(f"estimate: {args.json}")
-
-
 
 
 def cmd_demo(args) -> None:
@@ -433,16 +431,15 @@ def cmd_demo(args) -> None:
         raise DCError("the demo round failed (see above)")
 
 
-def cmd_bench(args) -> None:
-    from .bench import run_benchmark
-
-    run_benchmark(args.experiment, args, say)
-
-
 def cmd_gui(args) -> None:
-    from gui.app import main as gui_main
+    """Start the desktop app through its installed entry point (``dcstudio-gui``): the command line sits beside
+    the app, never above it, so ``core`` imports nothing of ``gui``."""
+    from importlib.metadata import entry_points
 
-    gui_main([])
+    found = entry_points(group="gui_scripts", name="dcstudio-gui")
+    if not found:
+        raise ConfigError("the desktop app is not installed with this copy of DC Studio; start it with `dcstudio-gui`")
+    sys.exit(next(iter(found)).load()())
 
 
 # ---- parser -------------------------------------------------------------------------------------------
@@ -639,26 +636,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="a whole round on embedded data")
     p.add_argument("--out", default="dcstudio-demo", help="folder for the demo's files (default dcstudio-demo)")
     p.set_defaults(func=cmd_demo)
-
-    from .bench import EXPERIMENTS
-
-    p = sub.add_parser("bench", help="benchmarks: " + ", ".join(EXPERIMENTS),
-                       description="Run one benchmark of the product's own code paths.",
-                       epilog="experiments:\n" + "\n".join(f"  {n:<14}{d}" for n, d in EXPERIMENTS.items()),
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("experiment", choices=list(EXPERIMENTS), metavar="EXPERIMENT",
-                   help="one of: " + ", ".join(EXPERIMENTS))
-    p.add_argument("--dataset", action="append", help="a benchmark data set (repeatable; default: all)")
-    p.add_argument("--seeds", type=int, default=10, help="repetitions with seeds 0 … N−1 (default 10)")
-    p.add_argument("--data-dir", help="folder of the benchmark data sets")
-    p.add_argument("--json", help="also write the record as JSON (and markdown/SVG beside it)")
-    p.add_argument("--rows", type=int, help="export: rows of the synthetic CSV")
-    p.add_argument("--quick", action="store_true", help="the main table only (skip the longer extensions)")
-    p.add_argument("--cases", type=int, help="fuzz: number of mutated files (default 5000)")
-    p.add_argument("--seed", type=int, default=0, help="fuzz/kill: random seed")
-    p.add_argument("--kills", type=int, help="kill: number of SIGKILLs per operation")
-    p.add_argument("--sites", help="scale: comma-separated site counts (default 10,30,100,300,1000)")
-    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("gui", help="open the desktop app")
     p.set_defaults(func=cmd_gui)

@@ -18,9 +18,9 @@ from . import __version__
 from .control import JobControl, ensure
 from .data.tabular import CsvFormat, CsvOptions, LocalTable, preview, read_table
 from .errors import ConfigError, DataError, DCError, FormatError
+from .fileio import atomic_writer, safe_cell, utc_now
 from .formats.anchor import AnchorFile
 from .formats.envelope import Payload, SealedFile, inspect, open_sealed, seal
-from .formats.fileio import atomic_writer, safe_cell, utc_now
 from .formats.identity import Identity
 from .formats.kit import Kit
 from .formats.workspace import SiteWorkspace

@@ -16,7 +16,7 @@ import pytest
 from core.bench.clustering_metrics import ari
 from core.formats.anchor import AnchorFile
 from core.formats.identity import Identity, PublicCard
-from core.learn.data_clustering import kmeans
+from core.methods.dcclustering.data_clustering import kmeans
 from tests.cli import WF, anchor_to, apply_packages, confirm, refused, run
 from tests.clusterkit import BLOCKS, make_grid
 from tests.test_privacy_boundary import BLOCKED_RUN, ROOT

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.learn.cluster_models import clearly_better
+from core.learn.cluster_models import clearly_better, cv_splits
 from core.learn.intervals import estimate, mcnemar_p, wilson
 from core.learn.mlp import BatchedMLP
 from core.methods.base import FitContext, ReceivedBundle, SiteInput
-from core.methods.dccfl import DCCFL, cv_splits, derived_seed, site_order
+from core.methods.dc_analysis import derived_seed, site_order
+from core.methods.dccfl import DCCFL
 
 CLASSES = ["a", "b"]
 

@@ -11,11 +11,11 @@ from threadpoolctl import threadpool_limits
 from core.bench.clustering_metrics import acc, ari, clustering_scores, nmi
 from core.data.schema import FeatureColumn, Schema, parse_blocks, with_blocks
 from core.errors import ConfigError, FormatError
-from core.learn.data_clustering import DataClustering, best_k, k_curve, knn_affinity, spectral_embedding
-from core.learn.row_linkage import VerticalLinkage
 from core.methods import get_method
 from core.methods.base import FitContext, ReceivedBundle, SiteInput
 from core.methods.dcclustering import DCClustering
+from core.methods.dcclustering.data_clustering import DataClustering, best_k, k_curve, knn_affinity, spectral_embedding
+from core.methods.dcclustering.row_linkage import VerticalLinkage
 from core.participant import hash_ids
 
 

@@ -16,8 +16,8 @@ import pytest
 
 from core.control import JobControl
 from core.errors import Cancelled, ConfigError, DCError, FormatError, VerificationError
+from core.fileio import canonical_json
 from core.formats import envelope as env
-from core.formats.fileio import canonical_json
 from core.formats.identity import Identity
 
 PROJECT = "proj-2024-heart"

@@ -1,14 +1,14 @@
-"""FedDAG in one round (core.learn.feddag): principal angles, distances, fusion, clustering, determinism."""
+"""FedDAG in one round (core.methods.feddag): principal angles, distances, fusion, clustering, determinism."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from core.learn import feddag as fd
 from core.learn.client_clustering import tv_distances
 from core.methods.base import ReceivedBundle, SiteInput
 from core.methods.dccfl import DCCFL
+from core.methods.feddag import similarity as fd
 
 
 def _basis(rng, d, p):

@@ -9,8 +9,8 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from core.errors import ConfigError
-from core.learn import gold as G
 from core.learn.kfed import kfed
+from core.methods.gold import cpl as G
 
 
 @pytest.fixture(autouse=True)

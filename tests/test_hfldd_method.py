@@ -64,7 +64,7 @@ def test_the_bundle_holds_no_real_reduced_row_and_says_what_leaves(tmp_path):
 def test_the_default_matching_gives_each_class_the_spread_of_its_real_rows(tmp_path):
     """objective=match (default): in the site's anchor-whitened space every class's shipped rows lie as far from
     the class's real mean, in mean squared distance, as its real rows do (match_spread), and none is real."""
-    from core.learn.kip import anchor_whitening
+    from core.methods.hfldd.kip import anchor_whitening
 
     X, y, anchor = _site(tmp_path)
     _m, ex = _export(X, y, anchor)
@@ -83,7 +83,7 @@ def test_the_default_matching_gives_each_class_the_spread_of_its_real_rows(tmp_p
 
 def test_early_stop_at_the_start_never_ships_the_starting_real_rows(tmp_path, monkeypatch):
     """If early stopping keeps the set KIP started from (real rows), the site distils again without a hold-out."""
-    import core.methods.hfldd as hf
+    import core.methods.hfldd.method as hf
 
     X, y, anchor = _site(tmp_path, rows=80)
     calls = []

@@ -7,7 +7,7 @@ import pytest
 
 from core.control import JobControl
 from core.errors import Cancelled, ConfigError
-from core.learn.kip import (
+from core.methods.hfldd.kip import (
     KIPDistiller,
     KIPSettings,
     anchor_whitening,

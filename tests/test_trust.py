@@ -15,10 +15,10 @@ from core.analyst import AnalystSession, recover_outputs
 from core.data.schema import infer_schema
 from core.data.tabular import read_table
 from core.errors import ConfigError, DCError, FormatError, UnconfirmedSender, VerificationError
+from core.fileio import clean_stale_parts, safe_cell
 from core.formats import envelope as env
 from core.formats.anchor import AnchorFile, anchor_for_kit, make_anchor, statistics_seed
 from core.formats.audit import AuditLog
-from core.formats.fileio import clean_stale_parts, safe_cell
 from core.formats.identity import Identity, check_new_passphrase
 from core.formats.kit import Kit
 from core.formats.workspace import AnalystWorkspace, SiteWorkspace

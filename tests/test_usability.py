@@ -166,13 +166,6 @@ def test_every_option_has_help():
     assert not missing, missing
 
 
-def test_bench_help_lists_its_experiments(capsys):
-    with pytest.raises(SystemExit):
-        run("bench", "--help")
-    out = capsys.readouterr().out
-    assert all(name in out for name in ("io", "export", "dccfl", "dcclustering"))
-
-
 def test_passphrase_variable_is_documented():
     assert "DCSTUDIO_PASSPHRASE" in (ROOT / "README.md").read_text()
 

@@ -20,10 +20,10 @@ import pytest
 
 from core.control import ensure
 from core.errors import FormatError, VerificationError
+from core.fileio import canonical_json
 from core.formats import envelope
 from core.formats.anchor import AnchorFile
 from core.formats.envelope import TRAILER_LEN, file_digest, inspect, open_sealed
-from core.formats.fileio import canonical_json
 from core.formats.identity import Identity, PublicCard
 from core.formats.kit import Kit
 from core.participant import hash_ids

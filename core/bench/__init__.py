@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 
 from ..errors import ConfigError
-from ..formats.fileio import write_json_atomic
+from ..fileio import write_json_atomic
 
 
 def machine(*libraries: str) -> str:

@@ -40,8 +40,8 @@ import numpy as np
 
 from .. import __version__
 from ..errors import ConfigError
+from ..fileio import write_json_atomic, write_text_atomic
 from ..formats.anchor import extended_smote
-from ..formats.fileio import write_json_atomic, write_text_atomic
 from ..learn.local_model import fit_local_model
 from ..methods.base import FitContext, ReceivedBundle, SiteInput
 from ..methods.dccfl import DC, DCCFL

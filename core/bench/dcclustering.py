@@ -56,11 +56,11 @@ import numpy as np
 
 from .. import __version__
 from ..errors import ConfigError
+from ..fileio import write_json_atomic, write_text_atomic
 from ..formats.anchor import AnchorFile
-from ..formats.fileio import write_json_atomic, write_text_atomic
-from ..learn.data_clustering import DataClustering, kmeans, knn_affinity, spectral_embedding
 from ..methods.base import FitContext, ReceivedBundle, SiteInput
 from ..methods.dcclustering import DCClustering
+from ..methods.dcclustering.data_clustering import DataClustering, kmeans, knn_affinity, spectral_embedding
 from ..participant import hash_ids
 from ..simulation.clustering_data import SYNTH_BLOCKS, grid_split, synthetic_blobs, synthetic_circles
 from ..simulation.federated_clustering import federated_kmeans, kfed

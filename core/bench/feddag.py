@@ -1,4 +1,4 @@
-"""``dcstudio bench feddag``: FedDAG in one round (core.learn.feddag) against DC, DC-CFL and a PACFL-style row.
+"""``dcstudio bench feddag``: FedDAG in one round (:mod:`core.methods.feddag`) against DC, DC-CFL and PACFL.
 
 Tabular stand-ins for the paper's image sets (absolute numbers are not comparable; orderings are):
 
@@ -35,13 +35,14 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
+from ..fileio import write_json_atomic, write_text_atomic
 from ..formats.anchor import extended_smote
-from ..formats.fileio import write_json_atomic, write_text_atomic
-from ..learn import feddag as fd
 from ..learn.mlp import BatchedMLP
 from ..methods.base import FitContext
+from ..methods.dc_analysis import derived_seed, site_order
 from ..methods.dc_site import site_map
-from ..methods.dccfl import DC, DCCFL, derived_seed, site_order
+from ..methods.dccfl import DC, DCCFL
+from ..methods.feddag import similarity as fd
 from . import bench_command, worker_count
 from .dccfl import Cell, _one_thread, site_bundles
 

@@ -294,7 +294,7 @@ def _read_anchor(corpus: Corpus, path: Path) -> None:
 
 def _case(corpus: Corpus, target: str, rng: np.random.Generator, path: Path) -> str:
     """Write one mutated file for ``target`` at ``path``; return the mutation's name."""
-    from ..formats.fileio import canonical_json
+    from ..fileio import canonical_json
     from ..formats.kit import _DOMAIN
 
     if target in ("bundle", "package"):
@@ -384,7 +384,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict:
         say(f"  FINDING case {f['case']} ({f['target']}, {f['mutation']}): {f['error']}")
     out = result.to_dict()
     if args.json:
-        from ..formats.fileio import write_json_atomic
+        from ..fileio import write_json_atomic
 
         write_json_atomic(args.json, out)
     return out

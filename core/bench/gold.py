@@ -44,9 +44,9 @@ import numpy as np
 
 from .. import __version__
 from ..errors import ConfigError
-from ..formats.fileio import write_json_atomic, write_text_atomic
-from ..learn import gold as G
+from ..fileio import write_json_atomic, write_text_atomic
 from ..learn.kfed import kfed
+from ..methods.gold import cpl as G
 
 DATASETS = {"EC": "ecoli", "US": "user_knowledge_modeling", "VE": "statlog_vehicle", "EP": "hcv_egypt",
             "YE": "yeast", "CA": "cardiotocography_10class", "LA": "landsat_satimage", "WI": "wine_quality",

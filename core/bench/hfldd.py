@@ -5,7 +5,7 @@ Protocol (methods-gold-feddag-hfldd.md §3(d), §3(f); every open choice is in `
 1. Cell = (data set, C, seed). 100 stratified public rows → extended-SMOTE anchor (r = 1000, as DC-CFL);
    the rest over 100 clients, C classes each (``class_based_split``), 80/20 train/test per client.
 2. Every client runs today's DC site step (standardise + PCA to m − 1, shuffle). In distillation mode it
-   then distils its reduced rows with KIP (:mod:`core.learn.kip`) and ships: the distilled rows and their
+   then distils its reduced rows with KIP (:mod:`core.methods.hfldd.kip`) and ships: the distilled rows and their
    labels, soft labels of a local model on the first ``anchor_ship`` rows of the anchor image, those anchor
    image rows, and its class counts. The control ships the same number of random real reduced rows
    (class-balanced, the same count per class).
@@ -32,9 +32,12 @@ import numpy as np
 
 from .. import __version__
 from ..errors import ConfigError
-from ..formats.fileio import write_json_atomic, write_text_atomic
+from ..fileio import write_json_atomic, write_text_atomic
 from ..learn.alignment import AnchorBasis
-from ..learn.kip import (
+from ..learn.cluster_models import adjust_proba, prior_logit, train_cluster_models
+from ..methods.base import FitContext, ReceivedBundle, SiteInput
+from ..methods.dccfl import DCCFL
+from ..methods.hfldd.kip import (
     KIPSettings,
     anchor_whitening,
     distill_sites,
@@ -44,8 +47,6 @@ from ..learn.kip import (
     local_soft_labels,
     nn_disclosure,
 )
-from ..methods.base import FitContext, ReceivedBundle, SiteInput
-from ..methods.dccfl import DCCFL, adjust_proba, prior_logit, train_cluster_models
 from ..simulation.fl_baselines import fedavg, fedprox, local_only, select_hyperparameters
 from . import bench_command
 from .dccfl import Protocol as DCProtocol

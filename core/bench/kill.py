@@ -266,7 +266,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict:
     for p in stats["problems"][:20]:
         say(f"  PROBLEM {p}")
     if args.json:
-        from ..formats.fileio import write_json_atomic
+        from ..fileio import write_json_atomic
 
         write_json_atomic(args.json, stats)
     return stats

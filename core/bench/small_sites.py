@@ -120,7 +120,7 @@ def summarise(cells: list[dict]) -> dict:
 
 
 def run_from_args(args, say: Callable[[str], None]) -> dict:
-    from ..formats.fileio import write_json_atomic
+    from ..fileio import write_json_atomic
     from ..simulation.datasets import load_benchmark_csv
 
     datasets = args.dataset or list(DATASETS)
@@ -141,7 +141,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict:
     if args.json:
         from pathlib import Path
 
-        from ..formats.fileio import write_text_atomic
+        from ..fileio import write_text_atomic
 
         write_json_atomic(args.json, out)
         write_text_atomic(Path(args.json).with_suffix(".md"), markdown(out, " ".join(["dcstudio bench small-sites",

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..data.schema import FeatureColumn, Schema
 from ..errors import ConfigError
-from ..formats.fileio import atomic_writer
+from ..fileio import atomic_writer
 
 _BLOCK_ROWS = 20_000
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, DataError, FormatError
-from ..formats.fileio import canonical_json
+from ..fileio import canonical_json
 from .ordering import natural_sorted
 from .tabular import (
     CsvFormat,

@@ -33,7 +33,7 @@ import numpy as np
 import pyrage
 
 from ..errors import ConfigError, FormatError, VerificationError, project_label
-from .fileio import canonical_json, loads_checked, read_bytes_capped, utc_now, write_bytes_atomic, write_json_atomic
+from ..fileio import canonical_json, loads_checked, read_bytes_capped, utc_now, write_bytes_atomic, write_json_atomic
 from .kit import ANCHOR_KINDS
 
 FORMAT = "dcstudio/anchor/v1"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, VerificationError
-from .fileio import canonical_json, utc_now
+from ..fileio import canonical_json, utc_now
 from .identity import is_hex
 
 GENESIS = "0" * 64

@@ -38,7 +38,7 @@ import pyrage
 from .. import __version__
 from ..control import JobControl, ensure
 from ..errors import Cancelled, ConfigError, DCError, FormatError, UnconfirmedSender, VerificationError, project_label
-from .fileio import atomic_writer, canonical_json, json_depth_ok
+from ..fileio import atomic_writer, canonical_json, json_depth_ok
 from .identity import Identity, PublicCard, check_name, is_hex, is_utc_time, utc_now, with_path
 
 MAGIC = b"dcstudio-envelope/v1\n"

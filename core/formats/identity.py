@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
 from ..errors import ConfigError, DCError, FormatError, VerificationError
-from .fileio import atomic_writer, canonical_json, read_json_capped, utc_now
+from ..fileio import atomic_writer, canonical_json, read_json_capped, utc_now
 
 CARD_FORMAT = "dcstudio/card/v1"
 IDENTITY_FORMAT = "dcstudio/identity/v1"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..data.schema import Schema
 from ..errors import ConfigError, FormatError, VerificationError
-from .fileio import canonical_json, read_json_capped, utc_now, write_json_atomic
+from ..fileio import canonical_json, read_json_capped, utc_now, write_json_atomic
 from .identity import Identity, PublicCard
 
 FORMAT = "dcstudio/kit/v1"

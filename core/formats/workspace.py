@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DuplicateError, FormatError, VerificationError
+from ..fileio import atomic_writer, clean_stale_parts, private_dir, read_json_capped, utc_now, write_json_atomic
 from .audit import AuditLog
-from .fileio import atomic_writer, clean_stale_parts, private_dir, read_json_capped, utc_now, write_json_atomic
 from .identity import PublicCard
 
 _NAME = re.compile(r"^[a-z0-9_]{1,64}$")

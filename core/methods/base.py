@@ -19,6 +19,7 @@ module plus one line in :mod:`core.methods` (or a :func:`core.methods.register` 
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -221,3 +222,9 @@ def need(condition: bool, message: str) -> None:
     """ConfigError with ``message`` unless ``condition``: for :meth:`Method.check_settings`."""
     if not condition:
         raise ConfigError(message)
+
+
+def rows_digest(X: np.ndarray) -> np.ndarray:
+    """SHA-256 of a site's float64 matrix, (32,) uint8: ties a package's labels to the exported rows."""
+    return np.frombuffer(hashlib.sha256(np.ascontiguousarray(X, dtype=np.float64).tobytes()).digest(),
+                         dtype=np.uint8).copy()

@@ -30,6 +30,8 @@ SITE_SETTINGS = (
 )
 SITE_DEFAULTS = {s.name: s.default for s in SITE_SETTINGS}
 MIN_ROWS = 5
+LABELLED_DC_LEAVES = ("a privately reduced, shuffled copy of every row, the class of every row, and the shared "
+                      "anchor rows after the same private reduction")
 
 
 def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl | None = None,

@@ -35,7 +35,7 @@ from core.analyst import AnalystSession  # noqa: E402
 from core.data.schema import FeatureColumn, Schema  # noqa: E402
 from core.formats.anchor import AnchorFile  # noqa: E402
 from core.formats.envelope import TRAILER_LEN, file_digest  # noqa: E402
-from core.formats.fileio import utc_now, write_json_atomic  # noqa: E402
+from core.fileio import utc_now, write_json_atomic  # noqa: E402
 from core.formats.identity import SCRYPT_LOG_N_MIN, Identity  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
 from core.formats.workspace import AnalystWorkspace, SiteWorkspace  # noqa: E402

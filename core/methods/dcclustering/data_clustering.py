@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..control import JobControl, ensure
-from ..errors import ConfigError
+from ...control import JobControl, ensure
+from ...errors import ConfigError
 
 if TYPE_CHECKING:  # scipy is imported where a graph is built: sites import this module and never need it
     from scipy import sparse

@@ -44,11 +44,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..control import JobControl, ensure
-from ..errors import ConfigError
-from .alignment import AnchorBasis
-from .client_clustering import cut_tree
-from .cluster_models import (
+from ...control import JobControl, ensure
+from ...errors import ConfigError
+from ...learn.alignment import AnchorBasis
+from ...learn.client_clustering import cut_tree
+from ...learn.cluster_models import (
     ALIGNMENT_DEFAULTS,
     LEARNER_DEFAULTS,
     PRIOR_DEFAULTS,
@@ -65,7 +65,7 @@ from .cluster_models import (
     prior_logit,
     site_estimates,
 )
-from .mlp import BatchedMLP, MLPWeights, init_weights
+from ...learn.mlp import BatchedMLP, MLPWeights, init_weights
 
 ALPHA_GRID = tuple(round(0.05 * i, 2) for i in range(1, 21))
 LINKAGES = ("single", "complete", "weighted", "average")

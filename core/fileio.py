@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import FormatError
+from .errors import FormatError
 
 PART_SUFFIX = ".part"
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ConfigError, FormatError
+from ...errors import ConfigError, FormatError
 
 
 @dataclass

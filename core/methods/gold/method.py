@@ -10,7 +10,7 @@ Algorithm (``core/learn/gold.py`` holds the engine; the paper's equation numbers
    * the guard: no micro-cluster of fewer than ``min_cluster_rows`` rows is shipped (``small_clusters``:
      ``"ward"`` (default) smallest first joins the group of least Ward cost n_a n_b/(n_a+n_b)·‖c_a − c_b‖²
      in Z_i, ``"pool"`` the nearest group, ``"merge"`` the nearest large group, ``"drop"`` leaves the rows
-     out; :func:`core.learn.gold._guard`);
+     out; :func:`core.methods.gold.cpl._guard`);
    * ships the p_i micro-cluster centroids **in raw units** (centroids are means, so μ_i + σ_i·c is the exact
      mean of the member rows), their row counts, and the column statistics n_i, Σx, Σx²; optional Gaussian
      noise of std ``noise`` × σ_i on the centroids. It keeps each row's micro-cluster (private).
@@ -36,14 +36,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..control import JobControl, ensure
-from ..data.schema import ALL_COLUMNS
-from ..errors import ConfigError, FormatError
-from ..learn import gold as G
-from .base import Disclosure, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
-from .dcclustering import rows_digest
-from .settings import Setting
-from .views import Bars, Curve, Scatter, Table, Text, View, cluster_sizes, principal_axes_2d
+from ...control import JobControl, ensure
+from ...data.schema import ALL_COLUMNS
+from ...errors import ConfigError, FormatError
+from ..base import Disclosure, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput, rows_digest
+from ..settings import Setting
+from ..views import Bars, Curve, Scatter, Table, Text, View, cluster_sizes, principal_axes_2d
+from . import cpl as G
 
 SCALINGS = ("standardised", "raw")
 

@@ -1,5 +1,5 @@
 """FedDAG in one round (``feddag``): sites grouped by their data and their models' updates, computed by the
-analyst on the DC-CFL bundle (algorithms.md §4; the engine and its equations are in :mod:`core.learn.feddag`).
+analyst on the DC-CFL bundle (algorithms.md §4; the engine and its equations are in :mod:`.similarity`).
 
 The site side is DC-CFL's, unchanged (:func:`core.methods.dc_site.dc_site_compute` with labels): nothing more
 leaves a site. At the analyst, in the canonical site order and with DC-CFL's derived seed (same bundles → same
@@ -29,29 +29,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..control import JobControl, ensure
-from ..errors import FormatError
-from ..learn import feddag as fd
-from ..learn.alignment import SiteMapping
-from ..learn.client_clustering import cut_tree, label_histograms
-from ..learn.cluster_models import adjust_proba, prior_logit, site_note
-from ..learn.mlp import MLPWeights
-from ..parallel import one_blas_thread
-from .base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, need
-from .dc_site import SITE_SETTINGS, LabelledDCSite, site_map
-from .dccfl import (
+from ...control import JobControl, ensure
+from ...errors import FormatError
+from ...learn.alignment import SiteMapping
+from ...learn.client_clustering import cut_tree, label_histograms
+from ...learn.cluster_models import adjust_proba, prior_logit, site_note
+from ...learn.mlp import MLPWeights
+from ...parallel import one_blas_thread
+from ..base import ClientDistances, FitContext, Method, MethodResult, ReceivedBundle, need
+from ..dc_analysis import (
     ALIGNMENT_SETTINGS,
-    DCCFL,
     LEARNER_SETTINGS,
     PRIOR_SETTINGS,
     SELECTION_SETTINGS,
+    apply_cluster_package,
     canonical_bundles,
     derived_seed,
     site_line,
     site_views,
 )
-from .settings import Setting
-from .views import Curve, Heatmap, Table, Text, View
+from ..dc_site import LABELLED_DC_LEAVES, SITE_SETTINGS, LabelledDCSite, site_map
+from ..settings import Setting
+from ..views import Curve, Heatmap, Table, Text, View
+from . import similarity as fd
 
 VIEW_WORDS = {"fused": "the fused data + gradient distance A (Eqs. 7–8)",
               "data": "the class-wise data distance V̂ (Eqs. 4–6)",
@@ -70,7 +70,7 @@ class FedDAG(LabelledDCSite, Method):
     task = "classification"
     family = "dc"
     labels_leave = "rows"
-    what_leaves = DCCFL.what_leaves
+    what_leaves = LABELLED_DC_LEAVES
     settings_spec = (
         Setting("alpha", "float", "auto", "threshold on the chosen distance that cuts sites into groups",
                 label="Threshold α", low=0.0, high=1.0, auto=True, at_run=True, role="threshold",
@@ -337,7 +337,7 @@ class FedDAG(LabelledDCSite, Method):
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
         if manifest.get("encoder", "single") == "single":
-            return DCCFL.apply(self, manifest, arrays, private_arrays, X)  # DC-CFL's package, DC-CFL's rule
+            return apply_cluster_package(manifest, arrays, private_arrays, X)  # DC-CFL's package, DC-CFL's rule
         f = site_map(private_arrays)
         mapping = SiteMapping.from_arrays(arrays)
         enc1, enc2 = MLPWeights.from_arrays(arrays, "enc1"), MLPWeights.from_arrays(arrays, "enc2")

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 ETA = 0.05  # learning rate η [code]
 K0 = 0.5  # initial candidates at a site = round(K0 · n_i) [code]

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..control import JobControl, ensure
-from ..errors import ConfigError
+from ...control import JobControl, ensure
+from ...errors import ConfigError
 
 SIGMA_W2 = 2.0   # W_std = √2
 SIGMA_B2 = 0.01  # b_std = 0.1
@@ -498,7 +498,7 @@ def local_soft_labels(sites: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]
 
     ``sites[i] = (X_i, y_i, A_i)`` with A_i the site's image of the anchor in the same space as X_i.
     """
-    from .mlp import BatchedMLP
+    from ...learn.mlp import BatchedMLP
 
     groups, scalers = [], []
     for X, y, _A in sites:

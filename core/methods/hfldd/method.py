@@ -3,7 +3,7 @@
 Site (algorithms.md §1.2 then §7): the DC private reduction X̃ᵢ = fᵢ(Xᵢ), X̃ᵢᵃⁿᶜ = fᵢ(X^anc) exactly as
 ``dccfl`` computes it (:func:`core.methods.dc_site.dc_site_compute`, noise included), then distillation of
 X̃ᵢ in the site's anchor-whitened space z = (x − μ_A) W_A (μ_A, W_A from the shipped anchor image;
-:func:`core.learn.kip.anchor_whitening`), max(``rows_per_class``, ⌈``rows_share``·n_c⌉) rows per class present.
+:func:`core.methods.hfldd.kip.anchor_whitening`), max(``rows_per_class``, ⌈``rows_share``·n_c⌉) rows per class present.
 Default (``objective="match"``): start at the class's kernel-herding choice of real rows and move them by Adam
 to minimise Σ_c MMD²(S_c, X̃ᵢ,c) with the energy-distance kernel k = −‖x − x'‖ (class-wise distribution
 matching towards support points), then rescale each class's rows about the class mean so that their mean
@@ -14,7 +14,7 @@ stop on a 20 % local hold-out. The site ships the distilled rows and their label
 the soft labels S_i = softmax(h_i(X̃ᵢᵃⁿᶜ)) of a local model h_i (HFLDD §III-B), ``anchor_rows`` evenly
 spaced rows of its anchor image (the same rows at every site), and its class counts — never X̃ᵢ. The
 export measures how far each distilled row lies from the nearest real reduced row, in units of the real
-rows' own median nearest-neighbour spacing (:func:`core.learn.kip.nn_disclosure`), and refuses to ship a
+rows' own median nearest-neighbour spacing (:func:`core.methods.hfldd.kip.nn_disclosure`), and refuses to ship a
 row equal to a real one.
 
 Analyst: DC alignment on the shipped anchor images (affine by default, :class:`AnchorBasis`), the KL matrix
@@ -32,13 +32,13 @@ import math
 
 import numpy as np
 
-from ..control import JobControl, ensure
-from ..errors import ConfigError, FormatError
-from ..learn.alignment import AnchorBasis
-from ..learn.client_clustering import LabelDistributionClustering
-from ..learn.kip import KIPSettings, distill_sites, kl_clusters, kl_matrix, local_soft_labels, nn_disclosure
-from ..parallel import one_blas_thread
-from .base import (
+from ...control import JobControl, ensure
+from ...errors import ConfigError, FormatError
+from ...learn.alignment import AnchorBasis
+from ...learn.client_clustering import LabelDistributionClustering
+from ...learn.cluster_models import prior_logit, train_cluster_models
+from ...parallel import one_blas_thread
+from ..base import (
     ClientDistances,
     Disclosure,
     FitContext,
@@ -48,10 +48,11 @@ from .base import (
     SiteExport,
     SiteInput,
 )
-from .dc_site import MIN_ROWS, SITE_SETTINGS, dc_site_compute
-from .dccfl import ALIGNMENT_SETTINGS, DCCFL, LEARNER_SETTINGS, PRIOR_SETTINGS, prior_logit, train_cluster_models
-from .settings import Setting
-from .views import Heatmap, Table, Text, View
+from ..dc_analysis import ALIGNMENT_SETTINGS, LEARNER_SETTINGS, PRIOR_SETTINGS, apply_cluster_package
+from ..dc_site import MIN_ROWS, SITE_SETTINGS, dc_site_compute
+from ..settings import Setting
+from ..views import Heatmap, Table, Text, View
+from .kip import KIPSettings, distill_sites, kl_clusters, kl_matrix, local_soft_labels, nn_disclosure
 
 # As measured best (docs/results/hfldd/README.md): anchor-whitened space, target batch 64; KIP with early stop
 # on a 20 % hold-out; distribution matching (class-wise energy distance, no KRR term) for a fixed number of steps,
@@ -353,7 +354,7 @@ class HFLDD(Method):
     # ---- site, after the round -----------------------------------------------------------------
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
-        return DCCFL.apply(self, manifest, arrays, private_arrays, X)  # the same package contents
+        return apply_cluster_package(manifest, arrays, private_arrays, X)  # the same package contents
 
 
 def check_distilled_bundle(arrays: dict[str, np.ndarray], n_classes: int) -> None:

@@ -1,0 +1,186 @@
+"""What the DC-family analyses (``dc``, ``dccfl``, ``feddag``, ``hfldd``) share on the analyst's side.
+
+Their setting groups (alignment, learner, class-prior correction, model selection), the canonical site order and
+the seed every random choice derives from (so the same bundles give the same packages, whatever their order or
+names), the per-site summary line and Sites table, and the site's use of a cluster-model package:
+p(k | x) ∝ softmax(h_l(standardise(f_i(x) G_i + g_i)))_k · exp(prior_logit_k) (algorithms.md §2, with the
+per-site class-prior correction of :mod:`core.learn.cluster_models`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+
+import numpy as np
+
+from ..errors import ConfigError, FormatError
+from ..learn.alignment import SiteMapping
+from ..learn.client_clustering import T_GRID
+from ..learn.cluster_models import (
+    ALIGNMENT_DEFAULTS,
+    LEARNER_DEFAULTS,
+    PRIOR_DEFAULTS,
+    SELECTION_DEFAULTS,
+    adjust_proba,
+)
+from ..learn.intervals import describe
+from ..learn.local_model import keeps_local_model, local_predict_proba
+from ..learn.mlp import MLPWeights
+from .base import MethodResult, ReceivedBundle
+from .dc_site import check_anchor_width, site_map
+from .settings import Setting
+from .views import Table, Text, View
+
+ALIGNMENT_SETTINGS = (
+    Setting("alignment", "choice", ALIGNMENT_DEFAULTS["alignment"],
+            "how each site's reduced rows are mapped to the common space",
+            label="Alignment", choices=("linear", "affine"),
+            choice_help=("linear (the paper's recipe)", "affine, with an offset (exact for centred maps)")),
+    Setting("threshold", "float", ALIGNMENT_DEFAULTS["threshold"],
+            "singular values of the anchor images below this are dropped",
+            low=0.0, advanced=True),
+    Setting("relative_threshold", "bool", ALIGNMENT_DEFAULTS["relative_threshold"],
+            "read the threshold relative to the largest singular value",
+            advanced=True),
+    Setting("scale", "choice", ALIGNMENT_DEFAULTS["scale"], "C in the alignment: identity or the singular values",
+            choices=("identity", "singular"), advanced=True),
+)
+LEARNER_SETTINGS = (
+    Setting("epochs", "int", LEARNER_DEFAULTS["epochs"],
+            "passes over the training rows", label="Epochs", low=1, high=5000, at_run=True),
+    Setting("hidden", "int_list", LEARNER_DEFAULTS["hidden"], "hidden layer widths of the MLP", advanced=True),
+    Setting("lr", "float", LEARNER_DEFAULTS["lr"], "SGD learning rate", low=1e-6, high=10.0, advanced=True),
+    Setting("momentum", "float", LEARNER_DEFAULTS["momentum"], "SGD momentum", low=0.0, high=0.999, advanced=True),
+    Setting("batch_size", "int", LEARNER_DEFAULTS["batch_size"],
+            "rows per SGD step", low=1, high=100000, advanced=True),
+    Setting("weight_decay", "float", LEARNER_DEFAULTS["weight_decay"], "L2 penalty", low=0.0, advanced=True),
+)
+PRIOR_SETTINGS = (
+    Setting("prior_correction", "bool", PRIOR_DEFAULTS["prior_correction"],
+            "correct each site's predictions for its own class frequencies",
+            label="Per-site class-prior correction"),
+    Setting("prior_smoothing", "float", PRIOR_DEFAULTS["prior_smoothing"],
+            "Laplace smoothing of the class frequencies", low=0.0,
+            advanced=True),
+    Setting("prior_in_selection", "bool", PRIOR_DEFAULTS["prior_in_selection"],
+            "choose t on the corrected predictions", advanced=True),
+)
+# Selection (issue #15): cross-validation over every site's received rows ("auto": 5-fold, repeated for small
+# sites; one 20 % hold-out when the median site has ≥ 1,000 rows), the site's own-rows model as a candidate,
+# and row caps that bound the selection's cost at scale (they never bind at the benchmark's sizes).
+SELECTION_SETTINGS = (
+    Setting("cv_folds", "int", SELECTION_DEFAULTS["cv_folds"],
+            "folds of the cross-validation that chooses each site's model (1: one "
+            "hold-out)", low=1, high=50, auto=True, auto_help="5, or one hold-out for large sites", advanced=True),
+    Setting("cv_repeats", "int", SELECTION_DEFAULTS["cv_repeats"],
+            "repetitions of the cross-validation", low=1, high=50, auto=True,
+            auto_help="more for small sites", advanced=True),
+    Setting("own_model", "bool", SELECTION_DEFAULTS["own_model"],
+            "offer every site a model of its own rows as a candidate (never worse than "
+            "alone)", label="Own-rows candidate"),
+    Setting("selection_max_rows", "int", SELECTION_DEFAULTS["selection_max_rows"],
+            "rows a selection model trains on at most", low=1, optional=True,
+            none_help="no cap", advanced=True),
+    Setting("selection_site_rows", "int", SELECTION_DEFAULTS["selection_site_rows"],
+            "rows per site a selection model trains on at most", low=1,
+            optional=True, none_help="no cap", advanced=True),
+    Setting("max_epoch_rows", "int", SELECTION_DEFAULTS["max_epoch_rows"],
+            "rows a final model sees per epoch at most", low=1, optional=True,
+            none_help="no cap", advanced=True),
+)
+DEFAULT_T_GRID = [*T_GRID, 1.0]
+
+
+def site_order(bundles: list[ReceivedBundle]) -> list[int]:
+    """The canonical order of the sites: by bundle digest (then fingerprint, site name), never by the order,
+    names or import times of the files, so the same bundles always give the same analysis."""
+    return sorted(range(len(bundles)), key=lambda i: (bundles[i].digest, bundles[i].fingerprint, bundles[i].site))
+
+
+def canonical_bundles(received: list[ReceivedBundle]) -> tuple[list[int], list[ReceivedBundle]]:
+    """The bundles an analysis works on, in the canonical site order (:func:`site_order`), and that order;
+    refuses no bundles, and bundles made from different anchors."""
+    if not received:
+        raise ConfigError("no bundles to analyse")
+    check_anchor_width(received)
+    order = site_order(received)
+    return order, [received[i] for i in order]
+
+
+def derived_seed(seed: int, bundles: list[ReceivedBundle]) -> int:
+    """Every random choice of the analysis draws from SHA-256(seed, kit digest(s), sorted bundle digests)."""
+    h = hashlib.sha256(f"dccfl:{int(seed)}".encode())
+    for k in sorted({str(b.manifest.get("kit_digest", "")) for b in bundles}):
+        h.update(b"kit:" + k.encode())
+    for d in sorted(b.digest for b in bundles):
+        h.update(b"bundle:" + d.encode())
+    return int.from_bytes(h.digest()[:8], "big") >> 2
+
+
+def site_line(x: dict, extra: str = "") -> str:
+    """One summary line of a site: rows, cluster, what it is sent, its expected accuracy (n, 95 % CI) against
+    its own-rows model, and its note (shared by the DC-family methods)."""
+    own = x.get("model") == "own" and x.get("own_kind")
+    line = f"  {x['site']}: {x['rows']:,} rows, cluster {x['cluster']}" + extra + (
+        ", sent a model of its own rows" if own else "")
+    if x.get("expected"):
+        line += f", expected accuracy {describe(x['expected'])}"
+    if x.get("own_model"):
+        line += f" vs {describe(x['own_model'])} alone"
+    return line + (f" — {x['note']}" if x.get("note") else "")
+
+
+def site_views(result: MethodResult, extra: tuple[tuple[str, Callable[[dict], object]], ...] = (),
+               model_word: Callable[[dict], str] | None = None) -> list[View]:
+    """The Sites table (expected accuracy and the own-rows model's, each with n and 95 % CI) and the mean line,
+    shared by the DC-family methods; ``extra`` adds (column, value of a site) after the cluster."""
+    s = result.summary
+    sites = s.get("sites", [])
+    classes = [str(c) for c in (result.packages[0][0].get("classes", []) if result.packages else [])]
+
+    def word(x):
+        if model_word is not None:
+            return model_word(x)
+        return "own rows" if x.get("model") == "own" and x.get("own_kind") else "cluster"
+
+    rows = [[x["site"], x.get("fingerprint", ""), x["rows"], x["cluster"], *[f(x) for _, f in extra], word(x),
+             describe(x.get("expected")), describe(x.get("own_model")), x.get("note", ""),
+             x.get("label_counts", [])] for x in sites]
+    out: list[View] = [Table("Sites", ["site", "fingerprint", "rows", "cluster", *[c for c, _ in extra],
+                                       "model sent", "expected accuracy", "its own rows alone", "note", "labels"],
+                             rows, bars=("labels",), bar_labels=classes)]
+    if s.get("expected_mean") is not None:
+        out.append(Text(f"Mean expected accuracy of what each site is sent: {s['expected_mean']:.3f}"
+                        + (f"; of each site's own-rows model: {s['own_model_mean']:.3f}"
+                           if s.get("own_model_mean") is not None else "")
+                        + " (cross-validated on the rows the sites sent; each site's interval above)."))
+    return out
+
+
+def apply_cluster_package(manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
+          X: np.ndarray) -> dict[str, np.ndarray]:
+    """The package's model on f(X); when the analyst chose the site's own linear model (``model`` = own,
+    ``own_kind`` = linear) and the workspace keeps the site's own-rows model (the logistic regression on its
+    raw rows trained at export, :mod:`core.learn.local_model`), that model itself: the package's linear
+    model is its twin on the reduced rows, the kept one is what the site would have alone, exactly."""
+    if keeps_local_model(manifest, private_arrays):
+        return _columns(list(manifest["classes"]), local_predict_proba(private_arrays, X))
+    f = site_map(private_arrays)
+    mapping = SiteMapping.from_arrays(arrays)
+    model = MLPWeights.from_arrays(arrays, "mlp")
+    classes = list(manifest["classes"])
+    if mapping.G.shape[0] != f.n_components or model.weights[0].shape[0] != mapping.G.shape[1]:
+        raise FormatError("the package does not fit this site's private reduction")
+    Z = (mapping.transform(f.transform(X)) - arrays["scaler_mean"]) / arrays["scaler_scale"]
+    prior = arrays.get("prior_logit")
+    if prior is not None and (np.shape(prior) != (len(classes),) or not np.all(np.isfinite(prior))):
+        raise FormatError("the package's class-prior correction does not match its class list")
+    return _columns(classes, adjust_proba(model.predict_proba(Z), prior))
+
+
+def _columns(classes: list[str], proba: np.ndarray) -> dict[str, np.ndarray]:
+    out = {"prediction": np.asarray(classes, dtype=object)[proba.argmax(axis=1)]}
+    for k, c in enumerate(classes):
+        out[f"prob_{c}"] = proba[:, k]
+    return out
