@@ -204,50 +204,30 @@ def cmd_anchor_new(args) -> None:
 
 
 def cmd_participant_export(args) -> None:
-    from .formats.anchor import AnchorFile
     from .formats.kit import Kit
-    from .formats.workspace import SiteWorkspace, default_workspace, remove_empty_workspace
+    from .formats.workspace import default_workspace
     from .methods import method_class
-    from .participant import ParticipantExport, same_file
+    from .participant import ParticipantRound
     from .wording import leaves_sentence
 
     kit = Kit.load(args.kit)
-    cls = method_class(kit.method)
-    out = Path(args.out)
-    if out.exists() and not args.force:
-        raise ConfigError(f"{out} exists; pass --force to replace it")
-    for what, path in (("the CSV", args.csv), ("the kit", args.kit), ("the anchor file", args.anchor)):
-        if path and same_file(out, path):
-            raise ConfigError(f"the bundle would overwrite {what}; choose another file name", path=out)
-    if cls.needs_anchor and not args.anchor:
-        raise ConfigError("this project needs its anchor file: pass it with --anchor FILE (the lead participant "
-                          "makes it with `dcstudio anchor new` and hands it to every site)")
-    site = {}
-    for spec in cls.site_settings_spec():
-        text = getattr(args, spec.name, None)
-        if text is not None:
-            site[spec.name] = spec.parse(text)
-    site = cls.check_site_settings(site)
-    root = Path(args.workspace or default_workspace(args.identity))
-    existed = root.exists()
+    site = {spec.name: spec.parse(getattr(args, spec.name)) for spec in method_class(kit.method).site_settings_spec()
+            if getattr(args, spec.name, None) is not None}
+    workspace = args.workspace or default_workspace(args.identity)
+    job = ParticipantRound(kit, args.kit, load_identity(args.identity), workspace, anchor=args.anchor,
+                           site_settings=site)
     try:
-        ws = SiteWorkspace(root)
-        first = ws.pin_analyst(kit.project_id, kit.analyst, record=False) == "new"  # refuses another key
-        ident = load_identity(args.identity)
-        anchor = (AnchorFile.load(args.anchor, expect_project=kit.project_id, identity=ident, project_name=kit.name)
-                  if args.anchor else None)
-        job = ParticipantExport(kit, args.kit, ident, anchor, ws, site)
         table = job.load(args.csv, csv_options(args), block=args.block)
+        job.check_target(args.out, replace=args.force)
         ex = job.compute()
-        sealed = job.seal(out)
-        if first:  # sealing pinned it
-            say(f"first kit for project {kit.name!r} ({kit.project_id}): analyst {kit.analyst.name!r} "
-                f"({kit.analyst.fingerprint}) is now pinned for it; compare that fingerprint with the analyst if you "
-                "have not yet")
+        sealed = job.seal(args.out, replace=args.force)
     except BaseException:
-        if not existed:
-            remove_empty_workspace(root)
+        job.tidy()
         raise
+    if job.first_use:
+        say(f"first kit for project {kit.name!r} ({kit.project_id}): analyst {kit.analyst.name!r} "
+            f"({kit.analyst.fingerprint}) is now pinned for it; compare that fingerprint with the analyst if you "
+            "have not yet")
     say(f"read {table.source.name}: {table.format.describe()}"
         + ("" if args.encoding and args.delimiter and args.decimal else " (detected; override with --encoding, "
            "--delimiter, --decimal)"),
@@ -259,7 +239,7 @@ def cmd_participant_export(args) -> None:
             labels="rows" if "y" in ex.arrays else "counts" if "label_counts" in ex.arrays else "none",
             ids="id_hash" in ex.arrays, noise=float(args.noise or 0.0))),
         "  (arrays: " + "; ".join(f"{d.name} {tuple(d.shape)}" for d in ex.disclosures) + ")",
-        f"workspace: {ws.root}")
+        f"workspace: {job.workspace.root}")
 
 
 def cmd_participant_apply(args) -> None:

@@ -28,7 +28,7 @@ from .formats.workspace import AnalystWorkspace, SiteWorkspace
 from .kit_builder import build_kit
 from .learn.mlp import BatchedMLP
 from .methods import get_method
-from .participant import ParticipantExport, apply_package
+from .participant import ParticipantRound, apply_package
 
 SITES = [("north-referral", 0.70), ("east-referral", 0.60), ("south-screening", 0.15),
          ("west-screening", 0.10), ("central-clinic", 0.20)]  # (name, share of malignant rows)
@@ -115,8 +115,7 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
             held_out[name] = (df.iloc[:cut], df.iloc[cut:])
             ident = idents[name]
             site_anchor = AnchorFile.load(anchor_path, expect_project=kit.project_id, identity=ident)
-            job = ParticipantExport(kit, kit_path, ident, site_anchor, SiteWorkspace(folder / f"{name}.workspace"),
-                                    {"seed": SEED + k})
+            job = ParticipantRound(kit, kit_path, ident, SiteWorkspace(folder / f"{name}.workspace"), anchor=site_anchor, site_settings={"seed": SEED + k})
             job.load(folder / "local-data.csv")
             sealed = job.seal(bundles_dir / f"{name}.dcbundle")
             say(f"{name}: bundle {sealed.path} ({sealed.size // 1024} KiB)")

@@ -1,6 +1,6 @@
 """The participant's half of a round: CSV → private reduction → sealed bundle; later package → results.
 
-:class:`ParticipantExport` is the object the export wizard holds and the CLI drives: load the CSV, compute
+:class:`ParticipantRound` is the object the export wizard holds and the CLI drives: load the CSV, compute
 (and show) what leaves, then seal. :func:`apply_package` is the site's last step.
 """
 
@@ -23,10 +23,10 @@ from .formats.anchor import AnchorFile
 from .formats.envelope import Payload, SealedFile, inspect, open_sealed, seal
 from .formats.identity import Identity
 from .formats.kit import Kit
-from .formats.workspace import SiteWorkspace
+from .formats.workspace import SiteWorkspace, remove_empty_workspace
 from .learn.intervals import estimate, mcnemar_p
 from .learn.local_model import fit_local_model, has_local_model, keeps_local_model, local_predict_proba
-from .methods import SiteExport, SiteInput, get_method
+from .methods import SiteExport, SiteInput, get_method, method_class
 
 
 def hash_ids(ids: np.ndarray, key: bytes) -> np.ndarray:
@@ -37,37 +37,91 @@ def hash_ids(ids: np.ndarray, key: bytes) -> np.ndarray:
     return out
 
 
-class ParticipantExport:
-    """One site's export for one project.
+def needs_anchor(kit: Kit) -> bool:
+    """Whether the kit's method needs the participants' anchor file (the wizard skips its anchor page if not)."""
+    return method_class(kit.method).needs_anchor
+
+
+def check_analyst_pin(workspace_root: str | Path, kit: Kit) -> str:
+    """Trust on first use, checked without writing: ``"new"`` when this workspace has never seen the project
+    (or does not exist yet), ``"known"`` when the kit carries the analyst key it pinned; VerificationError naming
+    both fingerprints when the kit is signed by another key."""
+    root = Path(workspace_root)
+    if not root.is_dir():
+        return "new"
+    return SiteWorkspace(root).pin_analyst(kit.project_id, kit.analyst, record=False)
+
+
+def load_anchor(path: str | Path, kit: Kit, identity: Identity) -> AnchorFile:
+    """The project's anchor file, decrypted with this site's identity and checked to be the kit's project's."""
+    return AnchorFile.load(path, expect_project=kit.project_id, identity=identity, project_name=kit.name)
+
+
+class ParticipantRound:
+    """One site's round for one project: the object the export wizard holds and the CLI drives.
+
+    It owns every step both front ends need, each done once: the analyst pin (trust on first use: checked
+    here, recorded when the bundle is sealed), the roster check, the method object, the site's settings
+    (checked when set), the anchor's project, reading the CSV against the kit, the private reduction, the
+    own-rows baseline, sealing with the audit line, and tidying a workspace it made when nothing was exported.
 
     Parameters
     ----------
     kit, kit_path : the verified project kit and where it was read from (copied into the workspace).
     identity : the site's unlocked identity (signs the bundle).
-    anchor : the project's anchor file (``None`` only for methods that need none).
-    workspace : where f_i and the permutation are kept.
+    workspace : the site's workspace (where f_i and the permutation are kept), or its folder (made when the
+        bundle is sealed).
+    anchor : the project's anchor file, or its path (then decrypted here with ``identity``, :func:`load_anchor`);
+        ``None`` only for methods that need none.
     site_settings : the method's site-side settings (:meth:`core.methods.base.Method.site_settings_spec`).
+
+    Attributes
+    ----------
+    first_use : whether this workspace had never seen the project's analyst (the pin is new).
+    table, block, export_ : the CSV read, its feature block (clustering), the computed reduction.
     """
 
-    def __init__(self, kit: Kit, kit_path: str | Path, identity: Identity, anchor: AnchorFile | None,
-                 workspace: SiteWorkspace, site_settings: dict | None = None):
+    def __init__(self, kit: Kit, kit_path: str | Path, identity: Identity, workspace: SiteWorkspace | str | Path, *,
+                 anchor: AnchorFile | str | Path | None = None, site_settings: dict | None = None):
+        root = workspace.root if isinstance(workspace, SiteWorkspace) else Path(workspace)
+        self.first_use = check_analyst_pin(root, kit) == "new"  # refuses a kit signed by another analyst key
+        self.anchor_path = None
+        if isinstance(anchor, str | Path):
+            self.anchor_path, anchor = Path(anchor), load_anchor(anchor, kit, identity)
         if anchor is not None and anchor.project_id != kit.project_id:
             raise ConfigError("the anchor file belongs to another project than the kit")
         if not kit.roster_allows(identity.card):
             raise ConfigError("this identity is not on the kit's roster of expected sites")
-        pin = workspace.pinned_analyst(kit.project_id)
-        if pin is not None:  # trust on first use: the same project never changes analyst key
-            workspace.pin_analyst(kit.project_id, kit.analyst)
-        self.kit, self.kit_path, self.identity, self.anchor = kit, Path(kit_path), identity, anchor
-        self.workspace = workspace
         self.method = get_method(kit.method, kit.settings)
         if self.method.needs_anchor and anchor is None:
-            raise ConfigError("this project's method needs the participants' anchor file")
-        self.site_settings = self.method.check_site_settings(dict(site_settings or {}))
+            raise ConfigError("this project needs its anchor file: give it with --anchor FILE (in the app: the "
+                              "anchor page); the lead participant makes it with `dcstudio anchor new` and hands it "
+                              "to every site")
+        self.kit, self.kit_path, self.identity, self.anchor = kit, Path(kit_path), identity, anchor
+        self.site_settings: dict = {}
+        self.set_site_settings(site_settings)
+        self.workspace_root = root
+        self._workspace = workspace if isinstance(workspace, SiteWorkspace) else None
+        self._made_workspace = False
         self.table: LocalTable | None = None
         self.block: str | None = None
         self.export_: SiteExport | None = None
         self.local_baseline = True  # train the own-rows model that ``apply --validate`` compares with
+
+    @property
+    def workspace(self) -> SiteWorkspace:
+        """The site's workspace, made on first use (sealing): reading and reducing the CSV write nothing."""
+        if self._workspace is None:
+            self._made_workspace = not self.workspace_root.exists()
+            self._workspace = SiteWorkspace(self.workspace_root)
+        return self._workspace
+
+    def set_site_settings(self, settings: dict | None) -> dict:
+        """Check and keep the site's settings (ConfigError naming the setting); a change discards the reduction."""
+        checked = self.method.check_site_settings(dict(settings or {}))
+        if checked != self.site_settings:
+            self.site_settings, self.export_ = checked, None
+        return checked
 
     def load(self, csv_path: str | Path, options: CsvOptions | None = None, *, block: str | None = None,
              control: JobControl | None = None) -> LocalTable:
@@ -98,6 +152,7 @@ class ParticipantExport:
         return self.table
 
     def compute(self, control: JobControl | None = None) -> SiteExport:
+        """The private reduction of the loaded rows (what would leave, shown before sealing)."""
         if self.table is None:
             raise ConfigError("load a CSV first")
         t = self.table
@@ -116,8 +171,8 @@ class ParticipantExport:
         anchor = None if self.anchor is None else self.anchor.generate()
         if anchor is not None and self.block is not None:
             anchor = anchor[:, self.kit.schema.block_indices(self.block)]  # the anchor split by the same blocks
-        site = SiteInput(t.X, t.y, list(self.kit.schema.classes), anchor, ids_hashed,
-                         self.method.check_site_settings(self.site_settings), block=self.block)
+        site = SiteInput(t.X, t.y, list(self.kit.schema.classes), anchor, ids_hashed, self.site_settings,
+                         block=self.block)
         self.export_ = self.method.site_compute(site, control)
         if self.local_baseline and self.kit.task == "classification" and t.y is not None \
                 and len(np.unique(t.y)) >= 2:
@@ -129,23 +184,47 @@ class ParticipantExport:
             self.export_.stays.append("a logistic regression trained on these rows (to check the package against)")
         return self.export_
 
-    def seal(self, out_path: str | Path, control: JobControl | None = None) -> SealedFile:
+    def check_target(self, out_path: str | Path, *, replace: bool = False) -> None:
+        """Refuse a bundle path that exists (unless ``replace``) or that names one of the round's inputs."""
+        out = Path(out_path)
+        if out.exists() and not replace:
+            raise ConfigError(f"{out} exists; choose another name or allow replacing it (--force)", path=out)
+        inputs = [("the CSV", self.table.source if self.table is not None else None), ("the kit", self.kit_path),
+                  ("the anchor file", self.anchor_path)]
+        for what, path in inputs:
+            if path and same_file(out, path):
+                raise ConfigError(f"the bundle would overwrite {what}; choose another file name", path=out)
+
+    def seal(self, out_path: str | Path, *, replace: bool = False, control: JobControl | None = None) -> SealedFile:
+        """Seal the bundle to the kit's analyst (computing the reduction first if needed).
+
+        Private state first, the shared file last: the workspace keeps f_i, the permutation and the own-rows
+        model, the audit line is appended and the analyst pinned before the bundle gets its final name, so a
+        kill at any moment leaves no bundle without its state. A failure leaves no workspace this round made."""
         control = ensure(control)
-        if self.export_ is None:
-            self.compute(control.sub(0.0, 0.5))
-            control = control.sub(0.5, 1.0)
+        self.check_target(out_path, replace=replace)
+        try:
+            if self.export_ is None:
+                self.compute(control.sub(0.0, 0.5))
+                control = control.sub(0.5, 1.0)
+            return self._seal(Path(out_path), control)
+        except BaseException:
+            self.tidy()
+            raise
+
+    def _seal(self, out_path: Path, control: JobControl) -> SealedFile:
         ex = self.export_
         manifest = {**ex.manifest, "method": self.method.name, "family": self.method.family,
                     "kit_digest": self.kit.digest(), "schema_digest": self.kit.schema.digest(),
                     "site": self.identity.card.name, "software": __version__}
-        self.workspace.pin_analyst(self.kit.project_id, self.kit.analyst)
 
         def keep_state(sealed: SealedFile) -> None:
-            """Private state first, the shared file last: runs before the bundle gets its final name."""
+            """Runs before the bundle gets its final name."""
+            self.workspace.pin_analyst(self.kit.project_id, self.kit.analyst)
             self.workspace.save_export(self.kit_path, self.kit.project_id, sealed.digest, ex.private_arrays,
                                        {**ex.private_meta, "method": self.method.name, "csv": str(self.table.source),
                                         "rows": int(self.table.n_rows), "envelope_id": sealed.binding.envelope_id})
-            self.workspace.audit.append("export", project=self.kit.project_id, file=str(Path(out_path).resolve()),
+            self.workspace.audit.append("export", project=self.kit.project_id, file=str(out_path.resolve()),
                                         digest=sealed.digest, envelope_id=sealed.binding.envelope_id,
                                         rows=int(self.table.n_rows), arrays=sorted(ex.arrays))
 
@@ -153,6 +232,12 @@ class ParticipantExport:
         return seal(out_path, Payload(manifest, ex.arrays), kind="bundle", project_id=self.kit.project_id,
                     sender=self.identity, recipient=self.kit.analyst, audit_head=self.workspace.audit.head(),
                     before_publish=keep_state, control=control)
+
+    def tidy(self) -> None:
+        """Remove the workspace folder if this round made it and nothing was written to it (a failed first
+        export)."""
+        if self._made_workspace:
+            remove_empty_workspace(self.workspace_root)
 
 
 @dataclass

@@ -22,7 +22,7 @@ from core.formats.anchor import AnchorFile, make_anchor  # noqa: E402
 from core.formats.identity import Identity  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
 from core.formats.workspace import AnalystWorkspace, SiteWorkspace, default_workspace  # noqa: E402
-from core.participant import ParticipantExport  # noqa: E402
+from core.participant import ParticipantRound  # noqa: E402
 from gui import settings as app_settings  # noqa: E402
 from gui.participant import ParticipantWizard, ResultsWindow  # noqa: E402
 from tests.roundkit import FEATURES, make_sites  # noqa: E402
@@ -64,8 +64,8 @@ def round_packages(project):
     bundles = []
     for name, ident in project["idents"].items():
         ws = SiteWorkspace(default_workspace(d / f"{name}.dcid"))
-        job = ParticipantExport(kit, project["kit_path"], ident, AnchorFile.load(d / "round.dcanchor"), ws,
-                                {"seed": 1})
+        job = ParticipantRound(kit, project["kit_path"], ident, ws, anchor=AnchorFile.load(d / "round.dcanchor"),
+                               site_settings={"seed": 1})
         job.load(project["sites"][name][0])
         bundles.append(job.seal(d / "bundles" / f"{name}.dcbundle").path)
     session = AnalystSession(kit, project["analyst"], AnalystWorkspace(d / "analyst.workspace"))
@@ -297,9 +297,9 @@ def test_cancelled_export_leaves_no_file(qtbot, project, tmp_path, monkeypatch):
     exporter, gate = w.exporter, threading.Event()
     real_seal = exporter.seal
 
-    def held_seal(path, control=None):  # hold the job until the user has pressed Cancel
+    def held_seal(path, *, replace=False, control=None):  # hold the job until the user has pressed Cancel
         gate.wait(5)
-        return real_seal(path, control)
+        return real_seal(path, replace=replace, control=control)
 
     monkeypatch.setattr(exporter, "seal", held_seal)
     ep.export_button.click()
@@ -397,14 +397,17 @@ def test_continue_shows_a_window_at_once(qtbot, monkeypatch):
     assert start.child.isVisible() and not first.isVisible() and start.open_button.isEnabled()
 
 
-def test_a_wizard_closed_before_any_export_leaves_no_empty_workspace(qtbot, project, tmp_path):
-    """The workspace folder appears when the site reads its CSV; closing the wizard before anything was
-    written there removes it again (the CLI does the same after a failed first export)."""
+def test_a_wizard_closed_before_any_export_leaves_no_empty_workspace(qtbot, project, round_packages, tmp_path):
+    """Reading and reducing the CSV write nothing: the workspace folder appears only when the bundle is sealed,
+    so a site that closes the wizard before exporting leaves no trace (the CLI's failed first export neither)."""
     from tests.guiround import wizard_with_new_identity
 
     w = wizard_with_new_identity(qtbot, "Leaving early", tmp_path / "ids", PASS)
     root = w.workspace()
-    SiteWorkspace(root)  # as reading the CSV does
-    assert root.is_dir() and not any(p.is_file() for p in root.rglob("*"))
+    job = ParticipantRound(project["kit"], project["kit_path"], w.identity, root,
+                           anchor=AnchorFile.load(project["dir"] / "round.dcanchor"))
+    job.load(project["sites"]["site0"][0])
+    job.compute()
+    assert not root.exists()
     w.reject()
     assert not root.exists()

@@ -13,7 +13,7 @@ from core.formats.identity import Identity
 from core.formats.kit import Kit
 from core.formats.workspace import SiteWorkspace
 from core.learn.local_model import NAMES, fit_local_model, local_predict_proba
-from core.participant import ParticipantExport
+from core.participant import ParticipantRound
 from tests.cli import confirm, export_dccfl_round, run
 from tests.roundkit import make_sites
 
@@ -59,8 +59,7 @@ def test_bundle_carries_nothing_extra(round_dir):
     kit = Kit.load(d / "p.dckit")
     made = []
     for with_local in (False, True):
-        job = ParticipantExport(kit, d / "p.dckit", Identity.load(d / name / f"{name}.dcid", PASS),
-                                AnchorFile.load(d / "p.dcanchor"), SiteWorkspace(d / f"ws{with_local}"), {"seed": 4})
+        job = ParticipantRound(kit, d / "p.dckit", Identity.load(d / name / f"{name}.dcid", PASS), SiteWorkspace(d / f"ws{with_local}"), anchor=AnchorFile.load(d / "p.dcanchor"), site_settings={"seed": 4})
         job.local_baseline = with_local
         job.load(train)
         made.append(job.compute())

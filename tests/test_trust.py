@@ -22,7 +22,7 @@ from core.formats.audit import AuditLog
 from core.formats.identity import Identity, check_new_passphrase
 from core.formats.kit import Kit
 from core.formats.workspace import AnalystWorkspace, SiteWorkspace
-from core.participant import ParticipantExport, apply_package, check_package
+from core.participant import ParticipantRound, apply_package, check_package
 from core.robustness import scale_flags
 from tests.cli import run
 from tests.test_envelope import raw_npy, seal_members
@@ -57,7 +57,7 @@ def rnd(tmp_path_factory):
         part["note"] = ["=HYPERLINK(\"http://evil\")", "@SUM(1)", "-1.5", "plain"] * 17 + ["x", "y"]
         part.to_csv(d / f"site{i}.csv", index=False)
         ws = SiteWorkspace(d / f"site{i}.ws")
-        job = ParticipantExport(r.kit, r.kit_path, site, r.anchor, ws, {"seed": i})
+        job = ParticipantRound(r.kit, r.kit_path, site, ws, anchor=r.anchor, site_settings={"seed": i})
         job.load(d / f"site{i}.csv")
         r.bundles.append(job.seal(d / "bundles" / f"site{i}.dcbundle"))
         r.ws.append(ws)
@@ -82,7 +82,7 @@ def test_site_pins_the_analyst_and_refuses_a_substituted_kit(rnd, tmp_path, caps
     fake = Kit.load(tmp_path / "fake.dckit")
     assert fake.project_id == rnd.kit.project_id
     with pytest.raises(VerificationError) as err:
-        ParticipantExport(fake, tmp_path / "fake.dckit", rnd.sites[0], rnd.anchor, rnd.ws[0])
+        ParticipantRound(fake, tmp_path / "fake.dckit", rnd.sites[0], rnd.ws[0], anchor=rnd.anchor)
     assert impostor.card.fingerprint in str(err.value) and rnd.analyst.card.fingerprint in str(err.value)
     assert Kit.load(rnd.ws[0].kit_path(rnd.kit.project_id)).analyst.key_id == rnd.analyst.card.key_id
     assert run("kit", "show", rnd.kit_path) == 0
@@ -289,7 +289,7 @@ def test_workspaces_are_private_whatever_the_umask(rnd, tmp_path):
     old = os.umask(0)
     try:
         ws = SiteWorkspace(tmp_path / "w")
-        job = ParticipantExport(rnd.kit, rnd.kit_path, rnd.sites[0], rnd.anchor, ws, {"seed": 0})
+        job = ParticipantRound(rnd.kit, rnd.kit_path, rnd.sites[0], ws, anchor=rnd.anchor, site_settings={"seed": 0})
         job.load(rnd.csv[0])
         sealed = job.seal(tmp_path / "b.dcbundle")
     finally:

@@ -33,14 +33,14 @@ if str(ROOT) not in sys.path:
 
 from core.analyst import AnalystSession  # noqa: E402
 from core.data.schema import FeatureColumn, Schema  # noqa: E402
+from core.fileio import utc_now, write_json_atomic  # noqa: E402
 from core.formats.anchor import AnchorFile  # noqa: E402
 from core.formats.envelope import TRAILER_LEN, file_digest  # noqa: E402
-from core.fileio import utc_now, write_json_atomic  # noqa: E402
 from core.formats.identity import SCRYPT_LOG_N_MIN, Identity  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
 from core.formats.workspace import AnalystWorkspace, SiteWorkspace  # noqa: E402
 from core.kit_builder import build_kit  # noqa: E402
-from core.participant import ParticipantExport, hash_ids  # noqa: E402
+from core.participant import ParticipantRound, hash_ids  # noqa: E402
 
 PASSPHRASE = "dcstudio test vectors"
 LOG_N = SCRYPT_LOG_N_MIN
@@ -133,8 +133,7 @@ def make(out: Path) -> dict:
         anchor.save(out / "project.dcanchor")
         anchor = AnchorFile.load(out / "project.dcanchor", expect_project=PROJECT_ID)
 
-        export = ParticipantExport(kit, kit_path, site, anchor, SiteWorkspace(tmp / "site.workspace"),
-                                   dict(SITE_SETTINGS))
+        export = ParticipantRound(kit, kit_path, site, SiteWorkspace(tmp / "site.workspace"), anchor=anchor, site_settings=dict(SITE_SETTINGS))
         export.load(csv_path)
         bundle = export.seal(out / "site.dcbundle").path
 

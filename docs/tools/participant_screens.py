@@ -26,7 +26,7 @@ from core.formats.anchor import AnchorFile  # noqa: E402
 from core.formats.identity import Identity  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
 from core.formats.workspace import AnalystWorkspace, SiteWorkspace, default_workspace  # noqa: E402
-from core.participant import ParticipantExport  # noqa: E402
+from core.participant import ParticipantRound  # noqa: E402
 from gui import settings as app_settings  # noqa: E402
 
 PASS = "blue harbour seven lanterns"
@@ -170,8 +170,7 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         # the analyst's half, by core: a second site, the run, the packages
         kit = Kit.load(p["kit_path"])
         anchor = AnchorFile.load(workdir / "site" / "cardiac.dcanchor", identity=p["other"])
-        other = ParticipantExport(kit, p["kit_path"], p["other"], anchor,
-                                  SiteWorkspace(default_workspace(workdir / "northside.dcid")), {"seed": 2})
+        other = ParticipantRound(kit, p["kit_path"], p["other"], SiteWorkspace(default_workspace(workdir / "northside.dcid")), anchor=anchor, site_settings={"seed": 2})
         other.load(data / "other-site.csv")
         other_bundle = other.seal(workdir / "northside.dcbundle").path
         session = AnalystSession(kit, p["analyst"], AnalystWorkspace(workdir / "analyst.workspace"))

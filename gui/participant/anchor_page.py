@@ -23,6 +23,7 @@ from core.data.tabular import read_table
 from core.errors import DCError
 from core.formats.anchor import KINDS, AnchorFile, anchor_for_kit
 from core.formats.identity import PublicCard
+from core.participant import load_anchor
 
 from .. import settings as app_settings
 from ..widgets import MessageLabel
@@ -184,8 +185,7 @@ class AnchorPage(Page):
             self._set_anchor(None, None)
             return
         try:
-            anchor = AnchorFile.load(path, expect_project=self.state.kit.project_id, identity=self.state.identity,
-                                     project_name=self.state.kit.name)
+            anchor = load_anchor(path, self.state.kit, self.state.identity)
         except DCError as exc:
             self._set_anchor(None, None)
             self.message.show_message("error", str(exc))

@@ -30,9 +30,8 @@ from PySide6.QtWidgets import (
 
 from core.data.tabular import MISSING_TOKENS, CsvFormat, CsvOptions, LocalTable, data_records, preview
 from core.errors import DCError
-from core.formats.workspace import SiteWorkspace
 from core.methods import get_method
-from core.participant import ParticipantExport
+from core.participant import ParticipantRound
 
 from ..jobs import Job
 from .common import Page, PathField, TextFrameModel
@@ -48,7 +47,7 @@ _UNKNOWN_LABELS = re.compile(r"the label column '[^']*' has values? (.*?) on [\d
 
 
 class DataPage(Page):
-    """Choose the CSV, check its format and columns, and read it with :meth:`ParticipantExport.load`.
+    """Choose the CSV, check its format and columns, and read it with :meth:`ParticipantRound.load`.
 
     Test hooks: ``csv_field`` (PathField; ``set_csv(path)``), ``encoding_combo``, ``delimiter_combo``,
     ``decimal_combo`` (item data None = detect), ``missing_edit``, ``impute_check``, ``preview_view`` /
@@ -60,7 +59,7 @@ class DataPage(Page):
         super().__init__(self.tr("Your data"),
                          self.tr("Choose this site's CSV file. It is read here, on this computer; nothing "
                                  "leaves it on this page."))
-        self.exporter: ParticipantExport | None = None
+        self.exporter: ParticipantRound | None = None
         self.table: LocalTable | None = None
         self.fmt: CsvFormat | None = None
         self.frame: pd.DataFrame | None = None
@@ -308,7 +307,7 @@ class DataPage(Page):
     def _load(self, path: str, options: CsvOptions) -> None:
         s = self.state
         try:
-            exporter = ParticipantExport(s.kit, s.kit_path, s.identity, s.anchor, SiteWorkspace(s.workspace()))
+            exporter = ParticipantRound(s.kit, s.kit_path, s.identity, s.workspace(), anchor=s.anchor)
         except DCError as exc:
             self.message.show_message("error", str(exc))
             return

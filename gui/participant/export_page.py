@@ -121,8 +121,8 @@ class ExportPage(Page):
             if self.wizard() is not None and self.wizard().currentPage() is self:
                 self.wizard().next()
 
-        self.start(lambda control: exporter.seal(target, control), self.tr("Sealing the bundle…"), ok,
-                   on_end=self._update_target)
+        self.start(lambda control: exporter.seal(target, replace=True, control=control),  # the page said "replaced"
+                   self.tr("Sealing the bundle…"), ok, on_end=self._update_target)
 
     def isComplete(self) -> bool:
         return self.sealed is not None and not self.busy

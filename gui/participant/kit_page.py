@@ -10,9 +10,9 @@ from PySide6.QtWidgets import QCheckBox, QFormLayout, QGroupBox, QLabel, QVBoxLa
 
 from core.errors import DCError
 from core.formats.kit import Kit
-from core.formats.workspace import SiteWorkspace
 from core.learn.reduction import default_dimension
 from core.methods import METHODS, get_method
+from core.participant import check_analyst_pin
 
 from ..widgets import FingerprintView
 from .common import ANCHOR_WORDS, LABELS_LEAVE_WORDS, Page, PathField
@@ -134,12 +134,10 @@ class KitPage(Page):
     def _pinned_problem(self, kit: Kit) -> str:
         """Trust on first use: a kit for a project this workspace knows must carry the analyst key it pinned."""
         workspace = self.wizard().workspace() if self.wizard() is not None else None
-        if workspace is None or not Path(workspace).is_dir():
+        if workspace is None:
             return ""
         try:
-            ws = SiteWorkspace(workspace)
-            if ws.pinned_analyst(kit.project_id) is not None:
-                ws.pin_analyst(kit.project_id, kit.analyst)  # raises, naming both fingerprints, on another key
+            check_analyst_pin(workspace, kit)  # raises, naming both fingerprints, on another key
         except DCError as exc:
             return str(exc)
         return ""

@@ -31,7 +31,7 @@ ENVELOPE_OVERHEAD = 4000
 
 class PrivacyPage(Page):
     """Choose this site's settings (generated from the method's site-side declarations), then read what leaves
-    (computed by :meth:`ParticipantExport.compute` in a job).
+    (computed by :meth:`ParticipantRound.compute` in a job).
 
     Test hooks: ``site_form`` (a :class:`gui.settings_form.SettingsForm`: ``site_form.set_value(name, v)``,
     ``site_form.widget(name)``), ``disclosure_table`` (one row per array that leaves: name, shape, type,
@@ -123,7 +123,7 @@ class PrivacyPage(Page):
             self.site_form.blockSignals(True)
             self.site_form.set_specs(method.site_settings_spec(), columns=m)
             self.site_form.blockSignals(False)
-        if exporter is None or exporter.export_ is None or self._computed_for != self.settings() \
+        if exporter is None or exporter.export_ is None or self._computed_for != exporter.site_settings \
                 or self.site_export is not exporter.export_:
             self.recompute()
 
@@ -143,12 +143,11 @@ class PrivacyPage(Page):
         if exporter is None:
             return
         try:
-            settings = self.settings()
+            settings = exporter.set_site_settings(self.settings())
         except DCError as exc:
             self._show(None)
             self.leaves_label.setText(html.escape(str(exc)))
             return
-        exporter.site_settings = dict(settings)
         exporter.export_ = None
         self.site_export = None
         self._show(None)

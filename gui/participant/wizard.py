@@ -17,9 +17,7 @@ from PySide6.QtWidgets import QWidget, QWizard
 from core.formats.anchor import AnchorFile
 from core.formats.identity import Identity
 from core.formats.kit import Kit
-from core.formats.workspace import remove_empty_workspace
-from core.methods import method_class
-from core.participant import ParticipantExport
+from core.participant import ParticipantRound, needs_anchor
 
 from ..screen import fit_window
 from .anchor_page import AnchorPage
@@ -62,7 +60,6 @@ class ParticipantWizard(QWizard):
         if kit_path:
             self.kit_page.kit_field.set_path(kit_path, emit=False)
         self.rejected.connect(self._stop_jobs)
-        self.finished.connect(self._tidy_workspace)
         fit_window(self, self.sizeHint())
 
     def sizeHint(self) -> QSize:
@@ -94,8 +91,7 @@ class ParticipantWizard(QWizard):
 
     def needs_anchor(self) -> bool:
         """Whether the kit's method needs the participants' anchor file (the anchor page is skipped if not)."""
-        kit = self.kit
-        return kit is None or method_class(kit.method).needs_anchor
+        return self.kit is None or needs_anchor(self.kit)
 
     def nextId(self) -> int:  # noqa: N802 - Qt's name
         following = super().nextId()
@@ -104,7 +100,7 @@ class ParticipantWizard(QWizard):
         return following
 
     @property
-    def exporter(self) -> ParticipantExport | None:
+    def exporter(self) -> ParticipantRound | None:
         return self.data_page.exporter
 
     def page_name(self) -> str:
@@ -113,12 +109,6 @@ class ParticipantWizard(QWizard):
             if pid == self.currentId():
                 return name
         return ""
-
-    def _tidy_workspace(self) -> None:
-        """A workspace folder this wizard made but never wrote to (the site stopped before exporting) goes."""
-        root = self.workspace()
-        if root is not None:
-            remove_empty_workspace(root)
 
     def _stop_jobs(self) -> None:
         for page in (self.identity_page, self.anchor_page, self.data_page, self.privacy_page, self.export_page):
