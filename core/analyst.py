@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import secrets
 import shutil
-import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -21,12 +19,13 @@ import numpy as np
 from . import __version__
 from .control import JobControl, ensure
 from .errors import ConfigError, DCError, DuplicateError, FormatError, UnconfirmedSender, VerificationError
-from .fileio import _fsync_dir, _pid_alive, write_json_atomic, write_text_atomic
+from .fileio import _fsync_dir, _pid_alive, safe_name, write_json_atomic, write_text_atomic
 from .formats.envelope import Opened, Payload, SealedFile, open_sealed, read_header, seal
 from .formats.identity import Identity, PublicCard, is_fingerprint, utc_now
 from .formats.kit import Kit
 from .formats.workspace import AnalystWorkspace
-from .methods import FitContext, MethodResult, ReceivedBundle, get_method
+from .methods import FitContext, Method, MethodResult, ReceivedBundle, get_method
+from .robustness import ScaleFlag, scale_flags
 
 
 @dataclass
@@ -51,26 +50,36 @@ class RunOutputs:
     summary: Path
 
 
-_FORBIDDEN = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]+')
-_RESERVED = re.compile(r"(?i)(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?")
+@dataclass
+class AnalystRun:
+    """One fit of the round, as the front ends show and export it: the method object that made it (built
+    once, with the kit's settings overlaid by the run's), its result, the bundles it covers, the sites the
+    analyst left out, and the out-of-scale flags of the bundles it covers (worked out once)."""
 
+    method: Method
+    result: MethodResult
+    bundles: list[ReceivedBundle]
+    excluded: list[ReceivedBundle] = field(default_factory=list)
+    scale_flags: list[ScaleFlag] = field(default_factory=list)
 
-def safe_name(name: str, fallback: str = "site") -> str:
-    """A file name that keeps the name readable ("Hôpital du Val-d'Oise" stays so): only the characters
-    Windows, macOS or Linux forbid in a file name become "_", leading/trailing dots and spaces go, and a
-    name Windows reserves (CON, NUL, COM1 …) gets a trailing "_"."""
-    text = _FORBIDDEN.sub("_", unicodedata.normalize("NFC", str(name))).strip(" .")[:120].rstrip(" .")
-    if _RESERVED.fullmatch(text):
-        text += "_"
-    return text or fallback
+    def summary_lines(self) -> list[str]:
+        return self.method.summary_lines(self.result.summary)
+
+    def views(self) -> list:
+        return self.method.views(self.result)
 
 
 OUTPUT_SUFFIXES = (".dcpkg",)
 OUTPUT_NAMES = ("report.html", "report.pdf", "summary.json")
 
 
-class AnalystSession:
-    """An analyst's open project: the kit, the analyst's identity and the workspace.
+class AnalystRound:
+    """The analyst's round for one project: the object the app holds and the CLI drives.
+
+    It owns every step both front ends need, each done once: the senders the analyst confirmed, verifying,
+    decrypting and checking each bundle (once: an imported bundle is kept open, :meth:`received` reuses it),
+    the kit's method object, the out-of-scale flags, the fit, and sealing the packages with the report,
+    summary and audit line as one unit.
 
     Only confirmed senders reach the parser: a bundle is opened only when its sender's fingerprint (read from
     the clear header, before the signature check and decryption) is on the kit's roster or was confirmed by
@@ -82,6 +91,9 @@ class AnalystSession:
         if identity.card.key_id != kit.analyst.key_id:
             raise VerificationError("this identity is not the analyst named in the kit")
         self.kit, self.identity, self.workspace = kit, identity, workspace
+        self.method = get_method(kit.method, kit.settings)  # checks every bundle; fixes the bundle family
+        self._open: dict[str, ReceivedBundle] = {}  # envelope id → bundle decrypted in this round
+        self._flags: dict[tuple[str, ...], list[ScaleFlag]] = {}
 
     # ---- confirmed senders -----------------------------------------------------------------------
     def confirmed_fingerprints(self) -> set[str]:
@@ -140,7 +152,7 @@ class AnalystSession:
         bundle = ReceivedBundle(card.name, card.fingerprint, opened.digest, opened.binding.envelope_id, m,
                                 opened.payload.arrays, card)
         try:
-            get_method(self.kit.method, self.kit.settings).check_bundle(bundle, self.kit)
+            self.method.check_bundle(bundle, self.kit)
         except FormatError as exc:
             raise FormatError(exc.message, path=path) from exc
         return bundle
@@ -177,6 +189,7 @@ class AnalystSession:
         for p, b, state in checked:
             rows = int(b.manifest.get("n_rows", 0))
             counts = b.arrays["label_counts"].tolist() if "label_counts" in b.arrays else []
+            self._open[b.envelope_id] = b
             if state == "new":
                 self.workspace.store(pid, p, b.envelope_id, b.digest, b.site, b.fingerprint, rows)
                 self.workspace.audit.append("import", project=pid, file=str(p.resolve()), digest=b.digest,
@@ -198,39 +211,76 @@ class AnalystSession:
 
     def received(self, envelope_ids: list[str] | None = None,
                  control: JobControl | None = None) -> list[ReceivedBundle]:
-        """Re-open the stored bundles (in import order), optionally only the given ids."""
+        """The stored bundles (in import order), optionally only the given ids: those imported in this round as
+        they were opened then, the others (imported earlier) verified and decrypted from the workspace now."""
         control = ensure(control)
         paths = self.workspace.stored(self.kit.project_id)
         out = []
         for k, p in enumerate(paths):
             if envelope_ids is not None and p.stem not in envelope_ids:
                 continue
-            control.step(k / max(1, len(paths)), f"opening {p.name}")
-            out.append(self.open_bundle(p))
+            if p.stem not in self._open:
+                control.step(k / max(1, len(paths)), f"opening {p.name}")
+                self._open[p.stem] = self.open_bundle(p)
+            out.append(self._open[p.stem])
         return out
+
+    def import_folder(self, folder: str | Path, control: JobControl | None = None
+                      ) -> tuple[list[ImportReport], list[ReceivedBundle]]:
+        """Import every .dcbundle of ``folder`` (files identical to imported ones are reported, not stored
+        again) and return the reports with the bundles they hold."""
+        d = Path(folder)
+        if not d.is_dir():
+            raise ConfigError(f"{d} is not a folder")
+        files = sorted(d.glob("*.dcbundle"))
+        if not files:
+            raise ConfigError(f"{d} holds no .dcbundle files")
+        reports = self.import_bundles(files, control, allow_known=True)
+        return reports, self.received([r.envelope_id for r in reports])
+
+    def scale_flags(self, bundles: list[ReceivedBundle]) -> list[ScaleFlag]:
+        """The out-of-scale sites among ``bundles`` (:mod:`core.robustness`), worked out once per set."""
+        key = tuple(sorted(b.digest for b in bundles))
+        if key not in self._flags:
+            self._flags[key] = scale_flags(bundles)
+        return self._flags[key]
+
+    @staticmethod
+    def split_excluded(bundles: list[ReceivedBundle], names: list[str]
+                       ) -> tuple[list[ReceivedBundle], list[ReceivedBundle]]:
+        """(kept, excluded): the sites named (by site name or fingerprint) are left out; a name that matches no
+        site, or leaving no site, is refused."""
+        wanted = {n.strip() for n in names}
+        hit = {n for n in wanted for b in bundles if n in (b.site, b.fingerprint)}
+        if wanted - hit:
+            raise ConfigError(f"no imported site is named {', '.join(sorted(wanted - hit))} (to exclude)")
+        keep = [b for b in bundles if b.site not in wanted and b.fingerprint not in wanted]
+        if not keep:
+            raise ConfigError("excluding these sites leaves no site to analyse")
+        return keep, [b for b in bundles if b not in keep]
 
     # ---- analysis --------------------------------------------------------------------------------
     def run(self, bundles: list[ReceivedBundle], method: str | None = None, settings: dict | None = None,
-            control: JobControl | None = None, on_epoch=None) -> MethodResult:
+            control: JobControl | None = None, on_epoch=None, *,
+            excluded: list[ReceivedBundle] | None = None) -> AnalystRun:
         """Fit the kit's method (or another of the same bundle family) with the kit's settings overlaid by
-        ``settings``."""
+        ``settings``, on ``bundles``; ``excluded`` lists sites the analyst left out (no package, named in the
+        summary)."""
         name = method or self.kit.method
         merged = {**(self.kit.settings if name == self.kit.method else {}), **(settings or {})}
         m = get_method(name, merged)
-        if m.family != get_method(self.kit.method, self.kit.settings).family:
+        if m.family != self.method.family:
             raise FormatError(f"bundles of this kit cannot be analysed with method '{name}'")
         context = FitContext(list(self.kit.schema.classes), list(self.kit.schema.block_names), control, on_epoch)
-        return m.fit(bundles, context)
+        return AnalystRun(m, m.fit(bundles, context), list(bundles), list(excluded or []), self.scale_flags(bundles))
 
-    def export(self, result: MethodResult, bundles: list[ReceivedBundle], out_dir: str | Path,
-               control: JobControl | None = None, *, excluded: list[ReceivedBundle] | None = None) -> RunOutputs:
+    def export(self, run: AnalystRun, out_dir: str | Path, control: JobControl | None = None) -> RunOutputs:
         """Seal one package per site and write report.html and summary.json: one unit, in ``out_dir``.
 
         Everything is written into a staging folder beside ``out_dir`` (summary.json last), the audit line
         is appended, and only then the staging folder becomes ``out_dir`` by rename (a previous ``out_dir``
         holding only run outputs is replaced). A kill at any moment leaves either the old set or the new
         set, never a mix; :func:`recover_outputs` finishes or discards an interrupted publish on the next run.
-        ``excluded`` lists sites the analyst left out (recorded in the summary, no package).
         """
         control = ensure(control)
         out_dir = Path(out_dir).absolute()
@@ -240,7 +290,8 @@ class AnalystSession:
         shutil.rmtree(stage, ignore_errors=True)
         stage.mkdir(parents=True)
         try:
-            outputs = self._write_outputs(result, bundles, stage, control, excluded or [])
+            outputs = self._write_outputs(run, stage, control)
+            bundles = run.bundles
             self.workspace.audit.append("export-packages", project=self.kit.project_id, run_id=outputs[1],
                                         out=str(out_dir), packages=[
                                             {"site": b.site, "file": s.path.name, "digest": s.digest,
@@ -254,11 +305,10 @@ class AnalystSession:
         return RunOutputs([replace(s, path=out_dir / s.path.name) for s in o.packages], out_dir / o.report.name,
                           out_dir / o.summary.name)
 
-    def _write_outputs(self, result: MethodResult, bundles: list[ReceivedBundle], out_dir: Path,
-                       control: JobControl, excluded: list[ReceivedBundle]) -> tuple[RunOutputs, str]:
+    def _write_outputs(self, run: AnalystRun, out_dir: Path, control: JobControl) -> tuple[RunOutputs, str]:
         from .report import render_report
-        from .robustness import scale_flags
 
+        result, bundles, excluded = run.result, run.bundles, run.excluded
         run_id, run_created = secrets.token_hex(8), utc_now()
         run_seq = self.workspace.audit.verify()  # the audit log only grows: orders runs made within one second
         audit_head = self.workspace.audit.head()
@@ -283,11 +333,11 @@ class AnalystSession:
                    "packages": [{"site": bundles[k].site, "file": sealed[k].path.name, "digest": sealed[k].digest}
                                 for k in canon],
                    "run": {"id": run_id, "created": run_created, "audit_head": audit_head},
-                   "scale_flags": [f.to_dict() for f in scale_flags(bundles)],
+                   "scale_flags": [f.to_dict() for f in run.scale_flags],
                    "excluded": [{"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest}
                                 for b in excluded]}
         summary_path, report_path = out_dir / "summary.json", out_dir / "report.html"
-        write_text_atomic(report_path, render_report(self.kit, result, summary))
+        write_text_atomic(report_path, render_report(self.kit, run.method, result, summary))
         write_json_atomic(summary_path, summary)  # last: its presence marks the staged set complete
         control.step(1.0, "packages written")
         return RunOutputs(sealed, report_path, summary_path), run_id
@@ -340,7 +390,7 @@ def _publish(stage: Path, out_dir: Path) -> None:
 
 
 def recover_outputs(out_dir: str | Path) -> None:
-    """Finish or undo what a killed :meth:`AnalystSession.export` left beside ``out_dir``.
+    """Finish or undo what a killed :meth:`AnalystRound.export` left beside ``out_dir``.
 
     A staging folder whose writer is gone is published if complete (it has summary.json, written last; its
     audit line was appended before publishing) and removed otherwise; a set-aside previous output folder is

@@ -1,7 +1,7 @@
 """What the analyst has open, as a plain object that the app and tests share (napari's split: no Qt here).
 
-The open :class:`core.analyst.AnalystSession`, the received bundles, the threshold chosen on the Clients
-page and the last :class:`core.methods.MethodResult`. Listeners subscribe with :meth:`AnalystState.connect`
+The open :class:`core.analyst.AnalystRound` (``session``), the received bundles, the threshold chosen on the
+Clients page and the last :class:`core.analyst.AnalystRun`. Listeners subscribe with :meth:`AnalystState.connect`
 to one of :data:`EVENTS`; every setter emits exactly the events whose part changed.
 """
 
@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from .analyst import AnalystSession
+from .analyst import AnalystRound, AnalystRun
 from .methods import MethodResult, ReceivedBundle
 
 EVENTS = ("session", "bundles", "threshold", "result")
@@ -21,15 +21,14 @@ class AnalystState:
     """What the analyst has open. ``connect(event, callback)`` tells a listener when a part of it changed."""
 
     def __init__(self):
-        self.session: AnalystSession | None = None
+        self.session: AnalystRound | None = None
         self.kit_path: Path | None = None
         self.identity_path: Path | None = None
         self.bundles: list[ReceivedBundle] = []
         self.pending: dict[str, str] = {}  # fingerprint → site name of offered files whose sender is unconfirmed
         self.excluded: set[str] = set()  # sites the analyst leaves out of training (e.g. flagged out of scale)
         self.t_choice: str | float = "auto"  # "auto" or the threshold set on the Clients page
-        self.result: MethodResult | None = None
-        self.result_bundles: list[ReceivedBundle] = []
+        self.run: AnalystRun | None = None
         self.workspace_lock = threading.Lock()  # import and export never write the workspace at once
         self._listeners: dict[str, list[Callable[[], None]]] = {e: [] for e in EVENTS}
 
@@ -41,9 +40,9 @@ class AnalystState:
             callback()
 
     # ---- setters (each emits the events of what changed) ---------------------------------------------------
-    def set_session(self, session: AnalystSession | None, kit_path: Path | None, identity_path: Path | None) -> None:
+    def set_session(self, session: AnalystRound | None, kit_path: Path | None, identity_path: Path | None) -> None:
         self.session, self.kit_path, self.identity_path = session, kit_path, identity_path
-        self.bundles, self.result, self.result_bundles = [], None, []
+        self.bundles, self.run = [], None
         self.pending, self.excluded = {}, set()
         if session is not None:
             t = session.kit.settings.get("t", "auto")
@@ -58,8 +57,8 @@ class AnalystState:
             return
         self.bundles.extend(new)
         self._emit("bundles")
-        if self.result is not None:  # a result no longer covers every imported site
-            self.set_result(None, [])
+        if self.run is not None:  # a result no longer covers every imported site
+            self.set_run(None)
 
     def set_pending(self, pending: dict[str, str]) -> None:
         """Senders of offered files that the analyst has not confirmed yet (nothing of theirs was opened)."""
@@ -93,9 +92,17 @@ class AnalystState:
             self.t_choice = t
             self._emit("threshold")
 
-    def set_result(self, result: MethodResult | None, bundles: list[ReceivedBundle]) -> None:
-        self.result, self.result_bundles = result, list(bundles)
+    def set_run(self, run: AnalystRun | None) -> None:
+        self.run = run
         self._emit("result")
+
+    @property
+    def result(self) -> MethodResult | None:
+        return None if self.run is None else self.run.result
+
+    @property
+    def result_bundles(self) -> list[ReceivedBundle]:
+        return [] if self.run is None else self.run.bundles
 
     # ---- derived -----------------------------------------------------------------------------------------
     @property

@@ -78,7 +78,7 @@ def cmd_keys_new(args) -> None:
     from .formats.identity import Identity
 
     out = Path(args.out)
-    from .analyst import safe_name
+    from .fileio import safe_name
 
     stem = safe_name(args.name, "identity")
     dcid, dcpub = out / f"{stem}.dcid", out / f"{stem}.dcpub"
@@ -285,36 +285,35 @@ def _say_validation(v: dict) -> None:
             "fewer than 30 rows)")
 
 
-def _session(args):
-    from .analyst import AnalystSession
+def _analyst_round(args):
+    from .analyst import AnalystRound
     from .formats.kit import Kit
     from .formats.workspace import AnalystWorkspace, default_workspace
 
     ident = load_identity(args.identity)
     kit = Kit.load(args.kit, expect_analyst=ident.card)
-    ws = AnalystWorkspace(args.workspace or default_workspace(args.identity))
-    session = AnalystSession(kit, ident, ws)
+    analysis = AnalystRound(kit, ident, AnalystWorkspace(args.workspace or default_workspace(args.identity)))
     for item in [x for group in getattr(args, "confirm", None) or [] for x in group]:
-        _confirm(session, item)
-    return session
+        _confirm(analysis, item)
+    return analysis
 
 
-def _confirm(session, item: str) -> None:
+def _confirm(analysis, item: str) -> None:
     """``--confirm`` takes a fingerprint the analyst compared with the site, or the site's .dcpub card."""
     from .formats.identity import PublicCard
 
     if item.endswith(".dcpub") or Path(item).is_file():
         card = PublicCard.load(item)
-        session.confirm(card, how=f"--confirm {Path(item).name}")
+        analysis.confirm(card, how=f"--confirm {Path(item).name}")
         say(f"confirmed: '{card.name}' ({card.fingerprint})")
     else:
-        fp = session.confirm(item, how="--confirm fingerprint")
+        fp = analysis.confirm(item, how="--confirm fingerprint")
         say(f"confirmed: {fp}")
 
 
-def _no_senders_hint(session, files: list[Path]) -> None:
+def _no_senders_hint(analysis, files: list[Path]) -> None:
     """Fail closed, with the way out, when offered files come from senders nobody confirmed."""
-    pending = session.unconfirmed(files)
+    pending = analysis.unconfirmed(files)
     if pending:
         who = "; ".join(f"{p.name} from '{c.name}' ({c.fingerprint})" for p, c in pending[:4])
         more = f" and {len(pending) - 4} more" if len(pending) > 4 else ""
@@ -324,77 +323,52 @@ def _no_senders_hint(session, files: list[Path]) -> None:
                           "roster")
 
 
-def _bundle_files(folder: str) -> list[Path]:
-    d = Path(folder)
-    if not d.is_dir():
-        raise ConfigError(f"{d} is not a folder")
-    files = sorted(d.glob("*.dcbundle"))
-    if not files:
-        raise ConfigError(f"{d} holds no .dcbundle files")
-    return files
+def _import_and_run(args):
+    """The analyst's round over a folder of bundles, as ``analyst run`` and ``analyst estimate`` share it."""
+    from .methods import method_class
+
+    analysis = _analyst_round(args)
+    folder = Path(args.bundles)
+    _no_senders_hint(analysis, sorted(folder.glob("*.dcbundle")) if folder.is_dir() else [])
+    reports, received = analysis.import_folder(folder)
+    bundles, excluded = analysis.split_excluded(received, getattr(args, "exclude", None) or [])
+    name = args.method or analysis.kit.method
+    if getattr(args, "classification_only", False) and method_class(name).task != "classification":
+        raise ConfigError("estimate compares classification models; this kit clusters")
+    return analysis, reports, analysis.run(bundles, args.method, parse_sets(args.set, method_class(name)),
+                                           excluded=excluded)
 
 
 def cmd_analyst_import(args) -> None:
-    session = _session(args)
-    _no_senders_hint(session, [Path(p) for p in args.bundle])
-    for r in session.import_bundles([Path(p) for p in args.bundle]):
+    analysis = _analyst_round(args)
+    _no_senders_hint(analysis, [Path(p) for p in args.bundle])
+    for r in analysis.import_bundles([Path(p) for p in args.bundle]):
         say(f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows")
 
 
 def cmd_analyst_run(args) -> None:
-    from .robustness import describe, scale_flags
+    from .robustness import describe
 
-    session = _session(args)
-    files = _bundle_files(args.bundles)
-    _no_senders_hint(session, files)
-    reports = session.import_bundles(files, allow_known=True)
-    ids = [r.envelope_id for r in reports]
-    received = session.received(ids)
-    bundles, excluded = _exclude(received, args.exclude or [])
-    from .methods import get_method, method_class
-
-    name = args.method or session.kit.method
-    result = session.run(bundles, args.method, parse_sets(args.set, method_class(name)))
-    out = session.export(result, bundles, args.out, excluded=excluded)
+    analysis, reports, run = _import_and_run(args)
+    out = analysis.export(run, args.out)
     for r in reports:
         say(f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows")
-    for b in excluded:
+    for b in run.excluded:
         say(f"excluded: '{b.site}' ({b.fingerprint}) — no package")
-    for f in scale_flags(bundles):
+    for f in run.scale_flags:
         say(f"warning: out of scale: {describe(f)}; consider --exclude '{f.fingerprint}'")
-    say(*get_method(name, result.summary.get("settings")).summary_lines(result.summary))
+    say(*run.summary_lines())
     for p in out.packages:
         say(f"package: {p.path}")
     say(f"report:  {out.report}", f"summary: {out.summary}")
 
 
-def _exclude(bundles: list, names: list[str]) -> tuple[list, list]:
-    """Split off the bundles named by ``--exclude`` (a site name or a fingerprint); unknown names refuse."""
-    wanted = {n.strip() for n in names}
-    hit = {n for n in wanted for b in bundles if n in (b.site, b.fingerprint)}
-    if wanted - hit:
-        raise ConfigError(f"--exclude names no imported site: {', '.join(sorted(wanted - hit))}")
-    keep = [b for b in bundles if b.site not in wanted and b.fingerprint not in wanted]
-    if not keep:
-        raise ConfigError("--exclude leaves no site to analyse")
-    return keep, [b for b in bundles if b not in keep]
-
-
 def cmd_analyst_estimate(args) -> None:
     """Simulate before you collaborate: the expected gain per site from the bundles alone; nothing is sealed."""
-    from .methods import get_method, method_class
-
-    session = _session(args)
-    files = _bundle_files(args.bundles)
-    _no_senders_hint(session, files)
-    reports = session.import_bundles(files, allow_known=True)
-    bundles = session.received([r.envelope_id for r in reports])
-    name = args.method or session.kit.method
-    if method_class(name).task != "classification":
-        raise ConfigError("estimate compares classification models; this kit clusters")
-    result = session.run(bundles, args.method, parse_sets(args.set, method_class(name)))
-    s = result.summary
-    say(*get_method(name, s.get("settings")).summary_lines(s), "no package was written")
+    args.classification_only = True
+    _, _, run = _import_and_run(args)
+    s = run.result.summary
+    say(*run.summary_lines(), "no package was written")
     if args.json:
         from .fileio import write_json_atomic
 

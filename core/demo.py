@@ -19,15 +19,14 @@ import numpy as np
 import pandas as pd
 from sklearn.datasets import load_breast_cancer
 
-from .analyst import AnalystSession
+from .analyst import AnalystRound
 from .data.schema import infer_schema
 from .data.tabular import read_table
-from .formats.anchor import AnchorFile, make_anchor
+from .formats.anchor import make_anchor
 from .formats.identity import Identity, PublicCard
 from .formats.workspace import AnalystWorkspace, SiteWorkspace
 from .kit_builder import build_kit
 from .learn.mlp import BatchedMLP
-from .methods import get_method
 from .participant import ParticipantRound, apply_package
 
 SITES = [("north-referral", 0.70), ("east-referral", 0.60), ("south-screening", 0.15),
@@ -114,22 +113,21 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
             df.iloc[cut:].to_csv(folder / "held-out.csv", index=False)
             held_out[name] = (df.iloc[:cut], df.iloc[cut:])
             ident = idents[name]
-            site_anchor = AnchorFile.load(anchor_path, expect_project=kit.project_id, identity=ident)
-            job = ParticipantRound(kit, kit_path, ident, SiteWorkspace(folder / f"{name}.workspace"), anchor=site_anchor, site_settings={"seed": SEED + k})
+            job = ParticipantRound(kit, kit_path, ident, folder / f"{name}.workspace", anchor=anchor_path,
+                                   site_settings={"seed": SEED + k})
             job.load(folder / "local-data.csv")
             sealed = job.seal(bundles_dir / f"{name}.dcbundle")
             say(f"{name}: bundle {sealed.path} ({sealed.size // 1024} KiB)")
 
         step = "analyst: import and run"
-        session = AnalystSession(kit, analyst, AnalystWorkspace(analyst_dir / "analyst.workspace"))
+        analysis = AnalystRound(kit, analyst, AnalystWorkspace(analyst_dir / "analyst.workspace"))
         for name, _ in SITES:  # in a real round: after comparing each fingerprint with the site by phone
-            session.confirm(PublicCard.load(out / name / f"{name}.dcpub"), how="demo: the sites' cards")
-        reports = session.import_bundles(sorted(bundles_dir.glob("*.dcbundle")))
-        bundles = session.received([r.envelope_id for r in reports])
-        result = session.run(bundles)
-        outputs = session.export(result, bundles, out / "to-sites")
-        s = result.summary
-        say(*(f"analyst: {line}" for line in get_method(kit.method, kit.settings).summary_lines(s)),
+            analysis.confirm(PublicCard.load(out / name / f"{name}.dcpub"), how="demo: the sites' cards")
+        _, bundles = analysis.import_folder(bundles_dir)
+        run = analysis.run(bundles)
+        outputs = analysis.export(run, out / "to-sites")
+        s = run.result.summary
+        say(*(f"analyst: {line}" for line in run.summary_lines()),
             f"analyst: packages in {out / 'to-sites'}, report {outputs.report}")
 
         step = "sites: apply"

@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
+import unicodedata
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -202,3 +204,17 @@ def safe_cell(value: Any) -> Any:
 def utc_now() -> str:
     """The current UTC time as ``YYYY-MM-DDTHH:MM:SSZ``: the one time form in every file the product writes."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_FORBIDDEN = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]+')
+_RESERVED = re.compile(r"(?i)(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?")
+
+
+def safe_name(name: str, fallback: str = "site") -> str:
+    """A file name that keeps the name readable ("Hôpital du Val-d'Oise" stays so): only the characters
+    Windows, macOS or Linux forbid in a file name become "_", leading/trailing dots and spaces go, and a
+    name Windows reserves (CON, NUL, COM1 …) gets a trailing "_"."""
+    text = _FORBIDDEN.sub("_", unicodedata.normalize("NFC", str(name))).strip(" .")[:120].rstrip(" .")
+    if _RESERVED.fullmatch(text):
+        text += "_"
+    return text or fallback

@@ -198,9 +198,9 @@ class ParticipantRound:
     def seal(self, out_path: str | Path, *, replace: bool = False, control: JobControl | None = None) -> SealedFile:
         """Seal the bundle to the kit's analyst (computing the reduction first if needed).
 
-        Private state first, the shared file last: the workspace keeps f_i, the permutation and the own-rows
-        model, the audit line is appended and the analyst pinned before the bundle gets its final name, so a
-        kill at any moment leaves no bundle without its state. A failure leaves no workspace this round made."""
+        The analyst is pinned first; then private state before the shared file: the workspace keeps f_i, the
+        permutation and the own-rows model and the audit line is appended before the bundle gets its final name,
+        so a kill at any moment leaves no bundle without its state. A failure leaves no workspace this round made."""
         control = ensure(control)
         self.check_target(out_path, replace=replace)
         try:
@@ -220,7 +220,6 @@ class ParticipantRound:
 
         def keep_state(sealed: SealedFile) -> None:
             """Runs before the bundle gets its final name."""
-            self.workspace.pin_analyst(self.kit.project_id, self.kit.analyst)
             self.workspace.save_export(self.kit_path, self.kit.project_id, sealed.digest, ex.private_arrays,
                                        {**ex.private_meta, "method": self.method.name, "csv": str(self.table.source),
                                         "rows": int(self.table.n_rows), "envelope_id": sealed.binding.envelope_id})
@@ -228,6 +227,7 @@ class ParticipantRound:
                                         digest=sealed.digest, envelope_id=sealed.binding.envelope_id,
                                         rows=int(self.table.n_rows), arrays=sorted(ex.arrays))
 
+        self.workspace.pin_analyst(self.kit.project_id, self.kit.analyst)  # trust on first use, recorded
         self.workspace.audit.verify()
         return seal(out_path, Payload(manifest, ex.arrays), kind="bundle", project_id=self.kit.project_id,
                     sender=self.identity, recipient=self.kit.analyst, audit_head=self.workspace.audit.head(),

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import __version__
 from .formats.kit import Kit
-from .methods import MethodResult, get_method, method_class
+from .methods import Method, MethodResult
 from .methods.views import Bars, Curve, Heatmap, Scatter, Table, Text, View
 
 
@@ -225,10 +225,8 @@ def render_view(v: View) -> str:
     raise TypeError(f"unknown view {type(v).__name__}")
 
 
-def render_report(kit: Kit, result: MethodResult, summary: dict) -> str:
+def render_report(kit: Kit, method: Method, result: MethodResult, summary: dict) -> str:
     """The whole report: what was run on what, the method's own views, then settings, versions and digests."""
-    method = get_method(result.method, {k: v for k, v in summary.get("settings", {}).items()
-                                        if k in method_class(result.method).default_settings()})
     s = summary
     views = method.views(result)
     tables = "".join(render_view(v) for v in views if isinstance(v, Text | Table))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, Qt, Signal
 from PySide6.QtGui import QFont, QImage, QPixmap
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -13,6 +13,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from core.formats.identity import passphrase_score
 
 from .jobs import Job
 
@@ -207,3 +209,16 @@ class FingerprintView(QWidget):
         else:
             self.qr.setPixmap(QPixmap())
             self.qr.setFixedSize(0, 0)
+
+
+PASSPHRASE_HINTS = ("too short: use at least 8 characters", "weak: add words or characters", "fair", "good",
+                    "strong")
+
+
+def passphrase_strength(text: str) -> tuple[int, str]:
+    """The passphrase rating both roles show (:func:`core.formats.identity.passphrase_score`): 0–4 and a short
+    hint ("" for an empty field)."""
+    if not text:
+        return 0, ""
+    score = passphrase_score(text)
+    return score, QCoreApplication.translate("passphrase", PASSPHRASE_HINTS[score])

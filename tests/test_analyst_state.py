@@ -12,7 +12,7 @@ def test_state_imports_no_qt_and_emits_one_event_per_change():
     state.set_threshold(0.5)
     state.set_threshold(0.5)  # unchanged: no event
     assert heard == ["threshold"] and state.t_choice == 0.5
-    state.set_result(None, [])
+    state.set_run(None)
     state.set_session(None, None, None)
     assert heard == ["threshold", "result", "session", "bundles", "result"]
     assert state.kit is None and state.classes == [] and state.task == ""

@@ -25,8 +25,8 @@ from core.formats.kit import Kit  # noqa: E402
 from core.simulation.projects import build_project, fake_clustering_result  # noqa: E402
 from gui.analyst.bundles import COL_CONFIRMED, COL_FILE, COL_LABELS, COL_STATUS  # noqa: E402
 from gui.analyst.common import COUNTS_ROLE, NAMES_ROLE  # noqa: E402
-from gui.analyst.project import passphrase_strength  # noqa: E402
 from gui.analyst.window import AnalystWindow  # noqa: E402
+from gui.widgets import passphrase_strength  # noqa: E402
 
 PASS = "correct horse battery staple"
 
@@ -347,9 +347,9 @@ def test_cancel_training_keeps_nothing(qtbot, project, tmp_path):
 # ---- data clustering ---------------------------------------------------------------------------------------
 def test_data_clustering_page_draws_the_details_contract(qtbot):
     from gui.analyst.clustering import DataClusteringPage
-    from gui.analyst.state import AnalystState
+    from gui.analyst.state import QtAnalystState
 
-    page = DataClusteringPage(AnalystState())
+    page = DataClusteringPage(QtAnalystState())
     qtbot.addWidget(page)
     result = fake_clustering_result(n=300, k=3)
     page.show_result(result)
@@ -429,7 +429,7 @@ def test_report_pdf_keeps_fingerprints_and_headers_on_one_line(qtbot):
     from core.data.schema import Schema
     from core.formats.identity import Identity
     from core.formats.kit import Kit
-    from core.methods import MethodResult
+    from core.methods import MethodResult, get_method
     from core.report import render_report
     from gui.analyst.export import report_document
 
@@ -444,7 +444,7 @@ def test_report_pdf_keeps_fingerprints_and_headers_on_one_line(qtbot):
     summary = {"method": "dccfl", "t": 0.5, "n_clusters": 2, "sites": sites, "validation_curve": {"0.5": 0.8},
                "settings": {}, "inputs": [], "packages": []}
     M = np.array([[0, .3, .6, .2], [.3, 0, .5, .4], [.6, .5, 0, .1], [.2, .4, .1, 0]])
-    html = render_report(kit, MethodResult("dccfl", [], summary, {"distances": M}), summary)
+    html = render_report(kit, get_method("dccfl"), MethodResult("dccfl", [], summary, {"distances": M}), summary)
     assert "1 · Hôpital du Val-d'Oise" in html and ">0.60<" in html
     doc = report_document(html)
     for text in [*fps, "fingerprint"]:

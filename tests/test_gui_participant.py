@@ -15,7 +15,7 @@ pytest.importorskip("pytestqt")
 pytestmark = pytest.mark.usefixtures("private_settings")
 
 
-from core.analyst import AnalystSession  # noqa: E402
+from core.analyst import AnalystRound  # noqa: E402
 from core.data.schema import infer_schema  # noqa: E402
 from core.data.tabular import read_table  # noqa: E402
 from core.formats.anchor import AnchorFile, make_anchor  # noqa: E402
@@ -68,12 +68,12 @@ def round_packages(project):
                                site_settings={"seed": 1})
         job.load(project["sites"][name][0])
         bundles.append(job.seal(d / "bundles" / f"{name}.dcbundle").path)
-    session = AnalystSession(kit, project["analyst"], AnalystWorkspace(d / "analyst.workspace"))
+    session = AnalystRound(kit, project["analyst"], AnalystWorkspace(d / "analyst.workspace"))
     for ident in project["idents"].values():
         session.confirm(ident.card)
     ids = [r.envelope_id for r in session.import_bundles(bundles)]
     received = session.received(ids)
-    session.export(session.run(received), received, d / "out")
+    session.export(session.run(received), d / "out")
     return d / "out"
 
 
@@ -259,7 +259,7 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
     assert html.escape(bundle.name, quote=False) in done.file_label.text() and "workspace" in done.next_label.text()
 
     # the analyst's core imports it
-    session = AnalystSession(project["kit"], project["analyst"], AnalystWorkspace(tmp_path / "analyst.ws"))
+    session = AnalystRound(project["kit"], project["analyst"], AnalystWorkspace(tmp_path / "analyst.ws"))
     report = session.try_import(bundle)
     assert report.status == "unconfirmed" and report.rows == 0  # not opened until the analyst confirms the site
     session.confirm(report.card)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.analyst import AnalystSession, recover_outputs
+from core.analyst import AnalystRound, recover_outputs
 from core.data.schema import infer_schema
 from core.data.tabular import read_table
 from core.errors import ConfigError, DCError, FormatError, UnconfirmedSender, VerificationError
@@ -62,12 +62,12 @@ def rnd(tmp_path_factory):
         r.bundles.append(job.seal(d / "bundles" / f"site{i}.dcbundle"))
         r.ws.append(ws)
         r.csv.append(d / f"site{i}.csv")
-    r.session = AnalystSession(r.kit, r.analyst, AnalystWorkspace(d / "analyst.ws"))
+    r.session = AnalystRound(r.kit, r.analyst, AnalystWorkspace(d / "analyst.ws"))
     for site in r.sites:
         r.session.confirm(site.card)
     r.received = [r.session.open_bundle(b.path) for b in r.bundles]
     r.result = r.session.run(r.received)
-    r.out = r.session.export(r.result, r.received, d / "out")
+    r.out = r.session.export(r.result, d / "out")
     return r
 
 
@@ -94,7 +94,7 @@ def test_site_pins_the_analyst_and_refuses_a_substituted_kit(rnd, tmp_path, caps
 # ---- the analyst confirms every sender, before decryption -----------------------------------------------------
 
 def test_an_unconfirmed_sender_costs_only_its_header(rnd, tmp_path, monkeypatch):
-    session = AnalystSession(rnd.kit, rnd.analyst, AnalystWorkspace(tmp_path / "ws"))
+    session = AnalystRound(rnd.kit, rnd.analyst, AnalystWorkspace(tmp_path / "ws"))
 
     def boom(*args, **kwargs):
         raise AssertionError("an unconfirmed sender's file reached the signature check or decryption")
@@ -223,7 +223,7 @@ def test_an_interrupted_publish_is_finished_or_undone(rnd, tmp_path):
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(ConfigError, match="other files"):
-        rnd.session.export(rnd.result, rnd.received, tmp_path / "other")
+        rnd.session.export(rnd.result, tmp_path / "other")
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
 
 
@@ -256,7 +256,7 @@ def test_reapplying_or_applying_a_superseded_package_warns(rnd, tmp_path):
     again = apply_package(rnd.out.packages[1].path, rnd.sites[1], rnd.csv[1], tmp_path / "2.csv",
                           workspace=rnd.ws[1])
     assert any("already applied" in w for w in again.warnings)
-    newer = rnd.session.export(rnd.result, rnd.received, tmp_path / "rerun")
+    newer = rnd.session.export(rnd.result, tmp_path / "rerun")
     apply_package(newer.packages[1].path, rnd.sites[1], rnd.csv[1], tmp_path / "3.csv", workspace=rnd.ws[1])
     old = apply_package(rnd.out.packages[1].path, rnd.sites[1], rnd.csv[1], tmp_path / "4.csv",
                         workspace=rnd.ws[1])
@@ -343,8 +343,8 @@ def test_default_anchor_has_no_real_row_and_travels_encrypted(rnd, tmp_path):
 def test_the_report_and_cli_flag_and_exclude_sites(rnd, tmp_path):
     summary = json.loads(rnd.out.summary.read_text())
     assert summary["scale_flags"] == [] and summary["excluded"] == [] and len(summary["run"]["id"]) == 16
-    one = rnd.session.run(rnd.received[:1])
-    out = rnd.session.export(one, rnd.received[:1], tmp_path / "x", excluded=rnd.received[1:])
+    one = rnd.session.run(rnd.received[:1], excluded=rnd.received[1:])
+    out = rnd.session.export(one, tmp_path / "x")
     s = json.loads(out.summary.read_text())
     assert [e["site"] for e in s["excluded"]] == ["site1"] and len(out.packages) == 1
     assert "Sites excluded by the analyst" in out.report.read_text()

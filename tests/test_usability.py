@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.analyst import safe_name
 from core.cli import build_parser
 from core.control import JobControl
+from core.fileio import safe_name
 from core.methods import FitContext
 from core.wording import leaves_sentence
 from tests.cli import WF, refused, run
@@ -247,14 +247,14 @@ def test_dccfl_training_reports_its_phases():
 
     with tempfile.TemporaryDirectory() as tmp:
         p = build_project(Path(tmp) / "p", n_sites=3, rows=80, epochs=3)
-        from core.analyst import AnalystSession
+        from core.analyst import AnalystRound
         from core.formats.envelope import read_header
         from core.formats.identity import Identity
         from core.formats.kit import Kit
         from core.formats.workspace import AnalystWorkspace
 
         kit = Kit.load(p.kit)
-        session = AnalystSession(kit, Identity.load(p.identity, p.passphrase), AnalystWorkspace(Path(tmp) / "ws"))
+        session = AnalystRound(kit, Identity.load(p.identity, p.passphrase), AnalystWorkspace(Path(tmp) / "ws"))
         for b in p.bundles:
             session.confirm(read_header(b).sender)
         ids = [r.envelope_id for r in session.import_bundles(p.bundles)]

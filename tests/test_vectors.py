@@ -168,10 +168,10 @@ def test_package_answers_the_bundle(ids, kit):
 
 
 def test_bundle_passes_the_analysts_checks(ids, kit, tmp_path):
-    from core.analyst import AnalystSession
+    from core.analyst import AnalystRound
     from core.formats.workspace import AnalystWorkspace
 
-    session = AnalystSession(kit, ids["analyst"], AnalystWorkspace(tmp_path / "ws"))
+    session = AnalystRound(kit, ids["analyst"], AnalystWorkspace(tmp_path / "ws"))
     bundle = session.open_bundle(VECTORS / EXPECTED["bundle"]["file"])
     assert bundle.digest == EXPECTED["bundle"]["digest"] and bundle.site == ids["site"].card.name
 

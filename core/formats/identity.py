@@ -15,6 +15,7 @@ import contextlib
 import copy
 import hashlib
 import json
+import math
 import os
 import re
 import secrets
@@ -263,6 +264,20 @@ def check_new_passphrase(passphrase: str) -> None:
     text = unicodedata.normalize("NFC", passphrase) if isinstance(passphrase, str) else ""
     if len(text) < MIN_PASSPHRASE_CHARS or not text.strip():
         raise ConfigError(f"choose a passphrase of at least {MIN_PASSPHRASE_CHARS} characters")
+
+
+def passphrase_score(passphrase: str) -> int:
+    """0–4, the one strength rating both roles' pages show (a nudge, not a gate; no dictionary).
+
+    bits = length × log2(alphabet: 26 lower, 26 upper, 10 digits, 33 other, as present) × min(1, distinct
+    characters / max(4, length / 2)); 0 below the minimum length, then 1 / 2 / 3 / 4 from 45 / 65 / 90 bits."""
+    text = unicodedata.normalize("NFC", passphrase) if isinstance(passphrase, str) else ""
+    if len(text) < MIN_PASSPHRASE_CHARS or not text.strip():
+        return 0
+    pool = sum(n for test, n in ((str.islower, 26), (str.isupper, 26), (str.isdigit, 10)) if any(map(test, text)))
+    pool += 33 if any(not c.isalnum() for c in text) else 0
+    bits = len(text) * math.log2(max(pool, 2)) * min(1.0, len(set(text)) / max(4, len(text) / 2))
+    return 1 + sum(bits >= b for b in (45, 65, 90))
 
 
 def passphrase_ok(passphrase: str) -> bool:

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from core.analyst import AnalystSession  # noqa: E402
+from core.analyst import AnalystRound  # noqa: E402
 from core.data.schema import FeatureColumn, Schema  # noqa: E402
 from core.fileio import utc_now, write_json_atomic  # noqa: E402
 from core.formats.anchor import AnchorFile  # noqa: E402
@@ -137,11 +137,11 @@ def make(out: Path) -> dict:
         export.load(csv_path)
         bundle = export.seal(out / "site.dcbundle").path
 
-        session = AnalystSession(kit, analyst, AnalystWorkspace(tmp / "analyst.workspace"))
+        session = AnalystRound(kit, analyst, AnalystWorkspace(tmp / "analyst.workspace"))
         session.import_bundles([bundle])
         received = session.received()
         result = session.run(received)
-        outputs = session.export(result, received, tmp / "packages")
+        outputs = session.export(result, tmp / "packages")
         package = out / "site.dcpkg"
         shutil.copyfile(outputs.packages[0].path, package)
 

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from core.analyst import AnalystSession  # noqa: E402
+from core.analyst import AnalystRound  # noqa: E402
 from core.data.schema import infer_schema  # noqa: E402
 from core.formats.anchor import AnchorFile  # noqa: E402
 from core.formats.identity import Identity  # noqa: E402
@@ -173,12 +173,12 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         other = ParticipantRound(kit, p["kit_path"], p["other"], SiteWorkspace(default_workspace(workdir / "northside.dcid")), anchor=anchor, site_settings={"seed": 2})
         other.load(data / "other-site.csv")
         other_bundle = other.seal(workdir / "northside.dcbundle").path
-        session = AnalystSession(kit, p["analyst"], AnalystWorkspace(workdir / "analyst.workspace"))
+        session = AnalystRound(kit, p["analyst"], AnalystWorkspace(workdir / "analyst.workspace"))
         for _, card in session.unconfirmed([bundle, other_bundle]):  # fingerprints compared with each site
             session.confirm(card)
         ids = [r.envelope_id for r in session.import_bundles([bundle, other_bundle])]
         received = session.received(ids)
-        outputs = session.export(session.run(received), received, workdir / "packages")
+        outputs = session.export(session.run(received), workdir / "packages")
         package = next(s.path for s in outputs.packages if s.path.name.startswith("St Mary"))
 
         r = ResultsWindow()

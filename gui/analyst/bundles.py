@@ -1,7 +1,7 @@
 """Bundles page: drop or pick bundle files; each is verified and imported (or refused, with the reason).
 
-Each file goes through :meth:`core.analyst.AnalystSession.try_import` in a job; imported bundles are then
-re-opened with :meth:`~core.analyst.AnalystSession.received` and handed to :class:`AnalystState`.
+Each file goes through :meth:`core.analyst.AnalystRound.try_import` in a job; imported bundles are then
+re-opened with :meth:`~core.analyst.AnalystRound.received` and handed to :class:`QtAnalystState`.
 Only confirmed senders are opened: a file whose sender (read from its clear header) is neither on the kit's
 roster nor confirmed in the workspace is listed as waiting, nothing of it decrypted. Ticking its Confirmed box
 (after comparing the fingerprint by phone or on paper) confirms the key in the workspace and imports the
@@ -49,7 +49,7 @@ from .common import (
     label_counts,
     set_fingerprint_confirmed,
 )
-from .state import AnalystState
+from .state import QtAnalystState
 
 COL_SITE, COL_FINGERPRINT, COL_CONFIRMED, COL_STATUS, COL_ROWS, COL_LABELS, COL_FILE, COL_SCALE, COL_EXCLUDE \
     = range(9)
@@ -105,7 +105,7 @@ def expand_paths(paths: list[str | Path]) -> list[Path]:
 
 
 class BundlesPage(QWidget):
-    def __init__(self, state: AnalystState, parent: QWidget | None = None):
+    def __init__(self, state: QtAnalystState, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
         self._job: Job | None = None

@@ -40,7 +40,7 @@ from core.methods import METHODS, ClientDistances, get_method, method_class
 from ..views_panel import render_view
 from ..widgets import MessageLabel
 from .common import GREY, cluster_color, label_counts, make_plot
-from .state import AnalystState
+from .state import QtAnalystState
 
 DEFAULT_T = 0.2  # where the line starts before a threshold is chosen
 
@@ -70,7 +70,7 @@ def _keep_square(plot: pg.PlotWidget, n: int) -> None:
 
 
 class ClientsPage(QWidget):
-    def __init__(self, state: AnalystState, parent: QWidget | None = None):
+    def __init__(self, state: QtAnalystState, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
         self.clustering: ClientDistances | None = None

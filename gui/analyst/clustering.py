@@ -15,11 +15,11 @@ from core.methods import MethodResult, get_method
 
 from ..views_panel import ViewsPanel
 from ..widgets import MessageLabel
-from .state import AnalystState
+from .state import QtAnalystState
 
 
 class DataClusteringPage(QWidget):
-    def __init__(self, state: AnalystState, parent: QWidget | None = None):
+    def __init__(self, state: QtAnalystState, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
         self.result: MethodResult | None = None
@@ -41,10 +41,10 @@ class DataClusteringPage(QWidget):
         return self.result is not None
 
     def _result_changed(self) -> None:
-        r = self.state.result
-        if r is not None and r.summary.get("task") == "clustering":
-            self.show_result(r)
-        elif r is None and self.result is not None:
+        run = self.state.run
+        if run is not None and run.result.summary.get("task") == "clustering":
+            self._show(run.result, run.views)
+        elif run is None and self.result is not None:
             self.clear()
 
     def clear(self) -> None:
@@ -52,10 +52,13 @@ class DataClusteringPage(QWidget):
         self.views.clear()
 
     def show_result(self, result: MethodResult) -> None:
-        """Draw a clustering result with its method's views."""
+        """Draw a clustering result with the views of its method (made from the result's settings)."""
+        self._show(result, lambda: get_method(result.method, result.summary.get("settings")).views(result))
+
+    def _show(self, result: MethodResult, views_of) -> None:
         self.clear()
         try:
-            views = get_method(result.method, result.summary.get("settings")).views(result)
+            views = views_of()
         except DCError as exc:
             self.message.show_message("error", str(exc))
             return

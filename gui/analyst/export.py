@@ -1,4 +1,4 @@
-"""Export page: one sealed package per site (``AnalystSession.export`` in a job), the HTML report beside
+"""Export page: one sealed package per site (``AnalystRound.export`` in a job), the HTML report beside
 them, and a checklist of what was written where. The report can also be printed to PDF with Qt's printer
 (QTextDocument + QPrinter; the report's inline SVG plots are rendered to images first, since
 QTextDocument does not draw SVG).
@@ -30,13 +30,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.analyst import RunOutputs, safe_name
+from core.analyst import RunOutputs
 from core.errors import DCError
+from core.fileio import safe_name
 
 from ..jobs import Job
 from ..widgets import JobPanel, MessageLabel
 from .common import ThrottledJob, hide_when_done
-from .state import AnalystState
+from .state import QtAnalystState
 
 _SVG = re.compile(r"<svg\b.*?</svg>", re.S)
 _FIGURE = re.compile(r"<figure>(.*?)<figcaption>(.*?)</figcaption></figure>", re.S)
@@ -100,7 +101,7 @@ def report_to_pdf(html: str, path: str | Path) -> Path:
 
 
 class ExportPage(QWidget):
-    def __init__(self, state: AnalystState, parent: QWidget | None = None):
+    def __init__(self, state: QtAnalystState, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
         self.outputs: RunOutputs | None = None
@@ -191,8 +192,7 @@ class ExportPage(QWidget):
             self.message.show_message("error", self.tr("Choose an output folder."))
             return None
         out_dir = Path(out)
-        session, result, bundles = s.session, s.result, list(s.result_bundles)
-        excluded = [b for b in s.bundles if b.site in s.excluded and b not in bundles]
+        session, run, bundles = s.session, s.run, s.result_bundles
         self.message.clear_message()
         self.checklist.clear()
         self.export_button.setEnabled(False)
@@ -200,7 +200,7 @@ class ExportPage(QWidget):
         def work(control):
             out_dir.mkdir(parents=True, exist_ok=True)
             with s.workspace_lock:
-                return session.export(result, bundles, out_dir, control, excluded=excluded)
+                return session.export(run, out_dir, control)
 
         job = ThrottledJob(work, self.tr("Sealing {n} package(s)").format(n=len(bundles)))
         job.succeeded.connect(self._exported)

@@ -1,4 +1,4 @@
-"""Models page: train one model per cluster (``AnalystSession.run`` in a job), watch the loss curves live,
+"""Models page: train one model per cluster (``AnalystRound.run`` in a job), watch the loss curves live,
 then read each site's hold-out accuracy.
 
 The core trainer calls ``on_epoch(epoch, losses_per_group)`` on the worker thread; :class:`EpochRelay`
@@ -42,7 +42,7 @@ from ..jobs import Job
 from ..settings_form import SettingsForm
 from ..widgets import EmptyNote, JobPanel, MessageLabel
 from .common import TERMS, ThrottledJob, cluster_color, hide_when_done, make_plot
-from .state import AnalystState, training_threads
+from .state import QtAnalystState, training_threads
 
 
 def _thread_limits(n: int):
@@ -91,7 +91,7 @@ class ModelsPage(QWidget):
 
     show_clients_requested = Signal()
 
-    def __init__(self, state: AnalystState, parent: QWidget | None = None):
+    def __init__(self, state: QtAnalystState, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
         self._job: Job | None = None
@@ -257,6 +257,7 @@ class ModelsPage(QWidget):
         if self.job_panel.busy:
             return None
         bundles = list(self.state.training_bundles)
+        excluded = [b for b in self.state.bundles if b not in bundles]
         settings = self.run_settings()
         on_epoch = self.relay if session.kit.task == "classification" else None
         self.relay.drain()
@@ -274,10 +275,10 @@ class ModelsPage(QWidget):
 
                 torch.set_num_threads(threads)
             with _thread_limits(threads):
-                return session.run(bundles, None, settings, control, on_epoch=on_epoch)
+                return session.run(bundles, None, settings, control, on_epoch=on_epoch, excluded=excluded)
 
         job = ThrottledJob(work, self.tr("Training on {n} site(s)").format(n=len(bundles)))
-        job.succeeded.connect(lambda result, b=bundles: self.state.set_result(result, b))
+        job.succeeded.connect(self.state.set_run)
         job.failed.connect(self._failed)
         self._job = job
         return self.job_panel.run(job)

@@ -1,7 +1,7 @@
 """Project page: the analyst's identity, and the project kit (created from a sample CSV, or opened).
 
 Holds core objects only: an :class:`core.formats.identity.Identity`, a :class:`core.formats.kit.Kit` and, once both are
-there, the :class:`core.analyst.AnalystSession` it hands to :class:`AnalystState`.
+there, the :class:`core.analyst.AnalystRound` it hands to :class:`QtAnalystState`.
 
 Test hooks. Identity: ``identity_tabs`` (0 open, 1 create), ``identity_path_edit``,
 ``identity_browse_button``, ``open_passphrase``, ``unlock_button``, ``unlock_identity() -> Job``;
@@ -22,7 +22,6 @@ through ``QFileDialog.getSaveFileName``), ``build_kit() -> Kit``. Objects: ``ide
 
 from __future__ import annotations
 
-import math
 import shutil
 from pathlib import Path
 
@@ -48,7 +47,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.analyst import AnalystSession
+from core.analyst import AnalystRound
 from core.data.schema import FeatureColumn, Schema, infer_schema
 from core.data.tabular import preview
 from core.errors import DCError
@@ -61,29 +60,11 @@ from core.methods import METHODS, methods_for
 from .. import settings as app_settings
 from ..jobs import Job
 from ..settings_form import SettingsForm
-from ..widgets import FingerprintView, JobPanel, MessageLabel, passphrase_edit
+from ..widgets import FingerprintView, JobPanel, MessageLabel, passphrase_edit, passphrase_strength
 from .common import TERMS, ThrottledJob
-from .state import AnalystState
+from .state import QtAnalystState
 
 LABEL_GUESSES = ("label", "class", "target", "y", "outcome", "diagnosis")
-
-
-def passphrase_strength(text: str) -> tuple[int, str]:
-    """0–4 and a short hint. Length and character variety only (no dictionary): a nudge, not a gate."""
-    if not text:
-        return 0, ""
-    if len(text) < 8:
-        return 0, "too short: use at least 8 characters"
-    pool = sum(n for test, n in ((str.islower, 26), (str.isupper, 26), (str.isdigit, 10)) if any(map(test, text)))
-    pool += 33 if any(not c.isalnum() for c in text) else 0
-    bits = len(text) * math.log2(max(pool, 2)) * min(1.0, len(set(text)) / max(4, len(text) / 2))
-    if bits < 45:
-        return 1, "weak: add words or characters"
-    if bits < 65:
-        return 2, "fair"
-    if bits < 90:
-        return 3, "good"
-    return 4, "strong"
 
 
 def _spin_row(*widgets: QWidget) -> QWidget:
@@ -122,7 +103,7 @@ def _short_combo() -> QComboBox:
 
 
 class ProjectPage(QWidget):
-    def __init__(self, state: AnalystState, parent: QWidget | None = None):
+    def __init__(self, state: QtAnalystState, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
         self.identity: Identity | None = None
@@ -370,7 +351,7 @@ class ProjectPage(QWidget):
         p1, p2 = self.new_pass1.text(), self.new_pass2.text()
         score, hint = passphrase_strength(p1)
         colors = ["#b91c1c", "#b45309", "#a16207", "#15803d", "#166534"]
-        text = self.tr("Strength: {hint}").format(hint=self.tr(hint)) if hint else ""
+        text = self.tr("Strength: {hint}").format(hint=hint) if hint else ""
         if p2 and p1 != p2:
             text += self.tr(" — the two passphrases differ")
         self.strength_label.setText(text)
@@ -529,7 +510,7 @@ class ProjectPage(QWidget):
             return
         try:
             ws = AnalystWorkspace(default_workspace(self.identity_path))
-            session = AnalystSession(self.kit, self.identity, ws)
+            session = AnalystRound(self.kit, self.identity, ws)
         except (DCError, OSError) as exc:
             self.kit_message.show_message("error", str(exc))
             return

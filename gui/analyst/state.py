@@ -1,7 +1,7 @@
-"""The Qt face of :class:`core.analyst_state.AnalystState`: one signal per event, everything else delegated.
+"""The analyst window's state: :class:`core.analyst_state.AnalystState` with one Qt signal per event.
 
-Pages hold this adapter, read and set the plain state through it, and connect to its signals; the state
-itself knows nothing about widgets.
+Pages hold this object, read and set the plain state through it (nothing is forwarded: an attribute the plain
+state lacks is an AttributeError), and connect to its signals; the plain state knows nothing about widgets.
 """
 
 from __future__ import annotations
@@ -10,27 +10,27 @@ import os
 
 from PySide6.QtCore import QObject, Signal
 
-from core.analyst_state import AnalystState as StateModel
+from core.analyst_state import AnalystState
 
 
-class AnalystState(QObject):
-    """Signals ``session_changed``, ``bundles_changed``, ``threshold_changed``, ``result_changed``; attribute
-    reads and method calls go to :attr:`model`."""
+class QtAnalystState(QObject, AnalystState):
+    """Signals ``session_changed``, ``bundles_changed``, ``threshold_changed``, ``result_changed``, emitted
+    whenever the plain state emits the event of the same name."""
 
     session_changed = Signal()
     bundles_changed = Signal()
     threshold_changed = Signal()
     result_changed = Signal()
 
-    def __init__(self, parent: QObject | None = None, model: StateModel | None = None):
-        super().__init__(parent)
-        self.model = model or StateModel()
-        for event, signal in (("session", self.session_changed), ("bundles", self.bundles_changed),
-                              ("threshold", self.threshold_changed), ("result", self.result_changed)):
-            self.model.connect(event, signal.emit)
+    def __init__(self, parent: QObject | None = None):
+        QObject.__init__(self, parent)
+        AnalystState.__init__(self)
+        self._signals = {"session": self.session_changed, "bundles": self.bundles_changed,
+                         "threshold": self.threshold_changed, "result": self.result_changed}
 
-    def __getattr__(self, name: str):
-        return getattr(self.__dict__.get("model") or super().__getattribute__("model"), name)
+    def _emit(self, event: str) -> None:
+        super()._emit(event)
+        self._signals[event].emit()
 
 
 def training_threads() -> int:

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 from .. import settings as app_settings
 from ..screen import fit_window, window_fits
 from ..widgets import JobPanel
-from .state import AnalystState, training_threads
+from .state import QtAnalystState, training_threads
 
 
 class AnalystWindow(QMainWindow):
@@ -49,7 +49,7 @@ class AnalystWindow(QMainWindow):
         from .project import ProjectPage
 
         self._warmed = False
-        self.state = AnalystState(self)
+        self.state = QtAnalystState(self)
         self.project_page = ProjectPage(self.state)
         self.bundles_page = BundlesPage(self.state)
         self.clients_page = ClientsPage(self.state)

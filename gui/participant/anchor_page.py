@@ -21,13 +21,14 @@ from PySide6.QtWidgets import (
 
 from core.data.tabular import read_table
 from core.errors import DCError
+from core.fileio import safe_name
 from core.formats.anchor import KINDS, AnchorFile, anchor_for_kit
 from core.formats.identity import PublicCard
 from core.participant import load_anchor
 
 from .. import settings as app_settings
 from ..widgets import MessageLabel
-from .common import ANCHOR_WORDS, Page, PathField, safe_file_name
+from .common import ANCHOR_WORDS, Page, PathField
 
 SEED_ROWS = 100
 
@@ -139,7 +140,7 @@ class AnchorPage(Page):
             self.rows_spin.setValue(int(kit.anchor.get("rows", 1000)))
             ident_path = self.state.identity_path
             folder = ident_path.parent if ident_path is not None else Path.home()
-            self.save_field.set_path(str(folder / f"{safe_file_name(kit.name)}.dcanchor"), emit=False)
+            self.save_field.set_path(str(folder / f"{safe_name(kit.name)}.dcanchor"), emit=False)
             if self.anchor_field.path():
                 self.load_anchor(self.anchor_field.path())
 

@@ -3,8 +3,6 @@ table model over a DataFrame of text (with one highlighted cell), and plain-word
 
 from __future__ import annotations
 
-import math
-import string
 from pathlib import Path
 
 import pandas as pd
@@ -255,36 +253,6 @@ def human_size(n: int) -> str:
         if n < 1000 or unit == "TB":
             return f"{n:.1f} {unit}"
     return f"{n:.1f} TB"
-
-
-def safe_file_name(text: str) -> str:
-    """Letters kept; only what a file system forbids is replaced (:func:`core.analyst.safe_name`)."""
-    from core.analyst import safe_name
-
-    return safe_name(text)
-
-
-def passphrase_strength(passphrase: str) -> tuple[str, str]:
-    """(kind, words) for a passphrase: kind is "error" (refused), "warning" (weak) or "ok".
-
-    A rough estimate: length × log2(alphabet size), with an allowance for passphrases made of words.
-    """
-    if not passphrase:
-        return "info", QObject.tr("Choose a passphrase of at least 8 characters; several words are best.")
-    if len(passphrase) < 8:
-        return "error", QObject.tr("Too short: at least 8 characters.")
-    pools = [(string.ascii_lowercase, 26), (string.ascii_uppercase, 26), (string.digits, 10)]
-    size = sum(n for chars, n in pools if any(c in chars for c in passphrase))
-    if any(not c.isalnum() for c in passphrase):
-        size += 33
-    bits = len(passphrase) * math.log2(max(size, 2))
-    if len(set(passphrase)) <= 3:  # "aaaaaaaa", "abababab"…
-        bits = min(bits, 20)
-    if bits < 50:
-        return "warning", QObject.tr("Weak: add more words or characters.")
-    if bits < 75:
-        return "ok", QObject.tr("Fair. A longer passphrase (four or more words) is stronger.")
-    return "ok", QObject.tr("Strong.")
 
 
 LABELS_LEAVE_WORDS = {

@@ -10,10 +10,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QPushButton
 
+from core.fileio import safe_name
 from core.formats.envelope import SealedFile
 
 from .. import settings as app_settings
-from .common import Page, PathField, human_size, safe_file_name
+from .common import Page, PathField, human_size
 from .privacy_page import ENVELOPE_OVERHEAD
 
 
@@ -58,7 +59,7 @@ class ExportPage(Page):
             folders = app_settings.recent("bundle-folders")
             folder = folders[0] if folders else str(s.identity_path.parent)
             self.folder_field.set_path(folder, emit=False)
-            self.name_edit.setText(f"{safe_file_name(s.identity.name)}-{safe_file_name(s.kit.name)}.dcbundle")
+            self.name_edit.setText(f"{safe_name(s.identity.name)}-{safe_name(s.kit.name)}.dcbundle")
         exporter = s.exporter
         if self.sealed is not None and (exporter is None or exporter.export_ is not self._sealed_from):
             self.sealed = None  # the data or the settings changed since: export again

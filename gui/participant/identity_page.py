@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import ConfigError
+from core.fileio import safe_name
 from core.formats.identity import (
     MIN_PASSPHRASE_CHARS,
     SCRYPT_LOG_N_DEFAULT,
@@ -29,8 +30,8 @@ from core.formats.identity import (
 from core.formats.workspace import default_workspace
 
 from .. import settings as app_settings
-from ..widgets import FingerprintView, MessageLabel, passphrase_edit
-from .common import Page, PathField, identity_file_field, passphrase_strength, safe_file_name
+from ..widgets import FingerprintView, MessageLabel, passphrase_edit, passphrase_strength
+from .common import Page, PathField, identity_file_field
 
 
 class IdentityPage(Page):
@@ -147,7 +148,9 @@ class IdentityPage(Page):
             self._set_identity(None, None)
 
     def _update_strength(self) -> None:
-        kind, words = passphrase_strength(self.pass_edit.text())
+        score, hint = passphrase_strength(self.pass_edit.text())
+        kind = "info" if not hint else "error" if score == 0 else "warning" if score == 1 else "ok"
+        words = hint or self.tr("Choose a passphrase of at least 8 characters; several words are best.")
         if self.pass2_edit.text() and self.pass2_edit.text() != self.pass_edit.text():
             kind, words = "error", self.tr("The two passphrases differ.")
         self.strength.show_message(kind, words)
@@ -200,7 +203,7 @@ class IdentityPage(Page):
         if not folder:
             self.message.show_message("error", self.tr("Choose the folder to save the identity in."))
             return
-        path = Path(folder) / f"{safe_file_name(name)}.dcid"
+        path = Path(folder) / f"{safe_name(name)}.dcid"
         if path.exists():
             self.message.show_message("error", self.tr("{path} already exists. Open it instead, or choose another "
                                                        "folder or name.").format(path=path))
