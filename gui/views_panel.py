@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from core.methods.views import Bars, Curve, Heatmap, Scatter, Table, Text, View
 
-from .analyst.common import cluster_color, make_plot
+from .plots import cluster_color, make_plot
 
 MAX_POINTS = 20000  # drawn; the projection itself uses every row
 

@@ -37,9 +37,10 @@ from scipy.cluster.hierarchy import dendrogram
 from core.errors import DCError
 from core.methods import METHODS, ClientDistances, get_method, method_class
 
+from ..plots import GREY, cluster_color, make_plot
 from ..views_panel import render_view
 from ..widgets import MessageLabel
-from .common import GREY, cluster_color, label_counts, make_plot
+from .common import label_counts
 from .state import QtAnalystState
 
 DEFAULT_T = 0.2  # where the line starts before a threshold is chosen

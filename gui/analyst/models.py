@@ -39,9 +39,10 @@ from core.learn.intervals import describe
 from core.methods import METHODS
 
 from ..jobs import Job
+from ..plots import cluster_color, make_plot
 from ..settings_form import SettingsForm
 from ..widgets import EmptyNote, JobPanel, MessageLabel
-from .common import TERMS, ThrottledJob, cluster_color, hide_when_done, make_plot
+from .common import TERMS, ThrottledJob, hide_when_done
 from .state import QtAnalystState, training_threads
 
 
