@@ -21,10 +21,10 @@ demo: install
 
 test: install
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
-	$(BIN)/ruff check core gui tests packaging/launcher.py
+	$(BIN)/ruff check core gui tests benchmarks packaging/launcher.py
 
 lint: install
-	$(BIN)/ruff check core gui tests packaging/launcher.py
+	$(BIN)/ruff check core gui tests benchmarks packaging/launcher.py
 
 # Release archive (own venv .venv-build; several minutes) and its pre-release check (not part of `make test`).
 dist:
