@@ -12,11 +12,11 @@ federation step: the server sends the global centroids, every site runs Lloyd it
 rows and sends back the new centroids and counts, the server averages them index by index weighted by
 count (an empty local cluster keeps the global centroid). 10 steps, as in the paper's experiments.
 
-k-FED (algorithms.md §6.10): every site runs k-means with k' clusters seeded as Awasthi & Sheffet (top-k'
-SVD projection, k-means there, keep points whose nearest projected centre is ≤ 0.9 × the second nearest,
-seed with their means, then Lloyd); the server starts from the first site's centres, adds the uploaded
-centre farthest from the set until it has k, then runs one Lloyd step over all uploaded centres. A row
-takes the global cluster of its local centre.
+k-FED (:mod:`benchmarks.baselines.kfed`, its ``"margin"`` variant; algorithms.md §6.10): every site runs
+k-means with k' clusters seeded as Awasthi & Sheffet (top-k' SVD projection, k-means there, keep points whose
+nearest projected centre is ≤ 0.9 × the second nearest, seed with their means, then Lloyd); the server starts
+from the first site's centres, adds the uploaded centre farthest from the set until it has k, then runs one
+Lloyd step over all uploaded centres. A row takes the global cluster of its local centre.
 """
 
 from __future__ import annotations

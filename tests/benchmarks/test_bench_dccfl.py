@@ -1,4 +1,4 @@
-"""Tiny, synthetic tests of ``dcstudio bench dccfl`` (core/bench/dccfl.py); no file from ../shared."""
+"""Tiny, synthetic tests of ``python -m benchmarks dccfl`` (benchmarks/dccfl.py); no file from ../shared."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ def test_cell_rows_are_used_once_and_public_rows_held_out(split):
     np.testing.assert_array_equal(again.anchor, cell.anchor)
 
 
+@pytest.mark.slow
 def test_tiny_end_to_end_record(tmp_path):
     data = _blobs()
     lines: list[str] = []

@@ -1,4 +1,4 @@
-"""`dcstudio bench export`: the bare read, the whole export and the format's floor, measured side by side."""
+"""`python -m benchmarks export`: the bare read, the whole export and the format's floor, measured side by side."""
 
 from benchmarks import export_scale
 

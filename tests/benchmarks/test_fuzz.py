@@ -1,15 +1,18 @@
 """Seeded fuzzing: 5,000 mutated bundles, packages, kits, cards and anchors; only DCError may escape.
 
-The long campaign is ``dcstudio bench fuzz --cases 100000`` (docs/results/fuzz.md).
+The long campaign is ``python -m benchmarks fuzz --cases 100000`` (docs/results/fuzz.md).
 """
 
 from __future__ import annotations
 
 import time
 
+import pytest
+
 from benchmarks.fuzz import TARGETS, run_fuzz
 
 
+@pytest.mark.slow
 def test_five_thousand_mutated_files_end_in_the_products_error():
     start = time.perf_counter()
     result = run_fuzz(5000, seed=2026)

@@ -2,7 +2,7 @@
 
 After each kill: no final-named file is partial, every bundle a site shows has its private state, the
 analyst's output folder is a complete set or absent, both audit logs verify; the next run cleans up. The
-longer campaign is ``dcstudio bench kill --kills 200`` (docs/results/fuzz.md).
+longer campaign is ``python -m benchmarks kill --kills 200`` (docs/results/fuzz.md).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pytest
 from benchmarks.kill import run_kill
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses fork and SIGKILL")
 def test_kills_at_every_write_step_leave_no_partial_file_and_no_bundle_without_state():
     stats = run_kill(random_kills=3, seed=11, whens=("before",))

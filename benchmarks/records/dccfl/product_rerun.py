@@ -1,7 +1,7 @@
-"""Re-run only the DC-CFL product-default row of ``bench dccfl`` for some seeds and compare it cell by cell with
-the recorded cells (docs/results/dccfl/dccfl_cells.jsonl). Usage, from the repository root:
+"""Re-run only the DC-CFL product-default row of ``python -m benchmarks dccfl`` for some seeds and compare it cell by
+cell with the recorded cells (docs/results/dccfl/dccfl_cells.jsonl). Usage, from the repository root:
 
-    python docs/tools/dccfl_product_rerun.py 0,1 [covertype,drybean,gesture] [DATA_DIR]
+    python -m benchmarks.records.dccfl.product_rerun 0,1 [covertype,drybean,gesture] [DATA_DIR]
 """
 
 import json

@@ -1,13 +1,13 @@
 """Seed-0 comparison of distillation variants against the random-real control (variants_spread_seed0.jsonl).
 
-PYTHONPATH=. python docs/results/hfldd/run_variants.py DATASET SPLIT SEED [VARIANT ...] >> variants.jsonl
+python -m benchmarks.records.hfldd.run_variants DATASET SPLIT SEED [VARIANT ...] >> variants.jsonl
 
-One cell of `bench hfldd` without the baselines (FedAvg, DC-CFL, ...): the headline ("Distilled": energy-distance
-matching from an energy-herding start, then each class's rows given the real rows' spread) and the named variants
-below (all of them by default), with the bench's budget (max(5, ⌈0.25·n_c⌉) rows per class); the control = the
-same count of random real rows per class, mean of 2 draws. Both analysts: the MLP (what the product trains) and
-NTK kernel ridge regression. DATASET dry_bean runs the large-site cell instead (2 IID sites, 40 rows per class,
-40 anchor rows shipped; SPLIT is ignored). Each line: accuracy per analyst, spread ratio (shipped rows' mean
+One cell of `python -m benchmarks hfldd` without the baselines (FedAvg, DC-CFL, ...): the headline ("Distilled":
+energy-distance matching from an energy-herding start, then each class's rows given the real rows' spread) and the
+named variants below (all of them by default), with the bench's budget (max(5, ⌈0.25·n_c⌉) rows per class); the
+control = the same count of random real rows per class, mean of 2 draws. Both analysts: the MLP (what the product
+trains) and NTK kernel ridge regression. DATASET dry_bean runs the large-site cell instead (2 IID sites, 40 rows per
+class, 40 anchor rows shipped; SPLIT is ignored). Each line: accuracy per analyst, spread ratio (shipped rows' mean
 squared distance to their class's real mean over the real rows'), NN ratio (median / min), the control's draws.
 
 The recorded lines were run in groups of a few variants each, and in the lines written before the headline switched

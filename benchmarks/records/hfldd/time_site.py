@@ -1,5 +1,5 @@
 """CPU time of one whole site step (reduction, local model, distillation) at a 500-row site: pendigits,
-10 classes, 5 rows per class, 300 steps, both objectives. PYTHONPATH=. python docs/results/hfldd/time_site.py"""
+10 classes, 5 rows per class, 300 steps, both objectives. python -m benchmarks.records.hfldd.time_site"""
 
 import resource
 import time

@@ -1,9 +1,9 @@
 """Seed-0 comparison of distillation variants (variants_seed0.jsonl; the round that made RBF matching the headline).
 
-PYTHONPATH=. python docs/results/hfldd/rbf_matching/run_variants.py DATASET SPLIT SEED ROWS_PER_CLASS >> variants.jsonl
+python -m benchmarks.records.hfldd.rbf_matching.run_variants DATASET SPLIT SEED ROWS_PER_CLASS >> variants.jsonl
 
-One cell of `bench hfldd` without the baselines (FedAvg, DC-CFL, ...): the previous headline (KIP, random real
-start, early stop on a 20 % hold-out) and the variants below, every one with ROWS_PER_CLASS rows per class
+One cell of `python -m benchmarks hfldd` without the baselines (FedAvg, DC-CFL, ...): the previous headline (KIP, random
+real start, early stop on a 20 % hold-out) and the variants below, every one with ROWS_PER_CLASS rows per class
 (rows_share 0); the control = the same count of random real rows per class, mean of 2 draws; KRR analyst
 headline, MLP beside it. The recorded lines came from a scratch copy of this driver run on the code between
 commits 8634493 and a5506f8 (before the headline switched to distribution matching), two variant sets at a
