@@ -21,11 +21,11 @@ demo: install
 
 test: install
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
-	$(BIN)/ruff check core gui tests packaging/launcher.py
+	$(BIN)/ruff check core gui tests benchmarks packaging/launcher.py
 	$(BIN)/lint-imports
 
 lint: install
-	$(BIN)/ruff check core gui tests packaging/launcher.py
+	$(BIN)/ruff check core gui tests benchmarks packaging/launcher.py
 	$(BIN)/lint-imports
 
 # Release archive (own venv .venv-build; several minutes) and its pre-release check (not part of `make test`).

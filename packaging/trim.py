@@ -42,6 +42,8 @@ EXCLUDED_MODULES = {
     "markupsafe": "jinja2's escaping",
     "fsspec": "remote file systems, only used by torch.distributed checkpoints",
     "filelock": "lock files, only used by torch.compile's cache",
+    # the project's own experiments: a top-level package beside core and gui, never imported by either
+    "benchmarks": "experiments and their baselines (python -m benchmarks); not part of the product",
     # interactive / plotting front ends never imported
     "tkinter": "Tk GUI toolkit; the app uses Qt",
     "matplotlib": "plots are drawn with pyqtgraph",

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.bench.clustering_metrics import ari
+from benchmarks.clustering_metrics import ari
 from core.formats.anchor import AnchorFile
 from core.formats.identity import Identity, PublicCard
 from core.methods.dcclustering.data_clustering import kmeans

@@ -103,7 +103,7 @@ def test_batched_mlp_epoch_row_cap():
 def test_small_sites_cell_on_synthetic_data():
     from sklearn.datasets import make_classification
 
-    from core.bench.small_sites import make_sites, run_cell, summarise
+    from benchmarks.small_sites import make_sites, run_cell, summarise
 
     X, y = make_classification(n_samples=3000, n_features=8, n_informative=5, n_classes=4, random_state=0)
     anchor, sites = make_sites(X, y, 0)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from core.bench.clustering_metrics import acc, ari, clustering_scores, nmi
+from benchmarks.clustering_metrics import acc, ari, clustering_scores, nmi
 from core.data.schema import FeatureColumn, Schema, parse_blocks, with_blocks
 from core.errors import ConfigError, FormatError
 from core.methods import get_method
@@ -189,8 +189,8 @@ def test_non_iid_blobs_match_centralised_clustering_exactly_while_local_clusteri
     exact on some draws only (seed 1 here; the paper shows a single trial) and close on the others; with
     m̃_j = m_j nothing is dropped and it is exact on every draw.
     """
-    from core.bench.dcclustering import Protocol, centralised, dc_labels, local, make_bundles
-    from core.simulation.clustering_data import SYNTH_BLOCKS, synthetic_blobs
+    from benchmarks.dcclustering import Protocol, centralised, dc_labels, local, make_bundles
+    from benchmarks.simulation.clustering_data import SYNTH_BLOCKS, synthetic_blobs
 
     p = Protocol()
     cols = [np.array(v) for v in SYNTH_BLOCKS.values()]
@@ -224,7 +224,7 @@ def test_scaling_decides_the_geometry_of_the_collaborative_representation(scalin
     """With every dimension kept, X̂ is an exact scaled isometry of the raw rows for scaling="raw" (C = Σ̄₁,
     sites only centre), and close to one of the range-scaled rows for scaling="range" (C = I whitens the
     uniform anchor); the other geometry fits clearly worse."""
-    from core.bench.dcclustering import make_bundles
+    from benchmarks.dcclustering import make_bundles
 
     rng = np.random.default_rng(5)
     X = rng.normal(size=(240, 6)) @ rng.normal(size=(6, 6)) * [1, 30, 0.2, 5, 100, 2]
@@ -253,7 +253,7 @@ def test_scaling_decides_the_geometry_of_the_collaborative_representation(scalin
 
 
 def test_a_bundle_reduced_for_the_other_scaling_is_refused():
-    from core.bench.dcclustering import make_bundles
+    from benchmarks.dcclustering import make_bundles
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 4))
@@ -302,7 +302,7 @@ def test_benchmark_smoke(tmp_path):
     """A tiny ``dcstudio bench dcclustering`` run on synthetic data: the record and its tables are written."""
     import json
 
-    from core.bench.dcclustering import Protocol, run
+    from benchmarks.dcclustering import Protocol, run
 
     def loader(name):
         X, y = _three_blobs(30, seed=3)
@@ -325,7 +325,7 @@ def test_benchmark_smoke(tmp_path):
 
 
 def test_oracle_bound_removes_exactly_the_smallest_standardised_direction_of_each_block():
-    from core.bench.dcclustering import reduced_blocks
+    from benchmarks.dcclustering import reduced_blocks
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 5)) @ rng.normal(size=(5, 5)) * [1, 10, 100, 0.1, 3] + [5, -2, 0, 1, 7]

@@ -110,18 +110,18 @@ def seal_members(path: Path, members: list[tuple[str, bytes]], site: Identity, a
     header = binding.to_header()
     if hashes is None:
         hashes = {name: hashlib.sha256(data).hexdigest() for name, data in members}
-    manifest = env._manifest_bytes(header, hashes, {"crafted": True})
+    manifest = env.manifest_bytes(header, hashes, {"crafted": True})
     sig = site.sign(env.MANIFEST_SIGNATURE_DOMAIN + manifest)
     everything = [*members, (env.MANIFEST_NAME, manifest), (env.MANIFEST_SIG_NAME, sig)]
     if compression == zipfile.ZIP_STORED:
-        plaintext = env._zip_members(everything).getvalue()
+        plaintext = env.zip_members(everything).getvalue()
     else:
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", compression=compression) as zf:
             for name, data in everything:
                 zf.writestr(env._zipinfo(name, len(data)), data, compress_type=compression)
         plaintext = buf.getvalue()
-    env._write_envelope(path, header, plaintext, site, analyst.card)
+    env.write_envelope(path, header, plaintext, site, analyst.card)
 
 
 # ---------------------------------------------------------------------------------------------- round trip
@@ -336,7 +336,7 @@ def test_inner_outer_binding_mismatch_is_refused(tmp_path, site, analyst):
     arrays = env._normalize_arrays({"x": np.ones(3, dtype=np.float32)}, env.DEFAULT_LIMITS)
     plaintext = env._build_plaintext(arrays, {}, inner, site, JobControl())
     target = tmp_path / "mismatch.dcbundle"
-    env._write_envelope(target, outer, plaintext, site, analyst.card)
+    env.write_envelope(target, outer, plaintext, site, analyst.card)
     env.inspect(target)
     with pytest.raises(VerificationError, match="project_id"):
         open_bundle(target, analyst)
@@ -346,7 +346,7 @@ def test_encrypted_to_someone_else_despite_header(tmp_path, site, analyst, other
     header = env.Binding("bundle", PROJECT, "01" * 16, "2024-05-01T10:00:00Z", site.card,
                          analyst.card.key_id, None, "dcstudio/test").to_header()
     target = tmp_path / "misaddressed.dcbundle"
-    env._write_envelope(target, header, b"irrelevant", site, other.card)
+    env.write_envelope(target, header, b"irrelevant", site, other.card)
     with pytest.raises(VerificationError, match="not encrypted to this identity"):
         open_bundle(target, analyst)
 
@@ -410,7 +410,7 @@ def test_not_a_zip_inside_is_refused(tmp_path, site, analyst):
     header = env.Binding("bundle", PROJECT, "02" * 16, "2024-05-01T10:00:00Z", site.card,
                          analyst.card.key_id, None, "dcstudio/test").to_header()
     target = tmp_path / "notzip.dcbundle"
-    env._write_envelope(target, header, b"just some text", site, analyst.card)
+    env.write_envelope(target, header, b"just some text", site, analyst.card)
     with pytest.raises(FormatError, match="archive"):
         open_bundle(target, analyst)
 

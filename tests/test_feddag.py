@@ -162,7 +162,7 @@ def test_paper_loss_prefers_the_finest_split():
 
 
 def test_bench_partitions_distribution_one_and_b10():
-    from core.bench.feddag import distribution_one, pairs_b10
+    from benchmarks.feddag import distribution_one, pairs_b10
 
     y = np.repeat(np.arange(10), 300)
     parts, group = distribution_one(y, 100, 3, 0.25, np.random.default_rng(0))

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
+from benchmarks.baselines.kfed import kfed
 from core.errors import ConfigError
-from core.learn.kfed import kfed
 from core.methods.gold import cpl as G
 
 
@@ -166,7 +166,7 @@ def test_cpl_time_is_linear_in_rows_per_epoch():
 
 
 def test_kfed_variants_and_the_old_import():
-    from core.simulation.federated_clustering import kfed as old
+    from benchmarks.baselines.kfed import kfed as old
 
     assert old is kfed
     X, y = _blobs([40, 40, 40, 40], seed=8)
@@ -179,7 +179,7 @@ def test_kfed_variants_and_the_old_import():
 
 
 def test_bench_trial_runs_every_row_on_small_data():
-    from core.bench import gold as B
+    from benchmarks import gold as B
 
     X, y = _blobs([80, 50, 30, 20], seed=9, spread=2.0)
     rec = B.trial("toy", X, y, 0, B.ROWS)
@@ -194,7 +194,7 @@ def test_bench_trial_runs_every_row_on_small_data():
 
 
 def test_partition_takes_the_authors_rows_and_classes_per_client():
-    from core.bench import gold as B
+    from benchmarks import gold as B
 
     X, y = _blobs([80, 60, 50, 40], seed=2, spread=2.0)
     rows, classes = [10, 25, 40, 5, 12, 30, 8, 20], [2, 3, 4, 2, 2, 3, 2, 4]
@@ -211,7 +211,7 @@ def test_partition_takes_the_authors_rows_and_classes_per_client():
 def test_partition_scatters_a_class_in_small_pieces():
     """Sub-clusters of ~25 rows (s ~ U{2..|c|/25}) leave a client's rows of a class in small scattered pieces:
     wider within-class spread and a density that decays faster with the neighbourhood than s ~ U{2..5}."""
-    from core.bench import gold as B
+    from benchmarks import gold as B
 
     X = np.random.default_rng(0).normal(size=(1200, 2))
     y = np.repeat([0, 1, 2], 400)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from threadpoolctl import threadpool_limits
 
-from core.bench.clustering_metrics import ari
+from benchmarks.clustering_metrics import ari
 from core.errors import ConfigError, FormatError
 from core.methods import FitContext, get_method, method_class
 from core.methods.base import ReceivedBundle, SiteInput

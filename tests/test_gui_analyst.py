@@ -20,9 +20,9 @@ pytestmark = pytest.mark.usefixtures("private_settings")
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QFileDialog  # noqa: E402
 
+from benchmarks.simulation.projects import build_project, fake_clustering_result  # noqa: E402
 from core.errors import DCError  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
-from core.simulation.projects import build_project, fake_clustering_result  # noqa: E402
 from gui.analyst.bundles import COL_CONFIRMED, COL_FILE, COL_LABELS, COL_STATUS  # noqa: E402
 from gui.analyst.common import COUNTS_ROLE, NAMES_ROLE  # noqa: E402
 from gui.analyst.window import AnalystWindow  # noqa: E402
@@ -376,8 +376,8 @@ def test_measure_stall_reports_gaps(qtbot):
 
 
 def test_clustering_kit_round_through_the_window(qtbot, tmp_path):
+    from benchmarks.simulation.projects import build_clustering_project
     from core.methods import METHODS
-    from core.simulation.projects import build_clustering_project
 
     if "dcclustering" not in METHODS:
         pytest.skip("no dcclustering method in core yet")

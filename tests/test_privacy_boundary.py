@@ -111,7 +111,6 @@ def test_no_analyst_side_module_can_reach_the_anchor_module():
     assert "core.analyst" in analyst_side and "gui.analyst.window" in analyst_side
     for module in analyst_side:
         assert ANCHOR not in _closure(graph, module), f"{module} can reach {ANCHOR}"
-    allowed = ("core.participant", "core.cli", "core.demo", "core.formats", "core.bench", "gui.participant",
-               "gui.app", "core.simulation")
+    allowed = ("core.participant", "core.cli", "core.demo", "core.formats", "gui.participant", "gui.app")
     importers = sorted(m for m, deps in graph.items() if ANCHOR in deps and m != ANCHOR)
     assert importers and all(m.startswith(allowed) for m in importers), importers

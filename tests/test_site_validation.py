@@ -59,7 +59,9 @@ def test_bundle_carries_nothing_extra(round_dir):
     kit = Kit.load(d / "p.dckit")
     made = []
     for with_local in (False, True):
-        job = ParticipantRound(kit, d / "p.dckit", Identity.load(d / name / f"{name}.dcid", PASS), SiteWorkspace(d / f"ws{with_local}"), anchor=AnchorFile.load(d / "p.dcanchor"), site_settings={"seed": 4})
+        job = ParticipantRound(kit, d / "p.dckit", Identity.load(d / name / f"{name}.dcid", PASS),
+                               SiteWorkspace(d / f"ws{with_local}"), anchor=AnchorFile.load(d / "p.dcanchor"),
+                               site_settings={"seed": 4})
         job.local_baseline = with_local
         job.load(train)
         made.append(job.compute())

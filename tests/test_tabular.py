@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.bench import tabular_synth
-from core.bench.tabular_synth import write_synthetic_csv
+from benchmarks import tabular_synth
+from benchmarks.tabular_synth import write_synthetic_csv
 from core.control import JobControl
 from core.data import tabular
 from core.data.schema import FeatureColumn, Schema

@@ -135,7 +135,7 @@ def test_bad_npy_headers_are_refused(tmp_path, shape):
 def test_a_zip_directory_claiming_millions_of_entries_is_refused_before_parsing(tmp_path):
     site, analyst = Identity.generate("s"), Identity.generate("a")
     seal_members(tmp_path / "ok.dcbundle", [("y.npy", raw_npy("|i1", (3,), b"\1\0\2"))], site, analyst)
-    plain = env._zip_members([("y.npy", raw_npy("|i1", (3,), b"\1\0\2"))]).getvalue()
+    plain = env.zip_members([("y.npy", raw_npy("|i1", (3,), b"\1\0\2"))]).getvalue()
     huge = plain[:-12] + struct.pack("<HL", 0xFFFF - 1, 3_000_000 * 46) + plain[-6:]
     with pytest.raises(FormatError, match="members|directory"):
         env._check_directory_size(memoryview(huge), env.DEFAULT_LIMITS)

@@ -242,8 +242,8 @@ def test_job_control_phases_and_monotone_fraction():
 def test_dccfl_training_reports_its_phases():
     import tempfile
 
+    from benchmarks.simulation.projects import build_project
     from core.methods import get_method
-    from core.simulation.projects import build_project
 
     with tempfile.TemporaryDirectory() as tmp:
         p = build_project(Path(tmp) / "p", n_sites=3, rows=80, epochs=3)

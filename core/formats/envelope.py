@@ -531,12 +531,13 @@ def _zipinfo(name: str, size: int, offset: int | None = None) -> zipfile.ZipInfo
     return info
 
 
-def _manifest_bytes(header: dict[str, Any], members: dict[str, str], content: dict[str, Any]) -> bytes:
+def manifest_bytes(header: dict[str, Any], members: dict[str, str], content: dict[str, Any]) -> bytes:
+    """The canonical manifest of an envelope (binding header, member hashes, content); no checks."""
     return canonical_json({"format": MANIFEST_FORMAT, "binding": header, "members": members,
                            "content": content})
 
 
-def _zip_members(members: list[tuple[str, Any]]) -> io.BytesIO:
+def zip_members(members: list[tuple[str, Any]]) -> io.BytesIO:
     """A deterministic stored ZIP of ``(name, bytes-like)`` in the given order (no checks: also for tests)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
@@ -570,7 +571,7 @@ def _build_plaintext(arrays: list[tuple[str, np.ndarray]], content: dict[str, An
                     w.write(piece)
                     done += len(piece)
             hashes[f"{name}.npy"] = h.hexdigest()
-        manifest = _manifest_bytes(header, hashes, content)
+        manifest = manifest_bytes(header, hashes, content)
         if len(manifest) > DEFAULT_LIMITS.max_manifest_bytes:
             raise ConfigError("the payload manifest is larger than 16 MiB")
         for name, data in ((MANIFEST_NAME, manifest),
@@ -581,7 +582,7 @@ def _build_plaintext(arrays: list[tuple[str, np.ndarray]], content: dict[str, An
     return buf
 
 
-def _write_envelope(path: str | Path, header: dict[str, Any], plaintext: Any, sender: Identity,
+def write_envelope(path: str | Path, header: dict[str, Any], plaintext: Any, sender: Identity,
                     recipient: PublicCard, control: JobControl | None = None,
                     before_publish: Callable[[SealedFile], None] | None = None) -> SealedFile:
     """Write header, age section and trailer atomically. Does not check that the pieces agree.
@@ -629,7 +630,7 @@ def seal(path: str | Path, payload: Payload, *, kind: str, project_id: str, send
     ``in_reply_to`` is required for a package (the SHA-256 hex of the bundle file it answers) and must be
     None for a bundle. ``audit_head`` is the head hash of the sender's audit log (signed in the header, so
     the other party can later tell whether that log was cut or rewritten). The file appears at ``path``
-    only when complete, after ``before_publish`` (see :func:`_write_envelope`) returned; cancelling leaves
+    only when complete, after ``before_publish`` (see :func:`write_envelope`) returned; cancelling leaves
     nothing.
     """
     control = ensure(control)
@@ -652,7 +653,7 @@ def seal(path: str | Path, payload: Payload, *, kind: str, project_id: str, send
         raise ConfigError("the payload manifest is larger than 16 MiB")
     arrays = _normalize_arrays(payload.arrays, DEFAULT_LIMITS)
     plaintext = _build_plaintext(arrays, payload.manifest, header, sender, control.sub(0.0, 0.3))
-    return _write_envelope(path, header, plaintext, sender, recipient, control.sub(0.3, 1.0), before_publish)
+    return write_envelope(path, header, plaintext, sender, recipient, control.sub(0.3, 1.0), before_publish)
 
 
 # ---------------------------------------------------------------------------------------------- reading

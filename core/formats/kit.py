@@ -23,7 +23,7 @@ from .identity import Identity, PublicCard
 FORMAT = "dcstudio/kit/v1"
 TASKS = ("classification", "clustering")
 ANCHOR_KINDS = ("uniform", "gaussian", "smote")  # how the lead site makes X^anc (core.formats.anchor)
-_DOMAIN = b"dcstudio/kit/v1\0"
+SIGNATURE_DOMAIN = b"dcstudio/kit/v1\0"
 
 
 @dataclass
@@ -89,7 +89,7 @@ class Kit:
         if analyst.card.key_id != self.analyst.key_id:
             raise ConfigError("the kit must be signed by the analyst it names")
         body = self.to_dict()
-        sig = analyst.sign(_DOMAIN + canonical_json(body))
+        sig = analyst.sign(SIGNATURE_DOMAIN + canonical_json(body))
         write_json_atomic(path, {"format": FORMAT, "kit": body, "signature": base64.b64encode(sig).decode()})
 
     @classmethod
@@ -111,7 +111,7 @@ class Kit:
         except FormatError as exc:
             raise FormatError(exc.message, path=path) from exc
         try:
-            kit.analyst.verify(_DOMAIN + canonical_json(body), sig)
+            kit.analyst.verify(SIGNATURE_DOMAIN + canonical_json(body), sig)
         except VerificationError as exc:
             raise VerificationError("the kit's signature does not verify: it was altered or forged",
                                     path=path) from exc

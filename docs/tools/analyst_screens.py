@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from core.simulation.projects import Project, build_clustering_project, build_project, fake_clustering_result  # noqa: E402,F401
+from benchmarks.simulation.projects import Project, build_clustering_project, build_project, fake_clustering_result  # noqa: E402,F401
 
 
 # ---- driving the window -------------------------------------------------------------------------------------

@@ -133,7 +133,8 @@ def make(out: Path) -> dict:
         anchor.save(out / "project.dcanchor")
         anchor = AnchorFile.load(out / "project.dcanchor", expect_project=PROJECT_ID)
 
-        export = ParticipantRound(kit, kit_path, site, SiteWorkspace(tmp / "site.workspace"), anchor=anchor, site_settings=dict(SITE_SETTINGS))
+        export = ParticipantRound(kit, kit_path, site, SiteWorkspace(tmp / "site.workspace"), anchor=anchor,
+                                  site_settings=dict(SITE_SETTINGS))
         export.load(csv_path)
         bundle = export.seal(out / "site.dcbundle").path
 

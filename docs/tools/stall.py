@@ -159,7 +159,7 @@ def run_probe(sites: int = 12, rows: int = 300, epochs: int = 50, t: str = "auto
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from core.simulation.projects import build_project
+    from benchmarks.simulation.projects import build_project
     from gui import settings as app_settings
     from gui.analyst.window import AnalystWindow
 

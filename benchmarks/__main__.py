@@ -1,0 +1,66 @@
+"""``python -m benchmarks EXPERIMENT [options]``: run one benchmark of the product's own code paths.
+
+Run it from the repository root (the ``benchmarks`` package sits beside ``core``, outside the product).
+Errors are one line on stderr and exit status 1, as with ``dcstudio``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from benchmarks import EXPERIMENTS, run_benchmark
+from core.errors import DCError
+
+PROG = "python -m benchmarks"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Run one benchmark of the product's own code paths.",
+        epilog="experiments:\n" + "\n".join(f"  {n:<14}{d}" for n, d in EXPERIMENTS.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("experiment", choices=list(EXPERIMENTS), metavar="EXPERIMENT",
+                   help="one of: " + ", ".join(EXPERIMENTS))
+    p.add_argument("--dataset", action="append", help="a benchmark data set (repeatable; default: all)")
+    p.add_argument("--seeds", type=int, default=10, help="repetitions with seeds 0 … N−1 (default 10)")
+    p.add_argument("--data-dir", help="folder of the benchmark data sets")
+    p.add_argument("--json", help="also write the record as JSON (and markdown/SVG beside it)")
+    p.add_argument("--rows", type=int, help="export: rows of the synthetic CSV")
+    p.add_argument("--quick", action="store_true", help="the main table only (skip the longer extensions)")
+    p.add_argument("--cases", type=int, help="fuzz: number of mutated files (default 5000)")
+    p.add_argument("--seed", type=int, default=0, help="fuzz/kill: random seed")
+    p.add_argument("--kills", type=int, help="kill: number of SIGKILLs per operation")
+    p.add_argument("--sites", help="scale: comma-separated site counts (default 10,30,100,300,1000)")
+    p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    return p
+
+
+def say(*lines: str) -> None:
+    for line in lines:
+        print(line, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        run_benchmark(args.experiment, args, say)
+    except DCError as exc:
+        if args.debug:
+            raise
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except OSError as exc:
+        if args.debug:
+            raise
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"{PROG}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,391 @@
+"""``python -m benchmarks fuzz --cases N --seed S``: mutated bundles, packages, kits, cards and anchors.
+
+Every case feeds one mutated file to the reader the product uses for it and accepts exactly two outcomes:
+the file is accepted, or a :class:`core.errors.DCError` (one sentence) is raised. Anything else — a
+traceback from numpy, zipfile, json, the methods — is a finding, reported with the target, the mutation
+and the seed.
+
+Mutations (drawn from ``numpy.random.default_rng(seed)``):
+
+* **bytes** — flip, overwrite, insert or delete bytes, truncate, append: the outer checks (header, trailer,
+  signature) must stop these before anything is decrypted;
+* **signed** — the attacker is a confirmed sender (or the analyst): the archive is rebuilt with a mutated
+  ``.npy`` header, array data (NaN, ±inf, 3e38, wrong length), manifest content value (wrong type, huge,
+  negative, deeply nested, non-ASCII, formula text) or raw archive bytes, then correctly signed and
+  encrypted, so every inner parser and the application checks see it;
+* **json** — kits (re-signed by the analyst), cards and anchors with one value replaced or bytes flipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from core.errors import DCError
+
+TARGETS = ("bundle", "package", "kit", "card", "anchor")
+_NASTY = [None, True, -1, 0, 2 ** 62, -(2 ** 62), 1e308, -1e308, 3e38, "", "x" * 300, "=HYPERLINK(\"http://x\")",
+          "@SUM(1)", "\u202e\u0000", "é", [], {}, [[[[[]]]]], [1, "a", None], {"a": {"b": {"c": []}}}, 1.5, "a" * 70]
+
+
+@dataclass
+class FuzzResult:
+    cases: int = 0
+    accepted: int = 0
+    refused: int = 0
+    seconds: float = 0.0
+    per_target: dict = field(default_factory=dict)
+    findings: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"cases": self.cases, "accepted": self.accepted, "refused": self.refused,
+                "seconds": round(self.seconds, 2), "per_target": self.per_target, "findings": self.findings[:50]}
+
+
+class Corpus:
+    """A genuine small round (2 sites, method ``dc``) whose files the mutations start from."""
+
+    def __init__(self, folder: Path, seed: int = 0):
+        from core.analyst import AnalystRound
+        from core.data.schema import infer_schema
+        from core.data.tabular import read_table
+        from core.formats.anchor import make_anchor
+        from core.formats.identity import Identity
+        from core.formats.kit import Kit
+        from core.formats.workspace import AnalystWorkspace, SiteWorkspace
+        from core.participant import ParticipantRound
+
+        rng = np.random.default_rng(seed)
+        self.folder = folder
+        classes = ["a", "b"]
+        frame = {f"x{j}": rng.normal(size=120) * (j + 1) for j in range(4)}
+        frame["label"] = np.asarray(classes)[(frame["x0"] > 0).astype(int)]
+        import pandas as pd
+
+        df = pd.DataFrame(frame)
+        df.iloc[:20].to_csv(folder / "sample.csv", index=False)
+        self.analyst = Identity.generate("analyst")
+        self.sites = [Identity.generate(f"site{i}") for i in range(2)]
+        schema, _ = infer_schema(folder / "sample.csv", label="label")
+        self.kit = Kit(name="fuzz", task="classification", schema=schema, method="dc", analyst=self.analyst.card,
+                       settings={"epochs": 2, "seed": seed},
+                       roster=[{"name": s.card.name, "fingerprint": s.card.fingerprint} for s in self.sites])
+        self.kit_path = folder / "p.dckit"
+        self.kit.save(self.kit_path, self.analyst)
+        seed_rows = read_table(folder / "sample.csv", schema, labels=False).X
+        self.anchor = make_anchor(self.kit.project_id, schema.feature_names, kind="smote", rows=60,
+                                  seed_rows=seed_rows)
+        self.anchor_plain = folder / "plain.dcanchor"
+        self.anchor.save(self.anchor_plain)
+        self.anchor_sealed = folder / "sealed.dcanchor"
+        self.anchor.save(self.anchor_sealed, [s.card for s in self.sites])
+        self.site_ws = []
+        bundles = []
+        for i, site in enumerate(self.sites):
+            csv = folder / f"site{i}.csv"
+            df.iloc[20 + 50 * i: 70 + 50 * i].to_csv(csv, index=False)
+            ws = SiteWorkspace(folder / f"site{i}.ws")
+            job = ParticipantRound(self.kit, self.kit_path, site, ws, anchor=self.anchor,
+                                   site_settings={"seed": i})
+            job.load(csv)
+            bundles.append(job.seal(folder / f"site{i}.dcbundle"))
+            self.site_ws.append(ws)
+        self.bundle_path = bundles[0].path
+        self.session = AnalystRound(self.kit, self.analyst, AnalystWorkspace(folder / "analyst.ws"))
+        received = [self.session.open_bundle(b.path) for b in bundles]
+        self.bundle_digest = bundles[0].digest
+        out = self.session.export(self.session.run(received), folder / "out")
+        self.package_path = out.packages[0].path
+        self.card_path = folder / "site0.dcpub"
+        self.sites[0].card.save(self.card_path)
+        meta, private = self.site_ws[0].load_export(self.kit.project_id, self.bundle_digest)
+        self.meta, self.private = meta, private
+        self.site_X = read_table(folder / "site0.csv", schema, labels=False).X
+        self.bytes = {name: Path(p).read_bytes() for name, p in (
+            ("bundle", self.bundle_path), ("package", self.package_path), ("kit", self.kit_path),
+            ("card", self.card_path), ("anchor", self.anchor_plain), ("anchor_sealed", self.anchor_sealed))}
+        from core.formats import envelope as env
+
+        self.inner = {}
+        for kind, path, reader in (("bundle", self.bundle_path, self.analyst), ("package", self.package_path,
+                                                                                 self.sites[0])):
+            opened = env.open_sealed(path, reader, expect_kind=kind)
+            self.inner[kind] = opened
+
+
+# ------------------------------------------------------------------------------------------------ mutations
+
+def _mutate_bytes(data: bytes, rng: np.random.Generator) -> bytes:
+    b = bytearray(data)
+    for _ in range(int(rng.integers(1, 4))):
+        op = int(rng.integers(0, 6))
+        pos = int(rng.integers(0, max(1, len(b))))
+        if op == 0 and b:
+            b[pos] ^= 1 << int(rng.integers(0, 8))
+        elif op == 1 and b:
+            b[pos] = int(rng.integers(0, 256))
+        elif op == 2:
+            b[pos:pos] = bytes(rng.integers(0, 256, int(rng.integers(1, 16)), dtype=np.uint8))
+        elif op == 3 and b:
+            del b[pos:pos + int(rng.integers(1, 16))]
+        elif op == 4:
+            b = b[:pos]
+        else:
+            b += bytes(rng.integers(0, 256, int(rng.integers(1, 64)), dtype=np.uint8))
+    return bytes(b)
+
+
+def _nasty(rng: np.random.Generator):
+    pick = int(rng.integers(0, len(_NASTY) + 2))
+    if pick == len(_NASTY):
+        depth = int(rng.integers(30, 3000))
+        return json.loads("[" * depth + "]" * depth) if depth < 900 else {"deep": "[" * depth}
+    if pick == len(_NASTY) + 1:
+        return float(rng.normal() * 10 ** float(rng.integers(-5, 300)))
+    return _NASTY[pick]
+
+
+def _mutate_json_value(obj, rng: np.random.Generator):
+    """Replace one randomly chosen value (at any depth) of a JSON object with a nasty one; or drop/add a key."""
+    obj = json.loads(json.dumps(obj))
+    paths = []
+
+    def walk(node, path):
+        paths.append(path)
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, (*path, k))
+        elif isinstance(node, list):
+            for i, v in enumerate(node[:20]):
+                walk(v, (*path, i))
+
+    walk(obj, ())
+    path = paths[int(rng.integers(0, len(paths)))]
+    if not path:
+        return _nasty(rng) if rng.random() < 0.2 else {**obj, "extra": _nasty(rng)}
+    parent = obj
+    for k in path[:-1]:
+        parent = parent[k]
+    op = rng.random()
+    if op < 0.15 and isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = _nasty(rng)
+    return obj
+
+
+def _dumps(obj) -> bytes:
+    try:
+        return json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    except (ValueError, RecursionError):
+        return b"{}"
+
+
+def _npy_variants(rng: np.random.Generator, arr: np.ndarray) -> bytes:
+    """A ``.npy`` member with a mutated header or data."""
+    shapes = ["(3, ", "(-3,)", "(True,)", f"({2 ** 62}, {2 ** 62})", "()", "(1e3,)", "('a',)", "(" + "1," * 40 + ")",
+              f"({arr.size + 1},)", "[2]", "(2, 2" + ")" * 3]
+    descrs = ["'<f8'", "'|O'", "'>f8'", "'<c16'", "'<U3'", "[('a', '<f8')]", "'<f2'", "'|b1'", "1", "'<f8' + 1"]
+    op = int(rng.integers(0, 5))
+    data = arr.tobytes()
+    descr, shape, fortran = f"'{arr.dtype.str}'", str(tuple(arr.shape)), "False"
+    if op == 0:
+        shape = shapes[int(rng.integers(0, len(shapes)))]
+    elif op == 1:
+        descr = descrs[int(rng.integers(0, len(descrs)))]
+    elif op == 2:
+        fortran = ["True", "1", "'no'", "None"][int(rng.integers(0, 4))]
+    elif op == 3 and arr.dtype.kind == "f" and arr.size:
+        a = arr.copy().reshape(-1)
+        a[int(rng.integers(0, a.size))] = [np.nan, np.inf, -np.inf, 3e38, -3e38, 1e-300][int(rng.integers(0, 6))]
+        data = a.tobytes()
+    else:
+        data = data[:int(rng.integers(0, len(data) + 1))]
+    text = "{'descr': " + descr + ", 'fortran_order': " + fortran + ", 'shape': " + shape + ", }"
+    head = text.encode("latin1", "replace")
+    head += b" " * (-(len(head) + 11) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head + data
+
+
+def _resealed(corpus: Corpus, kind: str, rng: np.random.Generator, path: Path) -> None:
+    """Rebuild the genuine file's archive with one inner mutation, correctly signed and encrypted."""
+    from core.formats import envelope as env
+
+    opened = corpus.inner[kind]
+    sender = corpus.sites[0] if kind == "bundle" else corpus.analyst
+    recipient = corpus.analyst.card if kind == "bundle" else corpus.sites[0].card
+    header = opened.binding.to_header()
+    content = opened.payload.manifest
+    members = []
+    for name in sorted(opened.payload.arrays):
+        arr = np.ascontiguousarray(opened.payload.arrays[name])
+        buf = io.BytesIO()
+        np.lib.format.write_array(buf, arr, allow_pickle=False)
+        members.append([f"{name}.npy", buf.getvalue()])
+    op = int(rng.integers(0, 4))
+    if op == 0 and members:
+        k = int(rng.integers(0, len(members)))
+        arr = opened.payload.arrays[members[k][0][:-4]]
+        members[k][1] = _npy_variants(rng, np.ascontiguousarray(arr))
+    elif op == 1:
+        content = _mutate_json_value(content, rng)
+    elif op == 2 and members:
+        k = int(rng.integers(0, len(members)))
+        members[k][1] = _mutate_bytes(members[k][1], rng)
+    hashes = {name: hashlib.sha256(data).hexdigest() for name, data in members}
+    try:
+        manifest = env.manifest_bytes(header, hashes, content)
+    except (TypeError, ValueError, RecursionError):
+        manifest = b"{}"
+    sig = sender.sign(env.MANIFEST_SIGNATURE_DOMAIN + manifest)
+    plaintext = env.zip_members([*map(tuple, members), (env.MANIFEST_NAME, manifest),
+                                  (env.MANIFEST_SIG_NAME, sig)]).getvalue()
+    if op == 3:
+        plaintext = _mutate_bytes(plaintext, rng)
+    env.write_envelope(path, header, plaintext, sender, recipient)
+
+
+# ------------------------------------------------------------------------------------------------ readers
+
+def _read_bundle(corpus: Corpus, path: Path) -> None:
+    corpus.session.open_bundle(path)
+
+
+def _read_package(corpus: Corpus, path: Path) -> None:
+    from core.formats.envelope import open_sealed
+    from core.methods import get_method
+    from core.participant import apply_checked, check_package
+
+    opened = open_sealed(path, corpus.sites[0], expect_kind="package", expect_project=corpus.kit.project_id,
+                         expect_sender=corpus.kit.analyst)
+    manifest, arrays = opened.payload.manifest, opened.payload.arrays
+    check_package(corpus.kit, manifest, arrays, int(corpus.meta["rows"]))
+    apply_checked(get_method(manifest["method"]), manifest, arrays, corpus.private, corpus.site_X, path)
+
+
+def _read_kit(corpus: Corpus, path: Path) -> None:
+    from core.formats.kit import Kit
+
+    Kit.load(path).describe()
+
+
+def _read_card(corpus: Corpus, path: Path) -> None:
+    from core.formats.identity import PublicCard
+
+    PublicCard.load(path)
+
+
+def _read_anchor(corpus: Corpus, path: Path) -> None:
+    from core.formats.anchor import AnchorFile
+
+    anchor = AnchorFile.load(path, identity=corpus.sites[0])
+    first = next(anchor.params[k] for k in ("low", "mean", "seed_rows") if k in anchor.params)
+    small = anchor.rows * np.asarray(first, dtype=np.float64).shape[-1] <= 100_000
+    if small and (anchor.kind != "smote" or anchor.rows % 4 == 0):  # SMOTE's neighbour search costs ~0.1 s
+        anchor.generate()
+
+
+def _case(corpus: Corpus, target: str, rng: np.random.Generator, path: Path) -> str:
+    """Write one mutated file for ``target`` at ``path``; return the mutation's name."""
+    from core.fileio import canonical_json
+    from core.formats.kit import SIGNATURE_DOMAIN as KIT_SIGNATURE_DOMAIN
+
+    if target in ("bundle", "package"):
+        if rng.random() < 0.4:
+            path.write_bytes(_mutate_bytes(corpus.bytes[target], rng))
+            return "bytes"
+        _resealed(corpus, target, rng, path)
+        return "signed"
+    if target == "kit":
+        if rng.random() < 0.3:
+            path.write_bytes(_mutate_bytes(corpus.bytes["kit"], rng))
+            return "bytes"
+        doc = json.loads(corpus.bytes["kit"])
+        body = _mutate_json_value(doc["kit"], rng)
+        import base64
+
+        try:
+            sig = base64.b64encode(corpus.analyst.sign(KIT_SIGNATURE_DOMAIN + canonical_json(body))).decode()
+        except (TypeError, ValueError, RecursionError):
+            sig = doc["signature"]
+        doc = {**doc, "kit": body, "signature": sig} if rng.random() < 0.9 else _mutate_json_value(doc, rng)
+        path.write_bytes(_dumps(doc))
+        return "signed-json"
+    if target == "card":
+        if rng.random() < 0.5:
+            path.write_bytes(_mutate_bytes(corpus.bytes["card"], rng))
+            return "bytes"
+        path.write_bytes(_dumps(_mutate_json_value(json.loads(corpus.bytes["card"]), rng)))
+        return "json"
+    if rng.random() < 0.3:
+        path.write_bytes(_mutate_bytes(corpus.bytes["anchor_sealed" if rng.random() < 0.5 else "anchor"], rng))
+        return "bytes"
+    path.write_bytes(_dumps(_mutate_json_value(json.loads(corpus.bytes["anchor"]), rng)))
+    return "json"
+
+
+READERS: dict[str, Callable[[Corpus, Path], None]] = {
+    "bundle": _read_bundle, "package": _read_package, "kit": _read_kit, "card": _read_card, "anchor": _read_anchor}
+
+
+def run_fuzz(cases: int = 5000, seed: int = 0, targets: tuple[str, ...] = TARGETS,
+             say: Callable[[str], None] | None = None) -> FuzzResult:
+    """Run ``cases`` mutated files round-robin over ``targets``; see the module doc for what counts."""
+    import warnings
+
+    result = FuzzResult(per_target={t: {"cases": 0, "accepted": 0, "refused": 0} for t in targets})
+    shm = Path("/dev/shm")  # in memory where available: the campaign measures parsers, not the disk's fsync
+    with tempfile.TemporaryDirectory(prefix="dcstudio-fuzz-", dir=shm if shm.is_dir() else None) as tmp:
+        folder = Path(tmp)
+        corpus = Corpus(folder, seed)
+        rng = np.random.default_rng(seed)
+        start = time.perf_counter()
+        path = folder / "case.bin"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for i in range(cases):
+                target = targets[i % len(targets)]
+                how = _case(corpus, target, rng, path)
+                stats = result.per_target[target]
+                stats["cases"] += 1
+                try:
+                    READERS[target](corpus, path)
+                except DCError:
+                    stats["refused"] += 1
+                    result.refused += 1
+                except Exception as exc:  # a finding: only DCError may escape a reader
+                    result.findings.append({"case": i, "target": target, "mutation": how,
+                                            "error": f"{exc.__class__.__name__}: {str(exc)[:200]}"})
+                else:
+                    stats["accepted"] += 1
+                    result.accepted += 1
+                result.cases += 1
+                if say is not None and (i + 1) % 10_000 == 0:
+                    say(f"{i + 1} cases, {len(result.findings)} finding(s), {time.perf_counter() - start:.0f} s")
+        result.seconds = time.perf_counter() - start
+    return result
+
+
+def run_from_args(args, say: Callable[[str], None]) -> dict:
+    cases = args.cases or 5000
+    result = run_fuzz(cases, args.seed, say=say)
+    say(f"fuzz: {result.cases} cases (seed {args.seed}) in {result.seconds:.1f} s: {result.refused} refused with "
+        f"the product's error, {result.accepted} accepted, {len(result.findings)} finding(s)")
+    for t, s in result.per_target.items():
+        say(f"  {t:<8} {s['cases']:>7} cases, {s['refused']:>7} refused, {s['accepted']:>6} accepted")
+    for f in result.findings[:20]:
+        say(f"  FINDING case {f['case']} ({f['target']}, {f['mutation']}): {f['error']}")
+    out = result.to_dict()
+    if args.json:
+        from core.fileio import write_json_atomic
+
+        write_json_atomic(args.json, out)
+    return out

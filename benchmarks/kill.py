@@ -1,0 +1,273 @@
+"""``python -m benchmarks kill --kills N --seed S``: SIGKILL a site's export and an analyst's run at many moments.
+
+Each case forks a child that performs one operation, and the parent kills it with SIGKILL:
+
+* **chosen moments** — the child counts its crash-relevant system calls (``os.fsync``, ``os.replace``,
+  ``os.rename``, ``os.unlink``) and kills itself just before or just after the k-th, for every k of a full run;
+* **random moments** — the parent kills the child after a delay drawn uniformly from the operation's
+  measured duration.
+
+After every kill the invariants are checked: no file under a final name is partial (every ``.dcbundle`` and
+``.dcpkg`` opens; an output folder holds a complete set — summary.json lists exactly its packages, with
+matching SHA-256, and report.html is there); every bundle a site shows has its private state in the site's
+workspace; every bundle in the analyst's registry is stored intact; both audit logs verify. The next run
+must then succeed and leave no ``.part``, ``.staging`` or ``.old`` behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from core.errors import DCError
+
+_CALLS = ("fsync", "replace", "rename", "unlink")
+
+
+def _run_child(op: Callable[[], None], k: int = 0, when: str = "before", delay: float | None = None) -> int:
+    """Fork, run ``op`` in the child (killing itself at its k-th counted call if ``k``), and return the
+    number of counted calls the child made (for a full run) or -1 when it was killed."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(read_fd)
+        counter = [0]
+        originals = {name: getattr(os, name) for name in _CALLS}
+
+        def wrap(name):
+            fn = originals[name]
+
+            def inner(*args, **kwargs):
+                counter[0] += 1
+                if k and when == "before" and counter[0] == k:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                out = fn(*args, **kwargs)
+                if k and when == "after" and counter[0] == k:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return out
+            return inner
+
+        code = 0
+        try:
+            for name in _CALLS:
+                setattr(os, name, wrap(name))
+            op()
+            for name in _CALLS:
+                setattr(os, name, originals[name])
+            os.write(write_fd, str(counter[0]).encode())
+        except BaseException:  # noqa: BLE001 - the child must never return into the parent's code
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    if delay is not None:
+        time.sleep(delay)
+        os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    data = os.read(read_fd, 64)
+    os.close(read_fd)
+    if os.WIFSIGNALED(status):
+        return -1
+    if os.WEXITSTATUS(status) != 0:
+        raise RuntimeError("the operation failed in the child without being killed")
+    return int(data or b"0")
+
+
+class _Round:
+    """A small classification round: two sites' exports ready to seal, the analyst's result ready to export."""
+
+    def __init__(self, folder: Path, seed: int):
+        import pandas as pd
+
+        from core.analyst import AnalystRound
+        from core.data.schema import infer_schema
+        from core.data.tabular import read_table
+        from core.formats.anchor import make_anchor
+        from core.formats.identity import Identity
+        from core.formats.kit import Kit
+        from core.formats.workspace import AnalystWorkspace, SiteWorkspace
+        from core.participant import ParticipantRound
+
+        rng = np.random.default_rng(seed)
+        self.folder = folder
+        frame = {f"x{j}": rng.normal(size=140) * (j + 1) for j in range(4)}
+        frame["label"] = np.where(frame["x0"] > 0, "a", "b")
+        df = pd.DataFrame(frame)
+        df.iloc[:20].to_csv(folder / "sample.csv", index=False)
+        self.analyst = Identity.generate("analyst")
+        self.site = Identity.generate("site0")
+        other = Identity.generate("site1")
+        schema, _ = infer_schema(folder / "sample.csv", label="label")
+        self.kit = Kit(name="kill", task="classification", schema=schema, method="dc", analyst=self.analyst.card,
+                       settings={"epochs": 2, "seed": seed},
+                       roster=[{"name": s.card.name, "fingerprint": s.card.fingerprint} for s in (self.site, other)])
+        self.kit_path = folder / "p.dckit"
+        self.kit.save(self.kit_path, self.analyst)
+        anchor = make_anchor(self.kit.project_id, schema.feature_names, kind="smote", rows=60,
+                             seed_rows=read_table(folder / "sample.csv", schema, labels=False).X)
+        self.site_ws = SiteWorkspace(folder / "site.ws")
+        self.jobs = []
+        bundles = []
+        for i, ident in enumerate((self.site, other)):
+            csv = folder / f"site{i}.csv"
+            df.iloc[20 + 60 * i: 80 + 60 * i].to_csv(csv, index=False)
+            ws = self.site_ws if i == 0 else SiteWorkspace(folder / "other.ws")
+            job = ParticipantRound(self.kit, self.kit_path, ident, ws, anchor=anchor,
+                                   site_settings={"seed": i})
+            job.load(csv)
+            job.compute()
+            self.jobs.append(job)
+            bundles.append(job.seal(folder / "ready" / f"site{i}.dcbundle").path)
+        self.bundle_files = bundles
+        session = AnalystRound(self.kit, self.analyst, AnalystWorkspace(folder / "analyst0.ws"))
+        received = [session.open_bundle(p) for p in bundles]
+        self.result, self.received = session.run(received), received  # an AnalystRun
+        self.out = folder / "out"
+        self.exports = folder / "exports"
+        self.n_analyst = 0
+        self.n_export = 0
+
+    # ---- the two operations ----------------------------------------------------------------------------
+    def export_op(self) -> Callable[[], None]:
+        self.n_export += 1
+        out = self.exports / f"case{self.n_export}.dcbundle"
+        return lambda: self.jobs[0].seal(out)
+
+    def analyst_op(self) -> Callable[[], None]:
+        from core.analyst import AnalystRound
+        from core.formats.workspace import AnalystWorkspace
+
+        self.n_analyst += 1
+        ws = self.folder / f"analyst{self.n_analyst}.ws"
+
+        def op():
+            session = AnalystRound(self.kit, self.analyst, AnalystWorkspace(ws))
+            session.import_bundles(self.bundle_files)
+            session.export(self.result, self.out)
+        return op
+
+    # ---- invariants ---------------------------------------------------------------------------------
+    def check_site(self) -> list[str]:
+        from core.formats.envelope import inspect
+
+        problems = []
+        for bundle in sorted(self.exports.glob("*.dcbundle")):
+            try:
+                binding = inspect(bundle)
+                digest = _digest(bundle)
+                self.site_ws.load_export(binding.project_id, digest)
+            except DCError as exc:
+                problems.append(f"{bundle.name}: {exc.message}")
+        try:
+            self.site_ws.audit.verify()
+        except DCError as exc:
+            problems.append(f"site audit log: {exc.message}")
+        return problems
+
+    def check_analyst(self) -> list[str]:
+        from core.formats.workspace import AnalystWorkspace
+
+        problems = []
+        if self.out.exists():
+            summary_path = self.out / "summary.json"
+            if not summary_path.is_file() or not (self.out / "report.html").is_file():
+                problems.append("an output folder without its summary or report")
+            else:
+                summary = json.loads(summary_path.read_text())
+                listed = {p["file"]: p["digest"] for p in summary["packages"]}
+                present = {p.name for p in self.out.glob("*.dcpkg")}
+                if present != set(listed):
+                    problems.append(f"packages {sorted(present)} differ from the summary's {sorted(listed)}")
+                for name, digest in listed.items():
+                    if (self.out / name).is_file() and _digest(self.out / name) != digest:
+                        problems.append(f"{name} does not match its digest in the summary")
+        for ws_dir in self.folder.glob("analyst*.ws"):
+            ws = AnalystWorkspace(ws_dir)
+            try:
+                ws.audit.verify()
+                for pid_dir in (ws_dir / "projects").glob("*"):
+                    for entry in ws.registry(pid_dir.name).values():
+                        stored = pid_dir / "bundles" / entry["file"]
+                        if not stored.is_file() or _digest(stored) != entry["digest"]:
+                            problems.append(f"{ws_dir.name}: registry lists {entry['file']}, not stored intact")
+            except DCError as exc:
+                problems.append(f"{ws_dir.name}: {exc.message}")
+        return problems
+
+    def leftovers(self) -> list[str]:
+        return sorted(str(p.relative_to(self.folder)) for p in self.folder.rglob("*")
+                      if p.name.endswith((".part", ".staging", ".old")))
+
+
+def _digest(path: Path) -> str:
+    from core.formats.envelope import file_digest
+
+    return file_digest(path)
+
+
+def run_kill(random_kills: int = 10, seed: int = 0, say: Callable[[str], None] | None = None,
+             whens: tuple[str, ...] = ("before", "after")) -> dict:
+    """Kill export and analyst run at every counted call (``whens``: just before and/or just after it) and at
+    ``random_kills`` random moments each; return counts and every invariant that broke (none expected)."""
+    rng = np.random.default_rng(seed)
+    shm = Path("/dev/shm")
+    stats: dict = {"seed": seed, "ops": {}, "problems": []}
+    start_all = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="dcstudio-kill-", dir=shm if shm.is_dir() else None) as tmp:
+        r = _Round(Path(tmp), seed)
+        for name, make, check in (("export", r.export_op, r.check_site), ("analyst run", r.analyst_op,
+                                                                            r.check_analyst)):
+            t0 = time.perf_counter()
+            calls = _run_child(make())
+            duration = time.perf_counter() - t0
+            kills = 0
+            plan = [(k, when, None) for k in range(1, calls + 1) for when in whens]
+            plan += [(0, "", float(rng.uniform(0.0, duration))) for _ in range(random_kills)]
+            for k, when, delay in plan:
+                if _run_child(make(), k, when or "before", delay) == -1:
+                    kills += 1
+                moment = f"call {k} {when}" if k else f"{delay:.3f} s"
+                for problem in check():
+                    stats["problems"].append(f"{name}, kill at {moment}: {problem}")
+            _run_child(make())  # the next run completes and cleans up after the killed ones
+            for problem in check():
+                stats["problems"].append(f"{name}, after the final run: {problem}")
+            stats["ops"][name] = {"counted_calls": calls, "cases": len(plan), "killed": kills,
+                                  "seconds_per_run": round(duration, 3)}
+            if say is not None:
+                say(f"{name}: {calls} counted calls, {len(plan)} cases, {kills} killed mid-way")
+        # the next runs, in this process, remove what the killed children left: opening a workspace cleans it,
+        # writing into a folder cleans that folder, and an export finishes or undoes an interrupted publish
+        from core.analyst import recover_outputs
+        from core.formats.workspace import AnalystWorkspace, SiteWorkspace
+
+        SiteWorkspace(r.folder / "site.ws")
+        for ws_dir in r.folder.glob("analyst*.ws"):
+            AnalystWorkspace(ws_dir)
+        r.jobs[0].seal(r.exports / "final.dcbundle")
+        recover_outputs(r.out)
+        r.analyst_op()()
+        stats["leftovers"] = r.leftovers()
+    stats["seconds"] = round(time.perf_counter() - start_all, 1)
+    return stats
+
+
+def run_from_args(args, say: Callable[[str], None]) -> dict:
+    kills = args.kills if args.kills is not None else 50
+    stats = run_kill(kills, args.seed, say)
+    say(f"kill: {sum(o['cases'] for o in stats['ops'].values())} cases in {stats['seconds']} s, "
+        f"{len(stats['problems'])} broken invariant(s), leftovers {stats['leftovers'] or 'none'}")
+    for p in stats["problems"][:20]:
+        say(f"  PROBLEM {p}")
+    if args.json:
+        from core.fileio import write_json_atomic
+
+        write_json_atomic(args.json, stats)
+    return stats
