@@ -170,8 +170,9 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         # the analyst's half, by core: a second site, the run, the packages
         kit = Kit.load(p["kit_path"])
         anchor = AnchorFile.load(workdir / "site" / "cardiac.dcanchor", identity=p["other"])
-        other = ParticipantRound(kit, p["kit_path"], p["other"], SiteWorkspace(default_workspace(workdir / "northside.dcid")),
-                                 anchor=anchor, site_settings={"seed": 2})
+        other = ParticipantRound(kit, p["kit_path"], p["other"],
+                                 SiteWorkspace(default_workspace(workdir / "northside.dcid")), anchor=anchor,
+                                 site_settings={"seed": 2})
         other.load(data / "other-site.csv")
         other_bundle = other.seal(workdir / "northside.dcbundle").path
         session = AnalystRound(kit, p["analyst"], AnalystWorkspace(workdir / "analyst.workspace"))
