@@ -9,9 +9,9 @@ import textwrap
 from pathlib import Path
 
 from core.cli import main
-from tests.roundkit import make_sites
+from tests.support.roundkit import make_sites
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 BLOCKED_RUN = textwrap.dedent("""
     import sys, importlib.abc

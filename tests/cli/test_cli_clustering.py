@@ -17,9 +17,9 @@ from core.bench.clustering_metrics import ari
 from core.formats.anchor import AnchorFile
 from core.formats.identity import Identity, PublicCard
 from core.methods.dcclustering.data_clustering import kmeans
-from tests.cli import WF, anchor_to, apply_packages, confirm, refused, run
-from tests.clusterkit import BLOCKS, make_grid
-from tests.test_privacy_boundary import BLOCKED_RUN, ROOT
+from tests.boundaries.test_privacy_boundary import BLOCKED_RUN, ROOT
+from tests.support.cli import WF, anchor_to, apply_packages, confirm, refused, run
+from tests.support.clusterkit import BLOCKS, make_grid
 
 FEATURES = [c for b in BLOCKS.values() for c in b]
 SPEC = ";".join(f"{b}={','.join(c)}" for b, c in BLOCKS.items())

@@ -14,8 +14,8 @@ from core.formats.kit import Kit
 from core.formats.workspace import SiteWorkspace
 from core.learn.local_model import NAMES, fit_local_model, local_predict_proba
 from core.participant import ParticipantExport
-from tests.cli import confirm, export_dccfl_round, run
-from tests.roundkit import make_sites
+from tests.support.cli import confirm, export_dccfl_round, run
+from tests.support.roundkit import make_sites
 
 PASS = "correct horse battery staple"
 SHIPPED = {"x_tilde", "anchor_tilde", "label_counts", "y"}

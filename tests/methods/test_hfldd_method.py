@@ -16,8 +16,8 @@ from core.formats.anchor import make_anchor
 from core.methods import SiteInput, get_method
 from core.methods.base import ReceivedBundle
 from core.methods.dc_site import site_map
-from tests.cli import WF, anchor_to, apply_packages, confirm, run
-from tests.roundkit import CLASSES, FEATURES, make_sites
+from tests.support.cli import WF, anchor_to, apply_packages, confirm, run
+from tests.support.roundkit import CLASSES, FEATURES, make_sites
 
 FAST_SITE = ["--kip-steps", "40", "--rows-per-class", "4"]
 FAST_KIT = ["--set", "min_steps=3000", "--set", "clusters=2", "--set", "local_epochs=60"]
@@ -184,39 +184,36 @@ def test_a_whole_cli_round_in_distillation_mode(tmp_path, monkeypatch, capsys):
 def test_a_gui_round_in_distillation_mode(qtbot, tmp_path, monkeypatch, capsys):
     pytest.importorskip("pytestqt")
 
-    from gui.participant import ParticipantWizard
-    from tests.guiround import analyst_window_with_bundles, export_bundle, export_packages, train_models
+    from tests.support.gui import (
+        accept_kit,
+        analyst_window_with_bundles,
+        export_bundle,
+        export_packages,
+        import_anchor,
+        new_wizard,
+        open_identity,
+        read_csv,
+        train_models,
+        wait_metrics,
+        wait_page,
+    )
 
     d = tmp_path
     sites = _round(d, monkeypatch, capsys, names=("site0", "site1"))  # site2 exports by clicking
-    w = ParticipantWizard()
-    qtbot.addWidget(w)
-    w.show()
-    ip = w.identity_page
-    ip.open_radio.setChecked(True)
-    ip.identity_field.set_path(d / "site2/site2.dcid")
-    ip.open_pass_edit.setText("pass phrase 1")
-    ip.unlock_button.click()
-    qtbot.waitUntil(ip.isComplete, timeout=30_000)
+    w = new_wizard(qtbot)
+    open_identity(qtbot, w, d / "site2/site2.dcid", "pass phrase 1")
+    accept_kit(w, d / "p.dckit")
+    import_anchor(qtbot, w, d / "site0/p.dcanchor")
     w.next()
-    w.kit_page.kit_field.set_path(d / "p.dckit")
-    w.kit_page.confirm_check.setChecked(True)
-    w.next()
-    ap = w.anchor_page
-    ap.import_radio.setChecked(True)
-    ap.anchor_field.set_path(d / "site0/p.dcanchor")
-    qtbot.waitUntil(ap.isComplete, timeout=30_000)
-    w.next()
-    w.data_page.set_csv(sites["site2"][0])
-    qtbot.waitUntil(w.data_page.isComplete, timeout=30_000)
+    read_csv(qtbot, w, sites["site2"][0])
     w.next()
     pp = w.privacy_page
     assert pp.site_form.names() == ["rows_per_class", "kip_steps", "objective", "init", "reduction", "dimension",
                                      "noise"]
     pp.site_form.set_value("kip_steps", 30)
     pp.site_form.set_value("rows_per_class", 2)
-    qtbot.waitUntil(lambda: pp.isComplete() and pp.site_export.manifest["rows_per_class"] == 2
-                    and pp.site_export.manifest["kip_steps"] == 30, timeout=60_000)
+    wait_page(qtbot, pp, lambda: pp.isComplete() and pp.site_export.manifest["rows_per_class"] == 2
+              and pp.site_export.manifest["kip_steps"] == 30)
     assert len(pp.site_export.arrays["y_distilled"]) <= 8
     plain = pp.plain_label.text()
     assert "made-up summary rows (2 per class)" in plain and "smaller" in plain and "nearest real row" in plain
@@ -240,8 +237,7 @@ def test_a_gui_round_in_distillation_mode(qtbot, tmp_path, monkeypatch, capsys):
     assert "group 1: site0, site1" in cp.chosen_label.text() and "k-means" in cp.method_note.text()
     assert not cp.threshold_line.isVisible() and cp.t_spin.isHidden()  # no threshold to drag
     train_models(qtbot, aw)
-    mp = aw.models_page
-    qtbot.waitUntil(lambda: mp.metrics_table.rowCount() == 3, timeout=5_000)
+    wait_metrics(qtbot, aw, 3)
     trained = {x["site"]: x["cluster"] - 1 for x in aw.state.result.summary["sites"]}
     assert trained == groups  # the page showed the groups the fit trained
     export_packages(qtbot, aw, d / "gui-out")
