@@ -83,6 +83,7 @@ def test_round_writes_clusters_in_each_sites_own_row_order(cround):
     assert ari(t, np.array(list(done.values()))) > 0.9
 
 
+@pytest.mark.slow
 def test_analyst_run_of_a_clustering_round_never_needs_the_anchor_module(cround, tmp_path):
     d, sites, _ = cround
     args = ["analyst", "run", "--kit", str(d / "p.dckit"), "--identity", str(d / "analyst/analyst.dcid"),

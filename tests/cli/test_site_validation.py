@@ -85,6 +85,7 @@ def test_apply_validate_scores_package_beside_own_model(round_dir, capsys):
     assert f"{pkg:.3f}" in out and f"{loc:.3f}" in out
 
 
+@pytest.mark.slow
 def test_a_package_that_says_keep_your_own_applies_the_sites_own_model(tmp_path, monkeypatch, capsys):
     """Sites of 21 training rows: each keeps its own model unless its cluster's is clearly better; applying such
     a package gives exactly the own-rows model's predictions, and the site is told so."""

@@ -88,6 +88,7 @@ def site_exports(qtbot, d: Path, name: str, kit_path: Path, csv: Path, *, lead: 
     return export_bundle(qtbot, w, d / "usb", f"{name}.dcbundle")
 
 
+@pytest.mark.slow
 def test_whole_round_by_clicking(qtbot, tmp_path, monkeypatch):
     d = tmp_path
     sites = make_sites(d / "data", rows=160)

@@ -15,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dpr", [1, 2])
 def test_key_widgets_fully_visible_on_a_laptop(tmp_path, dpr):
     config = tmp_path / "screen.json"

@@ -121,6 +121,7 @@ def _round(d: Path, monkeypatch, names=("site0", "site1", "site2", "site3"), kit
     return sites
 
 
+@pytest.mark.slow
 def test_a_whole_cli_round_with_feddag(tmp_path, monkeypatch, capsys):
     d = tmp_path
     sites = _round(d, monkeypatch, kit_sets=["--set", "encoder=dual"])
@@ -144,6 +145,7 @@ def test_a_whole_cli_round_with_feddag(tmp_path, monkeypatch, capsys):
     assert np.mean(accs) > 0.6 and min(accs) > 0.45, accs  # 4 classes: chance is 0.25
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("private_settings")
 def test_a_gui_round_with_feddag(qtbot, tmp_path, monkeypatch):
     pytest.importorskip("pytestqt")

@@ -257,6 +257,7 @@ def test_declarations():
 
 
 # ---- GUI round ----------------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.usefixtures("private_settings")
 def test_a_gold_round_by_clicking(qtbot, tmp_path, monkeypatch):
     pytest.importorskip("pytestqt")

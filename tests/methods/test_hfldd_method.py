@@ -37,6 +37,7 @@ def _export(X, y, anchor, **site):
     return m, m.site_compute(SiteInput(X, y, list(CLASSES), anchor, settings={"seed": 5, "kip_steps": 40, **site}))
 
 
+@pytest.mark.slow
 def test_the_bundle_holds_no_real_reduced_row_and_says_what_leaves(tmp_path):
     X, y, anchor = _site(tmp_path)
     m, ex = _export(X, y, anchor)
@@ -61,6 +62,7 @@ def test_the_bundle_holds_no_real_reduced_row_and_says_what_leaves(tmp_path):
     assert "permutation" not in ex.private_arrays  # nothing per row comes back: the map is all apply needs
 
 
+@pytest.mark.slow
 def test_the_default_matching_gives_each_class_the_spread_of_its_real_rows(tmp_path):
     """objective=match (default): in the site's anchor-whitened space every class's shipped rows lie as far from
     the class's real mean, in mean squared distance, as its real rows do (match_spread), and none is real."""
@@ -81,6 +83,7 @@ def test_the_default_matching_gives_each_class_the_spread_of_its_real_rows(tmp_p
     assert ex.manifest["nn_disclosure"]["copies"] == 0
 
 
+@pytest.mark.slow
 def test_early_stop_at_the_start_never_ships_the_starting_real_rows(tmp_path, monkeypatch):
     """If early stopping keeps the set KIP started from (real rows), the site distils again without a hold-out."""
     import core.methods.hfldd.method as hf
@@ -149,6 +152,7 @@ def _round(d: Path, monkeypatch, capsys, names=("site0", "site1", "site2", "site
     return sites
 
 
+@pytest.mark.slow
 def test_a_whole_cli_round_in_distillation_mode(tmp_path, monkeypatch, capsys):
     d = tmp_path
     started = time.perf_counter()
@@ -180,6 +184,7 @@ def test_a_whole_cli_round_in_distillation_mode(tmp_path, monkeypatch, capsys):
     assert np.mean(accs) > 0.6 and min(accs) > 0.45, accs  # 4 classes: chance is 0.25
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("private_settings")
 def test_a_gui_round_in_distillation_mode(qtbot, tmp_path, monkeypatch, capsys):
     pytest.importorskip("pytestqt")

@@ -151,6 +151,7 @@ def test_the_cli_help_and_checks_come_from_the_declarations(tmp_path, monkeypatc
     assert not (tmp_path / "bad.dckit").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("private_settings")
 def test_a_method_in_one_file_runs_a_gui_round(qtbot, tmp_path, monkeypatch, toy_method):
     pytest.importorskip("pytestqt")
