@@ -24,8 +24,8 @@ from core.formats.kit import Kit
 from core.formats.workspace import AnalystWorkspace, SiteWorkspace
 from core.participant import ParticipantRound, apply_package, check_package
 from core.robustness import scale_flags
-from tests.cli import run
-from tests.test_envelope import raw_npy, seal_members
+from tests.formats.test_envelope import raw_npy, seal_members
+from tests.support.cli import run
 
 
 class Round:

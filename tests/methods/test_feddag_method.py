@@ -16,8 +16,8 @@ from core.errors import FormatError
 from core.methods import FitContext, SiteInput, get_method, method_class
 from core.methods.base import ReceivedBundle
 from core.methods.views import Curve, Heatmap, Table
-from tests.cli import WF, anchor_to, apply_packages, confirm, run
-from tests.roundkit import CLASSES, make_sites
+from tests.support.cli import WF, anchor_to, apply_packages, confirm, run
+from tests.support.roundkit import CLASSES, make_sites
 
 FAST = {"epochs": 15, "warmup_epochs": 3}
 FAST_KIT = ["--set", "epochs=15", "--set", "warmup_epochs=3"]
@@ -121,6 +121,7 @@ def _round(d: Path, monkeypatch, names=("site0", "site1", "site2", "site3"), kit
     return sites
 
 
+@pytest.mark.slow
 def test_a_whole_cli_round_with_feddag(tmp_path, monkeypatch, capsys):
     d = tmp_path
     sites = _round(d, monkeypatch, kit_sets=["--set", "encoder=dual"])
@@ -144,11 +145,12 @@ def test_a_whole_cli_round_with_feddag(tmp_path, monkeypatch, capsys):
     assert np.mean(accs) > 0.6 and min(accs) > 0.45, accs  # 4 classes: chance is 0.25
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("private_settings")
 def test_a_gui_round_with_feddag(qtbot, tmp_path, monkeypatch):
     pytest.importorskip("pytestqt")
 
-    from tests.guiround import analyst_window_with_bundles, export_packages, train_models
+    from tests.support.gui import analyst_window_with_bundles, export_packages, train_models, wait_metrics
 
     d = tmp_path
     _round(d, monkeypatch, names=("site0", "site1", "site2"))
@@ -159,8 +161,7 @@ def test_a_gui_round_with_feddag(qtbot, tmp_path, monkeypatch):
     assert aw.clients_page.clustering is not None  # the fused distance, cut by the α line
     assert aw.clients_page.clustering.distances.shape == (3, 3)
     train_models(qtbot, aw)
-    mp = aw.models_page
-    qtbot.waitUntil(lambda: mp.metrics_table.rowCount() == 3, timeout=5_000)
+    wait_metrics(qtbot, aw, 3)
     from gui.views_panel import ViewsPanel
 
     panel = ViewsPanel()  # the method's views, drawn as the app draws them

@@ -8,10 +8,12 @@ import sys
 import textwrap
 from pathlib import Path
 
-from core.cli import main
-from tests.roundkit import make_sites
+import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from core.cli import main
+from tests.support.roundkit import make_sites
+
+ROOT = Path(__file__).resolve().parents[2]
 
 BLOCKED_RUN = textwrap.dedent("""
     import sys, importlib.abc
@@ -27,6 +29,7 @@ BLOCKED_RUN = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_analyst_run_works_with_the_anchor_module_unimportable(tmp_path, monkeypatch):
     monkeypatch.setenv("DCSTUDIO_PASSPHRASE", "pass phrase 1")
     sites = make_sites(tmp_path / "data", rows=80)

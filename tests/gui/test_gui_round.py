@@ -19,18 +19,26 @@ from PySide6.QtWidgets import QFileDialog  # noqa: E402
 from core.formats.identity import Identity  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
 from gui.analyst import window as analyst_window  # noqa: E402
-from gui.participant import ParticipantWizard, ResultsWindow  # noqa: E402
-from tests.roundkit import CLASSES, make_sites  # noqa: E402
+from gui.participant import ResultsWindow  # noqa: E402
+from tests.support.gui import (  # noqa: E402
+    HANG,  # noqa: E402
+    accept_kit,
+    create_anchor,
+    create_identity,
+    export_bundle,
+    import_anchor,
+    import_bundles,
+    new_wizard,
+    open_identity,
+    read_csv,
+    results_apply,
+    results_unlock,
+    wait_job,
+    wait_page,
+)
+from tests.support.roundkit import CLASSES, make_sites  # noqa: E402
 
 PASS = "correct horse battery staple"
-WAIT = 30_000
-
-
-
-
-def wait_job(qtbot, job, timeout=WAIT):
-    qtbot.waitUntil(lambda: not job.running, timeout=timeout)
-    qtbot.wait(20)
 
 
 def analyst_makes_kit(qtbot, w, d: Path, monkeypatch) -> Path:
@@ -41,11 +49,13 @@ def analyst_makes_kit(qtbot, w, d: Path, monkeypatch) -> Path:
     page.new_folder.setText(str(d / "analyst"))
     page.new_pass1.setText(PASS)
     page.new_pass2.setText(PASS)
-    qtbot.mouseClick(page.create_identity_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: page.identity is not None, timeout=WAIT)
+    with qtbot.waitSignal(page.identity_job_panel.finished, timeout=HANG):
+        qtbot.mouseClick(page.create_identity_button, Qt.LeftButton)
+    assert page.identity is not None, page.identity_message.text()
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(d / "data/sample.csv"), ""))
-    qtbot.mouseClick(page.sample_browse_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: page.schema is not None, timeout=WAIT)
+    with qtbot.waitSignal(page.schema_job_panel.finished, timeout=HANG):
+        qtbot.mouseClick(page.sample_browse_button, Qt.LeftButton)
+    assert page.schema is not None
     page.project_name.setText("Whole round")
     page.settings_form.set_value("epochs", 50)
     page.settings_form.set_value("t", "auto")
@@ -60,56 +70,25 @@ def site_exports(qtbot, d: Path, name: str, kit_path: Path, csv: Path, *, lead: 
                  cards: list[Path] = ()) -> Path:
     """One site's wizard; the lead creates its identity and the anchor (encrypted to ``cards`` too), the
     others open the identity they made earlier (their cards had to exist for the lead's anchor)."""
-    w = ParticipantWizard()
-    qtbot.addWidget(w)
-    w.show()
-    ip = w.identity_page
-    ip.log_n = 14
+    w = new_wizard(qtbot)
     if lead:
-        ip.create_radio.setChecked(True)
-        ip.name_edit.setText(name)
-        ip.pass_edit.setText(PASS)
-        ip.pass2_edit.setText(PASS)
-        ip.folder_field.set_path(d / name)
-        ip.create_button.click()
+        create_identity(qtbot, w, name, d / name, PASS)
     else:
-        ip.open_radio.setChecked(True)
-        ip.identity_field.set_path(d / name / f"{name}.dcid")
-        ip.open_pass_edit.setText(PASS)
-        ip.unlock_button.click()
-    qtbot.waitUntil(ip.isComplete, timeout=WAIT)
-    w.next()
-    kp = w.kit_page
-    kp.kit_field.set_path(kit_path)
-    kp.confirm_check.setChecked(True)
-    w.next()
-    ap = w.anchor_page
+        open_identity(qtbot, w, d / name / f"{name}.dcid", PASS)
+    accept_kit(w, kit_path)
     if lead:
-        ap.lead_radio.setChecked(True)
-        ap.seed_csv_radio.setChecked(True)
-        ap.source_field.set_path(d / "data/seed.csv")
-        ap.add_cards(list(cards))
-        ap.save_field.set_path(d / "lead.dcanchor")
-        ap.create_button.click()
-        qtbot.waitUntil(ap.isComplete, timeout=WAIT)
+        create_anchor(qtbot, w, d / "data/seed.csv", d / "lead.dcanchor", list(cards))
     else:
-        ap.import_radio.setChecked(True)
-        ap.anchor_field.set_path(d / "lead.dcanchor")
-    assert ap.isComplete()
+        import_anchor(qtbot, w, d / "lead.dcanchor")
+    assert w.anchor_page.isComplete()
     w.next()
-    w.data_page.set_csv(csv)
-    qtbot.waitUntil(w.data_page.isComplete, timeout=WAIT)
+    read_csv(qtbot, w, csv)
     w.next()
-    qtbot.waitUntil(w.privacy_page.isComplete, timeout=WAIT)
-    w.next()
-    ep = w.export_page
-    ep.folder_field.set_path(d / "usb")
-    ep.name_edit.setText(f"{name}.dcbundle")
-    ep.export_button.click()
-    qtbot.waitUntil(lambda: w.page_name() == "done", timeout=WAIT)
-    return ep.sealed.path
+    wait_page(qtbot, w.privacy_page)
+    return export_bundle(qtbot, w, d / "usb", f"{name}.dcbundle")
 
 
+@pytest.mark.slow
 def test_whole_round_by_clicking(qtbot, tmp_path, monkeypatch):
     d = tmp_path
     sites = make_sites(d / "data", rows=160)
@@ -132,7 +111,7 @@ def test_whole_round_by_clicking(qtbot, tmp_path, monkeypatch):
     assert all(b.exists() for b in bundles)
 
     # the analyst imports the four bundles (as a drop would) and confirms their fingerprints
-    wait_job(qtbot, aw.bundles_page.import_paths([str(b) for b in bundles]))
+    import_bundles(qtbot, aw, bundles, confirm=False)
     assert len(aw.bundles_page.rows_by_status("unconfirmed")) == 4 and not aw.state.bundles
     for fp in aw.bundles_page.pending_fingerprints():  # nothing opened yet; each tick confirms a site, imports its file
         wait_job(qtbot, aw.bundles_page.set_confirmed(fp, True))
@@ -150,7 +129,7 @@ def test_whole_round_by_clicking(qtbot, tmp_path, monkeypatch):
     assert aw.show_page("models")
     mp = aw.models_page
     qtbot.mouseClick(mp.train_button, Qt.LeftButton)
-    wait_job(qtbot, mp.job_panel.job, timeout=120_000)
+    wait_job(qtbot, mp.job_panel.job)
     assert mp.last_outcome == "succeeded", mp.message.text()
     assert aw.state.result.summary["n_clusters"] == 2
     assert aw.show_page("export")
@@ -166,16 +145,12 @@ def test_whole_round_by_clicking(qtbot, tmp_path, monkeypatch):
     r = ResultsWindow()
     qtbot.addWidget(r)
     r.show()
-    r.identity_field.set_path(d / name / f"{name}.dcid")
-    r.passphrase_edit.setText(PASS)
-    r.unlock_button.click()
-    qtbot.waitUntil(lambda: r.identity is not None and not r.busy, timeout=WAIT)
+    results_unlock(qtbot, r, d / name / f"{name}.dcid", PASS)
+    assert r.identity is not None and not r.busy, r.message.text()
     r.package_field.set_path(d / "to-sites" / f"{name}.dcpkg")
     r.csv_field.set_path(test_csv)
     r.out_field.set_path(d / "result.csv")
-    r.apply_button.click()
-    qtbot.waitUntil(lambda: r.outcome is not None or r.message.kind == "error", timeout=WAIT)
-    assert r.outcome is not None, r.message.text()
+    results_apply(qtbot, r)
     result = pd.read_csv(d / "result.csv")
     assert list(result.columns[-5:]) == ["prediction"] + [f"prob_{c}" for c in CLASSES]
     assert kit.project_id in (d / "to-sites/summary.json").read_text()

@@ -141,6 +141,7 @@ def test_data_distance_separates_concepts_that_label_histograms_cannot():
     assert all(x["expected"]["accuracy"] >= x["own_model"]["accuracy"] for x in res.site_info)
 
 
+@pytest.mark.slow
 def test_feddag_is_deterministic_and_predicts():
     bundles, classes = _concept_bundles(seed=1)
     a = fd.fit(bundles, classes, {"seed": 3, **FAST})

@@ -8,8 +8,8 @@ from core.data.schema import FeatureColumn, Schema
 from core.errors import ConfigError
 from core.formats.identity import Identity
 from core.kit_builder import build_kit
-from tests.cli import WF, refused, run
-from tests.roundkit import make_sites
+from tests.support.cli import WF, refused, run
+from tests.support.roundkit import make_sites
 
 
 @pytest.fixture(scope="module")

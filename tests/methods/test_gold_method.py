@@ -18,7 +18,7 @@ from benchmarks.clustering_metrics import ari
 from core.errors import ConfigError, FormatError
 from core.methods import FitContext, get_method, method_class
 from core.methods.base import ReceivedBundle, SiteInput
-from tests.cli import WF, apply_packages, confirm, run
+from tests.support.cli import WF, apply_packages, confirm, run
 
 NAME = "gold"
 COLS = ["age", "bp", "chol"]
@@ -257,15 +257,19 @@ def test_declarations():
 
 
 # ---- GUI round ----------------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.usefixtures("private_settings")
 def test_a_gold_round_by_clicking(qtbot, tmp_path, monkeypatch):
     pytest.importorskip("pytestqt")
-    from tests.guiround import (
+    from tests.support.gui import (
         accept_kit,
         analyst_window_with_bundles,
         export_bundle,
         export_packages,
+        read_csv,
         train_models,
+        wait_metrics,
+        wait_page,
         wizard_with_new_identity,
     )
 
@@ -279,12 +283,11 @@ def test_a_gold_round_by_clicking(qtbot, tmp_path, monkeypatch):
     w = wizard_with_new_identity(qtbot, "clicker", d / "clicker")
     accept_kit(w, d / "g.dckit")
     assert w.page_name() == "data"  # the anchor page is skipped: GOLD needs no anchor
-    w.data_page.set_csv(files[names[2]])
-    qtbot.waitUntil(w.data_page.isComplete, timeout=30_000)
+    read_csv(qtbot, w, files[names[2]])
     w.next()
     pp = w.privacy_page
     assert pp.site_form.names() == ["noise"]  # max_candidates and seed are advanced
-    qtbot.waitUntil(lambda: pp.isComplete() and pp.site_export is not None, timeout=60_000)
+    wait_page(qtbot, pp, lambda: pp.isComplete() and pp.site_export is not None)
     rows = {pp.disclosure_table.item(r, 0).text() for r in range(pp.disclosure_table.rowCount())}
     assert rows == {"centroids", "counts", "col_sum", "col_sumsq"}
     assert "at least 5 rows" in pp.plain_label.text() and pp.site_export.arrays["counts"].min() >= 5
@@ -298,7 +301,7 @@ def test_a_gold_round_by_clicking(qtbot, tmp_path, monkeypatch):
     mp = aw.models_page
     assert "Cluster" in mp.train_button.text()
     train_models(qtbot, aw)
-    qtbot.waitUntil(lambda: mp.metrics_table.rowCount() == 3, timeout=5_000)
+    wait_metrics(qtbot, aw, 3)
     cp = aw.clustering_page
     assert cp.has_result and aw.show_page("clustering")
     kinds = cp.views.kinds

@@ -14,8 +14,8 @@ from core.formats.kit import Kit
 from core.formats.workspace import SiteWorkspace
 from core.learn.local_model import NAMES, fit_local_model, local_predict_proba
 from core.participant import ParticipantRound
-from tests.cli import confirm, export_dccfl_round, run
-from tests.roundkit import make_sites
+from tests.support.cli import confirm, export_dccfl_round, run
+from tests.support.roundkit import make_sites
 
 PASS = "correct horse battery staple"
 SHIPPED = {"x_tilde", "anchor_tilde", "label_counts", "y"}
@@ -86,6 +86,7 @@ def test_apply_validate_scores_package_beside_own_model(round_dir, capsys):
     assert f"{pkg:.3f}" in out and f"{loc:.3f}" in out
 
 
+@pytest.mark.slow
 def test_a_package_that_says_keep_your_own_applies_the_sites_own_model(tmp_path, monkeypatch, capsys):
     """Sites of 21 training rows: each keeps its own model unless its cluster's is clearly better; applying such
     a package gives exactly the own-rows model's predictions, and the site is told so."""

@@ -17,9 +17,9 @@ from benchmarks.clustering_metrics import ari
 from core.formats.anchor import AnchorFile
 from core.formats.identity import Identity, PublicCard
 from core.methods.dcclustering.data_clustering import kmeans
-from tests.cli import WF, anchor_to, apply_packages, confirm, refused, run
-from tests.clusterkit import BLOCKS, make_grid
-from tests.test_privacy_boundary import BLOCKED_RUN, ROOT
+from tests.boundaries.test_privacy_boundary import BLOCKED_RUN, ROOT
+from tests.support.cli import WF, anchor_to, apply_packages, confirm, refused, run
+from tests.support.clusterkit import BLOCKS, make_grid
 
 FEATURES = [c for b in BLOCKS.values() for c in b]
 SPEC = ";".join(f"{b}={','.join(c)}" for b, c in BLOCKS.items())
@@ -83,6 +83,7 @@ def test_round_writes_clusters_in_each_sites_own_row_order(cround):
     assert ari(t, np.array(list(done.values()))) > 0.9
 
 
+@pytest.mark.slow
 def test_analyst_run_of_a_clustering_round_never_needs_the_anchor_module(cround, tmp_path):
     d, sites, _ = cround
     args = ["analyst", "run", "--kit", str(d / "p.dckit"), "--identity", str(d / "analyst/analyst.dcid"),

@@ -1,4 +1,4 @@
-"""Key widgets are fully visible on a 1366×768 laptop screen. Run by ``tests/test_gui_screens.py`` in a child
+"""Key widgets are fully visible on a 1366×768 laptop screen. Run by ``tests/gui/test_gui_screens.py`` in a child
 process whose offscreen screen is 1366×768 logical pixels at device-pixel ratio 1 or 2 (a 2732×1536 panel),
 so the windows open exactly as they would there. Not collected on its own (its name has no ``test_`` prefix).
 """
@@ -15,9 +15,10 @@ from PySide6.QtWidgets import QWizard  # noqa: E402
 
 from gui.participant import ParticipantWizard  # noqa: E402
 from gui.screen import fully_visible, text_fits, visible_rows, window_fits  # noqa: E402
-from tests.test_gui_analyst import built, import_all, open_window, project  # noqa: E402, F401
-from tests.test_gui_participant import drive_to_export, wait  # noqa: E402
-from tests.test_gui_participant import project as site_project  # noqa: E402, F401
+from tests.gui.test_gui_analyst import built, import_all, open_window, project  # noqa: E402, F401
+from tests.gui.test_gui_participant import drive_to_export  # noqa: E402
+from tests.gui.test_gui_participant import project as site_project  # noqa: E402, F401
+from tests.support.gui import wait_page  # noqa: E402
 
 
 def test_the_screen_is_a_laptop(qapp):
@@ -57,7 +58,7 @@ def test_wizard_fits_a_laptop(qtbot, site_project, tmp_path):  # noqa: F811
     w.next()
     dp = w.data_page
     dp.set_csv(site_project["sites"]["site0"][0])
-    wait(qtbot, lambda: dp.isComplete())
+    wait_page(qtbot, dp)
     qtbot.wait(50)
     assert window_fits(w)
     assert visible_rows(dp.preview_view) >= 6, visible_rows(dp.preview_view)
@@ -65,7 +66,7 @@ def test_wizard_fits_a_laptop(qtbot, site_project, tmp_path):  # noqa: F811
     assert not _visible(dp.preview_view, dp.columns_table, dp.impute_check, w.button(QWizard.NextButton))
     w.next()
     pp = w.privacy_page
-    wait(qtbot, lambda: pp.isComplete())
+    wait_page(qtbot, pp)
     qtbot.wait(50)
     assert not _visible(pp.site_form.widget("reduction"), pp.plain_label, pp.leaves_label, pp.details_button,
                         w.button(QWizard.NextButton))

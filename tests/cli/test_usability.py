@@ -20,11 +20,11 @@ from core.control import JobControl
 from core.fileio import safe_name
 from core.methods import FitContext
 from core.wording import leaves_sentence
-from tests.cli import WF, refused, run
-from tests.roundkit import make_sites
+from tests.support.cli import WF, refused, run
+from tests.support.roundkit import make_sites
 
 PASS = "correct horse battery staple"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FRENCH = {"encoding": "cp1252", "sep": ";", "decimal": ","}
 
 

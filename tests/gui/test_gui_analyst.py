@@ -27,6 +27,15 @@ from gui.analyst.bundles import COL_CONFIRMED, COL_FILE, COL_LABELS, COL_STATUS 
 from gui.analyst.common import COUNTS_ROLE, NAMES_ROLE  # noqa: E402
 from gui.analyst.window import AnalystWindow  # noqa: E402
 from gui.widgets import passphrase_strength  # noqa: E402
+from tests.support.gui import (  # noqa: E402
+    HANG,
+    confirm_all,
+    import_bundles,
+    open_analyst_window,
+    until,
+    wait_job,
+    wait_metrics,
+)
 
 PASS = "correct horse battery staple"
 
@@ -55,39 +64,16 @@ def project(built, tmp_path):
     return built_copy
 
 
-def wait_job(qtbot, job, timeout=30_000):
-    assert job is not None
-    qtbot.waitUntil(lambda: not job.running, timeout=timeout)
-    qtbot.wait(20)  # let queued result signals arrive
-
-
 def open_window(qtbot, project) -> AnalystWindow:
-    w = AnalystWindow(kit_path=str(project.kit))
-    qtbot.addWidget(w)
-    w.show()
-    page = w.project_page
-    page.identity_path_edit.setText(str(project.identity))
-    page.open_passphrase.setText(project.passphrase)
-    qtbot.mouseClick(page.unlock_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: w.state.session is not None, timeout=10_000)
-    return w
+    return open_analyst_window(qtbot, project.kit, project.identity, project.passphrase)
 
 
 def import_all(qtbot, w, project, extras=True, confirm=True):
-    paths = [str(p) for p in project.bundles]
+    paths = list(project.bundles)
     if extras:
-        paths += [str(project.extras[k]) for k in ("tampered", "duplicate", "foreign")]
-    wait_job(qtbot, w.bundles_page.import_paths(paths))
-    if confirm:
-        confirm_all(qtbot, w)
+        paths += [project.extras[k] for k in ("tampered", "duplicate", "foreign")]
+    import_bundles(qtbot, w, paths, confirm=confirm)
 
-
-def confirm_all(qtbot, w):
-    """Tick Confirmed for every sender waiting on the Bundles page (each tick imports that sender's files)."""
-    for fp in w.bundles_page.pending_fingerprints():
-        job = w.bundles_page.set_confirmed(fp, True)
-        if job is not None:
-            wait_job(qtbot, job)
 
 # ---- project ----------------------------------------------------------------------------------------------
 def test_passphrase_strength_hint():
@@ -115,8 +101,9 @@ def test_create_identity_and_kit_by_clicking(qtbot, tmp_path, project, monkeypat
     qtbot.mouseClick(page.create_identity_button, Qt.LeftButton)
     assert page.identity_message.kind == "error" and "differ" in page.identity_message.text()
     page.new_pass2.setText(PASS)
-    qtbot.mouseClick(page.create_identity_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: page.identity is not None, timeout=10_000)
+    with qtbot.waitSignal(page.identity_job_panel.finished, timeout=HANG):
+        qtbot.mouseClick(page.create_identity_button, Qt.LeftButton)
+    assert page.identity is not None, page.identity_message.text()
     dcid = tmp_path / "ids" / "Analyst A.dcid"
     assert dcid.exists() and dcid.with_suffix(".dcpub").exists()
     assert page.fingerprint_view.text.text() == page.identity.card.fingerprint
@@ -127,8 +114,9 @@ def test_create_identity_and_kit_by_clicking(qtbot, tmp_path, project, monkeypat
     assert (tmp_path / "card.dcpub").exists()
 
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(project.sample), ""))
-    qtbot.mouseClick(page.sample_browse_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: page.schema is not None, timeout=10_000)
+    with qtbot.waitSignal(page.schema_job_panel.finished, timeout=HANG):
+        qtbot.mouseClick(page.sample_browse_button, Qt.LeftButton)
+    assert page.schema is not None
     assert page.label_combo.currentData() == "label"
     assert page.schema_table.rowCount() == 9  # 8 features + the label
     roles = [page.schema_table.item(r, 1).text() for r in range(9)]
@@ -219,7 +207,7 @@ def test_import_shows_refusals_with_reasons(qtbot, project):
     assert "every fingerprint confirmed" in bp.summary_label.text()
     # a second window on the same project re-opens the imported bundles and remembers the ticks
     w2 = open_window(qtbot, project)
-    qtbot.waitUntil(lambda: len(w2.state.bundles) == 4, timeout=10_000)
+    until(qtbot, w2.state.bundles_changed, lambda: len(w2.state.bundles) == 4)
     rows = w2.bundles_page.rows_by_status("imported earlier")
     assert len(rows) == 4
     assert all(w2.bundles_page.table.item(r, COL_CONFIRMED).checkState() == Qt.Checked for r in rows)
@@ -270,8 +258,9 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
     progress = []
     qtbot.mouseClick(mp.train_button, Qt.LeftButton)
     mp.job_panel.job.progress.connect(lambda f, text: progress.append((f, text)))
-    wait_job(qtbot, mp.job_panel.job, timeout=60_000)
+    wait_job(qtbot, mp.job_panel.job)
     assert mp.last_outcome == "succeeded", mp.message.text()
+    wait_metrics(qtbot, w, 4)  # the page shows the result just after it arrives
     result = w.state.result
     assert result is not None
     t = mp.metrics_table
@@ -327,10 +316,10 @@ def test_cancel_training_keeps_nothing(qtbot, project, tmp_path):
     mp = w.models_page
     mp.run_form.set_value("epochs", 3000)
     job = mp.train()
-    qtbot.waitUntil(lambda: mp.job_panel.bar.value() > 0, timeout=20_000)  # training is under way
+    until(qtbot, job.progress, lambda: mp.job_panel.bar.value() > 0)  # training is under way
     assert job.running
     qtbot.mouseClick(mp.job_panel.cancel_button, Qt.LeftButton)
-    wait_job(qtbot, job, timeout=20_000)
+    wait_job(qtbot, job)
     assert mp.last_outcome == "cancelled"
     assert w.state.result is None
     assert "cancelled" in mp.message.text().lower()
@@ -366,7 +355,7 @@ def test_measure_stall_reports_gaps(qtbot):
     from PySide6.QtWidgets import QApplication
 
     from gui.jobs import Job
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "tools"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "tools"))
     from stall import measure_stall
 
     job = Job(lambda control: time.sleep(0.2), "sleep")
@@ -392,8 +381,9 @@ def test_clustering_kit_round_through_the_window(qtbot, tmp_path):
     mp = w.models_page
     assert "Cluster" in mp.train_button.text()
     assert mp.loss_plot.isHidden() and mp.accuracy_plot.isHidden()  # no empty epoch/accuracy plots
-    wait_job(qtbot, mp.train(), timeout=60_000)
+    wait_job(qtbot, mp.train())
     assert mp.last_outcome == "succeeded", mp.message.text()
+    wait_metrics(qtbot, w, 3)
     cp = w.clustering_page
     assert cp.has_result and w.show_page("clustering")
     assert "Scatter" in cp.views.kinds and cp.views.kinds.count("Curve") == 2

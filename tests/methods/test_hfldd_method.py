@@ -16,8 +16,8 @@ from core.formats.anchor import make_anchor
 from core.methods import SiteInput, get_method
 from core.methods.base import ReceivedBundle
 from core.methods.dc_site import site_map
-from tests.cli import WF, anchor_to, apply_packages, confirm, run
-from tests.roundkit import CLASSES, FEATURES, make_sites
+from tests.support.cli import WF, anchor_to, apply_packages, confirm, run
+from tests.support.roundkit import CLASSES, FEATURES, make_sites
 
 FAST_SITE = ["--kip-steps", "40", "--rows-per-class", "4"]
 FAST_KIT = ["--set", "min_steps=3000", "--set", "clusters=2", "--set", "local_epochs=60"]
@@ -37,6 +37,7 @@ def _export(X, y, anchor, **site):
     return m, m.site_compute(SiteInput(X, y, list(CLASSES), anchor, settings={"seed": 5, "kip_steps": 40, **site}))
 
 
+@pytest.mark.slow
 def test_the_bundle_holds_no_real_reduced_row_and_says_what_leaves(tmp_path):
     X, y, anchor = _site(tmp_path)
     m, ex = _export(X, y, anchor)
@@ -61,6 +62,7 @@ def test_the_bundle_holds_no_real_reduced_row_and_says_what_leaves(tmp_path):
     assert "permutation" not in ex.private_arrays  # nothing per row comes back: the map is all apply needs
 
 
+@pytest.mark.slow
 def test_the_default_matching_gives_each_class_the_spread_of_its_real_rows(tmp_path):
     """objective=match (default): in the site's anchor-whitened space every class's shipped rows lie as far from
     the class's real mean, in mean squared distance, as its real rows do (match_spread), and none is real."""
@@ -81,6 +83,7 @@ def test_the_default_matching_gives_each_class_the_spread_of_its_real_rows(tmp_p
     assert ex.manifest["nn_disclosure"]["copies"] == 0
 
 
+@pytest.mark.slow
 def test_early_stop_at_the_start_never_ships_the_starting_real_rows(tmp_path, monkeypatch):
     """If early stopping keeps the set KIP started from (real rows), the site distils again without a hold-out."""
     import core.methods.hfldd.method as hf
@@ -149,6 +152,7 @@ def _round(d: Path, monkeypatch, capsys, names=("site0", "site1", "site2", "site
     return sites
 
 
+@pytest.mark.slow
 def test_a_whole_cli_round_in_distillation_mode(tmp_path, monkeypatch, capsys):
     d = tmp_path
     started = time.perf_counter()
@@ -180,43 +184,41 @@ def test_a_whole_cli_round_in_distillation_mode(tmp_path, monkeypatch, capsys):
     assert np.mean(accs) > 0.6 and min(accs) > 0.45, accs  # 4 classes: chance is 0.25
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("private_settings")
 def test_a_gui_round_in_distillation_mode(qtbot, tmp_path, monkeypatch, capsys):
     pytest.importorskip("pytestqt")
 
-    from gui.participant import ParticipantWizard
-    from tests.guiround import analyst_window_with_bundles, export_bundle, export_packages, train_models
+    from tests.support.gui import (
+        accept_kit,
+        analyst_window_with_bundles,
+        export_bundle,
+        export_packages,
+        import_anchor,
+        new_wizard,
+        open_identity,
+        read_csv,
+        train_models,
+        wait_metrics,
+        wait_page,
+    )
 
     d = tmp_path
     sites = _round(d, monkeypatch, capsys, names=("site0", "site1"))  # site2 exports by clicking
-    w = ParticipantWizard()
-    qtbot.addWidget(w)
-    w.show()
-    ip = w.identity_page
-    ip.open_radio.setChecked(True)
-    ip.identity_field.set_path(d / "site2/site2.dcid")
-    ip.open_pass_edit.setText("pass phrase 1")
-    ip.unlock_button.click()
-    qtbot.waitUntil(ip.isComplete, timeout=30_000)
+    w = new_wizard(qtbot)
+    open_identity(qtbot, w, d / "site2/site2.dcid", "pass phrase 1")
+    accept_kit(w, d / "p.dckit")
+    import_anchor(qtbot, w, d / "site0/p.dcanchor")
     w.next()
-    w.kit_page.kit_field.set_path(d / "p.dckit")
-    w.kit_page.confirm_check.setChecked(True)
-    w.next()
-    ap = w.anchor_page
-    ap.import_radio.setChecked(True)
-    ap.anchor_field.set_path(d / "site0/p.dcanchor")
-    qtbot.waitUntil(ap.isComplete, timeout=30_000)
-    w.next()
-    w.data_page.set_csv(sites["site2"][0])
-    qtbot.waitUntil(w.data_page.isComplete, timeout=30_000)
+    read_csv(qtbot, w, sites["site2"][0])
     w.next()
     pp = w.privacy_page
     assert pp.site_form.names() == ["rows_per_class", "kip_steps", "objective", "init", "reduction", "dimension",
                                      "noise"]
     pp.site_form.set_value("kip_steps", 30)
     pp.site_form.set_value("rows_per_class", 2)
-    qtbot.waitUntil(lambda: pp.isComplete() and pp.site_export.manifest["rows_per_class"] == 2
-                    and pp.site_export.manifest["kip_steps"] == 30, timeout=60_000)
+    wait_page(qtbot, pp, lambda: pp.isComplete() and pp.site_export.manifest["rows_per_class"] == 2
+              and pp.site_export.manifest["kip_steps"] == 30)
     assert len(pp.site_export.arrays["y_distilled"]) <= 8
     plain = pp.plain_label.text()
     assert "made-up summary rows (2 per class)" in plain and "smaller" in plain and "nearest real row" in plain
@@ -240,8 +242,7 @@ def test_a_gui_round_in_distillation_mode(qtbot, tmp_path, monkeypatch, capsys):
     assert "group 1: site0, site1" in cp.chosen_label.text() and "k-means" in cp.method_note.text()
     assert not cp.threshold_line.isVisible() and cp.t_spin.isHidden()  # no threshold to drag
     train_models(qtbot, aw)
-    mp = aw.models_page
-    qtbot.waitUntil(lambda: mp.metrics_table.rowCount() == 3, timeout=5_000)
+    wait_metrics(qtbot, aw, 3)
     trained = {x["site"]: x["cluster"] - 1 for x in aw.state.result.summary["sites"]}
     assert trained == groups  # the page showed the groups the fit trained
     export_packages(qtbot, aw, d / "gui-out")

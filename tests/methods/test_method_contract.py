@@ -20,16 +20,19 @@ from core.methods import METHODS, FitContext, Method, MethodResult, register, un
 from core.methods.base import Disclosure, ReceivedBundle, SiteExport, SiteInput
 from core.methods.settings import Setting
 from core.methods.views import Bars, Table
-from tests.cli import WF, confirm, run
-from tests.guiround import (
+from tests.support.cli import WF, confirm, run
+from tests.support.gui import (
     accept_kit,
     analyst_window_with_bundles,
     export_bundle,
     export_packages,
+    read_csv,
     train_models,
+    wait_metrics,
+    wait_page,
     wizard_with_new_identity,
 )
-from tests.roundkit import FEATURES, make_sites
+from tests.support.roundkit import FEATURES, make_sites
 
 
 class NearestSiteMajority(Method):
@@ -148,6 +151,7 @@ def test_the_cli_help_and_checks_come_from_the_declarations(tmp_path, monkeypatc
     assert not (tmp_path / "bad.dckit").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("private_settings")
 def test_a_method_in_one_file_runs_a_gui_round(qtbot, tmp_path, monkeypatch, toy_method):
     pytest.importorskip("pytestqt")
@@ -157,13 +161,12 @@ def test_a_method_in_one_file_runs_a_gui_round(qtbot, tmp_path, monkeypatch, toy
     w = wizard_with_new_identity(qtbot, "clicker2", d / "clicker2")
     accept_kit(w, d / "toy.dckit")
     assert w.page_name() == "data"  # the anchor page is skipped: the method needs no anchor
-    w.data_page.set_csv(train_csv)
-    qtbot.waitUntil(w.data_page.isComplete, timeout=30_000)
+    read_csv(qtbot, w, train_csv)
     w.next()
     pp = w.privacy_page
     assert pp.site_form.names() == ["decimals"]  # the toy's own site setting, generated
     pp.site_form.set_value("decimals", 2)
-    qtbot.waitUntil(lambda: pp.isComplete() and pp.site_export.arrays["means"].shape == (1, 8), timeout=30_000)
+    wait_page(qtbot, pp, lambda: pp.isComplete() and pp.site_export.arrays["means"].shape == (1, 8))
     expected = np.round(pd.read_csv(train_csv)[FEATURES].to_numpy().mean(axis=0), 2)
     assert np.array_equal(pp.site_export.arrays["means"][0], expected)  # the site's choice reached site_compute
     rows = {pp.disclosure_table.item(r, 0).text() for r in range(pp.disclosure_table.rowCount())}
@@ -174,8 +177,7 @@ def test_a_method_in_one_file_runs_a_gui_round(qtbot, tmp_path, monkeypatch, toy
                                      sorted((d / "bundles").glob("*.dcbundle")))
     assert aw.clients_page.clustering is None  # the toy does not group sites
     train_models(qtbot, aw)
-    mp = aw.models_page
-    qtbot.waitUntil(lambda: mp.metrics_table.rowCount() == 3, timeout=5_000)
+    wait_metrics(qtbot, aw, 3)
     export_packages(qtbot, aw, d / "gui-out")
     assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
     assert "Toy sites" in (d / "gui-out/report.html").read_text()
@@ -186,7 +188,7 @@ def test_no_code_outside_the_methods_names_a_method():
     benchmarks and simulations, which study particular methods) is a registered method's name."""
     import ast
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     names = set(METHODS)
     offenders = []
     for top in ("core", "gui"):

@@ -25,12 +25,19 @@ from core.formats.workspace import AnalystWorkspace, SiteWorkspace, default_work
 from core.participant import ParticipantRound  # noqa: E402
 from gui import settings as app_settings  # noqa: E402
 from gui.participant import ParticipantWizard, ResultsWindow  # noqa: E402
-from tests.roundkit import FEATURES, make_sites  # noqa: E402
+from tests.support.gui import (  # noqa: E402
+    HANG,
+    results_apply,
+    results_unlock,
+    until,
+    wait_for_page,
+    wait_job,
+    wait_page,
+    wizard_with_new_identity,
+)
+from tests.support.roundkit import FEATURES, make_sites  # noqa: E402
 
 PASS = "correct horse battery staple"
-WAIT = 15_000
-
-
 
 
 @pytest.fixture(scope="module")
@@ -91,10 +98,6 @@ def write_bad_csvs(d: Path, good: Path) -> tuple[Path, Path]:
     return text_path, empty_path
 
 
-def wait(qtbot, condition, timeout=WAIT):
-    qtbot.waitUntil(condition, timeout=timeout)
-
-
 def drive_to_export(qtbot, w: ParticipantWizard, project, tmp_path: Path, *, create: bool) -> None:
     """Identity → kit → anchor → data → privacy → export, as a user would."""
     d = project["dir"]
@@ -116,12 +119,12 @@ def drive_to_export(qtbot, w: ParticipantWizard, project, tmp_path: Path, *, cre
         ip.identity_field.set_path(d / "site1.dcid")
         ip.open_pass_edit.setText("wrong passphrase")
         ip.unlock_button.click()
-        wait(qtbot, lambda: not ip.busy and ip.message.kind == "error")
+        wait_page(qtbot, ip, lambda: ip.message.kind == "error")
         assert "wrong passphrase" in ip.message.text()
         ip.open_pass_edit.setText(PASS)
     assert not ip.isComplete()
     (ip.create_button if create else ip.unlock_button).click()
-    wait(qtbot, lambda: ip.isComplete())
+    wait_page(qtbot, ip)
     assert ip.fingerprint_view.text.text() == w.identity.card.fingerprint
     assert not ip.fingerprint_view.qr.pixmap().isNull()
     assert ip.workspace_field.path() == str(default_workspace(w.identity_path))
@@ -154,7 +157,7 @@ def drive_to_export(qtbot, w: ParticipantWizard, project, tmp_path: Path, *, cre
         ap.source_field.set_path(d / "data/seed.csv")
         ap.save_field.set_path(tmp_path / "lead.dcanchor")
         ap.create_button.click()
-        wait(qtbot, lambda: ap.isComplete())
+        wait_page(qtbot, ap)
         assert (tmp_path / "lead.dcanchor").exists()
         assert ap.anchor.kind == "smote" and ap.anchor.rows == 300
     else:
@@ -176,7 +179,7 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
 
     # text in a numeric cell: the core's sentence, and the cell highlighted in the preview
     dp.set_csv(text_csv)
-    wait(qtbot, lambda: not dp.busy and dp.message.kind == "error")
+    wait_page(qtbot, dp, lambda: dp.message.kind == "error")
     assert "line 4" in dp.message.text() and "'x3'" in dp.message.text() and "abc" in dp.message.text()
     assert dp.preview_model.highlight == (2, list(dp.frame.columns).index("x3"))
     assert dp.preview_model.headerData(2, 2) == "4"  # rows are labelled with their line numbers
@@ -188,17 +191,17 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
     far.loc[60, "x5"] = "oops"
     far.to_csv(tmp_path / "far.csv", index=False)
     dp.set_csv(tmp_path / "far.csv")
-    wait(qtbot, lambda: dp.preview_model.rowCount() == 52)
+    until(qtbot, dp.preview_model.modelReset, lambda: dp.preview_model.rowCount() == 52)
     assert "line 62" in dp.message.text()
     assert dp.preview_model.highlight == (51, list(dp.frame.columns).index("x5"))
     assert dp.preview_model.headerData(51, 2) == "62"
 
     # an empty cell: an error until the user chooses mean imputation
     dp.set_csv(empty_csv)
-    wait(qtbot, lambda: not dp.busy and dp.message.kind == "error")
+    wait_page(qtbot, dp, lambda: dp.message.kind == "error")
     assert dp.preview_model.highlight == (4, list(dp.frame.columns).index("x1"))
     dp.impute_check.setChecked(True)
-    wait(qtbot, lambda: dp.isComplete())
+    wait_page(qtbot, dp)
     assert "1 missing cells were filled" in dp.message.text()
     roles = {dp.columns_table.item(r, 0).text(): dp.columns_table.item(r, 1).text()
              for r in range(dp.columns_table.rowCount())}
@@ -207,13 +210,13 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
     # and a clean file
     dp.impute_check.setChecked(False)
     dp.set_csv(good)
-    wait(qtbot, lambda: dp.isComplete())
+    wait_page(qtbot, dp)
     assert dp.table.n_rows == len(pd.read_csv(good))
     w.next()
 
     assert w.page_name() == "privacy"
     pp = w.privacy_page
-    wait(qtbot, lambda: pp.isComplete())
+    wait_page(qtbot, pp)
     assert pp.site_form.widget("reduction").value() == "pca"
     assert pp.site_form.widget("dimension").value() is None  # automatic: m − 1
     assert pp.site_form.widget("dimension").control.maximum() == len(FEATURES)
@@ -235,7 +238,7 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
     # a setting change recomputes; Back and Next keep what was computed
     pp.site_form.set_value("dimension", 5)
     assert not pp.isComplete()
-    wait(qtbot, lambda: pp.isComplete() and pp.site_export.arrays["x_tilde"].shape[1] == 5)
+    wait_page(qtbot, pp, lambda: pp.isComplete() and pp.site_export.arrays["x_tilde"].shape[1] == 5)
     computed = pp.site_export
     w.back()
     assert w.page_name() == "data" and dp.isComplete()
@@ -251,7 +254,7 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
     ep.folder_field.set_path(usb)
     assert not ep.isComplete()
     ep.export_button.click()
-    wait(qtbot, lambda: w.page_name() == "done")
+    wait_for_page(qtbot, w, "done")
     bundle = usb / ep.name_edit.text()
     assert bundle.exists() and ep.sealed.path == bundle
     done = w.done_page
@@ -286,9 +289,9 @@ def test_cancelled_export_leaves_no_file(qtbot, project, tmp_path, monkeypatch):
     w.show()
     drive_to_export(qtbot, w, project, tmp_path, create=False)
     w.data_page.set_csv(project["sites"]["site1"][0])
-    wait(qtbot, lambda: w.data_page.isComplete())
+    wait_page(qtbot, w.data_page)
     w.next()
-    wait(qtbot, lambda: w.privacy_page.isComplete())
+    wait_page(qtbot, w.privacy_page)
     w.next()
     ep = w.export_page
     ep.folder_field.set_path(tmp_path)
@@ -306,7 +309,8 @@ def test_cancelled_export_leaves_no_file(qtbot, project, tmp_path, monkeypatch):
     assert ep.busy
     ep.jobs.cancel_button.click()
     gate.set()
-    wait(qtbot, lambda: "Cancelled" in ep.jobs.status.text() and ep.export_button.isEnabled())
+    wait_job(qtbot, ep.job)
+    assert "Cancelled" in ep.jobs.status.text() and ep.export_button.isEnabled()
     assert ep.jobs.isVisible()
     assert not target.exists() and not list(tmp_path.glob(f".{target.name}*"))
     assert w.page_name() == "export" and not ep.isComplete()
@@ -314,7 +318,7 @@ def test_cancelled_export_leaves_no_file(qtbot, project, tmp_path, monkeypatch):
     # exporting again afterwards works
     monkeypatch.setattr(exporter, "seal", real_seal)
     ep.export_button.click()
-    wait(qtbot, lambda: w.page_name() == "done")
+    wait_for_page(qtbot, w, "done")
     assert target.exists()
 
 
@@ -324,13 +328,10 @@ def test_results_window_applies_a_package(qtbot, project, round_packages, tmp_pa
     qtbot.addWidget(r)
     r.show()
     assert not r.apply_button.isEnabled()
-    r.identity_field.set_path(d / "site0.dcid")
-    r.passphrase_edit.setText("not it")
-    r.unlock_button.click()
-    wait(qtbot, lambda: r.message.kind == "error" and r.unlock_button.isEnabled())
-    r.passphrase_edit.setText(PASS)
-    r.unlock_button.click()
-    wait(qtbot, lambda: r.identity is not None and not r.busy)
+    results_unlock(qtbot, r, d / "site0.dcid", "not it")
+    assert r.message.kind == "error" and r.unlock_button.isEnabled()
+    results_unlock(qtbot, r, d / "site0.dcid", PASS)
+    assert r.identity is not None and not r.busy
     assert r.workspace_field.path() == str(default_workspace(d / "site0.dcid"))
     r.package_field.set_path(round_packages / "site0.dcpkg")
     assert "Analyst" in r.package_label.text() and "Skewed wards" in r.package_label.text()
@@ -342,9 +343,7 @@ def test_results_window_applies_a_package(qtbot, project, round_packages, tmp_pa
     r.out_field.set_path(out)
     assert r.apply_button.isEnabled()
     assert r.plot_note.shown and "bar chart" in r.plot_note.text()  # not blank axes before apply
-    r.apply_button.click()
-    wait(qtbot, lambda: r.outcome is not None or r.message.kind == "error")
-    assert r.outcome is not None, r.message.text()
+    results_apply(qtbot, r)
     written = pd.read_csv(out)
     rows = len(pd.read_csv(test_csv))
     assert "prediction" in written.columns and len(written) == rows
@@ -363,9 +362,7 @@ def test_results_window_applies_a_package(qtbot, project, round_packages, tmp_pa
     # the site checks before it trusts: the labelled rows score the package beside its own-rows model
     r.validate_check.setChecked(True)
     r.outcome = None
-    r.apply_button.click()
-    wait(qtbot, lambda: r.outcome is not None or r.message.kind == "error")
-    assert r.outcome is not None, r.message.text()
+    results_apply(qtbot, r)
     v, text = r.outcome["result"].validation, r.validation_label.text()
     assert v["rows"] == rows and v["local"] is not None and "Recommended" in text
     assert text.count("95 % CI") >= 2 and f"n = {rows}" in text
@@ -392,7 +389,9 @@ def test_continue_shows_a_window_at_once(qtbot, monkeypatch):
     sys.modules.pop("tabnanny", None)
     first = start.open_role(defer=True)
     assert isinstance(first, OpeningWindow) and first.isVisible() and not start.open_button.isEnabled()
-    qtbot.waitUntil(lambda: isinstance(start.child, ParticipantWizard), timeout=30_000)
+    # the announcing signal (the loader's ``loaded``) is emitted on a background thread and may come before
+    # anyone but the window listens, so here the condition itself is polled, with the hang guard only
+    qtbot.waitUntil(lambda: isinstance(start.child, ParticipantWizard), timeout=HANG)
     qtbot.addWidget(start.child)
     assert start.child.isVisible() and not first.isVisible() and start.open_button.isEnabled()
 
@@ -400,8 +399,6 @@ def test_continue_shows_a_window_at_once(qtbot, monkeypatch):
 def test_a_wizard_closed_before_any_export_leaves_no_empty_workspace(qtbot, project, round_packages, tmp_path):
     """Reading and reducing the CSV write nothing: the workspace folder appears only when the bundle is sealed,
     so a site that closes the wizard before exporting leaves no trace (the CLI's failed first export neither)."""
-    from tests.guiround import wizard_with_new_identity
-
     w = wizard_with_new_identity(qtbot, "Leaving early", tmp_path / "ids", PASS)
     root = w.workspace()
     job = ParticipantRound(project["kit"], project["kit_path"], w.identity, root,

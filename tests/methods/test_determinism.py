@@ -13,8 +13,8 @@ import pytest
 
 from core.formats.envelope import open_sealed
 from core.formats.identity import Identity
-from tests.cli import confirm, export_dccfl_round, run
-from tests.roundkit import make_sites
+from tests.support.cli import confirm, export_dccfl_round, run
+from tests.support.roundkit import make_sites
 
 PASS = "correct horse battery staple"
 

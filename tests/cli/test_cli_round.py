@@ -16,8 +16,8 @@ import pytest
 from core.formats.envelope import Payload, seal
 from core.formats.identity import Identity, PublicCard
 from core.learn.mlp import BatchedMLP
-from tests.cli import WF, anchor_to, apply_packages, confirm, refused, run
-from tests.roundkit import CLASSES, FEATURES, make_sites
+from tests.support.cli import WF, anchor_to, apply_packages, confirm, refused, run
+from tests.support.roundkit import CLASSES, FEATURES, make_sites
 
 
 @pytest.fixture(scope="module")

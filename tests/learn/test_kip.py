@@ -29,6 +29,7 @@ def _gaussians(n=200, d=5, sep=3.0, seed=0, k=2):
     return centres[y] + rng.normal(size=(n, d)), y
 
 
+@pytest.mark.slow
 def test_kip_reduces_its_own_loss():
     X, y = _gaussians(n=150, d=6, sep=2.0, k=3, seed=1)
     kd = KIPDistiller(rows_per_class=3, steps=80, lr=0.02, target_batch=64, patience=1000, random_state=0).fit(X, y)
@@ -39,6 +40,7 @@ def test_kip_reduces_its_own_loss():
     assert kd.val_curve_[:, 1].min() < kd.val_curve_[0, 1]
 
 
+@pytest.mark.slow
 def test_two_rows_per_class_classify_separated_gaussians_like_the_full_data():
     X, y = _gaussians(n=400, d=5, sep=6.0, seed=2)
     Xte, yte = _gaussians(n=400, d=5, sep=6.0, seed=2)  # same centres, fresh noise below
@@ -55,6 +57,7 @@ def test_two_rows_per_class_classify_separated_gaussians_like_the_full_data():
     assert acc_small >= acc_full - 0.01
 
 
+@pytest.mark.slow
 def test_seeded_runs_are_identical_and_seeds_differ():
     X, y = _gaussians(n=120, d=4, k=3, seed=3)
     a = KIPDistiller(rows_per_class=2, steps=30, random_state=5).fit(X, y)
@@ -65,6 +68,7 @@ def test_seeded_runs_are_identical_and_seeds_differ():
     assert not np.allclose(a.X_distilled_, c.X_distilled_)
 
 
+@pytest.mark.slow
 def test_a_site_distilled_in_a_batch_equals_the_site_alone():
     sites = [_gaussians(n=n, d=4, k=k, seed=s) for n, k, s in ((80, 2, 0), (150, 3, 1), (60, 2, 2))]
     s = KIPSettings(rows_per_class=3, steps=40, n_classes=3, patience=2, random_state=1)

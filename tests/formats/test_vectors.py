@@ -1,6 +1,6 @@
-"""The committed test vectors (tests/vectors/, docs/FORMAT.md §13) open, verify and re-pack byte for byte.
+"""The committed test vectors (tests/formats/vectors/, docs/FORMAT.md §13) open, verify and re-pack byte for byte.
 
-Everything expected is read from ``tests/vectors/expected.json`` (written by ``docs/tools/make_vectors.py``),
+Everything expected is read from ``tests/formats/vectors/expected.json`` (written by ``docs/tools/make_vectors.py``),
 so a change of the format means regenerating the folder, not editing this file.
 """
 

@@ -11,7 +11,7 @@ import pytest
 
 import core
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load(name):
