@@ -221,3 +221,19 @@ def test_without_roster_or_confirmation_the_run_fails_closed(round_dir, capsys, 
     assert not (tmp_path / "out/site3.dcpkg").exists()
     # the confirmations are remembered in the workspace
     assert run(*base, "--out", tmp_path / "out2") == 0
+
+
+def test_analyst_run_decrypts_each_bundle_once(round_dir, monkeypatch, tmp_path):
+    """The analyst's round keeps every bundle it imported open: importing and fitting decrypt each file once
+    (they were decrypted twice, by the import and again by the fit's re-reading)."""
+    import core.analyst as analyst
+
+    d, sites = round_dir
+    opened = []
+    real = analyst.open_sealed
+    monkeypatch.setattr(analyst, "open_sealed", lambda path, *a, **k: (opened.append(Path(path).name),
+                                                                        real(path, *a, **k))[1])
+    assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+               "--bundles", d / "bundles", "--out", tmp_path / "out", "--workspace", tmp_path / "ws",
+               *confirm(d, sites)) == 0
+    assert sorted(opened) == sorted(p.name for p in (d / "bundles").glob("*.dcbundle"))

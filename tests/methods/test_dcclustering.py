@@ -300,7 +300,7 @@ def test_schema_blocks_round_trip_and_validation():
 # ---------------------------------------------------------------------------------------- benchmark
 @pytest.mark.slow
 def test_benchmark_smoke(tmp_path):
-    """A tiny ``dcstudio bench dcclustering`` run on synthetic data: the record and its tables are written."""
+    """A tiny ``python -m benchmarks dcclustering`` run on synthetic data: the record and its tables are written."""
     import json
 
     from benchmarks.dcclustering import Protocol, run

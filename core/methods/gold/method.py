@@ -1,6 +1,6 @@
 """GOLD (``gold``): one-shot federated clustering that ships only micro-cluster centroids (Zhang et al.).
 
-Algorithm (``core/learn/gold.py`` holds the engine; the paper's equation numbers are there):
+Algorithm (``core/methods/gold/cpl.py`` holds the engine; the paper's equation numbers are there):
 
 1. site i, on its own n_i rows X_i (no anchor, nothing shuffled, no row leaves):
    * working units: with ``scaling = "standardised"`` (default) the site's **own** z-scores

@@ -1,4 +1,4 @@
-"""KIP distiller and the HFLDD pieces (core/learn/kip.py): small synthetic data, a few seconds each."""
+"""KIP distiller and the HFLDD pieces (core/methods/hfldd/kip.py): small synthetic data, a few seconds each."""
 
 from __future__ import annotations
 
