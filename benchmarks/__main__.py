@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from benchmarks import EXPERIMENTS, run_benchmark
-from core.errors import DCError
+from core.cli import exit_code
 
 PROG = "python -m benchmarks"
 
@@ -43,23 +43,7 @@ def say(*lines: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        run_benchmark(args.experiment, args, say)
-    except DCError as exc:
-        if args.debug:
-            raise
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
-    except OSError as exc:
-        if args.debug:
-            raise
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"{PROG}: error: {where}{exc.strerror or exc}", file=sys.stderr)
-        return 1
-    return 0
+    return exit_code(lambda: run_benchmark(args.experiment, args, say), PROG, debug=args.debug)
 
 
 if __name__ == "__main__":

@@ -601,21 +601,28 @@ def main(argv: list[str] | None = None) -> int:
     if args.func is None:  # a bare `dcstudio` or `dcstudio GROUP`: show what there is to do
         args.parser.print_help()
         return 0
+    return exit_code(lambda: args.func(args), "dcstudio", debug=args.debug,
+                     interrupted="interrupted; nothing was written")
+
+
+def exit_code(call, prog: str, *, debug: bool = False, interrupted: str = "interrupted") -> int:
+    """Run ``call``; a product error or a file-system error becomes one line on stderr and exit 1 (``debug``:
+    the traceback), Ctrl-C exit 130."""
     try:
-        args.func(args)
+        call()
     except DCError as exc:
-        if args.debug:
+        if debug:
             raise
-        print(f"dcstudio: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("dcstudio: interrupted; nothing was written", file=sys.stderr)
+        print(f"{prog}: {interrupted}", file=sys.stderr)
         return 130
     except OSError as exc:
-        if args.debug:
+        if debug:
             raise
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"dcstudio: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"{prog}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
     return 0
 
