@@ -3,6 +3,11 @@ import os
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# One BLAS/OpenMP thread per test process (set before numpy or torch is imported; a developer may set more).
+# The suite's arrays are small; on a busy 2-core runner multi-threaded BLAS spun against the other jobs and the
+# KIP/HFLDD tests took twice as long. Child processes the tests start inherit it.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 
 @pytest.fixture
