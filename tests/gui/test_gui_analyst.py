@@ -316,7 +316,7 @@ def test_cancel_training_keeps_nothing(qtbot, project, tmp_path):
     mp = w.models_page
     mp.run_form.set_value("epochs", 3000)
     job = mp.train()
-    until(qtbot, job.progress, lambda: mp.job_panel.bar.value() > 0)  # training is under way
+    until(qtbot, mp.job_panel.bar.valueChanged, lambda: mp.job_panel.bar.value() > 0)  # training is under way
     assert job.running
     qtbot.mouseClick(mp.job_panel.cancel_button, Qt.LeftButton)
     wait_job(qtbot, job)

@@ -22,7 +22,9 @@ def until(qtbot, signal, condition: Callable[[], bool], timeout: int = HANG) -> 
     """Return once ``condition()`` holds, checking it now and again each time ``signal`` is delivered.
 
     Race-free: state changes on the UI thread only while events are processed, and the check and the
-    connection happen with none processed in between."""
+    connection happen with none processed in between. ``signal`` must be one emitted on the UI thread (a
+    widget's or page's, not a job's ``progress``): a signal queued from a worker thread can be delivered after
+    the wait is over, to a listener already gone (PySide6 crashed so, once in three loaded runs)."""
     if condition():
         return
     with qtbot.waitSignal(signal, timeout=timeout, check_params_cb=lambda *_: bool(condition())):
