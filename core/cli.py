@@ -323,7 +323,7 @@ def _no_senders_hint(analysis, files: list[Path]) -> None:
                           "roster")
 
 
-def _import_and_run(args):
+def _import_and_run(args, *, classification_only: bool = False):
     """The analyst's round over a folder of bundles, as ``analyst run`` and ``analyst estimate`` share it."""
     from .methods import method_class
 
@@ -333,7 +333,7 @@ def _import_and_run(args):
     reports, received = analysis.import_folder(folder)
     bundles, excluded = analysis.split_excluded(received, getattr(args, "exclude", None) or [])
     name = args.method or analysis.kit.method
-    if getattr(args, "classification_only", False) and method_class(name).task != "classification":
+    if classification_only and method_class(name).task != "classification":
         raise ConfigError("estimate compares classification models; this kit clusters")
     return analysis, reports, analysis.run(bundles, args.method, parse_sets(args.set, method_class(name)),
                                            excluded=excluded)
@@ -365,8 +365,7 @@ def cmd_analyst_run(args) -> None:
 
 def cmd_analyst_estimate(args) -> None:
     """Simulate before you collaborate: the expected gain per site from the bundles alone; nothing is sealed."""
-    args.classification_only = True
-    _, _, run = _import_and_run(args)
+    _, _, run = _import_and_run(args, classification_only=True)
     s = run.result.summary
     say(*run.summary_lines(), "no package was written")
     if args.json:

@@ -1,4 +1,4 @@
-"""Regenerate the committed test vectors (``tests/vectors/``): ``python docs/tools/make_vectors.py tests/vectors``.
+"""Regenerate the committed test vectors (``tests/formats/vectors/``): ``python docs/tools/make_vectors.py tests/formats/vectors``.
 
 Runs one tiny DC-CFL round through the product's own code paths — identities, kit builder, anchor file,
 participant export, analyst import/run/export — and writes every file the format defines, plus the
@@ -154,7 +154,7 @@ def make(out: Path) -> dict:
     X_anc = anchor.generate()
     expected = {
         "about": "expectations for the committed test vectors; regenerate with "
-                 "`python docs/tools/make_vectors.py tests/vectors` (docs/FORMAT.md §13)",
+                 "`python docs/tools/make_vectors.py tests/formats/vectors` (docs/FORMAT.md §13)",
         "passphrase": PASSPHRASE,
         "scrypt_log_n": LOG_N,
         "identities": {who: {"file": f"{who}.dcid", "card": f"{who}.dcpub", "name": ident.card.name,
