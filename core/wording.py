@@ -16,6 +16,8 @@ ARRAY_WORDS = {
     "label_counts": "how many of your rows are in each class",
     "id_hash": "scrambled row ids that cannot be turned back into ids",
     "variance_kept": "one number: how much of your data's variation the compression keeps",
+    "own_cv": "a few scores: how well a model of your own rows alone predicts them (so the analyst sends you "
+              "something better, or tells you to keep yours)",
 }
 
 STAYS_WORDS = [

@@ -120,15 +120,22 @@ def derived_seed(seed: int, bundles: list[ReceivedBundle]) -> int:
 
 def site_line(x: dict, extra: str = "") -> str:
     """One summary line of a site: rows, cluster, what it is sent, its expected accuracy (n, 95 % CI) against
-    its own-rows model, and its note (shared by the DC-family methods)."""
+    its own model's (n, 95 % CI, and where that number comes from: cross-validated at the site on its raw rows,
+    or estimated from its reduced rows), and its note (shared by the DC-family methods)."""
     own = x.get("model") == "own" and x.get("own_kind")
     line = f"  {x['site']}: {x['rows']:,} rows, cluster {x['cluster']}" + extra + (
-        ", sent a model of its own rows" if own else "")
+        ", keeps its own model" if own else "")
     if x.get("expected"):
         line += f", expected accuracy {describe(x['expected'])}"
     if x.get("own_model"):
-        line += f" vs {describe(x['own_model'])} alone"
+        line += f" vs {describe(x['own_model'])} alone ({own_model_words(x['own_model'])})"
     return line + (f" — {x['note']}" if x.get("note") else "")
+
+
+def own_model_words(e: dict) -> str:
+    """Where a site's "alone" number comes from, in words (older summaries carry no ``what``)."""
+    auc = f", AUC {e['auc']:.3f}" if e.get("auc") is not None else ""
+    return (e.get("what") or "estimated from the reduced rows the site sent") + auc
 
 
 def site_views(result: MethodResult, extra: tuple[tuple[str, Callable[[dict], object]], ...] = (),
@@ -145,7 +152,9 @@ def site_views(result: MethodResult, extra: tuple[tuple[str, Callable[[dict], ob
         return "own rows" if x.get("model") == "own" and x.get("own_kind") else "cluster"
 
     rows = [[x["site"], x.get("fingerprint", ""), x["rows"], x["cluster"], *[f(x) for _, f in extra], word(x),
-             describe(x.get("expected")), describe(x.get("own_model")), x.get("note", ""),
+             describe(x.get("expected")),
+             describe(x.get("own_model")) + (f"; {own_model_words(x['own_model'])}" if x.get("own_model") else ""),
+             x.get("note", ""),
              x.get("label_counts", [])] for x in sites]
     out: list[View] = [Table("Sites", ["site", "fingerprint", "rows", "cluster", *[c for c, _ in extra],
                                        "model sent", "expected accuracy", "its own rows alone", "note", "labels"],
@@ -154,7 +163,7 @@ def site_views(result: MethodResult, extra: tuple[tuple[str, Callable[[dict], ob
         out.append(Text(f"Mean expected accuracy of what each site is sent: {s['expected_mean']:.3f}"
                         + (f"; of each site's own-rows model: {s['own_model_mean']:.3f}"
                            if s.get("own_model_mean") is not None else "")
-                        + " (cross-validated on the rows the sites sent; each site's interval above)."))
+                        + " (each site's numbers, interval and where its own-model number comes from above)."))
     return out
 
 

@@ -56,6 +56,7 @@ from ..control import JobControl, ensure
 from ..learn.alignment import AnchorBasis
 from ..learn.client_clustering import LabelDistributionClustering
 from ..learn.cluster_models import (
+    bundle_own_cv,
     cross_validate,
     cross_validate_linear,
     fit_groups,
@@ -146,7 +147,7 @@ class DCCFL(LabelledDCSite, Method):
         sel = None
         folds = repeats = 0
         if len(partitions) > 1 or own_on:
-            sel = new_selection(n_rows, s, seed)
+            sel = new_selection(n_rows, s, seed, [bundle_own_cv(b, K) for b in bundles])
             folds, repeats = sel.folds, sel.repeats
             distinct = sorted({c for p in partitions.values() for c in p})
             control.phase(f"step 1 of 2, choosing the threshold ({len(partitions)} candidates)" if len(partitions) > 1
@@ -189,7 +190,7 @@ class DCCFL(LabelledDCSite, Method):
                 info["own_kind"] = "linear" if linear[i] else "mlp"
             if acc:
                 info.update(site_estimates(sel, i, sel.own_acc()[i] if own_pick[i] else cluster_acc[i],
-                                           cluster_acc[i], own_on))
+                                           cluster_acc[i], own_on, kept_own=own_pick[i]))
             manifest = {"method": self.name, "cluster": cluster_of[i], "cluster_size": len(cm.members),
                         "t": best, "classes": list(classes), "architecture": cm.model.architecture(),
                         "alignment": s["alignment"], "dimension": int(cm.mappings[i].G.shape[1]), **info}
