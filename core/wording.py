@@ -52,8 +52,9 @@ def leaves_sentence(n_rows: int, n_columns: int, kept: int, *, labels: str = "no
     no original values." plus what else leaves (labels, scrambled ids, noise)."""
     rows = "row" if n_rows == 1 else "rows"
     nums = "number" if kept == 1 else "numbers"
-    text = (f"A compressed, scrambled copy of your {n_rows:,} {rows}: {kept} {nums} per row instead of "
-            f"{n_columns}; no names, no original values.")
+    per_row = (f"{kept} {nums} per row instead of {n_columns}" if kept < n_columns
+               else f"{kept} {nums} per row, as many as your columns but secretly mixed")
+    text = f"A compressed, scrambled copy of your {n_rows:,} {rows}: {per_row}; no names, no original values."
     extra = []
     if labels == "rows":
         extra.append("the class of each row")
@@ -68,5 +69,5 @@ def leaves_sentence(n_rows: int, n_columns: int, kept: int, *, labels: str = "no
     return text
 
 # A package that tells the site to keep its own model (issue #15): what ``participant apply`` says.
-KEPT_OWN_WORDS = ("the analyst's cross-validation found your own model better for your rows than the shared one, "
-                  "so these results come from the model trained on your own rows when you exported")
+KEPT_OWN_WORDS = ("the analyst's cross-validation did not find the shared model clearly better for your rows than "
+                  "your own, so these results come from the model trained on your own rows when you exported")

@@ -27,7 +27,7 @@ from ..learn.cluster_models import (
 from ..learn.intervals import describe
 from ..learn.local_model import keeps_local_model, local_predict_proba
 from ..learn.mlp import MLPWeights
-from .base import MethodResult, ReceivedBundle
+from .base import MethodResult, ReceivedBundle, content_digest
 from .dc_site import check_anchor_width, site_map
 from .settings import Setting
 from .views import Table, Text, View
@@ -93,9 +93,11 @@ DEFAULT_T_GRID = [*T_GRID, 1.0]
 
 
 def site_order(bundles: list[ReceivedBundle]) -> list[int]:
-    """The canonical order of the sites: by bundle digest (then fingerprint, site name), never by the order,
-    names or import times of the files, so the same bundles always give the same analysis."""
-    return sorted(range(len(bundles)), key=lambda i: (bundles[i].digest, bundles[i].fingerprint, bundles[i].site))
+    """The canonical order of the sites: by the digest of the bundle's decrypted content (:func:`content_digest`;
+    then bundle digest, fingerprint, site name), never by the order, names or import times of the files, nor by
+    the fresh keys and nonces of its sealing, so the same content always gives the same analysis."""
+    keys = [(content_digest(b.arrays), b.digest, b.fingerprint, b.site) for b in bundles]
+    return sorted(range(len(bundles)), key=lambda i: keys[i])
 
 
 def canonical_bundles(received: list[ReceivedBundle]) -> tuple[list[int], list[ReceivedBundle]]:
@@ -109,12 +111,12 @@ def canonical_bundles(received: list[ReceivedBundle]) -> tuple[list[int], list[R
 
 
 def derived_seed(seed: int, bundles: list[ReceivedBundle]) -> int:
-    """Every random choice of the analysis draws from SHA-256(seed, kit digest(s), sorted bundle digests)."""
+    """Every random choice of the analysis draws from SHA-256(seed, sorted content digests of the bundles'
+    decrypted arrays, :func:`content_digest`): the same content gives bit-identical results even when it was
+    sealed again (fresh keys and nonces, another kit signature), e.g. the demo's every run."""
     h = hashlib.sha256(f"dccfl:{int(seed)}".encode())
-    for k in sorted({str(b.manifest.get("kit_digest", "")) for b in bundles}):
-        h.update(b"kit:" + k.encode())
-    for d in sorted(b.digest for b in bundles):
-        h.update(b"bundle:" + d.encode())
+    for d in sorted(content_digest(b.arrays) for b in bundles):
+        h.update(b"content:" + d.encode())
     return int.from_bytes(h.digest()[:8], "big") >> 2
 
 

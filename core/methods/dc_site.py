@@ -11,7 +11,7 @@ import numpy as np
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
-from ..learn.reduction import AffineMap, PrivateReduction
+from ..learn.reduction import FULL_DIMENSION_MAX, AffineMap, PrivateReduction
 from ..wording import ARRAY_WORDS, REDUCTION_DETAILS, REDUCTION_WORDS, STAYS_WORDS, leaves_sentence
 from .base import Disclosure, ReceivedBundle, SiteExport, SiteInput
 from .settings import Setting
@@ -22,7 +22,8 @@ SITE_SETTINGS = (
             + "; ".join(REDUCTION_DETAILS[r] for r in REDUCTIONS), label="Compression", choices=REDUCTIONS,
             side="site", choice_help=tuple(REDUCTION_WORDS[r] for r in REDUCTIONS)),
     Setting("dimension", "int", None, "how many numbers each compressed row keeps", label="Numbers per row", low=1,
-            optional=True, none_help="one fewer than your columns", side="site", high_from="columns"),
+            optional=True, none_help=f"all your columns when you have at most {FULL_DIMENSION_MAX} (as many "
+            "numbers, secretly mixed), else one fewer", side="site", high_from="columns"),
     Setting("noise", "float", 0.0, "random noise added to the compressed rows, times each column's spread",
             label="Noise", low=0.0, high=2.0, side="site"),
     Setting("seed", "int", None, "random seed of the reduction and the shuffle (none: fresh each export)",

@@ -6,10 +6,11 @@ DC-CFL (Sugawara, Kawamata et al.):
    standardise, train h_l (MLP d → 64 → 32 → K, SGD lr 0.01, momentum 0.5, batch 32, 50 epochs);
 3. a singleton cluster trains on that site alone; inference h_l(standardise(fᵢ(x)Gᵢ + gᵢ)).
 Selection (issue #15, "results a small consortium can trust"):
-- Determinism: the sites are put in a canonical order (by bundle digest, :func:`site_order`) before anything
+- Determinism: the sites are put in a canonical order (by content digest, :func:`site_order`) before anything
   else, and every random choice (folds, initialisations, shuffles, subsamples) draws from
-  :func:`derived_seed` = SHA-256(seed, kit digest, sorted bundle digests): the same bundles give bit-identical
-  packages and summary whatever the order, names or import times of the files.
+  :func:`derived_seed` = SHA-256(seed, sorted digests of the bundles' decrypted arrays): the same bundles give
+  bit-identical packages and summary whatever the order, names or import times of the files, and so does the
+  same content sealed again.
 - Cross-validation over all of every site's received rows (nothing more is asked of sites): each site's rows
   are dealt into k folds (``cv_folds = "auto"``: 5, or one 20 % hold-out when the median site has ≥ 1,000
   rows), repeated ``cv_repeats`` times (auto: ⌈100 / median rows⌉, 1–3). For every split, every distinct
