@@ -117,8 +117,9 @@ def site_splits(frame: pd.DataFrame, y: np.ndarray, site: np.ndarray, seed: int)
 
 
 def run_cell(name: str, sites: list[tuple], classes: list[str], seed: int, method_name: str, dimension: str,
-             margin: float | None = None) -> dict[str, Any]:
-    """One round (module docstring 2–4) at m̃ = ``dimension`` ("m-1", "m" or "rule")."""
+             margin: float | None = None, own_model: bool = True) -> dict[str, Any]:
+    """One round (module docstring 2–4) at m̃ = ``dimension`` ("m-1", "m" or "rule"); ``own_model=False`` sends
+    every site its cluster's model (the dimension's effect on the shared model itself)."""
     from sklearn.metrics import roc_auc_score
 
     from core.formats.anchor import extended_smote, statistics_seed
@@ -132,7 +133,7 @@ def run_cell(name: str, sites: list[tuple], classes: list[str], seed: int, metho
     k = {"m-1": max(1, m - 1), "m": m, "rule": None}[dimension]
     rng = np.random.default_rng([seed, 22])
     anchor = extended_smote(statistics_seed(sites[0][1], 100, rng), 1000, rng=rng)
-    method = get_method(method_name, {"seed": seed})
+    method = get_method(method_name, {"seed": seed, "own_model": own_model})
     K = len(classes)
     bundles, private = [], []
     for i, (s, Xtr, ytr, _, _) in enumerate(sites):
@@ -170,7 +171,7 @@ def run_cell(name: str, sites: list[tuple], classes: list[str], seed: int, metho
                      "own_cv": (b.manifest.get("own_cv") or {}).get("accuracy"),
                      "expected": (manifest.get("expected") or {}).get("accuracy")})
         rows[-1]["diff_pt"] = 100 * (rows[-1]["package"] - rows[-1]["own_model"])
-    return {"dataset": name, "seed": seed, "method": method_name, "dimension": dimension, "m": m,
+    return {"dataset": name, "seed": seed, "method": method_name, "dimension": dimension, "m": m, "own": own_model,
             "margin": cluster_models.MARGIN_SE if margin is None else margin, "sites": rows,
             "t": result.summary.get("t"), "fit_seconds": fit_s}
 
@@ -180,12 +181,13 @@ def summarise(cells: list[dict]) -> list[dict]:
     mean AUCs, sites sent their own model, mean variance kept."""
     groups: dict[tuple, list[dict]] = {}
     for c in cells:
-        key = (c["dataset"], c["method"], c["dimension"], c["margin"])
+        key = (c["dataset"], c["method"], c["dimension"], c["margin"], c["own"])
         groups.setdefault(key, []).extend({**x, "m": c["m"]} for x in c["sites"])
     out = []
-    for (d, meth, dim, margin), xs in groups.items():
+    for (d, meth, dim, margin, own), xs in groups.items():
         aucs = [(x["package_auc"], x["own_auc"]) for x in xs if x["package_auc"] is not None]
-        out.append({"dataset": d, "method": meth, "dimension": dim, "margin": margin, "m": xs[0]["m"],
+        out.append({"dataset": d, "method": meth, "dimension": dim, "margin": margin, "own_candidate": own,
+                    "m": xs[0]["m"],
                     "kept": xs[0]["dimension"], "site_runs": len(xs),
                     "package": float(np.mean([x["package"] for x in xs])),
                     "own_model": float(np.mean([x["own_model"] for x in xs])),
@@ -204,19 +206,20 @@ def run_from_args(args, say: Callable[[str], None]) -> dict:
 
     datasets = args.dataset or list(DATASETS)
     seeds = list(range(int(args.seeds if args.seeds != 10 else 3)))
-    conditions = [("dc", "m-1", None), ("dc", "m", None), ("dccfl", "m-1", None), ("dccfl", "m", None)]
+    conditions = [(meth, dim, None, own) for own in (False, True) for meth in ("dc", "dccfl") for dim in ("m-1", "m")]
     if not args.quick:
-        conditions.append(("dccfl", "rule", 0.0))
+        conditions.append(("dccfl", "rule", 0.0, True))
     cells = []
     t0 = time.perf_counter()
     for d in datasets:
         frame, y, site, classes = load_case(d, args.data_dir)
         for seed in seeds:
             sites = site_splits(frame, y, site, seed)
-            for meth, dim, margin in conditions:
-                cell = run_cell(d, sites, classes, seed, meth, dim, margin)
+            for meth, dim, margin, own in conditions:
+                cell = run_cell(d, sites, classes, seed, meth, dim, margin, own)
                 cells.append(cell)
-                say(json.dumps({"dataset": d, "seed": seed, "method": meth, "dimension": dim, "margin": cell["margin"],
+                say(json.dumps({"dataset": d, "seed": seed, "method": meth, "dimension": dim, "own": own,
+                                "margin": cell["margin"],
                                 "fit_seconds": round(cell["fit_seconds"], 1),
                                 "mean_diff_pt": round(float(np.mean([x["diff_pt"] for x in cell["sites"]])), 2)}))
     out = {"summary": summarise(cells), "cells": cells, "seeds": seeds, "datasets": datasets,
@@ -249,14 +252,17 @@ def markdown(out: dict, command: str) -> str:
              "own logistic regression, in points; 'own' = site-runs sent their own model; 'variance kept' = the "
              "oracle bound (the share of the standardised variance a linear decoder that knew the private map "
              "exactly could recover).", "",
-             "| table | m | method | m̃ | margin (SE) | package | own LR | Δ mean (pt) | Δ worst (pt) | AUC pkg | "
-             "AUC own | own | variance kept |", "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| table | m | method | m̃ | own candidate | margin (SE) | package | own LR | Δ mean (pt) | Δ worst (pt) | "
+             "AUC pkg | AUC own | own | variance kept |",
+             "|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     def auc(v: float | None) -> str:
         return "–" if v is None else f"{v:.3f}"
 
     for r in out["summary"]:
+        margin = f"{r['margin']:g}" if r["own_candidate"] else "–"
         lines.append(f"| {r['dataset']} | {r['m']} | {r['method']} | {r['dimension']} ({r['kept']}) | "
-                     f"{r['margin']:g} | {r['package']:.4f} | {r['own_model']:.4f} | {r['mean_diff_pt']:+.2f} | "
+                     f"{'yes' if r['own_candidate'] else 'no'} | {margin} | "
+                     f"{r['package']:.4f} | {r['own_model']:.4f} | {r['mean_diff_pt']:+.2f} | "
                      f"{r['worst_diff_pt']:+.1f} | {auc(r['package_auc'])} | {auc(r['own_auc'])} | "
                      f"{r['sent_own']}/{r['site_runs']} | "
                      f"{auc(r['variance_kept'])} |")
