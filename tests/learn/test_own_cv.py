@@ -95,3 +95,23 @@ def test_site_line_shows_both_numbers_with_their_row_counts():
     old = site_estimates(_selection(None), 0, 0.83, 0.83, True)
     line = site_line({"site": "a", "rows": 100, "cluster": 1, "model": "cluster", **old})
     assert "estimated from the 100 reduced rows" in line and "0.700 (n = 100" in line
+
+
+def test_a_fit_refuses_a_bundle_with_forged_scores():
+    from core.methods.base import FitContext, ReceivedBundle, SiteInput
+    from core.methods.dccfl import DC
+
+    rng = np.random.default_rng(5)
+    anchor = rng.normal(size=(200, 5))
+    method = DC(epochs=2, hidden=[4])
+    bundles = []
+    for i in range(2):
+        X, y = _rows(60, seed=i)
+        ex = method.site_compute(SiteInput(X, y, ["a", "b"], anchor, settings={"seed": i}))
+        cv = cross_validate_own(X, y, 2)
+        bundles.append(ReceivedBundle(f"s{i}", f"fp{i}", f"d{i}", "", {**ex.manifest, "own_cv": cv}, ex.arrays))
+    summary = method.fit(bundles, FitContext(["a", "b"])).summary
+    assert all(x["own_model"]["source"] == "site" for x in summary["sites"])
+    bundles[1].manifest["own_cv"] = {**bundles[1].manifest["own_cv"], "accuracy": 1.2}
+    with pytest.raises(FormatError, match="accuracy"):
+        method.fit(bundles, FitContext(["a", "b"]))
