@@ -36,8 +36,10 @@ LABELLED_DC_LEAVES = ("a privately reduced, shuffled copy of every row, the clas
 
 
 def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl | None = None,
-                    standardise: bool = True) -> SiteExport:
-    """``standardise=False`` only centres before the reduction (the method decides; both sides must agree)."""
+                    standardise: bool = True, papers_dimension: bool = False) -> SiteExport:
+    """``standardise=False`` only centres before the reduction (the method decides; both sides must agree).
+    Without a ``dimension`` setting m̃ follows :func:`~core.learn.reduction.default_dimension` (m for small
+    tables), or with ``papers_dimension`` the papers' m − 1 (DC-Clustering, whose records measure that)."""
     control = ensure(control)
     opts = {**SITE_DEFAULTS, **site.settings}
     if site.anchor is None:
@@ -49,7 +51,10 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
         raise ConfigError(f"'dimension' must be between 1 and this site's {m} columns, got {opts['dimension']}")
     rng = np.random.default_rng(opts["seed"])
     control.step(0.05, "fitting the private reduction")
-    red = PrivateReduction(opts["reduction"], opts["dimension"], random_state=int(rng.integers(2**31)),
+    dimension = opts["dimension"]
+    if dimension is None and papers_dimension:
+        dimension = max(1, m - 1)
+    red = PrivateReduction(opts["reduction"], dimension, random_state=int(rng.integers(2**31)),
                            standardise=standardise).fit(site.X)
     control.step(0.4, "reducing the rows")
     perm = rng.permutation(n)
