@@ -49,6 +49,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "feddag": ("feddag", "FedDAG in one round on tabular stand-ins: Distribution I, concept shift, B.10 recovery"),
     "hfldd": ("hfldd", "distillation mode (distribution matching / KIP in the reduced space) vs random real rows, "
               "DC-CFL, FedAvg/FedProx"),
+    "dimension-rule": ("dimension_rule", "m̃ = m vs m − 1 on small clinical and UCI tables: DC/DC-CFL packages vs each "
+                       "site's own logistic regression"),
 }
 EXPERIMENTS = {name: text for name, (_, text) in REGISTRY.items()}
 

@@ -24,6 +24,7 @@ from .formats.envelope import Opened, Payload, SealedFile, open_sealed, read_hea
 from .formats.identity import Identity, PublicCard, is_fingerprint, utc_now
 from .formats.kit import Kit
 from .formats.workspace import AnalystWorkspace
+from .learn.own_cv import read_own_cv
 from .methods import FitContext, Method, MethodResult, ReceivedBundle, get_method
 from .robustness import ScaleFlag, scale_flags
 
@@ -152,6 +153,8 @@ class AnalystRound:
         bundle = ReceivedBundle(card.name, card.fingerprint, opened.digest, opened.binding.envelope_id, m,
                                 opened.payload.arrays, card)
         try:
+            if self.kit.task == "classification":  # the site's own-model scores, if any: refused when malformed
+                read_own_cv(m, m.get("n_rows"), len(self.kit.schema.classes))
             self.method.check_bundle(bundle, self.kit)
         except FormatError as exc:
             raise FormatError(exc.message, path=path) from exc

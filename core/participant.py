@@ -26,7 +26,10 @@ from .formats.kit import Kit
 from .formats.workspace import SiteWorkspace, remove_empty_workspace
 from .learn.intervals import estimate, mcnemar_p
 from .learn.local_model import fit_local_model, has_local_model, keeps_local_model, local_predict_proba
-from .methods import SiteExport, SiteInput, get_method, method_class
+from .learn.own_cv import MODEL_NAME as OWN_MODEL_NAME
+from .learn.own_cv import cross_validate_own
+from .methods import Disclosure, SiteExport, SiteInput, get_method, method_class
+from .wording import ARRAY_WORDS
 
 
 def hash_ids(ids: np.ndarray, key: bytes) -> np.ndarray:
@@ -35,6 +38,17 @@ def hash_ids(ids: np.ndarray, key: bytes) -> np.ndarray:
     for i, v in enumerate(ids):
         out[i] = np.frombuffer(hmac.new(key, str(v).encode("utf-8"), hashlib.sha256).digest(), dtype=np.uint8)
     return out
+
+
+def own_cv_disclosure(cv: dict) -> Disclosure:
+    """The privacy page's line for the ``own_cv`` scores: every number that leaves, with its row counts."""
+    events = f", {cv['events']} events" if "events" in cv else ""
+    shown = (f"accuracy {cv['accuracy']:.3f}, balanced accuracy {cv['balanced_accuracy']:.3f}, AUC {cv['auc']:.3f}, "
+             f"log-loss {cv['log_loss']:.3f}")
+    return Disclosure("own_cv", (len(cv),), "numbers",
+                      f"how well a {cv['model']} of your rows predicts them, cross-validated here "
+                      f"({cv['folds']}-fold × {cv['repeats']} on {cv['rows']} rows{events}): {shown}; "
+                      "only these scores, never the model", ARRAY_WORDS["own_cv"])
 
 
 def needs_anchor(kit: Kit) -> bool:
@@ -178,10 +192,13 @@ class ParticipantRound:
                 and len(np.unique(t.y)) >= 2:
             # The site's own-rows baseline (issue #15): kept in the workspace beside f_i, never in the bundle.
             self.export_.private_arrays.update(fit_local_model(t.X, t.y, len(self.kit.schema.classes)))
-            self.export_.private_meta["local_model"] = {
-                "kind": "multinomial logistic regression (L2, λ = 1) on standardised raw columns",
-                "rows": int(min(t.n_rows, 20000))}
+            self.export_.private_meta["local_model"] = {"kind": OWN_MODEL_NAME, "rows": int(min(t.n_rows, 20000))}
             self.export_.stays.append("a logistic regression trained on these rows (to check the package against)")
+            # ... and its cross-validated scores, the only part of it that leaves (issue #22)
+            own_cv = cross_validate_own(t.X, t.y, len(self.kit.schema.classes))
+            if own_cv is not None:
+                self.export_.manifest["own_cv"] = own_cv
+                self.export_.disclosures.append(own_cv_disclosure(own_cv))
         return self.export_
 
     def check_target(self, out_path: str | Path, *, replace: bool = False) -> None:

@@ -16,6 +16,8 @@ ARRAY_WORDS = {
     "label_counts": "how many of your rows are in each class",
     "id_hash": "scrambled row ids that cannot be turned back into ids",
     "variance_kept": "one number: how much of your data's variation the compression keeps",
+    "own_cv": "a few scores: how well a model of your own rows alone predicts them (so the analyst sends you "
+              "something better, or tells you to keep yours)",
 }
 
 STAYS_WORDS = [
@@ -50,8 +52,9 @@ def leaves_sentence(n_rows: int, n_columns: int, kept: int, *, labels: str = "no
     no original values." plus what else leaves (labels, scrambled ids, noise)."""
     rows = "row" if n_rows == 1 else "rows"
     nums = "number" if kept == 1 else "numbers"
-    text = (f"A compressed, scrambled copy of your {n_rows:,} {rows}: {kept} {nums} per row instead of "
-            f"{n_columns}; no names, no original values.")
+    per_row = (f"{kept} {nums} per row instead of {n_columns}" if kept < n_columns
+               else f"{kept} {nums} per row, as many as your columns but secretly mixed")
+    text = f"A compressed, scrambled copy of your {n_rows:,} {rows}: {per_row}; no names, no original values."
     extra = []
     if labels == "rows":
         extra.append("the class of each row")
@@ -66,5 +69,5 @@ def leaves_sentence(n_rows: int, n_columns: int, kept: int, *, labels: str = "no
     return text
 
 # A package that tells the site to keep its own model (issue #15): what ``participant apply`` says.
-KEPT_OWN_WORDS = ("the analyst's cross-validation found your own model better for your rows than the shared one, "
-                  "so these results come from the model trained on your own rows when you exported")
+KEPT_OWN_WORDS = ("the analyst's cross-validation did not find the shared model clearly better for your rows than "
+                  "your own, so these results come from the model trained on your own rows when you exported")

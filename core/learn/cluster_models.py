@@ -22,6 +22,7 @@ from ..errors import ConfigError
 from .alignment import AnchorBasis, DCAlignment, SiteMapping
 from .intervals import WEAK_ROWS, estimate, mcnemar_p
 from .mlp import BatchedMLP, MLPWeights
+from .own_cv import accuracy_se, read_own_cv
 
 # Defaults of the learner, the alignment, the prior correction and the selection (the settings' one source).
 LEARNER_DEFAULTS: dict = {"epochs": 50, "hidden": [64, 32], "lr": 0.01, "momentum": 0.5, "batch_size": 32,
@@ -124,7 +125,10 @@ def site_note(info: dict) -> str:
         notes.append(f"only {e['rows']} rows: the estimate is uncertain (95 % CI {e['low']:.2f}–{e['high']:.2f})")
     if info.get("model") == "own" and info.get("own_kind"):
         small = bool(e) and e["rows"] < WEAK_ROWS
-        notes.append((f"with fewer than {WEAK_ROWS} rows, the cluster's model was not clearly better than the "
+        at_site = (info.get("own_model") or {}).get("source") == "site"
+        notes.append(("its cluster's model did not beat the site's own model (cross-validated at the site) by more "
+                      "than one standard error" if at_site else
+                      f"with fewer than {WEAK_ROWS} rows, the cluster's model was not clearly better than the "
                       "site's own" if small else "the site's own-rows model cross-validated better than its cluster's")
                      + "; the site keeps its own model")
     return "; ".join(notes)
@@ -228,6 +232,7 @@ def cv_splits(n_rows: list[int], folds: int, repeats: int, holdout: float, seed:
 
 
 # ---------------------------------------------------------------------------------------------- selection
+MARGIN_SE = 1.0  # a candidate must beat the site's own CV score by this many standard errors (clears_margin)
 OWN = "own"  # the key of a site's own-rows (linear) candidate beside cluster keys (tuples of sites)
 
 
@@ -239,7 +244,9 @@ class Selection:
     over the splits); accuracy = correct / ``tested``. ``lin_correct``: the same for the site's linear own-rows
     model. ``paired[(key, i)]``: the same rows one by one (split after split, so candidates pair up), kept for
     sites below WEAK_ROWS rows (key: the members, or OWN). ``n_eval[i]``: the rows behind site i's estimate
-    (tested rows / repeats)."""
+    (tested rows / repeats). ``site_cv[i]``: site i's own raw-row model cross-validated at the site (the bundle's
+    checked ``own_cv``, :mod:`core.learn.own_cv`), or None for a bundle without it: then its "alone" number is
+    the twin on its reduced rows (``lin_correct``)."""
 
     splits: list
     folds: int
@@ -250,6 +257,10 @@ class Selection:
     correct: dict = field(default_factory=dict)
     lin_correct: np.ndarray | None = None
     paired: dict = field(default_factory=dict)
+    site_cv: list = field(default_factory=list)
+
+    def cv_of(self, i: int) -> dict | None:
+        return self.site_cv[i] if i < len(self.site_cv) else None
 
     def acc(self, members: tuple[int, ...]) -> np.ndarray:
         return self.correct[members] / np.maximum(self.tested, 1)
@@ -259,17 +270,33 @@ class Selection:
         return self.lin_correct / np.maximum(self.tested, 1)
 
     def own_acc(self) -> np.ndarray:
-        """Each site's own-rows accuracy: its linear model's. (An own-rows MLP is no separate candidate: the
-        better of two noisy own-rows scores picked "alone" by chance — measured on the DC-CFL benchmark's
+        """Each site's own-model accuracy: cross-validated at the site on its raw rows when its bundle says
+        (``site_cv``), else its linear model's on the reduced rows. (An own-rows MLP is no separate candidate:
+        the better of two noisy own-rows scores picked "alone" by chance — measured on the DC-CFL benchmark's
         gesture cells; a singleton cluster at a small t still trains one.)"""
-        return self.acc_lin
+        lin = self.acc_lin if self.lin_correct is not None else np.zeros(len(self.n_rows))
+        return np.array([cv["accuracy"] if (cv := self.cv_of(i)) else lin[i] for i in range(len(self.n_rows))])
+
+    def clears_margin(self, i: int, cluster_acc: float) -> bool:
+        """Whether a candidate of CV accuracy p_c (on n_eval[i] rows) beats site i's own model, cross-validated at
+        the site with accuracy p_o on n_o rows, by more than MARGIN_SE standard errors of the difference:
+        p_c − p_o > MARGIN_SE · √(p_c(1 − p_c)/n_eval + p_o(1 − p_o)/n_o). The two estimates come from different
+        folds (here on the reduced rows, there on the raw rows), so they are treated as independent; as they
+        share the site's rows the true error is smaller, and the margin errs towards keeping the own model."""
+        cv = self.cv_of(i)
+        p_o, p_c = float(cv["accuracy"]), float(cluster_acc)
+        se = math.hypot(accuracy_se(p_c, int(self.n_eval[i])), accuracy_se(p_o, int(cv["rows"])))
+        return p_c - p_o > MARGIN_SE * se + 1e-12
 
     def keeps_own(self, i: int, cluster_acc: float, key: tuple[int, ...] | None = None) -> bool:
         """Site i keeps its own (linear) model rather than its candidate ``key`` of accuracy ``cluster_acc``: when
         that cross-validates strictly better; a site below WEAK_ROWS rows, whose estimates cannot tell small
         differences from noise, keeps it unless the candidate is clearly better on the same CV rows
         (:func:`clearly_better`; without paired rows for ``key``: unless it is strictly better) — alone is the
-        safe side."""
+        safe side. A site whose bundle carries its own model's scores (``site_cv``) keeps that model unless the
+        candidate clears :meth:`clears_margin`."""
+        if self.cv_of(i):
+            return not self.clears_margin(i, cluster_acc)
         own = float(self.acc_lin[i])
         if self.n_rows[i] < WEAK_ROWS:
             theirs, alone = self.paired.get((key, i)), self.paired.get((OWN, i))
@@ -300,20 +327,27 @@ class Selection:
             key = [None if better[i] else key[i] for i in range(len(key))]
             site_acc = np.maximum(site_acc, floor)
         if own:
-            lin = self.acc_lin
+            lin = self.own_acc()
             site_acc = np.array([lin[i] if self.keeps_own(i, site_acc[i], key[i]) else site_acc[i]
                                  for i in range(len(site_acc))])
         return site_acc
 
 
-def new_selection(n_rows: list[int], settings: dict, seed: int) -> Selection:
-    """The splits of :func:`cv_splits` with :func:`resolve_cv`'s folds and repeats; nothing trained yet."""
+def new_selection(n_rows: list[int], settings: dict, seed: int, site_cv: list | None = None) -> Selection:
+    """The splits of :func:`cv_splits` with :func:`resolve_cv`'s folds and repeats; nothing trained yet.
+    ``site_cv``: per site, its checked own-model scores (:func:`bundle_own_cv`) or None."""
     folds, repeats = resolve_cv(settings, n_rows)
     splits = cv_splits(n_rows, folds, repeats, float(settings["holdout"]), seed)
     tested = np.zeros(len(n_rows))
     for _, te in splits:
         tested += [len(r) for r in te]
-    return Selection(splits, folds, repeats, list(n_rows), tested, (tested / max(repeats, 1)).round().astype(int))
+    return Selection(splits, folds, repeats, list(n_rows), tested, (tested / max(repeats, 1)).round().astype(int),
+                     site_cv=list(site_cv) if site_cv is not None else [None] * len(n_rows))
+
+
+def bundle_own_cv(bundle, n_classes: int | None = None) -> dict | None:
+    """A bundle's own-model scores (``own_cv``, checked by :func:`~core.learn.own_cv.read_own_cv`), or None."""
+    return read_own_cv(bundle.manifest, int(bundle.arrays["x_tilde"].shape[0]), n_classes)
 
 
 def cross_validate(sel: Selection, bundles: list, clusters, n_classes: int, settings: dict, basis: AnchorBasis, *,
@@ -351,14 +385,15 @@ def cross_validate(sel: Selection, bundles: list, clusters, n_classes: int, sett
 
 def cross_validate_linear(sel: Selection, bundles: list, n_classes: int, settings: dict, basis: AnchorBasis,
                           maps: dict | None = None) -> None:
-    """Each site's linear own-rows model (:func:`fit_linear`) over the same splits (once per selection)."""
+    """Each site's linear own-rows model (:func:`fit_linear`) over the same splits (once per selection); not for
+    sites whose own raw-row model was cross-validated at the site (``sel.site_cv``)."""
     if sel.lin_correct is not None:
         return
     S = len(bundles)
     lin = np.zeros(S)
     for tr, te in sel.splits:
         for i in range(S):
-            if len(te[i]) and len(tr[i]):
+            if len(te[i]) and len(tr[i]) and not sel.cv_of(i):
                 h = _linear_hits(bundles, i, tr[i], te[i], maps, basis, settings, n_classes)
                 lin[i] += int(h.sum())
                 if sel.n_rows[i] < WEAK_ROWS:
@@ -400,12 +435,31 @@ def pick_own(sel: Selection, cluster_acc: np.ndarray, own: bool, keys: list | No
     return own_pick, list(own_pick)
 
 
-def site_estimates(sel: Selection, i: int, expected: float, cluster: float, own: bool) -> dict:
+def own_estimate(sel: Selection, i: int) -> dict:
+    """Site i's "alone" number as an :func:`~core.learn.intervals.estimate`, saying what it is (``what``,
+    ``source``): its own raw-row model cross-validated at the site (with the AUC it shipped) when its bundle
+    carries it, else the linear twin on its reduced rows, cross-validated here."""
+    cv = sel.cv_of(i)
+    if cv:
+        return {**estimate(float(cv["accuracy"]), int(cv["rows"])), "source": "site",
+                "what": f"your own model, cross-validated at your site on {cv['rows']} rows",
+                "auc": float(cv["auc"]), "balanced_accuracy": float(cv["balanced_accuracy"])}
+    n = int(sel.n_eval[i])
+    return {**estimate(float(sel.own_acc()[i]), n), "source": "reduced",
+            "what": f"estimated from the {n} reduced rows the site sent"}
+
+
+def site_estimates(sel: Selection, i: int, expected: float, cluster: float, own: bool, kept_own: bool = False
+                   ) -> dict:
     """The honest numbers of site i: ``expected`` (what it is sent), ``cluster_model`` and, with ``own``,
-    ``own_model`` and ``expected_gain`` — each an :func:`~core.learn.intervals.estimate` on n_eval[i] rows."""
+    ``own_model`` (:func:`own_estimate`) and ``expected_gain``; each an :func:`~core.learn.intervals.estimate`
+    on n_eval[i] rows, except that a site that keeps (``kept_own``) its own model cross-validated at the site
+    expects that model's score on the site's rows."""
     n = int(sel.n_eval[i])
     info = {"expected": estimate(float(expected), n), "cluster_model": estimate(float(cluster), n)}
     if own:
-        info["own_model"] = estimate(float(sel.own_acc()[i]), n)
+        info["own_model"] = own_estimate(sel, i)
+        if kept_own and info["own_model"]["source"] == "site":
+            info["expected"] = {k: info["own_model"][k] for k in info["expected"]}
         info["expected_gain"] = info["expected"]["accuracy"] - info["own_model"]["accuracy"]
     return info

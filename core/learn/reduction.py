@@ -2,7 +2,8 @@
 
 Every reduction here is an affine map after fitting, ``f(x) = (x − offset) F`` with ``F ∈ R^{m×m̃}``,
 so a fitted map is stored as two arrays in the site's workspace and never leaves the site. The default
-is the papers' choice: standardise with the site's own mean and std, then PCA to ``m̃ = m − 1``.
+is the papers' choice — standardise with the site's own mean and std, then PCA to ``m̃ = m − 1`` — except on
+small tables, which keep every dimension (:func:`default_dimension`).
 """
 
 from __future__ import annotations
@@ -100,8 +101,18 @@ def _std(C: np.ndarray) -> np.ndarray:
     return std
 
 
+FULL_DIMENSION_MAX = 15  # tables of at most this many columns keep every dimension (default_dimension)
+
+
 def default_dimension(n_features: int) -> int:
-    """m̃ = m − 1, the papers' default (at least 1)."""
+    """m̃ = m for a table of m ≤ FULL_DIMENSION_MAX columns, else m − 1 (the papers' default); at least 1.
+
+    On a small table the one dropped direction can carry much of what predicts the outcome (measured in
+    docs/results/clinical/dimension.md); a full-dimension PCA is a private rotation of the standardised rows, so
+    the rows' protection then rests on the map's secrecy (the anchor is never given to the analyst), as it
+    largely does at m − 1 (docs/privacy-and-security.md)."""
+    if n_features <= FULL_DIMENSION_MAX:
+        return max(1, n_features)
     return max(1, n_features - 1)
 
 
@@ -113,7 +124,7 @@ class PrivateReduction:
     ----------
     method : "pca" (default), "lpp" (locality preserving projections, He & Niyogi 2003) or "random"
         (Gaussian random projection).
-    n_components : m̃; ``None`` means m − 1.
+    n_components : m̃; ``None`` means :func:`default_dimension` (m for small tables, else m − 1).
     n_neighbors : kNN graph size for LPP.
     standardise : divide by the site's own standard deviations (default). False: only centre, so PCA keeps
         the directions of largest variance in the data's own units (DC-Clustering's ``scaling="raw"``).
@@ -141,7 +152,7 @@ class PrivateReduction:
         if self.method not in REDUCTIONS:
             raise ConfigError(f"unknown reduction '{self.method}'; choose one of {', '.join(REDUCTIONS)}")
         n, m = X.shape
-        k = default_dimension(m) if self.n_components is None else int(self.n_components)
+        k = min(default_dimension(m), n) if self.n_components is None else int(self.n_components)
         if not 1 <= k <= m:
             raise ConfigError(f"reduced dimension must be between 1 and {m}, got {k}")
         if self.method == "pca" and k > min(n, m):

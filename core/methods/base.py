@@ -228,3 +228,15 @@ def rows_digest(X: np.ndarray) -> np.ndarray:
     """SHA-256 of a site's float64 matrix, (32,) uint8: ties a package's labels to the exported rows."""
     return np.frombuffer(hashlib.sha256(np.ascontiguousarray(X, dtype=np.float64).tobytes()).digest(),
                          dtype=np.uint8).copy()
+
+
+def content_digest(arrays: dict[str, np.ndarray]) -> str:
+    """SHA-256 (hex) of a bundle's decrypted arrays — names, dtypes, shapes and bytes, in name order. Unlike the
+    sealed file's digest it does not change when the same content is sealed again (fresh keys and nonces), so
+    the analysis seeds and orders sites by it (:func:`core.methods.dc_analysis.derived_seed`)."""
+    h = hashlib.sha256(b"dcstudio/bundle-content/v1")
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()

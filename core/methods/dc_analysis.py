@@ -27,7 +27,7 @@ from ..learn.cluster_models import (
 from ..learn.intervals import describe
 from ..learn.local_model import keeps_local_model, local_predict_proba
 from ..learn.mlp import MLPWeights
-from .base import MethodResult, ReceivedBundle
+from .base import MethodResult, ReceivedBundle, content_digest
 from .dc_site import check_anchor_width, site_map
 from .settings import Setting
 from .views import Table, Text, View
@@ -93,9 +93,11 @@ DEFAULT_T_GRID = [*T_GRID, 1.0]
 
 
 def site_order(bundles: list[ReceivedBundle]) -> list[int]:
-    """The canonical order of the sites: by bundle digest (then fingerprint, site name), never by the order,
-    names or import times of the files, so the same bundles always give the same analysis."""
-    return sorted(range(len(bundles)), key=lambda i: (bundles[i].digest, bundles[i].fingerprint, bundles[i].site))
+    """The canonical order of the sites: by the digest of the bundle's decrypted content (:func:`content_digest`;
+    then bundle digest, fingerprint, site name), never by the order, names or import times of the files, nor by
+    the fresh keys and nonces of its sealing, so the same content always gives the same analysis."""
+    keys = [(content_digest(b.arrays), b.digest, b.fingerprint, b.site) for b in bundles]
+    return sorted(range(len(bundles)), key=lambda i: keys[i])
 
 
 def canonical_bundles(received: list[ReceivedBundle]) -> tuple[list[int], list[ReceivedBundle]]:
@@ -109,26 +111,33 @@ def canonical_bundles(received: list[ReceivedBundle]) -> tuple[list[int], list[R
 
 
 def derived_seed(seed: int, bundles: list[ReceivedBundle]) -> int:
-    """Every random choice of the analysis draws from SHA-256(seed, kit digest(s), sorted bundle digests)."""
+    """Every random choice of the analysis draws from SHA-256(seed, sorted content digests of the bundles'
+    decrypted arrays, :func:`content_digest`): the same content gives bit-identical results even when it was
+    sealed again (fresh keys and nonces, another kit signature), e.g. the demo's every run."""
     h = hashlib.sha256(f"dccfl:{int(seed)}".encode())
-    for k in sorted({str(b.manifest.get("kit_digest", "")) for b in bundles}):
-        h.update(b"kit:" + k.encode())
-    for d in sorted(b.digest for b in bundles):
-        h.update(b"bundle:" + d.encode())
+    for d in sorted(content_digest(b.arrays) for b in bundles):
+        h.update(b"content:" + d.encode())
     return int.from_bytes(h.digest()[:8], "big") >> 2
 
 
 def site_line(x: dict, extra: str = "") -> str:
     """One summary line of a site: rows, cluster, what it is sent, its expected accuracy (n, 95 % CI) against
-    its own-rows model, and its note (shared by the DC-family methods)."""
+    its own model's (n, 95 % CI, and where that number comes from: cross-validated at the site on its raw rows,
+    or estimated from its reduced rows), and its note (shared by the DC-family methods)."""
     own = x.get("model") == "own" and x.get("own_kind")
     line = f"  {x['site']}: {x['rows']:,} rows, cluster {x['cluster']}" + extra + (
-        ", sent a model of its own rows" if own else "")
+        ", keeps its own model" if own else "")
     if x.get("expected"):
         line += f", expected accuracy {describe(x['expected'])}"
     if x.get("own_model"):
-        line += f" vs {describe(x['own_model'])} alone"
+        line += f" vs {describe(x['own_model'])} alone ({own_model_words(x['own_model'])})"
     return line + (f" — {x['note']}" if x.get("note") else "")
+
+
+def own_model_words(e: dict) -> str:
+    """Where a site's "alone" number comes from, in words (older summaries carry no ``what``)."""
+    auc = f", AUC {e['auc']:.3f}" if e.get("auc") is not None else ""
+    return (e.get("what") or "estimated from the reduced rows the site sent") + auc
 
 
 def site_views(result: MethodResult, extra: tuple[tuple[str, Callable[[dict], object]], ...] = (),
@@ -145,7 +154,9 @@ def site_views(result: MethodResult, extra: tuple[tuple[str, Callable[[dict], ob
         return "own rows" if x.get("model") == "own" and x.get("own_kind") else "cluster"
 
     rows = [[x["site"], x.get("fingerprint", ""), x["rows"], x["cluster"], *[f(x) for _, f in extra], word(x),
-             describe(x.get("expected")), describe(x.get("own_model")), x.get("note", ""),
+             describe(x.get("expected")),
+             describe(x.get("own_model")) + (f"; {own_model_words(x['own_model'])}" if x.get("own_model") else ""),
+             x.get("note", ""),
              x.get("label_counts", [])] for x in sites]
     out: list[View] = [Table("Sites", ["site", "fingerprint", "rows", "cluster", *[c for c, _ in extra],
                                        "model sent", "expected accuracy", "its own rows alone", "note", "labels"],
@@ -154,7 +165,7 @@ def site_views(result: MethodResult, extra: tuple[tuple[str, Callable[[dict], ob
         out.append(Text(f"Mean expected accuracy of what each site is sent: {s['expected_mean']:.3f}"
                         + (f"; of each site's own-rows model: {s['own_model_mean']:.3f}"
                            if s.get("own_model_mean") is not None else "")
-                        + " (cross-validated on the rows the sites sent; each site's interval above)."))
+                        + " (each site's numbers, interval and where its own-model number comes from above)."))
     return out
 
 

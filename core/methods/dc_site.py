@@ -11,7 +11,7 @@ import numpy as np
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
-from ..learn.reduction import AffineMap, PrivateReduction
+from ..learn.reduction import FULL_DIMENSION_MAX, AffineMap, PrivateReduction
 from ..wording import ARRAY_WORDS, REDUCTION_DETAILS, REDUCTION_WORDS, STAYS_WORDS, leaves_sentence
 from .base import Disclosure, ReceivedBundle, SiteExport, SiteInput
 from .settings import Setting
@@ -22,7 +22,8 @@ SITE_SETTINGS = (
             + "; ".join(REDUCTION_DETAILS[r] for r in REDUCTIONS), label="Compression", choices=REDUCTIONS,
             side="site", choice_help=tuple(REDUCTION_WORDS[r] for r in REDUCTIONS)),
     Setting("dimension", "int", None, "how many numbers each compressed row keeps", label="Numbers per row", low=1,
-            optional=True, none_help="one fewer than your columns", side="site", high_from="columns"),
+            optional=True, none_help=f"all your columns when you have at most {FULL_DIMENSION_MAX} (as many "
+            "numbers, secretly mixed), else one fewer", side="site", high_from="columns"),
     Setting("noise", "float", 0.0, "random noise added to the compressed rows, times each column's spread",
             label="Noise", low=0.0, high=2.0, side="site"),
     Setting("seed", "int", None, "random seed of the reduction and the shuffle (none: fresh each export)",
@@ -35,8 +36,10 @@ LABELLED_DC_LEAVES = ("a privately reduced, shuffled copy of every row, the clas
 
 
 def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl | None = None,
-                    standardise: bool = True) -> SiteExport:
-    """``standardise=False`` only centres before the reduction (the method decides; both sides must agree)."""
+                    standardise: bool = True, papers_dimension: bool = False) -> SiteExport:
+    """``standardise=False`` only centres before the reduction (the method decides; both sides must agree).
+    Without a ``dimension`` setting m̃ follows :func:`~core.learn.reduction.default_dimension` (m for small
+    tables), or with ``papers_dimension`` the papers' m − 1 (DC-Clustering, whose records measure that)."""
     control = ensure(control)
     opts = {**SITE_DEFAULTS, **site.settings}
     if site.anchor is None:
@@ -48,7 +51,10 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
         raise ConfigError(f"'dimension' must be between 1 and this site's {m} columns, got {opts['dimension']}")
     rng = np.random.default_rng(opts["seed"])
     control.step(0.05, "fitting the private reduction")
-    red = PrivateReduction(opts["reduction"], opts["dimension"], random_state=int(rng.integers(2**31)),
+    dimension = opts["dimension"]
+    if dimension is None and papers_dimension:
+        dimension = max(1, m - 1)
+    red = PrivateReduction(opts["reduction"], dimension, random_state=int(rng.integers(2**31)),
                            standardise=standardise).fit(site.X)
     control.step(0.4, "reducing the rows")
     perm = rng.permutation(n)

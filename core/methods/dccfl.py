@@ -6,10 +6,11 @@ DC-CFL (Sugawara, Kawamata et al.):
    standardise, train h_l (MLP d → 64 → 32 → K, SGD lr 0.01, momentum 0.5, batch 32, 50 epochs);
 3. a singleton cluster trains on that site alone; inference h_l(standardise(fᵢ(x)Gᵢ + gᵢ)).
 Selection (issue #15, "results a small consortium can trust"):
-- Determinism: the sites are put in a canonical order (by bundle digest, :func:`site_order`) before anything
+- Determinism: the sites are put in a canonical order (by content digest, :func:`site_order`) before anything
   else, and every random choice (folds, initialisations, shuffles, subsamples) draws from
-  :func:`derived_seed` = SHA-256(seed, kit digest, sorted bundle digests): the same bundles give bit-identical
-  packages and summary whatever the order, names or import times of the files.
+  :func:`derived_seed` = SHA-256(seed, sorted digests of the bundles' decrypted arrays): the same bundles give
+  bit-identical packages and summary whatever the order, names or import times of the files, and so does the
+  same content sealed again.
 - Cross-validation over all of every site's received rows (nothing more is asked of sites): each site's rows
   are dealt into k folds (``cv_folds = "auto"``: 5, or one 20 % hold-out when the median site has ≥ 1,000
   rows), repeated ``cv_repeats`` times (auto: ⌈100 / median rows⌉, 1–3). For every split, every distinct
@@ -56,6 +57,7 @@ from ..control import JobControl, ensure
 from ..learn.alignment import AnchorBasis
 from ..learn.client_clustering import LabelDistributionClustering
 from ..learn.cluster_models import (
+    bundle_own_cv,
     cross_validate,
     cross_validate_linear,
     fit_groups,
@@ -146,7 +148,7 @@ class DCCFL(LabelledDCSite, Method):
         sel = None
         folds = repeats = 0
         if len(partitions) > 1 or own_on:
-            sel = new_selection(n_rows, s, seed)
+            sel = new_selection(n_rows, s, seed, [bundle_own_cv(b, K) for b in bundles])
             folds, repeats = sel.folds, sel.repeats
             distinct = sorted({c for p in partitions.values() for c in p})
             control.phase(f"step 1 of 2, choosing the threshold ({len(partitions)} candidates)" if len(partitions) > 1
@@ -189,7 +191,7 @@ class DCCFL(LabelledDCSite, Method):
                 info["own_kind"] = "linear" if linear[i] else "mlp"
             if acc:
                 info.update(site_estimates(sel, i, sel.own_acc()[i] if own_pick[i] else cluster_acc[i],
-                                           cluster_acc[i], own_on))
+                                           cluster_acc[i], own_on, kept_own=own_pick[i]))
             manifest = {"method": self.name, "cluster": cluster_of[i], "cluster_size": len(cm.members),
                         "t": best, "classes": list(classes), "architecture": cm.model.architecture(),
                         "alignment": s["alignment"], "dimension": int(cm.mappings[i].G.shape[1]), **info}

@@ -65,7 +65,14 @@ def test_bundle_carries_nothing_extra(round_dir):
         job.local_baseline = with_local
         job.load(train)
         made.append(job.compute())
-    assert made[0].manifest == made[1].manifest and sorted(made[0].arrays) == sorted(made[1].arrays)
+    # ... and the same manifest but for the own model's cross-validated scores (issue #22), disclosed
+    extra = {k: v for k, v in made[1].manifest.items() if k not in made[0].manifest}
+    assert set(extra) == {"own_cv"} and {k: v for k, v in made[1].manifest.items() if k != "own_cv"} == made[0].manifest
+    cv = extra["own_cv"]
+    assert set(cv) == {"accuracy", "balanced_accuracy", "auc", "log_loss", "rows", "folds", "repeats", "model"}
+    assert all(isinstance(v, int | float | str) for v in cv.values()) and cv["rows"] == job.table.n_rows
+    assert "own_cv" in [x.name for x in made[1].disclosures] and "own_cv" not in [x.name for x in made[0].disclosures]
+    assert sorted(made[0].arrays) == sorted(made[1].arrays)
     assert all(np.array_equal(made[0].arrays[k], made[1].arrays[k]) for k in made[0].arrays)
     assert set(made[1].private_arrays) - set(made[0].private_arrays) == set(NAMES)
 
@@ -106,6 +113,6 @@ def test_a_package_that_says_keep_your_own_applies_the_sites_own_model(tmp_path,
         assert run("participant", "apply", "--package", tmp_path / "out" / f"{name}.dcpkg", "--identity",
                    tmp_path / name / f"{name}.dcid", "--csv", sites[name][1], "--out", out_csv, "--validate") == 0
         out = capsys.readouterr().out
-        assert "found your own model better for your rows" in out
+        assert "did not find the shared model clearly better for your rows" in out
         res = pd.read_csv(out_csv)
         assert (res["prediction"] == res["local_prediction"]).all()

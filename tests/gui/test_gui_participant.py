@@ -230,7 +230,8 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
               for r in range(pp.disclosure_table.rowCount())}
     n = dp.table.n_rows
     assert {"x_tilde", "anchor_tilde", "y"} <= set(shapes)
-    assert shapes["x_tilde"] == f"{n} × {len(FEATURES) - 1}" and shapes["anchor_tilde"] == f"300 × {len(FEATURES) - 1}"
+    m = len(FEATURES)  # m ≤ 15 columns: the reduction keeps every dimension
+    assert shapes["x_tilde"] == f"{n} × {m}" and shapes["anchor_tilde"] == f"300 × {m}" and "own_cv" in shapes
     assert "Labels leave: <b>Yes</b>" in pp.leaves_label.text() and "Row ids leave: No." in pp.leaves_label.text()
     assert "KB" in pp.leaves_label.text()
     assert "anchor file" in pp.stays_label.text() and "secret key that compressed your rows" in pp.stays_label.text()
@@ -356,7 +357,7 @@ def test_results_window_applies_a_package(qtbot, project, round_packages, tmp_pa
     assert copy.read_bytes() == out.read_bytes()
     # no check asked for: nothing but, when the package says so, that the site's own model was used
     kept = r.outcome["result"].kept_own
-    assert ("found your own model better" in r.validation_label.text()) == kept
+    assert ("did not find the shared model clearly better" in r.validation_label.text()) == kept
     assert kept or r.validation_label.text() == ""
 
     # the site checks before it trusts: the labelled rows score the package beside its own-rows model

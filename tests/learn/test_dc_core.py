@@ -21,7 +21,7 @@ def data():
 @pytest.mark.parametrize("method", ["pca", "lpp", "random"])
 def test_reduction_is_affine_and_stored_as_two_arrays(data, method):
     red = PrivateReduction(method, random_state=1).fit(data)
-    assert red.map_.n_components == data.shape[1] - 1
+    assert red.map_.n_components == data.shape[1]  # 8 ≤ 15 columns: every dimension (default_dimension)
     again = AffineMap.from_arrays(red.map_.to_arrays())
     np.testing.assert_allclose(again.transform(data), red.transform(data))
     # affine: f(a x + (1-a) z) = a f(x) + (1-a) f(z)
@@ -46,7 +46,7 @@ def test_pca_reports_the_share_of_variance_it_keeps(standardise):
     covariance) matrix for m̃ = m − 1, and the kept rows' variance really is that share."""
     rng = np.random.default_rng(3)
     X = rng.standard_normal((500, 4)) * [1.0, 3.0, 0.5, 10.0] + [1, 2, 3, 4]
-    red = PrivateReduction("pca", standardise=standardise).fit(X)
+    red = PrivateReduction("pca", n_components=3, standardise=standardise).fit(X)
     Xs = (X - X.mean(0)) / (X.std(0) if standardise else 1.0)
     lam = np.linalg.eigvalsh(np.cov(Xs, rowvar=False, bias=True))
     assert red.variance_kept_ == pytest.approx(1 - lam.min() / lam.sum(), rel=1e-9)
@@ -155,7 +155,7 @@ def test_reduction_in_row_blocks_on_threads_matches_one_product(monkeypatch):
     monkeypatch.setattr(reduction, "_CHUNK", 64)  # 1,000 rows: 16 blocks shared by the threads
     rng = np.random.default_rng(3)
     X = rng.standard_normal((1000, 6)) * rng.uniform(0.5, 20, 6) + rng.uniform(-50, 50, 6)
-    red = PrivateReduction(random_state=0).fit(X)
+    red = PrivateReduction(n_components=5, random_state=0).fit(X)
     mean = X.mean(axis=0)
     np.testing.assert_allclose(red.map_.offset, mean, rtol=1e-12)
     Z = (X - mean) / X.std(axis=0)
@@ -168,5 +168,17 @@ def test_reduction_in_row_blocks_on_threads_matches_one_product(monkeypatch):
     assert red.transform(X, rows=perm).tobytes() == shuffled.tobytes()
     subset = np.array([5, 5, 999, 0])  # not a permutation: the rows are gathered
     np.testing.assert_allclose(red.transform(X, rows=subset), direct[subset], rtol=1e-12, atol=1e-12)
-    again = PrivateReduction(random_state=0).fit(X)
+    again = PrivateReduction(n_components=5, random_state=0).fit(X)
     assert again.map_.matrix.tobytes() == red.map_.matrix.tobytes()  # block order, not thread timing
+
+
+def test_default_dimension_keeps_small_tables_whole():
+    from core.learn.reduction import FULL_DIMENSION_MAX, default_dimension
+
+    assert [default_dimension(m) for m in (1, 2, 4, FULL_DIMENSION_MAX)] == [1, 2, 4, FULL_DIMENSION_MAX]
+    assert default_dimension(FULL_DIMENSION_MAX + 1) == FULL_DIMENSION_MAX and default_dimension(54) == 53
+    X = np.random.default_rng(2).normal(size=(6, 10))  # fewer rows than columns: the PCA keeps at most n
+    red = PrivateReduction("pca").fit(X)
+    assert red.map_.n_components == 6 and red.variance_kept_ == pytest.approx(1.0)
+    full = PrivateReduction("pca").fit(np.random.default_rng(3).normal(size=(50, 4)))
+    assert full.map_.n_components == 4 and full.variance_kept_ == pytest.approx(1.0)

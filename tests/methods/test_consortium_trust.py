@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from core.learn.cluster_models import clearly_better, cv_splits
 from core.learn.intervals import estimate, mcnemar_p, wilson
 from core.learn.mlp import BatchedMLP
-from core.methods.base import FitContext, ReceivedBundle, SiteInput
+from core.methods.base import FitContext, ReceivedBundle, SiteInput, content_digest
 from core.methods.dc_analysis import derived_seed, site_order
 from core.methods.dccfl import DCCFL
 
@@ -77,7 +79,11 @@ def test_same_packages_from_any_bundle_order():
     a = m.fit(bundles, FitContext(CLASSES))
     perm = [2, 0, 3, 1]
     b = m.fit([bundles[k] for k in perm], FitContext(CLASSES))
-    assert site_order(bundles) == [0, 1, 2, 3] and derived_seed(0, bundles) == derived_seed(0, bundles[::-1])
+    by_content = sorted(range(4), key=lambda i: content_digest(bundles[i].arrays))
+    assert site_order(bundles) == by_content and derived_seed(0, bundles) == derived_seed(0, bundles[::-1])
+    # the same content sealed again (another file digest, as with fresh keys and nonces) seeds the same analysis
+    resealed = [replace(x, digest=f"resealed-{k}") for k, x in enumerate(bundles)]
+    assert derived_seed(0, resealed) == derived_seed(0, bundles) and site_order(resealed) == by_content
     assert a.summary == b.summary
     for j, k in enumerate(perm):
         (ma, xa), (mb, xb) = a.packages[k], b.packages[j]
@@ -153,8 +159,8 @@ def test_a_tiny_site_keeps_its_own_model_and_applies_the_one_it_trained():
         private.append({**ex.private_arrays, **fit_local_model(X, y, len(CLASSES))})  # as `participant export`
         raw.append(X)
     res = method.fit(bundles, FitContext(CLASSES))
-    tiny = res.summary["sites"][0]
-    assert tiny["site"] == "s0" and tiny["model"] == "own" and tiny["own_kind"] == "linear"
+    tiny = next(x for x in res.summary["sites"] if x["site"] == "s0")
+    assert tiny["model"] == "own" and tiny["own_kind"] == "linear"
     manifest, arrays = res.packages[0]
     X_new = rng.normal(size=(50, 4))
     got = method.apply(manifest, arrays, private[0], X_new)

@@ -170,7 +170,7 @@ def test_a_method_in_one_file_runs_a_gui_round(qtbot, tmp_path, monkeypatch, toy
     expected = np.round(pd.read_csv(train_csv)[FEATURES].to_numpy().mean(axis=0), 2)
     assert np.array_equal(pp.site_export.arrays["means"][0], expected)  # the site's choice reached site_compute
     rows = {pp.disclosure_table.item(r, 0).text() for r in range(pp.disclosure_table.rowCount())}
-    assert rows == {"means", "label_counts"}
+    assert rows == {"means", "label_counts", "own_cv"}  # own_cv: the own model's scores (issue #22)
     export_bundle(qtbot, w, d / "bundles", "clicker2.dcbundle")
 
     aw = analyst_window_with_bundles(qtbot, d / "toy.dckit", d / "analyst/analyst.dcid", "pass phrase 1",

@@ -27,6 +27,8 @@ computed over k ± ``k_curve_width`` for the report.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ...control import JobControl
@@ -40,6 +42,9 @@ from ..views import Curve, Scatter, Table, Text, View, cluster_sizes, principal_
 from .data_clustering import ALGORITHMS, EMBEDDINGS, DataClustering, best_k, k_curve
 from .row_linkage import VerticalLinkage
 
+# The DC family's site settings, but m̃ defaults to the papers' m − 1 here (the records measure that).
+CLUSTERING_SITE_SETTINGS = tuple(replace(x, none_help="one fewer than your columns") if x.name == "dimension" else x
+                                 for x in SITE_SETTINGS)
 SCALINGS = ("range", "raw")
 
 
@@ -76,13 +81,13 @@ class DCClustering(Method):
                 high=20, advanced=True),
         Setting("silhouette_rows", "int", 5000, "rows sampled to score the silhouette", low=100, advanced=True),
         Setting("seed", "int", 0, "random seed of the clustering", label="Random seed", low=0, high=2**31 - 1),
-        *SITE_SETTINGS,
+        *CLUSTERING_SITE_SETTINGS,
     )
 
     # ---- site ----------------------------------------------------------------------------------
     def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport:
         ex = dc_site_compute(site, ship_labels=False, control=control,
-                             standardise=self.settings["scaling"] == "range")
+                             standardise=self.settings["scaling"] == "range", papers_dimension=True)
         block = site.block or ALL_COLUMNS
         ex.manifest["block"] = block
         ex.private_arrays["row_digest"] = rows_digest(site.X)

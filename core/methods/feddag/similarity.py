@@ -55,6 +55,7 @@ from ...learn.cluster_models import (
     SELECTION_DEFAULTS,
     Selection,
     adjust_proba,
+    bundle_own_cv,
     cross_validate,
     cross_validate_linear,
     fit_groups,
@@ -799,7 +800,7 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     if len({tuple(p) for p in keyed.values()}) > 1 or own_on:
         sel = cache.get("selection")
         if sel is None:
-            sel = cache["selection"] = new_selection(n_rows, s, seed)
+            sel = cache["selection"] = new_selection(n_rows, s, seed, [bundle_own_cv(b, K) for b in bundles])
         distinct = sorted({c for p in keyed.values() for c in p}
                           | ({everyone} if glob_on else set()))
         control.step(0.2, f"cross-validating {len(distinct)} candidate model(s) over {len(sel.splits)} split(s)")
@@ -908,7 +909,7 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
         info: dict = {}
         if sel is not None:
             info = site_estimates(sel, i, sel.own_acc()[i] if own_pick[i] else group_acc[i], cluster_acc[i],
-                                  own_on)
+                                  own_on, kept_own=own_pick[i])
         site_info.append(info)
     t5 = time.perf_counter()
     selection = {"kind": ("cv" if sel.folds > 1 else "holdout") if sel else "none",

@@ -1,0 +1,143 @@
+"""The site's own model, cross-validated at the site: the honest "alone" number (issue #22).
+
+At export a site fits its own-rows model (:mod:`core.learn.local_model`) and keeps it. Here the same learner
+is cross-validated on the same rows, and only the scores leave, in the bundle manifest under ``own_cv``:
+
+* folds: stratified k-fold with k = min(5, rows of the rarest class present), at least 2;
+* repeats: r = min(10, ⌈200 / n⌉), so a small site's estimate rests on about 200 out-of-fold predictions;
+* the splits are seeded from SHA-256 of the rows and labels, so the same CSV gives the same numbers;
+* at most ``MAX_ROWS`` rows (the seeded subsample :func:`~core.learn.local_model.fit_local_model` takes).
+
+Per repeat every row gets one out-of-fold probability vector p̂; the metrics are computed on those n vectors
+and averaged over the repeats: accuracy, balanced accuracy (mean per-class recall), ROC AUC (binary: of
+p̂(class 1) among the classes present; more classes: macro one-vs-rest over the classes present) and the
+log-loss −(1/n) Σ log p̂(yₛ). The standard error of the accuracy, √(p(1−p)/n), is what the analyst's choice
+rule uses (:func:`core.learn.cluster_models.Selection.keeps_own`).
+
+:func:`read_own_cv` is the analyst's strict reading of a (possibly forged) manifest entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import warnings
+
+import numpy as np
+
+from ..errors import FormatError
+from .local_model import fit_local_model, local_predict_proba
+
+MAX_ROWS = 20000  # as fit_local_model's default cap
+MAX_FOLDS = 5
+MAX_REPEATS = 10
+TARGET_PREDICTIONS = 200  # repeats = ⌈TARGET_PREDICTIONS / n⌉, capped at MAX_REPEATS
+MODEL_NAME = "multinomial logistic regression (L2, λ = 1) on standardised raw columns"
+SCORES = ("accuracy", "balanced_accuracy", "auc", "log_loss")
+
+
+def cv_plan(y: np.ndarray) -> tuple[int, int]:
+    """(folds, repeats) for labels y: k = min(5, rarest present class), ≥ 2; r = min(10, ⌈200/n⌉)."""
+    counts = np.bincount(np.asarray(y, np.int64))
+    rarest = int(counts[counts > 0].min())
+    folds = max(2, min(MAX_FOLDS, rarest))
+    repeats = max(1, min(MAX_REPEATS, math.ceil(TARGET_PREDICTIONS / max(len(y), 1))))
+    return folds, repeats
+
+
+def rows_seed(X: np.ndarray, y: np.ndarray) -> int:
+    """A 32-bit seed from SHA-256 of the rows (float64) and labels: the same CSV, the same splits."""
+    h = hashlib.sha256(np.ascontiguousarray(X, np.float64).tobytes())
+    h.update(np.ascontiguousarray(y, np.int64).tobytes())
+    return int.from_bytes(h.digest()[:4], "big")
+
+
+def cross_validate_own(X: np.ndarray, y: np.ndarray, n_classes: int, *, max_rows: int = MAX_ROWS) -> dict | None:
+    """The ``own_cv`` manifest entry of a site's rows (module docstring), or None with fewer than two classes
+    or fewer than two rows in some fold's training part."""
+    from sklearn.metrics import balanced_accuracy_score, log_loss, roc_auc_score
+    from sklearn.model_selection import RepeatedStratifiedKFold
+
+    X = np.asarray(X, np.float64)
+    y = np.asarray(y, np.int64)
+    if len(y) > max_rows:  # the rows the kept model is fitted on (fit_local_model's seeded subsample)
+        keep = np.sort(np.random.default_rng([0, 11]).choice(len(y), max_rows, replace=False))
+        X, y = X[keep], y[keep]
+    present = np.unique(y)
+    if len(present) < 2 or len(y) < 4:
+        return None
+    folds, repeats = cv_plan(y)
+    splitter = RepeatedStratifiedKFold(n_splits=folds, n_repeats=repeats, random_state=rows_seed(X, y))
+    K = int(n_classes)
+    proba = np.zeros((repeats, len(y), K))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "least populated class has fewer members than n_splits"
+        for s, (tr, te) in enumerate(splitter.split(X, y)):
+            model = fit_local_model(X[tr], y[tr], K)
+            proba[s // folds, te] = local_predict_proba(model, X[te])
+    per_repeat = {k: [] for k in SCORES}
+    for P in proba:
+        pred = P.argmax(axis=1)
+        per_repeat["accuracy"].append(float(np.mean(pred == y)))
+        per_repeat["balanced_accuracy"].append(float(balanced_accuracy_score(y, pred)))
+        Pp = P[:, present] / np.maximum(P[:, present].sum(axis=1, keepdims=True), 1e-300)
+        if len(present) == 2:
+            auc = roc_auc_score(y == present[1], Pp[:, 1])
+        else:
+            auc = roc_auc_score(y, Pp, multi_class="ovr", average="macro", labels=present)
+        per_repeat["auc"].append(float(auc))
+        per_repeat["log_loss"].append(float(log_loss(y, np.clip(P, 1e-15, 1.0), labels=np.arange(K))))
+    out: dict = {k: round(float(np.mean(v)), 6) for k, v in per_repeat.items()}
+    out.update({"rows": int(len(y)), "folds": int(folds), "repeats": int(repeats), "model": MODEL_NAME})
+    if K == 2:
+        out["events"] = int(np.sum(y == 1))
+    return out
+
+
+def accuracy_se(p: float, n: int) -> float:
+    """√(p(1 − p)/n): the standard error of an accuracy p measured on n rows."""
+    return math.sqrt(max(p * (1.0 - p), 0.0) / max(int(n), 1))
+
+
+def read_own_cv(manifest: dict, n_rows: int | None, n_classes: int | None = None) -> dict | None:
+    """A bundle's ``own_cv`` entry checked strictly (it may be forged), or None when absent.
+
+    Accepted only as a mapping whose accuracy, balanced accuracy and AUC are numbers in [0, 1], log-loss a
+    finite number ≥ 0, ``rows`` a whole number in [2, n_rows], ``events`` (binary kits) a whole number ≤ rows,
+    folds in [2, 50] and repeats in [1, 50]; anything else is a FormatError naming the field (the bundle is
+    refused, as for any malformed manifest field)."""
+    cv = manifest.get("own_cv")
+    if cv is None:
+        return None
+    if not isinstance(cv, dict):
+        raise FormatError("the bundle's own-model scores (own_cv) are not a table of numbers")
+
+    def whole(key: str, low: int, high: int | None, required: bool = True) -> int | None:
+        v = cv.get(key)
+        if v is None and not required:
+            return None
+        if type(v) is not int or v < low or (high is not None and v > high):
+            raise FormatError(f"the bundle's own-model scores give '{key}' as {v!r}, not a whole number between "
+                              f"{low} and {high if high is not None else 'the row count'}")
+        return v
+
+    def number(key: str, low: float, high: float) -> float:
+        v = cv.get(key)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or not low <= v <= high:
+            raise FormatError(f"the bundle's own-model scores give '{key}' as {v!r}, not a number between {low:g} "
+                              f"and {high:g}")
+        return float(v)
+
+    rows = whole("rows", 2, int(n_rows) if n_rows is not None else None)
+    out = {"rows": rows, "folds": whole("folds", 2, 50), "repeats": whole("repeats", 1, 50)}
+    for key in ("accuracy", "balanced_accuracy", "auc"):
+        out[key] = number(key, 0.0, 1.0)
+    out["log_loss"] = number("log_loss", 0.0, 1e6)
+    events = whole("events", 0, rows, required=False)
+    if events is not None:
+        out["events"] = events
+    if n_classes == 2 and events is None:
+        raise FormatError("the bundle's own-model scores lack the event count of a two-class kit")
+    model = cv.get("model", "")
+    out["model"] = model[:200] if isinstance(model, str) else ""
+    return out
