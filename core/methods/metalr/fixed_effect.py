@@ -9,6 +9,14 @@ Whether one β fits every site is tested by Cochran's Q in its multivariate form
 Q = Σᵢ (β̂ᵢ − β̂)ᵀ V̂ᵢ⁻¹ (β̂ᵢ − β̂), χ² with (S − 1)·d degrees of freedom under the model, and summarised by
 Higgins' I² = max(0, (Q − df) / Q): the share of the spread between sites beyond what chance gives. The same
 two numbers per coefficient use that coefficient alone (its own univariate fixed-effect mean and variances).
+
+Site-specific nuisance parameters (:func:`stratified`): when only part of the vector is common to all sites
+(the slopes; each site keeps its own intercept, its baseline risk, as a site-stratified analysis does), the
+common part β is combined as above from each site's marginal estimate and covariance V̂ᵢ,ββ, and site i's
+nuisance part a is set to its value given β̂ under the site's own normal approximation,
+âᵢ(β̂) = âᵢ + V̂ᵢ,aβ V̂ᵢ,ββ⁻¹ (β̂ − β̂ᵢ) — the maximiser over a of the site's quadratic log-likelihood
+−½ (θ − θ̂ᵢ)ᵀ V̂ᵢ⁻¹ (θ − θ̂ᵢ) at β = β̂, so (âᵢ(β̂), β̂) maximise the sum of the sites' quadratic
+approximations, a one-step stratified fit.
 """
 
 from __future__ import annotations
@@ -63,3 +71,23 @@ def combine(coefs: list[np.ndarray], covs: list[np.ndarray]) -> Combined:
     mean = (w * np.stack(B)).sum(axis=0) / w.sum(axis=0)
     q_each = (w * (np.stack(B) - mean) ** 2).sum(axis=0)
     return Combined(coef, cov, q, df, p_value, i_squared(q, df), q_each, i_squared(q_each, S - 1))
+
+
+def stratified(coefs: list[np.ndarray], covs: list[np.ndarray], common: np.ndarray
+               ) -> tuple[Combined, list[np.ndarray]]:
+    """The fixed-effect combination of the entries ``common`` (indices into the flattened vectors), and each
+    site's full vector with its other entries set to their value given the combined ones (module doc)."""
+    B = [np.asarray(b, dtype=np.float64).ravel() for b in coefs]
+    V = [np.asarray(v, dtype=np.float64) for v in covs]
+    d = len(B[0])
+    common = np.asarray(common, dtype=np.int64)
+    own = np.setdiff1d(np.arange(d), common)
+    comb = combine([b[common] for b in B], [v[np.ix_(common, common)] for v in V])
+    full = []
+    for b, v in zip(B, V, strict=True):
+        theta = b.copy()
+        theta[common] = comb.coef
+        shift = linalg.cho_solve(linalg.cho_factor(v[np.ix_(common, common)], lower=True), comb.coef - b[common])
+        theta[own] = b[own] + v[np.ix_(own, common)] @ shift
+        full.append(theta)
+    return comb, full

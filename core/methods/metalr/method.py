@@ -32,7 +32,7 @@ from ...errors import ConfigError, FormatError
 from ..base import Disclosure, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
 from ..settings import Setting
 from ..views import Bars, Table, Text, View
-from .fixed_effect import combine
+from .fixed_effect import combine, stratified
 from .site_logit import fit_site_logit, predict_proba
 
 Z95 = 1.959963984540054
@@ -66,6 +66,15 @@ class MetaLR(Method):
         Setting("ridge", "float", 1.0, "ridge penalty λ on each site's slopes (not the intercept), in the columns' "
                 "own units (per public standard deviation when the kit gives one); keeps small sites' estimates "
                 "finite", label="Ridge penalty λ", low=1e-6, high=1e6),
+        Setting("intercepts", "choice", "site", "whether each site keeps its own intercept (baseline risk)",
+                label="Intercepts", choices=("site", "common"),
+                choice_help=("each site's own, given the combined slopes (a site-stratified model: sites may differ "
+                             "in how common each class is)",
+                             "one for all sites (every coefficient combined; every site gets the same model)")),
+        Setting("penalty_scale", "choice", "spread", "the units the ridge penalty measures slopes in when the kit "
+                "gives no public standard deviation", label="Penalty units", choices=("spread", "raw"),
+                choice_help=("per standard deviation of the column at the site (coefficients stay in the "
+                             "columns' own units)", "the columns' own units"), advanced=True),
         Setting("max_iter", "int", 100, "Newton steps of a site's fit at most", low=5, high=1000, advanced=True),
     )
 
@@ -80,12 +89,15 @@ class MetaLR(Method):
         K = len(site.classes)
         if K < 2:
             raise ConfigError("a logistic regression needs at least two classes in the kit")
-        scale = site.scale if site.scale is not None and np.shape(site.scale) == (m,) else None
+        public = site.scale is not None and np.shape(site.scale) == (m,)
+        scale = (np.asarray(site.scale, dtype=np.float64) if public else
+                 np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0) if self.settings["penalty_scale"] == "spread"
+                 else None)
         lam = float(self.settings["ridge"])
         q, p = K - 1, m + 1
         counts = np.bincount(np.asarray(site.y, dtype=np.int64), minlength=K)
         manifest = {"n_rows": n, "n_features": m, "n_classes": K, "ridge": lam,
-                    "scale": "public" if scale is not None else "raw"}
+                    "penalty_scale": "public" if public else self.settings["penalty_scale"]}
         missing = [site.classes[k] for k in range(K) if counts[k] == 0]
         arrays: dict[str, np.ndarray] = {}
         reason = ""
@@ -107,14 +119,14 @@ class MetaLR(Method):
             else:
                 arrays = {"coef": np.ascontiguousarray(fit.coef), "cov": np.ascontiguousarray(fit.cov)}
         manifest.update(estimate="none" if reason else "fitted", **({"reason": reason} if reason else {}))
-        units = "per public standard deviation of each column" if scale is not None else "in your columns' own units"
         disclosures = [Disclosure("n_rows", (1,), "number", "how many rows you have", "your row count")]
         if arrays:
             shape = f"{p}" if q == 1 else f"{q} × {p}"
             disclosures = [
                 Disclosure("coef", (q, p), "float64",
                            f"the {shape} coefficients (intercept and one per column{'' if q == 1 else ', per class'}"
-                           f" against '{site.classes[0]}') of a logistic regression of your rows, {units}",
+                           f" against '{site.classes[0]}') of a logistic regression of your rows, in your "
+                           "columns' own units",
                            "how strongly each column goes with each class, summarised over all your rows"),
                 Disclosure("cov", (q * p, q * p), "float64",
                            "the covariance matrix of those coefficients (inverse of the penalised information)",
@@ -193,31 +205,46 @@ class MetaLR(Method):
             raise ConfigError("no site shipped a logistic regression estimate (each lacked a class or did not "
                               "converge): there is nothing to combine")
         control.step(0.2, f"combining {_plural(len(used), 'site')}")
-        comb = combine([bundles[i].arrays["coef"] for i in used], [bundles[i].arrays["cov"] for i in used])
-        coef = comb.coef.reshape(q, p)
-        se = np.sqrt(np.diag(comb.cov)).reshape(q, p)
-        sites = []
+        coefs = [bundles[i].arrays["coef"] for i in used]
+        covs = [bundles[i].arrays["cov"] for i in used]
+        everything = combine(coefs, covs)  # every coefficient common: the plain fixed-effect model
+        own_intercepts = self.settings["intercepts"] == "site"
+        if own_intercepts:  # the slopes common, each site's intercepts its own given them (a stratified fit)
+            slopes = np.array([k * p + j for k in range(q) for j in range(1, p)])
+            comb, sent = stratified(coefs, covs, slopes)
+        else:
+            comb, sent = everything, [everything.coef] * len(used)
+        coef = everything.coef.reshape(q, p)
+        se = np.sqrt(np.diag(everything.cov)).reshape(q, p)
+        if own_intercepts:
+            coef[:, 1:] = comb.coef.reshape(q, m)
+            se[:, 1:] = np.sqrt(np.diag(comb.cov)).reshape(q, m)
+        sent_of = dict(zip(used, sent, strict=True))
+        sites, packages = [], [None] * len(bundles)
+        manifest = {"method": self.name, "classes": classes, "reference": classes[0], "features": m,
+                    "sites_combined": len(used), "intercepts": self.settings["intercepts"], "note": PACKAGE_NOTE}
         for i in order:
             b = bundles[i]
             entry = {"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest,
                      "rows": int(b.manifest["n_rows"]), "combined": "yes" if i in used else "no"}
+            theta = sent_of[i].reshape(q, p) if i in sent_of else coef
             if i in used:
                 entry["coef"] = np.asarray(b.arrays["coef"], dtype=np.float64).tolist()
                 entry["se"] = np.sqrt(np.diag(b.arrays["cov"])).reshape(q, p).tolist()
             else:
-                entry["note"] = f"left out of the combination: {b.manifest.get('reason', 'no estimate')}"
+                entry["note"] = (f"left out of the combination: {b.manifest.get('reason', 'no estimate')}"
+                                 + ("; it is sent the common intercept" if own_intercepts else ""))
+            entry["intercept_sent"] = theta[:, 0].tolist()
             sites.append(entry)
-        manifest = {"method": self.name, "classes": classes, "reference": classes[0], "features": m,
-                    "sites_combined": len(used), "note": PACKAGE_NOTE}
-        arrays = {"coef": np.ascontiguousarray(coef), "cov": np.ascontiguousarray(comb.cov)}
-        packages = [(dict(manifest), {k: v.copy() for k, v in arrays.items()}) for _ in bundles]
+            packages[i] = (dict(manifest), {"coef": np.ascontiguousarray(theta, dtype=np.float64)})
         summary = {
             "method": self.name, "task": self.task, "sites": sites, "sites_combined": len(used),
-            "reference": classes[0],
+            "reference": classes[0], "intercepts": self.settings["intercepts"],
             "parameters": q * p, "names": names, "contrasts": _contrasts(classes),
             "combined": {"coef": coef.tolist(), "se": se.tolist()},
             "heterogeneity": {"q": comb.q, "df": comb.df, "p_value": comb.p_value, "i2": comb.i2,
-                              "i2_each": comb.i2_each.reshape(q, p).tolist()},
+                              "of": "slopes" if own_intercepts else "all coefficients",
+                              "i2_each": everything.i2_each.reshape(q, p).tolist()},
             "scored": False, "not_scored": NOT_SCORED, "settings": self.settings,
         }
         control.step(1.0, "done")

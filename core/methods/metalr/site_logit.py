@@ -71,7 +71,7 @@ def fit_site_logit(X: np.ndarray, y: np.ndarray, n_classes: int, *, lam: float, 
     spread = X.std(axis=0)
     spread[~(spread > 1e-12 * np.maximum(1.0, np.abs(centre)))] = 1.0  # a constant column: only the penalty
     Z = np.column_stack([np.ones(n), (X - centre) / spread])
-    pen = np.concatenate([[0.0], lam * (s * spread) ** 2])  # the raw penalty in γ-units: θ_j = γ_j / spread_j
+    pen = np.concatenate([[0.0], lam * (s / spread) ** 2])  # (s_j θ_j)² in γ-units: θ_j = γ_j / spread_j
     Y = np.zeros((n, K))
     Y[np.arange(n), y] = 1.0
     Y = Y[:, 1:]
