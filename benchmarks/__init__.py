@@ -49,6 +49,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "feddag": ("feddag", "FedDAG in one round on tabular stand-ins: Distribution I, concept shift, B.10 recovery"),
     "hfldd": ("hfldd", "distillation mode (distribution matching / KIP in the reduced space) vs random real rows, "
               "DC-CFL, FedAvg/FedProx"),
+    "meta-lr": ("metalr_clinical", "meta-analysed logistic regression on the clinical tables vs each site's own LR "
+                "and a pooled LR"),
 }
 EXPERIMENTS = {name: text for name, (_, text) in REGISTRY.items()}
 

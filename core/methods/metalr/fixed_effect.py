@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg, stats
 
 
 @dataclass
@@ -49,10 +48,9 @@ def i_squared(q: float | np.ndarray, df: int) -> float | np.ndarray:
 
 
 def precision(cov: np.ndarray) -> np.ndarray:
-    """V⁻¹ by its Cholesky factor (V must be symmetric positive definite)."""
-    factor = linalg.cho_factor(cov, lower=True)
-    inv = linalg.cho_solve(factor, np.eye(len(cov)))
-    return 0.5 * (inv + inv.T)
+    """V⁻¹ = L⁻ᵀL⁻¹ from the Cholesky factor V = LLᵀ (V must be symmetric positive definite)."""
+    L_inv = np.linalg.inv(np.linalg.cholesky(cov))
+    return L_inv.T @ L_inv
 
 
 def combine(coefs: list[np.ndarray], covs: list[np.ndarray]) -> Combined:
@@ -65,6 +63,8 @@ def combine(coefs: list[np.ndarray], covs: list[np.ndarray]) -> Combined:
     S, d = len(B), len(coef)
     q = float(sum((b - coef) @ w @ (b - coef) for w, b in zip(W, B, strict=True)))
     df = (S - 1) * d
+    from scipy import stats  # the analyst's side only: a site's export never loads scipy
+
     p_value = float(stats.chi2.sf(q, df)) if df > 0 else 1.0
     var = np.stack([np.diag(np.asarray(v, dtype=np.float64)) for v in covs])  # (S, d) marginal variances
     w = 1.0 / var
@@ -87,7 +87,7 @@ def stratified(coefs: list[np.ndarray], covs: list[np.ndarray], common: np.ndarr
     for b, v in zip(B, V, strict=True):
         theta = b.copy()
         theta[common] = comb.coef
-        shift = linalg.cho_solve(linalg.cho_factor(v[np.ix_(common, common)], lower=True), comb.coef - b[common])
+        shift = precision(v[np.ix_(common, common)]) @ (comb.coef - b[common])
         theta[own] = b[own] + v[np.ix_(own, common)] @ shift
         full.append(theta)
     return comb, full
