@@ -51,6 +51,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
               "DC-CFL, FedAvg/FedProx"),
     "dimension-rule": ("dimension_rule", "m̃ = m vs m − 1 on small clinical and UCI tables: DC/DC-CFL packages vs each "
                        "site's own logistic regression"),
+    "meta-lr": ("metalr_clinical", "meta-analysed logistic regression on the clinical tables vs each site's own LR "
+                "and a pooled LR"),
 }
 EXPERIMENTS = {name: text for name, (_, text) in REGISTRY.items()}
 

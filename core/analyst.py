@@ -274,7 +274,8 @@ class AnalystRound:
         m = get_method(name, merged)
         if m.family != self.method.family:
             raise FormatError(f"bundles of this kit cannot be analysed with method '{name}'")
-        context = FitContext(list(self.kit.schema.classes), list(self.kit.schema.block_names), control, on_epoch)
+        context = FitContext(list(self.kit.schema.classes), list(self.kit.schema.block_names), control, on_epoch,
+                             features=list(self.kit.schema.feature_names))
         return AnalystRun(m, m.fit(bundles, context), list(bundles), list(excluded or []), self.scale_flags(bundles))
 
     def export(self, run: AnalystRun, out_dir: str | Path, control: JobControl | None = None) -> RunOutputs:

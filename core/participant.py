@@ -51,6 +51,15 @@ def own_cv_disclosure(cv: dict) -> Disclosure:
                       "only these scores, never the model", ARRAY_WORDS["own_cv"])
 
 
+def public_scale(schema, width: int) -> np.ndarray | None:
+    """The kit's public standard deviation of every column the method sees, when the schema gives one for each
+    (a positive ``std`` per feature); None otherwise (methods then work in the columns' own units)."""
+    stds = [getattr(f, "std", None) for f in schema.features]
+    if len(stds) != width or not all(isinstance(v, int | float) and np.isfinite(v) and v > 0 for v in stds):
+        return None
+    return np.asarray(stds, dtype=np.float64)
+
+
 def needs_anchor(kit: Kit) -> bool:
     """Whether the kit's method needs the participants' anchor file (the wizard skips its anchor page if not)."""
     return method_class(kit.method).needs_anchor
@@ -160,7 +169,7 @@ class ParticipantRound:
         linked = self.kit.task == "clustering" and len(self.kit.schema.block_names) > 1
         needs_ids = bool(schema.id_column) and linked
         self.table = read_table(csv_path, schema, options=options,
-                                labels=self.method.labels_leave != "none" and schema.label is not None,
+                                labels=self.method.reads_labels() and schema.label is not None,
                                 ids=needs_ids, control=control)
         self.export_ = None
         return self.table
@@ -186,7 +195,7 @@ class ParticipantRound:
         if anchor is not None and self.block is not None:
             anchor = anchor[:, self.kit.schema.block_indices(self.block)]  # the anchor split by the same blocks
         site = SiteInput(t.X, t.y, list(self.kit.schema.classes), anchor, ids_hashed, self.site_settings,
-                         block=self.block)
+                         block=self.block, scale=public_scale(self.kit.schema, t.X.shape[1]))
         self.export_ = self.method.site_compute(site, control)
         if self.local_baseline and self.kit.task == "classification" and t.y is not None \
                 and len(np.unique(t.y)) >= 2:

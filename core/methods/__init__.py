@@ -18,8 +18,9 @@ from .dcclustering import DCClustering
 from .feddag import FedDAG
 from .gold import Gold
 from .hfldd import HFLDD
+from .metalr import MetaLR
 
-_BUILT_IN: tuple[type[Method], ...] = (DCCFL, DC, HFLDD, FedDAG, DCClustering, Gold)
+_BUILT_IN: tuple[type[Method], ...] = (DCCFL, DC, HFLDD, FedDAG, DCClustering, Gold, MetaLR)
 METHODS: dict[str, type[Method]] = {m.name: m for m in _BUILT_IN}
 
 

@@ -44,6 +44,7 @@ class SiteInput:
     ids_hashed: np.ndarray | None = None  # (n, 32) uint8 keyed hashes, when the kit links rows by id
     settings: dict = field(default_factory=dict)  # site-side settings (checked against the method's spec)
     block: str | None = None  # the feature block these columns are (clustering kits; X and anchor hold only it)
+    scale: np.ndarray | None = None  # the kit's public per-column scale (standard deviations), when it gives one
 
 
 @dataclass
@@ -93,12 +94,14 @@ class FitContext:
 
     classes : the kit's class names (empty for clustering). blocks : the kit's feature-block names in
     order. control : progress and cancel. on_epoch(epoch, losses) : per-epoch training callback (or None).
+    features : the kit's column names in order (for methods that report per-column results; may be empty).
     """
 
     classes: list[str]
     blocks: list[str] = field(default_factory=list)
     control: JobControl | None = None
     on_epoch: Callable[[int, Any], None] | None = None
+    features: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         self.control = ensure(self.control)
@@ -139,6 +142,7 @@ class Method(ABC):
     task: ClassVar[str]  # "classification" | "clustering"
     family: ClassVar[str]  # bundles of the same family are interchangeable (e.g. dc and dccfl)
     labels_leave: ClassVar[str]  # "rows" | "counts" | "none"
+    labels_at_site: ClassVar[bool] = False  # the site reads its labels even though none leave (a model fitted there)
     needs_anchor: ClassVar[bool] = True  # sites need the participants' shared anchor file
     kit_carries_aux: ClassVar[bool] = False  # the kit holds public auxiliary data for the analyst (never X^anc)
     what_leaves: ClassVar[str] = ""  # one sentence for people, before anything is computed
@@ -163,6 +167,12 @@ class Method(ABC):
     def default_settings(cls) -> dict:
         """The kit-level (analyst-side) settings and their defaults."""
         return {s.name: s.default for s in cls.settings_spec if s.side == "analyst"}
+
+    @classmethod
+    def reads_labels(cls) -> bool:
+        """Whether a site reads its label column: labels leave (``rows`` or ``counts``), or the site's own
+        computation uses them while none leave (``labels_at_site``, e.g. a model whose coefficients leave)."""
+        return cls.labels_leave != "none" or cls.labels_at_site
 
     @classmethod
     def site_settings_spec(cls) -> tuple[Setting, ...]:

@@ -259,6 +259,7 @@ LABELS_LEAVE_WORDS = {
     "rows": "the class of each of your rows (in shuffled order)",
     "counts": "only how many of your rows are in each class",
     "none": "no labels",
+    "used": "no labels (they are used on your computer only, to fit the model whose summary leaves)",
 }
 
 

@@ -242,11 +242,11 @@ class DataPage(Page):
         mine = set(schema.block_columns(block)) if block is not None else set(schema.feature_names)
         roles = {name: "feature" if name in mine else "other-block" for name in schema.feature_names}
         try:
-            labels_leave = get_method(kit.method, kit.settings).labels_leave
+            reads_labels = get_method(kit.method, kit.settings).reads_labels()
         except DCError:
-            labels_leave = "rows"
+            reads_labels = True
         if schema.label:
-            roles[schema.label] = "label" if labels_leave != "none" else "unused"
+            roles[schema.label] = "label" if reads_labels else "unused"
         if schema.id_column:
             linked = kit.task == "clustering" and len(getattr(schema, "block_names", [])) > 1
             roles[schema.id_column] = "id" if linked else "unused"

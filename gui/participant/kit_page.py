@@ -27,6 +27,8 @@ def kit_request_html(kit: Kit, tr=QObject.tr) -> str:
     try:
         method = get_method(kit.method, kit.settings)
         title, labels_leave = method.title, method.labels_leave
+        if labels_leave == "none" and method.labels_at_site:
+            labels_leave = "used"
     except DCError:
         title, labels_leave = kit.method, "rows"
     if schema.label:

@@ -182,9 +182,11 @@ class PrivacyPage(Page):
         names = {d.name for d in ex.disclosures}
         self.plain_label.setText(html.escape(ex.plain or self.tr("What leaves: {w}.").format(
             w=method_class(self.state.kit.method).what_leaves)))
+        cls = method_class(self.state.kit.method)
         labels = {"rows": self.tr("<b>Yes</b>: the class of every row (shuffled with the rows)."),
                   "counts": self.tr("Only how many rows are in each class.")}.get(
-            method_class(self.state.kit.method).labels_leave, self.tr("No."))
+            cls.labels_leave, self.tr("No: they are used on this computer only, to fit the model whose summary "
+                                      "leaves.") if cls.labels_at_site else self.tr("No."))
         ids = self.tr("Only as keyed hashes the analyst cannot reverse.") if "id_hash" in names else self.tr("No.")
         size = human_size(ex.shipped_bytes + ENVELOPE_OVERHEAD)
         self.leaves_label.setText(

@@ -1,0 +1,348 @@
+"""Meta-analysed logistic regression (``meta-lr``): the reference a biostatistician would use in one round.
+
+1. Site i fits a logistic regression on its own rows, in the kit's encoding (the matrix X every method
+   receives), with a ridge penalty λ on the slopes (:mod:`.site_logit`): binary outcomes one logit, K classes a
+   multinomial logit with the kit's first class as reference — (K − 1)·p parameters, p = columns + 1, with
+   their full covariance (not K − 1 separate binary logits: those share rows, so the covariances between
+   contrasts would be unknown and the combination would weight them wrongly). The coefficients are always in
+   the columns' own units, so they mean the same at every site; the penalty measures slopes per public
+   standard deviation when the kit gives one, else (``penalty_scale = "spread"``) per the column's spread at
+   the site — glmnet's convention; it changes how hard slopes are shrunk, never their units — or in raw units
+   (``"raw"``). It ships θ̂ᵢ, V̂ᵢ = (penalised observed information)⁻¹ and its row count. A site lacking one of
+   the kit's classes has no finite estimate and ships none (its bundle says why); it still receives a model.
+2. The analyst validates every array (shapes for the kit's width and classes, finite, V̂ᵢ symmetric positive
+   definite by a Cholesky factorisation) and combines by fixed-effect inverse-variance weighting
+   (:mod:`.fixed_effect`), θ̂ = (Σ V̂ᵢ⁻¹)⁻¹ Σ V̂ᵢ⁻¹ θ̂ᵢ, Var(θ̂) = (Σ V̂ᵢ⁻¹)⁻¹, with Cochran's Q and I².
+   ``intercepts = "site"`` (default): only the slopes are combined and each site keeps its own intercepts given
+   them, âᵢ + V̂ᵢ,aβ V̂ᵢ,ββ⁻¹ (β̂ − β̂ᵢ) — a site-stratified model, as when sites differ in how common each class is
+   (Q and I² then measure the slopes); ``"common"``: every coefficient combined, every site the same model.
+   With every site's penalty λ, the combination is close to one pooled fit with penalty S·λ.
+3. ``apply`` gives ``prediction`` and ``prob_<class>`` from the package's coefficients.
+
+No row and no label leaves, so the analyst cannot score the combined model on any site's rows: the summary
+says so, and each site compares the package with the logistic regression it kept from its own rows at
+export (``participant apply --validate``).
+
+Defaults measured (``python -m benchmarks meta-lr --seeds 3``, docs/results/metalr/): λ = 1 per column spread
+is within 0.5 pt of λ = 0.01 and λ = 10 except on the smallest sites (lung, 45–65 rows: λ = 10 loses 2.5 pt);
+site intercepts gain 1.8 pt over a common one on lung and lose ≤ 0.6 pt elsewhere. On the label-skewed
+synthetic sites of the tests (four classes) a common intercept lost 8–11 pt.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...control import JobControl, ensure
+from ...errors import ConfigError, FormatError
+from ..base import Disclosure, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
+from ..settings import Setting
+from ..views import Bars, Table, Text, View
+from .fixed_effect import combine, stratified
+from .site_logit import fit_site_logit, predict_proba
+
+Z95 = 1.959963984540054
+NOT_SCORED = ("the analyst cannot score the combined model on any site's rows (no row leaves); each site compares "
+              "it with its own model on labelled rows: dcstudio participant apply --validate")
+PACKAGE_NOTE = ("this model combines the sites' logistic regressions; nobody has scored it on your rows yet: run "
+                "`participant apply --validate` on labelled rows to compare it with your own model")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _contrasts(classes: list[str]) -> list[str]:
+    return [f"{c} vs {classes[0]}" for c in classes[1:]]
+
+
+class MetaLR(Method):
+    name = "meta-lr"
+    title = "Meta-analysed logistic regression (one round, coefficients only)"
+    plain_title = "each site's logistic regression, combined into one by weighting each by its precision"
+    task = "classification"
+    family = "meta-lr"
+    labels_leave = "none"
+    labels_at_site = True
+    needs_anchor = False
+    what_leaves = ("p coefficients and a p × p covariance matrix per site (p = the kit's columns + 1; times the "
+                   "classes − 1 for more than two classes) from a logistic regression fitted to the site's rows, "
+                   "and its row count; no row, no label")
+    settings_spec = (
+        Setting("ridge", "float", 1.0, "ridge penalty λ on each site's slopes (not the intercept), in the columns' "
+                "own units (per public standard deviation when the kit gives one); keeps small sites' estimates "
+                "finite", label="Ridge penalty λ", low=1e-6, high=1e6),
+        Setting("intercepts", "choice", "site", "whether each site keeps its own intercept (baseline risk)",
+                label="Intercepts", choices=("site", "common"),
+                choice_help=("each site's own, given the combined slopes (a site-stratified model: sites may differ "
+                             "in how common each class is)",
+                             "one for all sites (every coefficient combined; every site gets the same model)")),
+        Setting("penalty_scale", "choice", "spread", "the units the ridge penalty measures slopes in when the kit "
+                "gives no public standard deviation", label="Penalty units", choices=("spread", "raw"),
+                choice_help=("per standard deviation of the column at the site (coefficients stay in the "
+                             "columns' own units)", "the columns' own units"), advanced=True),
+        Setting("max_iter", "int", 100, "Newton steps of a site's fit at most", low=5, high=1000, advanced=True),
+    )
+
+    # ---- site ----------------------------------------------------------------------------------
+    def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport:
+        control = ensure(control)
+        if site.y is None:
+            raise ConfigError("this method fits a logistic regression on your rows: the CSV needs the kit's label "
+                              "column")
+        X = np.asarray(site.X, dtype=np.float64)
+        n, m = X.shape
+        K = len(site.classes)
+        if K < 2:
+            raise ConfigError("a logistic regression needs at least two classes in the kit")
+        public = site.scale is not None and np.shape(site.scale) == (m,)
+        scale = (np.asarray(site.scale, dtype=np.float64) if public else
+                 np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0) if self.settings["penalty_scale"] == "spread"
+                 else None)
+        lam = float(self.settings["ridge"])
+        q, p = K - 1, m + 1
+        counts = np.bincount(np.asarray(site.y, dtype=np.int64), minlength=K)
+        manifest = {"n_rows": n, "n_features": m, "n_classes": K, "ridge": lam,
+                    "penalty_scale": "public" if public else self.settings["penalty_scale"]}
+        missing = [site.classes[k] for k in range(K) if counts[k] == 0]
+        arrays: dict[str, np.ndarray] = {}
+        reason = ""
+        if missing:
+            reason = (f"no row of class {', '.join(repr(c) for c in missing)}: a logistic regression of these rows "
+                      "has no finite estimate")
+        else:
+            control.step(0.1, "fitting the logistic regression")
+            fit = fit_site_logit(X, site.y, K, lam=lam, scale=scale, max_iter=int(self.settings["max_iter"]))
+            manifest.update(iterations=fit.iterations, converged=fit.converged)
+            try:
+                np.linalg.cholesky(fit.cov)
+                ok = bool(np.all(np.isfinite(fit.coef)) and np.all(np.isfinite(fit.cov)))
+            except np.linalg.LinAlgError:
+                ok = False
+            if not fit.converged or not ok:
+                reason = (f"the logistic regression did not converge in {fit.iterations} Newton steps"
+                          if not fit.converged else "the logistic regression's covariance is not positive definite")
+            else:
+                arrays = {"coef": np.ascontiguousarray(fit.coef), "cov": np.ascontiguousarray(fit.cov)}
+        manifest.update(estimate="none" if reason else "fitted", **({"reason": reason} if reason else {}))
+        disclosures = [Disclosure("n_rows", (1,), "number", "how many rows you have", "your row count")]
+        if arrays:
+            shape = f"{p}" if q == 1 else f"{q} × {p}"
+            disclosures = [
+                Disclosure("coef", (q, p), "float64",
+                           f"the {shape} coefficients (intercept and one per column{'' if q == 1 else ', per class'}"
+                           f" against '{site.classes[0]}') of a logistic regression of your rows, in your "
+                           "columns' own units",
+                           "how strongly each column goes with each class, summarised over all your rows"),
+                Disclosure("cov", (q * p, q * p), "float64",
+                           "the covariance matrix of those coefficients (inverse of the penalised information)",
+                           "how precise each of those numbers is, and how they move together"),
+                *disclosures]
+            count = f"{p} coefficients and a {p} × {p} covariance matrix" if q == 1 else (
+                f"{q} × {p} coefficients and a {q * p} × {q * p} covariance matrix")
+            plain = (f"The {count} of a logistic regression fitted to your {n:,} rows, and that row count. No row, "
+                     "no names, no labels, no original values.")
+        else:
+            plain = (f"Only your row count ({n:,}): {reason}, so nothing else leaves. You still receive the "
+                     "combined model.")
+        stays = ["your data file and every original value in it", "the class of every row"]
+        control.step(1.0, "done")
+        return SiteExport(arrays, manifest, {}, {"estimate": manifest["estimate"]}, disclosures, stays, plain)
+
+    def check_bundle(self, bundle: ReceivedBundle, kit) -> None:
+        """Row count, width and classes as in the kit; a fitted bundle's ``coef`` (K − 1, m + 1) and ``cov``
+        (d, d) finite, ``cov`` symmetric and positive definite (Cholesky)."""
+        super().check_bundle(bundle, kit)
+        man, a = bundle.manifest, bundle.arrays
+        m, K = len(kit.schema.features), len(kit.schema.classes)
+        n = man.get("n_rows")
+        if type(n) is not int or n < 1:
+            raise FormatError("bundle's row count (n_rows) is missing or not a positive whole number")
+        if man.get("n_features") != m or man.get("n_classes") != K:
+            raise FormatError(f"bundle has {man.get('n_features')} column(s) and {man.get('n_classes')} class(es); "
+                              f"the kit has {m} and {K}")
+        estimate = man.get("estimate")
+        if estimate == "none":
+            if a or not isinstance(man.get("reason"), str):
+                raise FormatError("bundle says it has no estimate but ships arrays or gives no reason")
+            return
+        if estimate != "fitted":
+            raise FormatError("bundle's manifest does not say whether it holds an estimate ('estimate')")
+        q, p = K - 1, m + 1
+        coef, cov = a.get("coef"), a.get("cov")
+        if set(a) != {"coef", "cov"}:
+            raise FormatError(f"bundle ships {', '.join(sorted(a)) or 'no arrays'}; this method ships exactly "
+                              "'coef' and 'cov'")
+        if coef.dtype.kind != "f" or coef.shape != (q, p):
+            raise FormatError(f"bundle's 'coef' has shape {coef.shape}; the kit's {m} column(s) and {K} classes "
+                              f"need a float array of shape ({q}, {p})")
+        if cov.dtype.kind != "f" or cov.shape != (q * p, q * p):
+            raise FormatError(f"bundle's 'cov' has shape {cov.shape}; the kit needs a float array of shape "
+                              f"({q * p}, {q * p})")
+        for key in ("coef", "cov"):
+            if not np.all(np.isfinite(a[key])):
+                raise FormatError(f"bundle's '{key}' holds non-finite values")
+        C = np.asarray(cov, dtype=np.float64)
+        if not np.allclose(C, C.T, rtol=1e-9, atol=1e-12 * float(np.abs(C).max(initial=0.0))):
+            raise FormatError("bundle's covariance matrix 'cov' is not symmetric")
+        try:
+            np.linalg.cholesky(C)
+        except np.linalg.LinAlgError as exc:
+            raise FormatError("bundle's covariance matrix 'cov' is not positive definite (its Cholesky "
+                              "factorisation fails), so its coefficients cannot be weighted") from exc
+
+    # ---- analyst -------------------------------------------------------------------------------
+    def fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult:
+        control = ensure(context.control)
+        if not bundles:
+            raise ConfigError("no bundles to analyse")
+        classes = list(context.classes)
+        K = len(classes)
+        q = K - 1
+        m = int(bundles[0].manifest["n_features"])
+        p = m + 1
+        names = ["intercept", *(context.features if len(context.features) == m else
+                                [f"column {j + 1}" for j in range(m)])]
+        # a canonical order (by bundle digest): the same bundles give bit-identical sums whatever their order
+        order = sorted(range(len(bundles)), key=lambda i: (bundles[i].digest, bundles[i].fingerprint,
+                                                           bundles[i].site))
+        used = [i for i in order if bundles[i].manifest.get("estimate") == "fitted"]
+        if not used:
+            raise ConfigError("no site shipped a logistic regression estimate (each lacked a class or did not "
+                              "converge): there is nothing to combine")
+        control.step(0.2, f"combining {_plural(len(used), 'site')}")
+        coefs = [bundles[i].arrays["coef"] for i in used]
+        covs = [bundles[i].arrays["cov"] for i in used]
+        everything = combine(coefs, covs)  # every coefficient common: the plain fixed-effect model
+        own_intercepts = self.settings["intercepts"] == "site"
+        if own_intercepts:  # the slopes common, each site's intercepts its own given them (a stratified fit)
+            slopes = np.array([k * p + j for k in range(q) for j in range(1, p)])
+            comb, sent = stratified(coefs, covs, slopes)
+        else:
+            comb, sent = everything, [everything.coef] * len(used)
+        coef = everything.coef.reshape(q, p)
+        se = np.sqrt(np.diag(everything.cov)).reshape(q, p)
+        if own_intercepts:
+            coef[:, 1:] = comb.coef.reshape(q, m)
+            se[:, 1:] = np.sqrt(np.diag(comb.cov)).reshape(q, m)
+        sent_of = dict(zip(used, sent, strict=True))
+        sites, packages = [], [None] * len(bundles)
+        manifest = {"method": self.name, "classes": classes, "reference": classes[0], "features": m,
+                    "sites_combined": len(used), "intercepts": self.settings["intercepts"], "note": PACKAGE_NOTE}
+        for i in order:
+            b = bundles[i]
+            entry = {"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest,
+                     "rows": int(b.manifest["n_rows"]), "combined": "yes" if i in used else "no"}
+            theta = sent_of[i].reshape(q, p) if i in sent_of else coef
+            if i in used:
+                entry["coef"] = np.asarray(b.arrays["coef"], dtype=np.float64).tolist()
+                entry["se"] = np.sqrt(np.diag(b.arrays["cov"])).reshape(q, p).tolist()
+            else:
+                entry["note"] = (f"left out of the combination: {b.manifest.get('reason', 'no estimate')}"
+                                 + ("; it is sent the common intercept" if own_intercepts else ""))
+            entry["intercept_sent"] = theta[:, 0].tolist()
+            sites.append(entry)
+            packages[i] = (dict(manifest), {"coef": np.ascontiguousarray(theta, dtype=np.float64)})
+        summary = {
+            "method": self.name, "task": self.task, "sites": sites, "sites_combined": len(used),
+            "reference": classes[0], "intercepts": self.settings["intercepts"],
+            "parameters": q * p, "names": names, "contrasts": _contrasts(classes),
+            "combined": {"coef": coef.tolist(), "se": se.tolist()},
+            "heterogeneity": {"q": comb.q, "df": comb.df, "p_value": comb.p_value, "i2": comb.i2,
+                              "of": "slopes" if own_intercepts else "all coefficients",
+                              "i2_each": everything.i2_each.reshape(q, p).tolist()},
+            "scored": False, "not_scored": NOT_SCORED, "settings": self.settings,
+        }
+        control.step(1.0, "done")
+        return MethodResult(self.name, packages, summary, {"site_order": order})
+
+    # ---- what it shows --------------------------------------------------------------------------
+    @staticmethod
+    def _label(s: dict, k: int, j: int) -> str:
+        contrasts = s.get("contrasts", [])
+        name = s["names"][j]
+        return name if len(contrasts) <= 1 else f"{contrasts[k]}: {name}"
+
+    @staticmethod
+    def _heterogeneity_text(h: dict) -> str:
+        return (f"Cochran's Q = {h['q']:.1f} on {h['df']} df (p = {h['p_value']:.3g}), I² = {100 * h['i2']:.0f} %"
+                if h.get("df") else "one site only: no heterogeneity to measure")
+
+    def summary_lines(self, summary: dict) -> list[str]:
+        s = summary
+        sites, h = s.get("sites", []), s.get("heterogeneity", {})
+        lines = [f"method {self.name}: fixed-effect meta-analysis of the logistic regressions of "
+                 f"{s.get('sites_combined')} of {_plural(len(sites), 'site')}, {s.get('parameters')} coefficients each",
+                 "heterogeneity: " + self._heterogeneity_text(h)
+                 + (" — the sites' coefficients differ more than chance allows: one model for all sites is "
+                    "doubtful" if h.get("df") and h.get("p_value", 1.0) < 0.05 else "")]
+        for x in sites:
+            lines.append(f"  {x['site']}: {x['rows']:,} rows, " + ("combined" if x["combined"] == "yes"
+                                                                   else x.get("note", "left out")))
+        lines.append("combined coefficients (95 % interval):")
+        coef, se = np.asarray(s["combined"]["coef"]), np.asarray(s["combined"]["se"])
+        for k in range(coef.shape[0]):
+            for j in range(coef.shape[1]):
+                b, e = coef[k, j], se[k, j]
+                lines.append(f"  {self._label(s, k, j)}: {b:.4g} [{b - Z95 * e:.4g}, {b + Z95 * e:.4g}]")
+        return [*lines, NOT_SCORED]
+
+    def views(self, result: MethodResult) -> list[View]:
+        s = result.summary
+        sites, h = s.get("sites", []), s.get("heterogeneity", {})
+        coef, se = np.asarray(s["combined"]["coef"]), np.asarray(s["combined"]["se"])
+        i2 = np.asarray(h.get("i2_each", np.zeros_like(coef)))
+        out: list[View] = [Text(
+            f"Fixed-effect meta-analysis of the logistic regressions of {s.get('sites_combined')} of "
+            f"{_plural(len(sites), 'site')} ({s.get('parameters')} coefficients each, inverse-variance weighted). "
+            "Only coefficients, "
+            "their covariance and row counts left the sites; no row and no label did. " + NOT_SCORED[0].upper()
+            + NOT_SCORED[1:] + ".")]
+        doubtful = bool(h.get("df")) and h.get("p_value", 1.0) < 0.05
+        out.append(Text("Heterogeneity: " + self._heterogeneity_text(h) + (
+            ". The sites' coefficients differ more than chance allows: one model for all sites is doubtful; look "
+            "for the coefficients with a large I² below." if doubtful else "."), tone="warning" if doubtful
+            else "info"))
+        left = [x for x in sites if x["combined"] != "yes"]
+        if left:
+            out.append(Text(f"{_plural(len(left), 'site')} contributed nothing: "
+                            + "; ".join(f"{x['site']} ({x.get('note', '')})" for x in left), tone="warning"))
+        out.append(Table("Sites", ["site", "fingerprint", "rows", "combined", "note"],
+                         [[x["site"], x.get("fingerprint", ""), x["rows"], x["combined"], x.get("note", "")]
+                          for x in sites]))
+        rows, forest = [], []
+        for k in range(coef.shape[0]):
+            for j in range(coef.shape[1]):
+                label, b, e = self._label(s, k, j), float(coef[k, j]), float(se[k, j])
+                rows.append([label, round(b, 6), f"[{b - Z95 * e:.4g}, {b + Z95 * e:.4g}]",
+                             f"{np.exp(b):.4g}" if abs(b) < 700 else "—", f"{100 * float(i2[k, j]):.0f} %"])
+                weights = [1.0 / float(x["se"][k][j]) ** 2 for x in sites if x["combined"] == "yes"]
+                total = sum(weights)
+                for x, w in zip([x for x in sites if x["combined"] == "yes"], weights, strict=True):
+                    bi, ei = float(x["coef"][k][j]), float(x["se"][k][j])
+                    forest.append([label, x["site"], round(bi, 6), round(bi - Z95 * ei, 6), round(bi + Z95 * ei, 6),
+                                   f"{100 * w / total:.0f} %"])
+                forest.append([label, "combined", round(b, 6), round(b - Z95 * e, 6), round(b + Z95 * e, 6), "100 %"])
+        out.append(Table(f"Combined coefficients (log-odds against class '{s.get('reference', '')}'), with 95 % "
+                         "intervals and heterogeneity",
+                         ["coefficient", "estimate", "95 % interval", "odds ratio", "I²"], rows))
+        out.append(Table("Forest plot data: each site's coefficient and the combined one, with 95 % intervals",
+                         ["coefficient", "site", "estimate", "low", "high", "weight"], forest))
+        out.append(Bars("Heterogeneity I² per coefficient (%)", [r[0] for r in rows],
+                        [100.0 * float(v) for v in i2.ravel()], ylabel="I² (%)"))
+        return out
+
+    # ---- site, after the round -----------------------------------------------------------------
+    def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
+              X: np.ndarray) -> dict[str, np.ndarray]:
+        """p(k | x) = softmax(0, θ₁ᵀz, …, θ_{K−1}ᵀz), z = [1, x]; the prediction is the most probable class."""
+        classes = [str(c) for c in manifest.get("classes", [])]
+        X = np.asarray(X, dtype=np.float64)
+        coef = np.asarray(arrays.get("coef"))
+        if len(classes) < 2 or coef.dtype.kind != "f" or coef.shape != (len(classes) - 1, X.shape[1] + 1):
+            raise FormatError("the package's coefficients do not fit this site's columns and the kit's classes")
+        proba = predict_proba(coef, X)
+        out: dict[str, np.ndarray] = {"prediction": np.asarray(classes, dtype=object)[proba.argmax(axis=1)]}
+        for k, c in enumerate(classes):
+            out[f"prob_{c}"] = proba[:, k]
+        return out

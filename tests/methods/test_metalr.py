@@ -1,0 +1,194 @@
+"""Meta-analysed logistic regression (``meta-lr``): the site's fit, the fixed-effect combination, the refusals
+of forged bundles, and a whole CLI round ending in ``participant apply --validate``."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+
+from core.errors import ConfigError, FormatError
+from core.methods import METHODS, FitContext, ReceivedBundle, SiteInput, default_method, get_method
+from core.methods.metalr.fixed_effect import combine
+from core.methods.metalr.site_logit import fit_site_logit, predict_proba
+from tests.support.cli import WF, confirm, run
+from tests.support.roundkit import CLASSES, FEATURES, make_sites
+
+NAME = "meta-lr"
+
+
+def _data(K: int, n: int = 4000, seed: int = 3):
+    X, y = make_classification(n, 5, n_informative=4, n_redundant=0, n_classes=K, random_state=seed)
+    return X * np.array([1.0, 10.0, 0.5, 3.0, 1.0]) + np.array([5.0, 0.0, 0.0, 100.0, 0.0]), y
+
+
+def _bundles(X, y, K: int, parts, **settings) -> tuple[object, list[ReceivedBundle]]:
+    method = get_method(NAME, settings)
+    classes = [str(k) for k in range(K)]
+    out = []
+    for i, idx in enumerate(parts):
+        ex = method.site_compute(SiteInput(X[idx], y[idx], classes, None))
+        out.append(ReceivedBundle(f"site{i}", f"FP{i}", f"digest{i}", f"env{i}",
+                                  {**ex.manifest, "family": NAME, "method": NAME}, ex.arrays))
+    return method, out
+
+
+def _kit(m: int, K: int):
+    return SimpleNamespace(schema=SimpleNamespace(features=[None] * m, classes=[str(k) for k in range(K)]))
+
+
+def test_declarations_and_the_default_is_unchanged():
+    cls = METHODS[NAME]
+    assert cls.task == "classification" and not cls.needs_anchor and cls.labels_leave == "none"
+    assert cls.reads_labels() and "p × p covariance matrix per site" in cls.what_leaves
+    assert default_method("classification") == "dccfl" and list(METHODS)[-1] == NAME
+
+
+@pytest.mark.parametrize("K", [2, 3])
+def test_site_fit_is_the_maximum_likelihood_estimate_in_raw_units(K):
+    X, y = _data(K, n=1500)
+    fit = fit_site_logit(X, y, K, lam=1e-9)
+    ref = LogisticRegression(C=1e12, max_iter=5000, tol=1e-10).fit((X - X.mean(0)) / X.std(0), y)
+    assert fit.converged
+    assert np.allclose(predict_proba(fit.coef, X), ref.predict_proba((X - X.mean(0)) / X.std(0)), atol=1e-4)
+    assert np.allclose(fit.cov, fit.cov.T) and np.all(np.linalg.eigvalsh(fit.cov) > 0)
+
+
+def test_separated_classes_at_a_small_site_still_give_finite_estimates():
+    X = np.array([[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]])
+    y = np.array([0, 0, 0, 1, 1, 1])  # perfectly separated: no maximum-likelihood estimate
+    fit = fit_site_logit(X, y, 2, lam=1.0)
+    assert fit.converged and np.all(np.isfinite(fit.coef)) and np.all(np.isfinite(fit.cov))
+
+
+@pytest.mark.parametrize("K, intercepts", [(2, "common"), (3, "common"), (3, "site")])
+def test_combination_of_iid_sites_matches_the_pooled_fit(K, intercepts):
+    X, y = _data(K, n=8000)
+    parts = np.array_split(np.random.default_rng(0).permutation(len(y)), 4)
+    method, bundles = _bundles(X, y, K, parts, intercepts=intercepts)
+    res = method.fit(bundles, FitContext([str(k) for k in range(K)]))
+    pooled = fit_site_logit(X, y, K, lam=4.0, scale=X.std(axis=0))  # four sites' penalty, once
+    coef = np.asarray(res.summary["combined"]["coef"])
+    se = np.asarray(res.summary["combined"]["se"])
+    pooled_se = np.sqrt(np.diag(pooled.cov)).reshape(coef.shape)
+    assert np.max(np.abs(coef - pooled.coef) / pooled_se) < 0.5  # within half a standard error
+    assert np.max(np.abs(se / pooled_se - 1)) < 0.05
+    assert np.max(np.abs(predict_proba(coef, X) - predict_proba(pooled.coef, X))) < 0.03
+    assert res.summary["heterogeneity"]["p_value"] > 0.01  # IID sites: no heterogeneity flagged
+
+
+def test_heterogeneous_sites_are_flagged():
+    X, y = _data(2)
+    y2 = y.copy()
+    y2[2000:] = 1 - y2[2000:]  # two sites with the opposite relation
+    parts = [np.arange(0, 1000), np.arange(1000, 2000), np.arange(2000, 3000), np.arange(3000, 4000)]
+    method, bundles = _bundles(X, y2, 2, parts)
+    res = method.fit(bundles, FitContext(["0", "1"]))
+    h = res.summary["heterogeneity"]
+    assert h["p_value"] < 1e-6 and h["i2"] > 0.9
+    assert any("one model for all sites is doubtful" in line for line in method.summary_lines(res.summary))
+
+
+def test_fixed_effect_of_two_scalars_is_the_inverse_variance_mean():
+    c = combine([np.array([1.0]), np.array([3.0])], [np.array([[1.0]]), np.array([[3.0]])])
+    assert c.coef[0] == pytest.approx((1 / 1 + 3 / 3) / (1 + 1 / 3)) and c.cov[0, 0] == pytest.approx(0.75)
+    assert c.q == pytest.approx((1 - 1.5) ** 2 + (3 - 1.5) ** 2 / 3) and c.df == 1
+
+
+def test_a_site_missing_a_class_contributes_nothing_with_a_note():
+    X, y = _data(3, n=900)
+    parts = np.array_split(np.arange(900), 3)
+    lone = parts[2][y[parts[2]] != 2]  # site 2 has no row of class '2'
+    method, bundles = _bundles(X, y, 3, [parts[0], parts[1], lone])
+    assert bundles[2].manifest["estimate"] == "none" and not bundles[2].arrays
+    method.check_bundle(bundles[2], _kit(5, 3))
+    res = method.fit(bundles, FitContext(["0", "1", "2"]))
+    left = [x for x in res.summary["sites"] if x["site"] == "site2"][0]
+    assert left["combined"] == "no" and "no row of class '2'" in left["note"]
+    assert res.summary["sites_combined"] == 2 and len(res.packages) == 3  # it still gets the model
+
+
+@pytest.mark.parametrize("forge, expect", [
+    (lambda a: a.update(cov=-a["cov"]), "not positive definite"),
+    (lambda a: a.update(coef=a["coef"][:, :-1]), "'coef' has shape"),
+    (lambda a: a.update(cov=a["cov"][:-1, :-1]), "'cov' has shape"),
+    (lambda a: a["coef"].__setitem__((0, 1), np.nan), "non-finite"),
+    (lambda a: a["cov"].__setitem__((0, 1), a["cov"][0, 1] + 1.0), "not symmetric"),
+    (lambda a: a.pop("cov"), "exactly 'coef' and 'cov'"),
+])
+def test_forged_bundles_are_refused_with_one_sentence(forge, expect):
+    X, y = _data(2, n=400)
+    method, (bundle,) = _bundles(X, y, 2, [np.arange(400)])
+    method.check_bundle(bundle, _kit(5, 2))  # the honest bundle passes
+    forge(bundle.arrays)
+    with pytest.raises(FormatError, match=expect) as err:
+        method.check_bundle(bundle, _kit(5, 2))
+    assert "\n" not in err.value.message
+
+
+def test_a_bundle_for_another_width_or_class_list_is_refused():
+    X, y = _data(2, n=400)
+    method, (bundle,) = _bundles(X, y, 2, [np.arange(400)])
+    with pytest.raises(FormatError, match="the kit has 6 and 2"):
+        method.check_bundle(bundle, _kit(6, 2))
+
+
+def test_no_usable_site_is_one_sentence():
+    X, y = _data(2, n=200)
+    method, bundles = _bundles(X, y, 2, [np.flatnonzero(y == 0)])
+    with pytest.raises(ConfigError, match="nothing to combine"):
+        method.fit(bundles, FitContext(["0", "1"]))
+
+
+def test_apply_gives_probabilities_summing_to_one_and_refuses_a_wrong_width():
+    X, y = _data(3, n=600)
+    method, bundles = _bundles(X, y, 3, np.array_split(np.arange(600), 2))
+    res = method.fit(bundles, FitContext(["0", "1", "2"]))
+    manifest, arrays = res.packages[0]
+    cols = method.apply(manifest, arrays, {}, X)
+    P = np.column_stack([cols[f"prob_{c}"] for c in "012"])
+    assert np.allclose(P.sum(axis=1), 1.0) and np.all(P >= 0)
+    assert (cols["prediction"] == np.asarray(["0", "1", "2"], dtype=object)[P.argmax(axis=1)]).all()
+    assert np.mean(cols["prediction"].astype(int) == y) > 0.6
+    with pytest.raises(FormatError, match="do not fit this site's columns"):
+        method.apply(manifest, arrays, {}, X[:, :4])
+
+
+def test_whole_cli_round_then_validate_against_the_sites_own_model(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("DCSTUDIO_PASSPHRASE", "pass phrase 1")
+    d = tmp_path
+    sites = dict(list(make_sites(d / "data", rows=160).items())[:3])
+    assert run("keys", "new", "--name", "analyst", "--out", d / "analyst", *WF) == 0
+    assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "Meta", "--schema-from",
+               d / "data/sample.csv", "--label", "label", "--method", NAME, "--out", d / "p.dckit") == 0
+    assert "needs no anchor" in capsys.readouterr().out
+    for name, (train, _) in sites.items():
+        assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
+        assert run("participant", "export", "--kit", d / "p.dckit", "--identity", d / name / f"{name}.dcid",
+                   "--csv", train, "--out", d / "bundles" / f"{name}.dcbundle") == 0
+    out = capsys.readouterr().out
+    p, q = len(FEATURES) + 1, len(CLASSES) - 1
+    assert f"{q} × {p} coefficients and a {q * p} × {q * p} covariance matrix" in out
+    assert f"coef {(q, p)}" in out and f"cov {(q * p, q * p)}" in out
+    assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+               "--bundles", d / "bundles", "--out", d / "out", *confirm(d, sites)) == 0
+    out = capsys.readouterr().out
+    assert "fixed-effect meta-analysis" in out and "Cochran's Q" in out and "cannot score" in out
+    summary = json.loads((d / "out/summary.json").read_text())
+    assert summary["method"] == NAME and summary["names"] == ["intercept", *FEATURES]
+    assert "Forest plot data" in (d / "out/report.html").read_text()
+    for name, (_, test) in sites.items():
+        assert run("participant", "apply", "--package", d / "out" / f"{name}.dcpkg", "--identity",
+                   d / name / f"{name}.dcid", "--csv", test, "--out", d / f"{name}-result.csv", "--validate") == 0
+        text = capsys.readouterr().out
+        assert "the analyst's package:" in text and "your own-rows model:" in text
+        result = pd.read_csv(d / f"{name}-result.csv")
+        P = result[[f"prob_{c}" for c in CLASSES]].to_numpy()
+        assert np.allclose(P.sum(axis=1), 1.0, atol=1e-6)
+        assert {"prediction", "local_prediction", "recommended"} <= set(result.columns)
+        assert np.mean(result["prediction"] == result["label"]) > 0.5
