@@ -49,6 +49,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "feddag": ("feddag", "FedDAG in one round on tabular stand-ins: Distribution I, concept shift, B.10 recovery"),
     "hfldd": ("hfldd", "distillation mode (distribution matching / KIP in the reduced space) vs random real rows, "
               "DC-CFL, FedAvg/FedProx"),
+    "clinical": ("clinical", "whole product rounds on real clinical tables (text, missing cells): package vs each "
+                 "site's own and the pooled models"),
 }
 EXPERIMENTS = {name: text for name, (_, text) in REGISTRY.items()}
 
