@@ -588,7 +588,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
         *(target_line(c, m, s["targets"][m]) for c, s in out["summary"].items() for m in methods),
         f"wall time {out['wall_seconds'] / 60:.1f} min")
     if args.json:
-        write_json_atomic(args.json, json.loads(json.dumps(out, default=_jsonable)))
+        write_json_atomic(args.json, _finite(json.loads(json.dumps(out, default=_jsonable))))
         write_text_atomic(Path(args.json).with_suffix(".md"), markdown(out, out["command"]))
     return out
 
@@ -601,6 +601,15 @@ def _jsonable(o: Any) -> Any:
     if isinstance(o, np.bool_):
         return bool(o)
     raise TypeError(f"not JSON-able: {type(o)}")
+
+
+def _finite(o: Any) -> Any:
+    """The JSON tree with NaN (an AUC on one-class test rows) as null: strict JSON."""
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, list):
+        return [_finite(v) for v in o]
+    return None if isinstance(o, float) and not np.isfinite(o) else o
 
 
 __all__ = ["CASES", "Case", "RoundOptions", "contiguous_groups", "load_case", "markdown", "product_round", "run",
