@@ -313,7 +313,11 @@ def product_round(folder: Path, sample_csv: Path, sites: list[tuple[str, Path, P
                 workspace=SiteWorkspace(folder / name), options=opt, validate=True), o.site_impute)
         imputed |= imp
         result = pd.read_csv(res.out_path, dtype=str, keep_default_na=False)
-        proba = result[[f"prob_{c}" for c in classes]].to_numpy(float)
+        probs = [f"prob_{c}" for c in classes]
+        if all(c in result.columns for c in probs):
+            proba = result[probs].to_numpy(float)
+        else:  # a method that writes predictions only: its AUC is that of hard 0/1 scores
+            proba = (result["prediction"].to_numpy(object)[:, None] == np.asarray(classes, object)).astype(float)
         local = (res.validation or {}).get("local") or {}
         info = per_site.get(name, {})
         out[name] = {**scores(result[label], proba, classes), "kept_own_accuracy": local.get("accuracy"),
@@ -395,6 +399,13 @@ def _mean(values) -> float:
     return float(v.mean()) if v.size else float("nan")
 
 
+def _se(values) -> float:
+    """Standard error of the mean over seeds (NaN for one seed)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else float("nan")
+
+
 def summarise(cells: list[dict], methods: Sequence[str]) -> dict[str, Any]:
     """Per case: each site's means over seeds, and per method the target check (module docstring)."""
     out: dict[str, Any] = {}
@@ -405,14 +416,17 @@ def summarise(cells: list[dict], methods: Sequence[str]) -> dict[str, Any]:
         for n in names:
             rs = [c["sites"][n] for c in cs]
             s = {"train_rows": _mean(r["train_rows"] for r in rs), "test_rows": _mean(r["test_rows"] for r in rs),
-                 "train_events": rs[0]["train_events"], "test_events": rs[0]["test_events"],
+                 "train_events": {c: _mean(r["train_events"][c] for r in rs) for c in rs[0]["train_events"]},
+                 "test_events": {c: _mean(r["test_events"][c] for r in rs) for c in rs[0]["test_events"]},
                  "raw_columns": rs[0]["raw_columns"], "encoded_columns": _mean(r["encoded_columns"] for r in rs)}
             for ref in ("own_lr", "pooled_lr", "pooled_hgb"):
                 s[ref] = {k: _mean(r[ref][k] for r in rs) for k in ("accuracy", "auc")}
             s["methods"] = {m: {"accuracy": _mean(r["methods"][m]["accuracy"] for r in rs),
                                 "auc": _mean(r["methods"][m]["auc"] for r in rs),
                                 "kept_own_accuracy": _mean(r["methods"][m]["kept_own_accuracy"] for r in rs),
-                                "sent_own": int(sum(r["methods"][m]["sent"] == "own" for r in rs))}
+                                "sent_own": int(sum(r["methods"][m]["sent"] == "own" for r in rs)),
+                                **{f"delta_{k}_se": _se([r["methods"][m][k] - r["own_lr"][k] for r in rs])
+                                   for k in ("accuracy", "auc")}}
                             for m in methods}
             sites[n] = s
         mean = {ref: {k: _mean(s[ref][k] for s in sites.values()) for k in ("accuracy", "auc")}
@@ -437,10 +451,13 @@ def target_check(sites: dict[str, dict], method: str) -> dict[str, Any]:
     gap = pooled - own
     share = (pkg - own) / gap if gap > 0.02 else None
     worst_acc, worst_auc = min(d_acc.values()), min(d_auc.values())
+    se_acc = sites[min(d_acc, key=d_acc.get)]["methods"][method].get("delta_accuracy_se", float("nan"))
+    se_auc = sites[min(d_auc, key=d_auc.get)]["methods"][method].get("delta_auc_se", float("nan"))
     ok_sites = worst_acc >= -0.01 and worst_auc >= -0.01
     ok_mean = pkg >= own and pkg_auc >= own_auc
     ok_gap = share is None or share >= 0.5
     return {"worst_site_accuracy_pt": 100 * worst_acc, "worst_site_auc": worst_auc,
+            "worst_site_accuracy_se_pt": 100 * se_acc, "worst_site_auc_se": se_auc,
             "sites_below": sorted(n for n in sites if d_acc[n] < -0.01 or d_auc[n] < -0.01),
             "mean_accuracy_pt": 100 * (pkg - own), "mean_auc": pkg_auc - own_auc,
             "pooled_gap_pt": 100 * gap, "gap_closed": share,
@@ -451,8 +468,10 @@ def target_check(sites: dict[str, dict], method: str) -> dict[str, Any]:
 def target_line(case: str, method: str, t: dict) -> str:
     share = "pooling helps ≤ 2 pt (no gap target)" if t["gap_closed"] is None else \
         f"gap to pooled LR {t['pooled_gap_pt']:.1f} pt, {100 * t['gap_closed']:.0f} % closed"
+    se = "" if not np.isfinite(t.get("worst_site_accuracy_se_pt", float("nan"))) else \
+        f" (± {t['worst_site_accuracy_se_pt']:.1f} / ± {t['worst_site_auc_se']:.3f} over seeds)"
     return (f"{case} / {method}: {'PASS' if t['pass'] else 'FAIL'} — worst site {t['worst_site_accuracy_pt']:+.1f} pt "
-            f"/ {t['worst_site_auc']:+.3f} AUC; mean {t['mean_accuracy_pt']:+.1f} pt / {t['mean_auc']:+.3f} AUC; "
+            f"/ {t['worst_site_auc']:+.3f} AUC{se}; mean {t['mean_accuracy_pt']:+.1f} pt / {t['mean_auc']:+.3f} AUC; "
             f"{share}" + (f"; sites below: {', '.join(t['sites_below'])}" if t["sites_below"] else ""))
 
 
@@ -472,7 +491,8 @@ def markdown(out: dict, command: str) -> str:
              f"Wall time {out['wall_seconds'] / 60:.1f} min; seeds {out['seeds']}; methods {', '.join(methods)}; "
              f"site CSVs read with `impute` = {out['site_impute']}.", "",
              (__doc__ or "").split("\n\n", 1)[1].strip(), "", "## Target check", "",
-             "Means over seeds; Δ = package − the site's own raw-row logistic regression.", ""]
+             "Means over seeds; Δ = package − the site's own raw-row logistic regression; ± is the standard "
+             "error of the worst site's Δ over seeds.", ""]
     lines += [f"- {target_line(case, m, s['targets'][m])}" for case, s in out["summary"].items() for m in methods]
     for case, s in out["summary"].items():
         lines += ["", f"## {case}", "", f"Sites: {out['rules'][case]}.", ""]
@@ -487,8 +507,8 @@ def markdown(out: dict, command: str) -> str:
         lines += ["", "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
         for n, x in s["sites"].items():
             ev = list(x["train_events"])[-1]
-            cells = [n, f"{x['train_rows']:.0f} ({x['train_events'][ev]})", f"{x['test_rows']:.0f} "
-                     f"({x['test_events'][ev]})", f"{x['raw_columns']} / {x['encoded_columns']:.0f}",
+            cells = [n, f"{x['train_rows']:.0f} ({x['train_events'][ev]:.0f})", f"{x['test_rows']:.0f} "
+                     f"({x['test_events'][ev]:.0f})", f"{x['raw_columns']} / {x['encoded_columns']:.0f}",
                      f"{_f(x['own_lr']['accuracy'])} / {_f(x['own_lr']['auc'])}",
                      *[f"{_f(x['methods'][m]['accuracy'])} / {_f(x['methods'][m]['auc'])}" for m in methods],
                      f"{_f(x['pooled_lr']['accuracy'])} / {_f(x['pooled_lr']['auc'])}",
@@ -505,8 +525,8 @@ def markdown(out: dict, command: str) -> str:
              f"{_f(mean['pooled_lr']['accuracy'])} / {_f(mean['pooled_lr']['auc'])}",
              f"{_f(mean['pooled_hgb']['accuracy'])} / {_f(mean['pooled_hgb']['auc'])}", *["" for _ in methods]])
                      + " |")
-        lines += ["", "Events: rows of the last class (the outcome), seed 0's split. \"kept LR\": the logistic "
-                  "regression the site keeps at export on the kit's columns, scored by `apply --validate`; "
+        lines += ["", "Rows and events (rows of the last class, the outcome): means over seeds. \"kept LR\": the "
+                  "logistic regression the site keeps at export on the kit's columns, scored by `apply --validate`; "
                   "\"sent own\": seeds in which the analyst sent the site \"keep your own model\"."]
     return "\n".join(lines) + "\n"
 
