@@ -24,6 +24,9 @@ Protocol, per (case, seed):
    logistic regression the site kept at export on the kit's columns).
 4. Scores: accuracy and AUC (binary: ROC AUC of the second class in the kit's order; more classes: macro
    one-vs-rest), averaged over seeds per site.
+The seed fixes the splits, the references and the method's seed setting, but every round draws fresh keys, a
+fresh project id and a fresh anchor secret, as a real one does (the analyst's random choices derive from the
+bundles' digests): two runs of the same seeds give the same references and different packages.
 
 Target (issue #22), per case and method: no site's package more than 1 pt (accuracy) or 0.01 (AUC) below its
 own raw-row logistic regression, the mean over sites at least equal, and where the pooled logistic regression
