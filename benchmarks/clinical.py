@@ -217,7 +217,7 @@ def scores(truth: Sequence[str], proba: np.ndarray, classes: Sequence[str]) -> d
     return {"accuracy": acc, "auc": auc}
 
 
-def fitted_scores(model, train: pd.DataFrame, test: pd.DataFrame, label: str) -> dict[str, float]:
+def fitted_scores(model, test: pd.DataFrame, label: str) -> dict[str, float]:
     proba = model.predict_proba(test.drop(columns=label))
     return scores(test[label], proba, [str(c) for c in model.classes_])
 
@@ -346,18 +346,18 @@ def run_cell(case: Case, frame: pd.DataFrame, sites: pd.Series, seed: int, metho
         pooled_lr = raw_logistic_regression(pooled, label).fit(pooled.drop(columns=label), pooled[label])
         pooled_hgb = raw_gradient_boosting(pooled, label, seed).fit(pooled.drop(columns=label), pooled[label])
         rows = {}
+        classes = sorted(pooled[label].unique())
         for name, tr, te in parts:
             own = raw_logistic_regression(tr, label).fit(tr.drop(columns=label), tr[label])
-            classes = sorted(pooled[label].unique())
             rows[name] = {
                 "train_rows": len(tr), "test_rows": len(te),
                 "train_events": {c: int((tr[label] == c).sum()) for c in classes},
                 "test_events": {c: int((te[label] == c).sum()) for c in classes},
                 "raw_columns": int(tr.shape[1] - 1),
                 "encoded_columns": int(len(own[:-1].get_feature_names_out())),
-                "own_lr": fitted_scores(own, tr, te, label),
-                "pooled_lr": fitted_scores(pooled_lr, tr, te, label),
-                "pooled_hgb": fitted_scores(pooled_hgb, tr, te, label),
+                "own_lr": fitted_scores(own, te, label),
+                "pooled_lr": fitted_scores(pooled_lr, te, label),
+                "pooled_hgb": fitted_scores(pooled_hgb, te, label),
                 "methods": {}}
     references_seconds = time.perf_counter() - started
     methods_out = {}
