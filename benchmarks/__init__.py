@@ -53,6 +53,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
                        "site's own logistic regression"),
     "meta-lr": ("metalr_clinical", "meta-analysed logistic regression on the clinical tables vs each site's own LR "
                 "and a pooled LR"),
+    "clinical": ("clinical", "whole product rounds on real clinical tables (text, missing cells): package vs each "
+                 "site's own and the pooled models"),
 }
 EXPERIMENTS = {name: text for name, (_, text) in REGISTRY.items()}
 

@@ -15,6 +15,14 @@ from core.cli import exit_code
 PROG = "python -m benchmarks"
 
 
+class _Given(argparse.Action):
+    """Store the value and note that it was given (``seeds_given``): an experiment may default differently."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG, description="Run one benchmark of the product's own code paths.",
@@ -23,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("experiment", choices=list(EXPERIMENTS), metavar="EXPERIMENT",
                    help="one of: " + ", ".join(EXPERIMENTS))
     p.add_argument("--dataset", action="append", help="a benchmark data set (repeatable; default: all)")
-    p.add_argument("--seeds", type=int, default=10, help="repetitions with seeds 0 … N−1 (default 10)")
+    p.add_argument("--seeds", type=int, default=10, action=_Given,
+                   help="repetitions with seeds 0 … N−1 (default 10; clinical: 5)")
     p.add_argument("--data-dir", help="folder of the benchmark data sets")
     p.add_argument("--json", help="also write the record as JSON (and markdown/SVG beside it)")
     p.add_argument("--rows", type=int, help="export: rows of the synthetic CSV")
@@ -32,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="fuzz/kill: random seed")
     p.add_argument("--kills", type=int, help="kill: number of SIGKILLs per operation")
     p.add_argument("--sites", help="scale: comma-separated site counts (default 10,30,100,300,1000)")
+    p.add_argument("--method", action="append", help="clinical: a method to run (repeatable; default dccfl, dc)")
+    p.add_argument("--site-impute", choices=("auto", "mean", "none"), default="auto",
+                   help="clinical: how sites read empty cells (auto: as the product's error says, only if needed)")
     p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     return p
 
