@@ -38,20 +38,118 @@ ALL_COLUMNS = "all"  # the name of the one implicit block of a schema that decla
 _MANY_CLASSES = 50
 
 
+COLUMN_TYPES = ("numeric", "binary", "categorical", "ordinal")
+MISSING_POLICIES = ("refuse", "impute")
+OTHER_LEVEL = "other"  # the explicit extra level of a categorical/ordinal column whose ``other`` is set
+_TYPED = ("binary", "categorical", "ordinal")
+
+
 @dataclass
 class FeatureColumn:
-    """One numeric feature column, with an optional public range (used to seed anchor data)."""
+    """One feature column of the CSV: its type, its levels, its missing-value policy and public statistics.
+
+    ``type`` is one of :data:`COLUMN_TYPES`. ``levels``: binary, exactly two (the first is the reference,
+    encoded 0); categorical, the kit's level order (one-hot in that order); ordinal, low to high (encoded as
+    the rank 0..L-1). ``missing``: "refuse" (a missing cell is an error) or "impute" (the site's median, or
+    its most frequent level); ``indicator`` adds a 0/1 "was missing" column. ``other``: a value the kit
+    does not know goes to an explicit extra level instead of being refused. ``min``/``max``/``mean``/``std``
+    (numeric), ``frequencies`` (share of each level, in ``levels`` order) and ``missing_share`` are the
+    analyst's sample statistics, published in the kit (optional). Fields at their default are left out of
+    :meth:`to_dict`, so kits made before these fields existed keep their digests.
+    """
 
     name: str
     min: float | None = None
     max: float | None = None
+    type: str = "numeric"
+    levels: list[str] | None = None
+    missing: str = "refuse"
+    indicator: bool = False
+    other: bool = False
+    mean: float | None = None
+    std: float | None = None
+    frequencies: list[float] | None = None
+    missing_share: float | None = None
+
+    @property
+    def typed(self) -> bool:
+        """Whether the column holds levels (binary, categorical, ordinal) rather than numbers."""
+        return self.type in _TYPED
+
+    @property
+    def known_levels(self) -> list[str]:
+        """The levels a value maps to, with the explicit "other" level last when ``other`` is set."""
+        return list(self.levels or []) + ([OTHER_LEVEL] if self.other else [])
+
+    @property
+    def encoded_names(self) -> list[str]:
+        """This column's matrix columns (see :attr:`Schema.encoded_names` for the rule)."""
+        if self.type == "binary":
+            out = [f"{self.name}={self.levels[1]}"]
+        elif self.type == "categorical":
+            out = [f"{self.name}={lv}" for lv in self.known_levels]
+        elif self.type == "ordinal":
+            out = [self.name] + ([f"{self.name}={OTHER_LEVEL}"] if self.other else [])
+        else:
+            out = [self.name]
+        if self.indicator:
+            out.append(f"{self.name} (missing)")
+        return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "name": self.name,
             "min": None if self.min is None else float(self.min),
             "max": None if self.max is None else float(self.max),
         }
+        if self.type != "numeric":
+            d["type"] = self.type
+        if self.levels is not None:
+            d["levels"] = list(self.levels)
+        if self.missing != "refuse":
+            d["missing"] = self.missing
+        if self.indicator:
+            d["indicator"] = True
+        if self.other:
+            d["other"] = True
+        for key in ("mean", "std", "missing_share"):
+            if getattr(self, key) is not None:
+                d[key] = float(getattr(self, key))
+        if self.frequencies is not None:
+            d["frequencies"] = [float(v) for v in self.frequencies]
+        return d
+
+    def describe(self) -> str:
+        """One line for ``kit new``/``kit show``, e.g. "sex  binary  F (reference), M  impute"."""
+        if self.typed:
+            levels = list(self.levels or [])
+            if self.type == "binary":
+                shown = f"{levels[0]} (reference), {levels[1]}"
+            elif self.type == "ordinal":
+                shown = " < ".join(levels)
+            else:
+                shown = ", ".join(levels)
+            if self.other:
+                shown += f" (+ {OTHER_LEVEL})"
+        elif self.min is not None and self.max is not None:
+            shown = f"range {self.min:g} to {self.max:g}"
+        else:
+            shown = "no public range"
+        policy = {"refuse": "refuse missing", "impute": "impute"}[self.missing]
+        if self.indicator:
+            policy += " + indicator"
+        return f"{self.name:<20} {self.type:<12} {shown:<40} {policy}"
+
+
+@dataclass
+class IgnoredColumn:
+    """A CSV column the kit leaves out, with the reason (e.g. "identifier: every value is different")."""
+
+    name: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "reason": self.reason}
 
 
 @dataclass
@@ -77,6 +175,10 @@ class Schema:
     id_column : a row-id column used for vertical linkage, or None.
     blocks : feature blocks (vertical partition, DC-Clustering): named groups of columns that together hold
         every feature exactly once, in feature order; None means one block of all columns.
+    ignored : the sample's columns the kit leaves out, each with its reason (nothing is dropped silently).
+
+    The matrix every method sees is the ENCODED one (:attr:`encoded_names`, :attr:`width`), built by
+    :mod:`core.data.encoding`; ``features`` are the CSV's raw columns.
     """
 
     features: list[FeatureColumn]
@@ -84,10 +186,40 @@ class Schema:
     classes: list[str] = field(default_factory=list)
     id_column: str | None = None
     blocks: list[FeatureBlock] | None = None
+    ignored: list[IgnoredColumn] = field(default_factory=list)
 
     @property
     def feature_names(self) -> list[str]:
+        """The raw CSV columns the kit reads, in kit order (not the matrix columns: see :attr:`encoded_names`)."""
         return [f.name for f in self.features]
+
+    @property
+    def encoded_names(self) -> list[str]:
+        """The matrix columns, column by column: numeric → ``[name]``; binary → ``["name=B"]`` (1 for the
+        second level B, 0 for the reference); categorical → one-hot ``["name=a", …]`` over every kit level in kit
+        order (+ ``"name=other"`` when ``other``); ordinal → ``[name]`` holding the rank 0..L-1 (+
+        ``"name=other"`` when ``other``); then ``"name (missing)"`` when the column's ``indicator`` is set."""
+        return [e for f in self.features for e in f.encoded_names]
+
+    @property
+    def width(self) -> int:
+        """The number of matrix columns (``len(encoded_names)``)."""
+        return sum(len(f.encoded_names) for f in self.features)
+
+    @property
+    def all_numeric(self) -> bool:
+        """Whether the matrix is the raw columns themselves (every column numeric, no indicator)."""
+        return all(f.type == "numeric" and not f.indicator for f in self.features)
+
+    def encoded_positions(self) -> dict[str, list[int]]:
+        """Raw column name → its positions in the encoded matrix."""
+        out: dict[str, list[int]] = {}
+        at = 0
+        for f in self.features:
+            k = len(f.encoded_names)
+            out[f.name] = list(range(at, at + k))
+            at += k
+        return out
 
     @property
     def block_names(self) -> list[str]:
@@ -103,9 +235,9 @@ class Schema:
         raise ConfigError(f"the project has no feature block {_quote(name)}; its blocks are {self.describe_blocks()}")
 
     def block_indices(self, name: str) -> list[int]:
-        """Positions of block ``name``'s columns in the feature order (the anchor's column order)."""
-        pos = {n: i for i, n in enumerate(self.feature_names)}
-        return [pos[c] for c in self.block_columns(name)]
+        """Positions of block ``name``'s columns in the ENCODED matrix (the anchor's column order)."""
+        pos = self.encoded_positions()
+        return [i for c in self.block_columns(name) for i in pos[c]]
 
     def block_schema(self, name: str) -> Schema:
         """The schema a site of block ``name`` reads its CSV with: that block's columns and the id column."""
@@ -139,6 +271,8 @@ class Schema:
         }
         if self.blocks is not None:  # absent, not null, when there are none (digests of older kits hold)
             d["blocks"] = [b.to_dict() for b in self.blocks]
+        if self.ignored:  # absent when empty, for the same reason
+            d["ignored"] = [c.to_dict() for c in self.ignored]
         return d
 
     @classmethod
@@ -146,7 +280,7 @@ class Schema:
         """Parse the dict form strictly: FormatError on a missing, unknown or ill-typed field."""
         if not isinstance(d, dict):
             raise FormatError("the schema is not a JSON object")
-        _exact_keys(d, {"features", "label", "classes", "id_column"}, "the schema", optional={"blocks"})
+        _exact_keys(d, {"features", "label", "classes", "id_column"}, "the schema", optional={"blocks", "ignored"})
         feats = d["features"]
         if not isinstance(feats, list):
             raise FormatError("the schema's 'features' is not a list")
@@ -155,14 +289,7 @@ class Schema:
             where = f"feature {i + 1} of the schema"
             if not isinstance(f, dict):
                 raise FormatError(f"{where} is not a JSON object")
-            _exact_keys(f, {"name"}, where, optional={"min", "max"})
-            features.append(
-                FeatureColumn(
-                    name=_name(f["name"], f"{where}'s name"),
-                    min=_bound(f.get("min"), f"{where}'s min"),
-                    max=_bound(f.get("max"), f"{where}'s max"),
-                )
-            )
+            features.append(_feature_from_dict(f, where))
         label = None if d["label"] is None else _name(d["label"], "the schema's label")
         id_column = None if d["id_column"] is None else _name(d["id_column"], "the schema's id_column")
         classes = d["classes"]
@@ -182,7 +309,20 @@ class Schema:
                     raise FormatError(f"{where}'s columns are not a list")
                 blocks.append(FeatureBlock(_name(b["name"], f"{where}'s name"),
                                            [_name(c, f"a column of {where}") for c in b["columns"]]))
-        schema = cls(features=features, label=label, classes=list(classes), id_column=id_column, blocks=blocks)
+        ignored = []
+        if "ignored" in d:
+            if not isinstance(d["ignored"], list):
+                raise FormatError("the schema's 'ignored' is not a list")
+            for i, c in enumerate(d["ignored"]):
+                where = f"ignored column {i + 1} of the schema"
+                if not isinstance(c, dict):
+                    raise FormatError(f"{where} is not a JSON object")
+                _exact_keys(c, {"name", "reason"}, where)
+                if not isinstance(c["name"], str) or not isinstance(c["reason"], str):
+                    raise FormatError(f"{where}'s name or reason is not text")
+                ignored.append(IgnoredColumn(c["name"], c["reason"]))
+        schema = cls(features=features, label=label, classes=list(classes), id_column=id_column, blocks=blocks,
+                     ignored=ignored)
         schema.validate()
         return schema
 
@@ -199,10 +339,18 @@ class Schema:
                 raise FormatError(f"the schema names column {_quote(n)} more than once")
             seen.add(n)
         for f in self.features:
-            lo = _bound(f.min, f"the min of feature {_quote(f.name)}")
-            hi = _bound(f.max, f"the max of feature {_quote(f.name)}")
-            if lo is not None and hi is not None and lo > hi:
-                raise FormatError(f"feature {_quote(f.name)} has min {lo:g} greater than max {hi:g}")
+            _check_feature(f)
+        encoded = Counter(self.encoded_names)
+        twice = [e for e, k in encoded.items() if k > 1]
+        if twice:
+            raise FormatError(f"the schema's encoding names matrix column {_quote(twice[0])} twice; rename a column "
+                              "or a level")
+        for c in self.ignored:
+            if not isinstance(c.name, str) or c.name != c.name.strip() or not isinstance(c.reason, str) \
+                    or not c.reason.strip():
+                raise FormatError("an ignored column of the schema has a name with surrounding spaces or no reason")
+            if c.name and c.name in seen:
+                raise FormatError(f"the schema both uses and ignores column {_quote(c.name)}")
         if self.label is None and self.classes:
             raise FormatError("the schema lists label classes but names no label column")
         if self.label is not None and not self.classes:
@@ -284,13 +432,109 @@ def with_blocks(schema: Schema, blocks: list[tuple[str, list[str]]]) -> tuple[Sc
             seen[c] = name
     used = [c for _, cols in blocks for c in cols]
     notes = [f"column {_quote(c)} is in no feature block and was left out" for c in feats if c not in used]
+    ignored = list(schema.ignored) + [IgnoredColumn(c, "in no feature block") for c in feats if c not in used]
     out = Schema([feats[c] for c in used], label=schema.label, classes=list(schema.classes),
-                 id_column=schema.id_column, blocks=[FeatureBlock(n, list(c)) for n, c in blocks])
+                 id_column=schema.id_column, blocks=[FeatureBlock(n, list(c)) for n, c in blocks], ignored=ignored)
     try:
         out.validate()
     except FormatError as exc:
         raise ConfigError(exc.message) from exc
     return out, notes
+
+
+_FEATURE_KEYS = {"min", "max", "type", "levels", "missing", "indicator", "other", "mean", "std", "frequencies",
+                 "missing_share"}
+
+
+def _feature_from_dict(f: Any, where: str) -> FeatureColumn:
+    """One feature column parsed strictly (types only; the rules between fields are :func:`_check_feature`'s)."""
+    if not isinstance(f, dict):
+        raise FormatError(f"{where} is not a JSON object")
+    _exact_keys(f, {"name"}, where, optional=_FEATURE_KEYS)
+    name = _name(f["name"], f"{where}'s name")
+    where = f"feature {_quote(name)}"
+    kind = f.get("type", "numeric")
+    if kind not in COLUMN_TYPES:
+        raise FormatError(f"{where} has the unknown type {_quote(kind)}; the types are {', '.join(COLUMN_TYPES)}")
+    levels = f.get("levels")
+    if levels is not None and (not isinstance(levels, list) or not all(isinstance(v, str) for v in levels)):
+        raise FormatError(f"{where}'s levels are not a list of text values")
+    missing = f.get("missing", "refuse")
+    if missing not in MISSING_POLICIES:
+        raise FormatError(f"{where} has the unknown missing-value policy {_quote(missing)}; the policies are "
+                          f"{', '.join(MISSING_POLICIES)}")
+    flags = {}
+    for key in ("indicator", "other"):
+        v = f.get(key, False)
+        if not isinstance(v, bool):
+            raise FormatError(f"{where}'s {key!r} is not true or false")
+        flags[key] = v
+    freqs = f.get("frequencies")
+    if freqs is not None:
+        if not isinstance(freqs, list):
+            raise FormatError(f"{where}'s frequencies are not a list of numbers")
+        freqs = [_bound(v, f"a frequency of {where}") for v in freqs]
+    return FeatureColumn(
+        name=name, min=_bound(f.get("min"), f"{where}'s min"), max=_bound(f.get("max"), f"{where}'s max"),
+        type=kind, levels=None if levels is None else list(levels), missing=missing, indicator=flags["indicator"],
+        other=flags["other"], mean=_bound(f.get("mean"), f"{where}'s mean"), std=_bound(f.get("std"), f"{where}'s std"),
+        frequencies=freqs, missing_share=_bound(f.get("missing_share"), f"{where}'s missing_share"))
+
+
+def _check_feature(f: FeatureColumn) -> None:
+    """The rules of one column: FormatError with one sentence naming the column on the first one broken."""
+    where = f"feature {_quote(f.name)}"
+    if f.type not in COLUMN_TYPES:
+        raise FormatError(f"{where} has the unknown type {_quote(f.type)}; the types are {', '.join(COLUMN_TYPES)}")
+    if f.missing not in MISSING_POLICIES:
+        raise FormatError(f"{where} has the unknown missing-value policy {_quote(f.missing)}")
+    if f.indicator and f.missing != "impute":
+        raise FormatError(f"{where} has a missing-value indicator but refuses missing cells; an indicator needs "
+                          "imputation")
+    lo = _bound(f.min, f"the min of {where}")
+    hi = _bound(f.max, f"the max of {where}")
+    if lo is not None and hi is not None and lo > hi:
+        raise FormatError(f"{where} has min {lo:g} greater than max {hi:g}")
+    _bound(f.mean, f"the mean of {where}")
+    if _bound(f.std, f"the std of {where}") is not None and f.std < 0:
+        raise FormatError(f"{where} has a negative std")
+    share = _bound(f.missing_share, f"the missing share of {where}")
+    if share is not None and not 0 <= share <= 1:
+        raise FormatError(f"{where} has a missing share outside 0 to 1")
+    if f.type == "numeric":
+        stray = [k for k in ("levels", "frequencies") if getattr(f, k) is not None]
+        if f.other:
+            stray.append("other")
+        if stray:
+            raise FormatError(f"{where} is numeric but has {' and '.join(map(repr, stray))}, which only columns "
+                              "with levels have")
+        return
+    if f.min is not None or f.max is not None or f.mean is not None or f.std is not None:
+        raise FormatError(f"{where} is {f.type} but has a numeric range or mean, which only numeric columns have")
+    levels = f.levels
+    if not isinstance(levels, list) or not all(isinstance(v, str) for v in levels):
+        raise FormatError(f"{where} is {f.type} but lists no levels")
+    if f.type == "binary" and len(levels) != 2:
+        raise FormatError(f"{where} is binary but has {len(levels)} level(s); a binary column has exactly two")
+    if len(levels) < 2:
+        raise FormatError(f"{where} is {f.type} but has {len(levels)} level(s); it needs at least two")
+    if f.type == "binary" and f.other:
+        raise FormatError(f"{where} is binary, so it cannot send unknown values to an 'other' level")
+    for v in levels:
+        if not v.strip() or v != v.strip():
+            raise FormatError(f"{where} has an empty level or one with surrounding spaces")
+    twice = [v for v, k in Counter(levels).items() if k > 1]
+    if twice:
+        raise FormatError(f"{where} lists level {_quote(twice[0])} more than once")
+    if f.other and OTHER_LEVEL in levels:
+        raise FormatError(f"{where} has a level named {_quote(OTHER_LEVEL)} and also sends unknown values to an "
+                          "'other' level; rename that level")
+    if f.frequencies is not None:
+        if len(f.frequencies) != len(levels):
+            raise FormatError(f"{where} has {len(f.frequencies)} frequencies for {len(levels)} levels")
+        if any(_bound(v, f"a frequency of {where}") < 0 for v in f.frequencies) \
+                or abs(sum(f.frequencies) - 1) > 1e-6:
+            raise FormatError(f"{where}'s frequencies are not shares that add up to 1")
 
 
 def _exact_keys(d: dict, required: set[str], where: str, optional: frozenset | set = frozenset()) -> None:
