@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import ConfigError, DataError, FormatError
 from ..fileio import canonical_json
+from .encoding import level_text
 from .ordering import natural_sorted
 from .tabular import (
     CsvFormat,
@@ -560,6 +561,32 @@ def _bound(v: Any, what: str) -> float | None:
     return float(v)
 
 
+@dataclass
+class ColumnChoices:
+    """The analyst's decisions that override what :func:`infer_schema` detects, per raw column name.
+
+    ``ignore``: columns left out ("left out by the analyst"); ``types``: a type of :data:`COLUMN_TYPES` or
+    "ignored"; ``levels``: a level order (binary: the first is the reference) that the sample's other levels
+    extend; ``missing``: "refuse", "impute" or "impute+indicator"; ``other``: columns whose unknown values go
+    to an explicit "other" level.
+    """
+
+    ignore: set[str] = field(default_factory=set)
+    types: dict[str, str] = field(default_factory=dict)
+    levels: dict[str, list[str]] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+    other: set[str] = field(default_factory=set)
+
+    def named(self) -> set[str]:
+        return set(self.ignore) | set(self.types) | set(self.levels) | set(self.missing) | set(self.other)
+
+
+MISSING_CHOICES = ("refuse", "impute", "impute+indicator")
+MAX_LEVELS = 20  # a text column with at most this many distinct values (and few per row) is categorical
+_MIN_ID_ROWS = 10  # consecutive distinct integers in fewer rows than this are not taken for a row number
+_MAX_DISTINCT = 100_000  # distinct values tracked per column while inferring
+
+
 def infer_schema(
     path: str | Path,
     *,
@@ -567,20 +594,28 @@ def infer_schema(
     id_column: str | None = None,
     with_ranges: bool = False,
     options: CsvOptions | None = None,
+    choices: ColumnChoices | None = None,
 ) -> tuple[Schema, list[str]]:
-    """Build a schema from a sample CSV; returns it with notes (plain sentences) on what was left out.
+    """Build a schema from a sample CSV; returns it with notes (plain sentences) on what was decided.
 
-    Every column other than the label and id column whose non-missing values are all numbers becomes a
-    feature, in file order. The label classes are the label's distinct non-missing values, in natural order.
-    With ``with_ranges`` each feature's min/max is taken from the sample (public ranges).
+    Each column other than the label and id column gets a type, in file order: all numbers → numeric, except
+    exactly two distinct values (in more than four rows) → binary; text with at most :data:`MAX_LEVELS`
+    distinct values, fewer than half its non-missing rows → binary (two levels) or categorical, levels in
+    natural order; every value different (text, or at least ten consecutive integers: a row number) →
+    ignored as an identifier; other text → ignored as free text. ``choices`` override any of these. Every
+    feature imputes missing cells, with a "was missing" indicator when the sample has missing cells in it.
+    Every column left out is in ``schema.ignored`` with its reason and in the notes. The label classes are
+    the label's distinct non-missing values, in natural order. ``with_ranges`` publishes the sample's
+    statistics in the kit: min/max/mean/std of numeric columns, level frequencies, missing shares.
     """
     path = Path(path)
     options = options or CsvOptions()
+    choices = choices or ColumnChoices()
     _check_options(options)
     if label is not None and label == id_column:
         raise ConfigError(f"column {_quote(label)} cannot be both the label and the id column")
     return _with_format(
-        path, options, lambda opened: _infer(path, opened, label, id_column, with_ranges, options)
+        path, options, lambda opened: _infer(path, opened, label, id_column, with_ranges, options, choices)
     )
 
 
@@ -591,6 +626,7 @@ def _infer(
     id_column: str | None,
     with_ranges: bool,
     options: CsvOptions,
+    choices: ColumnChoices,
 ) -> tuple[Schema, list[str]]:
     fmt, header, _ = opened
     names = [_clean_name(h) for h in header]
@@ -599,7 +635,14 @@ def _infer(
         if col is not None and col not in names:
             msg = f"there is no {role} column {_quote(col)}; the columns are {available}"
             raise DataError(msg, path=path)
+    unknown = sorted(choices.named() - set(names))
+    if unknown:
+        raise ConfigError(f"the sample has no column {_quote_list(unknown)} (its columns are {available})")
+    roles = sorted(choices.named() & {label, id_column})
+    if roles:
+        raise ConfigError(f"column {_quote(roles[0])} is the label or id column; it cannot be given a type")
     notes: list[str] = []
+    ignored: list[IgnoredColumn] = []
     counts = Counter(names)
     for role, col in (("label", label), ("id", id_column)):
         if col is not None and counts[col] > 1:
@@ -612,9 +655,11 @@ def _infer(
             continue
         if not n:
             notes.append(f"column {i + 1} has no name and was left out")
+            ignored.append(IgnoredColumn("", f"column {i + 1} has no name"))
         elif counts[n] > 1:
             if names.index(n) == i:
                 notes.append(f"column {_quote(n)} appears {counts[n]} times in the header and was left out")
+                ignored.append(IgnoredColumn(n, f"appears {counts[n]} times in the header"))
         else:
             candidates.append(i)
 
@@ -627,19 +672,7 @@ def _infer(
     chunks = _iter_chunks(path, fmt, len(header), usecols) if usecols else iter(())
     for _, chunk in chunks:
         for i, st in state.items():
-            if st.bad is not None:
-                continue
-            values, missing, bad = _text_to_numbers(chunk[i], fmt.decimal, tokens)
-            bad |= ~missing & ~np.isfinite(values)
-            if bad.any():
-                st.bad = str(chunk[i].iloc[int(np.flatnonzero(bad)[0])])
-                continue
-            st.missing += int(missing.sum())
-            present = values[~missing]
-            if present.size:
-                st.count += present.size
-                st.lo = min(st.lo, float(present.min()))
-                st.hi = max(st.hi, float(present.max()))
+            st.add(chunk[i], fmt.decimal, tokens)
         if label_pos is not None:
             raw = chunk[label_pos]
             for v, count in raw.value_counts(dropna=False).items():
@@ -651,17 +684,13 @@ def _infer(
 
     features = []
     for i, st in state.items():
-        n = names[i]
-        if st.bad is not None:
-            notes.append(f"column {_quote(n)} is not numeric and was left out (it holds {_quote(st.bad)})")
-        elif st.count == 0:
-            notes.append(f"column {_quote(n)} has no values and was left out")
+        decided = _decide(names[i], st, choices, with_ranges, notes)
+        if isinstance(decided, IgnoredColumn):
+            ignored.append(decided)
         else:
-            if st.missing:
-                notes.append(f"column {_quote(n)} has {st.missing} missing value(s) in the sample")
-            features.append(FeatureColumn(n, st.lo if with_ranges else None, st.hi if with_ranges else None))
+            features.append(decided)
     if not features:
-        raise DataError("the file has no numeric feature columns besides the label and id columns", path=path)
+        raise DataError("the file has no usable feature columns besides the label and id columns", path=path)
     classes: list[str] = []
     if label is not None:
         classes = natural_sorted(label_values)
@@ -676,15 +705,167 @@ def _infer(
                 f"the label column {_quote(label)} has {len(classes)} distinct values; "
                 "check that it is a class label"
             )
-    schema = Schema(features=features, label=label, classes=classes, id_column=id_column)
-    schema.validate()
+    schema = Schema(features=features, label=label, classes=classes, id_column=id_column, ignored=ignored)
+    try:
+        schema.validate()
+    except FormatError as exc:
+        raise ConfigError(exc.message) from exc
     return schema, notes
+
+
+def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, with_ranges: bool,
+            notes: list[str]) -> FeatureColumn | IgnoredColumn:
+    """One column's type, levels, missing policy and public statistics (detected, then the analyst's choices)."""
+    col = _quote(name)
+    numeric = st.bad is None and st.count > 0
+    wanted = "ignored" if name in choices.ignore else choices.types.get(name)
+    if wanted == "ignored":
+        notes.append(f"column {col} was left out by the analyst")
+        return IgnoredColumn(name, "left out by the analyst")
+    if wanted is not None and wanted not in COLUMN_TYPES:
+        raise ConfigError(f"unknown column type {_quote(wanted)} for column {col}; the types are "
+                          f"{', '.join(COLUMN_TYPES)}, ignored")
+    if st.count == 0:
+        notes.append(f"column {col} has no values and was left out")
+        return IgnoredColumn(name, "no values in the sample")
+    levels = st.levels(numeric)
+    kind = wanted
+    if kind is None:
+        reason = st.ignore_reason(numeric, levels)
+        if reason is not None:
+            notes.append(f"column {col} was left out ({reason})")
+            return IgnoredColumn(name, reason)
+        if numeric:
+            kind = "binary" if levels is not None and len(levels) == 2 and 2 < st.count / 2 else "numeric"
+        else:
+            kind = "binary" if len(levels) == 2 else "categorical"
+    if kind == "numeric" and not numeric:
+        raise ConfigError(f"column {col} cannot be numeric: the sample has {_quote(st.bad)} in it")
+    if kind == "numeric" and name in choices.levels:
+        raise ConfigError(f"column {col} is numeric, so it has no levels; give it a type with levels too")
+    if kind != "numeric" and levels is None:
+        raise ConfigError(f"column {col} has more than {_MAX_DISTINCT:,} distinct values in the sample; it cannot "
+                          f"be {kind}")
+    feature = FeatureColumn(name, type=kind)
+    if kind != "numeric":
+        order = list(choices.levels.get(name, []))
+        rest = [lv for lv in levels if lv not in order]
+        if order and rest and kind == "ordinal":
+            notes.append(f"level(s) {_quote_list(rest)} of column {col} were not given with --levels and were "
+                         "put last")
+        feature.levels = order + rest
+    feature.other = name in choices.other
+    policy = choices.missing.get(name)
+    if policy is None:
+        feature.missing, feature.indicator = "impute", st.missing > 0
+    elif policy in MISSING_CHOICES:
+        feature.missing, feature.indicator = policy.split("+")[0], policy.endswith("+indicator")
+    else:
+        raise ConfigError(f"unknown missing-value policy {_quote(policy)} for column {col}; choose one of "
+                          f"{', '.join(MISSING_CHOICES)}")
+    if st.missing:
+        total = st.count + st.missing
+        share = f"{100 * st.missing / total:.0f} %" if st.missing * 100 >= total else "under 1 %"
+        what = f"{st.missing:,} of {total:,} cells missing in the sample ({share})"
+        how = "their own median" if kind == "numeric" else "their own most frequent level"
+        if feature.missing == "refuse":
+            notes.append(f"column {col}: {what}: the kit refuses missing cells in it, so sites must fill them")
+        else:
+            notes.append(f"column {col}: {what}: sites fill them with {how}"
+                         + (" and add a 'was missing' column" if feature.indicator else ""))
+    if with_ranges:
+        feature.missing_share = st.missing / (st.count + st.missing)
+        if kind == "numeric":
+            feature.min, feature.max = st.lo, st.hi
+            feature.mean, feature.std = st.mean_std()
+        else:
+            feature.frequencies = st.frequencies(numeric, feature.levels)
+    try:
+        _check_feature(feature)
+    except FormatError as exc:
+        raise ConfigError(exc.message) from exc
+    return feature
 
 
 @dataclass
 class _ColumnStats:
+    """What inference learns of one column in one pass: number statistics and its distinct text values."""
+
     count: int = 0
     missing: int = 0
     lo: float = math.inf
     hi: float = -math.inf
-    bad: str | None = None
+    bad: str | None = None  # the first cell that is not a number
+    shift: float | None = None  # sums are of (x - shift), for a stable variance
+    total: float = 0.0
+    total_sq: float = 0.0
+    integers: bool = True
+    numbers: set[float] | None = field(default_factory=set)  # distinct numbers (None: too many to track)
+    texts: Counter | None = field(default_factory=Counter)  # stripped text → rows (None: too many)
+
+    def add(self, raw: Any, decimal: str, tokens: frozenset[str]) -> None:
+        values, missing, bad = _text_to_numbers(raw, decimal, tokens)
+        bad |= ~missing & ~np.isfinite(values)
+        self.missing += int(missing.sum())
+        self.count += int((~missing).sum())
+        if self.texts is not None:
+            present = raw[~missing]
+            self.texts.update(present.astype(str).str.strip().value_counts().to_dict())
+            if len(self.texts) > _MAX_DISTINCT:
+                self.texts = None
+        if self.bad is not None:
+            return
+        if bad.any():
+            self.bad = str(raw.iloc[int(np.flatnonzero(bad)[0])]).strip()
+            return
+        present = values[~missing]
+        if not present.size:
+            return
+        self.lo = min(self.lo, float(present.min()))
+        self.hi = max(self.hi, float(present.max()))
+        if self.shift is None:
+            self.shift = float(present[0])
+        d = present - self.shift
+        self.total += float(d.sum())
+        self.total_sq += float((d * d).sum())
+        self.integers = self.integers and bool(np.all(present == np.rint(present)))
+        if self.numbers is not None:
+            self.numbers.update(np.unique(present).tolist())
+            if len(self.numbers) > _MAX_DISTINCT:
+                self.numbers = None
+
+    def levels(self, numeric: bool) -> list[str] | None:
+        """The distinct values in natural order (numbers written as levels are); None when too many."""
+        if numeric:
+            return None if self.numbers is None else [level_text(v) for v in sorted(self.numbers)]
+        return None if self.texts is None else natural_sorted(self.texts)
+
+    def ignore_reason(self, numeric: bool, levels: list[str] | None) -> str | None:
+        """Why a column is left out by default (identifier, free text, a single value), or None."""
+        if numeric:
+            if self.numbers is not None and self.integers and len(self.numbers) == self.count >= _MIN_ID_ROWS \
+                    and self.hi - self.lo + 1 == self.count:
+                return "identifier: every value is different (a row number)"
+            return None
+        if levels is None:
+            return f"free text: more than {_MAX_DISTINCT:,} distinct values"
+        if len(levels) == self.count and self.count > 1:
+            return "identifier: every value is different"
+        if len(levels) == 1:
+            return f"a single value, {_quote(levels[0])}, in every row of the sample"
+        if len(levels) <= MAX_LEVELS and len(levels) < self.count / 2:
+            return None
+        return f"free text: {len(levels):,} distinct values"
+
+    def mean_std(self) -> tuple[float, float]:
+        mean = self.total / self.count
+        var = max(self.total_sq / self.count - mean * mean, 0.0) * self.count / max(self.count - 1, 1)
+        return mean + (self.shift or 0.0), math.sqrt(var)
+
+    def frequencies(self, numeric: bool, levels: list[str]) -> list[float]:
+        """Each level's share of the sample's non-missing cells, in ``levels`` order."""
+        per: Counter = Counter()
+        for text, k in (self.texts or {}).items():
+            per[level_text(float(text.replace(",", "."))) if numeric else text] += k
+        total = sum(per[lv] for lv in levels) or 1
+        return [per[lv] / total for lv in levels]
