@@ -146,6 +146,66 @@ def encode(schema: Schema, columns: list[np.ndarray], missing: list[np.ndarray |
     return X
 
 
+def encoded_ranges(schema: Schema) -> tuple[np.ndarray, np.ndarray] | None:
+    """Public (low, high) of every matrix column: a numeric column's kit range, [0, 1] for 0/1 columns,
+    [0, L-1] for an ordinal rank; None when a numeric column has no published range."""
+    lo: list[float] = []
+    hi: list[float] = []
+    for f in schema.features:
+        if f.type == "numeric":
+            if f.min is None or f.max is None:
+                return None
+            lo.append(f.min)
+            hi.append(f.max)
+        elif f.type == "ordinal":
+            lo.append(0.0)
+            hi.append(float(len(f.levels or []) - 1))
+            if f.other:
+                lo.append(0.0)
+                hi.append(1.0)
+        else:
+            k = 1 if f.type == "binary" else len(f.known_levels)
+            lo += [0.0] * k
+            hi += [1.0] * k
+        if f.indicator:
+            lo.append(0.0)
+            hi.append(1.0)
+    return np.array(lo), np.array(hi)
+
+
+def level_shares(schema: Schema, X: np.ndarray) -> dict[str, np.ndarray]:
+    """Per typed column, the share of each of its levels (``known_levels`` order) among the rows of an encoded
+    matrix ``X``; a column with no rows gets the kit's published frequencies, else equal shares."""
+    out: dict[str, np.ndarray] = {}
+    positions = schema.encoded_positions()
+    for f in schema.features:
+        if not f.typed:
+            continue
+        k = len(f.known_levels)
+        if len(X):
+            codes = _codes_of(f, X[:, positions[f.name]])
+            counts = np.bincount(codes, minlength=k).astype(np.float64)
+        elif f.frequencies is not None:
+            counts = np.array(list(f.frequencies) + [0.0] * (k - len(f.frequencies)))
+        else:
+            counts = np.ones(k)
+        out[f.name] = counts / counts.sum()
+    return out
+
+
+def _codes_of(f: FeatureColumn, cols: np.ndarray) -> np.ndarray:
+    """Level codes of a typed column from its encoded columns (the inverse of :func:`encode` for one column)."""
+    if f.type == "binary":
+        return (cols[:, 0] >= 0.5).astype(np.int64)
+    if f.type == "categorical":
+        return np.argmax(cols[:, :len(f.known_levels)], axis=1)
+    L = len(f.levels or [])
+    codes = np.clip(np.rint(cols[:, 0]), 0, L - 1).astype(np.int64)
+    if f.other:
+        codes = np.where(cols[:, 1] >= 0.5, L, codes)
+    return codes
+
+
 def decode(schema: Schema, X: np.ndarray) -> dict[str, np.ndarray]:
     """The inverse of :func:`encode` for rows it made: raw column name → float values or level strings
     (object array; "other" for the other level). Indicator columns are not inverted."""
@@ -156,17 +216,7 @@ def decode(schema: Schema, X: np.ndarray) -> dict[str, np.ndarray]:
         if f.type == "numeric":
             out[f.name] = cols[:, 0].copy()
             continue
-        levels = np.array(f.known_levels, dtype=object)
-        if f.type == "binary":
-            codes = (cols[:, 0] >= 0.5).astype(np.int64)
-        elif f.type == "categorical":
-            codes = np.argmax(cols[:, :len(f.known_levels)], axis=1)
-        else:
-            L = len(f.levels or [])
-            codes = np.clip(np.rint(cols[:, 0]), 0, L - 1).astype(np.int64)
-            if f.other:
-                codes = np.where(cols[:, 1] >= 0.5, L, codes)
-        out[f.name] = levels[codes]
+        out[f.name] = np.array(f.known_levels, dtype=object)[_codes_of(f, cols)]
     return out
 
 
@@ -214,4 +264,4 @@ def level_text(v: Any) -> str:
 
 
 __all__ = ["MISSING", "UNKNOWN", "LevelCoder", "decode", "encode", "encode_frame", "fill_code",
-           "fill_value", "level_text"]
+           "encoded_ranges", "fill_value", "level_shares", "level_text"]

@@ -245,6 +245,15 @@ class Schema:
         cols = set(self.block_columns(name))
         return Schema([f for f in self.features if f.name in cols], id_column=self.id_column)
 
+    def describe_columns(self) -> list[str]:
+        """The kit's columns as a small table for confirmation: each feature's type, levels or range and missing
+        policy, then every column left out with its reason."""
+        lines = [f"{'column':<20} {'type':<12} {'levels or range':<40} missing values"]
+        lines += [f.describe() for f in self.features]
+        lines.append(f"matrix: {self.width} encoded column(s) from {len(self.features)} column(s)")
+        lines += [f"left out: {_quote(c.name) if c.name else '(no name)'}: {c.reason}" for c in self.ignored]
+        return lines
+
     def describe_blocks(self) -> str:
         """E.g. "'clinical' (a, b, c), 'lifestyle' (d, e)"."""
         return ", ".join(f"{_quote(n)} ({', '.join(self.block_columns(n))})" for n in self.block_names)
