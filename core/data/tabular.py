@@ -1155,7 +1155,9 @@ class _TableReader:
             used[f.name] = value
             col[miss] = fill_code(f, value)
             filled[f.name] = k
-        return filled, used, masks
+        order = {n: i for i, n in enumerate(self.schema.feature_names)}
+        by_kit = sorted(filled, key=order.__getitem__)
+        return {n: filled[n] for n in by_kit}, {n: used[n] for n in by_kit}, masks
 
     def _refuse_missing(self, codes: np.ndarray) -> None:
         """Raise for the first missing cell, in file order, of a column whose kit policy refuses missing cells
