@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from core.data.schema import FeatureColumn, Schema, infer_schema, natural_sorted
-from core.data.tabular import CsvOptions, read_table
+from core.data.tabular import read_table
 from core.errors import ConfigError, DataError, FormatError
 
 SCHEMA = Schema(
