@@ -592,7 +592,7 @@ class ColumnChoices:
 
 MISSING_CHOICES = ("refuse", "impute", "impute+indicator")
 MAX_LEVELS = 20  # a text column with at most this many distinct values (and few per row) is categorical
-_MIN_ID_ROWS = 10  # consecutive distinct integers in fewer rows than this are not taken for a row number
+_MIN_ID_ROWS = 10  # increasing integers in fewer rows than this are not taken for a row number
 _MAX_DISTINCT = 100_000  # distinct values tracked per column while inferring
 
 
@@ -610,7 +610,7 @@ def infer_schema(
     Each column other than the label and id column gets a type, in file order: all numbers → numeric, except
     exactly two distinct values (in more than four rows) → binary; text with at most :data:`MAX_LEVELS`
     distinct values, fewer than half its non-missing rows → binary (two levels) or categorical, levels in
-    natural order; every value different (text, or at least ten consecutive integers: a row number) →
+    natural order; every value different (text, or at least ten increasing integers: a row number) →
     ignored as an identifier; other text → ignored as free text. ``choices`` override any of these. Every
     feature imputes missing cells, with a "was missing" indicator when the sample has missing cells in it.
     Every column left out is in ``schema.ignored`` with its reason and in the notes. The label classes are
@@ -809,6 +809,8 @@ class _ColumnStats:
     total: float = 0.0
     total_sq: float = 0.0
     integers: bool = True
+    increasing: bool = True  # every number greater than the one before it, in file order
+    last: float = -math.inf
     numbers: set[float] | None = field(default_factory=set)  # distinct numbers (None: too many to track)
     texts: Counter | None = field(default_factory=Counter)  # stripped text → rows (None: too many)
 
@@ -838,6 +840,8 @@ class _ColumnStats:
         self.total += float(d.sum())
         self.total_sq += float((d * d).sum())
         self.integers = self.integers and bool(np.all(present == np.rint(present)))
+        self.increasing = self.increasing and present[0] > self.last and bool(np.all(np.diff(present) > 0))
+        self.last = float(present[-1])
         if self.numbers is not None:
             self.numbers.update(np.unique(present).tolist())
             if len(self.numbers) > _MAX_DISTINCT:
@@ -852,8 +856,7 @@ class _ColumnStats:
     def ignore_reason(self, numeric: bool, levels: list[str] | None) -> str | None:
         """Why a column is left out by default (identifier, free text, a single value), or None."""
         if numeric:
-            if self.numbers is not None and self.integers and len(self.numbers) == self.count >= _MIN_ID_ROWS \
-                    and self.hi - self.lo + 1 == self.count:
+            if self.integers and self.increasing and not self.missing and self.count >= _MIN_ID_ROWS:
                 return "identifier: every value is different (a row number)"
             return None
         if levels is None:

@@ -62,11 +62,14 @@ def test_inference_types_every_column_and_says_why_a_column_is_left_out(tmp_path
 
 
 def test_a_row_number_column_with_a_name_is_an_identifier_but_a_short_one_is_not(tmp_path):
-    rows = "\n".join(f"{i},{i % 3 * 1.5},{'ab'[i % 2]}" for i in range(1, 13))
+    rows = "\n".join(f"{2 * i + 1},{i % 3 * 1.5},{'ab'[i % 2]}" for i in range(1, 13))  # a subset's row names
     schema, _ = infer_schema(write(tmp_path, "n,x,y\n" + rows + "\n"), label="y")
     assert schema.feature_names == ["x"] and schema.ignored[0].reason.startswith("identifier")
     schema, _ = infer_schema(write(tmp_path, "n,x,y\n1,2,a\n2,5,b\n3,1,a\n"), label="y")
     assert schema.feature_names == ["n", "x"]
+    shuffled = "\n".join(f"{(7 * i) % 13 + 40},{i % 3 * 1.5},{'ab'[i % 2]}" for i in range(1, 13))  # distinct ages
+    schema, _ = infer_schema(write(tmp_path, "age,x,y\n" + shuffled + "\n"), label="y")
+    assert schema.feature_names == ["age", "x"]
 
 
 def test_the_analysts_choices_override_detection(tmp_path):
