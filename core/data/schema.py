@@ -593,7 +593,8 @@ class ColumnChoices:
 MISSING_CHOICES = ("refuse", "impute", "impute+indicator")
 MAX_LEVELS = 20  # a text column with at most this many distinct values (and few per row) is categorical
 _MIN_ID_ROWS = 10  # increasing integers in fewer rows than this are not taken for a row number
-_MAX_DISTINCT = 100_000  # distinct values tracked per column while inferring
+_MAX_DISTINCT = 100_000  # distinct text values tracked per text column while inferring
+_MAX_NUMBERS = 1_000  # distinct numbers tracked per numeric column (beyond, a column of numbers has no levels)
 
 
 def infer_schema(
@@ -753,8 +754,8 @@ def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, with_ranges: bo
     if kind == "numeric" and name in choices.levels:
         raise ConfigError(f"column {col} is numeric, so it has no levels; give it a type with levels too")
     if kind != "numeric" and levels is None:
-        raise ConfigError(f"column {col} has more than {_MAX_DISTINCT:,} distinct values in the sample; it cannot "
-                          f"be {kind}")
+        limit = _MAX_NUMBERS if numeric else _MAX_DISTINCT
+        raise ConfigError(f"column {col} has more than {limit:,} distinct values in the sample; it cannot be {kind}")
     feature = FeatureColumn(name, type=kind)
     if kind != "numeric":
         order = list(choices.levels.get(name, []))
@@ -811,23 +812,29 @@ class _ColumnStats:
     integers: bool = True
     increasing: bool = True  # every number greater than the one before it, in file order
     last: float = -math.inf
-    numbers: set[float] | None = field(default_factory=set)  # distinct numbers (None: too many to track)
-    texts: Counter | None = field(default_factory=Counter)  # stripped text → rows (None: too many)
+    numbers: Counter | None = field(default_factory=Counter)  # number → rows (None: too many to track)
+    texts: Counter | None = None  # stripped text → rows, once the column is known not to be all numbers
+    overflow: int = 0  # the distinct-value limit a text column went past (its texts are then None)
 
     def add(self, raw: Any, decimal: str, tokens: frozenset[str]) -> None:
+        """One chunk of the column (text cells). Text values are counted only once a cell is not a number, so
+        a column of numbers costs a parse and a count of its distinct numbers (capped)."""
         values, missing, bad = _text_to_numbers(raw, decimal, tokens)
         bad |= ~missing & ~np.isfinite(values)
         self.missing += int(missing.sum())
         self.count += int((~missing).sum())
-        if self.texts is not None:
-            present = raw[~missing]
-            self.texts.update(present.astype(str).str.strip().value_counts().to_dict())
-            if len(self.texts) > _MAX_DISTINCT:
-                self.texts = None
-        if self.bad is not None:
-            return
-        if bad.any():
+        if self.bad is None and bad.any():
             self.bad = str(raw.iloc[int(np.flatnonzero(bad)[0])]).strip()
+            # the earlier chunks' numbers become levels as a number is written as a level ("1.0" → "1")
+            self.texts = None if self.numbers is None else Counter(
+                {level_text(v): k for v, k in self.numbers.items()})
+            self.overflow = _MAX_NUMBERS if self.numbers is None else 0
+        if self.bad is not None:
+            if self.texts is not None:
+                present = raw[~missing]
+                self.texts.update(present.astype(str).str.strip().value_counts().to_dict())
+                if len(self.texts) > _MAX_DISTINCT:
+                    self.texts, self.overflow = None, _MAX_DISTINCT
             return
         present = values[~missing]
         if not present.size:
@@ -843,8 +850,9 @@ class _ColumnStats:
         self.increasing = self.increasing and present[0] > self.last and bool(np.all(np.diff(present) > 0))
         self.last = float(present[-1])
         if self.numbers is not None:
-            self.numbers.update(np.unique(present).tolist())
-            if len(self.numbers) > _MAX_DISTINCT:
+            distinct, counts = np.unique(present, return_counts=True)
+            self.numbers.update(dict(zip(distinct.tolist(), counts.tolist(), strict=True)))
+            if len(self.numbers) > _MAX_NUMBERS:
                 self.numbers = None
 
     def levels(self, numeric: bool) -> list[str] | None:
@@ -860,7 +868,7 @@ class _ColumnStats:
                 return "identifier: every value is different (a row number)"
             return None
         if levels is None:
-            return f"free text: more than {_MAX_DISTINCT:,} distinct values"
+            return f"free text: more than {self.overflow:,} distinct values"
         if len(levels) == self.count and self.count > 1:
             return "identifier: every value is different"
         if len(levels) == 1:
@@ -877,7 +885,10 @@ class _ColumnStats:
     def frequencies(self, numeric: bool, levels: list[str]) -> list[float]:
         """Each level's share of the sample's non-missing cells, in ``levels`` order."""
         per: Counter = Counter()
-        for text, k in (self.texts or {}).items():
-            per[level_text(float(text.replace(",", "."))) if numeric else text] += k
+        if numeric:
+            for v, k in (self.numbers or {}).items():
+                per[level_text(v)] += k
+        else:
+            per.update(self.texts or {})
         total = sum(per[lv] for lv in levels) or 1
         return [per[lv] / total for lv in levels]
