@@ -7,7 +7,15 @@ are for clustering, a uniform anchor needs published ranges, and a method that n
 
 from __future__ import annotations
 
-from .data.schema import COLUMN_TYPES, MISSING_CHOICES, ColumnChoices, Schema, parse_blocks, with_blocks
+from .data.schema import (
+    COLUMN_TYPES,
+    MISSING_CHOICES,
+    ColumnChoices,
+    IgnoredColumn,
+    Schema,
+    parse_blocks,
+    with_blocks,
+)
 from .errors import ConfigError
 from .formats.identity import PublicCard
 from .formats.kit import ANCHOR_KINDS, Kit
@@ -80,7 +88,8 @@ def build_kit(*, name: str, schema: Schema, analyst: PublicCard, task: str | Non
         raise ConfigError(f"method '{method}' is for {cls.task}, not {task}")
     if task == "clustering" and schema.label is not None:
         notes.append(f"column '{schema.label}' is left out: labels never leave a site in a clustering project")
-        schema = Schema(schema.features, id_column=schema.id_column, ignored=schema.ignored)
+        schema = Schema(schema.features, id_column=schema.id_column, ignored=[
+            *schema.ignored, IgnoredColumn(schema.label, "a label: labels never leave a site in a clustering project")])
     if blocks:
         if task != "clustering":
             raise ConfigError("feature blocks (a vertical partition) are for clustering projects")

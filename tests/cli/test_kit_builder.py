@@ -35,6 +35,7 @@ def test_the_rules(analyst):
         build_kit(name="P", schema=_schema(True), analyst=analyst, blocks="a=x0,x1;b=x2")
     kit, notes = build_kit(name="P", schema=_schema(True), analyst=analyst, task="clustering")
     assert kit.schema.label is None and any("left out" in n for n in notes)
+    assert [c.name for c in kit.schema.ignored] == ["y"]  # the kit itself says the label was left out
     assert kit.anchor["kind"] == "uniform"
 
 
