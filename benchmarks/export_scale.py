@@ -111,7 +111,7 @@ def run(rows: int = 1_000_000, features: int = 50, repeats: int = 5, folder: Pat
         kit = Kit(name="scale", task="classification", schema=schema, method="dccfl", analyst=analyst.card)
         kit.save(work / "p.dckit", analyst)
         seed_rows = np.random.default_rng(0).standard_normal((100, features))
-        make_anchor(kit.project_id, schema.feature_names, kind="smote", rows=1000, seed_rows=seed_rows).save(
+        make_anchor(kit.project_id, schema.encoded_names, kind="smote", rows=1000, seed_rows=seed_rows).save(
             work / "p.dcanchor")
         reads, exports, floors = [], [], []
         for _ in range(repeats):  # interleaved: all three see the same load

@@ -81,7 +81,7 @@ class Corpus:
         self.kit_path = folder / "p.dckit"
         self.kit.save(self.kit_path, self.analyst)
         seed_rows = read_table(folder / "sample.csv", schema, labels=False).X
-        self.anchor = make_anchor(self.kit.project_id, schema.feature_names, kind="smote", rows=60,
+        self.anchor = make_anchor(self.kit.project_id, schema.encoded_names, kind="smote", rows=60,
                                   seed_rows=seed_rows)
         self.anchor_plain = folder / "plain.dcanchor"
         self.anchor.save(self.anchor_plain)

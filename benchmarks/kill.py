@@ -110,7 +110,7 @@ class _Round:
                        roster=[{"name": s.card.name, "fingerprint": s.card.fingerprint} for s in (self.site, other)])
         self.kit_path = folder / "p.dckit"
         self.kit.save(self.kit_path, self.analyst)
-        anchor = make_anchor(self.kit.project_id, schema.feature_names, kind="smote", rows=60,
+        anchor = make_anchor(self.kit.project_id, schema.encoded_names, kind="smote", rows=60,
                              seed_rows=read_table(folder / "sample.csv", schema, labels=False).X)
         self.site_ws = SiteWorkspace(folder / "site.ws")
         self.jobs = []

@@ -113,7 +113,7 @@ def cmd_keys_export_age(args) -> None:
 def cmd_kit_new(args) -> None:
     from .data.schema import infer_schema
     from .formats.identity import PublicCard
-    from .kit_builder import build_kit
+    from .kit_builder import build_kit, column_choices
     from .methods import default_method, method_class
 
     method = args.method or default_method(args.task or "classification")
@@ -121,8 +121,10 @@ def cmd_kit_new(args) -> None:
     task = args.task or cls.task
     ranges = args.ranges if args.ranges is not None else task == "clustering"  # a uniform anchor needs them
     ident = load_identity(args.identity)
+    choices = column_choices(ignore=args.ignore, types=args.type, levels=args.levels, missing=args.missing,
+                             other=args.other)
     schema, notes = infer_schema(args.schema_from, label=args.label, id_column=args.id_column,
-                                 with_ranges=ranges, options=csv_options(args))
+                                 with_ranges=ranges, options=csv_options(args), choices=choices)
     roster = [PublicCard.load(p) for p in args.roster] if args.roster else None
     kit, more = build_kit(name=args.name, schema=schema, analyst=ident.card, task=task, method=method,
                           settings=parse_sets(args.set, cls), blocks=args.blocks, anchor_kind=args.anchor_kind,
@@ -136,10 +138,19 @@ def cmd_kit_new(args) -> None:
     else:
         what = f"{len(schema.features)} features, label '{schema.label}' with classes {', '.join(schema.classes)}"
     chosen = get_settings_text(cls, kit.settings)
-    say(*notes, *more, f"kit: {args.out}", f"project id: {kit.project_id}", what,
+    say(*notes, *more, *schema.describe_columns(), f"kit: {args.out}", f"project id: {kit.project_id}", what,
         f"method {method} ({cls.title}){chosen}",
         *([] if cls.needs_anchor else ["this method needs no anchor: skip `dcstudio anchor new`"]),
         f"analyst fingerprint (participants compare this): {ident.card.fingerprint}")
+
+
+def filled_lines(table) -> list[str]:
+    """What export and apply say about missing cells filled, per column (also in the bundle's manifest)."""
+    if not table.filled:
+        return []
+    parts = [f"{name} {k:,} (with {value:.6g})" if isinstance(value := table.fill_values.get(name), float)
+             else f"{name} {k:,} (with {value!r})" for name, k in table.filled.items()]
+    return [f"missing cells filled: {table.n_imputed:,} ({'; '.join(parts)})"]
 
 
 def get_settings_text(cls, settings: dict) -> str:
@@ -233,7 +244,8 @@ def cmd_participant_export(args) -> None:
            "--delimiter, --decimal)"),
         f"bundle: {sealed.path} ({sealed.size:,} bytes, sha256 {sealed.digest})",
         *([f"feature block: '{job.block}' ({', '.join(kit.schema.block_columns(job.block))})"] if job.block else []),
-        f"rows: {table.n_rows:,}" + (f" ({table.n_imputed} cells imputed)" if table.n_imputed else ""),
+        f"rows: {table.n_rows:,}, encoded in the kit's {table.X.shape[1]} matrix column(s)",
+        *filled_lines(table),
         "leaves this site: " + (ex.plain or leaves_sentence(  # the method's own words when it gives them
             table.n_rows, table.X.shape[1], int(ex.arrays["x_tilde"].shape[1]) if "x_tilde" in ex.arrays else 0,
             labels="rows" if "y" in ex.arrays else "counts" if "label_counts" in ex.arrays else "none",
@@ -409,7 +421,9 @@ def _csv_args(p, *, out: bool = False) -> None:
     g.add_argument("--encoding", help="text encoding, e.g. utf-8, cp1252, shift_jis")
     g.add_argument("--delimiter", help="column separator, e.g. ';' or ',' (a tab: $'\\t')")
     g.add_argument("--decimal", choices=[".", ","], help="decimal mark of the numbers")
-    g.add_argument("--impute", action="store_true", help="fill missing values with the column mean (local)")
+    g.add_argument("--impute", action="store_true",
+                   help="older kits whose columns refuse missing values: fill them with this site's column mean "
+                   "(kits made now decide missing values per column themselves)")
     if out:
         g = p.add_argument_group("RESULT.csv writing (default: the same as the input CSV)")
         g.add_argument("--out-encoding", help="text encoding of the results, e.g. utf-8 or cp1252")
@@ -485,7 +499,22 @@ def build_parser() -> argparse.ArgumentParser:
                    + " (default: the task's first method)")
     p.add_argument("--blocks", help='clustering: feature blocks, e.g. "clinical=a,b,c;lifestyle=d,e"')
     p.add_argument("--ranges", action=argparse.BooleanOptionalAction, default=None,
-                   help="publish the sample's per-column min/max in the kit (default: on for clustering)")
+                   help="publish the sample's statistics in the kit: per-column min/max/mean/std, level "
+                   "frequencies, missing shares (default: on for clustering)")
+    p.add_argument("--ignore", action="append", metavar="COL[,COL]",
+                   help="leave columns out of the project (e.g. ones that leak the outcome); repeatable")
+    p.add_argument("--type", action="append", metavar="COL=TYPE",
+                   help="a column's type: numeric, binary, categorical, ordinal or ignored (default: detected "
+                   "from the sample); repeatable")
+    p.add_argument("--levels", action="append", metavar="COL=a,b,c",
+                   help="a column's level order (binary: the first is the reference; ordinal: low to high); the "
+                   "sample's other levels follow; repeatable")
+    p.add_argument("--missing", action="append", metavar="COL=POLICY",
+                   help="refuse, impute or impute+indicator (default: impute, with an indicator when the sample "
+                   "has missing cells in the column); repeatable")
+    p.add_argument("--other", action="append", metavar="COL",
+                   help="a categorical/ordinal column whose values the kit does not know go to an 'other' level "
+                   "instead of being refused; repeatable")
     p.add_argument("--anchor-kind", choices=["smote", "uniform", "gaussian"],
                    help="default: uniform for clustering (in the public ranges), smote otherwise")
     p.add_argument("--anchor-rows", type=int, default=1000, help="rows of the shared anchor (default 1000)")

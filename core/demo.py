@@ -122,7 +122,7 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
             ident.save(out / name / f"{name}.dcid", pw)
             ident.card.save(out / name / f"{name}.dcpub")
             idents[name] = ident
-        anchor = make_anchor(kit.project_id, kit.schema.feature_names, kind="smote", rows=1020, seed_rows=seed_rows)
+        anchor = make_anchor(kit.project_id, kit.schema.encoded_names, kind="smote", rows=1020, seed_rows=seed_rows)
         anchor.secret = ANCHOR_SECRET  # the demo's one fixed secret, so every run draws the same anchor rows
         anchor_path = out / lead / "demo.dcanchor"
         anchor.save(anchor_path, [ident.card for ident in idents.values()])

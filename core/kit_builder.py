@@ -7,13 +7,62 @@ are for clustering, a uniform anchor needs published ranges, and a method that n
 
 from __future__ import annotations
 
-from .data.schema import Schema, parse_blocks, with_blocks
+from .data.schema import (
+    COLUMN_TYPES,
+    MISSING_CHOICES,
+    ColumnChoices,
+    IgnoredColumn,
+    Schema,
+    parse_blocks,
+    with_blocks,
+)
 from .errors import ConfigError
 from .formats.identity import PublicCard
 from .formats.kit import ANCHOR_KINDS, Kit
 from .methods import default_method, get_method, method_class
 
 DEFAULT_ANCHOR_ROWS = 1000
+
+
+def column_choices(*, ignore: list[str] | None = None, types: list[str] | None = None,
+                   levels: list[str] | None = None, missing: list[str] | None = None,
+                   other: list[str] | None = None) -> ColumnChoices:
+    """The analyst's column decisions from their text forms (``kit new``'s flags), checked.
+
+    ``ignore``: "a,b" items; ``types``: "COL=TYPE" (TYPE one of the column types or "ignored");
+    ``levels``: "COL=a,b,c" (binary: the first is the reference); ``missing``: "COL=POLICY" (refuse, impute,
+    impute+indicator); ``other``: column names. ConfigError with one sentence on a malformed item."""
+    out = ColumnChoices()
+    for item in ignore or []:
+        out.ignore.update(c.strip() for c in item.split(",") if c.strip())
+    for flag, items, target in (("--type", types, out.types), ("--missing", missing, out.missing)):
+        for item in items or []:
+            col, value = _pair(flag, item)
+            target[col] = value
+    for col, value in out.types.items():
+        if value not in (*COLUMN_TYPES, "ignored"):
+            raise ConfigError(f"unknown column type '{value}' for column '{col}'; choose one of "
+                              f"{', '.join(COLUMN_TYPES)}, ignored")
+    for col, value in out.missing.items():
+        if value not in MISSING_CHOICES:
+            raise ConfigError(f"unknown missing-value policy '{value}' for column '{col}'; choose one of "
+                              f"{', '.join(MISSING_CHOICES)}")
+    for item in levels or []:
+        col, value = _pair("--levels", item)
+        out.levels[col] = [v.strip() for v in value.split(",") if v.strip()]
+        if not out.levels[col]:
+            raise ConfigError(f"--levels for column '{col}' lists no level")
+    out.other.update(c.strip() for item in other or [] for c in item.split(",") if c.strip())
+    return out
+
+
+def _pair(flag: str, item: str) -> tuple[str, str]:
+    if "=" not in item:
+        raise ConfigError(f"{flag} takes COLUMN=VALUE, got '{item}'")
+    col, value = (p.strip() for p in item.split("=", 1))
+    if not col or not value:
+        raise ConfigError(f"{flag} takes COLUMN=VALUE, got '{item}'")
+    return col, value
 
 
 def default_anchor_kind(task: str) -> str:
@@ -39,7 +88,8 @@ def build_kit(*, name: str, schema: Schema, analyst: PublicCard, task: str | Non
         raise ConfigError(f"method '{method}' is for {cls.task}, not {task}")
     if task == "clustering" and schema.label is not None:
         notes.append(f"column '{schema.label}' is left out: labels never leave a site in a clustering project")
-        schema = Schema(schema.features, id_column=schema.id_column)
+        schema = Schema(schema.features, id_column=schema.id_column, ignored=[
+            *schema.ignored, IgnoredColumn(schema.label, "a label: labels never leave a site in a clustering project")])
     if blocks:
         if task != "clustering":
             raise ConfigError("feature blocks (a vertical partition) are for clustering projects")
@@ -53,7 +103,7 @@ def build_kit(*, name: str, schema: Schema, analyst: PublicCard, task: str | Non
         kind = anchor_kind or default_anchor_kind(task)
         if kind not in ANCHOR_KINDS:
             raise ConfigError(f"unknown anchor kind '{kind}'; choose one of {', '.join(ANCHOR_KINDS)}")
-        has_ranges = all(c.min is not None and c.max is not None for c in schema.features)
+        has_ranges = all(c.min is not None and c.max is not None for c in schema.features if not c.typed)
         if kind == "uniform" and not has_ranges:
             raise ConfigError("a uniform anchor needs the sample's public min/max ranges in the kit "
                               "(publish them, or choose another anchor kind)")

@@ -243,12 +243,15 @@ class ParticipantRound:
         manifest = {**ex.manifest, "method": self.method.name, "family": self.method.family,
                     "kit_digest": self.kit.digest(), "schema_digest": self.kit.schema.digest(),
                     "site": self.identity.card.name, "software": __version__}
+        if self.table.filled:  # cells filled per column (kit policy "impute"), shown to the site before export
+            manifest["filled"] = dict(self.table.filled)
 
         def keep_state(sealed: SealedFile) -> None:
             """Runs before the bundle gets its final name."""
             self.workspace.save_export(self.kit_path, self.kit.project_id, sealed.digest, ex.private_arrays,
                                        {**ex.private_meta, "method": self.method.name, "csv": str(self.table.source),
-                                        "rows": int(self.table.n_rows), "envelope_id": sealed.binding.envelope_id})
+                                        "rows": int(self.table.n_rows), "envelope_id": sealed.binding.envelope_id,
+                                        "fill_values": dict(self.table.fill_values)})
             self.workspace.audit.append("export", project=self.kit.project_id, file=str(out_path.resolve()),
                                         digest=sealed.digest, envelope_id=sealed.binding.envelope_id,
                                         rows=int(self.table.n_rows), arrays=sorted(ex.arrays))
@@ -426,7 +429,9 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     method = get_method(manifest["method"])
     control.step(0.4, "reading the CSV")
     schema = kit.schema.block_schema(meta["block"]) if meta.get("block") else kit.schema
-    table = read_table(csv_path, schema, options=options, labels=validate)
+    fills = meta.get("fill_values")  # the export's, so that these rows are encoded exactly as its rows were
+    table = read_table(csv_path, schema, options=options, labels=validate,
+                       fill_values=fills if isinstance(fills, dict) else None)
     control.step(0.6, "applying the package")
     columns = apply_checked(method, manifest, arrays, private, table.X, package_path)
     validation = None

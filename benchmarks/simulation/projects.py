@@ -85,7 +85,7 @@ def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs
               settings=kit_settings, anchor={"kind": "smote", "rows": 500})
     kit_path = root / "analyst" / "project.dckit"
     kit.save(kit_path, analyst)
-    anchor = make_anchor(kit.project_id, schema.feature_names, kind="smote", rows=500, seed_rows=seed_rows)
+    anchor = make_anchor(kit.project_id, schema.encoded_names, kind="smote", rows=500, seed_rows=seed_rows)
 
     bundles = []
     for i, name in enumerate(names):
@@ -115,7 +115,7 @@ def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs
                           analyst=analyst.card, settings={"epochs": epochs})
         fk_path = other / "foreign.dckit"
         foreign_kit.save(fk_path, analyst)
-        fa = make_anchor(foreign_kit.project_id, schema.feature_names, kind="smote", rows=200, seed_rows=seed_rows)
+        fa = make_anchor(foreign_kit.project_id, schema.encoded_names, kind="smote", rows=200, seed_rows=seed_rows)
         fjob = ParticipantRound(foreign_kit, fk_path, Identity.generate("Stranger"),
                                 SiteWorkspace(other / "stranger.workspace"), anchor=fa, site_settings={"seed": 99})
         fjob.load(root / "data" / "site0.csv")
@@ -155,7 +155,7 @@ def build_clustering_project(root: str | Path, *, n_sites: int = 3, rows: int = 
     kit.save(kit_path, analyst)
     lo = np.array([f.min for f in schema.features])
     hi = np.array([f.max for f in schema.features])
-    anchor = make_anchor(kit.project_id, schema.feature_names, kind="uniform", rows=300, ranges=(lo, hi))
+    anchor = make_anchor(kit.project_id, schema.encoded_names, kind="uniform", rows=300, ranges=(lo, hi))
     bundles, names = [], [f"lab{i}" for i in range(n_sites)]
     for i, name in enumerate(names):
         csv = root / "data" / f"site{i}.csv"

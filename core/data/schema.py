@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import ConfigError, DataError, FormatError
 from ..fileio import canonical_json
+from .encoding import level_text
 from .ordering import natural_sorted
 from .tabular import (
     CsvFormat,
@@ -38,20 +39,118 @@ ALL_COLUMNS = "all"  # the name of the one implicit block of a schema that decla
 _MANY_CLASSES = 50
 
 
+COLUMN_TYPES = ("numeric", "binary", "categorical", "ordinal")
+MISSING_POLICIES = ("refuse", "impute")
+OTHER_LEVEL = "other"  # the explicit extra level of a categorical/ordinal column whose ``other`` is set
+_TYPED = ("binary", "categorical", "ordinal")
+
+
 @dataclass
 class FeatureColumn:
-    """One numeric feature column, with an optional public range (used to seed anchor data)."""
+    """One feature column of the CSV: its type, its levels, its missing-value policy and public statistics.
+
+    ``type`` is one of :data:`COLUMN_TYPES`. ``levels``: binary, exactly two (the first is the reference,
+    encoded 0); categorical, the kit's level order (one-hot in that order); ordinal, low to high (encoded as
+    the rank 0..L-1). ``missing``: "refuse" (a missing cell is an error) or "impute" (the site's median, or
+    its most frequent level); ``indicator`` adds a 0/1 "was missing" column. ``other``: a value the kit
+    does not know goes to an explicit extra level instead of being refused. ``min``/``max``/``mean``/``std``
+    (numeric), ``frequencies`` (share of each level, in ``levels`` order) and ``missing_share`` are the
+    analyst's sample statistics, published in the kit (optional). Fields at their default are left out of
+    :meth:`to_dict`, so kits made before these fields existed keep their digests.
+    """
 
     name: str
     min: float | None = None
     max: float | None = None
+    type: str = "numeric"
+    levels: list[str] | None = None
+    missing: str = "refuse"
+    indicator: bool = False
+    other: bool = False
+    mean: float | None = None
+    std: float | None = None
+    frequencies: list[float] | None = None
+    missing_share: float | None = None
+
+    @property
+    def typed(self) -> bool:
+        """Whether the column holds levels (binary, categorical, ordinal) rather than numbers."""
+        return self.type in _TYPED
+
+    @property
+    def known_levels(self) -> list[str]:
+        """The levels a value maps to, with the explicit "other" level last when ``other`` is set."""
+        return list(self.levels or []) + ([OTHER_LEVEL] if self.other else [])
+
+    @property
+    def encoded_names(self) -> list[str]:
+        """This column's matrix columns (see :attr:`Schema.encoded_names` for the rule)."""
+        if self.type == "binary":
+            out = [f"{self.name}={self.levels[1]}"]
+        elif self.type == "categorical":
+            out = [f"{self.name}={lv}" for lv in self.known_levels]
+        elif self.type == "ordinal":
+            out = [self.name] + ([f"{self.name}={OTHER_LEVEL}"] if self.other else [])
+        else:
+            out = [self.name]
+        if self.indicator:
+            out.append(f"{self.name} (missing)")
+        return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "name": self.name,
             "min": None if self.min is None else float(self.min),
             "max": None if self.max is None else float(self.max),
         }
+        if self.type != "numeric":
+            d["type"] = self.type
+        if self.levels is not None:
+            d["levels"] = list(self.levels)
+        if self.missing != "refuse":
+            d["missing"] = self.missing
+        if self.indicator:
+            d["indicator"] = True
+        if self.other:
+            d["other"] = True
+        for key in ("mean", "std", "missing_share"):
+            if getattr(self, key) is not None:
+                d[key] = float(getattr(self, key))
+        if self.frequencies is not None:
+            d["frequencies"] = [float(v) for v in self.frequencies]
+        return d
+
+    def describe(self) -> str:
+        """One line for ``kit new``/``kit show``, e.g. "sex  binary  F (reference), M  impute"."""
+        if self.typed:
+            levels = list(self.levels or [])
+            if self.type == "binary":
+                shown = f"{levels[0]} (reference), {levels[1]}"
+            elif self.type == "ordinal":
+                shown = " < ".join(levels)
+            else:
+                shown = ", ".join(levels)
+            if self.other:
+                shown += f" (+ {OTHER_LEVEL})"
+        elif self.min is not None and self.max is not None:
+            shown = f"range {self.min:g} to {self.max:g}"
+        else:
+            shown = "no public range"
+        policy = {"refuse": "refuse missing", "impute": "impute"}[self.missing]
+        if self.indicator:
+            policy += " + indicator"
+        return f"{self.name:<20} {self.type:<12} {shown:<40} {policy}"
+
+
+@dataclass
+class IgnoredColumn:
+    """A CSV column the kit leaves out, with the reason (e.g. "identifier: every value is different")."""
+
+    name: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "reason": self.reason}
 
 
 @dataclass
@@ -77,6 +176,10 @@ class Schema:
     id_column : a row-id column used for vertical linkage, or None.
     blocks : feature blocks (vertical partition, DC-Clustering): named groups of columns that together hold
         every feature exactly once, in feature order; None means one block of all columns.
+    ignored : the sample's columns the kit leaves out, each with its reason (nothing is dropped silently).
+
+    The matrix every method sees is the ENCODED one (:attr:`encoded_names`, :attr:`width`), built by
+    :mod:`core.data.encoding`; ``features`` are the CSV's raw columns.
     """
 
     features: list[FeatureColumn]
@@ -84,10 +187,40 @@ class Schema:
     classes: list[str] = field(default_factory=list)
     id_column: str | None = None
     blocks: list[FeatureBlock] | None = None
+    ignored: list[IgnoredColumn] = field(default_factory=list)
 
     @property
     def feature_names(self) -> list[str]:
+        """The raw CSV columns the kit reads, in kit order (not the matrix columns: see :attr:`encoded_names`)."""
         return [f.name for f in self.features]
+
+    @property
+    def encoded_names(self) -> list[str]:
+        """The matrix columns, column by column: numeric → ``[name]``; binary → ``["name=B"]`` (1 for the
+        second level B, 0 for the reference); categorical → one-hot ``["name=a", …]`` over every kit level in kit
+        order (+ ``"name=other"`` when ``other``); ordinal → ``[name]`` holding the rank 0..L-1 (+
+        ``"name=other"`` when ``other``); then ``"name (missing)"`` when the column's ``indicator`` is set."""
+        return [e for f in self.features for e in f.encoded_names]
+
+    @property
+    def width(self) -> int:
+        """The number of matrix columns (``len(encoded_names)``)."""
+        return sum(len(f.encoded_names) for f in self.features)
+
+    @property
+    def all_numeric(self) -> bool:
+        """Whether the matrix is the raw columns themselves (every column numeric, no indicator)."""
+        return all(f.type == "numeric" and not f.indicator for f in self.features)
+
+    def encoded_positions(self) -> dict[str, list[int]]:
+        """Raw column name → its positions in the encoded matrix."""
+        out: dict[str, list[int]] = {}
+        at = 0
+        for f in self.features:
+            k = len(f.encoded_names)
+            out[f.name] = list(range(at, at + k))
+            at += k
+        return out
 
     @property
     def block_names(self) -> list[str]:
@@ -103,14 +236,23 @@ class Schema:
         raise ConfigError(f"the project has no feature block {_quote(name)}; its blocks are {self.describe_blocks()}")
 
     def block_indices(self, name: str) -> list[int]:
-        """Positions of block ``name``'s columns in the feature order (the anchor's column order)."""
-        pos = {n: i for i, n in enumerate(self.feature_names)}
-        return [pos[c] for c in self.block_columns(name)]
+        """Positions of block ``name``'s columns in the ENCODED matrix (the anchor's column order)."""
+        pos = self.encoded_positions()
+        return [i for c in self.block_columns(name) for i in pos[c]]
 
     def block_schema(self, name: str) -> Schema:
         """The schema a site of block ``name`` reads its CSV with: that block's columns and the id column."""
         cols = set(self.block_columns(name))
         return Schema([f for f in self.features if f.name in cols], id_column=self.id_column)
+
+    def describe_columns(self) -> list[str]:
+        """The kit's columns as a small table for confirmation: each feature's type, levels or range and missing
+        policy, then every column left out with its reason."""
+        lines = [f"{'column':<20} {'type':<12} {'levels or range':<40} missing values"]
+        lines += [f.describe() for f in self.features]
+        lines.append(f"matrix: {self.width} encoded column(s) from {len(self.features)} column(s)")
+        lines += [f"left out: {_quote(c.name) if c.name else '(no name)'}: {c.reason}" for c in self.ignored]
+        return lines
 
     def describe_blocks(self) -> str:
         """E.g. "'clinical' (a, b, c), 'lifestyle' (d, e)"."""
@@ -139,6 +281,8 @@ class Schema:
         }
         if self.blocks is not None:  # absent, not null, when there are none (digests of older kits hold)
             d["blocks"] = [b.to_dict() for b in self.blocks]
+        if self.ignored:  # absent when empty, for the same reason
+            d["ignored"] = [c.to_dict() for c in self.ignored]
         return d
 
     @classmethod
@@ -146,7 +290,7 @@ class Schema:
         """Parse the dict form strictly: FormatError on a missing, unknown or ill-typed field."""
         if not isinstance(d, dict):
             raise FormatError("the schema is not a JSON object")
-        _exact_keys(d, {"features", "label", "classes", "id_column"}, "the schema", optional={"blocks"})
+        _exact_keys(d, {"features", "label", "classes", "id_column"}, "the schema", optional={"blocks", "ignored"})
         feats = d["features"]
         if not isinstance(feats, list):
             raise FormatError("the schema's 'features' is not a list")
@@ -155,14 +299,7 @@ class Schema:
             where = f"feature {i + 1} of the schema"
             if not isinstance(f, dict):
                 raise FormatError(f"{where} is not a JSON object")
-            _exact_keys(f, {"name"}, where, optional={"min", "max"})
-            features.append(
-                FeatureColumn(
-                    name=_name(f["name"], f"{where}'s name"),
-                    min=_bound(f.get("min"), f"{where}'s min"),
-                    max=_bound(f.get("max"), f"{where}'s max"),
-                )
-            )
+            features.append(_feature_from_dict(f, where))
         label = None if d["label"] is None else _name(d["label"], "the schema's label")
         id_column = None if d["id_column"] is None else _name(d["id_column"], "the schema's id_column")
         classes = d["classes"]
@@ -182,7 +319,20 @@ class Schema:
                     raise FormatError(f"{where}'s columns are not a list")
                 blocks.append(FeatureBlock(_name(b["name"], f"{where}'s name"),
                                            [_name(c, f"a column of {where}") for c in b["columns"]]))
-        schema = cls(features=features, label=label, classes=list(classes), id_column=id_column, blocks=blocks)
+        ignored = []
+        if "ignored" in d:
+            if not isinstance(d["ignored"], list):
+                raise FormatError("the schema's 'ignored' is not a list")
+            for i, c in enumerate(d["ignored"]):
+                where = f"ignored column {i + 1} of the schema"
+                if not isinstance(c, dict):
+                    raise FormatError(f"{where} is not a JSON object")
+                _exact_keys(c, {"name", "reason"}, where)
+                if not isinstance(c["name"], str) or not isinstance(c["reason"], str):
+                    raise FormatError(f"{where}'s name or reason is not text")
+                ignored.append(IgnoredColumn(c["name"], c["reason"]))
+        schema = cls(features=features, label=label, classes=list(classes), id_column=id_column, blocks=blocks,
+                     ignored=ignored)
         schema.validate()
         return schema
 
@@ -199,10 +349,18 @@ class Schema:
                 raise FormatError(f"the schema names column {_quote(n)} more than once")
             seen.add(n)
         for f in self.features:
-            lo = _bound(f.min, f"the min of feature {_quote(f.name)}")
-            hi = _bound(f.max, f"the max of feature {_quote(f.name)}")
-            if lo is not None and hi is not None and lo > hi:
-                raise FormatError(f"feature {_quote(f.name)} has min {lo:g} greater than max {hi:g}")
+            _check_feature(f)
+        encoded = Counter(self.encoded_names)
+        twice = [e for e, k in encoded.items() if k > 1]
+        if twice:
+            raise FormatError(f"the schema's encoding names matrix column {_quote(twice[0])} twice; rename a column "
+                              "or a level")
+        for c in self.ignored:
+            if not isinstance(c.name, str) or c.name != c.name.strip() or not isinstance(c.reason, str) \
+                    or not c.reason.strip():
+                raise FormatError("an ignored column of the schema has a name with surrounding spaces or no reason")
+            if c.name and c.name in seen:
+                raise FormatError(f"the schema both uses and ignores column {_quote(c.name)}")
         if self.label is None and self.classes:
             raise FormatError("the schema lists label classes but names no label column")
         if self.label is not None and not self.classes:
@@ -284,13 +442,109 @@ def with_blocks(schema: Schema, blocks: list[tuple[str, list[str]]]) -> tuple[Sc
             seen[c] = name
     used = [c for _, cols in blocks for c in cols]
     notes = [f"column {_quote(c)} is in no feature block and was left out" for c in feats if c not in used]
+    ignored = list(schema.ignored) + [IgnoredColumn(c, "in no feature block") for c in feats if c not in used]
     out = Schema([feats[c] for c in used], label=schema.label, classes=list(schema.classes),
-                 id_column=schema.id_column, blocks=[FeatureBlock(n, list(c)) for n, c in blocks])
+                 id_column=schema.id_column, blocks=[FeatureBlock(n, list(c)) for n, c in blocks], ignored=ignored)
     try:
         out.validate()
     except FormatError as exc:
         raise ConfigError(exc.message) from exc
     return out, notes
+
+
+_FEATURE_KEYS = {"min", "max", "type", "levels", "missing", "indicator", "other", "mean", "std", "frequencies",
+                 "missing_share"}
+
+
+def _feature_from_dict(f: Any, where: str) -> FeatureColumn:
+    """One feature column parsed strictly (types only; the rules between fields are :func:`_check_feature`'s)."""
+    if not isinstance(f, dict):
+        raise FormatError(f"{where} is not a JSON object")
+    _exact_keys(f, {"name"}, where, optional=_FEATURE_KEYS)
+    name = _name(f["name"], f"{where}'s name")
+    where = f"feature {_quote(name)}"
+    kind = f.get("type", "numeric")
+    if kind not in COLUMN_TYPES:
+        raise FormatError(f"{where} has the unknown type {_quote(kind)}; the types are {', '.join(COLUMN_TYPES)}")
+    levels = f.get("levels")
+    if levels is not None and (not isinstance(levels, list) or not all(isinstance(v, str) for v in levels)):
+        raise FormatError(f"{where}'s levels are not a list of text values")
+    missing = f.get("missing", "refuse")
+    if missing not in MISSING_POLICIES:
+        raise FormatError(f"{where} has the unknown missing-value policy {_quote(missing)}; the policies are "
+                          f"{', '.join(MISSING_POLICIES)}")
+    flags = {}
+    for key in ("indicator", "other"):
+        v = f.get(key, False)
+        if not isinstance(v, bool):
+            raise FormatError(f"{where}'s {key!r} is not true or false")
+        flags[key] = v
+    freqs = f.get("frequencies")
+    if freqs is not None:
+        if not isinstance(freqs, list):
+            raise FormatError(f"{where}'s frequencies are not a list of numbers")
+        freqs = [_bound(v, f"a frequency of {where}") for v in freqs]
+    return FeatureColumn(
+        name=name, min=_bound(f.get("min"), f"{where}'s min"), max=_bound(f.get("max"), f"{where}'s max"),
+        type=kind, levels=None if levels is None else list(levels), missing=missing, indicator=flags["indicator"],
+        other=flags["other"], mean=_bound(f.get("mean"), f"{where}'s mean"), std=_bound(f.get("std"), f"{where}'s std"),
+        frequencies=freqs, missing_share=_bound(f.get("missing_share"), f"{where}'s missing_share"))
+
+
+def _check_feature(f: FeatureColumn) -> None:
+    """The rules of one column: FormatError with one sentence naming the column on the first one broken."""
+    where = f"feature {_quote(f.name)}"
+    if f.type not in COLUMN_TYPES:
+        raise FormatError(f"{where} has the unknown type {_quote(f.type)}; the types are {', '.join(COLUMN_TYPES)}")
+    if f.missing not in MISSING_POLICIES:
+        raise FormatError(f"{where} has the unknown missing-value policy {_quote(f.missing)}")
+    if f.indicator and f.missing != "impute":
+        raise FormatError(f"{where} has a missing-value indicator but refuses missing cells; an indicator needs "
+                          "imputation")
+    lo = _bound(f.min, f"the min of {where}")
+    hi = _bound(f.max, f"the max of {where}")
+    if lo is not None and hi is not None and lo > hi:
+        raise FormatError(f"{where} has min {lo:g} greater than max {hi:g}")
+    _bound(f.mean, f"the mean of {where}")
+    if _bound(f.std, f"the std of {where}") is not None and f.std < 0:
+        raise FormatError(f"{where} has a negative std")
+    share = _bound(f.missing_share, f"the missing share of {where}")
+    if share is not None and not 0 <= share <= 1:
+        raise FormatError(f"{where} has a missing share outside 0 to 1")
+    if f.type == "numeric":
+        stray = [k for k in ("levels", "frequencies") if getattr(f, k) is not None]
+        if f.other:
+            stray.append("other")
+        if stray:
+            raise FormatError(f"{where} is numeric but has {' and '.join(map(repr, stray))}, which only columns "
+                              "with levels have")
+        return
+    if f.min is not None or f.max is not None or f.mean is not None or f.std is not None:
+        raise FormatError(f"{where} is {f.type} but has a numeric range or mean, which only numeric columns have")
+    levels = f.levels
+    if not isinstance(levels, list) or not all(isinstance(v, str) for v in levels):
+        raise FormatError(f"{where} is {f.type} but lists no levels")
+    if f.type == "binary" and len(levels) != 2:
+        raise FormatError(f"{where} is binary but has {len(levels)} level(s); a binary column has exactly two")
+    if len(levels) < 2:
+        raise FormatError(f"{where} is {f.type} but has {len(levels)} level(s); it needs at least two")
+    if f.type == "binary" and f.other:
+        raise FormatError(f"{where} is binary, so it cannot send unknown values to an 'other' level")
+    for v in levels:
+        if not v.strip() or v != v.strip():
+            raise FormatError(f"{where} has an empty level or one with surrounding spaces")
+    twice = [v for v, k in Counter(levels).items() if k > 1]
+    if twice:
+        raise FormatError(f"{where} lists level {_quote(twice[0])} more than once")
+    if f.other and OTHER_LEVEL in levels:
+        raise FormatError(f"{where} has a level named {_quote(OTHER_LEVEL)} and also sends unknown values to an "
+                          "'other' level; rename that level")
+    if f.frequencies is not None:
+        if len(f.frequencies) != len(levels):
+            raise FormatError(f"{where} has {len(f.frequencies)} frequencies for {len(levels)} levels")
+        if any(_bound(v, f"a frequency of {where}") < 0 for v in f.frequencies) \
+                or abs(sum(f.frequencies) - 1) > 1e-6:
+            raise FormatError(f"{where}'s frequencies are not shares that add up to 1")
 
 
 def _exact_keys(d: dict, required: set[str], where: str, optional: frozenset | set = frozenset()) -> None:
@@ -316,6 +570,33 @@ def _bound(v: Any, what: str) -> float | None:
     return float(v)
 
 
+@dataclass
+class ColumnChoices:
+    """The analyst's decisions that override what :func:`infer_schema` detects, per raw column name.
+
+    ``ignore``: columns left out ("left out by the analyst"); ``types``: a type of :data:`COLUMN_TYPES` or
+    "ignored"; ``levels``: a level order (binary: the first is the reference) that the sample's other levels
+    extend; ``missing``: "refuse", "impute" or "impute+indicator"; ``other``: columns whose unknown values go
+    to an explicit "other" level.
+    """
+
+    ignore: set[str] = field(default_factory=set)
+    types: dict[str, str] = field(default_factory=dict)
+    levels: dict[str, list[str]] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+    other: set[str] = field(default_factory=set)
+
+    def named(self) -> set[str]:
+        return set(self.ignore) | set(self.types) | set(self.levels) | set(self.missing) | set(self.other)
+
+
+MISSING_CHOICES = ("refuse", "impute", "impute+indicator")
+MAX_LEVELS = 20  # a text column with at most this many distinct values (and few per row) is categorical
+_MIN_ID_ROWS = 10  # increasing integers in fewer rows than this are not taken for a row number
+_MAX_DISTINCT = 100_000  # distinct text values tracked per text column while inferring
+_MAX_NUMBERS = 1_000  # distinct numbers tracked per numeric column (beyond, a column of numbers has no levels)
+
+
 def infer_schema(
     path: str | Path,
     *,
@@ -323,20 +604,28 @@ def infer_schema(
     id_column: str | None = None,
     with_ranges: bool = False,
     options: CsvOptions | None = None,
+    choices: ColumnChoices | None = None,
 ) -> tuple[Schema, list[str]]:
-    """Build a schema from a sample CSV; returns it with notes (plain sentences) on what was left out.
+    """Build a schema from a sample CSV; returns it with notes (plain sentences) on what was decided.
 
-    Every column other than the label and id column whose non-missing values are all numbers becomes a
-    feature, in file order. The label classes are the label's distinct non-missing values, in natural order.
-    With ``with_ranges`` each feature's min/max is taken from the sample (public ranges).
+    Each column other than the label and id column gets a type, in file order: all numbers → numeric, except
+    exactly two distinct values (in more than four rows) → binary; text with at most :data:`MAX_LEVELS`
+    distinct values, fewer than half its non-missing rows → binary (two levels) or categorical, levels in
+    natural order; every value different (text, or at least ten increasing integers: a row number) →
+    ignored as an identifier; other text → ignored as free text. ``choices`` override any of these. Every
+    feature imputes missing cells, with a "was missing" indicator when the sample has missing cells in it.
+    Every column left out is in ``schema.ignored`` with its reason and in the notes. The label classes are
+    the label's distinct non-missing values, in natural order. ``with_ranges`` publishes the sample's
+    statistics in the kit: min/max/mean/std of numeric columns, level frequencies, missing shares.
     """
     path = Path(path)
     options = options or CsvOptions()
+    choices = choices or ColumnChoices()
     _check_options(options)
     if label is not None and label == id_column:
         raise ConfigError(f"column {_quote(label)} cannot be both the label and the id column")
     return _with_format(
-        path, options, lambda opened: _infer(path, opened, label, id_column, with_ranges, options)
+        path, options, lambda opened: _infer(path, opened, label, id_column, with_ranges, options, choices)
     )
 
 
@@ -347,6 +636,7 @@ def _infer(
     id_column: str | None,
     with_ranges: bool,
     options: CsvOptions,
+    choices: ColumnChoices,
 ) -> tuple[Schema, list[str]]:
     fmt, header, _ = opened
     names = [_clean_name(h) for h in header]
@@ -355,7 +645,14 @@ def _infer(
         if col is not None and col not in names:
             msg = f"there is no {role} column {_quote(col)}; the columns are {available}"
             raise DataError(msg, path=path)
+    unknown = sorted(choices.named() - set(names))
+    if unknown:
+        raise ConfigError(f"the sample has no column {_quote_list(unknown)} (its columns are {available})")
+    roles = sorted(choices.named() & {label, id_column})
+    if roles:
+        raise ConfigError(f"column {_quote(roles[0])} is the label or id column; it cannot be given a type")
     notes: list[str] = []
+    ignored: list[IgnoredColumn] = []
     counts = Counter(names)
     for role, col in (("label", label), ("id", id_column)):
         if col is not None and counts[col] > 1:
@@ -368,9 +665,11 @@ def _infer(
             continue
         if not n:
             notes.append(f"column {i + 1} has no name and was left out")
+            ignored.append(IgnoredColumn("", f"column {i + 1} has no name"))
         elif counts[n] > 1:
             if names.index(n) == i:
                 notes.append(f"column {_quote(n)} appears {counts[n]} times in the header and was left out")
+                ignored.append(IgnoredColumn(n, f"appears {counts[n]} times in the header"))
         else:
             candidates.append(i)
 
@@ -383,19 +682,7 @@ def _infer(
     chunks = _iter_chunks(path, fmt, len(header), usecols) if usecols else iter(())
     for _, chunk in chunks:
         for i, st in state.items():
-            if st.bad is not None:
-                continue
-            values, missing, bad = _text_to_numbers(chunk[i], fmt.decimal, tokens)
-            bad |= ~missing & ~np.isfinite(values)
-            if bad.any():
-                st.bad = str(chunk[i].iloc[int(np.flatnonzero(bad)[0])])
-                continue
-            st.missing += int(missing.sum())
-            present = values[~missing]
-            if present.size:
-                st.count += present.size
-                st.lo = min(st.lo, float(present.min()))
-                st.hi = max(st.hi, float(present.max()))
+            st.add(chunk[i], fmt.decimal, tokens)
         if label_pos is not None:
             raw = chunk[label_pos]
             for v, count in raw.value_counts(dropna=False).items():
@@ -407,17 +694,13 @@ def _infer(
 
     features = []
     for i, st in state.items():
-        n = names[i]
-        if st.bad is not None:
-            notes.append(f"column {_quote(n)} is not numeric and was left out (it holds {_quote(st.bad)})")
-        elif st.count == 0:
-            notes.append(f"column {_quote(n)} has no values and was left out")
+        decided = _decide(names[i], st, choices, with_ranges, notes)
+        if isinstance(decided, IgnoredColumn):
+            ignored.append(decided)
         else:
-            if st.missing:
-                notes.append(f"column {_quote(n)} has {st.missing} missing value(s) in the sample")
-            features.append(FeatureColumn(n, st.lo if with_ranges else None, st.hi if with_ranges else None))
+            features.append(decided)
     if not features:
-        raise DataError("the file has no numeric feature columns besides the label and id columns", path=path)
+        raise DataError("the file has no usable feature columns besides the label and id columns", path=path)
     classes: list[str] = []
     if label is not None:
         classes = natural_sorted(label_values)
@@ -432,15 +715,180 @@ def _infer(
                 f"the label column {_quote(label)} has {len(classes)} distinct values; "
                 "check that it is a class label"
             )
-    schema = Schema(features=features, label=label, classes=classes, id_column=id_column)
-    schema.validate()
+    schema = Schema(features=features, label=label, classes=classes, id_column=id_column, ignored=ignored)
+    try:
+        schema.validate()
+    except FormatError as exc:
+        raise ConfigError(exc.message) from exc
     return schema, notes
+
+
+def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, with_ranges: bool,
+            notes: list[str]) -> FeatureColumn | IgnoredColumn:
+    """One column's type, levels, missing policy and public statistics (detected, then the analyst's choices)."""
+    col = _quote(name)
+    numeric = st.bad is None and st.count > 0
+    wanted = "ignored" if name in choices.ignore else choices.types.get(name)
+    if wanted == "ignored":
+        notes.append(f"column {col} was left out by the analyst")
+        return IgnoredColumn(name, "left out by the analyst")
+    if wanted is not None and wanted not in COLUMN_TYPES:
+        raise ConfigError(f"unknown column type {_quote(wanted)} for column {col}; the types are "
+                          f"{', '.join(COLUMN_TYPES)}, ignored")
+    if st.count == 0:
+        notes.append(f"column {col} has no values and was left out")
+        return IgnoredColumn(name, "no values in the sample")
+    levels = st.levels(numeric)
+    kind = wanted
+    if kind is None:
+        reason = st.ignore_reason(numeric, levels)
+        if reason is not None:
+            notes.append(f"column {col} was left out ({reason})")
+            return IgnoredColumn(name, reason)
+        if numeric:
+            kind = "binary" if levels is not None and len(levels) == 2 and 2 < st.count / 2 else "numeric"
+        else:
+            kind = "binary" if len(levels) == 2 else "categorical"
+    if kind == "numeric" and not numeric:
+        raise ConfigError(f"column {col} cannot be numeric: the sample has {_quote(st.bad)} in it")
+    if kind == "numeric" and name in choices.levels:
+        raise ConfigError(f"column {col} is numeric, so it has no levels; give it a type with levels too")
+    if kind != "numeric" and levels is None:
+        limit = _MAX_NUMBERS if numeric else _MAX_DISTINCT
+        raise ConfigError(f"column {col} has more than {limit:,} distinct values in the sample; it cannot be {kind}")
+    feature = FeatureColumn(name, type=kind)
+    if kind != "numeric":
+        order = list(choices.levels.get(name, []))
+        rest = [lv for lv in levels if lv not in order]
+        if order and rest and kind == "ordinal":
+            notes.append(f"level(s) {_quote_list(rest)} of column {col} were not given with --levels and were "
+                         "put last")
+        feature.levels = order + rest
+    feature.other = name in choices.other
+    policy = choices.missing.get(name)
+    if policy is None:
+        feature.missing, feature.indicator = "impute", st.missing > 0
+    elif policy in MISSING_CHOICES:
+        feature.missing, feature.indicator = policy.split("+")[0], policy.endswith("+indicator")
+    else:
+        raise ConfigError(f"unknown missing-value policy {_quote(policy)} for column {col}; choose one of "
+                          f"{', '.join(MISSING_CHOICES)}")
+    if st.missing:
+        total = st.count + st.missing
+        share = f"{100 * st.missing / total:.0f} %" if st.missing * 100 >= total else "under 1 %"
+        what = f"{st.missing:,} of {total:,} cells missing in the sample ({share})"
+        how = "their own median" if kind == "numeric" else "their own most frequent level"
+        if feature.missing == "refuse":
+            notes.append(f"column {col}: {what}: the kit refuses missing cells in it, so sites must fill them")
+        else:
+            notes.append(f"column {col}: {what}: sites fill them with {how}"
+                         + (" and add a 'was missing' column" if feature.indicator else ""))
+    if with_ranges:
+        feature.missing_share = st.missing / (st.count + st.missing)
+        if kind == "numeric":
+            feature.min, feature.max = st.lo, st.hi
+            feature.mean, feature.std = st.mean_std()
+        else:
+            feature.frequencies = st.frequencies(numeric, feature.levels)
+    try:
+        _check_feature(feature)
+    except FormatError as exc:
+        raise ConfigError(exc.message) from exc
+    return feature
 
 
 @dataclass
 class _ColumnStats:
+    """What inference learns of one column in one pass: number statistics and its distinct text values."""
+
     count: int = 0
     missing: int = 0
     lo: float = math.inf
     hi: float = -math.inf
-    bad: str | None = None
+    bad: str | None = None  # the first cell that is not a number
+    shift: float | None = None  # sums are of (x - shift), for a stable variance
+    total: float = 0.0
+    total_sq: float = 0.0
+    integers: bool = True
+    increasing: bool = True  # every number greater than the one before it, in file order
+    last: float = -math.inf
+    numbers: Counter | None = field(default_factory=Counter)  # number → rows (None: too many to track)
+    texts: Counter | None = None  # stripped text → rows, once the column is known not to be all numbers
+    overflow: int = 0  # the distinct-value limit a text column went past (its texts are then None)
+
+    def add(self, raw: Any, decimal: str, tokens: frozenset[str]) -> None:
+        """One chunk of the column (text cells). Text values are counted only once a cell is not a number, so
+        a column of numbers costs a parse and a count of its distinct numbers (capped)."""
+        values, missing, bad = _text_to_numbers(raw, decimal, tokens)
+        bad |= ~missing & ~np.isfinite(values)
+        self.missing += int(missing.sum())
+        self.count += int((~missing).sum())
+        if self.bad is None and bad.any():
+            self.bad = str(raw.iloc[int(np.flatnonzero(bad)[0])]).strip()
+            # the earlier chunks' numbers become levels as a number is written as a level ("1.0" → "1")
+            self.texts = None if self.numbers is None else Counter(
+                {level_text(v): k for v, k in self.numbers.items()})
+            self.overflow = _MAX_NUMBERS if self.numbers is None else 0
+        if self.bad is not None:
+            if self.texts is not None:
+                present = raw[~missing]
+                self.texts.update(present.astype(str).str.strip().value_counts().to_dict())
+                if len(self.texts) > _MAX_DISTINCT:
+                    self.texts, self.overflow = None, _MAX_DISTINCT
+            return
+        present = values[~missing]
+        if not present.size:
+            return
+        self.lo = min(self.lo, float(present.min()))
+        self.hi = max(self.hi, float(present.max()))
+        if self.shift is None:
+            self.shift = float(present[0])
+        d = present - self.shift
+        self.total += float(d.sum())
+        self.total_sq += float((d * d).sum())
+        self.integers = self.integers and bool(np.all(present == np.rint(present)))
+        self.increasing = self.increasing and present[0] > self.last and bool(np.all(np.diff(present) > 0))
+        self.last = float(present[-1])
+        if self.numbers is not None:
+            distinct, counts = np.unique(present, return_counts=True)
+            self.numbers.update(dict(zip(distinct.tolist(), counts.tolist(), strict=True)))
+            if len(self.numbers) > _MAX_NUMBERS:
+                self.numbers = None
+
+    def levels(self, numeric: bool) -> list[str] | None:
+        """The distinct values in natural order (numbers written as levels are); None when too many."""
+        if numeric:
+            return None if self.numbers is None else [level_text(v) for v in sorted(self.numbers)]
+        return None if self.texts is None else natural_sorted(self.texts)
+
+    def ignore_reason(self, numeric: bool, levels: list[str] | None) -> str | None:
+        """Why a column is left out by default (identifier, free text, a single value), or None."""
+        if numeric:
+            if self.integers and self.increasing and not self.missing and self.count >= _MIN_ID_ROWS:
+                return "identifier: every value is different (a row number)"
+            return None
+        if levels is None:
+            return f"free text: more than {self.overflow:,} distinct values"
+        if len(levels) == self.count and self.count > 1:
+            return "identifier: every value is different"
+        if len(levels) == 1:
+            return f"a single value, {_quote(levels[0])}, in every row of the sample"
+        if len(levels) <= MAX_LEVELS and len(levels) < self.count / 2:
+            return None
+        return f"free text: {len(levels):,} distinct values"
+
+    def mean_std(self) -> tuple[float, float]:
+        mean = self.total / self.count
+        var = max(self.total_sq / self.count - mean * mean, 0.0) * self.count / max(self.count - 1, 1)
+        return mean + (self.shift or 0.0), math.sqrt(var)
+
+    def frequencies(self, numeric: bool, levels: list[str]) -> list[float]:
+        """Each level's share of the sample's non-missing cells, in ``levels`` order."""
+        per: Counter = Counter()
+        if numeric:
+            for v, k in (self.numbers or {}).items():
+                per[level_text(v)] += k
+        else:
+            per.update(self.texts or {})
+        total = sum(per[lv] for lv in levels) or 1
+        return [per[lv] / total for lv in levels]

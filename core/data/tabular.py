@@ -19,7 +19,7 @@ import re
 import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -29,16 +29,20 @@ import pandas as pd
 from ..control import JobControl, ensure
 from ..errors import ConfigError, DataError
 from ..parallel import for_row_blocks
+from .encoding import MISSING, UNKNOWN, LevelCoder, encode, fill_code, fill_value
 from .ordering import natural_sorted
 
 
 class Schema(Protocol):
     """What reading a site's rows needs of the project's schema (:class:`core.data.schema.Schema`)."""
 
+    features: list[Any]
     feature_names: list[str]
     classes: list[str]
     label: str | None
     id_column: str | None
+    width: int
+    all_numeric: bool
 
     def validate(self) -> None: ...
 
@@ -75,8 +79,10 @@ _ENCODING_NAMES = {
 class CsvOptions:
     """How to read a CSV; every ``None`` is detected from the file.
 
-    ``impute=None`` makes a missing value an error; ``impute="mean"`` fills it with the mean of that
-    column over this site's own rows (an explicit choice the caller should record).
+    ``impute`` is for kits made before the kit decided missing values (columns whose policy is "refuse"):
+    ``None`` keeps a missing value an error; ``"mean"`` fills it with the mean of that column over this
+    site's own rows (an explicit choice the caller should record). A column whose kit policy is "impute" is
+    filled whatever this says.
     """
 
     encoding: str | None = None
@@ -107,12 +113,16 @@ class LocalTable:
 
     Attributes
     ----------
-    X : float64 (n, m), columns in ``schema.features`` order, all finite.
+    X : float64 (n, schema.width): the ENCODED matrix, columns in ``schema.encoded_names`` order, all finite.
     y : int64 indices into ``schema.classes``, or None.
     ids : str ids (stripped), or None.
     format : the CSV format that was used.
-    n_imputed : how many feature cells were missing and imputed.
+    n_imputed : how many feature cells were missing and filled (``sum(filled.values())``).
     source : the file that was read.
+    filled : cells filled per raw column name (only columns with filled cells).
+    fill_values : per imputed column, the value its missing cells get at this site (median or most frequent
+        level, or the mean under the legacy ``CsvOptions.impute``); pass it back to :func:`read_table` to
+        encode another file of this site exactly the same way.
     """
 
     X: np.ndarray
@@ -121,6 +131,8 @@ class LocalTable:
     format: CsvFormat
     n_imputed: int
     source: Path
+    filled: dict[str, int] = field(default_factory=dict)
+    fill_values: dict[str, float | str] = field(default_factory=dict)
 
     @property
     def n_rows(self) -> int:
@@ -650,11 +662,14 @@ def read_table(
     labels: bool = True,
     ids: bool = False,
     control: JobControl | None = None,
+    fill_values: dict[str, float | str] | None = None,
 ) -> LocalTable:
-    """Read a local CSV against the schema.
+    """Read a local CSV against the schema into the kit's encoded matrix (:mod:`core.data.encoding`).
 
     Columns are matched by name (any order, extra columns ignored). ``labels`` reads the schema's label
     column into class indices (ignored when the schema has no label); ``ids`` reads the id column.
+    Missing cells follow each column's policy; ``fill_values`` (a :attr:`LocalTable.fill_values` of an earlier
+    reading) are used instead of this file's own medians / most frequent levels.
     Raises DataError with one sentence naming the line, column and value of the first problem.
     """
     path = Path(path)
@@ -664,8 +679,13 @@ def read_table(
     if ids and schema.id_column is None:
         raise ConfigError("the project's schema has no id column")
     control = ensure(control)
+    given = dict(fill_values or {})
+    by_name = {f.name: f for f in schema.features}
+    for name, value in given.items():
+        if name in by_name:
+            fill_code(by_name[name], value)  # DataError if it does not fit the column
     return _with_format(
-        path, options, lambda opened: _read_opened(path, schema, options, opened, labels, ids, control)
+        path, options, lambda opened: _read_opened(path, schema, options, opened, labels, ids, control, given)
     )
 
 
@@ -677,6 +697,7 @@ def _read_opened(
     labels: bool,
     ids: bool,
     control: JobControl,
+    fill_values: dict[str, float | str],
 ) -> LocalTable:
     fmt, header, est_rows = opened
     names = [_clean_name(h) for h in header]
@@ -706,7 +727,7 @@ def _read_opened(
     args = (path, schema, options, fmt, header, positions, label_col, id_col, est_rows, control)
     reader = _TableReader(*args)
     reader.read()
-    return reader.result()
+    return reader.result(fill_values)
 
 
 class _TableReader:
@@ -728,14 +749,24 @@ class _TableReader:
         self.path, self.schema, self.options, self.fmt, self.header = path, schema, options, fmt, header
         self.control = control
         self.est_rows = est_rows
-        self.feat_pos = [positions[n] for n in schema.feature_names]
+        numeric = [f for f in schema.features if not f.typed]
+        typed = [f for f in schema.features if f.typed]
+        self.num_cols = numeric
+        self.num_names = [f.name for f in numeric]
+        self.feat_pos = [positions[f.name] for f in numeric]  # the numeric columns (the fast path's)
+        self.typed_cols = typed
+        self.typed_pos = [positions[f.name] for f in typed]
+        self.coders = [LevelCoder(f, options.missing_tokens) for f in typed]
         self.label_pos = positions[label_col] if label_col is not None else None
         self.id_pos = positions[id_col] if id_col is not None else None
         self.tokens = frozenset(options.missing_tokens)
-        n_used = len({*self.feat_pos, *(p for p in (self.label_pos, self.id_pos) if p is not None)})
+        n_used = len(self._used())
         self.fast_rows = 8 * max(100, _CHUNK_CELLS // 8 // n_used)
         self._cursor: tuple[int, int] | None = None  # a (data row, byte offset) pair already found
-        self.X = _Growable(est_rows, len(self.feat_pos), np.float64)
+        self.X = _Growable(est_rows, len(self.feat_pos), np.float64)  # the numeric columns, raw
+        self.codes = _Growable(est_rows, len(typed), np.int64)  # the typed columns' level codes
+        self.first_missing_typed: tuple[int, int] | None = None  # (row, typed index), refusing columns only
+        self.refusing = np.array([f.missing == "refuse" for f in numeric], dtype=bool)
         self.y = _Growable(est_rows, None, np.int64) if self.label_pos is not None else None
         self.id_parts: list[np.ndarray] = []
         self.missing_per_col = np.zeros(len(self.feat_pos), dtype=np.int64)
@@ -751,6 +782,9 @@ class _TableReader:
             if _NUMBER.match(c):
                 nums.setdefault(float(c), []).append(i)
         self.numeric_classes = {v: idx[0] for v, idx in nums.items() if len(idx) == 1}
+
+    def _used(self) -> set[int]:
+        return {*self.feat_pos, *self.typed_pos, *(p for p in (self.label_pos, self.id_pos) if p is not None)}
 
     # -- the pass
 
@@ -790,7 +824,7 @@ class _TableReader:
         reading then runs from the start and names the problem as before. No progress is shown within it; a
         cancel is honoured as soon as it ends."""
         n_cols = len(self.header)
-        used = {*self.feat_pos, *(p for p in (self.label_pos, self.id_pos) if p is not None)}
+        used = self._used()
         if self.fmt.encoding not in ("utf-8", "utf-8-sig") or len(used) != n_cols \
                 or self.path.stat().st_size > _WHOLE_READ_MAX_BYTES:
             return False
@@ -813,6 +847,8 @@ class _TableReader:
         self.X = _Growable.full(X)
         for start in range(0, n, self.fast_rows):
             self._check_rows(start, X[start:start + self.fast_rows])
+        if self.typed_pos:
+            self._typed(0, frame)
         if self.label_pos is not None:
             self._labels(0, frame[self.label_pos])
         if self.id_pos is not None:
@@ -839,7 +875,7 @@ class _TableReader:
         In the fast mode a refused cell raises :class:`_FastPathRefused` at a chunk boundary, with every
         earlier row stored.
         """
-        usecols = sorted({*self.feat_pos, *(p for p in (self.label_pos, self.id_pos) if p is not None)})
+        usecols = sorted(self._used())
         floats = () if text else self.feat_pos
         n_cols = len(self.header)
         rows = (
@@ -903,6 +939,36 @@ class _TableReader:
         else:  # pandas holds the float columns as one 2-D block: one copy in the kit's feature order
             block[:] = chunk[self.feat_pos].to_numpy(dtype=np.float64)
         self._check_rows(start, block)
+        if self.typed_pos:
+            self._typed(start, chunk)
+
+    def _typed(self, start: int, chunk: pd.DataFrame) -> None:
+        """Level codes of the typed columns (stored); a value the kit does not know is refused with its line."""
+        k = len(chunk)
+        cols = np.empty((len(self.typed_pos), k), dtype=np.int64)
+        for j, (pos, coder) in enumerate(zip(self.typed_pos, self.coders, strict=True)):
+            cols[j] = coder.codes(chunk[pos].to_numpy(dtype=object))
+        unknown = cols == UNKNOWN
+        if unknown.any():
+            r = int(np.flatnonzero(unknown.any(axis=0))[0])
+            j = min(np.flatnonzero(unknown[:, r]).tolist(), key=lambda jj: self.typed_pos[jj])
+            value = chunk[self.typed_pos[j]].iloc[r]
+            line, _ = _locate(self.path, self.fmt, start + r)
+            f = self.typed_cols[j]
+            coded = f"; the kit codes it {'/'.join(f.levels)}" if self.coders[j].numeric_levels else ""
+            raise DataError(
+                f"line {line}, column {_quote(f.name)} has {_quote(str(value).strip())}, which the project does not "
+                f"know (its levels are {', '.join(f.levels)}){coded}",
+                path=self.path,
+            )
+        if self.first_missing_typed is None:
+            refusing = [j for j, f in enumerate(self.typed_cols) if f.missing == "refuse"]
+            miss = cols[refusing] == MISSING
+            if miss.any():
+                r = int(np.flatnonzero(miss.any(axis=0))[0])
+                jj = min(np.flatnonzero(miss[:, r]).tolist(), key=lambda i: self.typed_pos[refusing[i]])
+                self.first_missing_typed = (start + r, refusing[jj])
+        self.codes.take(k)[:] = cols.T
 
     def _check_rows(self, start: int, block: np.ndarray) -> None:
         """Column sums for imputation, missing cells counted (the first one remembered), an infinite value
@@ -914,9 +980,10 @@ class _TableReader:
         nan = np.isnan(block)
         if nan.any():
             self.missing_per_col += nan.sum(axis=0)
-            if self.first_missing is None:
-                r = int(np.flatnonzero(nan.any(axis=1))[0])
-                j = int(min(np.flatnonzero(nan[r]), key=lambda jj: self.feat_pos[jj]))
+            refused = nan & self.refusing
+            if self.first_missing is None and refused.any():
+                r = int(np.flatnonzero(refused.any(axis=1))[0])
+                j = int(min(np.flatnonzero(refused[r]), key=lambda jj: self.feat_pos[jj]))
                 self.first_missing = (start + r, j)
         inf = np.isinf(block)
         if inf.any():
@@ -926,7 +993,7 @@ class _TableReader:
             pos = self.feat_pos[j]
             value = fields[pos] if pos < len(fields) else str(block[r, j])
             raise DataError(
-                f"line {line}, column {_quote(self.schema.feature_names[j])}: {_quote(value.strip())} "
+                f"line {line}, column {_quote(self.num_names[j])}: {_quote(value.strip())} "
                 "is not a finite number",
                 path=self.path,
             )
@@ -945,7 +1012,7 @@ class _TableReader:
         value = chunk[pos].iloc[row]
         line, _ = _locate(self.path, self.fmt, start + row)
         raise DataError(
-            f"line {line}, column {_quote(self.schema.feature_names[j])}: {_quote(value)} is not a number"
+            f"line {line}, column {_quote(self.num_names[j])}: {_quote(value)} is not a number"
             + (" (the decimal mark here is ',')" if self.fmt.decimal == "," and "." in str(value) else ""),
             path=self.path,
         )
@@ -992,34 +1059,14 @@ class _TableReader:
 
     # -- the outcome
 
-    def result(self) -> LocalTable:
+    def result(self, fill_values: dict[str, float | str]) -> LocalTable:
         path = self.path
         X = self.X.finish()
-        n = X.shape[0]
+        codes = self.codes.finish()
+        n = max(X.shape[0], codes.shape[0])
         if n == 0:
             raise DataError("the file has a header but no data rows", path=path)
-        n_missing = int(self.missing_per_col.sum())
-        names = self.schema.feature_names
-        if n_missing and self.options.impute is None:
-            row, j = self.first_missing
-            line, fields = _locate(path, self.fmt, row)
-            pos = self.feat_pos[j]
-            raw = fields[pos].strip() if pos < len(fields) else None
-            what = (
-                "is missing (the row ends before it)"
-                if raw is None
-                else "is empty"
-                if not raw
-                else f"has the missing-value marker {_quote(raw)}"
-            )
-            others = n_missing - 1
-            verb = "cells are" if others != 1 else "cell is"
-            more = f", and {others:,} other {verb} missing too" if others else ""
-            raise DataError(
-                f"line {line}, column {_quote(names[j])} {what}{more}; "
-                "fix the file or choose mean imputation for missing values",
-                path=path,
-            )
+        self._refuse_missing(codes)
         if self.y is not None:
             y = self.y.finish()
             if self.first_missing_label is not None:
@@ -1045,17 +1092,107 @@ class _TableReader:
                 col = _quote(self.schema.id_column)
                 raise DataError(f"line {line}: the id column {col} is empty", path=path)
             id_array = np.concatenate(self.id_parts) if self.id_parts else np.empty(0, dtype=str)
-        if n_missing:
-            counts = n - self.missing_per_col
-            empty = np.flatnonzero(counts == 0)
-            if empty.size:
-                col = _quote(names[int(empty[0])])
-                raise DataError(f"column {col} has no values at all, so it cannot be imputed", path=path)
-            means = self.sums / counts
-            for j in np.flatnonzero(self.missing_per_col):
-                col = X[:, j]
-                col[np.isnan(col)] = means[j]
-        return LocalTable(X=X, y=y, ids=id_array, format=self.fmt, n_imputed=n_missing, source=path)
+        filled, used, masks = self._fill(X, codes, fill_values)
+        if not self.schema.all_numeric:
+            num = iter(range(X.shape[1]))
+            typ = iter(range(codes.shape[1]))
+            columns = [codes[:, next(typ)] if f.typed else X[:, next(num)] for f in self.schema.features]
+            X = encode(self.schema, columns, [masks.get(f.name) for f in self.schema.features])
+        return LocalTable(X=X, y=y, ids=id_array, format=self.fmt, n_imputed=sum(filled.values()), source=path,
+                          filled=filled, fill_values=used)
+
+    def _fill(self, X: np.ndarray, codes: np.ndarray, given: dict[str, float | str]
+              ) -> tuple[dict[str, int], dict[str, float | str], dict[str, np.ndarray]]:
+        """Fill missing cells in place per column policy: (cells filled per column, the value used per filled
+        column, the filled rows of each column with an indicator). ``given`` values win over this file's own
+        (a column without missing cells here needs none, so none is computed: a median costs a pass)."""
+        filled: dict[str, int] = {}
+        used: dict[str, float | str] = {}
+        masks: dict[str, np.ndarray] = {}
+        legacy = self.options.impute == "mean"
+        for j, f in enumerate(self.num_cols):
+            name = f.name
+            k = int(self.missing_per_col[j])
+            if f.indicator and not k:
+                masks[name] = np.zeros(X.shape[0], dtype=bool)
+            if not k or (f.missing == "refuse" and not legacy):
+                continue
+            col = X[:, j]
+            nan = np.isnan(col)
+            if name in given:
+                value = float(given[name])
+            elif f.missing == "refuse":  # the legacy mean imputation of kits that do not decide missing values
+                count = X.shape[0] - k
+                if count == 0:
+                    raise DataError(f"column {_quote(name)} has no values at all, so it cannot be imputed",
+                                    path=self.path)
+                value = float(self.sums[j] / count)
+            else:
+                if k == X.shape[0]:
+                    raise DataError(f"column {_quote(name)} has no values at all, so it cannot be imputed",
+                                    path=self.path)
+                value = fill_value(f, col)
+            used[name] = value
+            col[nan] = value
+            filled[name] = k
+            if f.indicator:
+                masks[name] = nan
+        for j, f in enumerate(self.typed_cols):
+            col = codes[:, j]
+            miss = col == MISSING
+            k = int(miss.sum())
+            if f.indicator:
+                masks[f.name] = miss
+            if f.missing == "refuse" or not k:
+                continue
+            if f.name in given:
+                value = given[f.name]
+            else:
+                if k == len(col):
+                    raise DataError(f"column {_quote(f.name)} has no values at all, so it cannot be imputed",
+                                    path=self.path)
+                value = fill_value(f, col)
+            used[f.name] = value
+            col[miss] = fill_code(f, value)
+            filled[f.name] = k
+        order = {n: i for i, n in enumerate(self.schema.feature_names)}
+        by_kit = sorted(filled, key=order.__getitem__)
+        return {n: filled[n] for n in by_kit}, {n: used[n] for n in by_kit}, masks
+
+    def _refuse_missing(self, codes: np.ndarray) -> None:
+        """Raise for the first missing cell, in file order, of a column whose kit policy refuses missing cells
+        (numeric columns only when the legacy mean imputation is off)."""
+        legacy = self.options.impute == "mean"
+        refusing_num = int(self.missing_per_col[self.refusing].sum()) if not legacy else 0
+        typed_refusing = [j for j, f in enumerate(self.typed_cols) if f.missing == "refuse"]
+        refusing_typed = int((codes[:, typed_refusing] == MISSING).sum()) if typed_refusing else 0
+        first: list[tuple[int, int, str, bool]] = []  # (row, file position, column name, numeric)
+        if refusing_num and self.first_missing is not None:
+            row, j = self.first_missing
+            first.append((row, self.feat_pos[j], self.num_names[j], True))
+        if refusing_typed and self.first_missing_typed is not None:
+            row, j = self.first_missing_typed
+            first.append((row, self.typed_pos[j], self.typed_cols[j].name, False))
+        if not first:
+            return
+        row, pos, name, numeric = min(first)
+        n_missing = refusing_num + refusing_typed
+        path = self.path
+        line, fields = _locate(path, self.fmt, row)
+        raw = fields[pos].strip() if pos < len(fields) else None
+        what = (
+            "is missing (the row ends before it)"
+            if raw is None
+            else "is empty"
+            if not raw
+            else f"has the missing-value marker {_quote(raw)}"
+        )
+        others = n_missing - 1
+        verb = "cells are" if others != 1 else "cell is"
+        more = f", and {others:,} other {verb} missing too" if others else ""
+        fix = ("fix the file or choose mean imputation for missing values" if numeric and self.schema.all_numeric
+               else "fix the file (the kit refuses missing values in this column)")
+        raise DataError(f"line {line}, column {_quote(name)} {what}{more}; {fix}", path=path)
 
 
 # ------------------------------------------------------------------------------------- locating problems

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pyrage
 
+from ..data.encoding import encode, encoded_ranges, level_shares
 from ..errors import ConfigError, FormatError, VerificationError, project_label
 from ..fileio import canonical_json, loads_checked, read_bytes_capped, utc_now, write_bytes_atomic, write_json_atomic
 from .kit import ANCHOR_KINDS
@@ -262,15 +263,33 @@ def make_anchor(project_id: str, feature_names: list[str], *, kind: str, rows: i
     return anchor
 
 
-def statistics_seed(local_X: np.ndarray, rows: int, rng: np.random.Generator) -> np.ndarray:
-    """A synthetic SMOTE seed set from aggregate statistics only: each column drawn from N(μ_j, σ_j²) of the
-    lead site's rows, clipped to that column's observed range. No real row is copied."""
+def statistics_seed(local_X: np.ndarray, rows: int, rng: np.random.Generator, schema=None) -> np.ndarray:
+    """A synthetic SMOTE seed set from aggregate statistics only: each numeric column drawn from N(μ_j, σ_j²) of
+    the lead site's rows, clipped to that column's observed range. With a typed ``schema`` (``local_X`` is then
+    its encoded matrix) each typed column's level is drawn from the lead site's own level shares, each
+    "was missing" column is Bernoulli(the site's missing share), and the rows are encoded as every site encodes
+    its own. No real row is copied."""
     X = np.asarray(local_X, dtype=np.float64)
     if X.ndim != 2 or len(X) < 2 or not np.all(np.isfinite(X)):
         raise ConfigError("the lead site's rows must be at least two rows of finite numbers")
+    n = max(2, rows)
     mu, sd = X.mean(axis=0), X.std(axis=0)
-    out = mu + sd * rng.standard_normal((max(2, rows), X.shape[1]))
-    return np.clip(out, X.min(axis=0), X.max(axis=0))
+    out = np.clip(mu + sd * rng.standard_normal((n, X.shape[1])), X.min(axis=0), X.max(axis=0))
+    if schema is None or schema.all_numeric:
+        return out
+    if X.shape[1] != schema.width:
+        raise ConfigError(f"the lead site's rows have {X.shape[1]} columns, the kit's encoding {schema.width}")
+    positions = schema.encoded_positions()
+    shares = level_shares(schema, X)
+    columns, missing = [], []
+    for f in schema.features:
+        at = positions[f.name]
+        if f.typed:
+            columns.append(rng.choice(len(f.known_levels), size=n, p=shares[f.name]))
+        else:
+            columns.append(out[:, at[0]])
+        missing.append(rng.random(n) < X[:, at[-1]].mean() if f.indicator else None)
+    return encode(schema, columns, missing)
 
 
 def anchor_for_kit(kit, *, kind: str | None = None, rows: int | None = None, local_X: np.ndarray | None = None,
@@ -278,24 +297,26 @@ def anchor_for_kit(kit, *, kind: str | None = None, rows: int | None = None, loc
                    rng: np.random.Generator | None = None) -> AnchorFile:
     """The lead site's anchor for a kit (what ``dcstudio anchor new`` and the wizard's anchor page make).
 
+    The anchor lives in the kit's ENCODED matrix space (``schema.encoded_names``); ``local_X`` and ``seed_X``
+    are encoded matrices as :func:`core.data.tabular.read_table` returns them.
     ``kind``/``rows`` default to the kit's recommendation; the kit's public ranges are used when every
-    feature has them; an extended-SMOTE seed set is ``seed_X`` (rows the lead site declares shareable: they
-    travel in the file) or else ``seed_rows`` synthetic rows drawn from the aggregate statistics of the lead
-    site's own rows ``local_X`` (:func:`statistics_seed`; no real row leaves).
+    numeric feature has them (0/1 columns span [0, 1], an ordinal rank [0, L-1]); an extended-SMOTE seed set is
+    ``seed_X`` (rows the lead site declares shareable: they travel in the file) or else ``seed_rows`` synthetic
+    rows drawn from the aggregate statistics and level shares of the lead site's own rows ``local_X``
+    (:func:`statistics_seed`; no real row leaves).
     """
     schema = kit.schema
     kind = kind or kit.anchor.get("kind", "smote")
     rows = int(rows or kit.anchor.get("rows", 1000))
-    ranges = None
-    if all(c.min is not None and c.max is not None for c in schema.features):
-        ranges = (np.array([c.min for c in schema.features]), np.array([c.max for c in schema.features]))
+    ranges = encoded_ranges(schema)
     seed, source = seed_X, "declared-shareable"
     if kind == "smote" and seed is None:
         if local_X is None:
             raise ConfigError("an extended-SMOTE anchor needs a seed set (a small shareable CSV) or the lead "
                               "site's own rows to compute statistics from")
-        seed, source = statistics_seed(local_X, seed_rows, rng or np.random.default_rng()), "statistics"
-    return make_anchor(kit.project_id, schema.feature_names, kind=kind, rows=rows, ranges=ranges, local_X=local_X,
+        seed = statistics_seed(local_X, seed_rows, rng or np.random.default_rng(), schema)
+        source = "statistics"
+    return make_anchor(kit.project_id, schema.encoded_names, kind=kind, rows=rows, ranges=ranges, local_X=local_X,
                        seed_rows=seed, seed_source=source)
 
 

@@ -127,7 +127,9 @@ class Kit:
                  "(compare with the analyst by phone or on paper)",
                  f"task:        {self.task}", f"method:      {self.method}"
                  + (f" ({', '.join(f'{k}={v}' for k, v in sorted(self.settings.items()))})" if self.settings else ""),
-                 f"schema:      {len(features)} features: {', '.join(features)}"]
+                 f"schema:      {len(features)} features ({self.schema.width} encoded columns): "
+                 f"{', '.join(features)}"]
+        lines += ["             " + line for line in self.schema.describe_columns()]
         if self.schema.label:
             lines.append(f"label:       {self.schema.label} (classes {', '.join(self.schema.classes)})")
         if self.schema.id_column:

@@ -68,7 +68,8 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
     arrays = {"x_tilde": X_tilde, "anchor_tilde": A_tilde}
     disclosures = [
         Disclosure("x_tilde", X_tilde.shape, "float32",
-                   f"your {n} rows after a private {opts['reduction'].upper()} reduction from {m} to {k} "
+                   f"your {n} rows, encoded in the kit's {m} matrix columns (levels as 0/1 columns, missing cells "
+                   f"filled as the kit says), after a private {opts['reduction'].upper()} reduction from {m} to {k} "
                    "columns, in shuffled order"),
         Disclosure("anchor_tilde", A_tilde.shape, "float32",
                    "the shared synthetic anchor rows after the same private reduction"),

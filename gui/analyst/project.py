@@ -23,6 +23,7 @@ through ``QFileDialog.getSaveFileName``), ``build_kit() -> Kit``. Objects: ``ide
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -48,7 +49,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.analyst import AnalystRound
-from core.data.schema import FeatureColumn, Schema, infer_schema
+from core.data.schema import FeatureColumn, IgnoredColumn, Schema, infer_schema
 from core.data.tabular import preview
 from core.errors import DCError
 from core.formats.identity import SCRYPT_LOG_N_DEFAULT, Identity, check_name, passphrase_ok
@@ -603,10 +604,15 @@ class ProjectPage(QWidget):
                 role, typ = self.tr("row id"), self.tr("text")
             elif name in feats:
                 f = feats[name]
-                role, typ = self.tr("feature"), self.tr("number")
-                min_, max_ = f"{f.min:.6g}", f"{f.max:.6g}"
+                if f.typed:
+                    role, typ = self.tr("feature"), f"{f.type}: {', '.join(f.levels or [])}"
+                else:
+                    role, typ = self.tr("feature"), self.tr("number")
+                    if f.min is not None and f.max is not None:
+                        min_, max_ = f"{f.min:.6g}", f"{f.max:.6g}"
             else:
-                reason = next((n for n in self.notes if f"'{name}'" in n), "")
+                reason = next((c.reason for c in self.schema.ignored if c.name == name), "") \
+                    or next((n for n in self.notes if f"'{name}'" in n), "")
                 role, typ = self.tr("left out"), reason
             cells = [name, role, typ, min_, max_]
             for c, text in enumerate(cells):
@@ -697,10 +703,15 @@ class ProjectPage(QWidget):
         if not feats:
             raise ConfigError("keep at least one feature column")
         ranges = self.ranges_check.isChecked()
-        feats = [FeatureColumn(f.name, f.min if ranges else None, f.max if ranges else None) for f in feats]
+        kept = {f.name for f in feats}
+        left_out = [IgnoredColumn(f.name, "left out by the analyst") for f in self.schema.features
+                    if f.name not in kept]
+        if not ranges:  # the sample's statistics stay unpublished; types, levels and policies are kept
+            feats = [replace(f, min=None, max=None, mean=None, std=None, frequencies=None, missing_share=None)
+                     for f in feats]
         label = self.schema.label
         schema = Schema(features=feats, label=label, classes=list(self.schema.classes) if label else [],
-                        id_column=self.schema.id_column)
+                        id_column=self.schema.id_column, ignored=list(self.schema.ignored) + left_out)
         kit, _ = build_kit(name=self.project_name.text(), schema=schema, analyst=self.identity.card,
                            task=self.task_combo.currentData(), method=self.method_combo.currentData(),
                            settings=self.method_settings(), blocks=self.blocks_edit.text().strip() or None,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
@@ -19,6 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.data.encoding import encoded_ranges
 from core.data.tabular import read_table
 from core.errors import DCError
 from core.fileio import safe_name
@@ -208,9 +208,7 @@ class AnchorPage(Page):
         out = self.save_field.path()
         from_seed = self.seed_csv_radio.isChecked() and kind == "smote"
         schema = kit.schema
-        ranges = None
-        if all(c.min is not None and c.max is not None for c in schema.features):
-            ranges = (np.array([c.min for c in schema.features]), np.array([c.max for c in schema.features]))
+        ranges = encoded_ranges(schema)
         if not source and not (ranges is not None and kind != "smote"):
             self.message.show_message("error", self.tr("Choose the CSV the anchor is made from."))
             return

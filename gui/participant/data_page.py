@@ -88,8 +88,10 @@ class DataPage(Page):
                                              "is always missing."))
         self.missing_edit.editingFinished.connect(self._tokens_edited)
         self._tokens_text = self.missing_edit.text()
-        self.impute_check = QCheckBox(self.tr("Fill &missing values with the mean of my own column (this site's "
-                                              "rows only)"))
+        self.impute_check = QCheckBox(self.tr("Older kits: fill &missing values with the mean of my own column "
+                                              "(this site's rows only)"))
+        self.impute_check.setToolTip(self.tr("Kits made now decide missing values per column themselves; this is for "
+                                             "kits whose columns refuse them"))
         self.impute_check.toggled.connect(lambda _: self.refresh())
 
         form = QFormLayout()
@@ -334,12 +336,15 @@ class DataPage(Page):
     def _summary(self, table: LocalTable) -> str:
         kit = self.state.kit
         block = getattr(self.exporter, "block", None) if self.exporter is not None else None
-        parts = [self.tr("{n:,} rows read; all {m} project columns found.").format(n=table.n_rows, m=table.X.shape[1])
+        columns = kit.schema.feature_names if block is None else kit.schema.block_columns(block)
+        parts = [self.tr("{n:,} rows read; all {m} project columns found.").format(n=table.n_rows, m=len(columns))
                  if block is None else
                  self.tr("{n:,} rows read; the {m} columns of the feature block '{block}' found.").format(
-                     n=table.n_rows, m=table.X.shape[1], block=block)]
+                     n=table.n_rows, m=len(columns), block=block)]
         if table.n_imputed:
-            parts.append(self.tr("{k:,} missing cells were filled with your column means.").format(k=table.n_imputed))
+            parts.append(self.tr("{k:,} missing cells were filled with this site's own values ({detail}); only these "
+                                 "counts leave.").format(k=table.n_imputed, detail=", ".join(
+                                     f"{html.escape(c)} {k:,}" for c, k in table.filled.items())))
         if table.y is not None and kit.schema.classes:
             counts = np.bincount(table.y, minlength=len(kit.schema.classes))
             parts.append(self.tr("Rows by class: {counts}.").format(counts=", ".join(

@@ -22,8 +22,13 @@ def kit_request_html(kit: Kit, tr=QObject.tr) -> str:
     """What the project asks of a site, in plain words (HTML); ``tr`` translates."""
     schema = kit.schema
     names = schema.feature_names
-    shown = ", ".join(html.escape(n) for n in names[:30]) + (", …" if len(names) > 30 else "")
-    lines = [tr("<b>{m} numeric columns</b>: {names}").format(m=len(names), names=shown)]
+    typed = {f.name: f.type for f in schema.features}
+    shown = ", ".join(html.escape(n) + ("" if typed[n] == "numeric" else f" ({typed[n]})") for n in names[:30]) \
+        + (", …" if len(names) > 30 else "")
+    lines = [tr("<b>{m} columns</b>: {names}").format(m=len(names), names=shown)]
+    if schema.ignored:
+        lines.append(tr("<b>Left out</b>: {cols}").format(cols="; ".join(
+            f"{html.escape(c.name or '(no name)')} ({html.escape(c.reason)})" for c in schema.ignored[:20])))
     try:
         method = get_method(kit.method, kit.settings)
         title, labels_leave = method.title, method.labels_leave

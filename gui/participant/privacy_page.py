@@ -116,7 +116,7 @@ class PrivacyPage(Page):
     def initializePage(self) -> None:
         exporter = self.state.exporter
         table = exporter.table if exporter is not None else None
-        m = table.X.shape[1] if table is not None else len(self.state.kit.schema.features)  # this site's columns
+        m = table.X.shape[1] if table is not None else self.state.kit.schema.width  # this site's columns
         method = method_class(self.state.kit.method)
         if self._form_for != (method.name, m):
             self._form_for = (method.name, m)

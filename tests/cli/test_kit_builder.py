@@ -35,6 +35,7 @@ def test_the_rules(analyst):
         build_kit(name="P", schema=_schema(True), analyst=analyst, blocks="a=x0,x1;b=x2")
     kit, notes = build_kit(name="P", schema=_schema(True), analyst=analyst, task="clustering")
     assert kit.schema.label is None and any("left out" in n for n in notes)
+    assert [c.name for c in kit.schema.ignored] == ["y"]  # the kit itself says the label was left out
     assert kit.anchor["kind"] == "uniform"
 
 
@@ -47,3 +48,19 @@ def test_the_cli_refuses_what_the_app_refuses(tmp_path, monkeypatch, capsys):
             tmp_path / "data/sample.csv", "--label", "label", "--anchor-kind", "uniform", "--no-ranges",
             "--out", tmp_path / "p.dckit", expect="uniform anchor needs")
     assert not (tmp_path / "p.dckit").exists()
+
+
+def test_column_choices_from_the_flags_text():
+    from core.kit_builder import column_choices
+
+    c = column_choices(ignore=["futime,chapter", "id"], types=["grade=ordinal", "x=ignored"],
+                       levels=["sex=M, F", "grade=low,mid,high"], missing=["creat=impute+indicator"], other=["rx"])
+    assert c.ignore == {"futime", "chapter", "id"} and c.types == {"grade": "ordinal", "x": "ignored"}
+    assert c.levels == {"sex": ["M", "F"], "grade": ["low", "mid", "high"]} and c.other == {"rx"}
+    assert c.missing == {"creat": "impute+indicator"}
+    with pytest.raises(ConfigError, match="unknown column type 'text' for column 'a'"):
+        column_choices(types=["a=text"])
+    with pytest.raises(ConfigError, match="--missing takes COLUMN=VALUE"):
+        column_choices(missing=["a"])
+    with pytest.raises(ConfigError, match="unknown missing-value policy 'drop'"):
+        column_choices(missing=["a=drop"])

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from core.data.schema import FeatureColumn, Schema, infer_schema, natural_sorted
-from core.data.tabular import CsvOptions, read_table
+from core.data.tabular import read_table
 from core.errors import ConfigError, DataError, FormatError
 
 SCHEMA = Schema(
@@ -132,11 +132,13 @@ def test_infer_leaves_out_a_text_column_with_a_note(tmp_path):
     assert schema.feature_names == ["age", "bmi"]
     assert schema.classes == ["2", "9", "10"]
     assert schema.id_column == "pid" and schema.features[0].min is None
-    assert any("column 'name' is not numeric and was left out" in n for n in notes)
-    assert any("'bmi' has 1 missing value" in n for n in notes)
-    # the inferred schema reads its own sample (ids on, imputation for the gap)
-    t = read_table(p, schema, ids=True, options=CsvOptions(impute="mean"))
+    assert any("column 'name' was left out (identifier: every value is different)" in n for n in notes)
+    assert [(c.name, c.reason) for c in schema.ignored] == [("name", "identifier: every value is different")]
+    assert any("'bmi': 1 of 4 cells missing in the sample (25 %)" in n for n in notes)
+    # the inferred schema reads its own sample (ids on; the kit imputes the gap with this site's median)
+    t = read_table(p, schema, ids=True)
     assert t.y.tolist() == [2, 0, 2, 1] and t.ids.tolist() == ["1", "2", "3", "4"]
+    assert t.filled == {"bmi": 1} and t.fill_values == {"bmi": 27.0} and t.X[2].tolist() == [55, 27, 1]
 
 
 def test_infer_with_ranges(tmp_path):
@@ -174,7 +176,7 @@ def test_infer_notes_and_errors(tmp_path):
     assert "column 2 has no name" in text and "'empty' has no values" in text
     assert "'a' appears 2 times in the header and was left out" in text and "only one class" in text
     p = write(tmp_path, "name,y\nAnn,k\n")
-    with pytest.raises(DataError, match="no numeric feature columns"):
+    with pytest.raises(DataError, match="no usable feature columns"):
         infer_schema(p, label="y")
     p = write(tmp_path, "a,y\n1,NA\n")
     with pytest.raises(DataError, match="label column 'y' has no values"):
@@ -184,4 +186,4 @@ def test_infer_notes_and_errors(tmp_path):
 def test_infer_inf_is_not_numeric(tmp_path):
     p = write(tmp_path, "a,b,y\n1,inf,k\n2,3,j\n")
     schema, notes = infer_schema(p, label="y")
-    assert schema.feature_names == ["a"] and "'b' is not numeric" in notes[0]
+    assert schema.feature_names == ["a"] and "'b' was left out" in notes[0]

@@ -196,19 +196,15 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
     assert dp.preview_model.highlight == (51, list(dp.frame.columns).index("x5"))
     assert dp.preview_model.headerData(51, 2) == "62"
 
-    # an empty cell: an error until the user chooses mean imputation
+    # an empty cell: the kit (made with today's defaults) has each site fill it with its own median
     dp.set_csv(empty_csv)
-    wait_page(qtbot, dp, lambda: dp.message.kind == "error")
-    assert dp.preview_model.highlight == (4, list(dp.frame.columns).index("x1"))
-    dp.impute_check.setChecked(True)
     wait_page(qtbot, dp)
-    assert "1 missing cells were filled" in dp.message.text()
+    assert "1 missing cells were filled with this site's own values (x1 1)" in dp.message.text()
     roles = {dp.columns_table.item(r, 0).text(): dp.columns_table.item(r, 1).text()
              for r in range(dp.columns_table.rowCount())}
     assert roles["label"] == "label" and all(roles[f] == "feature" for f in FEATURES)
 
     # and a clean file
-    dp.impute_check.setChecked(False)
     dp.set_csv(good)
     wait_page(qtbot, dp)
     assert dp.table.n_rows == len(pd.read_csv(good))

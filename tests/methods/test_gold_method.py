@@ -170,7 +170,7 @@ def test_a_site_with_fewer_rows_than_the_minimum_is_refused():
 
 
 # ---- check_bundle and fit in process ------------------------------------------------------------------------
-KIT = SimpleNamespace(schema=SimpleNamespace(features=COLS, block_names=["all"]))
+KIT = SimpleNamespace(schema=SimpleNamespace(features=COLS, width=len(COLS), block_names=["all"]))
 
 
 def _bundles(m, scaling_seed=0):

@@ -104,9 +104,10 @@ class DCClustering(Method):
             raise FormatError(f"bundle holds feature block {block!r}, which the kit does not declare (its blocks "
                               f"are {schema.describe_blocks()})")
         cols = schema.block_columns(block)
-        if m.get("n_features") != len(cols):
+        width = len(schema.block_indices(block))  # the block's encoded matrix columns
+        if m.get("n_features") != width:
             raise FormatError(f"bundle's block '{block}' has {m.get('n_features')} column(s); the kit's block has "
-                              f"{len(cols)} ({', '.join(cols)})")
+                              f"{width} ({', '.join(cols)})")
         if len(schema.block_names) > 1 and "id_hash" not in bundle.arrays:
             raise FormatError("bundle lacks the hashed row ids needed to link the feature blocks")
         standardised = m.get("standardised", True)

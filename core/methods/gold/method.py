@@ -175,7 +175,7 @@ class Gold(Method):
         if len(schema.block_names) > 1:
             raise FormatError("GOLD clusters sites that hold the same columns; this kit splits the columns into "
                               "blocks (use a kit without blocks)")
-        m = len(schema.features)
+        m = schema.width  # the encoded matrix columns
         C, counts = a.get("centroids"), a.get("counts")
         if C is None or C.ndim != 2 or C.dtype.kind != "f" or C.shape[0] < 1 or C.shape[1] != m:
             raise FormatError(f"bundle lacks a float array 'centroids' of shape (micro-clusters, {m})")
