@@ -1,0 +1,63 @@
+"""The site-side units check: a column in another unit is named before export; natural differences are not."""
+
+import numpy as np
+import pytest
+
+from core.data.harmony import unit_warnings
+from core.data.schema import FeatureColumn, Schema
+
+
+def _schema(**stats) -> Schema:
+    return Schema([FeatureColumn("height", type="numeric", **stats), FeatureColumn("age")])
+
+
+@pytest.fixture
+def kit_sample():
+    rng = np.random.default_rng(0)
+    return np.column_stack([rng.normal(170, 10, 500), rng.normal(60, 12, 500)])
+
+
+def _published(sample: np.ndarray) -> Schema:
+    h = sample[:, 0]
+    return _schema(min=float(h.min()), max=float(h.max()), mean=float(h.mean()), std=float(h.std()))
+
+
+def test_a_site_from_the_same_population_is_not_flagged(kit_sample):
+    rng = np.random.default_rng(1)
+    site = np.column_stack([rng.normal(173, 8, 40), rng.normal(65, 10, 40)])  # taller, narrower: natural
+    assert unit_warnings(_published(kit_sample), site) == []
+
+
+def test_a_column_in_another_unit_is_named_with_what_was_expected(kit_sample):
+    rng = np.random.default_rng(2)
+    site = np.column_stack([rng.normal(170, 10, 60) * 2.54 + 10, rng.normal(60, 12, 60)])
+    (warning,) = unit_warnings(_published(kit_sample), site)
+    assert warning.startswith("column 'height' does not look like the kit's")
+    assert "over 60 rows" in warning and "the kit's sample has mean 169.7" in warning and "another unit" in warning
+
+
+def test_a_rescaled_column_with_the_same_centre_is_caught_by_its_spread(kit_sample):
+    site = np.column_stack([170 + (kit_sample[:60, 0] - 170) * 3, kit_sample[:60, 1]])
+    assert len(unit_warnings(_published(kit_sample), site)) == 1
+
+
+def test_ranges_alone_catch_values_outside_them():
+    schema = _schema(min=150.0, max=200.0)
+    rng = np.random.default_rng(3)
+    assert unit_warnings(schema, np.column_stack([rng.uniform(150, 200, 50), rng.normal(size=50)])) == []
+    inches = np.column_stack([rng.uniform(59, 79, 50), rng.normal(size=50)])
+    assert "outside the kit's range 150 to 200" in unit_warnings(schema, inches)[0]
+
+
+def test_without_published_statistics_nothing_is_compared():
+    rng = np.random.default_rng(4)
+    assert unit_warnings(_schema(), np.column_stack([rng.normal(1000, 1, 50), rng.normal(size=50)])) == []
+
+
+def test_cells_the_site_filled_are_left_out_of_the_comparison(kit_sample):
+    schema = Schema([FeatureColumn("height", mean=170.0, std=10.0, missing="impute", indicator=True)])
+    rng = np.random.default_rng(5)
+    present = rng.normal(170, 10, 30)
+    filled = np.full(30, 400.0)  # would shift the mean if it were counted
+    X = np.column_stack([np.concatenate([present, filled]), np.r_[np.zeros(30), np.ones(30)]])
+    assert unit_warnings(schema, X) == []
