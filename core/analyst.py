@@ -275,7 +275,7 @@ class AnalystRound:
         if m.family != self.method.family:
             raise FormatError(f"bundles of this kit cannot be analysed with method '{name}'")
         context = FitContext(list(self.kit.schema.classes), list(self.kit.schema.block_names), control, on_epoch,
-                             features=list(self.kit.schema.feature_names))
+                             features=list(self.kit.schema.encoded_names))
         return AnalystRun(m, m.fit(bundles, context), list(bundles), list(excluded or []), self.scale_flags(bundles))
 
     def export(self, run: AnalystRun, out_dir: str | Path, control: JobControl | None = None) -> RunOutputs:

@@ -124,7 +124,8 @@ def cmd_kit_new(args) -> None:
     choices = column_choices(ignore=args.ignore, types=args.type, levels=args.levels, missing=args.missing,
                              other=args.other)
     schema, notes = infer_schema(args.schema_from, label=args.label, id_column=args.id_column,
-                                 with_ranges=ranges, options=csv_options(args), choices=choices)
+                                 with_ranges=ranges, with_statistics=args.statistics, options=csv_options(args),
+                                 choices=choices)
     roster = [PublicCard.load(p) for p in args.roster] if args.roster else None
     kit, more = build_kit(name=args.name, schema=schema, analyst=ident.card, task=task, method=method,
                           settings=parse_sets(args.set, cls), blocks=args.blocks, anchor_kind=args.anchor_kind,
@@ -227,8 +228,11 @@ def cmd_participant_export(args) -> None:
     workspace = args.workspace or default_workspace(args.identity)
     job = ParticipantRound(kit, args.kit, load_identity(args.identity), workspace, anchor=args.anchor,
                            site_settings=site)
+    job.units_checked = args.units_checked
     try:
         table = job.load(args.csv, csv_options(args), block=args.block)
+        if args.units_checked:  # otherwise sealing refuses, naming the columns
+            say(*(f"warning: {w} (you said you checked it: --units-checked)" for w in job.unit_warnings))
         job.check_target(args.out, replace=args.force)
         ex = job.compute()
         sealed = job.seal(args.out, replace=args.force)
@@ -499,8 +503,11 @@ def build_parser() -> argparse.ArgumentParser:
                    + " (default: the task's first method)")
     p.add_argument("--blocks", help='clustering: feature blocks, e.g. "clinical=a,b,c;lifestyle=d,e"')
     p.add_argument("--ranges", action=argparse.BooleanOptionalAction, default=None,
-                   help="publish the sample's statistics in the kit: per-column min/max/mean/std, level "
-                   "frequencies, missing shares (default: on for clustering)")
+                   help="publish each numeric column's min/max of the sample in the kit (default: on for "
+                   "clustering)")
+    p.add_argument("--statistics", action=argparse.BooleanOptionalAction, default=True,
+                   help="publish the sample's per-column mean and spread, level shares and missing shares in the "
+                   "kit, so every site can check its units before export (default: on)")
     p.add_argument("--ignore", action="append", metavar="COL[,COL]",
                    help="leave columns out of the project (e.g. ones that leak the outcome); repeatable")
     p.add_argument("--type", action="append", metavar="COL=TYPE",
@@ -553,6 +560,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--anchor", help="the project's .dcanchor from the lead participant")
     p.add_argument("--workspace", help="where the private reduction is kept (default: beside the identity)")
     p.add_argument("--block", help="clustering: the feature block this CSV holds (default: detected from its columns)")
+    p.add_argument("--units-checked", action="store_true",
+                   help="export even though a column does not look like the kit's sample (another unit or coding?): "
+                   "only after checking the columns named")
     site_specs = {}
     for cls in METHODS.values():
         for spec in cls.site_settings_spec():

@@ -16,6 +16,8 @@ import pandas as pd
 
 from . import __version__
 from .control import JobControl, ensure
+from .data.encoding import encoded_scales
+from .data.harmony import unit_warnings
 from .data.tabular import CsvFormat, CsvOptions, LocalTable, preview, read_table
 from .errors import ConfigError, DataError, DCError, FormatError
 from .fileio import atomic_writer, safe_cell, utc_now
@@ -52,12 +54,10 @@ def own_cv_disclosure(cv: dict) -> Disclosure:
 
 
 def public_scale(schema, width: int) -> np.ndarray | None:
-    """The kit's public standard deviation of every column the method sees, when the schema gives one for each
-    (a positive ``std`` per feature); None otherwise (methods then work in the columns' own units)."""
-    stds = [getattr(f, "std", None) for f in schema.features]
-    if len(stds) != width or not all(isinstance(v, int | float) and np.isfinite(v) and v > 0 for v in stds):
-        return None
-    return np.asarray(stds, dtype=np.float64)
+    """The kit's public standard deviation of every matrix column (:func:`core.data.encoding.encoded_scales`),
+    or None when the kit does not publish one for each (methods then work in the columns' own units)."""
+    scales = encoded_scales(schema)
+    return scales if scales is not None and len(scales) == width else None
 
 
 def needs_anchor(kit: Kit) -> bool:
@@ -130,6 +130,8 @@ class ParticipantRound:
         self.block: str | None = None
         self.export_: SiteExport | None = None
         self.local_baseline = True  # train the own-rows model that ``apply --validate`` compares with
+        self.unit_warnings: list[str] = []  # columns that do not look like the kit's sample (core.data.harmony)
+        self.units_checked = False  # the site's staff checked them: sealing goes ahead despite the warnings
 
     @property
     def workspace(self) -> SiteWorkspace:
@@ -171,6 +173,7 @@ class ParticipantRound:
         self.table = read_table(csv_path, schema, options=options,
                                 labels=self.method.reads_labels() and schema.label is not None,
                                 ids=needs_ids, control=control)
+        self.unit_warnings = unit_warnings(schema, self.table.X)
         self.export_ = None
         return self.table
 
@@ -229,6 +232,10 @@ class ParticipantRound:
         so a kill at any moment leaves no bundle without its state. A failure leaves no workspace this round made."""
         control = ensure(control)
         self.check_target(out_path, replace=replace)
+        if self.unit_warnings and not self.units_checked:
+            raise ConfigError(f"{len(self.unit_warnings)} column(s) do not look like the kit's sample ("
+                              + "; ".join(self.unit_warnings) + "); if they are right, export again with "
+                              "--units-checked (in the app: tick 'I checked these columns')", path=self.table.source)
         try:
             if self.export_ is None:
                 self.compute(control.sub(0.0, 0.5))

@@ -173,6 +173,36 @@ def encoded_ranges(schema: Schema) -> tuple[np.ndarray, np.ndarray] | None:
     return np.array(lo), np.array(hi)
 
 
+def encoded_scales(schema: Schema) -> np.ndarray | None:
+    """The kit's public standard deviation of every matrix column: a numeric column's published ``std``; a 0/1
+    column's √(p(1 − p)) from the published level or missing share p; an ordinal rank's standard deviation
+    under the published level shares. None when the kit does not publish what one column needs (or it is 0)."""
+    out: list[float] = []
+
+    def bernoulli(p: float | None) -> float | None:
+        return None if p is None else float(np.sqrt(p * (1.0 - p)))
+
+    for f in schema.features:
+        shares = None if f.frequencies is None else np.asarray(f.frequencies, np.float64)
+        if f.type == "numeric":
+            out.append(f.std)
+        elif shares is None:
+            return None
+        elif f.type == "binary":
+            out.append(bernoulli(float(shares[1])))
+        elif f.type == "categorical":
+            out += [bernoulli(float(p)) for p in shares] + ([0.0] if f.other else [])
+        else:  # ordinal: the spread of the rank 0..L-1
+            ranks = np.arange(len(shares))
+            mean = float(shares @ ranks)
+            out += [float(np.sqrt(shares @ (ranks - mean) ** 2))] + ([0.0] if f.other else [])
+        if f.indicator:
+            out.append(bernoulli(f.missing_share))
+    if any(v is None or not np.isfinite(v) or v <= 0 for v in out):
+        return None
+    return np.asarray(out, dtype=np.float64)
+
+
 def level_shares(schema: Schema, X: np.ndarray) -> dict[str, np.ndarray]:
     """Per typed column, the share of each of its levels (``known_levels`` order) among the rows of an encoded
     matrix ``X``; a column with no rows gets the kit's published frequencies, else equal shares."""

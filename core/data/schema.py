@@ -603,6 +603,7 @@ def infer_schema(
     label: str | None,
     id_column: str | None = None,
     with_ranges: bool = False,
+    with_statistics: bool = False,
     options: CsvOptions | None = None,
     choices: ColumnChoices | None = None,
 ) -> tuple[Schema, list[str]]:
@@ -615,8 +616,10 @@ def infer_schema(
     ignored as an identifier; other text → ignored as free text. ``choices`` override any of these. Every
     feature imputes missing cells, with a "was missing" indicator when the sample has missing cells in it.
     Every column left out is in ``schema.ignored`` with its reason and in the notes. The label classes are
-    the label's distinct non-missing values, in natural order. ``with_ranges`` publishes the sample's
-    statistics in the kit: min/max/mean/std of numeric columns, level frequencies, missing shares.
+    the label's distinct non-missing values, in natural order. ``with_statistics`` publishes the sample's
+    aggregate statistics in the kit (mean and standard deviation of numeric columns, level frequencies,
+    missing shares: what a site's units check compares with, :mod:`core.data.harmony`); ``with_ranges``
+    publishes them too, and each numeric column's min/max.
     """
     path = Path(path)
     options = options or CsvOptions()
@@ -625,7 +628,8 @@ def infer_schema(
     if label is not None and label == id_column:
         raise ConfigError(f"column {_quote(label)} cannot be both the label and the id column")
     return _with_format(
-        path, options, lambda opened: _infer(path, opened, label, id_column, with_ranges, options, choices)
+        path, options,
+        lambda opened: _infer(path, opened, label, id_column, (with_ranges, with_statistics), options, choices),
     )
 
 
@@ -634,7 +638,7 @@ def _infer(
     opened: tuple[CsvFormat, list[str], int],
     label: str | None,
     id_column: str | None,
-    with_ranges: bool,
+    publish: tuple[bool, bool],
     options: CsvOptions,
     choices: ColumnChoices,
 ) -> tuple[Schema, list[str]]:
@@ -694,7 +698,7 @@ def _infer(
 
     features = []
     for i, st in state.items():
-        decided = _decide(names[i], st, choices, with_ranges, notes)
+        decided = _decide(names[i], st, choices, publish, notes)
         if isinstance(decided, IgnoredColumn):
             ignored.append(decided)
         else:
@@ -723,7 +727,7 @@ def _infer(
     return schema, notes
 
 
-def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, with_ranges: bool,
+def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[bool, bool],
             notes: list[str]) -> FeatureColumn | IgnoredColumn:
     """One column's type, levels, missing policy and public statistics (detected, then the analyst's choices)."""
     col = _quote(name)
@@ -783,10 +787,12 @@ def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, with_ranges: bo
         else:
             notes.append(f"column {col}: {what}: sites fill them with {how}"
                          + (" and add a 'was missing' column" if feature.indicator else ""))
-    if with_ranges:
+    with_ranges, with_statistics = publish
+    if with_ranges or with_statistics:
         feature.missing_share = st.missing / (st.count + st.missing)
         if kind == "numeric":
-            feature.min, feature.max = st.lo, st.hi
+            if with_ranges:
+                feature.min, feature.max = st.lo, st.hi
             feature.mean, feature.std = st.mean_std()
         else:
             feature.frequencies = st.frequencies(numeric, feature.levels)

@@ -11,7 +11,7 @@ Test hooks. Identity: ``identity_tabs`` (0 open, 1 create), ``identity_path_edit
 Kit: ``kit_path_edit``, ``kit_browse_button``, ``open_kit_button``, ``open_kit(path) -> bool``,
 ``kit_message``, ``kit_info``, ``export_kit_button``; creating one: ``sample_edit``,
 ``sample_browse_button``, ``load_sample(path) -> Job``, ``project_name``, ``task_combo``, ``label_combo``,
-``id_combo``, ``ranges_check``, ``blocks_edit`` (clustering), ``schema_table`` (column 0 checkable),
+``id_combo``, ``ranges_check``, ``statistics_check``, ``blocks_edit`` (clustering), ``schema_table`` (column 0 checkable),
 ``classes_label``, ``schema_notes``, ``schema_job_panel``, ``method_combo``, ``method_about``,
 ``settings_form`` (a :class:`gui.settings_form.SettingsForm` generated from the method's declared settings:
 ``settings_form.set_value(name, value)``), ``anchor_box``, ``anchor_kind_combo``, ``anchor_rows_spin``,
@@ -258,6 +258,11 @@ class ProjectPage(QWidget):
         self.ranges_check = QCheckBox(self.tr("Publish the sample's min/max ranges in the kit"))
         self.ranges_check.setToolTip(self.tr("Public ranges let the lead site make a uniform or Gaussian anchor"))
         form.addRow("", self.ranges_check)
+        self.statistics_check = QCheckBox(self.tr("Publish the sample's averages and spreads in the kit"))
+        self.statistics_check.setToolTip(self.tr("Each site compares its columns with them before export, to catch a "
+                                                 "column in another unit (inches for centimetres, 1/2 for 0/1)"))
+        self.statistics_check.setChecked(True)
+        form.addRow("", self.statistics_check)
         self.blocks_edit = QLineEdit()
         self.blocks_edit.setPlaceholderText(self.tr("optional, e.g. clinical=age,bmi;lab=crp,hb (sites holding "
                                                     "different columns of the same people)"))
@@ -706,9 +711,10 @@ class ProjectPage(QWidget):
         kept = {f.name for f in feats}
         left_out = [IgnoredColumn(f.name, "left out by the analyst") for f in self.schema.features
                     if f.name not in kept]
-        if not ranges:  # the sample's statistics stay unpublished; types, levels and policies are kept
-            feats = [replace(f, min=None, max=None, mean=None, std=None, frequencies=None, missing_share=None)
-                     for f in feats]
+        if not ranges:  # the sample's ranges stay unpublished
+            feats = [replace(f, min=None, max=None) for f in feats]
+        if not ranges and not self.statistics_check.isChecked():  # nor its statistics; types and policies stay
+            feats = [replace(f, mean=None, std=None, frequencies=None, missing_share=None) for f in feats]
         label = self.schema.label
         schema = Schema(features=feats, label=label, classes=list(self.schema.classes) if label else [],
                         id_column=self.schema.id_column, ignored=list(self.schema.ignored) + left_out)

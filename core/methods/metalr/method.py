@@ -154,7 +154,7 @@ class MetaLR(Method):
         (d, d) finite, ``cov`` symmetric and positive definite (Cholesky)."""
         super().check_bundle(bundle, kit)
         man, a = bundle.manifest, bundle.arrays
-        m, K = len(kit.schema.features), len(kit.schema.classes)
+        m, K = kit.schema.width, len(kit.schema.classes)
         n = man.get("n_rows")
         if type(n) is not int or n < 1:
             raise FormatError("bundle's row count (n_rows) is missing or not a positive whole number")
