@@ -11,8 +11,8 @@ Test hooks. Identity: ``identity_tabs`` (0 open, 1 create), ``identity_path_edit
 Kit: ``kit_path_edit``, ``kit_browse_button``, ``open_kit_button``, ``open_kit(path) -> bool``,
 ``kit_message``, ``kit_info``, ``export_kit_button``; creating one: ``sample_edit``,
 ``sample_browse_button``, ``load_sample(path) -> Job``, ``project_name``, ``task_combo``, ``label_combo``,
-``id_combo``, ``ranges_check``, ``statistics_check``, ``blocks_edit`` (clustering), ``schema_table`` (column 0 checkable),
-``classes_label``, ``schema_notes``, ``schema_job_panel``, ``method_combo``, ``method_about``,
+``id_combo``, ``ranges_check``, ``statistics_check``, ``blocks_edit`` (clustering), ``schema_table`` (column 0
+checkable), ``classes_label``, ``schema_notes``, ``schema_job_panel``, ``method_combo``, ``method_about``,
 ``settings_form`` (a :class:`gui.settings_form.SettingsForm` generated from the method's declared settings:
 ``settings_form.set_value(name, value)``), ``anchor_box``, ``anchor_kind_combo``, ``anchor_rows_spin``,
 ``create_kit_button`` (asks the path
