@@ -7,7 +7,9 @@ alone. With z = (x − μ)/σ, p(k|x) = softmax(zW + b)_k, and (W, b) minimise
     Σ_s −log p(y_s|x_s) + (λ/2)‖W‖²,   λ = 1 (scikit-learn's C = 1),
 
 by L-BFGS (Nocedal & Wright, Alg. 7.4, memory 10, Armijo backtracking; written out in numpy so an export
-needs no scipy import). At most ``max_rows`` rows (a seeded subsample) are used, which bounds the export's cost.
+needs no scipy import). With two classes the penalty is doubled, 2 · (λ/2)‖W‖²: at the optimum W = [−w/2, w/2],
+so this is exactly the binary logistic regression with (λ/2)‖w‖² on its one weight vector w (scikit-learn's
+binary ``LogisticRegression(C=1)``, what a biostatistician would fit) rather than half as regularised. At most ``max_rows`` rows (a seeded subsample) are used, which bounds the export's cost.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ def fit_local_model(X: np.ndarray, y: np.ndarray, n_classes: int, *, max_rows: i
     Z = (X - mean) / scale
     n, m = Z.shape
     K = int(n_classes)
+    if K == 2:
+        lam = 2.0 * lam  # the binary model's penalty (see the module's docstring)
     Y = np.zeros((n, K))
     Y[np.arange(n), y] = 1.0
 

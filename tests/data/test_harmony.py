@@ -61,3 +61,10 @@ def test_cells_the_site_filled_are_left_out_of_the_comparison(kit_sample):
     filled = np.full(30, 400.0)  # would shift the mean if it were counted
     X = np.column_stack([np.concatenate([present, filled]), np.r_[np.zeros(30), np.ones(30)]])
     assert unit_warnings(schema, X) == []
+
+
+def test_a_narrow_subgroup_of_the_kits_sample_is_not_a_unit(kit_sample):
+    """A site holding one group (a third of the kit's spread, centre inside the sample) is not flagged."""
+    rng = np.random.default_rng(6)
+    site = np.column_stack([rng.normal(165, 3.5, 80), rng.normal(60, 4, 80)])
+    assert unit_warnings(_published(kit_sample), site) == []
