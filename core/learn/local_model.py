@@ -9,7 +9,8 @@ alone. With z = (x − μ)/σ, p(k|x) = softmax(zW + b)_k, and (W, b) minimise
 by L-BFGS (Nocedal & Wright, Alg. 7.4, memory 10, Armijo backtracking; written out in numpy so an export
 needs no scipy import). With two classes the penalty is doubled, 2 · (λ/2)‖W‖²: at the optimum W = [−w/2, w/2],
 so this is exactly the binary logistic regression with (λ/2)‖w‖² on its one weight vector w (scikit-learn's
-binary ``LogisticRegression(C=1)``, what a biostatistician would fit) rather than half as regularised. At most ``max_rows`` rows (a seeded subsample) are used, which bounds the export's cost.
+binary ``LogisticRegression(C=1)``, what a biostatistician would fit) rather than half as regularised.
+At most ``max_rows`` rows (a seeded subsample) are used, which bounds the export's cost.
 """
 
 from __future__ import annotations
