@@ -127,7 +127,7 @@ def site_note(info: dict) -> str:
         small = bool(e) and e["rows"] < WEAK_ROWS
         at_site = (info.get("own_model") or {}).get("source") == "site"
         notes.append(("its cluster's model did not beat the site's own model (cross-validated at the site) by more "
-                      "than one standard error" if at_site else
+                      "than 1.645 standard errors (one-sided 5 %)" if at_site else
                       f"with fewer than {WEAK_ROWS} rows, the cluster's model was not clearly better than the "
                       "site's own" if small else "the site's own-rows model cross-validated better than its cluster's")
                      + "; the site keeps its own model")
@@ -232,7 +232,7 @@ def cv_splits(n_rows: list[int], folds: int, repeats: int, holdout: float, seed:
 
 
 # ---------------------------------------------------------------------------------------------- selection
-MARGIN_SE = 1.0  # a candidate must beat the site's own CV score by this many standard errors (clears_margin)
+MARGIN_SE = 1.645  # a candidate must beat the site's own CV score by this many standard errors: one-sided 5 %
 OWN = "own"  # the key of a site's own-rows (linear) candidate beside cluster keys (tuples of sites)
 
 

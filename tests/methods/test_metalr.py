@@ -13,6 +13,7 @@ from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
 from core.errors import ConfigError, FormatError
+from core.learn.local_model import fit_local_model
 from core.methods import METHODS, FitContext, ReceivedBundle, SiteInput, default_method, get_method
 from core.methods.metalr.fixed_effect import combine
 from core.methods.metalr.site_logit import fit_site_logit, predict_proba
@@ -39,7 +40,7 @@ def _bundles(X, y, K: int, parts, **settings) -> tuple[object, list[ReceivedBund
 
 
 def _kit(m: int, K: int):
-    return SimpleNamespace(schema=SimpleNamespace(features=[None] * m, classes=[str(k) for k in range(K)]))
+    return SimpleNamespace(schema=SimpleNamespace(width=m, classes=[str(k) for k in range(K)]))
 
 
 def test_declarations_and_the_default_is_unchanged():
@@ -80,6 +81,7 @@ def test_combination_of_iid_sites_matches_the_pooled_fit(K, intercepts):
     assert np.max(np.abs(se / pooled_se - 1)) < 0.05
     assert np.max(np.abs(predict_proba(coef, X) - predict_proba(pooled.coef, X))) < 0.03
     assert res.summary["heterogeneity"]["p_value"] > 0.01  # IID sites: no heterogeneity flagged
+    assert res.summary["own_model_sites"] <= 1  # each site is tested at 5 %: rarely told to keep its own
 
 
 def test_heterogeneous_sites_are_flagged():
@@ -92,6 +94,28 @@ def test_heterogeneous_sites_are_flagged():
     h = res.summary["heterogeneity"]
     assert h["p_value"] < 1e-6 and h["i2"] > 0.9
     assert any("one model for all sites is doubtful" in line for line in method.summary_lines(res.summary))
+
+
+def test_a_site_unlike_the_others_keeps_its_own_model():
+    """Never worse than alone: the one site whose relation is reversed is told to keep its own model (and apply
+    then uses the model it kept at export)."""
+    X, y = _data(2)
+    y2 = y.copy()
+    y2[3000:] = 1 - y2[3000:]  # a smaller fourth site with the opposite relation
+    parts = [np.arange(0, 1000), np.arange(1000, 2000), np.arange(2000, 3000), np.arange(3000, 3300)]
+    X, y2 = X[:3300], y2[:3300]
+    method, bundles = _bundles(X, y2, 2, parts)
+    res = method.fit(bundles, FitContext(["0", "1"]))
+    sent = [x.get("model") for x in sorted(res.summary["sites"], key=lambda x: x["site"])]
+    assert sent[3] == "own"  # (the others may be too: the reversed site pulls the combined slopes away from them)
+    manifest, arrays = res.packages[3]
+    assert manifest["model"] == "own" and "coef" in arrays
+    kept = fit_local_model(X[3000:], y2[3000:], 2)
+    own = method.apply(manifest, arrays, kept, X[3000:])
+    assert np.mean(own["prediction"] == y2[3000:].astype(str)) > 0.8  # the site's own relation, not the others'
+    combined = method.apply(manifest, arrays, {}, X[3000:])  # no kept model: the package's coefficients
+    assert np.mean(combined["prediction"] == y2[3000:].astype(str)) < 0.5
+    assert any("keeps its own model" in line for line in method.summary_lines(res.summary))
 
 
 def test_fixed_effect_of_two_scalars_is_the_inverse_variance_mean():

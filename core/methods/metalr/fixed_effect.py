@@ -17,6 +17,11 @@ nuisance part a is set to its value given β̂ under the site's own normal appro
 âᵢ(β̂) = âᵢ + V̂ᵢ,aβ V̂ᵢ,ββ⁻¹ (β̂ − β̂ᵢ) — the maximiser over a of the site's quadratic log-likelihood
 −½ (θ − θ̂ᵢ)ᵀ V̂ᵢ⁻¹ (θ − θ̂ᵢ) at β = β̂, so (âᵢ(β̂), β̂) maximise the sum of the sites' quadratic
 approximations, a one-step stratified fit.
+
+Whether one site fits the common model (:func:`site_deviation`): under it, β̂ᵢ − β̂ has covariance V̂ᵢ − Var(β̂)
+(β̂ contains β̂ᵢ, and Cov(β̂ᵢ, β̂) = Var(β̂)), so Qᵢ = (β̂ᵢ − β̂)ᵀ (V̂ᵢ − Var(β̂))⁺ (β̂ᵢ − β̂) is χ² with
+rank(V̂ᵢ − Var(β̂)) degrees of freedom; a small p-value says the site's own relation between the columns and
+the label differs from the others' more than chance allows.
 """
 
 from __future__ import annotations
@@ -91,3 +96,21 @@ def stratified(coefs: list[np.ndarray], covs: list[np.ndarray], common: np.ndarr
         theta[own] = b[own] + v[np.ix_(own, common)] @ shift
         full.append(theta)
     return comb, full
+
+
+def site_deviation(coef: np.ndarray, cov: np.ndarray, combined: Combined) -> tuple[float, int, float]:
+    """(Qᵢ, df, p-value) of one site's estimate against the combined one (module doc); df = 0 and p = 1 when the
+    site is the only one (then V̂ᵢ = Var(β̂) and nothing is left to test)."""
+    diff = np.asarray(coef, dtype=np.float64).ravel() - combined.coef
+    gap = np.asarray(cov, dtype=np.float64) - combined.cov
+    gap = (gap + gap.T) / 2
+    values, vectors = np.linalg.eigh(gap)
+    keep = values > 1e-10 * max(float(values.max(initial=0.0)), 1e-300)
+    df = int(keep.sum())
+    if df == 0:
+        return 0.0, 0, 1.0
+    proj = vectors[:, keep].T @ diff
+    q = float(proj @ (proj / values[keep]))
+    from scipy import stats  # the analyst's side only
+
+    return q, df, float(stats.chi2.sf(q, df))

@@ -17,7 +17,11 @@
    them, âᵢ + V̂ᵢ,aβ V̂ᵢ,ββ⁻¹ (β̂ − β̂ᵢ) — a site-stratified model, as when sites differ in how common each class is
    (Q and I² then measure the slopes); ``"common"``: every coefficient combined, every site the same model.
    With every site's penalty λ, the combination is close to one pooled fit with penalty S·λ.
-3. ``apply`` gives ``prediction`` and ``prob_<class>`` from the package's coefficients.
+3. Never worse than alone, as far as the coefficients can tell: a site whose own coefficients differ from the
+   combined ones (:func:`.fixed_effect.site_deviation`, χ² test at 5 %) is told to keep its own model
+   (``model`` = own, ``own_kind`` = linear, as the DC family does), and ``apply`` then uses the logistic
+   regression the site kept at export.
+4. ``apply`` gives ``prediction`` and ``prob_<class>`` from the package's coefficients.
 
 No row and no label leaves, so the analyst cannot score the combined model on any site's rows: the summary
 says so, and each site compares the package with the logistic regression it kept from its own rows at
@@ -35,13 +39,15 @@ import numpy as np
 
 from ...control import JobControl, ensure
 from ...errors import ConfigError, FormatError
+from ...learn.local_model import keeps_local_model, local_predict_proba
 from ..base import Disclosure, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
 from ..settings import Setting
 from ..views import Bars, Table, Text, View
-from .fixed_effect import combine, stratified
+from .fixed_effect import combine, site_deviation, stratified
 from .site_logit import fit_site_logit, predict_proba
 
 Z95 = 1.959963984540054
+DEVIATION_P = 0.05  # a site whose coefficients differ from the combined at this level keeps its own model
 NOT_SCORED = ("the analyst cannot score the combined model on any site's rows (no row leaves); each site compares "
               "it with its own model on labelled rows: dcstudio participant apply --validate")
 PACKAGE_NOTE = ("this model combines the sites' logistic regressions; nobody has scored it on your rows yet: run "
@@ -226,6 +232,13 @@ class MetaLR(Method):
             coef[:, 1:] = comb.coef.reshape(q, m)
             se[:, 1:] = np.sqrt(np.diag(comb.cov)).reshape(q, m)
         sent_of = dict(zip(used, sent, strict=True))
+        common = slopes if own_intercepts else np.arange(q * p)
+        deviates = {}  # never worse than alone: a site whose own slopes differ from the combined keeps its model
+        for i, b_i, v_i in zip(used, coefs, covs, strict=True):
+            idx = np.ix_(common, common)
+            q_i, df_i, p_i = site_deviation(np.asarray(b_i, np.float64).ravel()[common], np.asarray(v_i)[idx], comb)
+            if df_i and p_i < DEVIATION_P:
+                deviates[i] = (q_i, df_i, p_i)
         sites, packages = [], [None] * len(bundles)
         manifest = {"method": self.name, "classes": classes, "reference": classes[0], "features": m,
                     "sites_combined": len(used), "intercepts": self.settings["intercepts"], "note": PACKAGE_NOTE}
@@ -241,8 +254,14 @@ class MetaLR(Method):
                 entry["note"] = (f"left out of the combination: {b.manifest.get('reason', 'no estimate')}"
                                  + ("; it is sent the common intercept" if own_intercepts else ""))
             entry["intercept_sent"] = theta[:, 0].tolist()
+            own = {}
+            if i in deviates:
+                q_i, df_i, p_i = deviates[i]
+                own = {"model": "own", "own_kind": "linear"}
+                entry.update(own, note=f"its coefficients differ from the combined ones (Q = {q_i:.1f} on {df_i} df, "
+                             f"p = {p_i:.2g}): it keeps its own model")
             sites.append(entry)
-            packages[i] = (dict(manifest), {"coef": np.ascontiguousarray(theta, dtype=np.float64)})
+            packages[i] = ({**manifest, **own}, {"coef": np.ascontiguousarray(theta, dtype=np.float64)})
         summary = {
             "method": self.name, "task": self.task, "sites": sites, "sites_combined": len(used),
             "reference": classes[0], "intercepts": self.settings["intercepts"],
@@ -252,6 +271,7 @@ class MetaLR(Method):
                               "of": "slopes" if own_intercepts else "all coefficients",
                               "i2_each": everything.i2_each.reshape(q, p).tolist()},
             "scored": False, "not_scored": NOT_SCORED, "settings": self.settings,
+            "own_model_sites": len(deviates),
         }
         control.step(1.0, "done")
         return MethodResult(self.name, packages, summary, {"site_order": order})
@@ -277,8 +297,9 @@ class MetaLR(Method):
                  + (" — the sites' coefficients differ more than chance allows: one model for all sites is "
                     "doubtful" if h.get("df") and h.get("p_value", 1.0) < 0.05 else "")]
         for x in sites:
-            lines.append(f"  {x['site']}: {x['rows']:,} rows, " + ("combined" if x["combined"] == "yes"
-                                                                   else x.get("note", "left out")))
+            what = ("combined" + (f"; {x['note']}" if x.get("model") == "own" else "") if x["combined"] == "yes"
+                    else x.get("note", "left out"))
+            lines.append(f"  {x['site']}: {x['rows']:,} rows, {what}")
         lines.append("combined coefficients (95 % interval):")
         coef, se = np.asarray(s["combined"]["coef"]), np.asarray(s["combined"]["se"])
         for k in range(coef.shape[0]):
@@ -335,8 +356,14 @@ class MetaLR(Method):
     # ---- site, after the round -----------------------------------------------------------------
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
-        """p(k | x) = softmax(0, θ₁ᵀz, …, θ_{K−1}ᵀz), z = [1, x]; the prediction is the most probable class."""
+        """p(k | x) = softmax(0, θ₁ᵀz, …, θ_{K−1}ᵀz), z = [1, x]; the prediction is the most probable class. A package
+        that says "keep your own" (``model`` = own) is applied with the logistic regression the site kept at export
+        (:func:`core.learn.local_model.keeps_local_model`), when its workspace holds it."""
         classes = [str(c) for c in manifest.get("classes", [])]
+        if keeps_local_model(manifest, private_arrays):
+            proba = local_predict_proba(private_arrays, np.asarray(X, dtype=np.float64))
+            return {"prediction": np.asarray(classes, dtype=object)[proba.argmax(axis=1)],
+                    **{f"prob_{c}": proba[:, k] for k, c in enumerate(classes)}}
         X = np.asarray(X, dtype=np.float64)
         coef = np.asarray(arrays.get("coef"))
         if len(classes) < 2 or coef.dtype.kind != "f" or coef.shape != (len(classes) - 1, X.shape[1] + 1):
