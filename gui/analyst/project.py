@@ -113,6 +113,7 @@ class ProjectPage(QWidget):
         self.kit: Kit | None = None
         self.kit_path: Path | None = None
         self.schema: Schema | None = None
+        self.schema_error: str | None = None  # core's sentence on the sample or on a choice in the grid
         self.columns: list[str] = []
         self.notes: list[str] = []
         self.log_n = SCRYPT_LOG_N_DEFAULT
@@ -539,7 +540,7 @@ class ProjectPage(QWidget):
             self.schema_notes.show_message("error", str(exc))
             return None
         self.columns = list(frame.columns)
-        self.schema_table.reset()
+        self.schema_table.forget_all()
         if not self.project_name.text().strip():
             self.project_name.setText(Path(path).stem.replace("_", " ").replace("-", " ").title())
         guess = next((c for c in self.columns if c.lower() in LABEL_GUESSES), None)
@@ -590,7 +591,7 @@ class ProjectPage(QWidget):
     def _schema_failed(self, job: Job, message: str) -> None:
         if job is not self._schema_job:
             return
-        self.schema = None
+        self.schema, self.schema_error = None, message
         self.schema_job_panel.setVisible(False)
         if not self.schema_table.choices.named():  # the sample itself: nothing to show
             self.schema_table.clear_rows()
@@ -604,6 +605,7 @@ class ProjectPage(QWidget):
             return
         self.schema_job_panel.setVisible(False)
         self.schema, self.notes = result
+        self.schema_error = None
         self.schema_table.show_schema(self.columns, self.schema, self.notes)
         classes = self.schema.classes
         self.classes_label.setText(self.tr("Classes ({n}): {classes}").format(n=len(classes),
@@ -660,7 +662,8 @@ class ProjectPage(QWidget):
         if self.identity is None:
             self.create_hint.setText(self.tr("Unlock or create your identity first: the kit is signed with it."))
         elif self.schema is None:
-            self.create_hint.setText(self.tr("Choose a sample CSV."))
+            self.create_hint.setText(self.tr("Correct the choice the message above names.") if self.schema_error
+                                     and self.schema_table.choices.named() else self.tr("Choose a sample CSV."))
         elif getattr(self, "no_method", True):
             self.create_hint.setText(self.tr("No method is available for this task yet."))
         else:
@@ -670,6 +673,8 @@ class ProjectPage(QWidget):
         """The kit the form describes (not yet signed or saved). Raises DCError with the reason."""
         from core.errors import ConfigError
 
+        if self.schema is None and self.schema_error:
+            raise ConfigError(self.schema_error)
         if self.identity is None or self.schema is None:
             raise ConfigError("unlock your identity and choose a sample CSV first")
         feats = list(self.schema.features)  # inferred with the grid's choices: left-out columns are in ignored

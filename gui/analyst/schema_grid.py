@@ -77,8 +77,8 @@ class SchemaGrid(QTableWidget):
         self.itemChanged.connect(self._item_changed)
 
     # ---- the analyst's decisions --------------------------------------------------------------------------
-    def reset(self) -> None:
-        """Forget every decision (a new sample)."""
+    def forget_all(self) -> None:
+        """Forget every decision (a new sample). (Not ``reset``: that is Qt's, called by ``clearContents``.)"""
         self.choices = ColumnChoices()
 
     def forget(self, *names: str | None) -> None:
