@@ -66,6 +66,8 @@ class PrivacyPage(Page):
         self.disclosure_table.verticalHeader().setVisible(False)
         self.disclosure_table.horizontalHeader().setSectionResizeMode(3, QHeaderView.Stretch)
         self.disclosure_table.setWordWrap(True)
+        # a long meaning (own_cv's scores) wraps, whole, at whatever width the page has
+        self.disclosure_table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         self.leaves_label = QLabel()
         self.leaves_label.setWordWrap(True)
         self.details = QWidget()
@@ -189,9 +191,21 @@ class PrivacyPage(Page):
                                       "leaves.") if cls.labels_at_site else self.tr("No."))
         ids = self.tr("Only as keyed hashes the analyst cannot reverse.") if "id_hash" in names else self.tr("No.")
         size = human_size(ex.shipped_bytes + ENVELOPE_OVERHEAD)
-        self.leaves_label.setText(
-            self.tr("Labels leave: {labels}<br>Row ids leave: {ids}<br>Raw values of your columns leave: <b>no</b>."
-                    "<br>Approximate file size: <b>{size}</b>").format(labels=labels, ids=ids, size=size))
+        lines = [self.tr("Labels leave: {labels}").format(labels=labels),
+                 self.tr("Row ids leave: {ids}").format(ids=ids),
+                 self.tr("Raw values of your columns leave: <b>no</b>.")]
+        cv = ex.manifest.get("own_cv")
+        if isinstance(cv, dict):
+            lines.append(self.tr("Scores of a model of your own rows leave (so you are never sent a worse one): "
+                                 "accuracy {acc:.3f}, AUC {auc:.3f}, cross-validated here on {rows:,} rows; never "
+                                 "the model.").format(acc=cv["accuracy"], auc=cv["auc"], rows=cv["rows"]))
+        table = self.state.exporter.table if self.state.exporter is not None else None
+        if table is not None and table.filled:
+            lines.append(self.tr("Missing cells filled here with your own values: {detail}; only these counts "
+                                 "leave.").format(detail=", ".join(f"{html.escape(c)} {k:,}"
+                                                                    for c, k in table.filled.items())))
+        lines.append(self.tr("Approximate file size: <b>{size}</b>").format(size=size))
+        self.leaves_label.setText("<br>".join(lines))
         self.stays_label.setText("<ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in ex.stays) + "</ul>")
 
     def isComplete(self) -> bool:
