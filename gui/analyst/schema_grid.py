@@ -8,13 +8,13 @@ levels, that a level is listed once, …) is core's. Edits emit ``edited``; the 
 
 Cells, per row: the column's name; its type (a combo: number, binary, categorical, ordinal, left out; the
 label and the row id are shown as text); its levels, comma-separated in the kit's order (editable; binary:
-the first is the reference, encoded 0; ordinal: low to high) or, for a number, its sample range; its
-missing-value policy (a combo); "unknown → other" (a tick, categorical and ordinal only); and a note (the
-sample's missing share, or why a column is left out). Left-out rows are grey and keep their type combo, so
-a column can be brought back.
+the first is the reference, encoded 0; ordinal: low to high) or, for a number, its sample range; the
+share of missing cells in the sample; its missing-value policy (a combo); and "unknown → other" (a tick,
+categorical and ordinal only). A left-out row is grey, says why in its levels cell and keeps its type combo,
+so the column can be brought back. Core's notes on a column are its name's tooltip.
 
 Test hooks: ``row_of(name)``, ``type_combo(name)``, ``missing_combo(name)``, ``levels_item(name)``,
-``other_item(name)``, ``note(name)``, ``choices``.
+``other_item(name)``, ``note(name)`` (why left out), ``missing_share(name)``, ``choices``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from PySide6.QtWidgets import QAbstractItemView, QComboBox, QHeaderView, QTableW
 
 from core.data.schema import COLUMN_TYPES, ColumnChoices, FeatureColumn, Schema
 
-COL_NAME, COL_TYPE, COL_LEVELS, COL_MISSING, COL_OTHER, COL_NOTE = range(6)
+COL_NAME, COL_TYPE, COL_LEVELS, COL_SHARE, COL_MISSING, COL_OTHER = range(6)
 LEFT_OUT = "ignored"  # core's name for the type "left out" (``kit new --type COL=ignored``)
 TYPE_TEXT = {"numeric": "number", "binary": "binary", "categorical": "categorical", "ordinal": "ordinal",
              LEFT_OUT: "left out"}
@@ -54,16 +54,16 @@ class SchemaGrid(QTableWidget):
         self._rows: dict[str, int] = {}
         self._filling = False
         self.setHorizontalHeaderLabels([self.tr("Column"), self.tr("Type"), self.tr("Levels or range"),
-                                        self.tr("Missing values"), self.tr("Unknown\n→ other"), self.tr("Note")])
+                                        self.tr("Missing\nin sample"), self.tr("Missing values"),
+                                        self.tr("Unknown\n→ other")])
         header = self.horizontalHeader()
-        for c in (COL_NAME, COL_TYPE, COL_MISSING, COL_OTHER):
+        for c in (COL_NAME, COL_TYPE, COL_SHARE, COL_MISSING, COL_OTHER):
             header.setSectionResizeMode(c, QHeaderView.ResizeToContents)
         header.setSectionResizeMode(COL_LEVELS, QHeaderView.Stretch)
-        header.setSectionResizeMode(COL_NOTE, QHeaderView.Stretch)
         self.horizontalHeaderItem(COL_LEVELS).setToolTip(self.tr(
             "Double-click to edit, comma-separated. The order is the kit's: binary, the first level is the "
             "reference (encoded 0); ordinal, low to high; categorical, the order of its 0/1 columns. A level "
-            "typed here that the sample lacks is added."))
+            "typed here that the sample lacks is added. A column left out says why here."))
         self.horizontalHeaderItem(COL_MISSING).setToolTip(self.tr(
             "refuse: a missing cell stops a site's export. impute: each site fills it with its own median (or "
             "most frequent level). indicator: a 0/1 “was missing” column also says which cells were filled."))
@@ -147,28 +147,31 @@ class SchemaGrid(QTableWidget):
 
     def _fill_row(self, r: int, name: str, schema: Schema, f: FeatureColumn | None, ignored: dict[str, str],
                   notes: list[str]) -> None:
-        grey = False
+        grey, share = False, ""
         if name == schema.label:
-            kind = self.tr("label ({n} classes)").format(n=len(schema.classes))
-            levels, note = ", ".join(schema.classes), self.tr("what the models predict")
+            kind, levels = self.tr("label ({n} classes)").format(n=len(schema.classes)), ", ".join(schema.classes)
         elif name == schema.id_column:
-            kind, levels, note = self.tr("row id"), "", self.tr("links a person's rows; leaves only as a keyed hash")
+            kind, levels = self.tr("row id"), self.tr("links a person's rows; leaves only as a keyed hash")
         elif f is not None:
             kind = None
             if f.typed:
                 levels = ", ".join(f.levels or [])
             elif f.min is not None and f.max is not None:
-                levels = self.tr("{lo:.6g} to {hi:.6g}").format(lo=f.min, hi=f.max)
+                levels = self.tr("{lo:.4g} to {hi:.4g}").format(lo=f.min, hi=f.max)
             else:
                 levels = ""
-            note = ""
-            if f.missing_share:
-                note = self.tr("{p:.0f} % missing").format(p=100 * f.missing_share) \
-                    if f.missing_share >= 0.01 else self.tr("under 1 % missing")
-        else:
-            grey, kind, levels = True, None, ""
-            note = ignored.get(name) or next((n for n in notes if f"'{name}'" in n), "") or self.tr("left out")
-        self.setItem(r, COL_NAME, self._item(name, grey))
+            if f.missing_share is not None:
+                share = self.tr("{p:.0f} %").format(p=100 * f.missing_share) \
+                    if f.missing_share >= 0.01 or not f.missing_share else self.tr("< 1 %")
+        else:  # left out: the reason where the levels would be
+            grey, kind = True, None
+            levels = ignored.get(name) or next((n for n in notes if f"'{name}'" in n), "") or self.tr("left out")
+        name_item = self._item(name, grey)
+        said = [n for n in notes if f"'{name}'" in n]  # core's notes on this column, whole
+        if f is not None:
+            said.append(self.tr("In the matrix: {names}").format(names=", ".join(f.encoded_names)))
+        name_item.setToolTip("\n".join(said))
+        self.setItem(r, COL_NAME, name_item)
         if kind is None:
             self.setItem(r, COL_TYPE, self._item("", grey))
             self.setCellWidget(r, COL_TYPE, self._type_combo(name, f.type if f is not None else LEFT_OUT))
@@ -181,7 +184,12 @@ class SchemaGrid(QTableWidget):
         elif f is not None:
             levels_item.setForeground(QBrush(GREY))
             levels_item.setToolTip(self.tr("The sample's range (published in the kit if you tick it above)"))
+        else:
+            levels_item.setToolTip(levels)
         self.setItem(r, COL_LEVELS, levels_item)
+        share_item = self._item(share, grey)
+        share_item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+        self.setItem(r, COL_SHARE, share_item)
         if f is not None:
             self.setItem(r, COL_MISSING, self._item("", False))
             self.setCellWidget(r, COL_MISSING, self._missing_combo(name, _missing_choice(f)))
@@ -193,12 +201,6 @@ class SchemaGrid(QTableWidget):
             other.setCheckState(Qt.Checked if f.other else Qt.Unchecked)
             other.setToolTip(self.horizontalHeaderItem(COL_OTHER).toolTip())
         self.setItem(r, COL_OTHER, other)
-        note_item = self._item(note, grey)
-        said = [n for n in notes if f"'{name}'" in n]  # core's notes on this column, whole
-        if f is not None:
-            said.append(self.tr("In the matrix: {names}").format(names=", ".join(f.encoded_names)))
-        note_item.setToolTip("\n".join(said) or note)
-        self.setItem(r, COL_NOTE, note_item)
 
     @staticmethod
     def _item(text: str, grey: bool) -> QTableWidgetItem:
@@ -255,4 +257,8 @@ class SchemaGrid(QTableWidget):
         return self.item(self.row_of(name), COL_OTHER)
 
     def note(self, name: str) -> str:
-        return self.item(self.row_of(name), COL_NOTE).text()
+        """Why a column is left out (its levels cell), or its levels or range."""
+        return self.item(self.row_of(name), COL_LEVELS).text()
+
+    def missing_share(self, name: str) -> str:
+        return self.item(self.row_of(name), COL_SHARE).text()

@@ -178,7 +178,7 @@ def test_schema_grid_types_levels_and_missing_values(qtbot, tmp_path):
     assert grid.type_combo("sex").currentData() == "binary" and grid.levels_item("sex").text() == "F, M"
     assert grid.type_combo("rx").currentData() == "categorical" and grid.levels_item("rx").text() == \
         "Lev, Lev+5FU, Obs"
-    assert grid.missing_combo("age").currentData() == "impute+indicator" and "% missing" in grid.note("age")
+    assert grid.missing_combo("age").currentData() == "impute+indicator" and grid.missing_share("age") == "12 %"
     assert grid.type_combo("pid").currentData() == "ignored" and grid.note("pid").startswith("identifier")
     assert grid.item(grid.row_of("pid"), COL_NAME).foreground().color() == GREY
     assert grid.missing_combo("pid") is None
