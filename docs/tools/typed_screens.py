@@ -88,10 +88,18 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         site["height_cm"] = (site["height_cm"] / 2.54).round(1)  # this site measured in inches
         site.to_csv(data / "north-ward.csv", index=False, na_rep="NA")
 
-        # the analyst's schema grid: detected types, one changed (smoking made ordinal, low to high)
+        # the analyst's schema grid, identity unlocked (a kit is signed with it): detected types, one changed
+        # (smoking made ordinal, low to high)
+        analyst = Identity.generate("DC analyst, University Hospital")
+        analyst.save(workdir / "analyst.dcid", PASS, log_n=14)
         aw = AnalystWindow()
         aw.show()
         page, grid = aw.project_page, aw.project_page.schema_table
+        page.identity_tabs.setCurrentIndex(0)
+        page.identity_path_edit.setText(str(workdir / "analyst.dcid"))
+        page.open_passphrase.setText(PASS)
+        page.unlock_identity()
+        _wait(app, lambda: page.identity is not None)
         page.load_sample(str(data / "registry-sample.csv"))
         _wait(app, lambda: page.schema is not None)
         combo = grid.type_combo("smoking")
@@ -105,7 +113,6 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         aw.close()
 
         # a site whose heights are in inches: the data page names the column before anything leaves
-        analyst = Identity.generate("DC analyst, University Hospital")
         schema, _ = infer_schema(data / "registry-sample.csv", label="outcome", with_statistics=True)
         kit = Kit(name="Cardiac registry", task="classification", schema=schema, method="dccfl",
                   analyst=analyst.card, settings={"seed": 1, "t": 0.5}, anchor={"kind": "smote", "rows": 500})

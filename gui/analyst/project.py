@@ -614,6 +614,10 @@ class ProjectPage(QWidget):
         s = self.schema
         summary = self.tr("{n} feature columns ({m} matrix columns), {k} left out. Change a type, the levels or "
                           "the missing values in the grid.").format(n=len(s.features), m=s.width, k=len(s.ignored))
+        shares = [f"{f.name} {100 * f.missing_share:.0f} %" if f.missing_share >= 0.01 else f"{f.name} < 1 %"
+                  for f in s.features if f.missing_share]
+        if shares:
+            summary += " " + self.tr("Missing in the sample: {shares}.").format(shares=", ".join(shares))
         # a note on a feature or left-out column is in its row (the Note cell's tooltip); the rest are said here
         in_grid = s.feature_names + [c.name for c in s.ignored if c.name]
         rest = [n for n in self.notes if not any(f"'{c}'" in n for c in in_grid)]

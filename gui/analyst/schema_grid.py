@@ -8,13 +8,14 @@ levels, that a level is listed once, …) is core's. Edits emit ``edited``; the 
 
 Cells, per row: the column's name; its type (a combo: number, binary, categorical, ordinal, left out; the
 label and the row id are shown as text); its levels, comma-separated in the kit's order (editable; binary:
-the first is the reference, encoded 0; ordinal: low to high) or, for a number, its sample range; the
-share of missing cells in the sample; its missing-value policy (a combo); and "unknown → other" (a tick,
-categorical and ordinal only). A left-out row is grey, says why in its levels cell and keeps its type combo,
-so the column can be brought back. Core's notes on a column are its name's tooltip.
+the first is the reference, encoded 0; ordinal: low to high) or, for a number, its sample range; its
+missing-value policy (a combo); and "other" (unknown values → an extra level 'other': a tick, categorical and
+ordinal only). The page says under the grid how many cells each column misses in the sample. A left-out
+row is grey, says why in its levels cell and keeps its type combo, so the column can be brought back.
+Core's notes on a column are its name's tooltip.
 
 Test hooks: ``row_of(name)``, ``type_combo(name)``, ``missing_combo(name)``, ``levels_item(name)``,
-``other_item(name)``, ``note(name)`` (why left out), ``missing_share(name)``, ``choices``.
+``other_item(name)``, ``note(name)`` (why left out), ``choices``.
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ from PySide6.QtWidgets import QAbstractItemView, QComboBox, QHeaderView, QTableW
 
 from core.data.schema import COLUMN_TYPES, ColumnChoices, FeatureColumn, Schema
 
-COL_NAME, COL_TYPE, COL_LEVELS, COL_SHARE, COL_MISSING, COL_OTHER = range(6)
+COL_NAME, COL_TYPE, COL_LEVELS, COL_MISSING, COL_OTHER = range(5)
 LEFT_OUT = "ignored"  # core's name for the type "left out" (``kit new --type COL=ignored``)
 TYPE_TEXT = {"numeric": "number", "binary": "binary", "categorical": "categorical", "ordinal": "ordinal",
              LEFT_OUT: "left out"}
 MISSING_TEXT = {"refuse": "refuse", "impute": "impute", "impute+indicator": "impute + indicator"}
 GREY = QColor("#9ca3af")
+LEVELS_WIDTH = 140  # px: below this the grid scrolls sideways rather than hide the levels
 
 
 def parse_levels(text: str) -> list[str]:
@@ -49,17 +51,17 @@ class SchemaGrid(QTableWidget):
     edited = Signal()  # the analyst changed a decision: re-infer with ``choices``
 
     def __init__(self, parent: QWidget | None = None):
-        super().__init__(0, 6, parent)
+        super().__init__(0, 5, parent)
         self.choices = ColumnChoices()
         self._rows: dict[str, int] = {}
         self._filling = False
         self.setHorizontalHeaderLabels([self.tr("Column"), self.tr("Type"), self.tr("Levels or range"),
-                                        self.tr("Missing\nin sample"), self.tr("Missing values"),
-                                        self.tr("Unknown\n→ other")])
+                                        self.tr("Missing values"), self.tr("Other")])
         header = self.horizontalHeader()
-        for c in (COL_NAME, COL_TYPE, COL_SHARE, COL_MISSING, COL_OTHER):
+        for c in (COL_NAME, COL_TYPE, COL_MISSING, COL_OTHER):
             header.setSectionResizeMode(c, QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(COL_LEVELS, QHeaderView.Stretch)
+        header.setSectionResizeMode(COL_LEVELS, QHeaderView.Fixed)  # the room left, at least LEVELS_WIDTH
+        header.sectionResized.connect(lambda *_: self._fit_levels())
         self.horizontalHeaderItem(COL_LEVELS).setToolTip(self.tr(
             "Double-click to edit, comma-separated. The order is the kit's: binary, the first level is the "
             "reference (encoded 0); ordinal, low to high; categorical, the order of its 0/1 columns. A level "
@@ -68,7 +70,8 @@ class SchemaGrid(QTableWidget):
             "refuse: a missing cell stops a site's export. impute: each site fills it with its own median (or "
             "most frequent level). indicator: a 0/1 “was missing” column also says which cells were filled."))
         self.horizontalHeaderItem(COL_OTHER).setToolTip(self.tr(
-            "Ticked: a value the kit does not know goes to an extra level 'other' instead of being refused"))
+            "Unknown values → other. Ticked: a value the kit does not know goes to an extra level 'other' instead "
+            "of being refused"))
         self.verticalHeader().setVisible(False)
         self.setEditTriggers(QAbstractItemView.DoubleClicked | QAbstractItemView.EditKeyPressed
                              | QAbstractItemView.SelectedClicked)
@@ -143,13 +146,14 @@ class SchemaGrid(QTableWidget):
         finally:
             self._filling = False
         self.resizeRowsToContents()
+        self._fit_levels()
         self.verticalScrollBar().setValue(keep)
 
     def _fill_row(self, r: int, name: str, schema: Schema, f: FeatureColumn | None, ignored: dict[str, str],
                   notes: list[str]) -> None:
-        grey, share = False, ""
+        grey = False
         if name == schema.label:
-            kind, levels = self.tr("label ({n} classes)").format(n=len(schema.classes)), ", ".join(schema.classes)
+            kind, levels = self.tr("label"), ", ".join(schema.classes)  # the classes, counted under the grid
         elif name == schema.id_column:
             kind, levels = self.tr("row id"), self.tr("links a person's rows; leaves only as a keyed hash")
         elif f is not None:
@@ -160,9 +164,6 @@ class SchemaGrid(QTableWidget):
                 levels = self.tr("{lo:.4g} to {hi:.4g}").format(lo=f.min, hi=f.max)
             else:
                 levels = ""
-            if f.missing_share is not None:
-                share = self.tr("{p:.0f} %").format(p=100 * f.missing_share) \
-                    if f.missing_share >= 0.01 or not f.missing_share else self.tr("< 1 %")
         else:  # left out: the reason where the levels would be
             grey, kind = True, None
             levels = ignored.get(name) or next((n for n in notes if f"'{name}'" in n), "") or self.tr("left out")
@@ -187,9 +188,6 @@ class SchemaGrid(QTableWidget):
         else:
             levels_item.setToolTip(levels)
         self.setItem(r, COL_LEVELS, levels_item)
-        share_item = self._item(share, grey)
-        share_item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
-        self.setItem(r, COL_SHARE, share_item)
         if f is not None:
             self.setItem(r, COL_MISSING, self._item("", False))
             self.setCellWidget(r, COL_MISSING, self._missing_combo(name, _missing_choice(f)))
@@ -240,6 +238,18 @@ class SchemaGrid(QTableWidget):
         elif item.column() == COL_OTHER and item.flags() & Qt.ItemIsUserCheckable:
             self.set_other(name, item.checkState() == Qt.Checked)
 
+    def _fit_levels(self) -> None:
+        """The levels column takes the width the others leave, but never less than LEVELS_WIDTH (a narrow
+        window scrolls the grid sideways instead)."""
+        others = sum(self.columnWidth(c) for c in range(self.columnCount()) if c != COL_LEVELS)
+        width = max(LEVELS_WIDTH, self.viewport().width() - others)
+        if width != self.columnWidth(COL_LEVELS):
+            self.setColumnWidth(COL_LEVELS, width)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        self._fit_levels()
+
     # ---- test hooks ----------------------------------------------------------------------------------------
     def row_of(self, name: str) -> int:
         return self._rows[name]
@@ -259,6 +269,3 @@ class SchemaGrid(QTableWidget):
     def note(self, name: str) -> str:
         """Why a column is left out (its levels cell), or its levels or range."""
         return self.item(self.row_of(name), COL_LEVELS).text()
-
-    def missing_share(self, name: str) -> str:
-        return self.item(self.row_of(name), COL_SHARE).text()
