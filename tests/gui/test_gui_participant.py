@@ -27,6 +27,7 @@ from core.formats.workspace import AnalystWorkspace, SiteWorkspace, default_work
 from core.participant import ParticipantRound  # noqa: E402
 from gui import settings as app_settings  # noqa: E402
 from gui.participant import ParticipantWizard, ResultsWindow  # noqa: E402
+from gui.screen import fully_visible  # noqa: E402
 from tests.support.gui import (  # noqa: E402
     HANG,
     accept_kit,
@@ -453,6 +454,7 @@ def test_a_column_in_another_unit_is_named_and_blocks_export_until_checked(qtbot
     assert "1 column(s) of your file do not look like the project's sample" in text
     assert "Column 'age' does not look like the kit's" in text and "another unit" in text
     assert not dp.isComplete() and not w.button(QWizard.NextButton).isEnabled()
+    assert fully_visible(dp.units_label) and fully_visible(dp.units_check)
     age_row = [dp.columns_table.item(r, 0).text() for r in range(dp.columns_table.rowCount())].index("age")
     assert dp.columns_table.item(age_row, 0).background().color() == QColor("#fef3c7")
     dp.units_check.setChecked(True)
@@ -462,8 +464,10 @@ def test_a_column_in_another_unit_is_named_and_blocks_export_until_checked(qtbot
     wait_page(qtbot, pp)
     # the privacy page says in words which counts and scores leave
     leaves = pp.leaves_label.text()
-    assert "Missing cells filled here with your own values: age " in leaves and "only these counts leave" in leaves
-    assert "Scores of a model of your own rows leave" in leaves and "never the model" in leaves
+    own = [r for r in range(pp.disclosure_table.rowCount()) if pp.disclosure_table.item(r, 0).text() == "own_cv"]
+    assert len(own) == 1 and "cross-validated" in pp.disclosure_table.item(own[0], 3).toolTip()
+    assert "Missing cells filled with your own values (only these counts leave): age " in leaves
+    assert "Scores of a model of your own rows leave: accuracy " in leaves and "the model stays" in leaves
     w.next()
     ep = w.export_page
     ep.folder_field.set_path(tmp_path)
