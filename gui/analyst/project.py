@@ -24,6 +24,7 @@ through ``QFileDialog.getSaveFileName``), ``build_kit() -> Kit``. Objects: ``ide
 
 from __future__ import annotations
 
+import html
 import shutil
 from copy import deepcopy
 from dataclasses import replace
@@ -482,12 +483,16 @@ class ProjectPage(QWidget):
         self.kit_message.clear_message()
         s = kit.schema
         chosen = ", ".join(f"{k} = {v}" for k, v in kit.settings.items())
+        left = self.tr(", {k} left out ({names})").format(
+            k=len(s.ignored), names=html.escape(", ".join(c.name or "(no name)" for c in s.ignored))) \
+            if s.ignored else ""
         self.kit_info.setText(self.tr(
-            "<b>{name}</b> — {task}, method <b>{method}</b>{t}<br>{n} feature columns; label <i>{label}</i> with "
-            "classes {classes}<br>project id <code>{pid}</code><br>signed by {analyst} "
+            "<b>{name}</b> — {task}, method <b>{method}</b>{t}<br>{n} feature columns ({w} matrix columns){left}; "
+            "label <i>{label}</i> with classes {classes}<br>project id <code>{pid}</code><br>signed by {analyst} "
             "(<code>{fp}</code>)<br>file: {path}").format(
             name=kit.name, task=kit.task, method=kit.method, t=f" ({chosen})" if chosen else "",
-            n=len(s.features), label=s.label or "—", classes=", ".join(s.classes) or "—", pid=kit.project_id,
+            n=len(s.features), w=s.width, left=left,
+            label=s.label or "—", classes=", ".join(s.classes) or "—", pid=kit.project_id,
             analyst=kit.analyst.name, fp=kit.analyst.fingerprint, path=path))
         self.export_kit_button.setEnabled(True)
         self._try_session()
