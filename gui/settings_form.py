@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFormLayout,
     QHBoxLayout,
+    QLabel,
     QLineEdit,
     QSpinBox,
     QTableWidget,
@@ -50,11 +51,17 @@ class _SettingEditor(QWidget):
         self.tick: QCheckBox | None = None
         if spec.auto or spec.optional:
             text = spec.auto_help if spec.auto else spec.none_help
-            self.tick = QCheckBox(self.tr("automatic") + (f" ({text})" if text else ""))
+            self.tick = QCheckBox(self.tr("automatic"))
             self.tick.toggled.connect(lambda on: self.control.setEnabled(not on))
             self.tick.toggled.connect(self.changed)
             lay.addWidget(self.tick)
-        lay.addStretch(1)
+            if text:  # beside the tick, wrapped: a long explanation must not widen the page past a laptop screen
+                why = QLabel(f"({text})")
+                why.setWordWrap(True)
+                why.setBuddy(self.tick)
+                lay.addWidget(why, 1)
+        if self.tick is None or not text:
+            lay.addStretch(1)
         self.setToolTip(spec.help)
         if isinstance(self.control, QDoubleSpinBox) and spec.low is not None and spec.high is not None:
             self.control.setValue((spec.low + spec.high) / 2)  # shown (greyed) while "automatic" is ticked

@@ -524,6 +524,10 @@ def _check_feature(f: FeatureColumn) -> None:
     levels = f.levels
     if not isinstance(levels, list) or not all(isinstance(v, str) for v in levels):
         raise FormatError(f"{where} is {f.type} but lists no levels")
+    # a level given twice first: "M, M" for a binary column is a repeated level, not a third one
+    twice = [v for v, k in Counter(levels).items() if k > 1]
+    if twice:
+        raise FormatError(f"{where} lists level {_quote(twice[0])} more than once")
     if f.type == "binary" and len(levels) != 2:
         raise FormatError(f"{where} is binary but has {len(levels)} level(s); a binary column has exactly two")
     if len(levels) < 2:
@@ -533,9 +537,6 @@ def _check_feature(f: FeatureColumn) -> None:
     for v in levels:
         if not v.strip() or v != v.strip():
             raise FormatError(f"{where} has an empty level or one with surrounding spaces")
-    twice = [v for v, k in Counter(levels).items() if k > 1]
-    if twice:
-        raise FormatError(f"{where} lists level {_quote(twice[0])} more than once")
     if f.other and OTHER_LEVEL in levels:
         raise FormatError(f"{where} has a level named {_quote(OTHER_LEVEL)} and also sends unknown values to an "
                           "'other' level; rename that level")

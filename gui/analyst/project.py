@@ -11,9 +11,11 @@ Test hooks. Identity: ``identity_tabs`` (0 open, 1 create), ``identity_path_edit
 Kit: ``kit_path_edit``, ``kit_browse_button``, ``open_kit_button``, ``open_kit(path) -> bool``,
 ``kit_message``, ``kit_info``, ``export_kit_button``; creating one: ``sample_edit``,
 ``sample_browse_button``, ``load_sample(path) -> Job``, ``project_name``, ``task_combo``, ``label_combo``,
-``id_combo``, ``ranges_check``, ``statistics_check``, ``blocks_edit`` (clustering), ``schema_table`` (column 0
-checkable), ``classes_label``, ``schema_notes``, ``schema_job_panel``, ``method_combo``, ``method_about``,
-``settings_form`` (a :class:`gui.settings_form.SettingsForm` generated from the method's declared settings:
+``id_combo``, ``ranges_check``, ``statistics_check``, ``blocks_edit`` (clustering), ``schema_table`` (a
+:class:`gui.analyst.schema_grid.SchemaGrid`: each column's type, levels, missing values and "other"; an edit
+re-infers the schema in ``schema_job`` with the grid's choices), ``classes_label``, ``schema_notes`` (the
+grid's message area), ``schema_job_panel``, ``method_combo``, ``method_about``, ``settings_form`` (a
+:class:`gui.settings_form.SettingsForm` generated from the method's declared settings:
 ``settings_form.set_value(name, value)``), ``anchor_box``, ``anchor_kind_combo``, ``anchor_rows_spin``,
 ``create_kit_button`` (asks the path
 through ``QFileDialog.getSaveFileName``), ``build_kit() -> Kit``. Objects: ``identity``, ``kit``,
@@ -22,7 +24,9 @@ through ``QFileDialog.getSaveFileName``), ``build_kit() -> Kit``. Objects: ``ide
 
 from __future__ import annotations
 
+import html
 import shutil
+from copy import deepcopy
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,22 +38,19 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
     QScrollArea,
     QSizePolicy,
     QSpinBox,
-    QTableWidget,
-    QTableWidgetItem,
     QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from core.analyst import AnalystRound
-from core.data.schema import FeatureColumn, IgnoredColumn, Schema, infer_schema
+from core.data.schema import Schema, infer_schema
 from core.data.tabular import preview
 from core.errors import DCError
 from core.formats.identity import SCRYPT_LOG_N_DEFAULT, Identity, check_name, passphrase_ok
@@ -63,6 +64,7 @@ from ..jobs import Job
 from ..settings_form import SettingsForm
 from ..widgets import FingerprintView, JobPanel, MessageLabel, passphrase_edit, passphrase_strength
 from .common import TERMS, ThrottledJob
+from .schema_grid import SchemaGrid
 from .state import QtAnalystState
 
 LABEL_GUESSES = ("label", "class", "target", "y", "outcome", "diagnosis")
@@ -112,6 +114,7 @@ class ProjectPage(QWidget):
         self.kit: Kit | None = None
         self.kit_path: Path | None = None
         self.schema: Schema | None = None
+        self.schema_error: str | None = None  # core's sentence on the sample or on a choice in the grid
         self.columns: list[str] = []
         self.notes: list[str] = []
         self.log_n = SCRYPT_LOG_N_DEFAULT
@@ -125,8 +128,8 @@ class ProjectPage(QWidget):
         right = QVBoxLayout()
         right.addWidget(self._create_kit_box())
         cols = QHBoxLayout()
-        cols.addLayout(left, 4)
-        cols.addLayout(right, 6)
+        cols.addLayout(left, 3)
+        cols.addLayout(right, 7)  # the schema grid takes the room
         inner = QWidget()
         inner.setLayout(cols)
         scroll = QScrollArea()
@@ -271,16 +274,10 @@ class ProjectPage(QWidget):
         form.addRow(self.tr("Feature &blocks:"), self.blocks_edit)
         self._create_form = form
 
-        self.schema_table = QTableWidget(0, 5)
-        self.schema_table.setHorizontalHeaderLabels([self.tr("Column"), self.tr("Role"), self.tr("Type"),
-                                                     self.tr("Min"), self.tr("Max")])
-        header = self.schema_table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(2, QHeaderView.Stretch)
-        self.schema_table.verticalHeader().setVisible(False)
-        self.schema_table.setMinimumHeight(170)
-        self.schema_table.setMaximumHeight(280)
-        self.schema_table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.schema_table = SchemaGrid()
+        self.schema_table.setMinimumHeight(230)  # eight rows
+        self.schema_table.setMaximumHeight(320)
+        self.schema_table.edited.connect(self.infer)
         self.schema_job_panel = JobPanel()
         self.classes_label = QLabel()
         self.classes_label.setWordWrap(True)
@@ -486,12 +483,16 @@ class ProjectPage(QWidget):
         self.kit_message.clear_message()
         s = kit.schema
         chosen = ", ".join(f"{k} = {v}" for k, v in kit.settings.items())
+        left = self.tr(", {k} left out ({names})").format(
+            k=len(s.ignored), names=html.escape(", ".join(c.name or "(no name)" for c in s.ignored))) \
+            if s.ignored else ""
         self.kit_info.setText(self.tr(
-            "<b>{name}</b> — {task}, method <b>{method}</b>{t}<br>{n} feature columns; label <i>{label}</i> with "
-            "classes {classes}<br>project id <code>{pid}</code><br>signed by {analyst} "
+            "<b>{name}</b> — {task}, method <b>{method}</b>{t}<br>{n} feature columns ({w} matrix columns){left}; "
+            "label <i>{label}</i> with classes {classes}<br>project id <code>{pid}</code><br>signed by {analyst} "
             "(<code>{fp}</code>)<br>file: {path}").format(
             name=kit.name, task=kit.task, method=kit.method, t=f" ({chosen})" if chosen else "",
-            n=len(s.features), label=s.label or "—", classes=", ".join(s.classes) or "—", pid=kit.project_id,
+            n=len(s.features), w=s.width, left=left,
+            label=s.label or "—", classes=", ".join(s.classes) or "—", pid=kit.project_id,
             analyst=kit.analyst.name, fp=kit.analyst.fingerprint, path=path))
         self.export_kit_button.setEnabled(True)
         self._try_session()
@@ -544,6 +545,7 @@ class ProjectPage(QWidget):
             self.schema_notes.show_message("error", str(exc))
             return None
         self.columns = list(frame.columns)
+        self.schema_table.forget_all()
         if not self.project_name.text().strip():
             self.project_name.setText(Path(path).stem.replace("_", " ").replace("-", " ").title())
         guess = next((c for c in self.columns if c.lower() in LABEL_GUESSES), None)
@@ -570,13 +572,15 @@ class ProjectPage(QWidget):
         if not path or not self.columns:
             return None
         label, id_col = self.label_combo.currentData(), self.id_combo.currentData()
+        self.schema_table.forget(label, id_col)  # a column that became the label or id has no type
+        choices = deepcopy(self.schema_table.choices)
         if self._schema_job is not None and self._schema_job.running:
             self._schema_job.cancel()
         self.create_kit_button.setEnabled(False)
 
         def work(control):
             control.step(0.1, "reading the sample")
-            return infer_schema(path, label=label, id_column=id_col, with_ranges=True)
+            return infer_schema(path, label=label, id_column=id_col, with_ranges=True, choices=choices)
 
         job = ThrottledJob(work, self.tr("Reading the sample"))
         job.succeeded.connect(lambda res, j=job: self._schema_ready(j, res))
@@ -584,13 +588,20 @@ class ProjectPage(QWidget):
         self._schema_job = job
         return self.schema_job_panel.run(job)
 
+    @property
+    def schema_job(self) -> Job | None:
+        """The latest schema inference (started by a new sample, a label/id choice or an edit in the grid)."""
+        return self._schema_job
+
     def _schema_failed(self, job: Job, message: str) -> None:
         if job is not self._schema_job:
             return
-        self.schema = None
+        self.schema, self.schema_error = None, message
         self.schema_job_panel.setVisible(False)
-        self.schema_table.setRowCount(0)
-        self.classes_label.clear()
+        if not self.schema_table.choices.named():  # the sample itself: nothing to show
+            self.schema_table.clear_rows()
+            self.classes_label.clear()
+        # else the grid keeps the analyst's edit, to be corrected; core's sentence says what is wrong
         self.schema_notes.show_message("error", message)
         self._update_create_button()
 
@@ -599,57 +610,25 @@ class ProjectPage(QWidget):
             return
         self.schema_job_panel.setVisible(False)
         self.schema, self.notes = result
-        feats = {f.name: f for f in self.schema.features}
-        self.schema_table.setRowCount(len(self.columns))
-        for r, name in enumerate(self.columns):
-            min_ = max_ = ""
-            if name == self.schema.label:
-                role, typ = self.tr("label"), self.tr("class ({n})").format(n=len(self.schema.classes))
-            elif name == self.schema.id_column:
-                role, typ = self.tr("row id"), self.tr("text")
-            elif name in feats:
-                f = feats[name]
-                if f.typed:
-                    role, typ = self.tr("feature"), f"{f.type}: {', '.join(f.levels or [])}"
-                else:
-                    role, typ = self.tr("feature"), self.tr("number")
-                    if f.min is not None and f.max is not None:
-                        min_, max_ = f"{f.min:.6g}", f"{f.max:.6g}"
-            else:
-                reason = next((c.reason for c in self.schema.ignored if c.name == name), "") \
-                    or next((n for n in self.notes if f"'{name}'" in n), "")
-                role, typ = self.tr("left out"), reason
-            cells = [name, role, typ, min_, max_]
-            for c, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                if c == 0 and name in feats:
-                    item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
-                    item.setCheckState(Qt.Checked)
-                    item.setToolTip(self.tr("Untick to leave this column out of the project"))
-                if role == self.tr("left out"):
-                    item.setForeground(Qt.gray)
-                if c >= 3:
-                    item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
-                self.schema_table.setItem(r, c, item)
+        self.schema_error = None
+        self.schema_table.show_schema(self.columns, self.schema, self.notes)
         classes = self.schema.classes
         self.classes_label.setText(self.tr("Classes ({n}): {classes}").format(n=len(classes),
                                                                               classes=", ".join(classes))
                                    if classes else self.tr("No label column: rows are not labelled."))
-        self.schema_notes.show_message("warning" if self.notes else "info",
-                                       "; ".join(self.notes) if self.notes else
-                                       self.tr("{n} numeric feature columns.").format(n=len(feats)))
+        s = self.schema
+        summary = self.tr("{n} feature columns ({m} matrix columns), {k} left out. Change a type, the levels or "
+                          "the missing values in the grid.").format(n=len(s.features), m=s.width, k=len(s.ignored))
+        shares = [f"{f.name} {100 * f.missing_share:.0f} %" if f.missing_share >= 0.01 else f"{f.name} < 1 %"
+                  for f in s.features if f.missing_share]
+        if shares:
+            summary += " " + self.tr("Missing in the sample: {shares}.").format(shares=", ".join(shares))
+        # a note on a feature or left-out column is in its row (the Note cell's tooltip); the rest are said here
+        in_grid = s.feature_names + [c.name for c in s.ignored if c.name]
+        rest = [n for n in self.notes if not any(f"'{c}'" in n for c in in_grid)]
+        self.schema_notes.show_message("warning" if rest else "info",
+                                       summary + (" " + "; ".join(rest) + "." if rest else ""))
         self._update_create_button()
-
-    def included_features(self) -> list[FeatureColumn]:
-        if self.schema is None:
-            return []
-        feats = {f.name: f for f in self.schema.features}
-        out = []
-        for r in range(self.schema_table.rowCount()):
-            item = self.schema_table.item(r, 0)
-            if item is not None and item.text() in feats and item.checkState() == Qt.Checked:
-                out.append(feats[item.text()])
-        return out
 
     def _task_changed(self) -> None:
         task = self.task_combo.currentData()
@@ -692,7 +671,8 @@ class ProjectPage(QWidget):
         if self.identity is None:
             self.create_hint.setText(self.tr("Unlock or create your identity first: the kit is signed with it."))
         elif self.schema is None:
-            self.create_hint.setText(self.tr("Choose a sample CSV."))
+            self.create_hint.setText(self.tr("Correct the choice the message above names.") if self.schema_error
+                                     and self.schema_table.choices.named() else self.tr("Choose a sample CSV."))
         elif getattr(self, "no_method", True):
             self.create_hint.setText(self.tr("No method is available for this task yet."))
         else:
@@ -702,22 +682,19 @@ class ProjectPage(QWidget):
         """The kit the form describes (not yet signed or saved). Raises DCError with the reason."""
         from core.errors import ConfigError
 
+        if self.schema is None and self.schema_error:
+            raise ConfigError(self.schema_error)
         if self.identity is None or self.schema is None:
             raise ConfigError("unlock your identity and choose a sample CSV first")
-        feats = self.included_features()
-        if not feats:
-            raise ConfigError("keep at least one feature column")
+        feats = list(self.schema.features)  # inferred with the grid's choices: left-out columns are in ignored
         ranges = self.ranges_check.isChecked()
-        kept = {f.name for f in feats}
-        left_out = [IgnoredColumn(f.name, "left out by the analyst") for f in self.schema.features
-                    if f.name not in kept]
         if not ranges:  # the sample's ranges stay unpublished
             feats = [replace(f, min=None, max=None) for f in feats]
         if not ranges and not self.statistics_check.isChecked():  # nor its statistics; types and policies stay
             feats = [replace(f, mean=None, std=None, frequencies=None, missing_share=None) for f in feats]
         label = self.schema.label
         schema = Schema(features=feats, label=label, classes=list(self.schema.classes) if label else [],
-                        id_column=self.schema.id_column, ignored=list(self.schema.ignored) + left_out)
+                        id_column=self.schema.id_column, ignored=list(self.schema.ignored))
         kit, _ = build_kit(name=self.project_name.text(), schema=schema, analyst=self.identity.card,
                            task=self.task_combo.currentData(), method=self.method_combo.currentData(),
                            settings=self.method_settings(), blocks=self.blocks_edit.text().strip() or None,

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFormLayout,
+    QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -52,7 +53,9 @@ class DataPage(Page):
     Test hooks: ``csv_field`` (PathField; ``set_csv(path)``), ``encoding_combo``, ``delimiter_combo``,
     ``decimal_combo`` (item data None = detect), ``missing_edit``, ``impute_check``, ``preview_view`` /
     ``preview_model`` (TextFrameModel; ``.highlight`` = (row, column) of the cell an error names),
-    ``columns_table``, ``format_label``; ``exporter`` / ``table`` once the file reads cleanly.
+    ``columns_table``, ``format_label``; ``exporter`` / ``table`` once the file reads cleanly; ``units_box``,
+    ``units_label``, ``units_check`` (the units check: shown when core names columns that do not look like the
+    kit's sample; the page is complete, and the bundle can be sealed, only once it is ticked).
     """
 
     def __init__(self):
@@ -145,8 +148,26 @@ class DataPage(Page):
         opts.addRow(self.tr("Also &treat as missing:"), self.missing_edit)
         opts.addRow("", self.impute_check)
 
+        self.units_box = QGroupBox(self.tr("Check these columns before you export"))
+        self.units_box.setStyleSheet("QGroupBox{background:#fffbeb;border:1px solid #f59e0b;border-radius:4px;"
+                                     "margin-top:1.2em;padding:4px}QGroupBox::title{color:#92400e;"
+                                     "subcontrol-origin:margin;left:8px}")
+        self.units_label = QLabel()
+        self.units_label.setWordWrap(True)
+        self.units_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.units_check = QCheckBox(self.tr("I &checked these columns: they are right"))
+        self.units_check.setToolTip(self.tr("Tick only after looking at these columns in your file. If one is in "
+                                            "another unit or coding, convert it in the file and choose it again."))
+        self.units_check.toggled.connect(self._units_checked)
+        ul = QVBoxLayout(self.units_box)
+        ul.setContentsMargins(8, 4, 8, 4)
+        ul.addWidget(self.units_label)
+        ul.addWidget(self.units_check)
+        self.units_box.setVisible(False)
+
         self.body.addLayout(form)
         self.body.addWidget(split, 1)
+        self.body.addWidget(self.units_box)
         self.body.addLayout(opts)
         self.message.setTextInteractionFlags(Qt.TextSelectableByMouse)
 
@@ -180,6 +201,7 @@ class DataPage(Page):
         """Preview the file with the current options, then read all of it against the kit in a job."""
         self._generation += 1
         self.exporter, self.table = None, None
+        self._show_units([])
         self.message.clear_message()
         self.preview_model.set_highlight(None, None)
         path = self.csv_field.path()
@@ -325,6 +347,7 @@ class DataPage(Page):
                 self.exporter, self.table = exporter, table
                 self.csv_field.remember()
                 self.message.show_message("ok", self._summary(table))
+                self._show_units(exporter.unit_warnings)
 
         def failed(text: str) -> None:
             if generation == self._generation:
@@ -350,6 +373,33 @@ class DataPage(Page):
             parts.append(self.tr("Rows by class: {counts}.").format(counts=", ".join(
                 f"{html.escape(c)} {int(k):,}" for c, k in zip(kit.schema.classes, counts, strict=True))))
         return " ".join(parts)
+
+    # -- the units check (core.data.harmony): columns that do not look like the kit's sample
+    def _show_units(self, warnings: list[str]) -> None:
+        """Show core's sentence for each column that does not look like the kit's sample; the box must be
+        ticked again after every read (a new file, a new format)."""
+        self.units_check.blockSignals(True)
+        self.units_check.setChecked(False)
+        self.units_check.blockSignals(False)
+        self.units_box.setVisible(bool(warnings))
+        if not warnings:
+            self.units_label.clear()
+            return
+        self.units_label.setText(self.tr(
+            "{n} column(s) of your file do not look like the project's sample. A column in another unit (inches "
+            "for centimetres) or coding (1/2 for 0/1) would mislead every model: check them in your file.")
+            .format(n=len(warnings)) + "<ul style='margin:2px 0 0 -20px'>" + "".join(
+                f"<li>{html.escape(w[0].upper() + w[1:], quote=False)}.</li>" for w in warnings) + "</ul>")
+        flagged = {m.group(1) for w in warnings for m in [_COLUMN.search(w)] if m}
+        for r in range(self.columns_table.rowCount()):
+            if self.columns_table.item(r, 0).text() in flagged:
+                for c in range(self.columns_table.columnCount()):
+                    self.columns_table.item(r, c).setBackground(QBrush(QColor("#fef3c7")))
+
+    def _units_checked(self, checked: bool) -> None:
+        if self.exporter is not None:
+            self.exporter.units_checked = checked
+        self.completeChanged.emit()
 
     # -- problems
     def _sentence(self, text: str) -> str:
@@ -435,4 +485,6 @@ class DataPage(Page):
         self._locate_job.start()
 
     def isComplete(self) -> bool:
-        return self.table is not None and self.exporter is not None and not self.busy
+        if self.table is None or self.exporter is None or self.busy:
+            return False
+        return not self.exporter.unit_warnings or self.exporter.units_checked

@@ -96,7 +96,11 @@ class ExportPage(Page):
                 pass
             if extra:
                 self.target_label.setText(self.target_label.text() + " (" + "; ".join(extra) + ")")
-        self.export_button.setEnabled(t is not None and not self.busy)
+        exporter = self.state.exporter if self.wizard() is not None else None
+        unchecked = exporter is not None and bool(exporter.unit_warnings) and not exporter.units_checked
+        if unchecked:  # sealing would refuse: the data page's units check is not ticked
+            self.target_label.setText(self.tr("Go back to the data page and check the columns it names first."))
+        self.export_button.setEnabled(t is not None and not self.busy and not unchecked)
 
     def export(self) -> None:
         if self.busy:

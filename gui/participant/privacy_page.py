@@ -65,7 +65,8 @@ class PrivacyPage(Page):
         self.disclosure_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.disclosure_table.verticalHeader().setVisible(False)
         self.disclosure_table.horizontalHeader().setSectionResizeMode(3, QHeaderView.Stretch)
-        self.disclosure_table.setWordWrap(True)
+        self.disclosure_table.setWordWrap(False)  # one line per array (the whole meaning in its tooltip)
+        self.disclosure_table.verticalHeader().setDefaultSectionSize(22)  # every array in view on a laptop
         self.leaves_label = QLabel()
         self.leaves_label.setWordWrap(True)
         self.details = QWidget()
@@ -175,7 +176,7 @@ class PrivacyPage(Page):
             shape = " × ".join(f"{s:,}" for s in d.shape)
             for c, text in enumerate((d.name, shape, d.dtype, d.meaning)):
                 item = QTableWidgetItem(text)
-                item.setToolTip(d.plain or d.meaning)
+                item.setToolTip(d.meaning if c == 3 else d.plain or d.meaning)  # a long meaning is whole there
                 self.disclosure_table.setItem(r, c, item)
         self.disclosure_table.resizeColumnsToContents()
         self.disclosure_table.horizontalHeader().setSectionResizeMode(3, QHeaderView.Stretch)
@@ -189,9 +190,21 @@ class PrivacyPage(Page):
                                       "leaves.") if cls.labels_at_site else self.tr("No."))
         ids = self.tr("Only as keyed hashes the analyst cannot reverse.") if "id_hash" in names else self.tr("No.")
         size = human_size(ex.shipped_bytes + ENVELOPE_OVERHEAD)
-        self.leaves_label.setText(
-            self.tr("Labels leave: {labels}<br>Row ids leave: {ids}<br>Raw values of your columns leave: <b>no</b>."
-                    "<br>Approximate file size: <b>{size}</b>").format(labels=labels, ids=ids, size=size))
+        lines = [self.tr("Labels leave: {labels}").format(labels=labels),
+                 self.tr("Row ids leave: {ids}").format(ids=ids),
+                 self.tr("Raw values of your columns leave: <b>no</b>.")]
+        cv = ex.manifest.get("own_cv")
+        if isinstance(cv, dict):
+            lines.append(self.tr("Scores of a model of your own rows leave: accuracy {acc:.3f}, AUC {auc:.3f} "
+                                 "(tested here on {rows:,} rows; the model stays).").format(
+                acc=cv["accuracy"], auc=cv["auc"], rows=cv["rows"]))
+        table = self.state.exporter.table if self.state.exporter is not None else None
+        if table is not None and table.filled:
+            lines.append(self.tr("Missing cells filled with your own values (only these counts leave): "
+                                 "{detail}.").format(detail=", ".join(f"{html.escape(c)} {k:,}"
+                                                                      for c, k in table.filled.items())))
+        lines.append(self.tr("Approximate file size: <b>{size}</b>").format(size=size))
+        self.leaves_label.setText("<br>".join(lines))
         self.stays_label.setText("<ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in ex.stays) + "</ul>")
 
     def isComplete(self) -> bool:

@@ -22,9 +22,11 @@ from PySide6.QtWidgets import QFileDialog  # noqa: E402
 
 from benchmarks.simulation.projects import build_project, fake_clustering_result  # noqa: E402
 from core.errors import DCError  # noqa: E402
+from core.formats.identity import Identity  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
 from gui.analyst.bundles import COL_CONFIRMED, COL_FILE, COL_LABELS, COL_STATUS  # noqa: E402
 from gui.analyst.common import COUNTS_ROLE, NAMES_ROLE  # noqa: E402
+from gui.analyst.schema_grid import COL_NAME, COL_TYPE, GREY  # noqa: E402
 from gui.analyst.window import AnalystWindow  # noqa: E402
 from gui.widgets import passphrase_strength  # noqa: E402
 from tests.support.gui import (  # noqa: E402
@@ -36,6 +38,7 @@ from tests.support.gui import (  # noqa: E402
     wait_job,
     wait_metrics,
 )
+from tests.support.typedkit import make_typed_sites  # noqa: E402
 
 PASS = "correct horse battery staple"
 
@@ -118,12 +121,16 @@ def test_create_identity_and_kit_by_clicking(qtbot, tmp_path, project, monkeypat
         qtbot.mouseClick(page.sample_browse_button, Qt.LeftButton)
     assert page.schema is not None
     assert page.label_combo.currentData() == "label"
-    assert page.schema_table.rowCount() == 9  # 8 features + the label
-    roles = [page.schema_table.item(r, 1).text() for r in range(9)]
-    assert roles.count("feature") == 8 and "label" in roles
-    assert page.schema_table.item(0, 3).text() != ""  # ranges shown
+    grid = page.schema_table
+    assert grid.rowCount() == 9  # 8 features + the label
+    assert [grid.type_combo(f"x{j}").currentData() for j in range(8)] == ["numeric"] * 8
+    assert grid.item(grid.row_of("label"), COL_TYPE).text() == "label"
+    assert grid.levels_item("label").text() == "a, b, c, d"
+    assert " to " in grid.levels_item("x0").text()  # the sample's range shown
     assert "a, b, c, d" in page.classes_label.text()
-    page.schema_table.item(7, 0).setCheckState(Qt.Unchecked)  # leave x7 out
+    grid.type_combo("x7").setCurrentIndex(grid.type_combo("x7").findData("ignored"))  # leave x7 out
+    wait_job(qtbot, page.schema_job)
+    assert grid.note("x7") == "left out by the analyst"
     page.project_name.setText("Clicked project")
     assert page.method_combo.currentData() == "dccfl"
     form = page.settings_form
@@ -138,6 +145,7 @@ def test_create_identity_and_kit_by_clicking(qtbot, tmp_path, project, monkeypat
     kit = Kit.load(kit_path, expect_analyst=page.identity.card)
     assert kit.name == "Clicked project" and kit.method == "dccfl"
     assert kit.schema.feature_names == [f"x{j}" for j in range(7)]
+    assert [(c.name, c.reason) for c in kit.schema.ignored] == [("x7", "left out by the analyst")]
     assert kit.schema.features[0].min is not None
     assert kit.settings["t"] == 0.35 and kit.settings["epochs"] == 7 and kit.settings["alignment"] == "affine"
     assert w.state.session is not None and w.state.session.kit.project_id == kit.project_id
@@ -155,6 +163,72 @@ def test_create_identity_and_kit_by_clicking(qtbot, tmp_path, project, monkeypat
     form.set_value("k_range", [2, 1])  # an advanced setting, checked against its declaration
     with pytest.raises(DCError, match="k_range"):
         page.method_settings()
+
+
+def test_schema_grid_types_levels_and_missing_values(qtbot, tmp_path):
+    """The analyst changes types, levels, missing values and 'other' in the grid; a wrong choice is one sentence
+    in the message area; the kit is built from what the grid shows."""
+    make_typed_sites(tmp_path, sites=1, rows=20)
+    w = AnalystWindow()
+    qtbot.addWidget(w)
+    page, grid = w.project_page, w.project_page.schema_table
+    page.identity = Identity.generate("Analyst")
+    wait_job(qtbot, page.load_sample(str(tmp_path / "sample.csv")))
+    assert page.label_combo.currentData() == "outcome"
+    # what core detected: text and 0/1 columns typed, the identifier and free text left out (grey, with why)
+    assert grid.type_combo("sex").currentData() == "binary" and grid.levels_item("sex").text() == "F, M"
+    assert grid.type_combo("rx").currentData() == "categorical" and grid.levels_item("rx").text() == \
+        "Lev, Lev+5FU, Obs"
+    assert grid.missing_combo("age").currentData() == "impute+indicator" and "age 12 %" in page.schema_notes.text()
+    assert grid.type_combo("pid").currentData() == "ignored" and grid.note("pid").startswith("identifier")
+    assert grid.item(grid.row_of("pid"), COL_NAME).foreground().color() == GREY
+    assert grid.missing_combo("pid") is None
+
+    def edit(action) -> None:
+        action()
+        wait_job(qtbot, page.schema_job)
+
+    def choose(combo, value) -> None:
+        edit(lambda: combo.setCurrentIndex(combo.findData(value)))
+
+    # wrong choices: one sentence from core, nothing built
+    choose(grid.type_combo("rx"), "binary")
+    assert page.schema_notes.kind == "error"
+    assert page.schema_notes.text() == "feature 'rx' is binary but has 3 level(s); a binary column has exactly two"
+    assert not page.create_kit_button.isEnabled()
+    with pytest.raises(DCError, match="binary but has 3"):
+        page.build_kit()
+    choose(grid.type_combo("rx"), "ordinal")
+    assert page.schema_notes.kind != "error" and page.create_kit_button.isEnabled()
+    edit(lambda: grid.levels_item("rx").setText("Obs, Lev, Lev+5FU"))  # low to high
+    edit(lambda: grid.other_item("rx").setCheckState(Qt.Checked))
+    edit(lambda: grid.levels_item("sex").setText("M, M"))
+    assert page.schema_notes.kind == "error"
+    assert page.schema_notes.text() == "feature 'sex' lists level 'M' more than once"
+    edit(lambda: grid.levels_item("sex").setText("M"))  # M the reference; the sample's F follows
+    assert grid.levels_item("sex").text() == "M, F"
+    choose(grid.missing_combo("creat"), "refuse")
+    # a column left out, then brought back with another type
+    choose(grid.type_combo("nodes"), "ignored")
+    assert grid.note("nodes") == "left out by the analyst" and grid.missing_combo("nodes") is None
+    choose(grid.type_combo("nodes"), "categorical")
+
+    page.project_name.setText("Typed")
+    kit = page.build_kit()
+    f = {c.name: c for c in kit.schema.features}
+    assert list(f) == ["age", "sex", "rx", "nodes", "creat"]
+    assert f["sex"].type == "binary" and f["sex"].levels == ["M", "F"]
+    assert f["rx"].type == "ordinal" and f["rx"].levels == ["Obs", "Lev", "Lev+5FU"] and f["rx"].other
+    assert f["nodes"].type == "categorical" and f["nodes"].levels == ["0", "1"]
+    assert (f["creat"].missing, f["creat"].indicator) == ("refuse", False)
+    assert (f["age"].missing, f["age"].indicator) == ("impute", True)
+    assert kit.schema.encoded_names == ["age", "age (missing)", "sex=F", "sex (missing)", "rx", "rx=other",
+                                        "nodes=0", "nodes=1", "creat"]
+    assert {c.name: c.reason.split(":")[0] for c in kit.schema.ignored} == {"pid": "identifier",
+                                                                             "note": "identifier"}
+    # a new sample forgets the choices
+    wait_job(qtbot, page.load_sample(str(tmp_path / "sample.csv")))
+    assert grid.type_combo("rx").currentData() == "categorical" and grid.type_combo("nodes").currentData() == "binary"
 
 
 def test_open_kit_with_wrong_passphrase_is_inline_error(qtbot, project):

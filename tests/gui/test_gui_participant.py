@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QWizard
 
 pytest.importorskip("pytestqt")
 pytestmark = pytest.mark.usefixtures("private_settings")
@@ -18,15 +20,19 @@ pytestmark = pytest.mark.usefixtures("private_settings")
 from core.analyst import AnalystRound  # noqa: E402
 from core.data.schema import infer_schema  # noqa: E402
 from core.data.tabular import read_table  # noqa: E402
-from core.formats.anchor import AnchorFile, make_anchor  # noqa: E402
+from core.formats.anchor import AnchorFile, anchor_for_kit, make_anchor  # noqa: E402
 from core.formats.identity import Identity  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
 from core.formats.workspace import AnalystWorkspace, SiteWorkspace, default_workspace  # noqa: E402
 from core.participant import ParticipantRound  # noqa: E402
 from gui import settings as app_settings  # noqa: E402
 from gui.participant import ParticipantWizard, ResultsWindow  # noqa: E402
+from gui.screen import fully_visible  # noqa: E402
 from tests.support.gui import (  # noqa: E402
     HANG,
+    accept_kit,
+    import_anchor,
+    read_csv,
     results_apply,
     results_unlock,
     until,
@@ -36,6 +42,7 @@ from tests.support.gui import (  # noqa: E402
     wizard_with_new_identity,
 )
 from tests.support.roundkit import FEATURES, make_sites  # noqa: E402
+from tests.support.typedkit import make_typed_sites  # noqa: E402
 
 PASS = "correct horse battery staple"
 
@@ -405,3 +412,72 @@ def test_a_wizard_closed_before_any_export_leaves_no_empty_workspace(qtbot, proj
     assert not root.exists()
     w.reject()
     assert not root.exists()
+
+
+# ---- a kit with typed columns and published statistics: the units check --------------------------------------
+@pytest.fixture(scope="module")
+def typed_project(tmp_path_factory):
+    """A kit made from a clinical-like sample with today's defaults (types, imputation, published statistics),
+    its anchor (plain, as the lead's file reads), and site CSVs."""
+    d = tmp_path_factory.mktemp("gui-typed")
+    sites = make_typed_sites(d / "data", sites=1, rows=120)
+    analyst = Identity.generate("Analyst")
+    schema, _ = infer_schema(d / "data/sample.csv", label="outcome", with_statistics=True)
+    kit = Kit(name="Clinical", task="classification", schema=schema, method="dccfl", analyst=analyst.card,
+              settings={"epochs": 3, "seed": 3, "t": 0.5, "hidden": [8]}, anchor={"kind": "smote", "rows": 200})
+    kit.save(d / "c.dckit", analyst)
+    seed = read_table(d / "data/sample.csv", schema, labels=False).X
+    anchor_for_kit(kit, seed_X=seed).save(d / "c.dcanchor")
+    train = sites["site0"][0]
+    frame = pd.read_csv(train, dtype=str, keep_default_na=False)
+    frame["age"] = [f"{float(v) * 2.54:.1f}" if v != "NA" else v for v in frame["age"]]  # ages in another unit
+    frame.to_csv(d / "inches.csv", index=False)
+    return {"dir": d, "kit_path": d / "c.dckit", "anchor": d / "c.dcanchor", "train": train,
+            "scaled": d / "inches.csv"}
+
+
+def test_a_column_in_another_unit_is_named_and_blocks_export_until_checked(qtbot, typed_project, tmp_path):
+    p = typed_project
+    w = wizard_with_new_identity(qtbot, "Site A", tmp_path / "ids")
+    accept_kit(w, p["kit_path"])
+    import_anchor(qtbot, w, p["anchor"])
+    w.next()
+    dp = w.data_page
+    # this site's own rows, text columns and missing cells and all: nothing to check
+    read_csv(qtbot, w, p["train"])
+    assert dp.units_box.isHidden() and not dp.exporter.unit_warnings
+    # every age ×2.54: named, in plain words, and Next waits for the tick
+    dp.set_csv(p["scaled"])
+    wait_page(qtbot, dp, lambda: dp.table is not None)
+    assert not dp.units_box.isHidden() and not dp.units_check.isChecked()
+    text = dp.units_label.text()
+    assert "1 column(s) of your file do not look like the project's sample" in text
+    assert "Column 'age' does not look like the kit's" in text and "another unit" in text
+    assert not dp.isComplete() and not w.button(QWizard.NextButton).isEnabled()
+    assert fully_visible(dp.units_label) and fully_visible(dp.units_check)
+    age_row = [dp.columns_table.item(r, 0).text() for r in range(dp.columns_table.rowCount())].index("age")
+    assert dp.columns_table.item(age_row, 0).background().color() == QColor("#fef3c7")
+    dp.units_check.setChecked(True)
+    assert dp.exporter.units_checked and dp.isComplete() and w.button(QWizard.NextButton).isEnabled()
+    w.next()
+    pp = w.privacy_page
+    wait_page(qtbot, pp)
+    # the privacy page says in words which counts and scores leave
+    leaves = pp.leaves_label.text()
+    own = [r for r in range(pp.disclosure_table.rowCount()) if pp.disclosure_table.item(r, 0).text() == "own_cv"]
+    assert len(own) == 1 and "cross-validated" in pp.disclosure_table.item(own[0], 3).toolTip()
+    assert "Missing cells filled with your own values (only these counts leave): age " in leaves
+    assert "Scores of a model of your own rows leave: accuracy " in leaves and "the model stays" in leaves
+    w.next()
+    ep = w.export_page
+    ep.folder_field.set_path(tmp_path)
+    ep.name_edit.setText("a.dcbundle")
+    assert ep.export_button.isEnabled()
+    dp.units_check.setChecked(False)  # unticked behind the export page's back: sealing would refuse
+    ep.name_edit.setText("b.dcbundle")
+    assert not ep.export_button.isEnabled() and "check the columns" in ep.target_label.text()
+    dp.units_check.setChecked(True)
+    ep.name_edit.setText("a.dcbundle")
+    ep.export_button.click()
+    wait_for_page(qtbot, w, "done")
+    assert (tmp_path / "a.dcbundle").exists()

@@ -5,6 +5,7 @@ cluster count changes), trains and exports packages; a site applies its package 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -37,6 +38,7 @@ from tests.support.gui import (  # noqa: E402
     wait_page,
 )
 from tests.support.roundkit import CLASSES, make_sites  # noqa: E402
+from tests.support.typedkit import make_typed_sites  # noqa: E402
 
 PASS = "correct horse battery staple"
 
@@ -155,3 +157,58 @@ def test_whole_round_by_clicking(qtbot, tmp_path, monkeypatch):
     assert list(result.columns[-5:]) == ["prediction"] + [f"prob_{c}" for c in CLASSES]
     assert kit.project_id in (d / "to-sites/summary.json").read_text()
     assert (result["prediction"] == result["label"]).mean() > 0.5  # 4 classes: chance is about 0.25
+
+
+@pytest.mark.slow
+def test_whole_round_on_text_columns_and_missing_cells_with_kit_defaults(qtbot, tmp_path, monkeypatch):
+    """Issue #22: a clinical-like table (an id, sex F/M, a 3-level text column, a 0/1 column, free text, NA
+    cells) goes through a whole round in the app with the kit's defaults: nothing typed by hand."""
+    d = tmp_path
+    sites = make_typed_sites(d / "data", sites=3, rows=160)
+    shutil.copyfile(d / "data/sample.csv", d / "data/seed.csv")  # the lead's shareable seed rows
+    (d / "usb").mkdir()
+    aw = analyst_window.AnalystWindow()
+    qtbot.addWidget(aw)
+    aw.show()
+    kit_path = analyst_makes_kit(qtbot, aw, d, monkeypatch)
+    kit = Kit.load(kit_path)
+    f = {c.name: c for c in kit.schema.features}
+    assert (f["sex"].type, f["rx"].type, f["nodes"].type) == ("binary", "categorical", "binary")
+    assert (f["age"].missing, f["age"].indicator) == ("impute", True) and f["age"].mean is not None
+    assert {c.name for c in kit.schema.ignored} == {"pid", "note"}
+
+    others = list(sites)[1:]
+    for name in others:
+        ident = Identity.generate(name)
+        ident.save(d / name / f"{name}.dcid", PASS, log_n=14)
+        ident.card.save(d / name / f"{name}.dcpub")
+    bundles = [site_exports(qtbot, d, name, kit_path, train, lead=(k == 0),
+                            cards=[d / n / f"{n}.dcpub" for n in others])
+               for k, (name, (train, _)) in enumerate(sites.items())]
+    import_bundles(qtbot, aw, bundles)
+    assert len(aw.bundles_page.rows_by_status("imported")) == 3
+    assert aw.show_page("models")
+    qtbot.mouseClick(aw.models_page.train_button, Qt.LeftButton)
+    wait_job(qtbot, aw.models_page.job_panel.job)
+    assert aw.models_page.last_outcome == "succeeded", aw.models_page.message.text()
+    assert aw.show_page("export")
+    aw.export_page.out_edit.setText(str(d / "to-sites"))
+    qtbot.mouseClick(aw.export_page.export_button, Qt.LeftButton)
+    wait_job(qtbot, aw.export_page.job_panel.job)
+    assert len(list((d / "to-sites").glob("*.dcpkg"))) == 3
+
+    # a site applies its package to held-out rows with text and NA cells, filled the way its export filled them
+    name, (_, test_csv) = next(iter(sites.items()))
+    r = ResultsWindow()
+    qtbot.addWidget(r)
+    r.show()
+    results_unlock(qtbot, r, d / name / f"{name}.dcid", PASS)
+    r.package_field.set_path(d / "to-sites" / f"{name}.dcpkg")
+    r.csv_field.set_path(test_csv)
+    r.out_field.set_path(d / "result.csv")
+    results_apply(qtbot, r)
+    result = pd.read_csv(d / "result.csv", keep_default_na=False)
+    rows = pd.read_csv(test_csv, keep_default_na=False)
+    assert len(result) == len(rows) and (rows[["age", "sex", "creat"]] == "NA").any().any()
+    assert list(result.columns[-3:]) == ["prediction", "prob_no", "prob_yes"]
+    assert set(result["prediction"]) <= {"no", "yes"}
