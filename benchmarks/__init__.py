@@ -55,6 +55,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
                 "and a pooled LR"),
     "clinical": ("clinical", "whole product rounds on real clinical tables (text, missing cells): package vs each "
                  "site's own and the pooled models"),
+    "units": ("units_check", "the site's units check on the clinical tables: false alarms at natural sites, columns "
+              "given as x·2.54 + 10 caught"),
 }
 EXPERIMENTS = {name: text for name, (_, text) in REGISTRY.items()}
 

@@ -11,11 +11,11 @@ mean x̄ and standard deviation s over its n present values, and the kit's μ, �
                                          kit's sample is a subgroup, not a unit, unless its centre moved too), or
 - share of values outside [lo − 5 %, hi + 5 %] of the range ≥ 20 %
 
-names the column with what was expected. Calibrated on the clinical tables' natural sites (flchain by
-sample year, nwtco by study and histology reading, lung by institution, colon by treatment arm, against the
-pooled table's statistics): natural differences reach z = 0.64, r ∈ [0.60, 1.45] and no value out of range,
-while every column given as x·2.54 + 10 is caught (z ≥ 0.8 with r ≥ 2, or z ≥ 12 for heavy-tailed
-columns). A level a kit does not know (1/2 where the kit codes 0/1) is refused when the CSV is read.
+names the column with what was expected. Measured on the clinical tables' 17 natural sites against a kit made
+from a pooled sample (``python -m benchmarks units``, docs/results/units/): no false alarm; every site caught
+when its numeric columns are given as x·2.54 + 10, and 73 of 77 single columns so converted (the misses: a
+column constant in the sample, and one near-zero column at a 45-row site). A level a kit does not know (1/2
+where the kit codes 0/1) is refused when the CSV is read.
 """
 
 from __future__ import annotations
