@@ -65,8 +65,8 @@ def why(site: dict) -> str:
     if site.get("model") == "own" and site.get("own_kind"):
         return (f"keeps its own model: the shared model's cross-validated accuracy "
                 f"({(site.get('cluster_model') or {}).get('accuracy', float('nan')):.3f}) did not beat its own "
-                f"({own.get('accuracy', float('nan')):.3f}, {own.get('what', 'its own rows')}) by more than one "
-                "standard error")
+                f"({own.get('accuracy', float('nan')):.3f}, {own.get('what', 'its own rows')}) clearly (by more than "
+                "1.645 standard errors, a one-sided test at 5 %)")
     return (f"uses the shared model of cluster {site.get('cluster')}: it cross-validated at "
             f"{exp.get('accuracy', float('nan')):.3f} against {own.get('accuracy', float('nan')):.3f} for its own "
             "model")
