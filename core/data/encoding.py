@@ -19,15 +19,46 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
 from ..errors import DataError
 
-if TYPE_CHECKING:  # the reader (core.data.tabular) uses this module, and the schema module uses the reader
-    from .schema import FeatureColumn, Schema
+
+class FeatureColumn(Protocol):
+    """What the encoding needs of a kit column (:class:`core.data.schema.FeatureColumn`; the schema module
+    imports the reader, which imports this module, so the encoding names only the shape it uses)."""
+
+    name: str
+    type: str
+    levels: list[str] | None
+    other: bool
+    indicator: bool
+    missing: str
+    min: float | None
+    max: float | None
+    std: float | None
+    frequencies: list[float] | None
+    missing_share: float | None
+
+    @property
+    def typed(self) -> bool: ...
+
+    @property
+    def known_levels(self) -> list[str]: ...
+
+
+class Schema(Protocol):
+    """What the encoding needs of the kit's schema (:class:`core.data.schema.Schema`)."""
+
+    features: list[FeatureColumn]
+
+    @property
+    def width(self) -> int: ...
+
+    def encoded_positions(self) -> dict[str, list[int]]: ...
 
 MISSING = -1  # level code of a missing cell
 UNKNOWN = -2  # level code of a value the kit does not know (and the column has no ``other`` level)
