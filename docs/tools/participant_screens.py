@@ -75,7 +75,7 @@ def _make_project(work: Path) -> dict:
     return {"data": data, "analyst": analyst, "kit_path": work / "cardiac.dckit", "other": other}
 
 
-def _wait(app: QApplication, condition: Callable[[], bool], timeout: float = 60.0) -> None:
+def wait_for(app: QApplication, condition: Callable[[], bool], timeout: float = 60.0) -> None:
     end = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > end:
@@ -86,8 +86,9 @@ def _wait(app: QApplication, condition: Callable[[], bool], timeout: float = 60.
         app.processEvents()
 
 
-def _save(widget: QWidget, out_dir: Path, name: str, shots: list[Path]) -> None:
-    QApplication.processEvents()
+def save_shot(widget: QWidget, out_dir: Path, name: str, shots: list[Path]) -> None:
+    for _ in range(10):  # let every pending layout and paint event run before the grab
+        QApplication.processEvents()
     path = out_dir / f"{name}.png"
     widget.grab().save(str(path))
     shots.append(path)
@@ -118,16 +119,16 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         ip.pass_edit.setText(PASS)
         ip.pass2_edit.setText(PASS)
         ip.folder_field.set_path(workdir / "site", emit=False)
-        _save(w, out_dir, "participant-1-identity-create", shots)
+        save_shot(w, out_dir, "participant-1-identity-create", shots)
         ip.create_button.click()
-        _wait(app, ip.isComplete)
-        _save(w, out_dir, "participant-2-identity", shots)
+        wait_for(app, ip.isComplete)
+        save_shot(w, out_dir, "participant-2-identity", shots)
 
         w.next()
         kp = w.kit_page
         kp.kit_field.set_path(p["kit_path"])
         kp.confirm_check.setChecked(True)
-        _save(w, out_dir, "participant-3-kit", shots)
+        save_shot(w, out_dir, "participant-3-kit", shots)
 
         w.next()
         ap = w.anchor_page
@@ -137,32 +138,32 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         ap.add_cards([workdir / "northside.dcpub"])
         ap.save_field.set_path(workdir / "site" / "cardiac.dcanchor")
         ap.create_button.click()
-        _wait(app, ap.isComplete)
-        _save(w, out_dir, "participant-4-anchor", shots)
+        wait_for(app, ap.isComplete)
+        save_shot(w, out_dir, "participant-4-anchor", shots)
 
         w.next()
         dp = w.data_page
         dp.set_csv(data / "cardiology-2024-draft.csv")
-        _wait(app, lambda: not dp.busy and dp.message.kind == "error")
-        _save(w, out_dir, "participant-5-data-problem", shots)
+        wait_for(app, lambda: not dp.busy and dp.message.kind == "error")
+        save_shot(w, out_dir, "participant-5-data-problem", shots)
         dp.set_csv(data / "cardiology-2024.csv")
-        _wait(app, dp.isComplete)
-        _save(w, out_dir, "participant-6-data", shots)
+        wait_for(app, dp.isComplete)
+        save_shot(w, out_dir, "participant-6-data", shots)
 
         w.next()
         pp = w.privacy_page
-        _wait(app, pp.isComplete)
-        _save(w, out_dir, "participant-7-privacy", shots)
+        wait_for(app, pp.isComplete)
+        save_shot(w, out_dir, "participant-7-privacy", shots)
 
         w.next()
         ep = w.export_page
         usb = workdir / "USB-STICK"
         usb.mkdir(exist_ok=True)
         ep.folder_field.set_path(usb)
-        _save(w, out_dir, "participant-8-export", shots)
+        save_shot(w, out_dir, "participant-8-export", shots)
         ep.export_button.click()
-        _wait(app, lambda: w.page_name() == "done")
-        _save(w, out_dir, "participant-9-done", shots)
+        wait_for(app, lambda: w.page_name() == "done")
+        save_shot(w, out_dir, "participant-9-done", shots)
         bundle = ep.sealed.path
         ident_path = w.identity_path
         w.close()
@@ -188,19 +189,20 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         r.identity_field.set_path(ident_path)
         r.passphrase_edit.setText(PASS)
         r.unlock_button.click()
-        _wait(app, lambda: r.identity is not None)
+        wait_for(app, lambda: r.identity is not None)
         r.package_field.set_path(package)
         r.csv_field.set_path(data / "cardiology-2025.csv")
         r.apply_button.click()
-        _wait(app, lambda: r.outcome is not None or r.message.kind == "error")
-        _save(r, out_dir, "participant-10-results", shots)
+        wait_for(app, lambda: r.outcome is not None or r.message.kind == "error")
+        save_shot(r, out_dir, "participant-10-results", shots)
         r.close()
     finally:
         app_settings.settings = saved_settings
     return shots
 
 
-if __name__ == "__main__":
+def main(render: Callable[[Path, Path], list[Path]]) -> None:
+    """Run a screenshot script's ``render(out_dir, workdir)``: PNGs into argv[1] (default docs/screenshots)."""
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots")
     from gui.screen import laptop_platform
 
@@ -208,3 +210,7 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         for shot in render(target, Path(tmp)):
             print(shot)
+
+
+if __name__ == "__main__":
+    main(render)

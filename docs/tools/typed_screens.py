@@ -9,17 +9,16 @@ grid (``analyst-9-schema-types.png``), a site's data page naming a column in ano
 from __future__ import annotations
 
 import sys
-import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from participant_screens import main, save_shot, wait_for  # noqa: E402  (this folder is on sys.path)
 
 from core.data.schema import infer_schema  # noqa: E402
 from core.data.tabular import read_table  # noqa: E402
@@ -48,25 +47,6 @@ def clinical_rows(n: int, seed: int) -> pd.DataFrame:
     frame["creatinine"] = frame["creatinine"].astype(object)
     frame.loc[rng.random(n) < 0.15, "creatinine"] = None
     return frame
-
-
-def _wait(app: QApplication, condition: Callable[[], bool], timeout: float = 60.0) -> None:
-    end = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > end:
-            raise TimeoutError("the window did not reach the expected state")
-        app.processEvents()
-        time.sleep(0.01)
-    for _ in range(5):
-        app.processEvents()
-
-
-def _save(widget: QWidget, out_dir: Path, name: str, shots: list[Path]) -> None:
-    for _ in range(10):
-        QApplication.processEvents()
-    path = out_dir / f"{name}.png"
-    widget.grab().save(str(path))
-    shots.append(path)
 
 
 def render(out_dir: Path, workdir: Path) -> list[Path]:
@@ -99,17 +79,17 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         page.identity_path_edit.setText(str(workdir / "analyst.dcid"))
         page.open_passphrase.setText(PASS)
         page.unlock_identity()
-        _wait(app, lambda: page.identity is not None)
+        wait_for(app, lambda: page.identity is not None)
         page.load_sample(str(data / "registry-sample.csv"))
-        _wait(app, lambda: page.schema is not None)
+        wait_for(app, lambda: page.schema is not None)
         combo = grid.type_combo("smoking")
         combo.setCurrentIndex(combo.findData("ordinal"))
-        _wait(app, lambda: not page.schema_job.running and page.schema is not None)
+        wait_for(app, lambda: not page.schema_job.running and page.schema is not None)
         grid.levels_item("smoking").setText(", ".join(SMOKING))
-        _wait(app, lambda: not page.schema_job.running and page.schema is not None
+        wait_for(app, lambda: not page.schema_job.running and page.schema is not None
               and page.schema.features[2].levels == SMOKING)
         page.project_name.setText("Cardiac registry")
-        _save(aw, out_dir, "analyst-9-schema-types", shots)
+        save_shot(aw, out_dir, "analyst-9-schema-types", shots)
         aw.close()
 
         # a site whose heights are in inches: the data page names the column before anything leaves
@@ -129,7 +109,7 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         ip.pass2_edit.setText(PASS)
         ip.folder_field.set_path(workdir / "site", emit=False)
         ip.create_button.click()
-        _wait(app, ip.isComplete)
+        wait_for(app, ip.isComplete)
         w.next()
         w.kit_page.kit_field.set_path(workdir / "registry.dckit")
         w.kit_page.confirm_check.setChecked(True)
@@ -137,18 +117,18 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         ap = w.anchor_page
         ap.import_radio.setChecked(True)
         ap.anchor_field.set_path(workdir / "registry.dcanchor")
-        _wait(app, ap.isComplete)
+        wait_for(app, ap.isComplete)
         w.next()
         dp = w.data_page
         dp.set_csv(data / "north-ward.csv")
-        _wait(app, lambda: not dp.busy and dp.table is not None)
-        _save(w, out_dir, "participant-11-units", shots)
+        wait_for(app, lambda: not dp.busy and dp.table is not None)
+        save_shot(w, out_dir, "participant-11-units", shots)
         dp.units_check.setChecked(True)
         w.next()
         pp = w.privacy_page
-        _wait(app, pp.isComplete)
+        wait_for(app, pp.isComplete)
         pp.details_button.click()
-        _save(w, out_dir, "participant-12-privacy-typed", shots)
+        save_shot(w, out_dir, "participant-12-privacy-typed", shots)
         w.close()
     finally:
         app_settings.settings = saved_settings
@@ -156,10 +136,4 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots")
-    from gui.screen import laptop_platform
-
-    laptop_platform()  # offscreen runs draw on a 1366×768 screen (a real display, e.g. Xvfb, is kept)
-    with tempfile.TemporaryDirectory() as tmp:
-        for shot in render(target, Path(tmp)):
-            print(shot)
+    main(render)
