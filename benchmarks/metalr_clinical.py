@@ -109,6 +109,7 @@ def run_cell(name: str, data_dir: Path, seed: int) -> dict:
         return {"accuracy": float(np.mean((p1 > 0.5) == y[te])), "auc": float(auc)}
 
     rows = {v: [] for v in (*VARIANTS, "own LR", "pooled LR")}
+    kept = [fit_local_model(X[tr], y[tr], 2) if len(np.unique(y[tr])) == 2 else {} for tr, _ in splits]
     for v, sets in VARIANTS.items():
         method = get_method("meta-lr", sets)
         bundles = []
@@ -118,7 +119,7 @@ def run_cell(name: str, data_dir: Path, seed: int) -> dict:
                                           {**ex.manifest, "family": "meta-lr", "method": "meta-lr"}, ex.arrays))
         res = method.fit(bundles, FitContext(classes, features=names))
         for i, (_, te) in enumerate(splits):
-            out = method.apply(*res.packages[i], {}, X[te])
+            out = method.apply(*res.packages[i], kept[i], X[te])  # "keep your own" uses the site's kept model
             rows[v].append(score(out["prob_1"], te))
         if v == "meta-lr":
             het = res.summary["heterogeneity"]
