@@ -1,6 +1,6 @@
 """Screenshots of typed columns for the docs (issue #22), on synthetic clinical-like rows: the analyst's schema
-grid with a changed type and merged spellings (``analyst-9-schema-types.png``), a site's data page naming a column in another unit
-(``participant-11-units.png``) and its privacy page with the technical details open
+grid with a changed type and merged spellings (``analyst-9-schema-types.png``), a site's data page naming a
+column in another unit (``participant-11-units.png``) and its privacy page with the technical details open
 (``participant-12-privacy-typed.png``).
 
     QT_QPA_PLATFORM=offscreen python docs/tools/typed_screens.py docs/screenshots
