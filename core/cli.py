@@ -515,7 +515,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "from the sample); repeatable")
     p.add_argument("--levels", action="append", metavar="COL=a,b,c",
                    help="a column's level order (binary: the first is the reference; ordinal: low to high); the "
-                   "sample's other levels follow; repeatable")
+                   "sample's other levels follow; an item NAME=x|y makes raw values x and y mean level NAME, e.g. "
+                   "\"rx=Obs,treated=Lev|Lev+5FU\"; repeatable")
     p.add_argument("--missing", action="append", metavar="COL=POLICY",
                    help="refuse, impute or impute+indicator (default: impute, with an indicator when the sample "
                    "has missing cells in the column); repeatable")

@@ -30,7 +30,8 @@ def column_choices(*, ignore: list[str] | None = None, types: list[str] | None =
     """The analyst's column decisions from their text forms (``kit new``'s flags), checked.
 
     ``ignore``: "a,b" items; ``types``: "COL=TYPE" (TYPE one of the column types or "ignored");
-    ``levels``: "COL=a,b,c" (binary: the first is the reference); ``missing``: "COL=POLICY" (refuse, impute,
+    ``levels``: "COL=a,b,c" (binary: the first is the reference), an item "NAME=x|y" merging raw values x and y
+    into level NAME (:func:`core.data.schema.parse_level_list`); ``missing``: "COL=POLICY" (refuse, impute,
     impute+indicator); ``other``: column names. ConfigError with one sentence on a malformed item."""
     out = ColumnChoices()
     for item in ignore or []:
@@ -49,8 +50,8 @@ def column_choices(*, ignore: list[str] | None = None, types: list[str] | None =
                               f"{', '.join(MISSING_CHOICES)}")
     for item in levels or []:
         col, value = _pair("--levels", item)
-        out.levels[col] = [v.strip() for v in value.split(",") if v.strip()]
-        if not out.levels[col]:
+        out.set_levels(col, value)
+        if col not in out.levels:
             raise ConfigError(f"--levels for column '{col}' lists no level")
     out.other.update(c.strip() for item in other or [] for c in item.split(",") if c.strip())
     return out

@@ -12,7 +12,8 @@ For each feature column of the schema, in kit order (:attr:`core.data.schema.Sch
 Missing cells are filled before encoding, per column, with the site's own fill value
 (:func:`fill_value`: the median of its numbers, or its most frequent level), unless given one (``apply``
 reuses the export's). A level is matched after stripping surrounding spaces; a numeric-looking cell also
-matches a numeric-looking level of equal value ("1.0" is level "1").
+matches a numeric-looking level of equal value ("1.0" is level "1"). A raw value the kit merges into a level
+(``FeatureColumn.merged``) is matched the same way and read as that level ("Lev+5FU" is level "treated").
 """
 
 from __future__ import annotations
@@ -66,26 +67,28 @@ _NUMBER = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$")
 
 
 class LevelCoder:
-    """Maps a typed column's raw cells to level codes: 0..L-1 for the kit's levels, L for "other" (when the
-    column has it), :data:`MISSING` for an empty cell or a missing-value marker, :data:`UNKNOWN` otherwise."""
+    """Maps a typed column's raw cells to level codes: 0..L-1 for the kit's levels (a level's merged raw values
+    take its code), L for "other" (when the column has it), :data:`MISSING` for an empty cell or a missing-value
+    marker, :data:`UNKNOWN` otherwise."""
 
     def __init__(self, column: FeatureColumn, tokens: Iterable[str]):
         self.column = column
         self.tokens = frozenset(tokens)
         levels = list(column.levels or [])
-        self.index = {lv: i for i, lv in enumerate(levels)}
-        by_value: dict[float, list[int]] = {}
-        for i, lv in enumerate(levels):
-            if _NUMBER.match(lv):
-                by_value.setdefault(float(lv), []).append(i)
-        self.by_value = {v: idx[0] for v, idx in by_value.items() if len(idx) == 1}
+        code_of = {lv: i for i, lv in enumerate(levels)}
+        spellings = [(lv, i) for i, lv in enumerate(levels)]
+        spellings += [(v, code_of[lv]) for lv, raw in (column.merged or {}).items() if lv in code_of for v in raw]
+        self.index = {text: i for text, i in reversed(spellings)}  # a level's own name first
+        by_value: dict[float, set[int]] = {}
+        for text, i in spellings:
+            if _NUMBER.match(text):
+                by_value.setdefault(float(text), set()).add(i)
+        self.by_value = {v: next(iter(idx)) for v, idx in by_value.items() if len(idx) == 1}
+        # whether every level is a distinct number (e.g. a 0/1 column)
+        self.numeric_levels = bool(levels) and all(_NUMBER.match(lv) for lv in levels) \
+            and len({float(lv) for lv in levels}) == len(levels)
         self.unknown_code = len(levels) if column.other else UNKNOWN
         self._cache: dict[Any, int] = {}
-
-    @property
-    def numeric_levels(self) -> bool:
-        """Whether every level is a number (e.g. a 0/1 column)."""
-        return bool(self.column.levels) and len(self.by_value) == len(self.column.levels)
 
     def code(self, value: Any) -> int:
         """The level code of one raw cell (a str, or anything else for an absent cell)."""
@@ -297,7 +300,7 @@ def encode_frame(schema: Schema, frame: pd.DataFrame, *, tokens: Iterable[str] =
             if (codes == UNKNOWN).any():
                 bad = raw.iloc[int(np.flatnonzero(codes == UNKNOWN)[0])]
                 raise DataError(f"column '{f.name}' has {str(bad).strip()!r}, which the project does not know "
-                                f"(its levels are {', '.join(f.levels or [])})")
+                                f"(its levels are {f.levels_text})")
             miss = codes == MISSING
             values: np.ndarray = codes
         else:

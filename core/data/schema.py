@@ -55,8 +55,10 @@ class FeatureColumn:
     its most frequent level); ``indicator`` adds a 0/1 "was missing" column. ``other``: a value the kit
     does not know goes to an explicit extra level instead of being refused. ``min``/``max``/``mean``/``std``
     (numeric), ``frequencies`` (share of each level, in ``levels`` order) and ``missing_share`` are the
-    analyst's sample statistics, published in the kit (optional). Fields at their default are left out of
-    :meth:`to_dict`, so kits made before these fields existed keep their digests.
+    analyst's sample statistics, published in the kit (optional). ``merged``: kit level → the other raw
+    values that mean it (e.g. ``{"treated": ["Lev", "Lev+5FU"]}``, ``{"M": ["m", "male"]}``); a cell holding
+    one of them is read as that level, so the matrix still has one column per kit level. Fields at their
+    default are left out of :meth:`to_dict`, so kits made before these fields existed keep their digests.
     """
 
     name: str
@@ -71,6 +73,7 @@ class FeatureColumn:
     std: float | None = None
     frequencies: list[float] | None = None
     missing_share: float | None = None
+    merged: dict[str, list[str]] | None = None
 
     @property
     def typed(self) -> bool:
@@ -118,12 +121,25 @@ class FeatureColumn:
                 d[key] = float(getattr(self, key))
         if self.frequencies is not None:
             d["frequencies"] = [float(v) for v in self.frequencies]
+        if self.merged is not None:
+            d["merged"] = {level: list(raw) for level, raw in self.merged.items()}
         return d
 
+    def level_label(self, level: str) -> str:
+        """A level as people read it: its name, then the raw values merged into it, e.g. "treated (= Lev,
+        Lev+5FU)"."""
+        raw = (self.merged or {}).get(level)
+        return f"{level} (= {', '.join(raw)})" if raw else level
+
+    @property
+    def levels_text(self) -> str:
+        """The levels with their merges, comma-separated, e.g. "Obs, treated (= Lev, Lev+5FU)"."""
+        return ", ".join(self.level_label(lv) for lv in self.levels or [])
+
     def describe(self) -> str:
-        """One line for ``kit new``/``kit show``, e.g. "sex  binary  F (reference), M  impute"."""
+        """One line for ``kit new``/``kit show``, e.g. "sex  binary  F (reference), M (= m, male)  impute"."""
         if self.typed:
-            levels = list(self.levels or [])
+            levels = [self.level_label(lv) for lv in self.levels or []]
             if self.type == "binary":
                 shown = f"{levels[0]} (reference), {levels[1]}"
             elif self.type == "ordinal":
@@ -453,7 +469,7 @@ def with_blocks(schema: Schema, blocks: list[tuple[str, list[str]]]) -> tuple[Sc
 
 
 _FEATURE_KEYS = {"min", "max", "type", "levels", "missing", "indicator", "other", "mean", "std", "frequencies",
-                 "missing_share"}
+                 "missing_share", "merged"}
 
 
 def _feature_from_dict(f: Any, where: str) -> FeatureColumn:
@@ -484,11 +500,16 @@ def _feature_from_dict(f: Any, where: str) -> FeatureColumn:
         if not isinstance(freqs, list):
             raise FormatError(f"{where}'s frequencies are not a list of numbers")
         freqs = [_bound(v, f"a frequency of {where}") for v in freqs]
+    merged = f.get("merged")
+    if merged is not None and (not isinstance(merged, dict) or not all(
+            isinstance(raw, list) and all(isinstance(v, str) for v in raw) for raw in merged.values())):
+        raise FormatError(f"{where}'s merged values are not an object of level → list of text values")
     return FeatureColumn(
         name=name, min=_bound(f.get("min"), f"{where}'s min"), max=_bound(f.get("max"), f"{where}'s max"),
         type=kind, levels=None if levels is None else list(levels), missing=missing, indicator=flags["indicator"],
         other=flags["other"], mean=_bound(f.get("mean"), f"{where}'s mean"), std=_bound(f.get("std"), f"{where}'s std"),
-        frequencies=freqs, missing_share=_bound(f.get("missing_share"), f"{where}'s missing_share"))
+        frequencies=freqs, missing_share=_bound(f.get("missing_share"), f"{where}'s missing_share"),
+        merged=None if merged is None else {level: list(raw) for level, raw in merged.items()})
 
 
 def _check_feature(f: FeatureColumn) -> None:
@@ -512,7 +533,7 @@ def _check_feature(f: FeatureColumn) -> None:
     if share is not None and not 0 <= share <= 1:
         raise FormatError(f"{where} has a missing share outside 0 to 1")
     if f.type == "numeric":
-        stray = [k for k in ("levels", "frequencies") if getattr(f, k) is not None]
+        stray = [k for k in ("levels", "frequencies", "merged") if getattr(f, k) is not None]
         if f.other:
             stray.append("other")
         if stray:
@@ -546,6 +567,79 @@ def _check_feature(f: FeatureColumn) -> None:
         if any(_bound(v, f"a frequency of {where}") < 0 for v in f.frequencies) \
                 or abs(sum(f.frequencies) - 1) > 1e-6:
             raise FormatError(f"{where}'s frequencies are not shares that add up to 1")
+    if f.merged is not None:
+        _check_merged(f, where)
+
+
+def _check_merged(f: FeatureColumn, where: str) -> None:
+    """Each key of ``merged`` is a level; its raw values are non-empty trimmed text, each given once in the
+    column, none of them a level (nor, when ``other`` is set, "other"), and none equal as a number to a level or
+    to another merged value (a cell is matched by its number too)."""
+    if not isinstance(f.merged, dict) or not f.merged:
+        raise FormatError(f"{where} has an empty or ill-typed 'merged'; leave it out when no value is merged")
+    levels = list(f.levels or [])
+    seen: dict[Any, str] = {_match_key(lv): lv for lv in levels}
+    for level, raw in f.merged.items():
+        if level not in levels:
+            raise FormatError(f"{where} merges values into {_quote(level)}, which is not one of its levels "
+                              f"({', '.join(levels)})")
+        if not isinstance(raw, list) or not raw:
+            raise FormatError(f"{where} merges no value into level {_quote(level)}")
+        for v in raw:
+            if not isinstance(v, str) or not v.strip() or v != v.strip():
+                raise FormatError(f"{where} merges an empty value, or one with surrounding spaces, into level "
+                                  f"{_quote(level)}")
+            if v == level:
+                raise FormatError(f"{where} merges level {_quote(level)} into itself; a level's own name needs no "
+                                  "merge")
+            if v in levels:
+                raise FormatError(f"{where} merges {_quote(v)} into level {_quote(level)}, but {_quote(v)} is a "
+                                  "level of its own")
+            if f.other and v == OTHER_LEVEL:
+                raise FormatError(f"{where} merges the value {_quote(v)} into level {_quote(level)} and also sends "
+                                  "unknown values to an 'other' level; rename that value")
+            key = _match_key(v)
+            if key in seen:
+                raise FormatError(f"{where} merges {_quote(v)} more than once, or as the same number as "
+                                  f"{_quote(seen[key])}")
+            seen[key] = v
+
+
+def _match_key(value: str) -> Any:
+    """What a level or merged value matches in a cell: its number when it is one ("1.0" and "1" match alike),
+    else its text."""
+    return float(value) if _NUMBER.match(value) else value
+
+
+def parse_level_list(text: str) -> tuple[list[str], dict[str, list[str]]]:
+    """The one text form of a column's levels (``kit new --levels COL=…``, the app's levels cell): comma-separated
+    levels in the kit's order; an item ``NAME=a|b|c`` is level NAME gathering raw values a, b and c (NAME itself
+    is matched anyway and may be listed). ``"Obs, treated=Lev|Lev+5FU"`` → (["Obs", "treated"], {"treated":
+    ["Lev", "Lev+5FU"]}). Spaces around items are removed and empty items dropped; a level typed twice is kept
+    twice, for :func:`_check_feature` to name. ConfigError on an item with no name or no raw value."""
+    levels: list[str] = []
+    merged: dict[str, list[str]] = {}
+    for item in (p.strip() for p in text.split(",")):
+        if not item:
+            continue
+        if "=" not in item:
+            levels.append(item)
+            continue
+        name, values = (p.strip() for p in item.split("=", 1))
+        raw = [v.strip() for v in values.split("|") if v.strip()]
+        if not name or not raw:
+            raise ConfigError(f"a merged level is NAME=value|value|…, e.g. treated=Lev|Lev+5FU; got {_quote(item)}")
+        levels.append(name)
+        more = [v for v in raw if v != name]
+        if more:
+            merged.setdefault(name, []).extend(more)
+    return levels, merged
+
+
+def format_level_list(levels: list[str], merged: dict[str, list[str]] | None) -> str:
+    """The inverse of :func:`parse_level_list`: ``"Obs, treated=Lev|Lev+5FU"``."""
+    merged = merged or {}
+    return ", ".join(f"{lv}={'|'.join(merged[lv])}" if merged.get(lv) else lv for lv in levels)
 
 
 def _exact_keys(d: dict, required: set[str], where: str, optional: frozenset | set = frozenset()) -> None:
@@ -577,8 +671,9 @@ class ColumnChoices:
 
     ``ignore``: columns left out ("left out by the analyst"); ``types``: a type of :data:`COLUMN_TYPES` or
     "ignored"; ``levels``: a level order (binary: the first is the reference) that the sample's other levels
-    extend; ``missing``: "refuse", "impute" or "impute+indicator"; ``other``: columns whose unknown values go
-    to an explicit "other" level.
+    extend; ``merged``: per column, level → the raw values read as that level (they are not levels of their
+    own); ``missing``: "refuse", "impute" or "impute+indicator"; ``other``: columns whose unknown values go to
+    an explicit "other" level.
     """
 
     ignore: set[str] = field(default_factory=set)
@@ -586,9 +681,29 @@ class ColumnChoices:
     levels: dict[str, list[str]] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
     other: set[str] = field(default_factory=set)
+    merged: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     def named(self) -> set[str]:
-        return set(self.ignore) | set(self.types) | set(self.levels) | set(self.missing) | set(self.other)
+        return set(self.ignore) | set(self.types) | set(self.levels) | set(self.missing) | set(self.other) \
+            | set(self.merged)
+
+    def set_levels(self, column: str, text: str) -> None:
+        """The column's levels and merges from their text form (:func:`parse_level_list`); an empty text gives
+        the column back the sample's levels. ConfigError on a malformed item."""
+        levels, merged = parse_level_list(text)
+        self.levels.pop(column, None)
+        self.merged.pop(column, None)
+        if levels:
+            self.levels[column] = levels
+        if merged:
+            self.merged[column] = merged
+
+    def forget(self, column: str) -> None:
+        """Drop every decision on ``column``."""
+        self.ignore.discard(column)
+        self.other.discard(column)
+        for d in (self.types, self.levels, self.missing, self.merged):
+            d.pop(column, None)
 
 
 MISSING_CHOICES = ("refuse", "impute", "impute+indicator")
@@ -744,16 +859,25 @@ def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[
         notes.append(f"column {col} has no values and was left out")
         return IgnoredColumn(name, "no values in the sample")
     levels = st.levels(numeric)
+    merged = {level: list(raw) for level, raw in choices.merged.get(name, {}).items()}
+    order = list(choices.levels.get(name, []))
+    if levels is not None and (order or merged):  # the kit's levels: the analyst's, then the sample's others
+        taken = {_match_key(v) for raw in merged.values() for v in raw}
+        rest = [lv for lv in levels if lv not in order and _match_key(lv) not in taken]
+        kit_levels: list[str] | None = order + rest
+    else:
+        rest, kit_levels = [], levels
     kind = wanted
     if kind is None:
         reason = st.ignore_reason(numeric, levels)
         if reason is not None:
             notes.append(f"column {col} was left out ({reason})")
             return IgnoredColumn(name, reason)
+        seen = kit_levels if merged else levels  # merging values (m, M, male → M) leaves fewer levels to count
         if numeric:
-            kind = "binary" if levels is not None and len(levels) == 2 and 2 < st.count / 2 else "numeric"
+            kind = "binary" if seen is not None and len(seen) == 2 and 2 < st.count / 2 else "numeric"
         else:
-            kind = "binary" if len(levels) == 2 else "categorical"
+            kind = "binary" if len(seen) == 2 else "categorical"
     if kind == "numeric" and not numeric:
         raise ConfigError(f"column {col} cannot be numeric: the sample has {_quote(st.bad)} in it")
     if kind == "numeric" and name in choices.levels:
@@ -761,14 +885,15 @@ def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[
     if kind != "numeric" and levels is None:
         limit = _MAX_NUMBERS if numeric else _MAX_DISTINCT
         raise ConfigError(f"column {col} has more than {limit:,} distinct values in the sample; it cannot be {kind}")
+    if kind == "numeric" and merged:
+        raise ConfigError(f"column {col} is numeric, so it has no levels to merge; give it a type with levels too")
     feature = FeatureColumn(name, type=kind)
     if kind != "numeric":
-        order = list(choices.levels.get(name, []))
-        rest = [lv for lv in levels if lv not in order]
         if order and rest and kind == "ordinal":
             notes.append(f"level(s) {_quote_list(rest)} of column {col} were not given with --levels and were "
                          "put last")
-        feature.levels = order + rest
+        feature.levels = kit_levels
+        feature.merged = merged or None
     feature.other = name in choices.other
     policy = choices.missing.get(name)
     if policy is None:
@@ -796,7 +921,7 @@ def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[
                 feature.min, feature.max = st.lo, st.hi
             feature.mean, feature.std = st.mean_std()
         else:
-            feature.frequencies = st.frequencies(numeric, feature.levels)
+            feature.frequencies = st.frequencies(numeric, feature.levels, feature.merged)
     try:
         _check_feature(feature)
     except FormatError as exc:
@@ -889,13 +1014,22 @@ class _ColumnStats:
         var = max(self.total_sq / self.count - mean * mean, 0.0) * self.count / max(self.count - 1, 1)
         return mean + (self.shift or 0.0), math.sqrt(var)
 
-    def frequencies(self, numeric: bool, levels: list[str]) -> list[float]:
-        """Each level's share of the sample's non-missing cells, in ``levels`` order."""
+    def frequencies(self, numeric: bool, levels: list[str], merged: dict[str, list[str]] | None = None
+                    ) -> list[float]:
+        """Each level's share of the sample's non-missing cells, in ``levels`` order; the cells of the raw values
+        merged into a level count as that level's."""
         per: Counter = Counter()
         if numeric:
             for v, k in (self.numbers or {}).items():
                 per[level_text(v)] += k
         else:
             per.update(self.texts or {})
-        total = sum(per[lv] for lv in levels) or 1
-        return [per[lv] / total for lv in levels]
+        counts = [per[lv] + sum(per[_sample_text(v, numeric)] for v in (merged or {}).get(lv, []))
+                  for lv in levels]
+        total = sum(counts) or 1
+        return [k / total for k in counts]
+
+
+def _sample_text(value: str, numeric: bool) -> str:
+    """How the sample's counts name a raw value: a number as a level is written in a column of numbers."""
+    return level_text(float(value)) if numeric and _NUMBER.match(value) else value

@@ -958,7 +958,7 @@ class _TableReader:
             coded = f"; the kit codes it {'/'.join(f.levels)}" if self.coders[j].numeric_levels else ""
             raise DataError(
                 f"line {line}, column {_quote(f.name)} has {_quote(str(value).strip())}, which the project does not "
-                f"know (its levels are {', '.join(f.levels)}){coded}",
+                f"know (its levels are {f.levels_text}){coded}",
                 path=self.path,
             )
         if self.first_missing_typed is None:

@@ -1,6 +1,6 @@
 """Screenshots of typed columns for the docs (issue #22), on synthetic clinical-like rows: the analyst's schema
-grid (``analyst-9-schema-types.png``), a site's data page naming a column in another unit
-(``participant-11-units.png``) and its privacy page with the technical details open
+grid with a changed type and merged spellings (``analyst-9-schema-types.png``), a site's data page naming a
+column in another unit (``participant-11-units.png``) and its privacy page with the technical details open
 (``participant-12-privacy-typed.png``).
 
     QT_QPA_PLATFORM=offscreen python docs/tools/typed_screens.py docs/screenshots
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from participant_screens import main, save_shot, wait_for  # noqa: E402  (this folder is on sys.path)
 
-from core.data.schema import infer_schema  # noqa: E402
+from core.data.schema import ColumnChoices, infer_schema  # noqa: E402
 from core.data.tabular import read_table  # noqa: E402
 from core.formats.anchor import anchor_for_kit  # noqa: E402
 from core.formats.identity import Identity  # noqa: E402
@@ -29,6 +29,7 @@ from gui import settings as app_settings  # noqa: E402
 
 PASS = "blue harbour seven lanterns"
 SMOKING = ["never", "former", "current"]
+SEX_MERGED = "F=female, M=male"  # the sample's registry spells sex both ways
 
 
 def clinical_rows(n: int, seed: int) -> pd.DataFrame:
@@ -63,13 +64,15 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
     app_settings.settings = lambda: QSettings(ini, QSettings.IniFormat)  # never touch the user's settings
     shots: list[Path] = []
     try:
-        clinical_rows(150, 1).to_csv(data / "registry-sample.csv", index=False, na_rep="NA")
+        sample = clinical_rows(150, 1)
+        sample.loc[sample.index % 4 == 0, "sex"] = sample["sex"].map({"F": "female", "M": "male"})
+        sample.to_csv(data / "registry-sample.csv", index=False, na_rep="NA")
         site = clinical_rows(220, 2)
         site["height_cm"] = (site["height_cm"] / 2.54).round(1)  # this site measured in inches
         site.to_csv(data / "north-ward.csv", index=False, na_rep="NA")
 
         # the analyst's schema grid, identity unlocked (a kit is signed with it): detected types, one changed
-        # (smoking made ordinal, low to high)
+        # (smoking made ordinal, low to high), and sex's spellings merged into its two levels
         analyst = Identity.generate("DC analyst, University Hospital")
         analyst.save(workdir / "analyst.dcid", PASS, log_n=14)
         aw = AnalystWindow()
@@ -88,12 +91,18 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         grid.levels_item("smoking").setText(", ".join(SMOKING))
         wait_for(app, lambda: not page.schema_job.running and page.schema is not None
               and page.schema.features[2].levels == SMOKING)
+        grid.levels_item("sex").setText(SEX_MERGED)
+        wait_for(app, lambda: not page.schema_job.running and page.schema is not None
+              and page.schema.features[1].type == "binary")
         page.project_name.setText("Cardiac registry")
         save_shot(aw, out_dir, "analyst-9-schema-types", shots)
         aw.close()
 
         # a site whose heights are in inches: the data page names the column before anything leaves
-        schema, _ = infer_schema(data / "registry-sample.csv", label="outcome", with_statistics=True)
+        choices = ColumnChoices()
+        choices.set_levels("sex", SEX_MERGED)
+        schema, _ = infer_schema(data / "registry-sample.csv", label="outcome", with_statistics=True,
+                                 choices=choices)
         kit = Kit(name="Cardiac registry", task="classification", schema=schema, method="dccfl",
                   analyst=analyst.card, settings={"seed": 1, "t": 0.5}, anchor={"kind": "smote", "rows": 500})
         kit.save(workdir / "registry.dckit", analyst)

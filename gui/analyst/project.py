@@ -573,12 +573,14 @@ class ProjectPage(QWidget):
             return None
         label, id_col = self.label_combo.currentData(), self.id_combo.currentData()
         self.schema_table.forget(label, id_col)  # a column that became the label or id has no type
-        choices = deepcopy(self.schema_table.choices)
+        choices, level_texts = deepcopy(self.schema_table.choices), dict(self.schema_table.level_texts)
         if self._schema_job is not None and self._schema_job.running:
             self._schema_job.cancel()
         self.create_kit_button.setEnabled(False)
 
         def work(control):
+            for name, text in level_texts.items():  # core reads the levels cells (a wrong merge fails here)
+                choices.set_levels(name, text)
             control.step(0.1, "reading the sample")
             return infer_schema(path, label=label, id_column=id_col, with_ranges=True, choices=choices)
 
@@ -598,7 +600,7 @@ class ProjectPage(QWidget):
             return
         self.schema, self.schema_error = None, message
         self.schema_job_panel.setVisible(False)
-        if not self.schema_table.choices.named():  # the sample itself: nothing to show
+        if not self.schema_table.has_decisions():  # the sample itself: nothing to show
             self.schema_table.clear_rows()
             self.classes_label.clear()
         # else the grid keeps the analyst's edit, to be corrected; core's sentence says what is wrong
@@ -672,7 +674,7 @@ class ProjectPage(QWidget):
             self.create_hint.setText(self.tr("Unlock or create your identity first: the kit is signed with it."))
         elif self.schema is None:
             self.create_hint.setText(self.tr("Correct the choice the message above names.") if self.schema_error
-                                     and self.schema_table.choices.named() else self.tr("Choose a sample CSV."))
+                                     and self.schema_table.has_decisions() else self.tr("Choose a sample CSV."))
         elif getattr(self, "no_method", True):
             self.create_hint.setText(self.tr("No method is available for this task yet."))
         else:

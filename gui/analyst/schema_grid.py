@@ -1,14 +1,17 @@
 """The Project page's schema grid: one row per column of the sample CSV, where the analyst confirms or
 changes what :func:`core.data.schema.infer_schema` decided.
 
-The grid only gathers the analyst's decisions into a :class:`core.data.schema.ColumnChoices` and shows the
-schema core inferred with them; every rule (which levels a type gets, that a binary column has exactly two
-levels, that a level is listed once, …) is core's. Edits emit ``edited``; the page re-infers the schema with
-:attr:`SchemaGrid.choices` and calls :meth:`SchemaGrid.show_schema` with the result (or shows core's sentence).
+The grid only gathers the analyst's decisions, a :class:`core.data.schema.ColumnChoices` and the text typed in
+levels cells (:attr:`SchemaGrid.level_texts`), and shows the schema core inferred with them; every rule (how a
+levels text reads, which levels a type gets, that a binary column has exactly two levels, that a level is
+listed once, …) is core's. Edits emit ``edited``; the page re-infers the schema with :attr:`SchemaGrid.choices`
+and the levels texts and calls :meth:`SchemaGrid.show_schema` with the result (or shows core's sentence).
 
 Cells, per row: the column's name; its type (a combo: number, binary, categorical, ordinal, left out; the
-label and the row id are shown as text); its levels, comma-separated in the kit's order (editable; binary:
-the first is the reference, encoded 0; ordinal: low to high) or, for a number, its sample range; its
+label and the row id are shown as text); its levels, comma-separated in the kit's order (binary: the first is
+the reference, encoded 0; ordinal: low to high), each with the raw values merged into it ("Obs, treated (= Lev,
+Lev+5FU)"), edited in core's text form ("Obs, treated=Lev|Lev+5FU", :func:`core.data.schema.parse_level_list`),
+or, for a number, its sample range; its
 missing-value policy (a combo); and "other" (unknown values → an extra level 'other': a tick, categorical and
 ordinal only). The page says under the grid how many cells each column misses in the sample. A left-out
 row is grey, says why in its levels cell and keeps its type combo, so the column can be brought back.
@@ -24,7 +27,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QComboBox, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
-from core.data.schema import COLUMN_TYPES, ColumnChoices, FeatureColumn, Schema
+from core.data.schema import COLUMN_TYPES, ColumnChoices, FeatureColumn, Schema, format_level_list
 
 COL_NAME, COL_TYPE, COL_LEVELS, COL_MISSING, COL_OTHER = range(5)
 LEFT_OUT = "ignored"  # core's name for the type "left out" (``kit new --type COL=ignored``)
@@ -35,10 +38,23 @@ GREY = QColor("#9ca3af")
 LEVELS_WIDTH = 140  # px: below this the grid scrolls sideways rather than hide the levels
 
 
-def parse_levels(text: str) -> list[str]:
-    """The levels typed in a cell: comma-separated, surrounding spaces removed, empty items dropped (a level
-    typed twice is kept twice, for core to name)."""
-    return [v.strip() for v in text.split(",") if v.strip()]
+class LevelsItem(QTableWidgetItem):
+    """A levels cell: shows the levels with their merges ("Obs, treated (= Lev, Lev+5FU)") and edits their text
+    form ("Obs, treated=Lev|Lev+5FU"); what the analyst types is shown as typed until core re-infers."""
+
+    def __init__(self, shown: str, typed: str):
+        super().__init__(shown)
+        self._typed = typed
+
+    def data(self, role: int):
+        if role == Qt.EditRole:
+            return self._typed
+        return super().data(role)
+
+    def setData(self, role: int, value) -> None:  # noqa: N802 (Qt's name)
+        if role in (Qt.EditRole, Qt.DisplayRole):
+            self._typed, role = value, Qt.DisplayRole
+        super().setData(role, value)
 
 
 def _missing_choice(f: FeatureColumn) -> str:
@@ -53,6 +69,7 @@ class SchemaGrid(QTableWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(0, 5, parent)
         self.choices = ColumnChoices()
+        self.level_texts: dict[str, str] = {}  # column → its levels cell as typed, for core to parse
         self._rows: dict[str, int] = {}
         self._filling = False
         self.setHorizontalHeaderLabels([self.tr("Column"), self.tr("Type"), self.tr("Levels or range"),
@@ -65,7 +82,8 @@ class SchemaGrid(QTableWidget):
         self.horizontalHeaderItem(COL_LEVELS).setToolTip(self.tr(
             "Double-click to edit, comma-separated. The order is the kit's: binary, the first level is the "
             "reference (encoded 0); ordinal, low to high; categorical, the order of its 0/1 columns. A level "
-            "typed here that the sample lacks is added. A column left out says why here."))
+            "typed here that the sample lacks is added. NAME=a|b reads the raw values a and b as level NAME, "
+            "e.g. treated=Lev|Lev+5FU. A column left out says why here."))
         self.horizontalHeaderItem(COL_MISSING).setToolTip(self.tr(
             "refuse: a missing cell stops a site's export. impute: each site fills it with its own median (or "
             "most frequent level). indicator: a 0/1 “was missing” column also says which cells were filled."))
@@ -83,16 +101,18 @@ class SchemaGrid(QTableWidget):
     def forget_all(self) -> None:
         """Forget every decision (a new sample). (Not ``reset``: that is Qt's, called by ``clearContents``.)"""
         self.choices = ColumnChoices()
+        self.level_texts = {}
 
     def forget(self, *names: str | None) -> None:
         """Drop the decisions on ``names`` (columns that became the label or the row id)."""
         for name in names:
-            if name is None:
-                continue
-            self.choices.ignore.discard(name)
-            self.choices.other.discard(name)
-            for d in (self.choices.types, self.choices.levels, self.choices.missing):
-                d.pop(name, None)
+            if name is not None:
+                self.choices.forget(name)
+                self.level_texts.pop(name, None)
+
+    def has_decisions(self) -> bool:
+        """Whether the analyst changed anything the sample's detection decided."""
+        return bool(self.choices.named() or self.level_texts)
 
     def set_type(self, name: str, kind: str) -> None:
         """The analyst's type for ``name``: one of :data:`COLUMN_TYPES` or "ignored" (left out)."""
@@ -104,18 +124,19 @@ class SchemaGrid(QTableWidget):
             c.ignore.discard(name)
             c.types[name] = kind
             if kind == "numeric":  # a number has no levels and no 'other'
-                c.levels.pop(name, None)
+                self.level_texts.pop(name, None)
                 c.other.discard(name)
             elif kind == "binary":  # a binary column has exactly its two levels
                 c.other.discard(name)
         self.edited.emit()
 
     def set_levels(self, name: str, text: str) -> None:
-        levels = parse_levels(text)
-        if levels:
-            self.choices.levels[name] = levels
-        else:  # an emptied cell gives the column back the sample's levels
-            self.choices.levels.pop(name, None)
+        """The levels cell as typed; core reads it when the page re-infers (an emptied cell gives the column
+        back the sample's levels)."""
+        if text.strip():
+            self.level_texts[name] = text
+        else:
+            self.level_texts.pop(name, None)
         self.edited.emit()
 
     def set_missing(self, name: str, policy: str) -> None:
@@ -159,7 +180,7 @@ class SchemaGrid(QTableWidget):
         elif f is not None:
             kind = None
             if f.typed:
-                levels = ", ".join(f.levels or [])
+                levels = f.levels_text
             elif f.min is not None and f.max is not None:
                 levels = self.tr("{lo:.4g} to {hi:.4g}").format(lo=f.min, hi=f.max)
             else:
@@ -178,14 +199,16 @@ class SchemaGrid(QTableWidget):
             self.setCellWidget(r, COL_TYPE, self._type_combo(name, f.type if f is not None else LEFT_OUT))
         else:
             self.setItem(r, COL_TYPE, self._item(kind, False))
-        levels_item = self._item(levels, grey)
-        if f is not None and f.typed:
+        if f is not None and f.typed:  # shown with its merges, edited in core's text form
+            levels_item = self._item(levels, grey, LevelsItem(levels, format_level_list(f.levels, f.merged)))
             levels_item.setFlags(levels_item.flags() | Qt.ItemIsEditable)
-            levels_item.setToolTip(self.horizontalHeaderItem(COL_LEVELS).toolTip())
+            levels_item.setToolTip(levels + "\n\n" + self.horizontalHeaderItem(COL_LEVELS).toolTip())
         elif f is not None:
+            levels_item = self._item(levels, grey)
             levels_item.setForeground(QBrush(GREY))
             levels_item.setToolTip(self.tr("The sample's range (published in the kit if you tick it above)"))
         else:
+            levels_item = self._item(levels, grey)
             levels_item.setToolTip(levels)
         self.setItem(r, COL_LEVELS, levels_item)
         if f is not None:
@@ -201,8 +224,8 @@ class SchemaGrid(QTableWidget):
         self.setItem(r, COL_OTHER, other)
 
     @staticmethod
-    def _item(text: str, grey: bool) -> QTableWidgetItem:
-        item = QTableWidgetItem(text)
+    def _item(text: str, grey: bool, item: QTableWidgetItem | None = None) -> QTableWidgetItem:
+        item = QTableWidgetItem(text) if item is None else item
         item.setFlags(Qt.ItemIsEnabled | Qt.ItemIsSelectable)
         if grey:
             item.setForeground(QBrush(GREY))

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import core.participant
+from core.formats.kit import Kit
 from tests.support.cli import WF, anchor_to, apply_packages, confirm, refused, run
 from tests.support.typedkit import make_typed_sites
 
@@ -102,3 +103,61 @@ def test_apply_refuses_a_level_the_kit_does_not_know(typed_round, capsys, tmp_pa
             d / "site1/site1.dcid", "--csv", bad, "--out", tmp_path / "r.csv",
             expect="line 5, column 'rx' has 'Placebo', which the project does not know (its levels are Lev, "
                    "Lev+5FU, Obs)")
+
+
+@pytest.fixture(scope="module")
+def merged_round(tmp_path_factory):
+    """Two sites; the kit merges rx's Lev and Lev+5FU into 'treated' and site1's own spellings of sex."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DCSTUDIO_PASSPHRASE", "correct horse battery staple")
+    d = tmp_path_factory.mktemp("merged")
+    sites = make_typed_sites(d / "data", sites=2, rows=120,
+                             spellings={"site1": {"sex": {"M": "male", "F": "female"}}})
+    said = {}
+    assert run("keys", "new", "--name", "analyst", "--out", d / "analyst", *WF) == 0
+    said["kit"] = _run_out("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "Merged",
+                           "--schema-from", d / "data/sample.csv", "--label", "outcome", "--ignore", "note",
+                           "--levels", "rx=Obs,treated=Lev|Lev+5FU", "--levels", "sex=F=female,M=male|m",
+                           "--out", d / "p.dckit")
+    said["show"] = _run_out("kit", "show", d / "p.dckit")
+    for name in sites:
+        assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
+    assert run("anchor", "new", "--kit", d / "p.dckit", "--csv", sites["site0"][0],
+               "--out", d / "site0/p.dcanchor", *anchor_to(d, "site0", sites)) == 0
+    for name, (train, _) in sites.items():
+        assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "site0/p.dcanchor",
+                   "--identity", d / name / f"{name}.dcid", "--csv", train,
+                   "--out", d / "bundles" / f"{name}.dcbundle") == 0
+    assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+               "--bundles", d / "bundles", "--out", d / "out", *confirm(d, sites)) == 0
+    apply_packages(d, {name: test for name, (_, test) in sites.items()})
+    yield d, sites, said
+    mp.undo()
+
+
+def test_kit_new_merges_raw_values_into_a_level_and_says_so(merged_round):
+    d, _, said = merged_round
+    for text in (said["kit"], said["show"]):
+        assert "rx                   binary       Obs (reference), treated (= Lev, Lev+5FU)" in text
+        assert "sex                  binary       F (= female) (reference), M (= male, m)" in text
+    rx = next(f for f in Kit.load(d / "p.dckit").schema.features if f.name == "rx")
+    assert rx.levels == ["Obs", "treated"] and rx.merged == {"treated": ["Lev", "Lev+5FU"]}
+    sample = pd.read_csv(d / "data/sample.csv")
+    assert rx.frequencies[0] == pytest.approx((sample["rx"] == "Obs").mean())  # Lev and Lev+5FU count as treated
+
+
+def test_a_site_with_raw_values_exports_and_applies_as_the_kits_levels(merged_round, capsys, tmp_path):
+    d, sites, _ = merged_round
+    for name, (_, test) in sites.items():
+        result = pd.read_csv(d / name / "result.csv")
+        assert len(result) == len(pd.read_csv(test)) and result["prediction"].notna().all()
+    frame = pd.read_csv(sites["site1"][1], keep_default_na=False)
+    assert set(frame["sex"]) <= {"male", "female", "NA"} and "Lev+5FU" in set(frame["rx"])
+    frame.loc[2, "sex"] = "M"  # the kit's level itself is read too; a spelling it does not know is refused
+    frame.loc[4, "sex"] = "Male"
+    bad = tmp_path / "bad.csv"
+    frame.to_csv(bad, index=False)
+    refused(capsys, "participant", "apply", "--package", d / "out/site1.dcpkg", "--identity",
+            d / "site1/site1.dcid", "--csv", bad, "--out", tmp_path / "r.csv",
+            expect="line 6, column 'sex' has 'Male', which the project does not know (its levels are "
+                   "F (= female), M (= male, m))")

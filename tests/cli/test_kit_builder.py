@@ -64,3 +64,15 @@ def test_column_choices_from_the_flags_text():
         column_choices(missing=["a"])
     with pytest.raises(ConfigError, match="unknown missing-value policy 'drop'"):
         column_choices(missing=["a=drop"])
+
+
+def test_levels_flags_merge_raw_values_into_a_level():
+    from core.kit_builder import column_choices
+
+    c = column_choices(levels=["rx=Obs,treated=Lev|Lev+5FU", "sex=M=m|male,F"])
+    assert c.levels == {"rx": ["Obs", "treated"], "sex": ["M", "F"]}
+    assert c.merged == {"rx": {"treated": ["Lev", "Lev+5FU"]}, "sex": {"M": ["m", "male"]}}
+    with pytest.raises(ConfigError, match="a merged level is NAME=value"):
+        column_choices(levels=["rx=Obs,treated="])
+    with pytest.raises(ConfigError, match="--levels for column 'rx' lists no level"):
+        column_choices(levels=["rx=,"])

@@ -26,7 +26,7 @@ from core.formats.identity import Identity  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
 from gui.analyst.bundles import COL_CONFIRMED, COL_FILE, COL_LABELS, COL_STATUS  # noqa: E402
 from gui.analyst.common import COUNTS_ROLE, NAMES_ROLE  # noqa: E402
-from gui.analyst.schema_grid import COL_NAME, COL_TYPE, GREY  # noqa: E402
+from gui.analyst.schema_grid import COL_LEVELS, COL_NAME, COL_TYPE, GREY  # noqa: E402
 from gui.analyst.window import AnalystWindow  # noqa: E402
 from gui.widgets import passphrase_strength  # noqa: E402
 from tests.support.gui import (  # noqa: E402
@@ -212,13 +212,30 @@ def test_schema_grid_types_levels_and_missing_values(qtbot, tmp_path):
     choose(grid.type_combo("nodes"), "ignored")
     assert grid.note("nodes") == "left out by the analyst" and grid.missing_combo("nodes") is None
     choose(grid.type_combo("nodes"), "categorical")
+    # merging levels: the cell edits core's text form and shows the merges as kit show does
+    cell = grid.model().index(grid.row_of("rx"), COL_LEVELS)
+    assert grid.model().data(cell, Qt.EditRole) == "Obs, Lev, Lev+5FU"
+    edit(lambda: grid.model().setData(cell, "Obs, treated=", Qt.EditRole))  # as the cell's editor commits
+    assert page.schema_notes.kind == "error" and page.schema_notes.text() == (
+        "a merged level is NAME=value|value|…, e.g. treated=Lev|Lev+5FU; got 'treated='")
+    assert grid.levels_item("rx").text() == "Obs, treated=" and not page.create_kit_button.isEnabled()
+    edit(lambda: grid.levels_item("rx").setText("Obs, Lev, treated=Lev|Lev+5FU"))
+    assert page.schema_notes.text() == ("feature 'rx' merges 'Lev' into level 'treated', but 'Lev' is a level of "
+                                        "its own")
+    edit(lambda: grid.model().setData(grid.model().index(grid.row_of("rx"), COL_LEVELS), "Obs, treated=Lev|Lev+5FU",
+                                      Qt.EditRole))
+    assert page.schema_notes.kind != "error"
+    assert grid.levels_item("rx").text() == "Obs, treated (= Lev, Lev+5FU)"
+    assert grid.levels_item("rx").data(Qt.EditRole) == "Obs, treated=Lev|Lev+5FU"
+    assert "rx=other" in grid.item(grid.row_of("rx"), COL_NAME).toolTip()  # the matrix columns: the kit's levels
 
     page.project_name.setText("Typed")
     kit = page.build_kit()
     f = {c.name: c for c in kit.schema.features}
     assert list(f) == ["age", "sex", "rx", "nodes", "creat"]
     assert f["sex"].type == "binary" and f["sex"].levels == ["M", "F"]
-    assert f["rx"].type == "ordinal" and f["rx"].levels == ["Obs", "Lev", "Lev+5FU"] and f["rx"].other
+    assert f["rx"].type == "ordinal" and f["rx"].levels == ["Obs", "treated"] and f["rx"].other
+    assert f["rx"].merged == {"treated": ["Lev", "Lev+5FU"]}
     assert f["nodes"].type == "categorical" and f["nodes"].levels == ["0", "1"]
     assert (f["creat"].missing, f["creat"].indicator) == ("refuse", False)
     assert (f["age"].missing, f["age"].indicator) == ("impute", True)

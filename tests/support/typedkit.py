@@ -32,13 +32,17 @@ def clinical_frame(n: int, *, seed: int = 0, missing: float = 0.1) -> pd.DataFra
     return frame
 
 
-def make_typed_sites(folder: Path, *, sites: int = 3, rows: int = 160) -> dict[str, tuple[Path, Path]]:
-    """Write sample.csv and per site train/test CSVs (NA for missing cells); returns name → (train, test)."""
+def make_typed_sites(folder: Path, *, sites: int = 3, rows: int = 160,
+                     spellings: dict[str, dict[str, dict[str, str]]] | None = None) -> dict[str, tuple[Path, Path]]:
+    """Write sample.csv and per site train/test CSVs (NA for missing cells); returns name → (train, test).
+    ``spellings``: site name → column → {value: how that site writes it} (e.g. "male" for "M")."""
     folder.mkdir(parents=True, exist_ok=True)
     clinical_frame(120, seed=99).to_csv(folder / "sample.csv", index=False, na_rep="NA")
     out = {}
     for s in range(sites):
         frame = clinical_frame(rows, seed=s)
+        for col, respelt in (spellings or {}).get(f"site{s}", {}).items():
+            frame[col] = frame[col].replace(respelt)
         cut = int(0.7 * rows)
         train, test = folder / f"site{s}-train.csv", folder / f"site{s}-test.csv"
         frame.iloc[:cut].to_csv(train, index=False, na_rep="NA")
