@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -161,3 +162,49 @@ def test_a_site_with_raw_values_exports_and_applies_as_the_kits_levels(merged_ro
             d / "site1/site1.dcid", "--csv", bad, "--out", tmp_path / "r.csv",
             expect="line 6, column 'sex' has 'Male', which the project does not know (its levels are "
                    "F (= female), M (= male, m))")
+
+
+def test_a_small_three_class_table_with_many_missing_cells_runs_a_round_with_kit_defaults(tmp_path, monkeypatch):
+    """The issue's second table: a few hundred patients over three sites, ten columns partly missing (up to a
+    third of the rows), a text column ``sex``, three outcome classes — a whole round with nothing but defaults."""
+    monkeypatch.setenv("DCSTUDIO_PASSPHRASE", "correct horse battery staple")
+    rng = np.random.default_rng(5)
+
+    def table(n: int) -> pd.DataFrame:
+        X = rng.normal(size=(n, 10))
+        sex = rng.choice(["F", "M"], n)
+        score = X[:, 0] + X[:, 1] - X[:, 2] + 0.8 * (sex == "M")
+        frame = pd.DataFrame(X.round(3), columns=[f"lab{j}" for j in range(10)])
+        for j in range(10):  # up to a third of each column missing
+            frame.loc[rng.random(n) < 0.05 + 0.03 * j, f"lab{j}"] = np.nan
+        frame["sex"] = sex
+        frame["grade"] = np.digitize(score, [-0.7, 0.7]).astype(str)
+        frame["grade"] = frame["grade"].map({"0": "mild", "1": "moderate", "2": "severe"})
+        return frame
+
+    d = tmp_path
+    table(150).to_csv(d / "sample.csv", index=False, na_rep="NA")
+    names = ["north", "south", "east"]
+    for name in names:
+        whole = table(110)
+        whole[:80].to_csv(d / f"{name}.csv", index=False, na_rep="NA")
+        whole[80:].to_csv(d / f"{name}-new.csv", index=False, na_rep="NA")
+        assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
+    assert run("keys", "new", "--name", "analyst", "--out", d / "analyst", *WF) == 0
+    kit_text = _run_out("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "Grades", "--schema-from",
+                        d / "sample.csv", "--label", "grade", "--out", d / "p.dckit")
+    assert "sex                  binary" in kit_text and "classes mild, moderate, severe" in kit_text
+    assert run("anchor", "new", "--kit", d / "p.dckit", "--csv", d / "north.csv",
+               "--out", d / "north/p.dcanchor", *anchor_to(d, "north", names)) == 0
+    for name in names:
+        said = _run_out("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "north/p.dcanchor",
+                        "--identity", d / name / f"{name}.dcid", "--csv", d / f"{name}.csv",
+                        "--out", d / "bundles" / f"{name}.dcbundle")
+        assert "missing cells filled:" in said
+    assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+               "--bundles", d / "bundles", "--out", d / "out", *confirm(d, names)) == 0
+    apply_packages(d, {name: d / f"{name}-new.csv" for name in names})
+    for name in names:
+        result = pd.read_csv(d / name / "result.csv")
+        assert len(result) == 30 and set(result["prediction"]) <= {"mild", "moderate", "severe"}
+        assert {"prob_mild", "prob_moderate", "prob_severe"} <= set(result.columns)
