@@ -172,12 +172,13 @@ class HFLDD(Method):
             "nn_disclosure": {key: (round(v, 4) if isinstance(v, float) and math.isfinite(v) else v)
                               for key, v in disc.items()},
             "bundle_bytes": shipped, "dccfl_bundle_bytes": int(dccfl_bytes)})
-        ratio = disc["ratio_median"]
+        shown = manifest["nn_disclosure"]  # the sentence says the numbers the manifest carries (rounded once)
+        ratio = shown["ratio_median"]
         share = float(opts["rows_share"])
         per = (str(opts["rows_per_class"]) if share <= 0 else
                f"{share:.0%} of the class's rows, at least {opts['rows_per_class']},")
         near = (f"The made-up rows lie a median {ratio:.2f}× the usual distance between two of your neighbouring "
-                f"rows from the nearest real row (closest {disc['ratio_min']:.2f}×; 0 would be a copy).")
+                f"rows from the nearest real row (closest {shown['ratio_min']:.2f}×; 0 would be a copy).")
         disclosures = [
             Disclosure("x_distilled", Xd.shape, "float32",
                        f"{len(yd)} synthetic rows ({per} per class present) distilled "
