@@ -94,6 +94,18 @@ def save_shot(widget: QWidget, out_dir: Path, name: str, shots: list[Path]) -> N
     shots.append(path)
 
 
+def fill_new_identity(wizard, name: str, folder: Path):
+    """Fill the wizard's identity page to create a new identity (fast scrypt); returns the page."""
+    ip = wizard.identity_page
+    ip.log_n = 14
+    ip.create_radio.setChecked(True)
+    ip.name_edit.setText(name)
+    ip.pass_edit.setText(PASS)
+    ip.pass2_edit.setText(PASS)
+    ip.folder_field.set_path(folder, emit=False)
+    return ip
+
+
 def render(out_dir: Path, workdir: Path) -> list[Path]:
     """Write ``participant-<n>-<page>.png`` into ``out_dir``; scratch files go to ``workdir``."""
     from gui.participant.wizard import ParticipantWizard, ResultsWindow
@@ -112,13 +124,7 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         w = ParticipantWizard()
         w.show()
 
-        ip = w.identity_page
-        ip.log_n = 14
-        ip.create_radio.setChecked(True)
-        ip.name_edit.setText("St Mary's Hospital, cardiology")
-        ip.pass_edit.setText(PASS)
-        ip.pass2_edit.setText(PASS)
-        ip.folder_field.set_path(workdir / "site", emit=False)
+        ip = fill_new_identity(w, "St Mary's Hospital, cardiology", workdir / "site")
         save_shot(w, out_dir, "participant-1-identity-create", shots)
         ip.create_button.click()
         wait_for(app, ip.isComplete)

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QApplication
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from participant_screens import main, save_shot, wait_for  # noqa: E402  (this folder is on sys.path)
+from participant_screens import PASS, fill_new_identity, main, save_shot, wait_for  # noqa: E402  (this folder is on sys.path)
 
 from core.data.schema import ColumnChoices, infer_schema  # noqa: E402
 from core.data.tabular import read_table  # noqa: E402
@@ -27,7 +27,6 @@ from core.formats.identity import Identity  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
 from gui import settings as app_settings  # noqa: E402
 
-PASS = "blue harbour seven lanterns"
 SMOKING = ["never", "former", "current"]
 SEX_MERGED = "F=female, M=male"  # the sample's registry spells sex both ways
 
@@ -110,13 +109,7 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         anchor_for_kit(kit, seed_X=seed).save(workdir / "registry.dcanchor")
         w = ParticipantWizard()
         w.show()
-        ip = w.identity_page
-        ip.log_n = 14
-        ip.create_radio.setChecked(True)
-        ip.name_edit.setText("North ward")
-        ip.pass_edit.setText(PASS)
-        ip.pass2_edit.setText(PASS)
-        ip.folder_field.set_path(workdir / "site", emit=False)
+        ip = fill_new_identity(w, "North ward", workdir / "site")
         ip.create_button.click()
         wait_for(app, ip.isComplete)
         w.next()
