@@ -227,3 +227,53 @@ def metrics_for(y: np.ndarray, P: np.ndarray, classes: list[str], threshold: flo
         out = multiclass_metrics(y, P, classes)
         out["task"] = "multiclass"
     return out
+
+
+SELECTION_METRICS = ("accuracy", "balanced_accuracy", "auc")
+
+
+def selection_score(metric: str, y: np.ndarray, P: np.ndarray) -> float:
+    """One number a model selection maximises, of predicted probabilities P (n × K) on labels y: ``accuracy``
+    (of argmax P), ``balanced_accuracy`` (mean recall over the classes present) or ``auc`` (binary: of P[:, 1];
+    more classes: macro one-vs-rest over the classes present, P renormalised to them). 0.5 for an AUC on rows of
+    one class (no better than chance), NaN-free."""
+    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+
+    y = np.asarray(y, np.int64)
+    P = np.asarray(P, np.float64)
+    if len(y) == 0:
+        return 0.0
+    if metric == "accuracy":
+        return float(np.mean(P.argmax(axis=1) == y))
+    if metric == "balanced_accuracy":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return float(balanced_accuracy_score(y, P.argmax(axis=1)))
+    present = np.unique(y)
+    if len(present) < 2:
+        return 0.5
+    if P.shape[1] == 2:
+        return float(roc_auc_score(y, P[:, 1]))
+    Pp = P[:, present] / np.maximum(P[:, present].sum(axis=1, keepdims=True), 1e-300)
+    if len(present) == 2:
+        return float(roc_auc_score(y == present[1], Pp[:, 1]))
+    return float(roc_auc_score(y, Pp, multi_class="ovr", average="macro", labels=present))
+
+
+def hanley_mcneil_se(auc: float, events: int, non_events: int) -> float:
+    """Standard error of an AUC from its value and the two class sizes (Hanley & McNeil 1982):
+    Q₁ = A/(2 − A), Q₂ = 2A²/(1 + A), SE² = (A(1 − A) + (n₁ − 1)(Q₁ − A²) + (n₀ − 1)(Q₂ − A²)) / (n₁ n₀)."""
+    a, n1, n0 = float(auc), max(int(events), 1), max(int(non_events), 1)
+    q1, q2 = a / (2.0 - a), 2.0 * a * a / (1.0 + a)
+    return math.sqrt(max(a * (1 - a) + (n1 - 1) * (q1 - a * a) + (n0 - 1) * (q2 - a * a), 0.0) / (n1 * n0))
+
+
+def json_safe(obj):
+    """The same structure with every NaN / ±inf float replaced by None (JSON null), for strict JSON writers."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_safe(v) for v in obj]
+    return obj

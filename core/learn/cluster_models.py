@@ -20,6 +20,7 @@ import numpy as np
 from ..control import JobControl, ensure
 from ..errors import ConfigError
 from .alignment import AnchorBasis, DCAlignment, SiteMapping
+from .clinical_metrics import SELECTION_METRICS, hanley_mcneil_se, selection_score
 from .intervals import WEAK_ROWS, estimate, mcnemar_p
 from .mlp import BatchedMLP, MLPWeights
 from .own_cv import accuracy_se, read_own_cv
@@ -30,7 +31,7 @@ LEARNER_DEFAULTS: dict = {"epochs": 50, "hidden": [64, 32], "lr": 0.01, "momentu
 ALIGNMENT_DEFAULTS: dict = {"alignment": "affine", "threshold": 1e-2, "relative_threshold": False,
                             "scale": "identity"}
 PRIOR_DEFAULTS: dict = {"prior_correction": True, "prior_smoothing": 0.5, "prior_in_selection": True}
-SELECTION_DEFAULTS: dict = {"cv_folds": "auto", "cv_repeats": "auto", "own_model": True,
+SELECTION_DEFAULTS: dict = {"cv_folds": "auto", "cv_repeats": "auto", "own_model": True, "metric": "accuracy",
                             "selection_max_rows": 10000, "selection_site_rows": 500, "max_epoch_rows": 20000}
 
 
@@ -246,7 +247,12 @@ class Selection:
     sites below WEAK_ROWS rows (key: the members, or OWN). ``n_eval[i]``: the rows behind site i's estimate
     (tested rows / repeats). ``site_cv[i]``: site i's own raw-row model cross-validated at the site (the bundle's
     checked ``own_cv``, :mod:`core.learn.own_cv`), or None for a bundle without it: then its "alone" number is
-    the twin on its reduced rows (``lin_correct``)."""
+    the twin on its reduced rows (``lin_correct``).
+
+    ``metric`` (accuracy | balanced_accuracy | auc) is what the choice maximises (:meth:`score_of`,
+    :meth:`own_score`); ``oof[(key, i)]``: the (rows, probabilities, float32) of each split's test fold of site i
+    under candidate ``key`` (:func:`oof_proba` averages them over the repeats), kept until the methods have
+    taken the chosen model's; ``metric_scores[key]``: per site, ``metric`` on those out-of-fold predictions."""
 
     splits: list
     folds: int
@@ -258,6 +264,24 @@ class Selection:
     lin_correct: np.ndarray | None = None
     paired: dict = field(default_factory=dict)
     site_cv: list = field(default_factory=list)
+    metric: str = "accuracy"
+    n_classes: int = 2
+    oof: dict = field(default_factory=dict)
+    metric_scores: dict = field(default_factory=dict)
+
+    def score_of(self, members) -> np.ndarray:
+        """Per site, ``metric`` of the candidate ``members`` (or OWN: the linear own-rows model) cross-validated
+        here; accuracy = correct / tested."""
+        if self.metric == "accuracy":
+            return self.acc_lin if members == OWN else self.acc(members)
+        return self.metric_scores[members]
+
+    def own_score(self) -> np.ndarray:
+        """Each site's own-model ``metric``: from its bundle's ``own_cv`` when there, else its linear twin's."""
+        if self.metric == "accuracy":
+            return self.own_acc()
+        lin = self.metric_scores.get(OWN, np.zeros(len(self.n_rows)))
+        return np.array([cv[self.metric] if (cv := self.cv_of(i)) else lin[i] for i in range(len(self.n_rows))])
 
     def cv_of(self, i: int) -> dict | None:
         return self.site_cv[i] if i < len(self.site_cv) else None
@@ -278,15 +302,28 @@ class Selection:
         return np.array([cv["accuracy"] if (cv := self.cv_of(i)) else lin[i] for i in range(len(self.n_rows))])
 
     def clears_margin(self, i: int, cluster_acc: float) -> bool:
-        """Whether a candidate of CV accuracy p_c (on n_eval[i] rows) beats site i's own model, cross-validated at
-        the site with accuracy p_o on n_o rows, by more than MARGIN_SE standard errors of the difference:
-        p_c − p_o > MARGIN_SE · √(p_c(1 − p_c)/n_eval + p_o(1 − p_o)/n_o). The two estimates come from different
-        folds (here on the reduced rows, there on the raw rows), so they are treated as independent; as they
-        share the site's rows the true error is smaller, and the margin errs towards keeping the own model."""
+        """Whether a candidate of CV score p_c (on n_eval[i] rows) beats site i's own model, cross-validated at
+        the site with score p_o on n_o rows, by more than MARGIN_SE standard errors of the difference:
+        p_c − p_o > MARGIN_SE · √(se_c² + se_o²). The two estimates come from different folds (here on the
+        reduced rows, there on the raw rows), so they are treated as independent; as they share the site's rows
+        the true error is smaller, and the margin errs towards keeping the own model. se (:meth:`score_se`):
+        √(p(1 − p)/n) for (balanced) accuracy, Hanley–McNeil's for an AUC."""
         cv = self.cv_of(i)
-        p_o, p_c = float(cv["accuracy"]), float(cluster_acc)
-        se = math.hypot(accuracy_se(p_c, int(self.n_eval[i])), accuracy_se(p_o, int(cv["rows"])))
+        p_o, p_c = float(cv[self.metric]), float(cluster_acc)
+        events = cv.get("events")
+        se = math.hypot(self.score_se(p_c, int(self.n_eval[i]), events and round(events * self.n_eval[i] /
+                                                                                  max(cv["rows"], 1))),
+                        self.score_se(p_o, int(cv["rows"]), events))
         return p_c - p_o > MARGIN_SE * se + 1e-12
+
+    def score_se(self, p: float, n: int, events: int | None) -> float:
+        """Standard error of a ``metric`` score p on n rows: √(p(1 − p)/n) for (balanced) accuracy; for an AUC,
+        Hanley–McNeil's with the site's events (binary) or, with more classes, n/K rows of each class against
+        the rest (an approximation for the macro average)."""
+        if self.metric != "auc":
+            return accuracy_se(p, n)
+        n1 = int(events) if events is not None else max(1, n // max(self.n_classes, 2))
+        return hanley_mcneil_se(p, max(n1, 1), max(n - n1, 1))
 
     def keeps_own(self, i: int, cluster_acc: float, key: tuple[int, ...] | None = None) -> bool:
         """Site i keeps its own (linear) model rather than its candidate ``key`` of accuracy ``cluster_acc``: when
@@ -297,8 +334,8 @@ class Selection:
         candidate clears :meth:`clears_margin`."""
         if self.cv_of(i):
             return not self.clears_margin(i, cluster_acc)
-        own = float(self.acc_lin[i])
-        if self.n_rows[i] < WEAK_ROWS:
+        own = float(self.score_of(OWN)[i])
+        if self.n_rows[i] < WEAK_ROWS and self.metric == "accuracy":
             theirs, alone = self.paired.get((key, i)), self.paired.get((OWN, i))
             if theirs and alone:
                 a, b = np.concatenate(theirs), np.concatenate(alone)
@@ -313,13 +350,13 @@ class Selection:
 
     def site_scores(self, partition: list[tuple[int, ...]], own: bool, floor: np.ndarray | None = None
                     ) -> np.ndarray:
-        """Per site, the CV accuracy of what it would be sent under the partition: its cluster's model (or
-        ``floor[i]``, a further per-site candidate, if better), or with ``own`` its own-rows model when
+        """Per site, the CV score (``metric``) of what it would be sent under the partition: its cluster's model
+        (or ``floor[i]``, a further per-site candidate, if better), or with ``own`` its own-rows model when
         :meth:`keeps_own`."""
         site_acc = np.empty(len(self.n_rows))
         key: list = [None] * len(self.n_rows)
         for c in partition:
-            site_acc[list(c)] = self.acc(c)[list(c)]
+            site_acc[list(c)] = self.score_of(c)[list(c)]
             for i in c:
                 key[i] = c
         if floor is not None:
@@ -327,22 +364,27 @@ class Selection:
             key = [None if better[i] else key[i] for i in range(len(key))]
             site_acc = np.maximum(site_acc, floor)
         if own:
-            lin = self.own_acc()
+            lin = self.own_score()
             site_acc = np.array([lin[i] if self.keeps_own(i, site_acc[i], key[i]) else site_acc[i]
                                  for i in range(len(site_acc))])
         return site_acc
 
 
-def new_selection(n_rows: list[int], settings: dict, seed: int, site_cv: list | None = None) -> Selection:
+def new_selection(n_rows: list[int], settings: dict, seed: int, site_cv: list | None = None,
+                  n_classes: int = 2) -> Selection:
     """The splits of :func:`cv_splits` with :func:`resolve_cv`'s folds and repeats; nothing trained yet.
     ``site_cv``: per site, its checked own-model scores (:func:`bundle_own_cv`) or None."""
+    metric = settings.get("metric", "accuracy")
+    if metric not in SELECTION_METRICS:
+        raise ConfigError(f"metric must be one of {', '.join(SELECTION_METRICS)}, not {metric!r}")
     folds, repeats = resolve_cv(settings, n_rows)
     splits = cv_splits(n_rows, folds, repeats, float(settings["holdout"]), seed)
     tested = np.zeros(len(n_rows))
     for _, te in splits:
         tested += [len(r) for r in te]
     return Selection(splits, folds, repeats, list(n_rows), tested, (tested / max(repeats, 1)).round().astype(int),
-                     site_cv=list(site_cv) if site_cv is not None else [None] * len(n_rows))
+                     site_cv=list(site_cv) if site_cv is not None else [None] * len(n_rows), metric=metric,
+                     n_classes=int(n_classes))
 
 
 def bundle_own_cv(bundle, n_classes: int | None = None) -> dict | None:
@@ -377,10 +419,15 @@ def cross_validate(sel: Selection, bundles: list, clusters, n_classes: int, sett
             if use_prior:
                 fit_counts = np.bincount(bundles[i].arrays["y"][tr[i]], minlength=n_classes)
                 prior = prior_logit(fit_counts, model.class_counts, smoothing)
-            h = hits(model, i, bundles[i], te[i], prior)
+            p = model.predict_proba(i, bundles[i].arrays["x_tilde"][te[i]].astype(np.float64), prior)
+            h = p.argmax(axis=1) == bundles[i].arrays["y"][te[i]]
             sel.correct[c][i] += int(h.sum())
+            sel.oof.setdefault((c, i), []).append((te[i], p.astype(np.float32)))
             if sel.n_rows[i] < WEAK_ROWS:
                 sel.paired.setdefault((c, i), []).append(h)
+    if sel.metric != "accuracy":
+        for c in distinct:
+            sel.metric_scores[c] = _metric_per_site(sel, bundles, c)
 
 
 def cross_validate_linear(sel: Selection, bundles: list, n_classes: int, settings: dict, basis: AnchorBasis,
@@ -391,22 +438,63 @@ def cross_validate_linear(sel: Selection, bundles: list, n_classes: int, setting
         return
     S = len(bundles)
     lin = np.zeros(S)
-    for tr, te in sel.splits:
-        for i in range(S):
-            if len(te[i]) and len(tr[i]) and not sel.cv_of(i):
-                h = _linear_hits(bundles, i, tr[i], te[i], maps, basis, settings, n_classes)
+    for i in range(S):
+        if not sel.cv_of(i):
+            for h in linear_oof(sel, bundles, i, n_classes, settings, basis, maps):
                 lin[i] += int(h.sum())
                 if sel.n_rows[i] < WEAK_ROWS:
                     sel.paired.setdefault((OWN, i), []).append(h)
     sel.lin_correct = lin
+    if sel.metric != "accuracy":
+        sel.metric_scores[OWN] = _metric_per_site(sel, bundles, OWN)
+
+
+def linear_oof(sel: Selection, bundles: list, i: int, n_classes: int, settings: dict, basis: AnchorBasis,
+               maps: dict | None = None) -> list[np.ndarray]:
+    """Site i's linear own-rows model (:func:`fit_linear`) over the selection's splits: records its out-of-fold
+    probabilities in ``sel.oof[(OWN, i)]`` (once) and returns its hits per split."""
+    out, oof = [], []
+    y = bundles[i].arrays["y"]
+    for tr, te in sel.splits:
+        if len(te[i]) and len(tr[i]):
+            p = _linear_proba(bundles, i, tr[i], te[i], maps, basis, settings, n_classes)
+            out.append(p.argmax(axis=1) == y[te[i]])
+            oof.append((te[i], p.astype(np.float32)))
+    sel.oof.setdefault((OWN, i), oof)
+    return out
+
+
+def oof_proba(sel: Selection, key, i: int, n_classes: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(rows, probabilities): site i's out-of-fold predicted probabilities under candidate ``key``, each tested
+    row's averaged over the repeats it was tested in (float32), or None when none were recorded."""
+    parts = sel.oof.get((key, i))
+    if not parts:
+        return None
+    total = np.zeros((sel.n_rows[i], n_classes), np.float64)
+    times = np.zeros(sel.n_rows[i], np.int64)
+    for rows, p in parts:
+        np.add.at(total, rows, p)
+        np.add.at(times, rows, 1)
+    rows = np.flatnonzero(times)
+    return rows, (total[rows] / times[rows, None]).astype(np.float32)
+
+
+def _metric_per_site(sel: Selection, bundles: list, key) -> np.ndarray:
+    """Per site, ``sel.metric`` of the candidate's out-of-fold predictions (:func:`oof_proba`); 0 untested."""
+    out = np.zeros(len(bundles))
+    for i, b in enumerate(bundles):
+        got = oof_proba(sel, key, i, sel.n_classes)
+        if got is not None:
+            out[i] = selection_score(sel.metric, b.arrays["y"][got[0]], got[1])
+    return out
 
 
 _LINEAR_MEMO: dict[bytes, np.ndarray] = {}
 
 
-def _linear_hits(bundles: list, i: int, tr: np.ndarray, te: np.ndarray, maps, basis, settings: dict,
-                 n_classes: int) -> np.ndarray:
-    """:func:`hits` of site i's linear own-rows model trained on its rows ``tr``, on its rows ``te``. The fit is a
+def _linear_proba(bundles: list, i: int, tr: np.ndarray, te: np.ndarray, maps, basis, settings: dict,
+                  n_classes: int) -> np.ndarray:
+    """Probabilities of site i's linear own-rows model trained on its rows ``tr``, on its rows ``te``. The fit is a
     deterministic function of those rows (L-BFGS from zero), so it is memoised by their content: fits on the same
     bundles and splits (``dc`` and ``dccfl`` beside each other, the benchmark's rows) pay for it once."""
     import hashlib
@@ -419,7 +507,8 @@ def _linear_hits(bundles: list, i: int, tr: np.ndarray, te: np.ndarray, maps, ba
     if key not in _LINEAR_MEMO:
         if len(_LINEAR_MEMO) > 100_000:
             _LINEAR_MEMO.clear()
-        _LINEAR_MEMO[key] = hits(fit_linear(bundles, i, tr, maps, basis, settings, n_classes), i, bundles[i], te)
+        model = fit_linear(bundles, i, tr, maps, basis, settings, n_classes)
+        _LINEAR_MEMO[key] = model.predict_proba(i, bundles[i].arrays["x_tilde"][te].astype(np.float64))
     return _LINEAR_MEMO[key].copy()
 
 

@@ -17,12 +17,17 @@ import numpy as np
 from ..errors import ConfigError, FormatError
 from ..learn.alignment import SiteMapping
 from ..learn.client_clustering import T_GRID
+from ..learn.clinical_metrics import calibration_points, json_safe, metrics_for, roc_points
 from ..learn.cluster_models import (
     ALIGNMENT_DEFAULTS,
     LEARNER_DEFAULTS,
+    OWN,
     PRIOR_DEFAULTS,
     SELECTION_DEFAULTS,
+    Selection,
     adjust_proba,
+    linear_oof,
+    oof_proba,
 )
 from ..learn.intervals import describe
 from ..learn.local_model import keeps_local_model, local_predict_proba
@@ -30,7 +35,7 @@ from ..learn.mlp import MLPWeights
 from .base import MethodResult, ReceivedBundle, content_digest
 from .dc_site import check_anchor_width, site_map
 from .settings import Setting
-from .views import Table, Text, View
+from .views import Curve, Heatmap, Table, Text, View
 
 ALIGNMENT_SETTINGS = (
     Setting("alignment", "choice", ALIGNMENT_DEFAULTS["alignment"],
@@ -76,6 +81,11 @@ SELECTION_SETTINGS = (
     Setting("cv_repeats", "int", SELECTION_DEFAULTS["cv_repeats"],
             "repetitions of the cross-validation", low=1, high=50, auto=True,
             auto_help="more for small sites", advanced=True),
+    Setting("metric", "choice", SELECTION_DEFAULTS["metric"],
+            "what the cross-validated choice of each site's model maximises", label="Selection metric",
+            choices=("accuracy", "balanced_accuracy", "auc"),
+            choice_help=("accuracy", "balanced accuracy (mean recall over the classes)",
+                         "ROC AUC (macro one-vs-rest with more than two classes)")),
     Setting("own_model", "bool", SELECTION_DEFAULTS["own_model"],
             "offer every site a model of its own rows as a candidate (never worse than "
             "alone)", label="Own-rows candidate"),
@@ -131,6 +141,8 @@ def site_line(x: dict, extra: str = "") -> str:
         line += f", expected accuracy {describe(x['expected'])}"
     if x.get("own_model"):
         line += f" vs {describe(x['own_model'])} alone ({own_model_words(x['own_model'])})"
+    if x.get("metrics"):
+        line += f"; {metrics_words(x['metrics'])}"
     return line + (f" — {x['note']}" if x.get("note") else "")
 
 
@@ -194,4 +206,113 @@ def _columns(classes: list[str], proba: np.ndarray) -> dict[str, np.ndarray]:
     out = {"prediction": np.asarray(classes, dtype=object)[proba.argmax(axis=1)]}
     for k, c in enumerate(classes):
         out[f"prob_{c}"] = proba[:, k]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- clinical figures
+ROC_GRID = np.linspace(0.0, 1.0, 51)  # false-positive rates the per-site ROC curves are drawn at
+ROC_SITES = 6  # ROC curves drawn, one per site (the largest sites)
+
+
+def chosen_oof(sel: Selection, bundles: list, keys: list, n_classes: int, settings: dict, basis,
+               maps: dict | None = None) -> list:
+    """Per site, (rows, float32 probabilities): the out-of-fold predictions of the candidate ``keys[i]`` it is sent
+    (a cluster's members, or OWN: its linear own-rows model, cross-validated here on demand when its bundle's
+    own_cv spared the selection that), averaged over the repeats; then the selection's other out-of-fold
+    predictions are let go (memory at scale)."""
+    out = []
+    for i, key in enumerate(keys):
+        if key == OWN and (OWN, i) not in sel.oof:
+            linear_oof(sel, bundles, i, n_classes, settings, basis, maps)
+        out.append(oof_proba(sel, key, i, n_classes))
+    sel.oof.clear()
+    return out
+
+
+def site_metrics(oof: tuple[np.ndarray, np.ndarray], y: np.ndarray, classes: list[str], kept_own: bool) -> dict:
+    """The summary's ``metrics`` of a site: :func:`~core.learn.clinical_metrics.metrics_for` of the out-of-fold
+    predictions of the model it is sent, on its received rows (NaN → null), saying which model was scored."""
+    rows, P = oof
+    m = json_safe(metrics_for(np.asarray(y)[rows], P, [str(c) for c in classes]))
+    m["scored"] = ("its own-rows logistic regression on its reduced rows (the twin of the model it keeps)"
+                   if kept_own else "its cluster's model") + ", cross-validated on the rows it sent"
+    return m
+
+
+def _f(v, digits: int = 2) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def metrics_words(m: dict) -> str:
+    """'AUC 0.81 [0.75–0.87], sens 0.70 / spec 0.85 at 0.5 (n = 120, 40 events)', or the multi-class line."""
+    if m.get("task") == "binary":
+        text = (f"AUC {_f(m.get('auc'))} [{_f(m.get('auc_low'))}–{_f(m.get('auc_high'))}], "
+                f"sens {_f(m.get('sensitivity'))} / spec {_f(m.get('specificity'))} at {m.get('threshold', 0.5):g} "
+                f"(n = {m['rows']}, {m['events']} events)")
+        return text + (" — never predicts the minority class" if m.get("never_predicts_minority") else "")
+    recalls = ", ".join(f"{c['class']} {_f(c['recall'])}" for c in m.get("per_class", []))
+    return f"macro-AUC {_f(m.get('macro_auc'))}, recall {recalls} (n = {m['rows']})"
+
+
+def metric_views(result: MethodResult) -> list[View]:
+    """Clinical figures of what each site is sent, from its out-of-fold predictions: a per-site table, ROC curves
+    of the largest sites, the pooled reliability curve, the pooled confusion matrix, and a warning naming every
+    site whose model never predicts the minority class."""
+    sites = [x for x in result.summary.get("sites", []) if x.get("metrics")]
+    if not sites:
+        return []
+    binary = sites[0]["metrics"].get("task") == "binary"
+    out: list[View] = []
+    if binary:
+        cols = ["site", "rows", "events", "AUC [95 % CI]", "sensitivity", "specificity", "PPV", "NPV", "Brier",
+                "calibration slope", "calibration intercept"]
+        rows = [[x["site"], m["rows"], m["events"], f"{_f(m['auc'])} [{_f(m['auc_low'])}–{_f(m['auc_high'])}]",
+                 _f(m["sensitivity"]), _f(m["specificity"]), _f(m["ppv"]), _f(m["npv"]), _f(m["brier"], 3),
+                 _f(m["calibration_slope"]), _f(m["calibration_intercept"])]
+                for x in sites for m in [x["metrics"]]]
+        out.append(Table(f"What each site is sent, out-of-fold (risk ≥ {sites[0]['metrics']['threshold']:g} "
+                         "counts as an event)", cols, rows))
+        bad = [x["site"] for x in sites if x["metrics"].get("never_predicts_minority")]
+        if bad:
+            out.append(Text(f"Sensitivity 0 at {sites[0]['metrics']['threshold']:g} for {', '.join(bad)}: the model "
+                            "sent never predicts the minority class there — not a good model despite its accuracy.",
+                            tone="warning"))
+    else:
+        names = [c["class"] for c in sites[0]["metrics"]["per_class"]]
+        rows = [[x["site"], m["rows"], _f(m["macro_auc"]), _f(m["balanced_accuracy"]),
+                 *[_f(c["recall"]) for c in m["per_class"]]] for x in sites for m in [x["metrics"]]]
+        out.append(Table("What each site is sent, out-of-fold", ["site", "rows", "macro-AUC", "balanced accuracy",
+                                                                 *[f"recall {c}" for c in names]], rows))
+        bad = [f"{x['site']} ({', '.join(x['metrics']['never_predicted'])})" for x in sites
+               if x["metrics"].get("never_predicted")]
+        if bad:
+            out.append(Text("Classes present but never predicted by the model sent: " + "; ".join(bad)
+                            + " — recall 0 for those classes, whatever the accuracy.", tone="warning"))
+    oof = result.details.get("oof") or []
+    got = [(x, o) for x, o in zip(result.summary.get("sites", []), oof, strict=False) if o is not None]
+    if got:
+        classes = [str(c) for c in (result.packages[0][0].get("classes", []) if result.packages else [])]
+        y_all = np.concatenate([o[1] for _, o in got])
+        P_all = np.vstack([o[2] for _, o in got])
+        if binary:
+            curves = {}
+            for x, (_, y, P) in sorted(got, key=lambda g: -len(g[1][1]))[:ROC_SITES]:
+                if 0 < int(np.sum(y == 1)) < len(y):
+                    fpr, tpr = roc_points(y, P[:, 1])
+                    curves[x["site"]] = np.interp(ROC_GRID, fpr, tpr).round(4).tolist()
+            if curves:
+                out.append(Curve("ROC curves, out-of-fold (largest sites)", ROC_GRID.tolist(),
+                                 {**curves, "chance": ROC_GRID.tolist()}, xlabel="1 − specificity",
+                                 ylabel="sensitivity"))
+            cal = calibration_points(y_all, P_all[:, 1])
+            if len(cal["predicted"]) > 1:
+                out.append(Curve("Calibration, all sites pooled (observed event rate per tenth of predicted risk)",
+                                 cal["predicted"], {"observed": cal["observed"], "ideal": cal["predicted"]},
+                                 xlabel="predicted risk", ylabel="observed rate"))
+        if len(classes) == P_all.shape[1]:
+            cm = np.zeros((len(classes), len(classes)))
+            np.add.at(cm, (y_all, P_all.argmax(axis=1)), 1)
+            share = cm / np.maximum(cm.sum(axis=1, keepdims=True), 1)
+            out.append(Heatmap("Confusion matrix, all sites pooled (share of each true class)", share,
+                               [f"true {c}" for c in classes], [f"predicted {c}" for c in classes]))
     return out

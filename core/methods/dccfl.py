@@ -57,6 +57,7 @@ from ..control import JobControl, ensure
 from ..learn.alignment import AnchorBasis
 from ..learn.client_clustering import LabelDistributionClustering
 from ..learn.cluster_models import (
+    OWN,
     bundle_own_cv,
     cross_validate,
     cross_validate_linear,
@@ -79,8 +80,11 @@ from .dc_analysis import (
     SELECTION_SETTINGS,
     apply_cluster_package,
     canonical_bundles,
+    chosen_oof,
     derived_seed,
+    metric_views,
     site_line,
+    site_metrics,
     site_views,
 )
 from .dc_site import LABELLED_DC_LEAVES, SITE_SETTINGS, LabelledDCSite
@@ -148,7 +152,7 @@ class DCCFL(LabelledDCSite, Method):
         sel = None
         folds = repeats = 0
         if len(partitions) > 1 or own_on:
-            sel = new_selection(n_rows, s, seed, [bundle_own_cv(b, K) for b in bundles])
+            sel = new_selection(n_rows, s, seed, [bundle_own_cv(b, K) for b in bundles], K)
             folds, repeats = sel.folds, sel.repeats
             distinct = sorted({c for p in partitions.values() for c in p})
             control.phase(f"step 1 of 2, choosing the threshold ({len(partitions)} candidates)" if len(partitions) > 1
@@ -163,7 +167,8 @@ class DCCFL(LabelledDCSite, Method):
         cluster_of = {i: k for k, members in enumerate(final) for i in members}
         # Per site: its cluster's model, or its own-rows model when that cross-validates better (pick_own).
         cluster_acc = np.array([sel.acc(final[cluster_of[i]])[i] for i in range(S)]) if sel else np.zeros(S)
-        own_pick, linear = (pick_own(sel, cluster_acc, own_on, [final[cluster_of[i]] for i in range(S)]) if sel
+        cluster_score = np.array([sel.score_of(final[cluster_of[i]])[i] for i in range(S)]) if sel else cluster_acc
+        own_pick, linear = (pick_own(sel, cluster_score, own_on, [final[cluster_of[i]] for i in range(S)]) if sel
                             else ([False] * S, [False] * S))
         acc = sel is not None
         need = [c for c in final if any(not own_pick[i] for i in c)]
@@ -178,6 +183,8 @@ class DCCFL(LabelledDCSite, Method):
         for i in range(S):
             if linear[i]:
                 model_of[("linear", i)] = fit_linear(bundles, i, np.arange(n_rows[i]), maps, basis, s, K)
+        oof = chosen_oof(sel, bundles, [OWN if own_pick[i] else final[cluster_of[i]] for i in range(S)], K, s,
+                         basis, maps) if sel else None
         packages, sites = [], []
         for i, b in enumerate(bundles):
             key = ("linear", i) if linear[i] else (i,) if own_pick[i] else final[cluster_of[i]]
@@ -200,7 +207,9 @@ class DCCFL(LabelledDCSite, Method):
                           "rows": n_rows[i], "cluster": cluster_of[i] + 1,  # numbered from 1 for people
                           "label_counts": counts[i].tolist(),
                           **info, **({"holdout_accuracy": info["expected"]["accuracy"]} if acc else {}),
-                          **({"note": site_note(info)} if acc and site_note(info) else {})})
+                          **({"note": site_note(info)} if acc and site_note(info) else {}),
+                          **({"metrics": site_metrics(oof[i], b.arrays["y"], classes, own_pick[i])}
+                             if oof and oof[i] is not None else {})})
         control.step(1.0, "done")
         unorder = np.argsort(order)   # packages go back in the caller's bundle order
         summary = {
@@ -209,9 +218,11 @@ class DCCFL(LabelledDCSite, Method):
             "validation_curve": {f"{t:g}": a for t, a in curve.items()},
             "selection": {"kind": ("cv" if folds > 1 else "holdout") if acc else "none", "folds": folds,
                           "repeats": repeats, "own_model": own_on,
-                          "what": "mean over sites of the CV accuracy of what each is sent (its cluster's model "
-                                  "or its own)"
-                          if own_on else "mean over sites of the cluster model's accuracy"},
+                          "metric": sel.metric if sel else "accuracy",
+                          "what": f"mean over sites of the CV {(sel.metric if sel else 'accuracy').replace('_', ' ')}"
+                                  " of what each is sent (its cluster's model or its own)"
+                          if own_on else "mean over sites of the cluster model's "
+                                         f"{(sel.metric if sel else 'accuracy').replace('_', ' ')}"},
             "n_clusters": len(final),
             "own_model_sites": int(sum(own_pick)),
             "final_models": len(need),
@@ -223,7 +234,9 @@ class DCCFL(LabelledDCSite, Method):
             if own_on:
                 summary["own_model_mean"] = float(np.mean([x["own_model"]["accuracy"] for x in sites]))
         details = {"histograms": clus.histograms_, "distances": clus.distances_, "linkage": clus.linkage_,
-                   "clusters": final, "validation_curve": curve, "site_order": order}
+                   "clusters": final, "validation_curve": curve, "site_order": order,
+                   "oof": [None if oof is None or oof[i] is None else
+                           (oof[i][0], b.arrays["y"][oof[i][0]], oof[i][1]) for i, b in enumerate(bundles)]}
         return MethodResult(self.name, [packages[j] for j in unorder], summary, details)
 
     def estimate(self, bundles: list[ReceivedBundle], classes: list[str],
@@ -244,7 +257,7 @@ class DCCFL(LabelledDCSite, Method):
     def views(self, result: MethodResult) -> list[View]:
         s, d = result.summary, result.details
         sites = s.get("sites", [])
-        out: list[View] = site_views(result)
+        out: list[View] = site_views(result) + metric_views(result)
         if "distances" in d and len(d["distances"]) > 1:
             names = [x["site"] for x in sites]  # the distances and the summary share the canonical site order
             out.append(Heatmap("Total-variation distance between the sites' label distributions",

@@ -134,7 +134,8 @@ class FedDAG(LabelledDCSite, Method):
         Setting("loss_tau", "float", 1.0, "τ of the paper's size penalty (Eq. 10)", low=1e-9, advanced=True),
         Setting("seed", "int", 0, "random seed of the warm-up, the hold-out split and the training",
                 label="Random seed", low=0, high=2**31 - 1),
-        *SELECTION_SETTINGS, *PRIOR_SETTINGS, *ALIGNMENT_SETTINGS, *LEARNER_SETTINGS, *SITE_SETTINGS,
+        *(x for x in SELECTION_SETTINGS if x.name != "metric"),  # FedDAG chooses by accuracy only
+        *PRIOR_SETTINGS, *ALIGNMENT_SETTINGS, *LEARNER_SETTINGS, *SITE_SETTINGS,
     )
 
     def check_settings(self) -> None:
