@@ -265,8 +265,9 @@ class DCCFL(LabelledDCSite, Method):
         curve = s.get("validation_curve") or {}
         if len(curve) > 1:
             xs = [float(t) for t in curve]
-            out.append(Curve("Cross-validated accuracy for each threshold t", xs, {"accuracy": list(curve.values())},
-                             xlabel="t", ylabel="accuracy", mark=float(s.get("t", xs[0]))))
+            word = (s.get("selection") or {}).get("metric", "accuracy").replace("_", " ")
+            out.append(Curve(f"Cross-validated {word} for each threshold t", xs, {word: list(curve.values())},
+                             xlabel="t", ylabel=word, mark=float(s.get("t", xs[0]))))
         return out
 
     def client_distances(self, bundles: list[ReceivedBundle], classes: list[str]) -> ClientDistances | None:
