@@ -268,24 +268,30 @@ def cmd_participant_apply(args) -> None:
 
     out_options = CsvOptions(encoding=args.out_encoding, delimiter=args.out_delimiter, decimal=args.out_decimal)
     res = apply_package(args.package, ident, args.csv, args.out, workspace=ws, options=csv_options(args),
-                        with_representation=args.representation, out_options=out_options, validate=args.validate)
+                        with_representation=args.representation, out_options=out_options, validate=args.validate,
+                        threshold=args.threshold, threshold_target=_threshold_target(args))
     for w in res.warnings:
         say(f"warning: {w}")
     say(f"read {Path(args.csv).name}: {res.input_format.describe()}",
         f"results: {res.out_path} ({res.rows:,} rows; columns {', '.join(res.columns)})",
         f"written as {res.output_format.describe()}"
         + (" (like the input)" if res.output_format == res.input_format else ""))
+    if res.threshold:
+        t = res.threshold
+        classes = res.summary.get("classes", [])
+        say(f"decision: '{t['positive']}' (the kit's second class; column risk_{t['positive']} is its probability) "
+            f"when the risk ≥ {t['value']:.3f}, else '{classes[0]}' — {t['sentence']}")
     if res.kept_own:
         from .wording import KEPT_OWN_WORDS
 
         say(f"note: {KEPT_OWN_WORDS}")
     if res.validation:
-        _say_validation(res.validation)
+        _say_validation(res.validation, [str(c) for c in res.summary.get("classes", [])])
     if res.summary.get("note"):
         say(f"note: {res.summary['note']}")
 
 
-def _say_validation(v: dict) -> None:
+def _say_validation(v: dict, classes: list[str]) -> None:
     from .learn.intervals import describe
 
     say(f"checked on {v['rows']} labelled row(s) of yours (95 % Wilson intervals):",
@@ -299,6 +305,42 @@ def _say_validation(v: dict) -> None:
     if v.get("weak"):
         say("warning: too few labelled rows for these numbers to mean much (95 % interval wider than 20 pt or "
             "fewer than 30 rows)")
+    _say_figures(v, classes)
+
+
+def _say_figures(v: dict, classes: list[str]) -> None:
+    """Both models' clinical figures, each with the rows it was counted on; DeLong's test; never-predicts flags."""
+    from .learn.figure_table import confusion_lines, figure_rows
+
+    models = [v["package_metrics"]] + ([v["local_metrics"]] if v.get("local_metrics") else [])
+    rows = [["", "package"] + (["your own model"] if len(models) > 1 else []) + ["counted on"]]
+    rows += figure_rows(models, classes)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    say("clinical figures on the same rows" + (f" ('{classes[1]}', the kit's second class, is the positive class)"
+                                               if len(classes) == 2 else "") + ":")
+    for r in rows:
+        say("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    if len(classes) > 2:
+        for name, m in zip(("the package", "your own model"), models, strict=False):
+            say(f"  confusion matrix of {name} (rows = true class, columns = predicted):",
+                *("    " + line for line in confusion_lines(m, classes)))
+    d = v.get("delong")
+    if d and d.get("p_value") is not None and d["p_value"] == d["p_value"]:
+        say(f"AUC difference (package − your own model): {d['difference']:+.3f}, 95 % interval "
+            f"{d['low']:+.3f} to {d['high']:+.3f}, DeLong's paired test p = {d['p_value']:.3f} "
+            f"({models[0]['rows']} rows, {models[0]['events']} '{classes[1]}')")
+    for flag in v.get("flags", []):
+        say(f"warning: {flag} — its accuracy says nothing about that class")
+
+
+def _threshold_target(args):
+    if args.threshold_for_sensitivity is not None and args.threshold_for_specificity is not None:
+        raise ConfigError("give --threshold-for-sensitivity or --threshold-for-specificity, not both")
+    if args.threshold_for_sensitivity is not None:
+        return ("sensitivity", args.threshold_for_sensitivity)
+    if args.threshold_for_specificity is not None:
+        return ("specificity", args.threshold_for_specificity)
+    return None
 
 
 def _analyst_round(args):
@@ -583,6 +625,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--validate", action="store_true",
                    help="the CSV's rows carry labels: score the package beside this site's own-rows model and "
                         "recommend the better")
+    g = p.add_argument_group("two classes: the decision threshold (the risk is that of the kit's second class)")
+    g.add_argument("--threshold", type=float, metavar="T",
+                   help="write decision = the second class when its risk ≥ T (0 < T < 1) [0.5]")
+    g.add_argument("--threshold-for-sensitivity", type=float, metavar="S",
+                   help="with --validate: the largest T whose sensitivity on your labelled rows is ≥ S")
+    g.add_argument("--threshold-for-specificity", type=float, metavar="S",
+                   help="with --validate: the smallest T whose specificity on your labelled rows is ≥ S")
     p.add_argument("--representation", action="store_true",
                    help="clustering: also write each row's clustering representation (columns z1, z2, …)")
     _csv_args(p, out=True)

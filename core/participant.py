@@ -26,10 +26,12 @@ from .formats.envelope import Payload, SealedFile, inspect, open_sealed, seal
 from .formats.identity import Identity
 from .formats.kit import Kit
 from .formats.workspace import SiteWorkspace, remove_empty_workspace
+from .learn.clinical_metrics import delong, json_safe, metrics_for
 from .learn.intervals import estimate, mcnemar_p
 from .learn.local_model import fit_local_model, has_local_model, keeps_local_model, local_predict_proba
 from .learn.own_cv import MODEL_NAME as OWN_MODEL_NAME
 from .learn.own_cv import cross_validate_own
+from .learn.threshold import DEFAULT_THRESHOLD, check_threshold, rates_at, threshold_for
 from .methods import Disclosure, SiteExport, SiteInput, get_method, method_class
 from .wording import ARRAY_WORDS
 
@@ -288,6 +290,8 @@ class ApplyResult:
     warnings: list[str] = field(default_factory=list)
     validation: dict | None = None  # with ``validate``: the package beside the site's own model (see below)
     kept_own: bool = False  # the package said "keep your own model" and the workspace's own-rows model was used
+    threshold: dict | None = None  # two classes: the threshold of ``decision`` and how it was chosen (value, how…)
+    scored: dict | None = None  # with ``validate``: y, the package's and the own model's probabilities (for plots)
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:
@@ -398,7 +402,8 @@ def _package_warnings(workspace: SiteWorkspace, project_id: str, bundle_digest: 
 def apply_package(package_path: str | Path, identity: Identity, csv_path: str | Path, out_path: str | Path, *,
                   workspace: SiteWorkspace, options: CsvOptions | None = None,
                   control: JobControl | None = None, with_representation: bool = False,
-                  out_options: CsvOptions | None = None, validate: bool = False) -> ApplyResult:
+                  out_options: CsvOptions | None = None, validate: bool = False,
+                  threshold: float | None = None, threshold_target: tuple[str, float] | None = None) -> ApplyResult:
     """Verify a package against the kit's analyst, map this site's rows with it and write RESULT.csv.
 
     RESULT.csv is the input CSV (its cells unchanged) plus the result columns, written in the input's own
@@ -410,8 +415,23 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     site's own-rows model (trained at export, kept in the workspace) are scored on them, each accuracy with its
     row count and 95 % Wilson interval, plus McNemar's exact test on the rows where the two disagree; the
     better is recommended and its predictions written as ``recommended`` (beside ``prediction`` and
-    ``local_prediction``). Nothing leaves the site."""
+    ``local_prediction``); both models' clinical figures (:func:`core.learn.clinical_metrics.metrics_for`) and,
+    for two classes, DeLong's paired test of their AUCs. Nothing leaves the site.
+
+    Two classes: ``risk_<positive>`` (the probability of the kit's second class) and ``decision`` (that class
+    when the risk ≥ the threshold, else the other) are written too. The threshold is ``threshold`` (0 < T < 1,
+    default 0.5) or picked on the labelled rows by ``threshold_target`` = ("sensitivity" | "specificity", S)
+    (:func:`core.learn.threshold.threshold_for`; needs ``validate``)."""
     control = ensure(control)
+    if threshold is not None:
+        threshold = check_threshold(threshold)
+    if threshold_target is not None:
+        if threshold is not None:
+            raise ConfigError("give a threshold or a sensitivity/specificity to reach, not both")
+        if threshold_target[0] not in ("sensitivity", "specificity"):
+            raise ConfigError(f"a threshold is chosen by sensitivity or specificity, not {threshold_target[0]!r}")
+        if not validate:
+            raise ConfigError(f"choosing the threshold by {threshold_target[0]} needs labelled rows (--validate)")
     for what, path in (("the CSV it reads", csv_path), ("the package", package_path)):
         if same_file(out_path, path):
             raise ConfigError(f"the results would overwrite {what}; choose another file name", path=out_path)
@@ -441,11 +461,22 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                        fill_values=fills if isinstance(fills, dict) else None)
     control.step(0.6, "applying the package")
     columns = apply_checked(method, manifest, arrays, private, table.X, package_path)
-    validation = None
+    classes = [str(c) for c in manifest.get("classes", [])] if kit.task == "classification" else []
+    binary = len(classes) == 2 and f"prob_{classes[1]}" in columns
+    if not binary and (threshold is not None or threshold_target is not None):
+        raise ConfigError("a threshold applies only to a package that gives the risk of one of two classes")
+    if validate and (table.y is None or "prediction" not in columns):
+        raise ConfigError("only a classification package can be validated against labelled rows")
+    chosen = None
+    if binary:
+        risk = np.asarray(columns[f"prob_{classes[1]}"], np.float64)
+        chosen = _choose_threshold(risk, table.y if validate else None, classes, threshold, threshold_target)
+        columns[f"risk_{classes[1]}"] = risk
+        columns["decision"] = np.where(risk >= chosen["value"], classes[1], classes[0]).astype(object)
+    validation, scored = None, None
     if validate:
-        if table.y is None or "prediction" not in columns:
-            raise ConfigError("only a classification package can be validated against labelled rows")
-        validation = _validate(columns, private, table, list(manifest.get("classes", [])), manifest)
+        validation, scored = _validate(columns, private, table, classes, manifest,
+                                       chosen["value"] if chosen else DEFAULT_THRESHOLD)
     rep = method.representation(arrays, private) if with_representation else None
     if rep is not None:
         Z, _ = rep
@@ -465,7 +496,10 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                            package_digest=opened.digest, in_reply_to=opened.binding.in_reply_to,
                            run_id=str(manifest.get("run_id", "")), rows=int(table.n_rows),
                            out=str(Path(out_path).resolve()), warnings=warnings,
-                           **({"validation": {k: validation[k] for k in ("package", "local", "recommend")}}
+                           **({"threshold": {k: chosen[k] for k in ("value", "how", "target", "positive")}}
+                              if chosen else {}),
+                           **({"validation": json_safe({k: validation.get(k) for k in (
+                               "package", "local", "recommend", "package_metrics", "local_metrics", "delong")})}
                               if validation else {}))
     workspace.record_applied(kit.project_id, opened.binding.in_reply_to,
                              {"digest": opened.digest, "run_id": str(manifest.get("run_id", "")),
@@ -475,20 +509,78 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     control.step(1.0, "done")
     kept_own = keeps_local_model(manifest, private)
     return ApplyResult(Path(out_path), int(table.n_rows), list(columns), method.name, manifest, fmt, out_fmt,
-                       warnings, validation, kept_own)
+                       warnings, validation, kept_own, chosen, scored)
 
 
-def _validate(columns: dict, private: dict, table: LocalTable, classes: list[str], manifest: dict) -> dict:
+def _choose_threshold(risk: np.ndarray, y: np.ndarray | None, classes: list[str], threshold: float | None,
+                      target: tuple[str, float] | None) -> dict:
+    """The threshold of ``decision`` and how it was chosen: ``value``, ``how`` (default | given | sensitivity |
+    specificity), ``target``, ``positive`` and ``sentence`` (the plain words the CLI, the app and the audit use)."""
+    pos = classes[1]
+    if target is not None:
+        name, s = target
+        value = threshold_for(y == 1, risk, **{name: s})
+        sens, spec = (float(v[0]) for v in rates_at(y == 1, risk, [value]))
+        reached = sens if name == "sensitivity" else spec
+        sentence = (f"threshold {value:.3f}, chosen on your {len(y)} labelled row(s) as the "
+                    + ("largest" if name == "sensitivity" else "smallest")
+                    + f" that reaches {name} ≥ {float(s):.2f} (reached {reached:.3f})")
+        return {"value": value, "how": name, "target": float(s), "positive": pos, "sentence": sentence}
+    how = "default" if threshold is None else "given"
+    value = DEFAULT_THRESHOLD if threshold is None else float(threshold)
+    sentence = f"threshold {value:.3f} ({'the default' if how == 'default' else 'as given'})"
+    return {"value": value, "how": how, "target": None, "positive": pos, "sentence": sentence}
+
+
+def _probabilities(columns: dict, classes: list[str]) -> np.ndarray:
+    """The n × K class probabilities a package wrote (``prob_<class>``), or the one-hot of ``prediction`` when it
+    gives none."""
+    if all(f"prob_{c}" in columns for c in classes):
+        return np.column_stack([np.asarray(columns[f"prob_{c}"], np.float64) for c in classes])
+    pred = np.asarray(columns["prediction"], dtype=object)
+    return np.column_stack([(pred == c).astype(np.float64) for c in classes])
+
+
+def _never_predicts(m: dict, classes: list[str]) -> list[str]:
+    """Plain sentences for a class with labelled rows that the model never predicts (its accuracy hides it)."""
+    if m["task"] == "binary":
+        if not m["never_predicts_minority"]:
+            return []
+        events = m["events"]
+        minority = 1 if events <= m["rows"] - events else 0
+        figure = "sensitivity" if minority == 1 else "specificity"
+        count = events if minority == 1 else m["rows"] - events
+        return [f"never predicts '{classes[minority]}' at threshold {m['threshold']:.2f}: {figure} 0 on the "
+                f"{count} labelled row(s) of that class"]
+    return [f"never predicts '{c}': its recall is 0 on the "
+            f"{next(pc['support'] for pc in m['per_class'] if pc['class'] == c)} labelled row(s) of that class"
+            for c in m["never_predicted"]]
+
+
+def _validate(columns: dict, private: dict, table: LocalTable, classes: list[str], manifest: dict,
+              threshold: float = DEFAULT_THRESHOLD) -> tuple[dict, dict]:
     """Score the package and the site's own model on labelled rows; add ``local_prediction`` and
-    ``recommended`` to ``columns``; return the numbers (every accuracy with n and a 95 % interval)."""
+    ``recommended`` to ``columns``; return the numbers (every accuracy with n and a 95 % interval, both models'
+    clinical figures at ``threshold``, DeLong's paired AUC test for two classes) and the scored probabilities."""
     truth = np.asarray(classes, dtype=object)[table.y]
     pkg_ok = columns["prediction"] == truth
     n = int(len(truth))
     out = {"rows": n, "package": estimate(float(pkg_ok.mean()) if n else 0.0, n),
            "analyst_expected": manifest.get("expected"), "local": None, "recommend": "package",
            "reason": "this workspace holds no own-rows model (exported before it was kept)"}
+    P_pkg = _probabilities(columns, classes)
+    y = np.asarray(table.y, np.int64)
+    out["package_metrics"] = metrics_for(y, P_pkg, classes, threshold)
+    out["flags"] = [f"the package {s}" for s in _never_predicts(out["package_metrics"], classes)]
+    scored = {"y": y, "classes": list(classes), "package": P_pkg, "local": None}
     if has_local_model(private):
-        local_pred = np.asarray(classes, dtype=object)[local_predict_proba(private, table.X).argmax(axis=1)]
+        P_loc = local_predict_proba(private, table.X)
+        scored["local"] = P_loc
+        out["local_metrics"] = metrics_for(y, P_loc, classes, threshold)
+        out["flags"] += [f"your own model {s}" for s in _never_predicts(out["local_metrics"], classes)]
+        if len(classes) == 2:
+            out["delong"] = delong(y, P_pkg[:, 1], P_loc[:, 1])
+        local_pred = np.asarray(classes, dtype=object)[P_loc.argmax(axis=1)]
         loc_ok = local_pred == truth
         out["local"] = estimate(float(loc_ok.mean()) if n else 0.0, n)
         b, c = int(np.sum(pkg_ok & ~loc_ok)), int(np.sum(~pkg_ok & loc_ok))  # rows only one model gets right
@@ -503,4 +595,4 @@ def _validate(columns: dict, private: dict, table: LocalTable, classes: list[str
         columns["local_prediction"] = local_pred
         columns["recommended"] = local_pred if better == "local" else columns["prediction"]
     out["weak"] = bool(out["package"]["weak"])
-    return out
+    return out, scored

@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from core.analyst import AnalystRound  # noqa: E402
 from core.data.schema import infer_schema  # noqa: E402
-from core.formats.anchor import AnchorFile  # noqa: E402
+from core.data.tabular import read_table  # noqa: E402
+from core.formats.anchor import AnchorFile, anchor_for_kit  # noqa: E402
 from core.formats.identity import Identity  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
 from core.formats.workspace import AnalystWorkspace, SiteWorkspace, default_workspace  # noqa: E402
@@ -73,6 +74,52 @@ def _make_project(work: Path) -> dict:
     other.save(work / "northside.dcid", PASS, log_n=14)
     other.card.save(work / "northside.dcpub")  # the other site's public card: the anchor is encrypted to it
     return {"data": data, "analyst": analyst, "kit_path": work / "cardiac.dckit", "other": other}
+
+
+def _binary_round(work: Path) -> dict:
+    """A binary outcome (died within a year: no / yes) over two wards, run through core up to the packages, for the
+    results window's check on labelled rows: the site's identity, its package and its labelled 2025 rows."""
+    rng = np.random.default_rng(11)
+    data = work / "binary"
+    data.mkdir(parents=True, exist_ok=True)
+    base = np.array([64, 27, 132, 5.8, 1.1, 78], float)
+    shift = np.array([9, 1.5, 10, 0.9, 0.5, 8], float)
+    spread = np.array([12, 5, 18, 1.4, 0.5, 13], float)
+    names = ["age", "bmi", "systolic_bp", "lactate", "creatinine", "heart_rate"]
+
+    def rows(n: int, rate: float) -> pd.DataFrame:
+        y = (rng.random(n) < rate).astype(int)
+        frame = pd.DataFrame(np.round(base + np.outer(y, shift) + rng.standard_normal((n, 6)) * spread, 1),
+                             columns=names)
+        frame["died"] = np.where(y == 1, "yes", "no")
+        return frame
+
+    for file, n, rate in (("sample.csv", 60, 0.3), ("seed.csv", 80, 0.3), ("ward-2024.csv", 70, 0.25),
+                          ("ward-2025.csv", 180, 0.25), ("other-ward.csv", 400, 0.3)):
+        rows(n, rate).to_csv(data / file, index=False)
+    analyst = Identity.generate("DC analyst, University Hospital")
+    schema, _ = infer_schema(data / "sample.csv", label="died")
+    kit = Kit(name="One-year mortality", task="classification", schema=schema, method="dccfl", analyst=analyst.card,
+              settings={"seed": 1, "t": 0.5}, anchor={"kind": "smote", "rows": 500})
+    kit_path = data / "mortality.dckit"
+    kit.save(kit_path, analyst)
+    anchor = anchor_for_kit(kit, seed_X=read_table(data / "seed.csv", schema, labels=False).X)
+    bundles, idents = [], {}
+    for name, csv in (("St Mary's Hospital, cardiology", "ward-2024.csv"), ("Northside Clinic", "other-ward.csv")):
+        ident = Identity.generate(name)
+        idents[name] = data / f"{name.split()[0].replace(chr(39), '')}.dcid"
+        ident.save(idents[name], PASS, log_n=14)
+        job = ParticipantRound(kit, kit_path, ident, SiteWorkspace(default_workspace(idents[name])), anchor=anchor,
+                               site_settings={"seed": 2})
+        job.load(data / csv)
+        bundles.append(job.seal(data / f"{idents[name].stem}.dcbundle").path)
+    session = AnalystRound(kit, analyst, AnalystWorkspace(data / "analyst.workspace"))
+    for _, card in session.unconfirmed(bundles):
+        session.confirm(card)
+    received = session.received([r.envelope_id for r in session.import_bundles(bundles)])
+    outputs = session.export(session.run(received), data / "packages")
+    package = next(s.path for s in outputs.packages if s.path.name.startswith("St Mary"))
+    return {"identity": idents["St Mary's Hospital, cardiology"], "package": package, "csv": data / "ward-2025.csv"}
 
 
 def wait_for(app: QApplication, condition: Callable[[], bool], timeout: float = 60.0) -> None:
@@ -201,6 +248,26 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         r.apply_button.click()
         wait_for(app, lambda: r.outcome is not None or r.message.kind == "error")
         save_shot(r, out_dir, "participant-10-results", shots)
+        r.close()
+
+        # a binary outcome checked on labelled rows: ROC and calibration beside the site's own model (issue #23)
+        b = _binary_round(workdir)
+        r = ResultsWindow()
+        r.show()
+        r.identity_field.set_path(b["identity"])
+        r.passphrase_edit.setText(PASS)
+        r.unlock_button.click()
+        wait_for(app, lambda: r.identity is not None)
+        r.package_field.set_path(b["package"])
+        r.csv_field.set_path(b["csv"])
+        r.validate_check.setChecked(True)
+        r.apply_button.click()
+        wait_for(app, lambda: (r.outcome is not None and not r.busy) or r.message.kind == "error")
+        r.threshold_mode.setCurrentIndex(r.threshold_mode.findData("sensitivity"))
+        r.threshold_spin.setValue(0.8)
+        save_shot(r, out_dir, "participant-13-results-roc", shots)
+        r.tabs.setCurrentWidget(r.figures_table)
+        save_shot(r, out_dir, "participant-14-results-figures", shots)
         r.close()
     finally:
         app_settings.settings = saved_settings

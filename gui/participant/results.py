@@ -14,29 +14,38 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QComboBox,
+    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QPushButton,
     QSplitter,
     QTableView,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from core.data.schema import natural_sorted
 from core.data.tabular import CsvOptions, preview
-from core.errors import DCError
+from core.errors import ConfigError, DCError
 from core.formats.envelope import inspect
 from core.formats.identity import Identity
 from core.formats.kit import Kit
 from core.formats.workspace import SiteWorkspace, default_workspace
+from core.learn.clinical_metrics import calibration_points, roc_points
+from core.learn.figure_table import figure_rows
 from core.learn.intervals import describe
+from core.learn.threshold import rates_at, threshold_for
 from core.participant import ApplyResult, apply_package
 from core.wording import KEPT_OWN_WORDS
 
+from ..plots import GREY, PALETTE, make_plot
 from ..screen import fit_window
 from ..widgets import EmptyNote, JobPanel, MessageLabel, passphrase_edit
 from .common import PathField, TextFrameModel, identity_file_field, run_job
@@ -51,12 +60,19 @@ OUT_FORMATS = (
 )
 
 
+# how the decision threshold is chosen in the window: the threshold itself, or a rate to reach on labelled rows
+THRESHOLD_MODES = (("threshold", "Threshold"), ("sensitivity", "Reach sensitivity ≥"),
+                   ("specificity", "Reach specificity ≥"))
+
+
 def _apply_and_read(package: Path, identity: Identity, csv: Path, out: Path, workspace: Path, impute: bool,
-                    control, out_options: CsvOptions | None = None, validate: bool = False) -> dict:
+                    control, out_options: CsvOptions | None = None, validate: bool = False,
+                    threshold: float | None = None, threshold_target: tuple[str, float] | None = None) -> dict:
     """The job: apply the package (core), then read the first rows and the result column's counts back."""
     result: ApplyResult = apply_package(package, identity, csv, out, workspace=SiteWorkspace(workspace),
                                         options=CsvOptions(impute="mean" if impute else None),
-                                        control=control.sub(0.0, 0.9), out_options=out_options, validate=validate)
+                                        control=control.sub(0.0, 0.9), out_options=out_options, validate=validate,
+                                        threshold=threshold, threshold_target=threshold_target)
     control.step(0.92, "reading the results")
     fmt = result.output_format
     written = CsvOptions(encoding=fmt.encoding, delimiter=fmt.delimiter, decimal=fmt.decimal)
@@ -82,6 +98,11 @@ class ResultsWindow(QWidget):
     ``jobs``, ``message``, ``results_model`` (TextFrameModel), ``plot`` (pyqtgraph PlotWidget), ``bars``
     (the BarGraphItem), ``save_button`` / ``save_copy(path)``; ``identity``, ``outcome`` (dict: result,
     frame, column, counts) once done.
+
+    With validated labelled rows: ``tabs`` (``check_tab``: ``roc_plot`` / ``roc_curves``, ``calibration_plot`` /
+    ``calibration_curves`` / ``risk_bars``; ``figures_table``); two classes: ``threshold_mode`` (combo),
+    ``threshold_spin``, ``threshold_label`` (rates at the chosen threshold), ``rewrite_button`` (writes the
+    results again at it, through core's apply), ``chosen_threshold()``.
     """
 
     def __init__(self, parent: QWidget | None = None):
@@ -182,6 +203,64 @@ class ResultsWindow(QWidget):
         self.plot_note = EmptyNote(self.plot, self.tr("After you apply the package, a bar chart here shows how many "
                                                       "of your rows got each predicted class (or cluster)."))
         self.bars: pg.BarGraphItem | None = None
+        self._last: dict | None = None  # the inputs of the last apply, for writing again at another threshold
+
+        # -- the check on labelled rows: ROC, calibration, figures; the threshold
+        self.roc_plot = make_plot(self.tr("ROC curve on your labelled rows"), self.tr("1 − specificity"),
+                                  self.tr("sensitivity"))
+        self.calibration_plot = make_plot(self.tr("Calibration: observed against predicted risk"),
+                                          self.tr("predicted risk"), self.tr("observed rate"))
+        for plot in (self.roc_plot, self.calibration_plot):
+            plot.setMouseEnabled(x=False, y=False)
+            plot.setMenuEnabled(False)
+            plot.hideButtons()
+            plot.setXRange(0, 1, padding=0.02)
+            plot.setYRange(0, 1, padding=0.02)
+            plot.setAspectLocked(False)
+        self.roc_curves: dict[str, pg.PlotDataItem] = {}
+        self.calibration_curves: dict[str, pg.PlotDataItem] = {}
+        self.risk_bars: pg.BarGraphItem | None = None
+        self.operating_point: pg.ScatterPlotItem | None = None
+        self.check_tab = QWidget()
+        cl = QHBoxLayout(self.check_tab)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.addWidget(self.roc_plot)
+        cl.addWidget(self.calibration_plot)
+        self.figures_table = QTableWidget(0, 4)
+        self.figures_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.figures_table.verticalHeader().setVisible(False)
+        self.figures_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.figures_table.horizontalHeader().setStretchLastSection(True)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.plot, self.tr("Predicted classes"))
+        self.tabs.addTab(self.check_tab, self.tr("ROC and calibration"))
+        self.tabs.addTab(self.figures_table, self.tr("Figures"))
+        for i in (1, 2):
+            self.tabs.setTabEnabled(i, False)
+        self.threshold_mode = QComboBox()
+        for key, text in THRESHOLD_MODES:
+            self.threshold_mode.addItem(self.tr(text), key)
+        self.threshold_spin = QDoubleSpinBox()
+        self.threshold_spin.setRange(0.001, 0.999)
+        self.threshold_spin.setDecimals(3)
+        self.threshold_spin.setSingleStep(0.01)
+        self.threshold_spin.setValue(0.5)
+        self.threshold_label = QLabel()
+        self.threshold_label.setWordWrap(True)
+        self.rewrite_button = QPushButton(self.tr("&Write the results again at this threshold"))
+        self.rewrite_button.clicked.connect(self.rewrite)
+        self.threshold_box = QGroupBox(self.tr("Decision threshold"))
+        tb = QVBoxLayout(self.threshold_box)
+        row = QHBoxLayout()
+        row.addWidget(self.threshold_mode)
+        row.addWidget(self.threshold_spin)
+        row.addStretch(1)
+        row.addWidget(self.rewrite_button)
+        tb.addLayout(row)
+        tb.addWidget(self.threshold_label)
+        self.threshold_box.setVisible(False)
+        self.threshold_mode.currentIndexChanged.connect(self._threshold_mode_changed)
+        self.threshold_spin.valueChanged.connect(lambda _: self._threshold_changed())
         self.save_button = QPushButton(self.tr("&Save a copy of the results as…"))
         self.save_button.setEnabled(False)
         self.save_button.clicked.connect(self._save_dialog)
@@ -193,10 +272,11 @@ class ResultsWindow(QWidget):
         tl.addWidget(self.validation_label)
         tl.addWidget(self.results_view)
         right_split.addWidget(top)
-        right_split.addWidget(self.plot)
-        right_split.setSizes([330, 250])
+        right_split.addWidget(self.tabs)
+        right_split.setSizes([260, 330])
         right = QVBoxLayout()
         right.addWidget(right_split, 1)
+        right.addWidget(self.threshold_box)
         right.addWidget(self.save_button, 0, Qt.AlignRight)
         right_w = QWidget()
         right_w.setLayout(right)
@@ -219,7 +299,7 @@ class ResultsWindow(QWidget):
         fit_window(self, self.sizeHint())
 
     def sizeHint(self) -> QSize:
-        return QSize(1120, 720)
+        return QSize(1280, 720)
 
     # -- identity
     def _identity_changed(self, path: str) -> None:
@@ -297,6 +377,7 @@ class ResultsWindow(QWidget):
             self.workspace_field, self.package_field, self.csv_field, self.out_field)) and not self.busy)
         self.apply_button.setEnabled(ready)
         self.unlock_button.setEnabled(not self.busy)
+        self.rewrite_button.setEnabled(self._last is not None and not self.busy)
 
     # -- apply
     def _run(self, fn, title: str, ok) -> None:
@@ -339,11 +420,33 @@ class ResultsWindow(QWidget):
             self._show(outcome)
 
         out_options = self.out_format_combo.currentData()
+        last = {"package": package, "identity": ident, "csv": csv, "out": out, "workspace": ws, "impute": impute,
+                "out_options": out_options, "validate": validate}
         self._run(lambda control: _apply_and_read(package, ident, csv, out, ws, impute, control, out_options,
                                                   validate),
-                  self.tr("Applying the package…"), ok)
+                  self.tr("Applying the package…"), lambda outcome: (self._remember(last), ok(outcome)))
 
-    def _show(self, outcome: dict) -> None:
+    def _remember(self, last: dict) -> None:
+        self._last = last
+
+    def rewrite(self) -> None:
+        """Write the results again (core's apply) at the threshold chosen here, said so in the file and the audit."""
+        if self.busy or self._last is None:
+            return
+        a = self._last
+        mode, value = self.threshold_mode.currentData(), float(self.threshold_spin.value())
+        threshold, target = (value, None) if mode == "threshold" else (None, (mode, value))
+
+        def ok(outcome: dict) -> None:
+            self.outcome = outcome
+            self._show(outcome, keep_threshold=True)
+
+        self._run(lambda control: _apply_and_read(a["package"], a["identity"], a["csv"], a["out"], a["workspace"],
+                                                  a["impute"], control, a["out_options"], a["validate"],
+                                                  threshold, target),
+                  self.tr("Writing the results again at the new threshold…"), ok)
+
+    def _show(self, outcome: dict, keep_threshold: bool = False) -> None:
         result: ApplyResult = outcome["result"]
         frame: pd.DataFrame = outcome["frame"]
         self.results_model.set_frame(frame)
@@ -366,6 +469,7 @@ class ResultsWindow(QWidget):
         else:
             self.message.show_message("ok", self.tr("Done: {path}").format(path=result.out_path))
         self._plot(outcome["column"], outcome["counts"])
+        self._show_check(result, keep_threshold)
         self.save_button.setEnabled(True)
 
     def _validation_text(self, v: dict | None) -> str:
@@ -385,6 +489,131 @@ class ResultsWindow(QWidget):
             lines.append(self.tr("<span style='color:#b45309'>Too few labelled rows for these numbers to mean "
                                  "much.</span>"))
         return "<br>".join(lines)
+
+    # -- the check on labelled rows
+    def _show_check(self, result: ApplyResult, keep_threshold: bool) -> None:
+        """ROC and calibration of the package and the site's own model, the figures and the threshold control."""
+        scored = result.scored
+        binary = result.threshold is not None
+        self.threshold_box.setVisible(binary)
+        self.threshold_box.setTitle(self.tr("Decision threshold: '{pos}' (the kit's second class) when its risk ≥ "
+                                            "the threshold").format(pos=result.threshold["positive"]) if binary
+                                    else "")
+        if binary and not keep_threshold:
+            self.threshold_mode.blockSignals(True)
+            self.threshold_mode.setCurrentIndex(0)
+            self.threshold_mode.blockSignals(False)
+            self.threshold_spin.blockSignals(True)
+            self.threshold_spin.setValue(result.threshold["value"])
+            self.threshold_spin.blockSignals(False)
+        for key in ("sensitivity", "specificity"):  # choosing by a rate needs labelled rows of both classes
+            index = self.threshold_mode.findData(key)
+            self.threshold_mode.model().item(index).setEnabled(scored is not None)
+        for i in (1, 2):
+            self.tabs.setTabEnabled(i, scored is not None)
+        self.roc_plot.clear()
+        self.calibration_plot.clear()
+        self.roc_curves, self.calibration_curves, self.risk_bars, self.operating_point = {}, {}, None, None
+        self.figures_table.setRowCount(0)
+        if scored is None:
+            self.tabs.setCurrentIndex(0)
+            self._threshold_changed()
+            return
+        v = result.validation
+        models = [("package", self.tr("the package"), v["package_metrics"], scored["package"])]
+        if v.get("local_metrics"):
+            models.append(("local", self.tr("your own model"), v["local_metrics"], scored["local"]))
+        self._fill_figures(models, scored["classes"])
+        if binary:
+            self._draw_curves(scored["y"], models)
+            self.tabs.setCurrentIndex(1)
+        else:
+            self.tabs.setCurrentIndex(2)
+        self._threshold_changed()
+
+    def _fill_figures(self, models: list, classes: list[str]) -> None:
+        rows = figure_rows([m for _, _, m, _ in models], classes)
+        heads = [self.tr("figure")] + [label for _, label, _, _ in models] + [self.tr("counted on")]
+        self.figures_table.setColumnCount(len(heads))
+        self.figures_table.setHorizontalHeaderLabels(heads)
+        self.figures_table.setRowCount(len(rows))
+        for i, row in enumerate(rows):
+            for j, text in enumerate(row):
+                self.figures_table.setItem(i, j, QTableWidgetItem(text))
+
+    def _draw_curves(self, y: np.ndarray, models: list) -> None:
+        self.roc_plot.addLegend(offset=(-8, -8), labelTextColor="#111827")
+        self.calibration_plot.addLegend(offset=(8, 8), labelTextColor="#111827")
+        diagonal = pg.mkPen(GREY, width=1, style=Qt.DashLine)
+        self.roc_plot.plot([0, 1], [0, 1], pen=diagonal)
+        self.calibration_plot.plot([0, 1], [0, 1], pen=diagonal)
+        hist = calibration_points(y, models[0][3][:, 1])["histogram"]
+        tallest = max(max(hist), 1)
+        width = 1.0 / len(hist)
+        self.risk_bars = pg.BarGraphItem(x0=np.arange(len(hist)) * width, height=0.25 * np.asarray(hist) / tallest,
+                                         width=width * 0.9, brush=pg.mkBrush(156, 163, 175, 90), pen=None,
+                                         name=self.tr("risks of the package (histogram)"))
+        self.calibration_plot.addItem(self.risk_bars)
+        for k, (key, label, m, P) in enumerate(models):
+            pen = pg.mkPen(PALETTE[k], width=2)
+            fpr, tpr = roc_points(y, P[:, 1])
+            self.roc_curves[key] = self.roc_plot.plot(fpr, tpr, pen=pen, name=f"{label} (AUC {m['auc']:.3f})")
+            cal = calibration_points(y, P[:, 1])
+            self.calibration_curves[key] = self.calibration_plot.plot(
+                cal["predicted"], cal["observed"], pen=pen, symbol="o", symbolSize=6, symbolBrush=PALETTE[k],
+                name=f"{label} (slope {m['calibration_slope']:.2f})")
+        self.operating_point = pg.ScatterPlotItem(size=11, brush=pg.mkBrush(PALETTE[0]), pen=pg.mkPen("#111827"))
+        self.roc_plot.addItem(self.operating_point)
+        self.roc_plot.setXRange(0, 1, padding=0.02)
+        self.roc_plot.setYRange(0, 1, padding=0.02)
+        self.calibration_plot.setXRange(0, 1, padding=0.02)
+        self.calibration_plot.setYRange(0, 1, padding=0.02)
+
+    def _threshold_mode_changed(self) -> None:
+        mode = self.threshold_mode.currentData()
+        self.threshold_spin.blockSignals(True)
+        if mode == "threshold":
+            self.threshold_spin.setValue(self.chosen_threshold() or 0.5)
+        else:  # a rate to reach: start from the rate at the current threshold
+            self.threshold_spin.setValue(0.9)
+        self.threshold_spin.blockSignals(False)
+        self._threshold_changed()
+
+    def chosen_threshold(self) -> float | None:
+        """The threshold the control gives now (None when a rate cannot be reached on these rows)."""
+        mode, value = self.threshold_mode.currentData(), float(self.threshold_spin.value())
+        if mode == "threshold":
+            return value
+        scored = self.outcome["result"].scored if self.outcome else None
+        if scored is None:
+            return None
+        try:
+            return threshold_for(scored["y"], scored["package"][:, 1], **{mode: value})
+        except ConfigError:
+            return None
+
+    def _threshold_changed(self) -> None:
+        """Sensitivity and specificity of the package at the chosen threshold, on the labelled rows."""
+        result = self.outcome["result"] if self.outcome else None
+        if result is None or result.threshold is None:
+            return
+        t = self.chosen_threshold()
+        written = self.tr("Written at {w:.3f}.").format(w=result.threshold["value"])
+        scored = result.scored
+        if t is None or scored is None:
+            self.threshold_label.setText(written + (" " + self.tr("This choice needs labelled rows of both classes.")
+                                                    if t is None else ""))
+            return
+        y = scored["y"]
+        sens, spec = (float(r[0]) for r in rates_at(y, scored["package"][:, 1], [t]))
+        called = scored["package"][:, 1] >= t
+        self.threshold_label.setText(self.tr(
+            "At {t:.3f}, the package: sensitivity <b>{se:.2f}</b> ({tp}/{p}), specificity <b>{sp:.2f}</b> "
+            "({tn}/{n}) on your labelled rows. {written}").format(
+            t=t, se=sens, sp=spec, tp=int(np.sum(called & (y == 1))), p=int(np.sum(y == 1)),
+            tn=int(np.sum(~called & (y == 0))), n=int(np.sum(y == 0)), written=written))
+        if self.operating_point is not None:
+            self.operating_point.setData([1.0 - spec], [sens])
 
     def _plot(self, column: str, counts: list[tuple[str, int]]) -> None:
         self.plot.clear()
