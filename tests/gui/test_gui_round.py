@@ -210,5 +210,5 @@ def test_whole_round_on_text_columns_and_missing_cells_with_kit_defaults(qtbot, 
     result = pd.read_csv(d / "result.csv", keep_default_na=False)
     rows = pd.read_csv(test_csv, keep_default_na=False)
     assert len(result) == len(rows) and (rows[["age", "sex", "creat"]] == "NA").any().any()
-    assert list(result.columns[-3:]) == ["prediction", "prob_no", "prob_yes"]
+    assert list(result.columns[-5:]) == ["prediction", "prob_no", "prob_yes", "risk_yes", "decision"]
     assert set(result["prediction"]) <= {"no", "yes"}
