@@ -512,7 +512,7 @@ def test_report_pdf_keeps_fingerprints_and_headers_on_one_line(qtbot):
     the PDF's text, see the README — the HTML side of the fix is asserted in tests/test_usability.py.)"""
     from PySide6.QtGui import QTextCursor
 
-    from core.data.schema import Schema
+    from core.data.schema import FeatureColumn, Schema
     from core.formats.identity import Identity
     from core.formats.kit import Kit
     from core.methods import MethodResult, get_method
@@ -522,7 +522,7 @@ def test_report_pdf_keeps_fingerprints_and_headers_on_one_line(qtbot):
     classes = [f"class {k}" for k in range(7)]
     names = ["Hôpital du Val-d'Oise", "Centre hospitalier universitaire de Nantes", "Klinikum Süd", "St Mary's"]
     fps = [Identity.generate(n).card.fingerprint for n in names]
-    kit = Kit(name="PDF check", task="classification", schema=Schema([f"x{j}" for j in range(4)], label="y",
+    kit = Kit(name="PDF check", task="classification", schema=Schema([FeatureColumn(f"x{j}") for j in range(4)], label="y",
                                                                       classes=classes),
               method="dccfl", analyst=Identity.generate("A").card)
     sites = [{"site": n, "fingerprint": f, "rows": 4537, "cluster": 1 + i % 2, "holdout_accuracy": 0.8,
