@@ -522,8 +522,8 @@ def test_report_pdf_keeps_fingerprints_and_headers_on_one_line(qtbot):
     classes = [f"class {k}" for k in range(7)]
     names = ["Hôpital du Val-d'Oise", "Centre hospitalier universitaire de Nantes", "Klinikum Süd", "St Mary's"]
     fps = [Identity.generate(n).card.fingerprint for n in names]
-    kit = Kit(name="PDF check", task="classification", schema=Schema([FeatureColumn(f"x{j}") for j in range(4)], label="y",
-                                                                      classes=classes),
+    schema = Schema([FeatureColumn(f"x{j}") for j in range(4)], label="y", classes=classes)
+    kit = Kit(name="PDF check", task="classification", schema=schema,
               method="dccfl", analyst=Identity.generate("A").card)
     sites = [{"site": n, "fingerprint": f, "rows": 4537, "cluster": 1 + i % 2, "holdout_accuracy": 0.8,
               "label_counts": [5, 4, 3, 2, 1, 9, 8]} for i, (n, f) in enumerate(zip(names, fps, strict=True))]
