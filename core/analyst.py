@@ -26,6 +26,7 @@ from .formats.kit import Kit
 from .formats.workspace import AnalystWorkspace
 from .learn.own_cv import read_own_cv
 from .methods import FitContext, Method, MethodResult, ReceivedBundle, get_method
+from .model_card import CARD_SUFFIX, card_for, model_cards
 from .robustness import ScaleFlag, scale_flags
 
 
@@ -279,7 +280,8 @@ class AnalystRound:
         return AnalystRun(m, m.fit(bundles, context), list(bundles), list(excluded or []), self.scale_flags(bundles))
 
     def export(self, run: AnalystRun, out_dir: str | Path, control: JobControl | None = None) -> RunOutputs:
-        """Seal one package per site and write report.html and summary.json: one unit, in ``out_dir``.
+        """Seal one package per site, write its ``<site>.model_card.md`` beside it, and report.html and
+        summary.json: one unit, in ``out_dir``.
 
         Everything is written into a staging folder beside ``out_dir`` (summary.json last), the audit line
         is appended, and only then the staging folder becomes ``out_dir`` by rename (a previous ``out_dir``
@@ -327,6 +329,14 @@ class AnalystRound:
             sealed.append(seal(out_dir / f"{name}.dcpkg", Payload(manifest, arrays), kind="package",
                                project_id=self.kit.project_id, sender=self.identity, recipient=b.card,
                                in_reply_to=b.digest, audit_head=audit_head))
+        # Beside each package, its model card for the site's clinicians (core.model_card).
+        cards = model_cards(self.kit, run.method, result.summary)
+        card_files: dict[int, str] = {}
+        for k, (b, s) in enumerate(zip(bundles, sealed, strict=True)):
+            card = card_for(cards, result.summary, b.site, b.fingerprint)
+            if card is not None:
+                card_files[k] = s.path.name.removesuffix(".dcpkg") + CARD_SUFFIX
+                write_text_atomic(out_dir / card_files[k], card.markdown())
         # Listed by bundle digest: the same bundles give the same summary whatever order they came in.
         canon = sorted(range(len(bundles)), key=lambda k: (bundles[k].digest, bundles[k].fingerprint))
         summary = {**result.summary, "project": {"id": self.kit.project_id, "name": self.kit.name,
@@ -334,8 +344,8 @@ class AnalystRound:
                    "software": __version__,
                    "inputs": [{"site": bundles[k].site, "fingerprint": bundles[k].fingerprint,
                                "bundle_digest": bundles[k].digest} for k in canon],
-                   "packages": [{"site": bundles[k].site, "file": sealed[k].path.name, "digest": sealed[k].digest}
-                                for k in canon],
+                   "packages": [{"site": bundles[k].site, "file": sealed[k].path.name, "digest": sealed[k].digest,
+                                 **({"model_card": card_files[k]} if k in card_files else {})} for k in canon],
                    "run": {"id": run_id, "created": run_created, "audit_head": audit_head},
                    "scale_flags": [f.to_dict() for f in run.scale_flags],
                    "excluded": [{"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest}
@@ -368,7 +378,8 @@ def _check_common_manifest(opened: Opened, path: Path) -> None:
 
 
 def _is_output(p: Path) -> bool:
-    return p.name in OUTPUT_NAMES or p.suffix in OUTPUT_SUFFIXES or (p.name.startswith(".") and p.suffix == ".part")
+    return (p.name in OUTPUT_NAMES or p.suffix in OUTPUT_SUFFIXES or p.name.endswith(CARD_SUFFIX)
+            or (p.name.startswith(".") and p.suffix == ".part"))
 
 
 def _check_output_folder(out_dir: Path) -> None:

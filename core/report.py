@@ -16,6 +16,7 @@ from . import __version__
 from .formats.kit import Kit
 from .methods import Method, MethodResult
 from .methods.views import Bars, Curve, Heatmap, Scatter, Table, Text, View
+from .model_card import ModelCard, model_cards
 
 
 def _esc(x) -> str:
@@ -24,12 +25,13 @@ def _esc(x) -> str:
 
 
 def heatmap_svg(M: np.ndarray, labels: list[str], *, size: int = 360, title: str = "", low: float = 0.0,
-                high: float = 1.0) -> str:
+                high: float = 1.0, col_labels: list[str] | None = None) -> str:
     """A [low, high] matrix as a grey-to-blue heatmap: rows named by site (numbered), columns by the same
     numbers, and every cell's value written in it (while cells are large enough to hold it)."""
     n = len(M)
     if n == 0:
         return ""
+    cols = list(col_labels) if col_labels is not None else list(labels)
     names = [f"{i + 1} · {lab}" if len(lab) <= 28 else f"{i + 1} · {lab[:27]}…" for i, lab in enumerate(labels)]
     left = int(min(220, 16 + 6.5 * max(len(x) for x in names)))
     top = 22
@@ -48,7 +50,7 @@ def heatmap_svg(M: np.ndarray, labels: list[str], *, size: int = 360, title: str
             r, g, b = int(240 - 200 * v), int(244 - 160 * v), int(250 - 60 * v)
             x = left + j * cell
             parts.append(f'<rect x="{x:.2f}" y="{y:.2f}" width="{cell:.2f}" height="{cell:.2f}" '
-                         f'fill="rgb({r},{g},{b})" stroke="#ffffff"><title>{_esc(labels[i])} – {_esc(labels[j])}: '
+                         f'fill="rgb({r},{g},{b})" stroke="#ffffff"><title>{_esc(labels[i])} – {_esc(cols[j])}: '
                          f"{M[i, j]:.3f}</title></rect>")
             if cell >= 22:
                 ink = "#ffffff" if v > 0.55 else "#111827"
@@ -65,11 +67,21 @@ def heatmap_svg(M: np.ndarray, labels: list[str], *, size: int = 360, title: str
 def line_svg(xs: list[float], ys: list[float], *, width: int = 420, height: int = 220, title: str = "",
              xlabel: str = "", ylabel: str = "", mark: float | None = None) -> str:
     """A small line plot with axes and an optional vertical marker."""
-    if not xs:
+    return lines_svg(xs, {"": ys}, width=width, height=height, title=title, xlabel=xlabel, ylabel=ylabel, mark=mark)
+
+
+def lines_svg(xs: list[float], series: dict[str, list[float]], *, width: int = 420, height: int = 220,
+              title: str = "", xlabel: str = "", ylabel: str = "", mark: float | None = None) -> str:
+    """One or more lines over the same x values on shared axes, each its own colour, named in a legend above the
+    plot when there are several; dots on every point while there are few (≤ 30 per line)."""
+    if not xs or not series:
         return ""
-    pad = 40
+    pad, legend_h = 40, (18 * ((len(series) + 2) // 3) if len(series) > 1 else 0)
+    top = pad / 2 + legend_h
+    height += legend_h
+    values = [float(v) for ys in series.values() for v in ys if v is not None and np.isfinite(v)]
     x0, x1 = min(xs), max(xs)
-    y0, y1 = min(ys), max(ys)
+    y0, y1 = (min(values), max(values)) if values else (0.0, 1.0)
     if x1 == x0:
         x1 = x0 + 1
     if y1 - y0 < 1e-9:
@@ -79,24 +91,35 @@ def line_svg(xs: list[float], ys: list[float], *, width: int = 420, height: int 
         return pad + (x - x0) / (x1 - x0) * (width - 2 * pad)
 
     def py(y):
-        return height - pad - (y - y0) / (y1 - y0) * (height - 2 * pad)
+        return height - pad - (y - y0) / (y1 - y0) * (height - pad - top)
 
-    pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(xs, ys, strict=True))
-    dots = "".join(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="#2563eb"><title>{x:g}: {y:.4f}</title>'
-                   f"</circle>" for x, y in zip(xs, ys, strict=True))
-    marker = "" if mark is None else (f'<line x1="{px(mark):.1f}" y1="{pad / 2}" x2="{px(mark):.1f}" '
+    lines, legend = [], []
+    for k, (name, ys) in enumerate(series.items()):
+        colour = _PALETTE[k % len(_PALETTE)]
+        pts = [(x, float(y)) for x, y in zip(xs, ys, strict=True) if y is not None and np.isfinite(y)]
+        dash = ' stroke-dasharray="5 4"' if name in ("chance", "ideal") else ""
+        lines.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dash} points="'
+                     + " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pts) + '"/>')
+        if len(pts) <= 30:
+            lines.append("".join(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{colour}"><title>'
+                                 f"{_esc(name)} {x:g}: {y:.4f}</title></circle>" for x, y in pts))
+        if len(series) > 1:
+            lx, ly = pad + (k % 3) * (width - 2 * pad) / 3, 14 + 18 * (k // 3)
+            legend.append(f'<line x1="{lx:.1f}" y1="{ly - 4}" x2="{lx + 18:.1f}" y2="{ly - 4}" stroke="{colour}" '
+                          f'stroke-width="3"{dash}/><text x="{lx + 22:.1f}" y="{ly}" font-size="11">'
+                          f"{_esc(name if len(name) <= 22 else name[:21] + '…')}</text>")
+    marker = "" if mark is None else (f'<line x1="{px(mark):.1f}" y1="{top}" x2="{px(mark):.1f}" '
                                       f'y2="{height - pad}" stroke="#dc2626" stroke-dasharray="4 3"/>')
     axes = (f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#555"/>'
-            f'<line x1="{pad}" y1="{pad / 2}" x2="{pad}" y2="{height - pad}" stroke="#555"/>'
+            f'<line x1="{pad}" y1="{top}" x2="{pad}" y2="{height - pad}" stroke="#555"/>'
             f'<text x="{pad}" y="{height - 8}" font-size="11">{x0:g}</text>'
             f'<text x="{width - pad}" y="{height - 8}" font-size="11" text-anchor="end">{x1:g}</text>'
             f'<text x="{width / 2}" y="{height - 8}" font-size="11" text-anchor="middle">{_esc(xlabel)}</text>'
             f'<text x="4" y="{py(y1) + 4:.1f}" font-size="11">{y1:.3f}</text>'
             f'<text x="4" y="{py(y0) + 4:.1f}" font-size="11">{y0:.3f}</text>'
-            f'<text x="4" y="{pad / 2 - 4}" font-size="11">{_esc(ylabel)}</text>')
-    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">{axes}{marker}'
-            f'<polyline fill="none" stroke="#2563eb" stroke-width="2" points="{pts}"/>{dots}</svg>'
-            f"<figcaption>{_esc(title)}</figcaption></figure>")
+            f'<text x="4" y="{top - 4}" font-size="11">{_esc(ylabel)}</text>')
+    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">{"".join(legend)}'
+            f'{axes}{marker}{"".join(lines)}</svg><figcaption>{_esc(title)}</figcaption></figure>')
 
 
 def bars_svg(counts: list[int], classes: list[str], *, width: int = 160, height: int = 28) -> str:
@@ -113,7 +136,9 @@ def bars_svg(counts: list[int], classes: list[str], *, width: int = 160, height:
 _CSS = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;color:#111}
 table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left}
 th{background:#f3f4f6}code,pre{background:#f3f4f6;padding:.1rem .3rem}figure{display:inline-block;margin:1rem}
-figcaption{font-size:.85rem;color:#555}"""
+figcaption{font-size:.85rem;color:#555}
+.flag{border:2px solid #b91c1c;background:#fef2f2;color:#7f1d1d;padding:.5rem 1rem;margin:1rem 0}
+.card{border-top:1px solid #ccc;margin-top:1.5rem}.warn{color:#b91c1c;font-weight:bold}"""
 
 
 _PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#475569",
@@ -213,10 +238,13 @@ def render_view(v: View) -> str:
     if isinstance(v, Table):
         return _table_html(v)
     if isinstance(v, Heatmap):
-        return heatmap_svg(np.asarray(v.matrix), v.row_labels, title=v.title, low=v.low, high=v.high)
+        columns = "" if list(v.col_labels) == list(v.row_labels) else (
+            " Columns: " + ", ".join(f"{j + 1} = {c}" for j, c in enumerate(v.col_labels)) + ".")
+        return heatmap_svg(np.asarray(v.matrix), v.row_labels, title=v.title + columns, low=v.low, high=v.high,
+                           col_labels=list(v.col_labels))
     if isinstance(v, Curve):
-        return "".join(line_svg(list(v.x), list(ys), title=v.title if len(v.series) == 1 else f"{v.title}: {name}",
-                                xlabel=v.xlabel, ylabel=v.ylabel, mark=v.mark) for name, ys in v.series.items())
+        return lines_svg(list(v.x), {name: list(ys) for name, ys in v.series.items()}, title=v.title,
+                         xlabel=v.xlabel, ylabel=v.ylabel, mark=v.mark)
     if isinstance(v, Scatter):
         return scatter_svg(np.asarray(v.points), np.asarray(v.labels), title=v.title)
     if isinstance(v, Bars):
@@ -225,10 +253,55 @@ def render_view(v: View) -> str:
     raise TypeError(f"unknown view {type(v).__name__}")
 
 
+def minority_flags(summary: dict) -> list[str]:
+    """One sentence per site whose model never predicts the minority class (binary: sensitivity 0 for it at the
+    threshold) or leaves a present class unpredicted, from the summary's per-site ``metrics``."""
+    out = []
+    for x in summary.get("sites", []):
+        m = x.get("metrics") if isinstance(x, dict) else None
+        if not isinstance(m, dict):
+            continue
+        if m.get("never_predicts_minority"):
+            acc = m.get("accuracy")
+            out.append(f"{x.get('site')}: the model sent never predicts the less common outcome at the threshold "
+                       f"{m.get('threshold', 0.5):g} (sensitivity 0 for it, {m.get('rows')} rows, {m.get('events')} "
+                       f"events)" + (f"; its accuracy of {acc:.2f} is what always answering the common outcome gives"
+                                     if isinstance(acc, float) else "") + ".")
+        elif m.get("never_predicted"):
+            out.append(f"{x.get('site')}: the model sent never predicts {', '.join(map(str, m['never_predicted']))} "
+                       "although this site has such rows (recall 0 for them, whatever the accuracy).")
+    return out
+
+
+def card_html(card: ModelCard) -> str:
+    """A model card as an HTML section (the same content as its Markdown file)."""
+    parts = [f'<section class="card"><h3>{_esc(card.title)}</h3>']
+    parts += [f'<p class="warn">{_esc(w)}</p>' for w in card.warnings]
+    for sec in card.sections:
+        parts.append(f"<h4>{_esc(sec.heading)}</h4>")
+        parts += [f"<p>{_esc(p)}</p>" for p in sec.paragraphs]
+        if sec.bullets:
+            parts.append("<ul>" + "".join(f"<li>{_esc(b)}</li>" for b in sec.bullets) + "</ul>")
+        if sec.table:
+            head, rows = sec.table
+            parts.append("<table><tr>" + "".join(f"<th>{_esc(c)}</th>" for c in head) + "</tr>"
+                         + "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>" for row in rows)
+                         + "</table>")
+        if sec.code:
+            parts.append(f"<pre>{_esc(chr(10).join(sec.code))}</pre>")
+    return "".join(parts) + "</section>"
+
+
 def render_report(kit: Kit, method: Method, result: MethodResult, summary: dict) -> str:
-    """The whole report: what was run on what, the method's own views, then settings, versions and digests."""
+    """The whole report: what was run on what, any model that never predicts the minority class (first), the
+    method's own views, the model card of every package, then settings, versions and digests."""
     s = summary
     views = method.views(result)
+    flags = minority_flags(s)
+    flag_html = ("<div class=\"flag\"><b>Models that never predict the minority class</b> — not good models, "
+                 "whatever their accuracy:<ul>" + "".join(f"<li>{_esc(f)}</li>" for f in flags) + "</ul></div>"
+                 if flags else "")
+    cards = "".join(card_html(c) for c in model_cards(kit, method, s))
     tables = "".join(render_view(v) for v in views if isinstance(v, Text | Table))
     figures = "".join(render_view(v) for v in views if not isinstance(v, Text | Table))
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
@@ -236,7 +309,8 @@ def render_report(kit: Kit, method: Method, result: MethodResult, summary: dict)
 <h1>DC Studio report — {_esc(kit.name)}</h1>
 <p>Project <code>{_esc(kit.project_id)}</code>, task {_esc(kit.task)}, method <b>{_esc(result.method)}</b>
 ({_esc(method.title)}), {len(s.get("sites", []))} sites.</p>
-{tables}
+{flag_html}{tables}
 <p>Clusters are numbered from 1.</p>
 <h2>Plots</h2>{figures or "<p>(none for this run)</p>"}
+{"<h2>Model cards (one per package)</h2>" + cards if cards else ""}
 {_footer(s)}"""

@@ -75,6 +75,18 @@ def _scroll_to_plots(page) -> None:
         views.verticalScrollBar().setValue(max(0, views.plots[0].y() - 8))
 
 
+def _scroll_to_clinical(page) -> None:
+    """Scroll the Models page's Results tab to the per-site clinical figures (the table, then the plots)."""
+    from PySide6.QtWidgets import QLabel
+
+    views = page.views
+    for w in views.widgets:
+        label = w.findChild(QLabel)
+        if label is not None and "What each site is sent" in label.text():
+            views.verticalScrollBar().setValue(max(0, w.y() - 8))
+            return
+
+
 def render(out_dir: Path, workdir: Path) -> list[Path]:
     """Build a 6-site project in ``workdir``, walk every page and save PNGs into ``out_dir``."""
     from PySide6.QtCore import QSettings
@@ -120,7 +132,7 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
     mp = window.models_page
     window.show_page("models")
     wait_job(app, mp.train(), timeout=300)
-    _grab(app, window, out_dir, 5, "models", written)
+    _grab(app, window, out_dir, 5, "models", written, prepare=lambda: _scroll_to_clinical(mp))
     _grab(app, window, out_dir, 6, "clients", written)
     # export
     ep = window.export_page

@@ -9,7 +9,9 @@ waits for the window.
 Test hooks: ``train() -> Job``, ``train_button``, ``job_panel`` (``job_panel.cancel()``), ``run_form`` (the
 method's run-time settings, e.g. ``run_form.set_value("epochs", 4)``),
 ``t_label``, ``loss_plot``, ``loss_curves`` (group → PlotDataItem), ``accuracy_plot``, ``metrics_table``
-(columns from ``metric_columns``), ``result_label``, ``message``, ``last_outcome``
+(columns from ``metric_columns``), ``result_tabs`` (Training | Sites | Results), ``views`` (the run's method views:
+per-site figures, ROC and calibration curves, confusion matrix), ``minority_warning`` (shown when a model never
+predicts the minority class), ``result_label``, ``message``, ``last_outcome``
 ("succeeded" | "failed" | "cancelled" | None), ``torch_threads`` (kernel threads used for training).
 """
 
@@ -31,16 +33,20 @@ from PySide6.QtWidgets import (
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from core.learn.intervals import describe
 from core.methods import METHODS
+from core.methods.views import Curve
+from core.report import minority_flags
 
 from ..jobs import Job
 from ..plots import cluster_color, make_plot
 from ..settings_form import SettingsForm
+from ..views_panel import ViewsPanel
 from ..widgets import EmptyNote, JobPanel, MessageLabel
 from .common import TERMS, ThrottledJob, hide_when_done
 from .state import QtAnalystState, training_threads
@@ -161,16 +167,24 @@ class ModelsPage(QWidget):
         side.addWidget(self.result_label)
         side.addStretch(1)
         top.addLayout(side, 3)
-        plots = QHBoxLayout()
+        self.minority_warning = MessageLabel()
+        self.views = ViewsPanel()
+        training = QWidget()
+        plots = QHBoxLayout(training)
+        plots.setContentsMargins(0, 0, 0, 0)
         plots.addWidget(self.loss_plot, 3)
         plots.addWidget(self.accuracy_plot, 2)
+        self.result_tabs = QTabWidget()
+        self.result_tabs.addTab(training, self.tr("Training"))
+        self.result_tabs.addTab(self.metrics_table, self.tr("Sites"))
+        self.result_tabs.addTab(self.views, self.tr("Results: discrimination, calibration, plots"))
         lay = QVBoxLayout(self)
         lay.addWidget(self.heading)
         lay.addLayout(top)
         lay.addWidget(self.job_panel)
         lay.addWidget(self.message)
-        lay.addLayout(plots, 3)
-        lay.addWidget(self.metrics_table, 2)
+        lay.addWidget(self.minority_warning)
+        lay.addWidget(self.result_tabs, 1)
         state.session_changed.connect(self._session_changed)
         state.threshold_changed.connect(self._update_t_label)
         state.bundles_changed.connect(self._update_ready)
@@ -300,6 +314,9 @@ class ModelsPage(QWidget):
         self.loss_curves, self._loss = {}, {}
         self.accuracy_plot.clear()
         self.metrics_table.setRowCount(0)
+        self.views.clear()
+        self.minority_warning.clear_message()
+        self.result_tabs.setCurrentIndex(0)
         self.result_label.clear()
         self.loss_note.show_note(self.LOSS_DURING)
         self.accuracy_note.show_note(self.ACCURACY_BEFORE)
@@ -348,6 +365,8 @@ class ModelsPage(QWidget):
             if self.state.session is None or not self.job_panel.busy:
                 self.metrics_table.setRowCount(0)
                 self.accuracy_plot.clear()
+                self.views.clear()
+                self.minority_warning.clear_message()
                 self.result_label.clear()
             return
         s = result.summary
@@ -398,6 +417,7 @@ class ModelsPage(QWidget):
         header.setStretchLastSection(True)
         accs = [x["holdout_accuracy"] for x in sites if "holdout_accuracy" in x]
         QTimer.singleShot(0, lambda: self._draw_accuracy(result))
+        QTimer.singleShot(0, lambda: self._draw_views(result))
         parts = [self.tr("Method <b>{m}</b>").format(m=result.method)]
         if "n_clusters" in s:
             parts.append(self.tr("{n} cluster(s)").format(n=s["n_clusters"]))
@@ -416,6 +436,25 @@ class ModelsPage(QWidget):
             parts.append(self.tr("mean hold-out accuracy <b>{a:.3f}</b>").format(a=float(np.mean(accs))))
         self.result_label.setText(" · ".join(parts) + "<br>" + self.tr("Next: write the packages on the Export "
                                                                         "page."))
+
+    def _draw_views(self, result) -> None:
+        """The method's views of this run (tables, ROC and calibration curves, confusion matrix) on the Results
+        tab, shown first when it has curves; a warning above the tabs for a model that never predicts the
+        minority class."""
+        run = self.state.run
+        if result is not self.state.result or run is None:
+            return
+        views = run.views()
+        self.views.show_views(views)
+        flags = minority_flags(result.summary)
+        if flags:
+            self.minority_warning.show_message(
+                "error", self.tr("Never predicts the minority class (sensitivity 0), whatever its accuracy: {s}")
+                .format(s=" ".join(flags)))
+        else:
+            self.minority_warning.clear_message()
+        if any(isinstance(v, Curve) for v in views) or any("metrics" in x for x in result.summary.get("sites", [])):
+            self.result_tabs.setCurrentWidget(self.views)
 
     def _draw_accuracy(self, result) -> None:
         if result is not self.state.result:

@@ -237,3 +237,20 @@ def test_analyst_run_decrypts_each_bundle_once(round_dir, monkeypatch, tmp_path)
                "--bundles", d / "bundles", "--out", tmp_path / "out", "--workspace", tmp_path / "ws",
                *confirm(d, sites)) == 0
     assert sorted(opened) == sorted(p.name for p in (d / "bundles").glob("*.dcbundle"))
+
+
+def test_every_package_has_its_model_card(round_dir):
+    """Issue #23: export writes <site>.model_card.md beside each package, names it in summary.json, and the report
+    shows every card."""
+    d, sites = round_dir
+    summary = json.loads((d / "out/summary.json").read_text())
+    report = (d / "out/report.html").read_text()
+    assert sorted(p.name for p in (d / "out").glob("*.model_card.md")) == sorted(f"{n}.model_card.md" for n in sites)
+    for p in summary["packages"]:
+        assert p["model_card"] == p["file"].removesuffix(".dcpkg") + ".model_card.md"
+        card = (d / "out" / p["model_card"]).read_text()
+        x = next(x for x in summary["sites"] if x["site"] == p["site"])
+        assert card.startswith(f"# Model card — package for {p['site']}")
+        assert f"{x['metrics']['rows']} rows" in card and "macro-AUC" in card  # four classes: the multi-class card
+        assert "x0" in card and "'label'" in card  # its columns and its outcome
+        assert f"Model card — package for {p['site']}" in report

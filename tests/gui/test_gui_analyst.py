@@ -18,7 +18,7 @@ pytest.importorskip("pytestqt")
 pytestmark = pytest.mark.usefixtures("private_settings")
 
 from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtWidgets import QFileDialog  # noqa: E402
+from PySide6.QtWidgets import QFileDialog, QLabel, QWidget  # noqa: E402
 
 from benchmarks.simulation.projects import build_project, fake_clustering_result  # noqa: E402
 from core.errors import DCError  # noqa: E402
@@ -371,6 +371,11 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
     else:  # every site keeps its own linear model (4 epochs are few): nothing is trained epoch by epoch
         assert all(x["model"] == "own" for x in result.summary["sites"])
     assert "mean expected accuracy" in mp.result_label.text()
+    # issue #23: the run's per-site clinical figures are on the Results tab, shown first
+    qtbot.waitUntil(lambda: bool(mp.views.kinds), timeout=5000)
+    assert mp.result_tabs.currentWidget() is mp.views and "Heatmap" in mp.views.kinds
+    assert any(isinstance(x, QWidget) and "What each site is sent" in x.findChild(QLabel).text()
+               for x, k in zip(mp.views.widgets, mp.views.kinds, strict=True) if k == "Table")
     assert not mp.accuracy_note.shown and mp.loss_note.shown == (result.summary["final_models"] == 0)
     fractions = [f for f, _ in progress]
     assert fractions == sorted(fractions)  # one monotone bar
@@ -507,7 +512,7 @@ def test_report_pdf_keeps_fingerprints_and_headers_on_one_line(qtbot):
     the PDF's text, see the README — the HTML side of the fix is asserted in tests/test_usability.py.)"""
     from PySide6.QtGui import QTextCursor
 
-    from core.data.schema import Schema
+    from core.data.schema import FeatureColumn, Schema
     from core.formats.identity import Identity
     from core.formats.kit import Kit
     from core.methods import MethodResult, get_method
@@ -517,8 +522,8 @@ def test_report_pdf_keeps_fingerprints_and_headers_on_one_line(qtbot):
     classes = [f"class {k}" for k in range(7)]
     names = ["Hôpital du Val-d'Oise", "Centre hospitalier universitaire de Nantes", "Klinikum Süd", "St Mary's"]
     fps = [Identity.generate(n).card.fingerprint for n in names]
-    kit = Kit(name="PDF check", task="classification", schema=Schema([f"x{j}" for j in range(4)], label="y",
-                                                                      classes=classes),
+    schema = Schema([FeatureColumn(f"x{j}") for j in range(4)], label="y", classes=classes)
+    kit = Kit(name="PDF check", task="classification", schema=schema,
               method="dccfl", analyst=Identity.generate("A").card)
     sites = [{"site": n, "fingerprint": f, "rows": 4537, "cluster": 1 + i % 2, "holdout_accuracy": 0.8,
               "label_counts": [5, 4, 3, 2, 1, 9, 8]} for i, (n, f) in enumerate(zip(names, fps, strict=True))]
@@ -537,3 +542,30 @@ def test_report_pdf_keeps_fingerprints_and_headers_on_one_line(qtbot):
         end = cursor.selectionEnd() - block.position() - 1
         assert layout.lineForTextPosition(start).lineNumber() == layout.lineForTextPosition(end).lineNumber(), text
     assert QTextCursor  # (imported for the find() result type)
+
+
+def test_models_page_warns_when_a_model_never_predicts_the_minority_class(qtbot):
+    """Issue #23: a banner above the results, and the ROC / calibration views on the Results tab."""
+    from core.analyst import AnalystRun
+    from core.methods import MethodResult
+    from core.methods.views import Curve
+    from gui.analyst.models import ModelsPage
+    from gui.analyst.state import QtAnalystState
+    from tests.report.cards import dccfl_summary
+
+    class Stub:  # the one thing the page asks a run's method: its views
+        def views(self, result):
+            return [Curve("ROC curves", [0, 0.5, 1], {"North": [0, 0.7, 1], "chance": [0, 0.5, 1]}),
+                    Curve("Calibration", [0.1, 0.5], {"observed": [0.2, 0.4], "ideal": [0.1, 0.5]})]
+
+    state = QtAnalystState()
+    page = ModelsPage(state)
+    qtbot.addWidget(page)
+    summary = dccfl_summary(never_site="North")
+    state.set_run(AnalystRun(Stub(), MethodResult("dccfl", [], summary), []))
+    qtbot.waitUntil(lambda: page.views.kinds == ["Curve", "Curve"], timeout=5000)
+    assert page.minority_warning.kind == "error" and "North" in page.minority_warning.text()
+    assert page.result_tabs.currentWidget() is page.views and len(page.views.plots) == 2
+    summary["sites"][0]["metrics"]["never_predicts_minority"] = False
+    state.set_run(AnalystRun(Stub(), MethodResult("dccfl", [], summary), []))
+    qtbot.waitUntil(lambda: page.minority_warning.kind == "", timeout=5000)
