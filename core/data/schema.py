@@ -136,7 +136,7 @@ class FeatureColumn:
         """The levels with their merges, comma-separated, e.g. "Obs, treated (= Lev, Lev+5FU)"."""
         return ", ".join(self.level_label(lv) for lv in self.levels or [])
 
-    def describe(self) -> str:
+    def describe(self, name_width: int = 20) -> str:
         """One line for ``kit new``/``kit show``, e.g. "sex  binary  F (reference), M (= m, male)  impute"."""
         if self.typed:
             levels = [self.level_label(lv) for lv in self.levels or []]
@@ -155,7 +155,7 @@ class FeatureColumn:
         policy = {"refuse": "refuse missing", "impute": "impute"}[self.missing]
         if self.indicator:
             policy += " + indicator"
-        return f"{self.name:<20} {self.type:<12} {shown:<40} {policy}"
+        return f"{self.name:<{name_width}} {self.type:<12} {shown:<40} {policy}"
 
 
 @dataclass
@@ -264,8 +264,9 @@ class Schema:
     def describe_columns(self) -> list[str]:
         """The kit's columns as a small table for confirmation: each feature's type, levels or range and missing
         policy, then every column left out with its reason."""
-        lines = [f"{'column':<20} {'type':<12} {'levels or range':<40} missing values"]
-        lines += [f.describe() for f in self.features]
+        w = max([20, *(len(f.name) for f in self.features)])  # the name column fits the longest name
+        lines = [f"{'column':<{w}} {'type':<12} {'levels or range':<40} missing values"]
+        lines += [f.describe(w) for f in self.features]
         lines.append(f"matrix: {self.width} encoded column(s) from {len(self.features)} column(s)")
         lines += [f"left out: {_quote(c.name) if c.name else '(no name)'}: {c.reason}" for c in self.ignored]
         return lines
