@@ -45,7 +45,9 @@ from ..dc_analysis import (
     apply_cluster_package,
     canonical_bundles,
     derived_seed,
+    metric_views,
     site_line,
+    site_metrics,
     site_views,
 )
 from ..dc_site import LABELLED_DC_LEAVES, SITE_SETTINGS, LabelledDCSite, site_map
@@ -202,7 +204,10 @@ class FedDAG(LabelledDCSite, Method):
                           "weight": None if res.weights is None else float(res.weights[i]),
                           "label_counts": g.counts[i].tolist(), **info,
                           **({"holdout_accuracy": info["expected"]["accuracy"]} if info.get("expected") else {}),
-                          **({"note": note} if note else {})})
+                          **({"note": note} if note else {}),
+                          **({"metrics": site_metrics(res.oof[i], b.arrays["y"], classes,
+                                                      kind in ("own", "linear"))}
+                             if res.oof and res.oof[i] is not None else {})})
         edges = [{"source": q + 1, "target": p + 1, "weight": float(res.H[p, q])}
                  for p, qs in enumerate(res.sources) for q in qs]
         grid = sorted(res.loss)
@@ -229,7 +234,10 @@ class FedDAG(LabelledDCSite, Method):
                 summary["own_model_mean"] = float(np.mean([x["own_model"]["accuracy"] for x in sites]))
         details = {"data_distance": g.V, "gradient_distance": g.G, "matrix": res.matrix,
                    "weights": res.weights, "cc_graph": res.H, "clusters": res.clusters, "site_order": order,
-                   "seconds": dict(res.seconds)}   # timings stay out of the summary: it is bit-reproducible
+                   "seconds": dict(res.seconds),
+                   "oof": [None if res.oof is None or res.oof[i] is None else
+                           (res.oof[i][0], b.arrays["y"][res.oof[i][0]], res.oof[i][1])
+                           for i, b in enumerate(bundles)]}   # timings stay out of the summary: it is bit-reproducible
         control.step(1.0, "done")
         unorder = np.argsort(order)   # packages go back in the caller's bundle order
         return MethodResult(self.name, [packages[j] for j in unorder], summary, details)
@@ -284,6 +292,7 @@ class FedDAG(LabelledDCSite, Method):
 
         out += site_views(result, (("gradient weight w", lambda x: "" if x.get("weight") is None
                                     else round(float(x["weight"]), 3)),), word)
+        out += metric_views(result)
         if len(names) > 1 and "data_distance" in d:
             out.append(Heatmap("Data distance V between sites (degrees, Eqs. 4–6)", np.asarray(d["data_distance"]),
                                names, names, 0.0, 90.0))

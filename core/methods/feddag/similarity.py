@@ -51,6 +51,7 @@ from ...learn.client_clustering import cut_tree
 from ...learn.cluster_models import (
     ALIGNMENT_DEFAULTS,
     LEARNER_DEFAULTS,
+    OWN,
     PRIOR_DEFAULTS,
     SELECTION_DEFAULTS,
     Selection,
@@ -67,6 +68,7 @@ from ...learn.cluster_models import (
     site_estimates,
 )
 from ...learn.mlp import BatchedMLP, MLPWeights, init_weights
+from ..dc_analysis import chosen_oof
 
 ALPHA_GRID = tuple(round(0.05 * i, 2) for i in range(1, 21))
 LINKAGES = ("single", "complete", "weighted", "average")
@@ -338,8 +340,9 @@ def cross_validate_dual(sel: Selection, g: Geometry, bundles, clusters: list[tup
                         control: JobControl | None = None) -> dict[int, np.ndarray]:
     """Correct predictions per site (summed over ``sel``'s splits) of cluster z's dual encoder, for every z in
     ``candidates``: trained on the training folds of its members (and of its sources' members), scored on the
-    members' test folds with the same prior correction as :func:`~core.learn.cluster_models.cross_validate`.
-    One batched :func:`train_dual` over all (split, cluster) pairs; no warm start (the warm-up saw every row)."""
+    members' test folds with the same prior correction as :func:`~core.learn.cluster_models.cross_validate`
+    (their probabilities kept in ``sel.oof`` under :func:`dual_key`). One batched :func:`train_dual` over all
+    (split, cluster) pairs; no warm start (the warm-up saw every row)."""
     ys = [b.arrays["y"].astype(np.int64) for b in bundles]
     jobs, own, src = [], [], []
     for si, (tr, _) in enumerate(sel.splits):
@@ -351,6 +354,9 @@ def cross_validate_dual(sel: Selection, g: Geometry, bundles, clusters: list[tup
             own.append(o)
             src.append(sp)
     out = {z: np.zeros(len(bundles)) for z in candidates}
+    for z in candidates:   # a cached selection may hold another fit's dual encoders under the same key
+        for i in clusters[z]:
+            sel.oof.pop((dual_key(z), i), None)
     if not jobs:
         return out
     models = train_dual(own, src, n_classes, s, control=control)
@@ -366,7 +372,13 @@ def cross_validate_dual(sel: Selection, g: Geometry, bundles, clusters: list[tup
                 p = adjust_proba(p.astype(np.float64), prior_logit(np.bincount(ys[i][tr[i]], minlength=n_classes),
                                                                    trained, float(s["prior_smoothing"])))
             out[z][i] += float(np.sum(p.argmax(axis=1) == ys[i][te[i]]))
+            sel.oof.setdefault((dual_key(z), i), []).append((te[i], p.astype(np.float32)))
     return out
+
+
+def dual_key(z: int) -> tuple:
+    """The key of cluster z's dual encoder among the selection's out-of-fold predictions."""
+    return ("dual", z)
 
 
 # ---------------------------------------------------------------------------------------------- CC-graph
@@ -667,7 +679,9 @@ class FedDAGResult:
     ``site_models[i]`` = (kind, model): ``"single"`` (its cluster's one-encoder model, a ClusterModel),
     ``"dual"`` (its cluster's dual encoder), ``"global"`` (the model of all sites), ``"own"`` / ``"linear"`` (a
     model of its own rows); all but ``"dual"`` are ClusterModels.
-    ``site_info[i]``: the cross-validated estimates of site i (expected, cluster_model, own_model; may be empty)."""
+    ``site_info[i]``: the cross-validated estimates of site i (expected, cluster_model, own_model; may be empty).
+    ``oof[i]``: (rows, float32 probabilities) of the model site i is sent, out-of-fold over the selection's splits
+    (:func:`~core.methods.dc_analysis.chosen_oof`), or None without a selection."""
 
     view: str
     matrix: np.ndarray              # the distance the clustering used (A, V̂, Ĝ or P̂)
@@ -688,6 +702,7 @@ class FedDAGResult:
     geometry: Geometry
     settings: dict
     seconds: dict
+    oof: list | None = None         # per site, (rows, probabilities) out-of-fold of the model it is sent
 
     def predict_proba(self, site: int, X_tilde: np.ndarray, site_counts: np.ndarray | None = None) -> np.ndarray:
         """Class probabilities for site ``site``'s reduced rows with the model it is sent, prior-corrected to
@@ -773,6 +788,7 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     K = len(classes)
     if len(bundles) < 1:
         raise ConfigError("no bundles to analyse")
+    caller_cache = cache is not None   # a selection shared with further fits keeps its out-of-fold predictions
     cache = {} if cache is None else cache
     seed = int(s["seed"])
     t0 = time.perf_counter()
@@ -800,7 +816,7 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     if len({tuple(p) for p in keyed.values()}) > 1 or own_on:
         sel = cache.get("selection")
         if sel is None:
-            sel = cache["selection"] = new_selection(n_rows, s, seed, [bundle_own_cv(b, K) for b in bundles])
+            sel = cache["selection"] = new_selection(n_rows, s, seed, [bundle_own_cv(b, K) for b in bundles], K)
         distinct = sorted({c for p in keyed.values() for c in p}
                           | ({everyone} if glob_on else set()))
         control.step(0.2, f"cross-validating {len(distinct)} candidate model(s) over {len(sel.splits)} split(s)")
@@ -911,6 +927,11 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
             info = site_estimates(sel, i, sel.own_acc()[i] if own_pick[i] else group_acc[i], cluster_acc[i],
                                   own_on, kept_own=own_pick[i])
         site_info.append(info)
+    oof = None
+    if sel is not None:
+        sent = [OWN if own_pick[i] else everyone if use_global[i] else dual_key(cluster_of[i])
+                if kind[cluster_of[i]] == "dual" else clusters[cluster_of[i]] for i in range(S)]
+        oof = chosen_oof(sel, bundles, sent, K, s, g.basis, maps, keep=caller_cache)
     t5 = time.perf_counter()
     selection = {"kind": ("cv" if sel.folds > 1 else "holdout") if sel else "none",
                  "folds": sel.folds if sel else 0, "repeats": sel.repeats if sel else 0, "own_model": own_on}
@@ -918,4 +939,4 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
                         site_models, site_info, selection, s["encoder"], g, s,
                         {**g.seconds, "geometry": t1 - t0, "matrix_and_partitions": t2 - t1,
                          "alpha_selection": t3 - t2, "sharing_selection": t4 - t3, "final_training": t5 - t4,
-                         "total": t5 - t0})
+                         "total": t5 - t0}, oof)
