@@ -96,3 +96,15 @@ def test_per_cluster_curves_pool_each_clusters_members():
     assert len(cal.x) == 10 and set(cal.series) == {*[n for n in roc.series if n != "chance"], "ideal"}
     obs = np.asarray(cal.series[name], float)
     assert np.all((obs[np.isfinite(obs)] >= 0) & (obs[np.isfinite(obs)] <= 1))
+
+
+@pytest.mark.parametrize("metric", ["auc", "balanced_accuracy"])
+def test_feddag_selection_metric_is_a_kit_setting_and_chooses_by_it(metric):
+    bundles, classes = _bundles(K=3, seed=2)
+    res = FedDAG(metric=metric, **FAST).fit(bundles, FitContext(classes))
+    s = res.summary
+    assert s["selection"]["metric"] == metric and metric.replace("_", " ") in s["selection"]["what"]
+    assert all(0.0 <= v <= 1.0 for v in s["validation_curve"].values())
+    assert all(x["metrics"]["task"] == "multiclass" and "macro-AUC" in site_line(x) for x in s["sites"])
+    with pytest.raises(Exception, match="metric"):
+        FedDAG(metric="f1")

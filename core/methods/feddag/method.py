@@ -20,7 +20,11 @@ packages whatever their order or names):
    cross-validates better than the one-encoder model;
 4. each site is sent its cluster's model or its own rows' model when that cross-validates better, and the
    summary shows each site's expected accuracy against its own-rows model with n and 95 % CI — DC-CFL's
-   selection code (:mod:`core.learn.cluster_models`), not a copy.
+   selection code (:mod:`core.learn.cluster_models`), not a copy; every choice (α, dual encoder, the model of
+   all sites, own model) maximises the kit's ``metric`` (accuracy, balanced accuracy or AUC), as DC-CFL's;
+5. each site's clinical figures (``sites[i]["metrics"]``: AUC with its interval, sensitivity, specificity,
+   calibration… or the multi-class ones) are those of the out-of-fold predictions of the model it is sent
+   (``details["oof"]``), as DC-CFL's.
 
 Default ``encoder = "single"``: see docs/results/feddag/feddag.md for FedDAG* against FedDAG.
 """
@@ -136,7 +140,7 @@ class FedDAG(LabelledDCSite, Method):
         Setting("loss_tau", "float", 1.0, "τ of the paper's size penalty (Eq. 10)", low=1e-9, advanced=True),
         Setting("seed", "int", 0, "random seed of the warm-up, the hold-out split and the training",
                 label="Random seed", low=0, high=2**31 - 1),
-        *(x for x in SELECTION_SETTINGS if x.name != "metric"),  # FedDAG chooses by accuracy only
+        *SELECTION_SETTINGS,
         *PRIOR_SETTINGS, *ALIGNMENT_SETTINGS, *LEARNER_SETTINGS, *SITE_SETTINGS,
     )
 
@@ -217,9 +221,10 @@ class FedDAG(LabelledDCSite, Method):
             "sharing": bool(s["sharing"]) if res.encoder == "dual" else None,
             "n_clusters": len(res.clusters),
             "cluster_models": list(res.cluster_kind),
-            "selection": {**res.selection, "what": "mean over sites of the better of the cluster's and the site's "
-                          "own model" if res.selection["own_model"] else "mean over sites of the cluster model's "
-                          "accuracy"},
+            "selection": {**res.selection, "what": "mean over sites of the CV "
+                          f"{res.selection['metric'].replace('_', ' ')} of the better of the cluster's and the "
+                          "site's own model" if res.selection["own_model"] else "mean over sites of the cluster "
+                          f"model's {res.selection['metric'].replace('_', ' ')}"},
             "own_model_sites": int(sum(x["model"] == "own" and "own_kind" in x for x in sites)),
             "validation_curve": {f"{a:g}": float(v) for a, v in sorted(res.curve.items())},
             "paper_loss": {f"{a:g}": {"L": res.loss[a][0], "L1": res.loss[a][1], "L2": res.loss[a][2],
@@ -304,12 +309,13 @@ class FedDAG(LabelledDCSite, Method):
         curve = s.get("validation_curve") or {}
         if loss:
             xs = sorted(float(a) for a in loss)
+            word = (s.get("selection") or {}).get("metric", "accuracy").replace("_", " ")
             series = {"paper's loss L": [loss[f"{a:g}"]["L"] for a in xs]}
             if curve and set(curve) == set(loss):
-                series = {"cross-validated accuracy": [curve[f"{a:g}"] for a in xs], **series}
-            out.append(Curve("Cross-validated accuracy and the paper's loss for each threshold α", xs, series,
-                             xlabel="α", ylabel="accuracy / loss", mark=float(s.get("alpha", xs[0]))))
-            out.append(Table("Threshold grid", ["α", "clusters", "cross-validated accuracy", "paper's loss L", "L1",
+                series = {f"cross-validated {word}": [curve[f"{a:g}"] for a in xs], **series}
+            out.append(Curve(f"Cross-validated {word} and the paper's loss for each threshold α", xs, series,
+                             xlabel="α", ylabel=f"{word} / loss", mark=float(s.get("alpha", xs[0]))))
+            out.append(Table("Threshold grid", ["α", "clusters", f"cross-validated {word}", "paper's loss L", "L1",
                                                 "L2"],
                              [[a, loss[f"{a:g}"]["clusters"], curve.get(f"{a:g}", ""), loss[f"{a:g}"]["L"],
                                loss[f"{a:g}"]["L1"], loss[f"{a:g}"]["L2"]] for a in xs]))

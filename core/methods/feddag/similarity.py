@@ -48,6 +48,7 @@ from ...control import JobControl, ensure
 from ...errors import ConfigError
 from ...learn.alignment import AnchorBasis
 from ...learn.client_clustering import cut_tree
+from ...learn.clinical_metrics import selection_score
 from ...learn.cluster_models import (
     ALIGNMENT_DEFAULTS,
     LEARNER_DEFAULTS,
@@ -62,6 +63,7 @@ from ...learn.cluster_models import (
     fit_groups,
     fit_linear,
     new_selection,
+    oof_proba,
     opt_int,
     pick_own,
     prior_logit,
@@ -374,6 +376,15 @@ def cross_validate_dual(sel: Selection, g: Geometry, bundles, clusters: list[tup
             out[z][i] += float(np.sum(p.argmax(axis=1) == ys[i][te[i]]))
             sel.oof.setdefault((dual_key(z), i), []).append((te[i], p.astype(np.float32)))
     return out
+
+
+def dual_score(sel: Selection, bundles, z: int, sites: list[int]) -> np.ndarray:
+    """Per site of ``sites``, ``sel.metric`` of cluster z's dual encoder on its out-of-fold predictions."""
+    out = []
+    for i in sites:
+        got = oof_proba(sel, dual_key(z), i, sel.n_classes)
+        out.append(0.0 if got is None else selection_score(sel.metric, bundles[i].arrays["y"][got[0]], got[1]))
+    return np.asarray(out)
 
 
 def dual_key(z: int) -> tuple:
@@ -781,6 +792,9 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     sent where it cross-validates strictly better than its cluster's, so each site's pick is never below DC's
     model by CV. (Scoring each α with that per-site best, ``"best_per_site"``, made every finer α score at least
     as well as α = 1 and picked 30–60 clusters on pendigits; docs/results/feddag/feddag.md.)
+    Every comparison above is in the selection's ``metric`` (accuracy, balanced accuracy or AUC of the
+    out-of-fold predictions; a dual encoder's from its own out-of-fold predictions), as DC-CFL's; the summary's
+    expected and own-model numbers stay accuracies, and ``oof`` holds what each site is sent, out-of-fold.
     ``cache`` (a dict) shares the selection and the final one-encoder models between fits on the same bundles
     and seed (the benchmark's rows); ``on_epoch(epoch, losses)`` reports the final training epoch by epoch."""
     control = ensure(control)
@@ -823,8 +837,8 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
         cross_validate(sel, bundles, distinct, K, s, g.basis, seed=seed, maps=maps, control=control.sub(0.2, 0.5))
         if own_on:
             cross_validate_linear(sel, bundles, K, s, g.basis, maps)
-        g_acc = sel.acc(everyone) if glob_on else None
-        floor = g_acc if s["alpha_rule"].startswith("best_per_site") else None
+        g_score = sel.score_of(everyone) if glob_on else None
+        floor = g_score if s["alpha_rule"].startswith("best_per_site") else None
         site_curve = {a: sel.site_scores(p, own_on, floor) for a, p in keyed.items()} if len(keyed) > 1 else {}
     else:
         site_curve = {}
@@ -845,7 +859,11 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
             dual_correct = cross_validate_dual(sel, g, bundles, clusters, sources, cand, K, s, control.sub(0.5, 0.7))
             for z in cand:
                 m = list(clusters[z])
-                if not s["sharing_selection"] or dual_correct[z][m].sum() > sel.correct[clusters[z]][m].sum():
+                if sel.metric == "accuracy":
+                    better = dual_correct[z][m].sum() > sel.correct[clusters[z]][m].sum()
+                else:   # the members' mean metric, as the threshold's rule averages it
+                    better = dual_score(sel, bundles, z, m).mean() > sel.score_of(clusters[z])[m].mean() + 1e-12
+                if not s["sharing_selection"] or better:
                     kind[z] = "dual"
         else:
             for z in cand:
@@ -854,13 +872,18 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     if sel is not None:
         cluster_acc = np.array([(dual_correct[cluster_of[i]][i] / max(sel.tested[i], 1)) if kind[cluster_of[i]] ==
                                 "dual" else sel.acc(clusters[cluster_of[i]])[i] for i in range(S)])
+        # the same in the selection's metric (accuracy by default): what the choices below compare
+        cluster_score = cluster_acc if sel.metric == "accuracy" else np.array(
+            [dual_score(sel, bundles, cluster_of[i], [i])[0] if kind[cluster_of[i]] == "dual"
+             else sel.score_of(clusters[cluster_of[i]])[i] for i in range(S)])
         # the global model is a further candidate of every site: sent where it cross-validates strictly better
-        use_global = [bool(glob_on and len(clusters[cluster_of[i]]) < S and sel.acc(everyone)[i] > cluster_acc[i]
-                           + 1e-12) for i in range(S)]
+        use_global = [bool(glob_on and len(clusters[cluster_of[i]]) < S
+                           and sel.score_of(everyone)[i] > cluster_score[i] + 1e-12) for i in range(S)]
         group_acc = np.where(use_global, sel.acc(everyone), cluster_acc) if glob_on else cluster_acc
+        group_score = np.where(use_global, sel.score_of(everyone), cluster_score) if glob_on else cluster_score
         keys = [everyone if use_global[i] else None if kind[cluster_of[i]] == "dual" else clusters[cluster_of[i]]
                 for i in range(S)]   # (no paired CV rows are kept for a dual encoder: strict comparison there)
-        own_pick, linear = pick_own(sel, group_acc, own_on, keys)
+        own_pick, linear = pick_own(sel, group_score, own_on, keys)
     else:
         cluster_acc, own_pick, linear = np.zeros(S), [False] * S, [False] * S
         group_acc, use_global = cluster_acc, [False] * S
@@ -934,7 +957,8 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
         oof = chosen_oof(sel, bundles, sent, K, s, g.basis, maps, keep=caller_cache)
     t5 = time.perf_counter()
     selection = {"kind": ("cv" if sel.folds > 1 else "holdout") if sel else "none",
-                 "folds": sel.folds if sel else 0, "repeats": sel.repeats if sel else 0, "own_model": own_on}
+                 "folds": sel.folds if sel else 0, "repeats": sel.repeats if sel else 0, "own_model": own_on,
+                 "metric": sel.metric if sel else "accuracy"}
     return FedDAGResult(s["view"], M, w, alpha, clusters, curve, loss, nclus, alpha_min_loss, sources, H, kind,
                         site_models, site_info, selection, s["encoder"], g, s,
                         {**g.seconds, "geometry": t1 - t0, "matrix_and_partitions": t2 - t1,
