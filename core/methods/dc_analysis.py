@@ -212,20 +212,23 @@ def _columns(classes: list[str], proba: np.ndarray) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------------------------------------------- clinical figures
 ROC_GRID = np.linspace(0.0, 1.0, 51)  # false-positive rates the per-site ROC curves are drawn at
 ROC_SITES = 6  # ROC curves drawn, one per site (the largest sites)
+CLUSTER_CURVES = 6  # per-cluster ROC and calibration lines drawn (the largest clusters)
+CALIBRATION_BINS = np.linspace(0.0, 1.0, 11)  # equal-width bins of predicted risk for the per-cluster curves
 
 
 def chosen_oof(sel: Selection, bundles: list, keys: list, n_classes: int, settings: dict, basis,
-               maps: dict | None = None) -> list:
+               maps: dict | None = None, keep: bool = False) -> list:
     """Per site, (rows, float32 probabilities): the out-of-fold predictions of the candidate ``keys[i]`` it is sent
     (a cluster's members, or OWN: its linear own-rows model, cross-validated here on demand when its bundle's
-    own_cv spared the selection that), averaged over the repeats; then the selection's other out-of-fold
-    predictions are let go (memory at scale)."""
+    own_cv spared the selection that), averaged over the repeats; then, unless ``keep`` (a selection cached for
+    further fits), the selection's other out-of-fold predictions are let go (memory at scale)."""
     out = []
     for i, key in enumerate(keys):
         if key == OWN and (OWN, i) not in sel.oof:
             linear_oof(sel, bundles, i, n_classes, settings, basis, maps)
         out.append(oof_proba(sel, key, i, n_classes))
-    sel.oof.clear()
+    if not keep:
+        sel.oof.clear()
     return out
 
 
@@ -256,8 +259,9 @@ def metrics_words(m: dict) -> str:
 
 def metric_views(result: MethodResult) -> list[View]:
     """Clinical figures of what each site is sent, from its out-of-fold predictions: a per-site table, ROC curves
-    of the largest sites, the pooled reliability curve, the pooled confusion matrix, and a warning naming every
-    site whose model never predicts the minority class."""
+    of the largest sites, the pooled reliability curve, per-cluster ROC and reliability curves (members pooled,
+    :func:`_cluster_curves`), the pooled confusion matrix, and a warning naming every site whose model never
+    predicts the minority class."""
     sites = [x for x in result.summary.get("sites", []) if x.get("metrics")]
     if not sites:
         return []
@@ -298,8 +302,7 @@ def metric_views(result: MethodResult) -> list[View]:
             curves = {}
             for x, (_, y, P) in sorted(got, key=lambda g: -len(g[1][1]))[:ROC_SITES]:
                 if 0 < int(np.sum(y == 1)) < len(y):
-                    fpr, tpr = roc_points(y, P[:, 1])
-                    curves[x["site"]] = np.interp(ROC_GRID, fpr, tpr).round(4).tolist()
+                    curves[f"{x['site']} ({_counts(y)})"] = _roc_on_grid(y, P[:, 1])
             if curves:
                 out.append(Curve("ROC curves, out-of-fold (largest sites)", ROC_GRID.tolist(),
                                  {**curves, "chance": ROC_GRID.tolist()}, xlabel="1 − specificity",
@@ -309,10 +312,59 @@ def metric_views(result: MethodResult) -> list[View]:
                 out.append(Curve("Calibration, all sites pooled (observed event rate per tenth of predicted risk)",
                                  cal["predicted"], {"observed": cal["observed"], "ideal": cal["predicted"]},
                                  xlabel="predicted risk", ylabel="observed rate"))
+            out += _cluster_curves(got)
         if len(classes) == P_all.shape[1]:
             cm = np.zeros((len(classes), len(classes)))
             np.add.at(cm, (y_all, P_all.argmax(axis=1)), 1)
             share = cm / np.maximum(cm.sum(axis=1, keepdims=True), 1)
             out.append(Heatmap("Confusion matrix, all sites pooled (share of each true class)", share,
                                [f"true {c}" for c in classes], [f"predicted {c}" for c in classes]))
+    return out
+
+
+def _counts(y: np.ndarray) -> str:
+    return f"{len(y)} rows, {int(np.sum(y == 1))} events"
+
+
+def _roc_on_grid(y: np.ndarray, p: np.ndarray) -> list[float]:
+    fpr, tpr = roc_points(y, p)
+    return np.interp(ROC_GRID, fpr, tpr).round(4).tolist()
+
+
+def _binned_rate(y: np.ndarray, p: np.ndarray) -> list[float]:
+    """Observed event rate per equal-width bin of predicted risk (:data:`CALIBRATION_BINS`); NaN (not drawn)
+    where a bin is empty, so clusters share one x axis."""
+    k = np.clip(np.digitize(p, CALIBRATION_BINS[1:-1]), 0, len(CALIBRATION_BINS) - 2)
+    n = np.bincount(k, minlength=len(CALIBRATION_BINS) - 1)
+    events = np.bincount(k, weights=(y == 1).astype(float), minlength=len(CALIBRATION_BINS) - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, events / np.maximum(n, 1), np.nan).round(4).tolist()
+
+
+def _cluster_curves(got: list) -> list[View]:
+    """Per cluster (binary outcome, more than one cluster): the ROC and reliability curves of its members'
+    pooled out-of-fold rows under what each member is sent, for the CLUSTER_CURVES largest clusters, each line
+    named with its cluster, rows and events."""
+    pooled: dict[int, list] = {}
+    for x, (_, y, P) in got:
+        pooled.setdefault(int(x["cluster"]), []).append((y, P[:, 1]))
+    if len(pooled) < 2:
+        return []
+    merged = {c: (np.concatenate([y for y, _ in parts]), np.concatenate([p for _, p in parts]))
+              for c, parts in pooled.items()}
+    largest = sorted(merged, key=lambda c: (-len(merged[c][0]), c))[:CLUSTER_CURVES]
+    roc, cal = {}, {}
+    for c in largest:
+        y, p = merged[c]
+        name = f"cluster {c} ({_counts(y)})"
+        if 0 < int(np.sum(y == 1)) < len(y):
+            roc[name] = _roc_on_grid(y, p)
+        cal[name] = _binned_rate(y, p)
+    out: list[View] = []
+    if roc:
+        out.append(Curve("ROC curves per cluster, out-of-fold (members pooled, largest clusters)", ROC_GRID.tolist(),
+                         {**roc, "chance": ROC_GRID.tolist()}, xlabel="1 − specificity", ylabel="sensitivity"))
+    mids = ((CALIBRATION_BINS[:-1] + CALIBRATION_BINS[1:]) / 2).round(4).tolist()
+    out.append(Curve("Calibration per cluster, out-of-fold (observed event rate per tenth of the risk scale)", mids,
+                     {**cal, "ideal": mids}, xlabel="predicted risk", ylabel="observed rate"))
     return out

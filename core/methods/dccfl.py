@@ -293,7 +293,12 @@ class DC(DCCFL):
     settings_spec = tuple(s for s in DCCFL.settings_spec if s.name not in ("t", "t_grid", "linkage"))
 
     def summary_lines(self, summary: dict) -> list[str]:
-        return [f"method {self.name}: one model for all {len(summary.get('sites', []))} sites"]
+        """The one-model line, then each site's line with its figures (as DC-CFL's)."""
+        return ([f"method {self.name}: one model for all {len(summary.get('sites', []))} sites"
+                 + (f"; {summary['own_model_sites']} site(s) keep a model of their own rows"
+                    if summary.get("own_model_sites") else "")]
+                + [site_line(x) for x in summary.get("sites", [])])
 
     def views(self, result: MethodResult) -> list[View]:
-        return [v for v in super().views(result) if not isinstance(v, Heatmap | Curve)]
+        """DC-CFL's Sites table and clinical figures, without the distances and the t curve (one cluster)."""
+        return site_views(result) + metric_views(result)

@@ -66,9 +66,9 @@ def test_planted_concepts_with_identical_label_histograms_get_their_own_clusters
     assert min(accs) > 0.8, accs  # one model for both concepts could not pass 0.5 on both
     # the views: three heatmaps with the site names, the sites and graph tables, the α curve with the loss
     views = m.views(res)
-    heat = [v for v in views if isinstance(v, Heatmap)]
+    heat = [v for v in views if isinstance(v, Heatmap) and not v.title.startswith("Confusion")]
     assert len(heat) == 3 and all(v.row_labels == [x["site"] for x in s["sites"]] for v in heat)
-    curve = next(v for v in views if isinstance(v, Curve))
+    curve = next(v for v in views if isinstance(v, Curve) and "threshold α" in v.title)
     assert set(curve.series) == {"cross-validated accuracy", "paper's loss L"} and curve.mark == s["alpha"]
     titles = [v.title for v in views if isinstance(v, Table)]
     assert "Sites" in titles and any(t.startswith("Cross-cluster graph") for t in titles)
@@ -168,7 +168,8 @@ def test_a_gui_round_with_feddag(qtbot, tmp_path, monkeypatch):
     qtbot.addWidget(panel)
     panel.show_views(get_method("feddag").views(aw.state.result))
     edges = bool(aw.state.result.summary["graph"])  # the cluster count depends on the fresh keys' digests
-    assert panel.kinds.count("Heatmap") == 3 and "Curve" in panel.kinds and panel.kinds.count("Table") == 2 + edges
+    # three distances + the confusion matrix; the Sites, per-site figures and threshold grid tables
+    assert panel.kinds.count("Heatmap") == 3 + 1 and "Curve" in panel.kinds and panel.kinds.count("Table") == 3 + edges
     export_packages(qtbot, aw, d / "gui-out")
     assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
     report = (d / "gui-out/report.html").read_text()

@@ -249,3 +249,16 @@ def test_a_gui_round_in_distillation_mode(qtbot, tmp_path, monkeypatch, capsys):
     assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
     report = (d / "gui-out/report.html").read_text()
     assert "Sites (distilled sets)" in report and "KL divergence" in report
+
+
+def test_hfldd_says_in_one_sentence_that_it_scores_no_site():
+    from core.methods.hfldd.method import HFLDD, NOT_SCORED
+    from core.methods.views import Text
+
+    m = HFLDD()
+    summary = {"method": "hfldd", "n_clusters": 1, "epochs": 3, "steps_smallest_union": 10, "sites": [],
+               "scored": False, "not_scored": NOT_SCORED}
+    assert m.summary_lines(summary)[-1] == NOT_SCORED and "participant apply --validate" in NOT_SCORED
+    from core.methods.base import MethodResult
+    views = m.views(MethodResult("hfldd", [], summary, {}))
+    assert any(isinstance(v, Text) and "participant apply --validate" in v.text for v in views)

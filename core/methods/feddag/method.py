@@ -20,7 +20,11 @@ packages whatever their order or names):
    cross-validates better than the one-encoder model;
 4. each site is sent its cluster's model or its own rows' model when that cross-validates better, and the
    summary shows each site's expected accuracy against its own-rows model with n and 95 % CI — DC-CFL's
-   selection code (:mod:`core.learn.cluster_models`), not a copy.
+   selection code (:mod:`core.learn.cluster_models`), not a copy; every choice (α, dual encoder, the model of
+   all sites, own model) maximises the kit's ``metric`` (accuracy, balanced accuracy or AUC), as DC-CFL's;
+5. each site's clinical figures (``sites[i]["metrics"]``: AUC with its interval, sensitivity, specificity,
+   calibration… or the multi-class ones) are those of the out-of-fold predictions of the model it is sent
+   (``details["oof"]``), as DC-CFL's.
 
 Default ``encoder = "single"``: see docs/results/feddag/feddag.md for FedDAG* against FedDAG.
 """
@@ -45,7 +49,9 @@ from ..dc_analysis import (
     apply_cluster_package,
     canonical_bundles,
     derived_seed,
+    metric_views,
     site_line,
+    site_metrics,
     site_views,
 )
 from ..dc_site import LABELLED_DC_LEAVES, SITE_SETTINGS, LabelledDCSite, site_map
@@ -134,7 +140,7 @@ class FedDAG(LabelledDCSite, Method):
         Setting("loss_tau", "float", 1.0, "τ of the paper's size penalty (Eq. 10)", low=1e-9, advanced=True),
         Setting("seed", "int", 0, "random seed of the warm-up, the hold-out split and the training",
                 label="Random seed", low=0, high=2**31 - 1),
-        *(x for x in SELECTION_SETTINGS if x.name != "metric"),  # FedDAG chooses by accuracy only
+        *SELECTION_SETTINGS,
         *PRIOR_SETTINGS, *ALIGNMENT_SETTINGS, *LEARNER_SETTINGS, *SITE_SETTINGS,
     )
 
@@ -202,7 +208,10 @@ class FedDAG(LabelledDCSite, Method):
                           "weight": None if res.weights is None else float(res.weights[i]),
                           "label_counts": g.counts[i].tolist(), **info,
                           **({"holdout_accuracy": info["expected"]["accuracy"]} if info.get("expected") else {}),
-                          **({"note": note} if note else {})})
+                          **({"note": note} if note else {}),
+                          **({"metrics": site_metrics(res.oof[i], b.arrays["y"], classes,
+                                                      kind in ("own", "linear"))}
+                             if res.oof and res.oof[i] is not None else {})})
         edges = [{"source": q + 1, "target": p + 1, "weight": float(res.H[p, q])}
                  for p, qs in enumerate(res.sources) for q in qs]
         grid = sorted(res.loss)
@@ -212,9 +221,10 @@ class FedDAG(LabelledDCSite, Method):
             "sharing": bool(s["sharing"]) if res.encoder == "dual" else None,
             "n_clusters": len(res.clusters),
             "cluster_models": list(res.cluster_kind),
-            "selection": {**res.selection, "what": "mean over sites of the better of the cluster's and the site's "
-                          "own model" if res.selection["own_model"] else "mean over sites of the cluster model's "
-                          "accuracy"},
+            "selection": {**res.selection, "what": "mean over sites of the CV "
+                          f"{res.selection['metric'].replace('_', ' ')} of the better of the cluster's and the "
+                          "site's own model" if res.selection["own_model"] else "mean over sites of the cluster "
+                          f"model's {res.selection['metric'].replace('_', ' ')}"},
             "own_model_sites": int(sum(x["model"] == "own" and "own_kind" in x for x in sites)),
             "validation_curve": {f"{a:g}": float(v) for a, v in sorted(res.curve.items())},
             "paper_loss": {f"{a:g}": {"L": res.loss[a][0], "L1": res.loss[a][1], "L2": res.loss[a][2],
@@ -229,7 +239,10 @@ class FedDAG(LabelledDCSite, Method):
                 summary["own_model_mean"] = float(np.mean([x["own_model"]["accuracy"] for x in sites]))
         details = {"data_distance": g.V, "gradient_distance": g.G, "matrix": res.matrix,
                    "weights": res.weights, "cc_graph": res.H, "clusters": res.clusters, "site_order": order,
-                   "seconds": dict(res.seconds)}   # timings stay out of the summary: it is bit-reproducible
+                   "seconds": dict(res.seconds),
+                   "oof": [None if res.oof is None or res.oof[i] is None else
+                           (res.oof[i][0], b.arrays["y"][res.oof[i][0]], res.oof[i][1])
+                           for i, b in enumerate(bundles)]}   # timings stay out of the summary: it is bit-reproducible
         control.step(1.0, "done")
         unorder = np.argsort(order)   # packages go back in the caller's bundle order
         return MethodResult(self.name, [packages[j] for j in unorder], summary, details)
@@ -284,6 +297,7 @@ class FedDAG(LabelledDCSite, Method):
 
         out += site_views(result, (("gradient weight w", lambda x: "" if x.get("weight") is None
                                     else round(float(x["weight"]), 3)),), word)
+        out += metric_views(result)
         if len(names) > 1 and "data_distance" in d:
             out.append(Heatmap("Data distance V between sites (degrees, Eqs. 4–6)", np.asarray(d["data_distance"]),
                                names, names, 0.0, 90.0))
@@ -295,12 +309,13 @@ class FedDAG(LabelledDCSite, Method):
         curve = s.get("validation_curve") or {}
         if loss:
             xs = sorted(float(a) for a in loss)
+            word = (s.get("selection") or {}).get("metric", "accuracy").replace("_", " ")
             series = {"paper's loss L": [loss[f"{a:g}"]["L"] for a in xs]}
             if curve and set(curve) == set(loss):
-                series = {"cross-validated accuracy": [curve[f"{a:g}"] for a in xs], **series}
-            out.append(Curve("Cross-validated accuracy and the paper's loss for each threshold α", xs, series,
-                             xlabel="α", ylabel="accuracy / loss", mark=float(s.get("alpha", xs[0]))))
-            out.append(Table("Threshold grid", ["α", "clusters", "cross-validated accuracy", "paper's loss L", "L1",
+                series = {f"cross-validated {word}": [curve[f"{a:g}"] for a in xs], **series}
+            out.append(Curve(f"Cross-validated {word} and the paper's loss for each threshold α", xs, series,
+                             xlabel="α", ylabel=f"{word} / loss", mark=float(s.get("alpha", xs[0]))))
+            out.append(Table("Threshold grid", ["α", "clusters", f"cross-validated {word}", "paper's loss L", "L1",
                                                 "L2"],
                              [[a, loss[f"{a:g}"]["clusters"], curve.get(f"{a:g}", ""), loss[f"{a:g}"]["L"],
                                loss[f"{a:g}"]["L1"], loss[f"{a:g}"]["L2"]] for a in xs]))

@@ -48,9 +48,11 @@ from ...control import JobControl, ensure
 from ...errors import ConfigError
 from ...learn.alignment import AnchorBasis
 from ...learn.client_clustering import cut_tree
+from ...learn.clinical_metrics import selection_score
 from ...learn.cluster_models import (
     ALIGNMENT_DEFAULTS,
     LEARNER_DEFAULTS,
+    OWN,
     PRIOR_DEFAULTS,
     SELECTION_DEFAULTS,
     Selection,
@@ -61,12 +63,14 @@ from ...learn.cluster_models import (
     fit_groups,
     fit_linear,
     new_selection,
+    oof_proba,
     opt_int,
     pick_own,
     prior_logit,
     site_estimates,
 )
 from ...learn.mlp import BatchedMLP, MLPWeights, init_weights
+from ..dc_analysis import chosen_oof
 
 ALPHA_GRID = tuple(round(0.05 * i, 2) for i in range(1, 21))
 LINKAGES = ("single", "complete", "weighted", "average")
@@ -338,8 +342,9 @@ def cross_validate_dual(sel: Selection, g: Geometry, bundles, clusters: list[tup
                         control: JobControl | None = None) -> dict[int, np.ndarray]:
     """Correct predictions per site (summed over ``sel``'s splits) of cluster z's dual encoder, for every z in
     ``candidates``: trained on the training folds of its members (and of its sources' members), scored on the
-    members' test folds with the same prior correction as :func:`~core.learn.cluster_models.cross_validate`.
-    One batched :func:`train_dual` over all (split, cluster) pairs; no warm start (the warm-up saw every row)."""
+    members' test folds with the same prior correction as :func:`~core.learn.cluster_models.cross_validate`
+    (their probabilities kept in ``sel.oof`` under :func:`dual_key`). One batched :func:`train_dual` over all
+    (split, cluster) pairs; no warm start (the warm-up saw every row)."""
     ys = [b.arrays["y"].astype(np.int64) for b in bundles]
     jobs, own, src = [], [], []
     for si, (tr, _) in enumerate(sel.splits):
@@ -351,6 +356,9 @@ def cross_validate_dual(sel: Selection, g: Geometry, bundles, clusters: list[tup
             own.append(o)
             src.append(sp)
     out = {z: np.zeros(len(bundles)) for z in candidates}
+    for z in candidates:   # a cached selection may hold another fit's dual encoders under the same key
+        for i in clusters[z]:
+            sel.oof.pop((dual_key(z), i), None)
     if not jobs:
         return out
     models = train_dual(own, src, n_classes, s, control=control)
@@ -366,7 +374,22 @@ def cross_validate_dual(sel: Selection, g: Geometry, bundles, clusters: list[tup
                 p = adjust_proba(p.astype(np.float64), prior_logit(np.bincount(ys[i][tr[i]], minlength=n_classes),
                                                                    trained, float(s["prior_smoothing"])))
             out[z][i] += float(np.sum(p.argmax(axis=1) == ys[i][te[i]]))
+            sel.oof.setdefault((dual_key(z), i), []).append((te[i], p.astype(np.float32)))
     return out
+
+
+def dual_score(sel: Selection, bundles, z: int, sites: list[int]) -> np.ndarray:
+    """Per site of ``sites``, ``sel.metric`` of cluster z's dual encoder on its out-of-fold predictions."""
+    out = []
+    for i in sites:
+        got = oof_proba(sel, dual_key(z), i, sel.n_classes)
+        out.append(0.0 if got is None else selection_score(sel.metric, bundles[i].arrays["y"][got[0]], got[1]))
+    return np.asarray(out)
+
+
+def dual_key(z: int) -> tuple:
+    """The key of cluster z's dual encoder among the selection's out-of-fold predictions."""
+    return ("dual", z)
 
 
 # ---------------------------------------------------------------------------------------------- CC-graph
@@ -667,7 +690,9 @@ class FedDAGResult:
     ``site_models[i]`` = (kind, model): ``"single"`` (its cluster's one-encoder model, a ClusterModel),
     ``"dual"`` (its cluster's dual encoder), ``"global"`` (the model of all sites), ``"own"`` / ``"linear"`` (a
     model of its own rows); all but ``"dual"`` are ClusterModels.
-    ``site_info[i]``: the cross-validated estimates of site i (expected, cluster_model, own_model; may be empty)."""
+    ``site_info[i]``: the cross-validated estimates of site i (expected, cluster_model, own_model; may be empty).
+    ``oof[i]``: (rows, float32 probabilities) of the model site i is sent, out-of-fold over the selection's splits
+    (:func:`~core.methods.dc_analysis.chosen_oof`), or None without a selection."""
 
     view: str
     matrix: np.ndarray              # the distance the clustering used (A, V̂, Ĝ or P̂)
@@ -688,6 +713,7 @@ class FedDAGResult:
     geometry: Geometry
     settings: dict
     seconds: dict
+    oof: list | None = None         # per site, (rows, probabilities) out-of-fold of the model it is sent
 
     def predict_proba(self, site: int, X_tilde: np.ndarray, site_counts: np.ndarray | None = None) -> np.ndarray:
         """Class probabilities for site ``site``'s reduced rows with the model it is sent, prior-corrected to
@@ -766,6 +792,9 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     sent where it cross-validates strictly better than its cluster's, so each site's pick is never below DC's
     model by CV. (Scoring each α with that per-site best, ``"best_per_site"``, made every finer α score at least
     as well as α = 1 and picked 30–60 clusters on pendigits; docs/results/feddag/feddag.md.)
+    Every comparison above is in the selection's ``metric`` (accuracy, balanced accuracy or AUC of the
+    out-of-fold predictions; a dual encoder's from its own out-of-fold predictions), as DC-CFL's; the summary's
+    expected and own-model numbers stay accuracies, and ``oof`` holds what each site is sent, out-of-fold.
     ``cache`` (a dict) shares the selection and the final one-encoder models between fits on the same bundles
     and seed (the benchmark's rows); ``on_epoch(epoch, losses)`` reports the final training epoch by epoch."""
     control = ensure(control)
@@ -773,6 +802,7 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     K = len(classes)
     if len(bundles) < 1:
         raise ConfigError("no bundles to analyse")
+    caller_cache = cache is not None   # a selection shared with further fits keeps its out-of-fold predictions
     cache = {} if cache is None else cache
     seed = int(s["seed"])
     t0 = time.perf_counter()
@@ -800,15 +830,15 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     if len({tuple(p) for p in keyed.values()}) > 1 or own_on:
         sel = cache.get("selection")
         if sel is None:
-            sel = cache["selection"] = new_selection(n_rows, s, seed, [bundle_own_cv(b, K) for b in bundles])
+            sel = cache["selection"] = new_selection(n_rows, s, seed, [bundle_own_cv(b, K) for b in bundles], K)
         distinct = sorted({c for p in keyed.values() for c in p}
                           | ({everyone} if glob_on else set()))
         control.step(0.2, f"cross-validating {len(distinct)} candidate model(s) over {len(sel.splits)} split(s)")
         cross_validate(sel, bundles, distinct, K, s, g.basis, seed=seed, maps=maps, control=control.sub(0.2, 0.5))
         if own_on:
             cross_validate_linear(sel, bundles, K, s, g.basis, maps)
-        g_acc = sel.acc(everyone) if glob_on else None
-        floor = g_acc if s["alpha_rule"].startswith("best_per_site") else None
+        g_score = sel.score_of(everyone) if glob_on else None
+        floor = g_score if s["alpha_rule"].startswith("best_per_site") else None
         site_curve = {a: sel.site_scores(p, own_on, floor) for a, p in keyed.items()} if len(keyed) > 1 else {}
     else:
         site_curve = {}
@@ -829,7 +859,11 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
             dual_correct = cross_validate_dual(sel, g, bundles, clusters, sources, cand, K, s, control.sub(0.5, 0.7))
             for z in cand:
                 m = list(clusters[z])
-                if not s["sharing_selection"] or dual_correct[z][m].sum() > sel.correct[clusters[z]][m].sum():
+                if sel.metric == "accuracy":
+                    better = dual_correct[z][m].sum() > sel.correct[clusters[z]][m].sum()
+                else:   # the members' mean metric, as the threshold's rule averages it
+                    better = dual_score(sel, bundles, z, m).mean() > sel.score_of(clusters[z])[m].mean() + 1e-12
+                if not s["sharing_selection"] or better:
                     kind[z] = "dual"
         else:
             for z in cand:
@@ -838,13 +872,18 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     if sel is not None:
         cluster_acc = np.array([(dual_correct[cluster_of[i]][i] / max(sel.tested[i], 1)) if kind[cluster_of[i]] ==
                                 "dual" else sel.acc(clusters[cluster_of[i]])[i] for i in range(S)])
+        # the same in the selection's metric (accuracy by default): what the choices below compare
+        cluster_score = cluster_acc if sel.metric == "accuracy" else np.array(
+            [dual_score(sel, bundles, cluster_of[i], [i])[0] if kind[cluster_of[i]] == "dual"
+             else sel.score_of(clusters[cluster_of[i]])[i] for i in range(S)])
         # the global model is a further candidate of every site: sent where it cross-validates strictly better
-        use_global = [bool(glob_on and len(clusters[cluster_of[i]]) < S and sel.acc(everyone)[i] > cluster_acc[i]
-                           + 1e-12) for i in range(S)]
+        use_global = [bool(glob_on and len(clusters[cluster_of[i]]) < S
+                           and sel.score_of(everyone)[i] > cluster_score[i] + 1e-12) for i in range(S)]
         group_acc = np.where(use_global, sel.acc(everyone), cluster_acc) if glob_on else cluster_acc
+        group_score = np.where(use_global, sel.score_of(everyone), cluster_score) if glob_on else cluster_score
         keys = [everyone if use_global[i] else None if kind[cluster_of[i]] == "dual" else clusters[cluster_of[i]]
                 for i in range(S)]   # (no paired CV rows are kept for a dual encoder: strict comparison there)
-        own_pick, linear = pick_own(sel, group_acc, own_on, keys)
+        own_pick, linear = pick_own(sel, group_score, own_on, keys)
     else:
         cluster_acc, own_pick, linear = np.zeros(S), [False] * S, [False] * S
         group_acc, use_global = cluster_acc, [False] * S
@@ -911,11 +950,17 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
             info = site_estimates(sel, i, sel.own_acc()[i] if own_pick[i] else group_acc[i], cluster_acc[i],
                                   own_on, kept_own=own_pick[i])
         site_info.append(info)
+    oof = None
+    if sel is not None:
+        sent = [OWN if own_pick[i] else everyone if use_global[i] else dual_key(cluster_of[i])
+                if kind[cluster_of[i]] == "dual" else clusters[cluster_of[i]] for i in range(S)]
+        oof = chosen_oof(sel, bundles, sent, K, s, g.basis, maps, keep=caller_cache)
     t5 = time.perf_counter()
     selection = {"kind": ("cv" if sel.folds > 1 else "holdout") if sel else "none",
-                 "folds": sel.folds if sel else 0, "repeats": sel.repeats if sel else 0, "own_model": own_on}
+                 "folds": sel.folds if sel else 0, "repeats": sel.repeats if sel else 0, "own_model": own_on,
+                 "metric": sel.metric if sel else "accuracy"}
     return FedDAGResult(s["view"], M, w, alpha, clusters, curve, loss, nclus, alpha_min_loss, sources, H, kind,
                         site_models, site_info, selection, s["encoder"], g, s,
                         {**g.seconds, "geometry": t1 - t0, "matrix_and_partitions": t2 - t1,
                          "alpha_selection": t3 - t2, "sharing_selection": t4 - t3, "final_training": t5 - t4,
-                         "total": t5 - t0})
+                         "total": t5 - t0}, oof)
