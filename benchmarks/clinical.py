@@ -243,6 +243,7 @@ class RoundOutcome:
     imputed: bool  # some CSV was read with impute="mean"
     analyst_seconds: float
     summary: dict = field(default_factory=dict)
+    figures: dict = field(default_factory=dict)  # metrics_agreement: per-site figures checked against sklearn
 
 
 def _read_with(load: Callable, site_impute: str):
@@ -273,6 +274,8 @@ def product_round(folder: Path, sample_csv: Path, sites: list[tuple[str, Path, P
     from core.kit_builder import build_kit
     from core.methods import method_class
     from core.participant import ParticipantRound, apply_package
+
+    from .metrics_agreement import check_run
 
     o = options or RoundOptions()
     cls = method_class(method)
@@ -307,7 +310,9 @@ def product_round(folder: Path, sample_csv: Path, sites: list[tuple[str, Path, P
     t0 = time.perf_counter()
     run = analysis.run(bundles)
     analyst_seconds = time.perf_counter() - t0
-    analysis.export(run, folder / "to-sites")
+    outputs = analysis.export(run, folder / "to-sites")
+    figures = check_run(json.loads(outputs.summary.read_text()), run.result.details.get("oof") or [],
+                        [str(c) for c in kit.schema.classes], outputs.report.read_text()).to_dict()
     per_site = {str(x.get("site")): x for x in run.result.summary.get("sites", [])}
     classes = list(kit.schema.classes)
     out: dict[str, dict[str, Any]] = {}
@@ -330,7 +335,7 @@ def product_round(folder: Path, sample_csv: Path, sites: list[tuple[str, Path, P
                      "expected": (info.get("expected") or {}).get("accuracy"),
                      "expected_own": (info.get("own_model") or {}).get("accuracy")}
     return RoundOutcome(out, list(kit.schema.feature_names), notes + kit_notes, imputed, analyst_seconds,
-                        {k: v for k, v in run.result.summary.items() if k in ("t", "n_clusters")})
+                        {k: v for k, v in run.result.summary.items() if k in ("t", "n_clusters")}, figures)
 
 
 # ---- one (case, seed) ----------------------------------------------------------------------------------------
@@ -383,7 +388,8 @@ def run_cell(case: Case, frame: pd.DataFrame, sites: pd.Series, seed: int, metho
                 rows[name]["methods"][method] = r.sites[name]
             methods_out[method] = {"kit_columns": r.kit_columns, "schema_notes": r.schema_notes,
                                    "imputed": r.imputed, "analyst_seconds": r.analyst_seconds,
-                                   "round_seconds": time.perf_counter() - t0, **r.summary}
+                                   "round_seconds": time.perf_counter() - t0, "figures": r.figures,
+                                   **r.summary}
     return {"case": case.name, "seed": seed, "sites": rows, "methods": methods_out,
             "references_seconds": references_seconds, "seconds": time.perf_counter() - started}
 
@@ -438,7 +444,9 @@ def summarise(cells: list[dict], methods: Sequence[str]) -> dict[str, Any]:
                 for ref in ("own_lr", "pooled_lr", "pooled_hgb")}
         info = {m: {"kit_columns": cs[0]["methods"][m]["kit_columns"],
                     "schema_notes": cs[0]["methods"][m]["schema_notes"],
-                    "imputed": any(c["methods"][m]["imputed"] for c in cs)} for m in methods}
+                    "imputed": any(c["methods"][m]["imputed"] for c in cs),
+                    "figures": {k: int(sum(c["methods"][m].get("figures", {}).get(k, 0) for c in cs))
+                                for k in ("checked", "mismatches")}} for m in methods}
         out[case] = {"seeds": [c["seed"] for c in cs], "sites": sites, "mean": mean, "product": info,
                      "targets": {m: target_check(sites, m) for m in methods}}
     return out
@@ -502,6 +510,11 @@ def markdown(out: dict, command: str) -> str:
              "Means over seeds; Δ = package − the site's own raw-row logistic regression; ± is the standard "
              "error of the worst site's Δ over seeds.", ""]
     lines += [f"- {target_line(case, m, s['targets'][m])}" for case, s in out["summary"].items() for m in methods]
+    lines += ["", "## Per-site figures against scikit-learn (issue #23)", "",
+              "Every per-site figure of each round's summary.json and report.html, recomputed with scikit-learn on the "
+              "out-of-fold predictions it was computed on (`benchmarks/metrics_agreement.py`; summed over seeds):", ""]
+    lines += [f"- {case} / {m}: figures checked: {s['product'][m]['figures']['checked']}, mismatches: "
+              f"{s['product'][m]['figures']['mismatches']}" for case, s in out["summary"].items() for m in methods]
     for case, s in out["summary"].items():
         lines += ["", f"## {case}", "", f"Sites: {out['rules'][case]}.", ""]
         for m in methods:
@@ -614,6 +627,8 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     out["command"] = " ".join(parts)
     say("", "Target check (issue #22):",
         *(target_line(c, m, s["targets"][m]) for c, s in out["summary"].items() for m in methods),
+        *(f"{c} / {m}: figures checked: {s['product'][m]['figures']['checked']}, mismatches: "
+          f"{s['product'][m]['figures']['mismatches']}" for c, s in out["summary"].items() for m in methods),
         f"wall time {out['wall_seconds'] / 60:.1f} min")
     if args.json:
         write_json_atomic(args.json, _finite(json.loads(json.dumps(out, default=_jsonable))))

@@ -253,7 +253,20 @@ def run_dc(method, cell: Cell, bundles: list[ReceivedBundle], private: list[dict
         accs.append(float(np.mean(pred == names[yte])))
     s = result.summary
     return {"accuracy": float(np.mean(accs)), "fit_seconds": fit_s, "t": s.get("t"),
-            "n_clusters": s.get("n_clusters"), "validation_curve": s.get("validation_curve")}
+            "n_clusters": s.get("n_clusters"), "validation_curve": s.get("validation_curve"),
+            **({"figures": figures_agreement(method, result, cell.classes)}
+               if any("metrics" in x for x in s.get("sites", [])) else {})}
+
+
+def figures_agreement(method, result, classes: list[str]) -> dict[str, Any]:
+    """Issue #23: the fit's per-site figures (summary, and the report's rendering of the method's views)
+    recomputed with scikit-learn on the out-of-fold predictions (benchmarks.metrics_agreement)."""
+    from core.report import render_view
+
+    from .metrics_agreement import check_run
+
+    html = "".join(render_view(v) for v in method.views(result))
+    return check_run(result.summary, result.details.get("oof") or [], [str(c) for c in classes], html).to_dict()
 
 
 def dc_variants(p: Protocol, seed: int) -> dict[str, Any]:
@@ -363,6 +376,9 @@ def summarise(cells: list[dict[str, Any]], p: Protocol) -> dict[str, Any]:
                    "values": vals}
             if name.startswith("DC-CFL"):
                 row["t"] = [c["methods"][name]["t"] for c in group]
+                figs = [c["methods"][name]["figures"] for c in group if "figures" in c["methods"][name]]
+                if figs:
+                    row["figures"] = {k: int(sum(f[k] for f in figs)) for k in ("checked", "mismatches")}
                 row["n_clusters"] = [c["methods"][name]["n_clusters"] for c in group]
             if name in FL_METHODS:
                 row["selected"] = [c["methods"][name]["selected"] for c in group]
@@ -443,6 +459,14 @@ def markdown(result: dict[str, Any]) -> str:
                           f"cells below paper − 0.5 pt: {', '.join(low) or 'none'}.")
     if deltas:
         out += ["", *deltas]
+    figs = [r for r in rows if r.get("figures")]
+    if figs:
+        out += ["", "## Per-site figures against scikit-learn (issue #23)", "",
+                "Each DC-CFL fit's per-site figures (summary and the report's per-site table) recomputed with "
+                "scikit-learn on the out-of-fold predictions they came from (`benchmarks/metrics_agreement.py`; "
+                "summed over seeds):", "",
+                *[f"- {r['dataset']} {r['split']} / {r['method']}: figures checked: {r['figures']['checked']}, "
+                  f"mismatches: {r['figures']['mismatches']}" for r in figs]]
     t3 = result.get("table3", [])
     if t3:
         cols3 = list(dict.fromkeys((r["dataset"], r["split"]) for r in t3))

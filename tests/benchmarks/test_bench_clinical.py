@@ -103,7 +103,10 @@ def test_a_whole_run_on_a_table_with_text_and_empty_cells(tmp_path, capsys, monk
         assert s["methods"]["dc"]["accuracy"] >= 0.6  # a clear signal survives the round
     assert case["mean"]["pooled_lr"]["accuracy"] >= 0.8
     assert "time" not in case["product"]["dc"]["kit_columns"]
+    figures = case["product"]["dc"]["figures"]  # issue #23: summary.json and report.html against sklearn
+    assert figures["checked"] >= 4 * 35 and figures["mismatches"] == 0  # per site: 19 in summary, 10 + 10 in report
     md = out.with_suffix(".md").read_text()
+    assert f"lung / dc: figures checked: {figures['checked']}, mismatches: 0" in md
     assert "## Target check" in md and "lung / dc:" in md and "--dataset lung --seeds 1 --method dc" in md
     assert "lung / dc:" in capsys.readouterr().out
 

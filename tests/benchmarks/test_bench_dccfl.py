@@ -65,6 +65,9 @@ def test_tiny_end_to_end_record(tmp_path):
     assert out.with_suffix(".md").read_text().startswith("# DC-CFL benchmark")
     assert out.with_name("dccfl_rounds.svg").read_text().startswith("<svg")
     assert len(lines) == 4 and "Table 2" in markdown(result)
+    product = [r for r in doc["rows"] if r["method"] == "DC-CFL (product defaults)"]
+    assert all(r["figures"]["checked"] > 0 and r["figures"]["mismatches"] == 0 for r in product)  # issue #23
+    assert "mismatches: 0" in out.with_suffix(".md").read_text()
 
 
 def _opposite_groups(seed: int = 0) -> Cell:
