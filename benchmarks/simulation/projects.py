@@ -18,6 +18,8 @@ PASSPHRASE = "correct horse battery staple"
 FEATURES = [f"x{j}" for j in range(8)]
 CLASSES = ["a", "b", "c", "d"]
 GROUP_MIXES = [[0.45, 0.45, 0.05, 0.05], [0.05, 0.05, 0.45, 0.45], [0.25, 0.25, 0.25, 0.25]]
+BINARY_CLASSES = ["no", "yes"]  # ``build_project(..., classes=2)``: a yes/no outcome
+BINARY_MIXES = [[0.8, 0.2], [0.55, 0.45], [0.7, 0.3]]
 SITE_NAMES = ["North General", "St Mary's", "Lakeside Clinic", "City Hospital", "Riverside", "Hillcrest",
               "Bayview", "Oakwood", "Kingsbridge", "Elm Park", "Westfield", "Harbour"]
 
@@ -36,23 +38,25 @@ class Project:
     extras: dict[str, Path] = field(default_factory=dict)  # "tampered", "duplicate", "foreign"
 
 
-def _data(n_rows: int, seed: int):
+def _data(n_rows: int, seed: int, classes: int = 4):
     from sklearn.datasets import make_classification
 
-    X, y = make_classification(n_samples=n_rows, n_features=8, n_informative=6, n_redundant=1, n_classes=4,
-                               n_clusters_per_class=2, class_sep=1.6, random_state=seed)
+    sep = 1.6 if classes > 2 else 0.8  # a yes/no outcome that is not trivially separable (ROC worth drawing)
+    X, y = make_classification(n_samples=n_rows, n_features=8, n_informative=6, n_redundant=1, n_classes=classes,
+                               n_clusters_per_class=2, class_sep=sep, random_state=seed)
     X = X * np.array([1, 10, 100, 0.1, 1, 5, 50, 2]) + np.array([0, 50, -300, 1, 2, 0, 1000, 7])
     frame = pd.DataFrame(X, columns=FEATURES)
-    frame["label"] = np.asarray(CLASSES)[y]
+    frame["label"] = np.asarray(BINARY_CLASSES if classes == 2 else CLASSES)[y]
     return frame, y
 
 
 def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs: int = 5, groups: int = 2,
                   names: list[str] | None = None, seed: int = 0, extras: bool = False,
-                  settings: dict | None = None) -> Project:
+                  settings: dict | None = None, classes: int = 4) -> Project:
     """Write a whole analyst-side starting point with core: identity, kit, and one bundle per site.
 
-    Sites alternate between ``groups`` label mixes (two opposite skews, then a balanced one). With
+    Sites alternate between ``groups`` label mixes (two opposite skews, then a balanced one; with ``classes=2`` a
+    yes/no outcome, the sites' shares of "yes" 20 %, 45 % and 30 %). With
     ``extras`` also writes a tampered copy of bundle 0, a byte-identical duplicate of bundle 1 and a bundle
     from another project (all three must be refused on import).
     """
@@ -67,12 +71,13 @@ def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs
     (root / "data").mkdir(parents=True, exist_ok=True)
     names = list(names or (SITE_NAMES[:n_sites] if n_sites <= len(SITE_NAMES) else
                            [f"site{i:02d}" for i in range(n_sites)]))
-    frame, y = _data(max(4000, n_sites * rows * 2 + 400), seed)
+    K = 2 if classes == 2 else 4
+    frame, y = _data(max(4000, n_sites * rows * 2 + 400), seed, K)
     rng = np.random.default_rng(seed)
-    pools = {k: list(rng.permutation(np.flatnonzero(y == k))) for k in range(4)}
+    pools = {k: list(rng.permutation(np.flatnonzero(y == k))) for k in range(K)}
     sample = root / "data" / "sample.csv"
-    frame.iloc[[pools[k].pop() for k in range(4) for _ in range(5)]].to_csv(sample, index=False)
-    seed_rows = frame.iloc[[pools[k].pop() for k in range(4) for _ in range(25)]][FEATURES].to_numpy()
+    frame.iloc[[pools[k].pop() for k in range(K) for _ in range(10 if K == 2 else 5)]].to_csv(sample, index=False)
+    seed_rows = frame.iloc[[pools[k].pop() for k in range(K) for _ in range(25)]][FEATURES].to_numpy()
 
     analyst = Identity.generate("Analyst")
     identity = root / "analyst" / "analyst.dcid"
@@ -89,9 +94,9 @@ def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs
 
     bundles = []
     for i, name in enumerate(names):
-        mix = GROUP_MIXES[i % groups]
+        mix = (BINARY_MIXES if K == 2 else GROUP_MIXES)[i % groups]
         counts = rng.multinomial(rows, mix)
-        idx = rng.permutation([pools[k].pop() for k in range(4) for _ in range(counts[k])])
+        idx = rng.permutation([pools[k].pop() for k in range(K) for _ in range(counts[k])])
         csv = root / "data" / f"site{i}.csv"
         frame.iloc[idx].to_csv(csv, index=False)
         ident = Identity.generate(name)

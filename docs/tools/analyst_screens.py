@@ -87,6 +87,15 @@ def _scroll_to_clinical(page) -> None:
             return
 
 
+def _scroll_to_roc(page) -> None:
+    """Scroll the Models page's Results tab so the first ROC plot (then the reliability curves) fills the shot."""
+    views = page.views
+    for w in views.plots:
+        if "ROC" in w.getPlotItem().titleLabel.text:
+            views.verticalScrollBar().setValue(max(0, w.y() - 8))
+            return
+
+
 def render(out_dir: Path, workdir: Path) -> list[Path]:
     """Build a 6-site project in ``workdir``, walk every page and save PNGs into ``out_dir``."""
     from PySide6.QtCore import QSettings
@@ -141,6 +150,17 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
     ep.save_pdf(workdir / "packages" / "report.pdf")
     _grab(app, window, out_dir, 7, "export", written)
     window.close()
+    # a yes/no outcome: the Models page's ROC and reliability curves per site and per group
+    bproject = build_project(workdir / "binary", n_sites=4, rows=240, epochs=40, groups=3, classes=2)
+    bwindow = AnalystWindow(kit_path=str(bproject.kit))
+    bwindow.show()
+    open_session(app, bwindow, bproject)
+    wait_job(app, bwindow.bundles_page.import_paths([str(p) for p in bproject.bundles]))
+    confirm_senders(app, bwindow.bundles_page, bwindow.bundles_page.pending_fingerprints())
+    bwindow.show_page("models")
+    wait_job(app, bwindow.models_page.train(), timeout=300)
+    _grab(app, bwindow, out_dir, 10, "models", written, prepare=lambda: _scroll_to_roc(bwindow.models_page))
+    bwindow.close()
     # data clustering: a real dcclustering project when core has the method, else a synthetic result
     from core.methods import METHODS
 
