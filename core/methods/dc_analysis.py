@@ -35,7 +35,7 @@ from ..learn.mlp import MLPWeights
 from .base import MethodResult, ReceivedBundle, content_digest
 from .dc_site import check_anchor_width, site_map
 from .settings import Setting
-from .views import Curve, Heatmap, Table, Text, View
+from .views import Bars, Curve, Heatmap, Table, Text, View
 
 ALIGNMENT_SETTINGS = (
     Setting("alignment", "choice", ALIGNMENT_DEFAULTS["alignment"],
@@ -276,6 +276,10 @@ def metric_views(result: MethodResult) -> list[View]:
                 for x in sites for m in [x["metrics"]]]
         out.append(Table(f"What each site is sent, out-of-fold (risk ≥ {sites[0]['metrics']['threshold']:g} "
                          "counts as an event)", cols, rows))
+        out.append(Table("Confusion matrix of each site, out-of-fold (rows of each kind)",
+                         ["site", "true negatives", "false positives", "false negatives", "true positives"],
+                         [[x["site"], *[int(v) for row in x["metrics"]["confusion"] for v in row]] for x in sites
+                          if x["metrics"].get("confusion")]))
         bad = [x["site"] for x in sites if x["metrics"].get("never_predicts_minority")]
         if bad:
             out.append(Text(f"Sensitivity 0 at {sites[0]['metrics']['threshold']:g} for {', '.join(bad)}: the model "
@@ -287,6 +291,10 @@ def metric_views(result: MethodResult) -> list[View]:
                  *[_f(c["recall"]) for c in m["per_class"]]] for x in sites for m in [x["metrics"]]]
         out.append(Table("What each site is sent, out-of-fold", ["site", "rows", "macro-AUC", "balanced accuracy",
                                                                  *[f"recall {c}" for c in names]], rows))
+        out.append(Table("Confusion matrix of each site, out-of-fold (true class → predicted class: rows)",
+                         ["site", *[f"{t} → {p}" for t in names for p in names]],
+                         [[x["site"], *[int(v) for row in x["metrics"]["confusion"] for v in row]] for x in sites
+                          if x["metrics"].get("confusion")]))
         bad = [f"{x['site']} ({', '.join(x['metrics']['never_predicted'])})" for x in sites
                if x["metrics"].get("never_predicted")]
         if bad:
@@ -312,6 +320,15 @@ def metric_views(result: MethodResult) -> list[View]:
                 out.append(Curve("Calibration, all sites pooled (observed event rate per tenth of predicted risk)",
                                  cal["predicted"], {"observed": cal["observed"], "ideal": cal["predicted"]},
                                  xlabel="predicted risk", ylabel="observed rate"))
+            hist = [int(v) for v in cal["histogram"]]
+            out.append(Bars(f"Predicted risks, all sites pooled ({len(y_all):,} rows): how many fall in each tenth",
+                            [f"{k / 10:.1f}–{(k + 1) / 10:.1f}" for k in range(len(hist))], hist, ylabel="rows"))
+            site_cal = {f"{x['site']} ({_counts(y)})": _binned_rate(y, P[:, 1])
+                        for x, (_, y, P) in sorted(got, key=lambda g: -len(g[1][1]))[:ROC_SITES]}
+            mids = ((CALIBRATION_BINS[:-1] + CALIBRATION_BINS[1:]) / 2).round(4).tolist()
+            out.append(Curve("Calibration per site, out-of-fold (observed event rate per tenth of the risk scale; "
+                             "largest sites)", mids, {**site_cal, "ideal": mids}, xlabel="predicted risk",
+                             ylabel="observed rate"))
             out += _cluster_curves(got)
         if len(classes) == P_all.shape[1]:
             cm = np.zeros((len(classes), len(classes)))
