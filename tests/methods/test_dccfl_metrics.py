@@ -39,8 +39,9 @@ def binary_fit():
     return DCCFL(**FAST).fit(bundles, FitContext(classes))
 
 
-def test_every_site_figure_is_sklearns_on_the_out_of_fold_predictions(binary_fit):
-    res = binary_fit
+def assert_site_figures_are_sklearns(res) -> None:
+    """Every binary per-site figure of a DC-family summary equals scikit-learn's on ``details["oof"]``, the site's
+    line says it, and the summary is strict JSON (shared by the DC-CFL and FedDAG tests)."""
     sites, oof = res.summary["sites"], res.details["oof"]
     assert len(oof) == len(sites) == 4
     for x, (rows, y, P) in zip(sites, oof, strict=True):
@@ -53,10 +54,14 @@ def test_every_site_figure_is_sklearns_on_the_out_of_fold_predictions(binary_fit
         assert m["specificity"] == pytest.approx(recall_score(y, pred, pos_label=0))
         assert m["brier"] == pytest.approx(brier_score_loss(y, P[:, 1]))
         assert m["confusion"] == confusion_matrix(y, pred, labels=[0, 1]).tolist()
-        assert "cross-validated" in m["scored"]
         line = site_line(x)
         assert f"AUC {m['auc']:.2f}" in line and f"({'n = ' + str(m['rows'])}, {m['events']} events)" in line
     json.dumps(res.summary, allow_nan=False)  # strict JSON: undefined figures are null
+
+
+def test_every_site_figure_is_sklearns_on_the_out_of_fold_predictions(binary_fit):
+    assert_site_figures_are_sklearns(binary_fit)
+    assert all("cross-validated" in x["metrics"]["scored"] for x in binary_fit.summary["sites"])
 
 
 def test_views_show_the_table_roc_calibration_and_confusion(binary_fit):
