@@ -191,7 +191,7 @@ class AnalystRound:
             checked.append((Path(p), b, state))
         reports = []
         for p, b, state in checked:
-            rows = int(b.manifest.get("n_rows", 0))
+            rows = int(b.manifest.get("n_rows") or 0)  # checked by _check_common_manifest: a whole number or absent
             counts = b.arrays["label_counts"].tolist() if "label_counts" in b.arrays else []
             self._open[b.envelope_id] = b
             if state == "new":
@@ -366,7 +366,7 @@ def _check_common_manifest(opened: Opened, path: Path) -> None:
         if not isinstance(m.get(key), str):
             raise FormatError(f"the bundle's manifest lacks a text '{key}'", path=path)
     n = m.get("n_rows")
-    if n is not None and (type(n) is not int or n < 0):
+    if ("n_rows" in m and n is None) or (n is not None and (type(n) is not int or n < 0)):
         raise FormatError("the bundle's manifest gives its row count (n_rows) as something other than a whole "
                           "number", path=path)
     x = arrays.get("x_tilde")

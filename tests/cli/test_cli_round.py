@@ -174,6 +174,24 @@ def test_bundle_for_another_project_or_analyst_is_refused(round_dir, capsys):
     _analyst_run_refused(capsys, d, d / "stranger", expect="recipient")
 
 
+@pytest.mark.parametrize("n_rows", [None, "80", 1.5, -1, True])
+def test_a_site_that_signs_a_bundle_with_a_malformed_row_count_is_refused_in_one_line(round_dir, capsys, n_rows):
+    """An insider holds a valid key: a bundle re-sealed by its own site with ``n_rows`` null (or text, a fraction,
+    negative, a boolean) is refused with one sentence naming the field, never a Python traceback."""
+    from core.formats.envelope import open_sealed
+
+    d, _ = round_dir
+    analyst = Identity.load(d / "analyst/analyst.dcid", "correct horse battery staple")
+    site0 = Identity.load(d / "site0/site0.dcid", "correct horse battery staple")
+    opened = open_sealed(d / "bundles/site0.dcbundle", analyst, expect_kind="bundle")
+    manifest = {**opened.payload.manifest, "n_rows": n_rows}
+    folder = d / f"malformed-{n_rows!s}"
+    seal(folder / "site0.dcbundle", Payload(manifest, opened.payload.arrays), kind="bundle",
+         project_id=opened.binding.project_id, sender=site0, recipient=analyst.card)
+    capsys.readouterr()
+    _analyst_run_refused(capsys, d, folder, expect="n_rows")
+
+
 def test_package_for_another_bundle_or_project_is_refused(round_dir, capsys):
     d, sites = round_dir
     # site1 re-exports (a new bundle, new private map); a package for its first bundle still applies,
