@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -66,10 +67,24 @@ UNKNOWN = -2  # level code of a value the kit does not know (and the column has 
 _NUMBER = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$")
 
 
+@dataclass(frozen=True)
+class _PlainLevels:
+    """The part of a column a :class:`LevelCoder` reads, for a list of levels alone."""
+
+    levels: list[str]
+    merged: None = None
+    other: bool = False
+
+
 class LevelCoder:
     """Maps a typed column's raw cells to level codes: 0..L-1 for the kit's levels (a level's merged raw values
     take its code), L for "other" (when the column has it), :data:`MISSING` for an empty cell or a missing-value
     marker, :data:`UNKNOWN` otherwise."""
+
+    @classmethod
+    def of_levels(cls, levels: list[str], tokens: Iterable[str]) -> LevelCoder:
+        """A coder for plain levels (no merges, no "other"): e.g. the label column read against the kit's classes."""
+        return cls(_PlainLevels(list(levels)), tokens)
 
     def __init__(self, column: FeatureColumn, tokens: Iterable[str]):
         self.column = column

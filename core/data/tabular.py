@@ -55,8 +55,6 @@ SAMPLE_BYTES = 1 << 20
 _CHUNK_CELLS = 4_000_000
 _WHOLE_READ_MAX_BYTES = 1 << 30  # up to 1 GiB a file is read in one call, on all cores; beyond it, chunk by chunk
 _DETECT_ROWS = 200
-_MISSING = -1
-_UNKNOWN = -2
 _DEC_COMMA = re.compile(r"^\s*[+-]?\d*,\d+(?:[eE][+-]?\d+)?\s*$")
 _DEC_POINT = re.compile(r"^\s*[+-]?\d*\.\d+(?:[eE][+-]?\d+)?\s*$")
 _NUMBER = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$")
@@ -775,13 +773,7 @@ class _TableReader:
         self.first_missing_label: int | None = None
         self.first_empty_id: int | None = None
         self.unknown: dict[str, int] = {}  # unknown label -> rows
-        self.label_cache: dict[Any, int] = {}
-        self.class_index = {c: i for i, c in enumerate(schema.classes)}
-        nums: dict[float, list[int]] = {}
-        for i, c in enumerate(schema.classes):
-            if _NUMBER.match(c):
-                nums.setdefault(float(c), []).append(i)
-        self.numeric_classes = {v: idx[0] for v, idx in nums.items() if len(idx) == 1}
+        self.label_coder = LevelCoder.of_levels(schema.classes, self.tokens)  # the label is read like a level
 
     def _used(self) -> set[int]:
         return {*self.feat_pos, *self.typed_pos, *(p for p in (self.label_pos, self.id_pos) if p is not None)}
@@ -1020,35 +1012,20 @@ class _TableReader:
     def _labels(self, start: int, series: pd.Series) -> None:
         codes, uniques = pd.factorize(series, use_na_sentinel=True)
         lut = np.empty(len(uniques) + 1, dtype=np.int64)
-        lut[-1] = _MISSING
+        lut[-1] = MISSING
         for k, u in enumerate(uniques):
-            lut[k] = self._label_index(u)
+            lut[k] = self.label_coder.code(u)
         y = lut[codes]
         self.y.take(len(y))[:] = y
-        if (lut[:-1] == _UNKNOWN).any():
+        if (lut[:-1] == UNKNOWN).any():
             counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
-            for k in np.flatnonzero(lut[:-1] == _UNKNOWN):
+            for k in np.flatnonzero(lut[:-1] == UNKNOWN):
                 s = uniques[k].strip()
                 self.unknown[s] = self.unknown.get(s, 0) + int(counts[k])
         if self.first_missing_label is None:
-            hit = np.flatnonzero(y == _MISSING)
+            hit = np.flatnonzero(y == MISSING)
             if hit.size:
                 self.first_missing_label = start + int(hit[0])
-
-    def _label_index(self, value: Any) -> int:
-        if value in self.label_cache:
-            return self.label_cache[value]
-        s = value.strip() if isinstance(value, str) else ""
-        if not s or s in self.tokens:
-            idx = _MISSING
-        elif s in self.class_index:
-            idx = self.class_index[s]
-        elif _NUMBER.match(s) and float(s) in self.numeric_classes:
-            idx = self.numeric_classes[float(s)]
-        else:
-            idx = _UNKNOWN
-        self.label_cache[value] = idx
-        return idx
 
     def _ids(self, start: int, series: pd.Series) -> None:
         s = series.fillna("").astype(str).str.strip()
