@@ -250,3 +250,12 @@ def content_digest(arrays: dict[str, np.ndarray]) -> str:
         h.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode())
         h.update(a.tobytes())
     return h.hexdigest()
+
+
+def check_standardised(manifest: dict, expected: bool, scaling: str, made: str) -> None:
+    """A bundle's ``standardised`` flag (default true) agrees with the kit's ``scaling`` setting; FormatError saying
+    the site must export again otherwise. ``made``: how the bundle was made ("reduced", "grouped")."""
+    standardised = manifest.get("standardised", True)
+    if standardised != expected:
+        raise FormatError(f"bundle was {made} {'with' if standardised else 'without'} standardisation, but the kit's "
+                          f"scaling is {scaling!r}: the site must export again with this kit")

@@ -35,7 +35,16 @@ from ...control import JobControl
 from ...data.schema import ALL_COLUMNS
 from ...errors import ConfigError, FormatError
 from ...learn.alignment import DCAlignment
-from ..base import FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput, rows_digest
+from ..base import (
+    FitContext,
+    Method,
+    MethodResult,
+    ReceivedBundle,
+    SiteExport,
+    SiteInput,
+    check_standardised,
+    rows_digest,
+)
 from ..dc_site import SITE_SETTINGS, check_anchor_width, check_dc_bundle, dc_site_compute
 from ..settings import Setting
 from ..views import Curve, Scatter, Table, Text, View, cluster_sizes, principal_axes_2d
@@ -110,11 +119,7 @@ class DCClustering(Method):
                               f"{width} ({', '.join(cols)})")
         if len(schema.block_names) > 1 and "id_hash" not in bundle.arrays:
             raise FormatError("bundle lacks the hashed row ids needed to link the feature blocks")
-        standardised = m.get("standardised", True)
-        if standardised != (self.settings["scaling"] == "range"):
-            raise FormatError(f"bundle was reduced {'with' if standardised else 'without'} standardisation, but "
-                              f"the kit's scaling is {self.settings['scaling']!r}: the site must export again "
-                              "with this kit")
+        check_standardised(m, self.settings["scaling"] == "range", self.settings["scaling"], "reduced")
         h = bundle.arrays.get("id_hash")
         if h is not None and (h.dtype != np.uint8 or h.shape != (bundle.arrays["x_tilde"].shape[0], 32)):
             raise FormatError("bundle's id hashes are not one 32-byte hash per row")

@@ -39,7 +39,17 @@ import numpy as np
 from ...control import JobControl, ensure
 from ...data.schema import ALL_COLUMNS
 from ...errors import ConfigError, FormatError
-from ..base import Disclosure, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput, rows_digest
+from ..base import (
+    Disclosure,
+    FitContext,
+    Method,
+    MethodResult,
+    ReceivedBundle,
+    SiteExport,
+    SiteInput,
+    check_standardised,
+    rows_digest,
+)
 from ..settings import Setting
 from ..views import Bars, Curve, Scatter, Table, Text, View, cluster_sizes, principal_axes_2d
 from . import cpl as G
@@ -200,11 +210,7 @@ class Gold(Method):
         mean = a["col_sum"] / n
         if np.any(a["col_sumsq"] / n - mean**2 < -1e-6 * np.maximum(1.0, mean**2)):
             raise FormatError("bundle's column sums of squares are smaller than its sums allow")
-        standardised = man.get("standardised", True)
-        if standardised != (self.settings["scaling"] == "standardised"):
-            raise FormatError(f"bundle was grouped {'with' if standardised else 'without'} standardisation, but "
-                              f"the kit's scaling is {self.settings['scaling']!r}: the site must export again "
-                              "with this kit")
+        check_standardised(man, self.settings["scaling"] == "standardised", self.settings["scaling"], "grouped")
 
     # ---- analyst -------------------------------------------------------------------------------
     def fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult:

@@ -234,8 +234,8 @@ class MetaLR(Method):
         sent_of = dict(zip(used, sent, strict=True))
         common = slopes if own_intercepts else np.arange(q * p)
         deviates = {}  # never worse than alone: a site whose own slopes differ from the combined keeps its model
+        idx = np.ix_(common, common)
         for i, b_i, v_i in zip(used, coefs, covs, strict=True):
-            idx = np.ix_(common, common)
             q_i, df_i, p_i = site_deviation(np.asarray(b_i, np.float64).ravel()[common], np.asarray(v_i)[idx], comb)
             if df_i and p_i < DEVIATION_P:
                 deviates[i] = (q_i, df_i, p_i)
