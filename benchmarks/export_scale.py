@@ -122,13 +122,13 @@ def run(rows: int = 1_000_000, features: int = 50, repeats: int = 5, folder: Pat
     med_read = statistics.median(r["seconds"] for r in reads)
     med_export = statistics.median(r["seconds"] for r in exports)
     return {"rows": rows, "features": features, "csv_mb": round(size_mb, 1), "csv_write_seconds": round(write_s, 1),
-            "read_seconds_median": round(med_read, 2), "read_seconds": [round(r["seconds"], 2) for r in reads],
+            "read_seconds_median": round(med_read, 3), "read_seconds": [round(r["seconds"], 2) for r in reads],
             "read_peak_rss_mb": round(max(r["peak_rss_mb"] for r in reads)),
-            "export_seconds_median": round(med_export, 2),
+            "export_seconds_median": round(med_export, 3),
             "export_seconds": [round(r["seconds"], 2) for r in exports],
             "export_peak_rss_mb": round(max(r["peak_rss_mb"] for r in exports)),
             "ratio_of_medians": round(med_export / med_read, 2), "repeats": repeats,
-            "floor_seconds_median": round(statistics.median(r["seconds"] for r in floors), 2),
+            "floor_seconds_median": round(statistics.median(r["seconds"] for r in floors), 3),
             "floor_seconds": [round(r["seconds"], 2) for r in floors],
             "floor_ratio_of_medians": round(statistics.median(r["seconds"] for r in floors) / med_read, 2),
             "load_avg_1_5_15": [round(v, 2) for v in os.getloadavg()],
