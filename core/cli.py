@@ -269,7 +269,8 @@ def cmd_participant_apply(args) -> None:
     out_options = CsvOptions(encoding=args.out_encoding, delimiter=args.out_delimiter, decimal=args.out_decimal)
     res = apply_package(args.package, ident, args.csv, args.out, workspace=ws, options=csv_options(args),
                         with_representation=args.representation, out_options=out_options, validate=args.validate,
-                        threshold=args.threshold, threshold_target=_threshold_target(args))
+                        threshold=args.threshold, threshold_target=_threshold_target(args),
+                        allow_older=args.allow_older)
     for w in res.warnings:
         say(f"warning: {w}")
     say(f"read {Path(args.csv).name}: {res.input_format.describe()}",
@@ -622,6 +623,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", required=True, help="the CSV to add results to (the exported one, or new rows)")
     p.add_argument("--out", required=True, help="RESULT.csv to write (never the input CSV)")
     p.add_argument("--workspace", help="the workspace the bundle was exported from (default: beside the identity)")
+    p.add_argument("--allow-older", action="store_true",
+                   help="apply a package older than one already applied for the same bundle (going back on purpose)")
     p.add_argument("--validate", action="store_true",
                    help="the CSV's rows carry labels: score the package beside this site's own-rows model and "
                         "recommend the better")

@@ -388,22 +388,29 @@ def _run_order(created: str, seq) -> tuple[str, int]:
 
 
 def _package_warnings(workspace: SiteWorkspace, project_id: str, bundle_digest: str, digest: str,
-                      created: str, seq=None) -> list[str]:
-    """Warn when this exact package was applied before, or a newer package for the same bundle was."""
+                      created: str, seq=None, run_id: str = "", *, allow_older: bool = False) -> list[str]:
+    """Warn when this exact package was applied before; refuse (ConfigError naming both runs) a package older
+    than one already applied for the same bundle, unless ``allow_older`` (then it is a warning)."""
     out = []
     for entry in workspace.applied(project_id, bundle_digest):
         if entry.get("digest") == digest:
             out.append(f"this package was already applied on {entry.get('applied')} (to {entry.get('out')})")
         elif _run_order(entry.get("created", ""), entry.get("run_seq")) > _run_order(created, seq):
-            out.append(f"this package (run {created}) is superseded: a newer package from run {entry.get('created')}"
-                       f" (analyst run {entry.get('run_id', '?')}) was applied on {entry.get('applied')}")
+            older = (f"this package (analyst run {run_id or '?'}, {created}) is older than the package of analyst "
+                     f"run {entry.get('run_id') or '?'} ({entry.get('created')}) applied on {entry.get('applied')}")
+            if not allow_older:
+                raise ConfigError(older + "; refused (a site goes back to an older result only on purpose: "
+                                  "--allow-older; in the app: tick 'Apply an older package on purpose')")
+            out.append(older + " (applied on purpose: --allow-older)")
     return out
+
 
 def apply_package(package_path: str | Path, identity: Identity, csv_path: str | Path, out_path: str | Path, *,
                   workspace: SiteWorkspace, options: CsvOptions | None = None,
                   control: JobControl | None = None, with_representation: bool = False,
                   out_options: CsvOptions | None = None, validate: bool = False,
-                  threshold: float | None = None, threshold_target: tuple[str, float] | None = None) -> ApplyResult:
+                  threshold: float | None = None, threshold_target: tuple[str, float] | None = None,
+                  allow_older: bool = False) -> ApplyResult:
     """Verify a package against the kit's analyst, map this site's rows with it and write RESULT.csv.
 
     RESULT.csv is the input CSV (its cells unchanged) plus the result columns, written in the input's own
@@ -421,7 +428,10 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     Two classes: ``risk_<positive>`` (the probability of the kit's second class) and ``decision`` (that class
     when the risk ≥ the threshold, else the other) are written too. The threshold is ``threshold`` (0 < T < 1,
     default 0.5) or picked on the labelled rows by ``threshold_target`` = ("sensitivity" | "specificity", S)
-    (:func:`core.learn.threshold.threshold_for`; needs ``validate``)."""
+    (:func:`core.learn.threshold.threshold_for`; needs ``validate``).
+
+    A package older (by its analyst run) than one already applied for the same bundle is refused unless
+    ``allow_older`` (no silent rollback)."""
     control = ensure(control)
     if threshold is not None:
         threshold = check_threshold(threshold)
@@ -452,7 +462,8 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     except FormatError as exc:
         raise FormatError(exc.message, path=package_path) from exc
     warnings = _package_warnings(workspace, kit.project_id, opened.binding.in_reply_to, opened.digest,
-                                 str(manifest.get("run_created") or opened.binding.created), manifest.get("run_seq"))
+                                 str(manifest.get("run_created") or opened.binding.created), manifest.get("run_seq"),
+                                 str(manifest.get("run_id", "")), allow_older=allow_older)
     method = get_method(manifest["method"])
     control.step(0.4, "reading the CSV")
     schema = kit.schema.block_schema(meta["block"]) if meta.get("block") else kit.schema

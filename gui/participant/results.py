@@ -67,12 +67,14 @@ THRESHOLD_MODES = (("threshold", "Threshold"), ("sensitivity", "Reach sensitivit
 
 def _apply_and_read(package: Path, identity: Identity, csv: Path, out: Path, workspace: Path, impute: bool,
                     control, out_options: CsvOptions | None = None, validate: bool = False,
-                    threshold: float | None = None, threshold_target: tuple[str, float] | None = None) -> dict:
+                    threshold: float | None = None, threshold_target: tuple[str, float] | None = None,
+                    allow_older: bool = False) -> dict:
     """The job: apply the package (core), then read the first rows and the result column's counts back."""
     result: ApplyResult = apply_package(package, identity, csv, out, workspace=SiteWorkspace(workspace),
                                         options=CsvOptions(impute="mean" if impute else None),
                                         control=control.sub(0.0, 0.9), out_options=out_options, validate=validate,
-                                        threshold=threshold, threshold_target=threshold_target)
+                                        threshold=threshold, threshold_target=threshold_target,
+                                        allow_older=allow_older)
     control.step(0.92, "reading the results")
     fmt = result.output_format
     written = CsvOptions(encoding=fmt.encoding, delimiter=fmt.delimiter, decimal=fmt.decimal)
@@ -143,6 +145,10 @@ class ResultsWindow(QWidget):
         f = QFormLayout(pkg_box)
         f.addRow(self.tr("Pac&kage:"), self.package_field)
         f.addRow("", self.package_label)
+        self.older_check = QCheckBox(self.tr("Apply an older package on purpose"))
+        self.older_check.setToolTip(self.tr("A package from an earlier analyst run than one already applied to the "
+                                            "same bundle is refused unless you tick this (going back on purpose)."))
+        f.addRow("", self.older_check)
 
         # -- 3. rows
         self.csv_field = PathField("csv", "open", self.tr("CSV files (*.csv *.txt *.tsv);;All files (*)"),
@@ -410,7 +416,7 @@ class ResultsWindow(QWidget):
             self.message.show_message("error", self.tr("Choose another results file: your CSV is never overwritten."))
             return
         ident, ws, impute = self.identity, Path(self.workspace_field.path()), self.impute_check.isChecked()
-        validate = self.validate_check.isChecked()
+        validate, older = self.validate_check.isChecked(), self.older_check.isChecked()
         self.outcome = None
         self.save_button.setEnabled(False)
 
@@ -421,9 +427,9 @@ class ResultsWindow(QWidget):
 
         out_options = self.out_format_combo.currentData()
         last = {"package": package, "identity": ident, "csv": csv, "out": out, "workspace": ws, "impute": impute,
-                "out_options": out_options, "validate": validate}
+                "out_options": out_options, "validate": validate, "allow_older": older}
         self._run(lambda control: _apply_and_read(package, ident, csv, out, ws, impute, control, out_options,
-                                                  validate),
+                                                  validate, allow_older=older),
                   self.tr("Applying the package…"), lambda outcome: (self._remember(last), ok(outcome)))
 
     def _remember(self, last: dict) -> None:
@@ -443,7 +449,7 @@ class ResultsWindow(QWidget):
 
         self._run(lambda control: _apply_and_read(a["package"], a["identity"], a["csv"], a["out"], a["workspace"],
                                                   a["impute"], control, a["out_options"], a["validate"],
-                                                  threshold, target),
+                                                  threshold, target, a["allow_older"]),
                   self.tr("Writing the results again at the new threshold…"), ok)
 
     def _show(self, outcome: dict, keep_threshold: bool = False) -> None:

@@ -249,7 +249,9 @@ def test_audit_head_is_bound_into_each_file_and_edits_block_appends(rnd, tmp_pat
 
 # ---- package re-use ---------------------------------------------------------------------------------------
 
-def test_reapplying_or_applying_a_superseded_package_warns(rnd, tmp_path):
+def test_reapplying_warns_and_an_older_package_is_refused_unless_allowed(rnd, tmp_path):
+    """Issue #26 finding 6: going back to an older analyst run for the same bundle is refused, naming both
+    runs, unless the site says it means it (``allow_older``); nothing is written when refused."""
     first = apply_package(rnd.out.packages[1].path, rnd.sites[1], rnd.csv[1], tmp_path / "1.csv",
                           workspace=rnd.ws[1])
     assert first.warnings == [] or all("already" in w for w in first.warnings)
@@ -258,9 +260,22 @@ def test_reapplying_or_applying_a_superseded_package_warns(rnd, tmp_path):
     assert any("already applied" in w for w in again.warnings)
     newer = rnd.session.export(rnd.result, tmp_path / "rerun")
     apply_package(newer.packages[1].path, rnd.sites[1], rnd.csv[1], tmp_path / "3.csv", workspace=rnd.ws[1])
+    old_run = read_manifest_of(rnd.out.packages[1].path, rnd.sites[1])["run_id"]
+    new_run = read_manifest_of(newer.packages[1].path, rnd.sites[1])["run_id"]
+    assert old_run != new_run
+    with pytest.raises(ConfigError, match="older") as refused:
+        apply_package(rnd.out.packages[1].path, rnd.sites[1], rnd.csv[1], tmp_path / "4.csv", workspace=rnd.ws[1])
+    assert old_run in refused.value.message and new_run in refused.value.message
+    assert "--allow-older" in refused.value.message and not (tmp_path / "4.csv").exists()
     old = apply_package(rnd.out.packages[1].path, rnd.sites[1], rnd.csv[1], tmp_path / "4.csv",
-                        workspace=rnd.ws[1])
-    assert any("superseded" in w for w in old.warnings)
+                        workspace=rnd.ws[1], allow_older=True)
+    assert any("older" in w and "on purpose" in w for w in old.warnings)
+
+
+def read_manifest_of(package, site):
+    from core.formats.envelope import open_sealed
+
+    return open_sealed(package, site, expect_kind="package").payload.manifest
 
 
 # ---- one bad site -----------------------------------------------------------------------------------------
