@@ -1,4 +1,5 @@
-"""``python -m benchmarks kill --kills N --seed S``: SIGKILL a site's export and an analyst's run at many moments.
+"""``python -m benchmarks kill --kills N --seed S``: SIGKILL a site's export, an analyst's run and a site's
+apply at many moments.
 
 Each case forks a child that performs one operation, and the parent kills it with SIGKILL:
 
@@ -10,7 +11,9 @@ Each case forks a child that performs one operation, and the parent kills it wit
 After every kill the invariants are checked: no file under a final name is partial (every ``.dcbundle`` and
 ``.dcpkg`` opens; an output folder holds a complete set — summary.json lists exactly its packages, with
 matching SHA-256, and report.html is there); every bundle a site shows has its private state in the site's
-workspace; every bundle in the analyst's registry is stored intact; both audit logs verify. The next run
+workspace; no private state is orphaned (no export folder without its state.json; once the workspace is opened
+again, no staging folder and no state of a bundle the audit log never recorded); every bundle in the analyst's
+registry is stored intact; both audit logs verify. The next run
 must then succeed and leave no ``.part``, ``.staging`` or ``.old`` behind.
 """
 
@@ -133,12 +136,41 @@ class _Round:
         self.exports = folder / "exports"
         self.n_analyst = 0
         self.n_export = 0
+        self.n_apply = 0
+        self.site_csv = folder / "site0.csv"
+        self.package = session.export(self.result, folder / "packages").packages[0].path
+        self.applied = folder / "applied"
 
     # ---- the two operations ----------------------------------------------------------------------------
     def export_op(self) -> Callable[[], None]:
         self.n_export += 1
         out = self.exports / f"case{self.n_export}.dcbundle"
         return lambda: self.jobs[0].seal(out)
+
+    def apply_op(self) -> Callable[[], None]:
+        from core.participant import apply_package
+
+        self.n_apply += 1
+        out = self.applied / f"result{self.n_apply}.csv"
+        return lambda: apply_package(self.package, self.site, self.site_csv, out, workspace=self.site_ws)
+
+    def check_apply(self) -> list[str]:
+        """Every RESULT.csv under its final name is whole (all rows, the result column filled); the site's
+        record of applied packages reads; its audit log verifies."""
+        import pandas as pd
+
+        problems = []
+        rows = len(pd.read_csv(self.site_csv))
+        for result in sorted(self.applied.glob("*.csv")):
+            frame = pd.read_csv(result)
+            if len(frame) != rows or "prediction" not in frame or frame["prediction"].isna().any():
+                problems.append(f"{result.name} is not a complete result ({len(frame)} of {rows} rows)")
+        try:
+            self.site_ws.applied(self.kit.project_id, _digest(self.bundle_files[0]))
+            self.site_ws.audit.verify()
+        except DCError as exc:
+            problems.append(f"site workspace after apply: {exc.message}")
+        return problems
 
     def analyst_op(self) -> Callable[[], None]:
         from core.analyst import AnalystRound
@@ -169,6 +201,25 @@ class _Round:
             self.site_ws.audit.verify()
         except DCError as exc:
             problems.append(f"site audit log: {exc.message}")
+        return problems + self.orphans()
+
+    def orphans(self) -> list[str]:
+        """Private state no bundle can answer to: right after a kill, no export folder may lack its state.json;
+        once the workspace is opened again (it cleans up), no staging folder is left and every export folder
+        is named by an audit ``export`` line (its bundle may have been published)."""
+        from core.formats.workspace import SiteWorkspace
+
+        root = self.folder / "site.ws"
+        problems = [f"{d.relative_to(self.folder)} has no state.json" for d in root.glob("projects/*/exports/*")
+                    if d.is_dir() and not d.name.startswith(".") and not (d / "state.json").is_file()]
+        ws = SiteWorkspace(root)
+        exported = {e.get("digest") for e in ws.audit.entries() if e.get("event") == "export"}
+        for d in root.glob("projects/*/exports/*"):
+            if d.name.startswith("."):
+                problems.append(f"{d.relative_to(self.folder)} left after the workspace was opened again")
+            elif (d / "state.json").is_file() and json.loads((d / "state.json").read_text())["bundle_digest"] \
+                    not in exported:
+                problems.append(f"{d.relative_to(self.folder)}: private state of a bundle never exported")
         return problems
 
     def check_analyst(self) -> list[str]:
@@ -223,7 +274,8 @@ def run_kill(random_kills: int = 10, seed: int = 0, say: Callable[[str], None] |
     with tempfile.TemporaryDirectory(prefix="dcstudio-kill-", dir=shm if shm.is_dir() else None) as tmp:
         r = _Round(Path(tmp), seed)
         for name, make, check in (("export", r.export_op, r.check_site), ("analyst run", r.analyst_op,
-                                                                            r.check_analyst)):
+                                                                            r.check_analyst),
+                                  ("apply", r.apply_op, r.check_apply)):
             t0 = time.perf_counter()
             calls = _run_child(make())
             duration = time.perf_counter() - t0
@@ -254,6 +306,7 @@ def run_kill(random_kills: int = 10, seed: int = 0, say: Callable[[str], None] |
         r.jobs[0].seal(r.exports / "final.dcbundle")
         recover_outputs(r.out)
         r.analyst_op()()
+        r.apply_op()()
         stats["leftovers"] = r.leftovers()
     stats["seconds"] = round(time.perf_counter() - start_all, 1)
     return stats

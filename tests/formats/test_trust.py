@@ -387,3 +387,45 @@ def test_large_plaintext_is_decrypted_to_a_file_and_capped(rnd):
         assert np.array_equal(mapped.payload.arrays[name], a)
     with pytest.raises(FormatError, match="plaintext limit"):
         env.open_sealed(path, rnd.analyst, expect_kind="bundle", limits=env.Limits(max_plaintext_bytes=1000))
+
+
+# ---- private state after a kill (issue #26 finding 5) -------------------------------------------------------
+
+def test_an_export_folder_appears_whole_and_orphans_are_cleaned(rnd, tmp_path):
+    """The export's private state is written into a staging folder that one rename makes final, so a kill leaves
+    no folder without state.json; what a killed export (or an earlier version) left is removed when the
+    workspace is opened again — but never the state of a bundle the audit log says was exported."""
+    import shutil
+
+    from core.fileio import STAGING_SUFFIX
+
+    ws = rnd.ws[0]
+    exports = next((ws.root / "projects").glob("*/exports"))
+    kept = sorted(p.name for p in exports.iterdir())
+    assert kept and all((exports / k / "state.json").is_file() for k in kept)
+    template = exports / kept[0]
+    # what older versions left when killed mid-way: the arrays without state.json
+    half = exports / "0123456789abcdef"
+    half.mkdir()
+    for npy in template.glob("*.npy"):
+        shutil.copy(npy, half / npy.name)
+    # a killed export's staging folder (its process is gone: pid 1 is never ours to write with, use a dead pid)
+    dead = _dead_pid()
+    staging = exports / f".fedcba9876543210.{dead}{STAGING_SUFFIX}"
+    shutil.copytree(template, staging)
+    # a whole folder whose export was killed before its audit line (so before its bundle could exist)
+    unexported = exports / "00000000aaaaaaaa"
+    shutil.copytree(template, unexported)
+    state = json.loads((unexported / "state.json").read_text())
+    (unexported / "state.json").write_text(json.dumps({**state, "bundle_digest": "ab" * 32, "writer": dead}))
+    SiteWorkspace(ws.root)
+    assert sorted(p.name for p in exports.iterdir()) == kept
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
