@@ -95,6 +95,7 @@ class Corpus:
             ws = SiteWorkspace(folder / f"site{i}.ws")
             job = ParticipantRound(self.kit, self.kit_path, site, ws, anchor=self.anchor,
                                    site_settings={"seed": i})
+            job.confirm_analyst(self.kit.analyst, how="benchmark: the kit's own signer")
             job.load(csv)
             bundles.append(job.seal(folder / f"site{i}.dcbundle"))
             self.site_ws.append(ws)

@@ -124,6 +124,7 @@ class _Round:
             ws = self.site_ws if i == 0 else SiteWorkspace(folder / "other.ws")
             job = ParticipantRound(self.kit, self.kit_path, ident, ws, anchor=anchor,
                                    site_settings={"seed": i})
+            job.confirm_analyst(self.kit.analyst, how="benchmark: the kit's own signer")
             job.load(csv)
             job.compute()
             self.jobs.append(job)

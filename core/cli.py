@@ -229,6 +229,7 @@ def cmd_participant_export(args) -> None:
     job = ParticipantRound(kit, args.kit, load_identity(args.identity), workspace, anchor=args.anchor,
                            site_settings=site)
     job.units_checked = args.units_checked
+    _confirm_analyst(job, args.analyst_fingerprint)
     try:
         table = job.load(args.csv, csv_options(args), block=args.block)
         if args.units_checked:  # otherwise sealing refuses, naming the columns
@@ -241,8 +242,7 @@ def cmd_participant_export(args) -> None:
         raise
     if job.first_use:
         say(f"first kit for project {kit.name!r} ({kit.project_id}): analyst {kit.analyst.name!r} "
-            f"({kit.analyst.fingerprint}) is now pinned for it; compare that fingerprint with the analyst if you "
-            "have not yet")
+            f"({kit.analyst.fingerprint}), confirmed ({job.analyst_confirmed}), is now pinned for it")
     say(f"read {table.source.name}: {table.format.describe()}"
         + ("" if args.encoding and args.delimiter and args.decimal else " (detected; override with --encoding, "
            "--delimiter, --decimal)"),
@@ -256,6 +256,23 @@ def cmd_participant_export(args) -> None:
             ids="id_hash" in ex.arrays, noise=float(args.noise or 0.0))),
         "  (arrays: " + "; ".join(f"{d.name} {tuple(d.shape)}" for d in ex.disclosures) + ")",
         f"workspace: {job.workspace.root}")
+
+
+def _confirm_analyst(job, given: str | None) -> None:
+    """First use of a project in this workspace: the analyst's key is confirmed by the fingerprint the analyst
+    read out (``--analyst-fingerprint``, or typed at the prompt of an interactive terminal) or their card."""
+    from .formats.identity import PublicCard
+
+    if given is None and job.first_use and sys.stdin.isatty():
+        say(f"first kit for project '{job.kit.name}': it is signed by '{job.kit.analyst.name}'.")
+        given = input("Type the fingerprint the analyst read to you (by phone or in person), or press Enter to "
+                      "stop: ").strip() or None
+    if given is None:
+        return  # sealing refuses on first use, saying how to confirm
+    if given.endswith(".dcpub") and Path(given).is_file():
+        job.confirm_analyst(PublicCard.load(given), how=f"card {Path(given).name}")
+    else:
+        job.confirm_analyst(given, how="fingerprint given" if job.first_use else "fingerprint given again")
 
 
 def cmd_participant_apply(args) -> None:
@@ -604,6 +621,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--anchor", help="the project's .dcanchor from the lead participant")
     p.add_argument("--workspace", help="where the private reduction is kept (default: beside the identity)")
     p.add_argument("--block", help="clustering: the feature block this CSV holds (default: detected from its columns)")
+    p.add_argument("--analyst-fingerprint", metavar="FINGERPRINT|CARD.dcpub",
+                   help="the first time this workspace sees the project: the analyst's fingerprint as they read it to "
+                   "you (by phone or in person), or their public card received another way; checked against the "
+                   "kit's signer before anything is sealed")
     p.add_argument("--units-checked", action="store_true",
                    help="export even though a column does not look like the kit's sample (another unit or coding?): "
                    "only after checking the columns named")

@@ -19,11 +19,11 @@ from .control import JobControl, ensure
 from .data.encoding import encoded_scales
 from .data.harmony import unit_warnings
 from .data.tabular import CsvFormat, CsvOptions, LocalTable, preview, read_table
-from .errors import ConfigError, DataError, DCError, FormatError
+from .errors import ConfigError, DataError, DCError, FormatError, VerificationError
 from .fileio import atomic_writer, safe_cell, utc_now
 from .formats.anchor import AnchorFile
 from .formats.envelope import Payload, SealedFile, inspect, open_sealed, seal
-from .formats.identity import Identity
+from .formats.identity import Identity, PublicCard, read_fingerprint
 from .formats.kit import Kit
 from .formats.workspace import SiteWorkspace, remove_empty_workspace
 from .learn.clinical_metrics import delong, json_safe, metrics_for
@@ -132,8 +132,24 @@ class ParticipantRound:
         self.block: str | None = None
         self.export_: SiteExport | None = None
         self.local_baseline = True  # train the own-rows model that ``apply --validate`` compares with
+        self.analyst_confirmed: str | None = None  # how the site confirmed the analyst's key (first use)
         self.unit_warnings: list[str] = []  # columns that do not look like the kit's sample (core.data.harmony)
         self.units_checked = False  # the site's staff checked them: sealing goes ahead despite the warnings
+
+    def confirm_analyst(self, who: PublicCard | str, how: str) -> str:
+        """Confirm the kit's analyst key the first time this workspace sees the project: ``who`` is the fingerprint
+        the analyst read to the site (typed or scanned) or the analyst's public card received another way.
+        VerificationError naming both fingerprints when it is not the key that signed the kit."""
+        fingerprint = who.fingerprint if isinstance(who, PublicCard) else read_fingerprint(who)
+        if fingerprint is None:
+            raise ConfigError(f"'{who}' is not a fingerprint (16 characters like K8ZA-XT1E-2PKR-1GNP)")
+        if fingerprint != self.kit.analyst.fingerprint:
+            raise VerificationError(
+                f"the fingerprint you were given ({fingerprint}) is not that of the key that signed this kit "
+                f"({self.kit.analyst.fingerprint}, '{self.kit.analyst.name}'); do not export: call the analyst on a "
+                "number you already know and ask which key is genuine")
+        self.analyst_confirmed = how
+        return fingerprint
 
     @property
     def workspace(self) -> SiteWorkspace:
@@ -234,6 +250,12 @@ class ParticipantRound:
         so a kill at any moment leaves no bundle without its state. A failure leaves no workspace this round made."""
         control = ensure(control)
         self.check_target(out_path, replace=replace)
+        if self.first_use and self.analyst_confirmed is None:
+            raise ConfigError(
+                f"this workspace has never worked on project '{self.kit.name}': before anything is sealed to its "
+                f"analyst '{self.kit.analyst.name}', confirm the analyst's fingerprint {self.kit.analyst.fingerprint}"
+                " with them by phone or in person, then export again with --analyst-fingerprint FINGERPRINT (or "
+                "the analyst's card: --analyst-fingerprint ANALYST.dcpub); in the app: type it on the kit page")
         if self.unit_warnings and not self.units_checked:
             raise ConfigError(f"{len(self.unit_warnings)} column(s) do not look like the kit's sample ("
                               + "; ".join(self.unit_warnings) + "); if they are right, export again with "
@@ -265,7 +287,8 @@ class ParticipantRound:
                                         digest=sealed.digest, envelope_id=sealed.binding.envelope_id,
                                         rows=int(self.table.n_rows), arrays=sorted(ex.arrays))
 
-        self.workspace.pin_analyst(self.kit.project_id, self.kit.analyst)  # trust on first use, recorded
+        self.workspace.pin_analyst(self.kit.project_id, self.kit.analyst,  # trust on first use, recorded
+                                   how=self.analyst_confirmed or "already pinned")
         self.workspace.audit.verify()
         return seal(out_path, Payload(manifest, ex.arrays), kind="bundle", project_id=self.kit.project_id,
                     sender=self.identity, recipient=self.kit.analyst, audit_head=self.workspace.audit.head(),

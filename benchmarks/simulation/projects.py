@@ -102,6 +102,7 @@ def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs
         ident = Identity.generate(name)
         ws = SiteWorkspace(root / "sites" / f"site{i}.workspace")
         job = ParticipantRound(kit, kit_path, ident, ws, anchor=anchor, site_settings={"seed": i})
+        job.confirm_analyst(kit.analyst, how="simulation: the kit's own signer")
         job.load(csv)
         out = root / "bundles" / f"site{i}.dcbundle"
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -123,6 +124,7 @@ def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs
         fa = make_anchor(foreign_kit.project_id, schema.encoded_names, kind="smote", rows=200, seed_rows=seed_rows)
         fjob = ParticipantRound(foreign_kit, fk_path, Identity.generate("Stranger"),
                                 SiteWorkspace(other / "stranger.workspace"), anchor=fa, site_settings={"seed": 99})
+        fjob.confirm_analyst(foreign_kit.analyst, how="simulation: the kit's own signer")
         fjob.load(root / "data" / "site0.csv")
         fjob.seal(other / "foreign.dcbundle")
         project.extras = {"tampered": other / "tampered.dcbundle", "duplicate": other / "duplicate.dcbundle",
@@ -168,6 +170,7 @@ def build_clustering_project(root: str | Path, *, n_sites: int = 3, rows: int = 
         job = ParticipantRound(kit, kit_path, Identity.generate(name),
                                SiteWorkspace(root / "sites" / f"site{i}.workspace"), anchor=anchor,
                                site_settings={"seed": i})
+        job.confirm_analyst(kit.analyst, how="simulation: the kit's own signer")
         job.load(csv)
         out = root / "bundles" / f"site{i}.dcbundle"
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -255,6 +255,18 @@ def is_fingerprint(value: object) -> bool:
     return isinstance(value, str) and bool(_FINGERPRINT_RE.match(value))
 
 
+def read_fingerprint(text: object) -> str | None:
+    """A fingerprint as a person types it or a barcode scanner enters it — any case, spaces or dashes anywhere,
+    Crockford's look-alikes (O→0, I/L→1) — in the canonical ``XXXX-XXXX-XXXX-XXXX`` form; None if it is not one."""
+    if not isinstance(text, str) or len(text) > 200:
+        return None
+    chars = re.sub(r"[\s\-]", "", text).upper().translate(str.maketrans("OIL", "011"))
+    if len(chars) != 16:
+        return None
+    value = "-".join(chars[i:i + 4] for i in range(0, 16, 4))
+    return value if is_fingerprint(value) else None
+
+
 MIN_PASSPHRASE_CHARS = 8
 
 

@@ -109,11 +109,12 @@ class SiteWorkspace(_Workspace):
         pin = self._json(self.project_dir(project_id) / "analyst.json", {})
         return pin or None
 
-    def pin_analyst(self, project_id: str, card: PublicCard, *, record: bool = True) -> str:
+    def pin_analyst(self, project_id: str, card: PublicCard, *, record: bool = True, how: str = "") -> str:
         """Pin ``card`` as this project's analyst the first time; refuse a different key later.
 
         Returns ``"pinned"`` (first use), ``"new"`` (first use with ``record=False``: checked, nothing written,
-        so a failed export leaves no trace) or ``"known"``; VerificationError with both fingerprints otherwise."""
+        so a failed export leaves no trace) or ``"known"``; VerificationError with both fingerprints otherwise.
+        ``how``: how the site confirmed the key the first time (kept with the pin and in the audit line)."""
         pin = self.pinned_analyst(project_id)
         if pin is None:
             if not record:
@@ -121,8 +122,9 @@ class SiteWorkspace(_Workspace):
             private_dir(self.project_dir(project_id))
             write_json_atomic(self.project_dir(project_id) / "analyst.json",
                               {"name": card.name, "fingerprint": card.fingerprint, "key_id": card.key_id,
-                               "pinned": utc_now()}, private=True)
-            self.audit.append("pin-analyst", project=project_id, analyst=card.name, fingerprint=card.fingerprint)
+                               "pinned": utc_now(), **({"confirmed": how} if how else {})}, private=True)
+            self.audit.append("pin-analyst", project=project_id, analyst=card.name, fingerprint=card.fingerprint,
+                              **({"confirmed": how} if how else {}))
             return "pinned"
         if pin.get("key_id") != card.key_id:
             raise VerificationError(

@@ -111,6 +111,7 @@ def _binary_round(work: Path) -> dict:
         ident.save(idents[name], PASS, log_n=14)
         job = ParticipantRound(kit, kit_path, ident, SiteWorkspace(default_workspace(idents[name])), anchor=anchor,
                                site_settings={"seed": 2})
+        job.confirm_analyst(kit.analyst, how="screenshots: the kit's own signer")
         job.load(data / csv)
         bundles.append(job.seal(data / f"{idents[name].stem}.dcbundle").path)
     session = AnalystRound(kit, analyst, AnalystWorkspace(data / "analyst.workspace"))
@@ -180,7 +181,7 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         w.next()
         kp = w.kit_page
         kp.kit_field.set_path(p["kit_path"])
-        kp.confirm_check.setChecked(True)
+        kp.fingerprint_edit.setText(kp.kit.analyst.fingerprint)
         save_shot(w, out_dir, "participant-3-kit", shots)
 
         w.next()
@@ -227,6 +228,7 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         other = ParticipantRound(kit, p["kit_path"], p["other"],
                                  SiteWorkspace(default_workspace(workdir / "northside.dcid")), anchor=anchor,
                                  site_settings={"seed": 2})
+        other.confirm_analyst(kit.analyst, how="screenshots: the kit's own signer")
         other.load(data / "other-site.csv")
         other_bundle = other.seal(workdir / "northside.dcbundle").path
         session = AnalystRound(kit, p["analyst"], AnalystWorkspace(workdir / "analyst.workspace"))

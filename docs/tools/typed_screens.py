@@ -114,7 +114,7 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         wait_for(app, ip.isComplete)
         w.next()
         w.kit_page.kit_field.set_path(workdir / "registry.dckit")
-        w.kit_page.confirm_check.setChecked(True)
+        w.kit_page.fingerprint_edit.setText(w.kit_page.kit.analyst.fingerprint)
         w.next()
         ap = w.anchor_page
         ap.import_radio.setChecked(True)

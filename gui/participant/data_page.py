@@ -332,6 +332,8 @@ class DataPage(Page):
         s = self.state
         try:
             exporter = ParticipantRound(s.kit, s.kit_path, s.identity, s.workspace(), anchor=s.anchor)
+            if exporter.first_use:
+                exporter.confirm_analyst(s.kit_page.fingerprint_edit.text(), how="typed in the app")
         except DCError as exc:
             self.message.show_message("error", str(exc))
             return

@@ -6,9 +6,10 @@ import html
 from pathlib import Path
 
 from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QCheckBox, QFormLayout, QGroupBox, QLabel, QVBoxLayout
+from PySide6.QtWidgets import QFormLayout, QGroupBox, QLabel, QLineEdit, QVBoxLayout
 
 from core.errors import DCError
+from core.formats.identity import read_fingerprint
 from core.formats.kit import Kit
 from core.learn.reduction import default_dimension
 from core.methods import METHODS, get_method
@@ -71,8 +72,12 @@ def kit_request_html(kit: Kit, tr=QObject.tr) -> str:
 class KitPage(Page):
     """Open the ``.dckit`` the analyst sent (verified by :meth:`Kit.load`) and confirm who signed it.
 
+    The first time this workspace sees the project, the person types (or scans) the fingerprint the analyst read
+    to them, and the page goes on only when it is the kit's signer (issue #26 finding 7); later kits of the
+    project must carry the pinned key (checked by core), so nothing is asked.
+
     Test hooks: ``kit_field`` (PathField; ``set_path`` loads), ``project_label``, ``analyst_view``
-    (FingerprintView), ``confirm_check``, ``request_label``.
+    (FingerprintView), ``fingerprint_edit``, ``known_label``, ``request_label``.
     """
 
     def __init__(self):
@@ -89,13 +94,27 @@ class KitPage(Page):
         self.project_label = QLabel()
         self.project_label.setWordWrap(True)
         self.analyst_view = FingerprintView()
-        self.confirm_check = QCheckBox(self.tr("The analyst told me this &same fingerprint (by phone or in person)"))
-        self.confirm_check.toggled.connect(self.completeChanged)
+        self.first_use = True
+        self.fingerprint_edit = QLineEdit()
+        self.fingerprint_edit.setPlaceholderText(self.tr("e.g. K8ZA-XT1E-2PKR-1GNP"))
+        self.fingerprint_edit.setToolTip(self.tr("Ask the analyst to read you their fingerprint by phone or in "
+                                                 "person and type it here (a barcode scanner can enter it from "
+                                                 "their printed card). Case, spaces and dashes do not matter."))
+        self.fingerprint_edit.textChanged.connect(self._typed)
+        self.fingerprint_label = QLabel(self.tr("&Fingerprint the analyst read to you:"))
+        self.fingerprint_label.setBuddy(self.fingerprint_edit)
+        self.typed_label = QLabel()
+        self.typed_label.setWordWrap(True)
+        self.known_label = QLabel()
+        self.known_label.setWordWrap(True)
         box = QGroupBox(self.tr("Who made it"))
         bl = QVBoxLayout(box)
         bl.addWidget(self.project_label)
         bl.addWidget(self.analyst_view)
-        bl.addWidget(self.confirm_check)
+        bl.addWidget(self.fingerprint_label)
+        bl.addWidget(self.fingerprint_edit)
+        bl.addWidget(self.typed_label)
+        bl.addWidget(self.known_label)
         self.request_label = QLabel()
         self.request_label.setWordWrap(True)
         ask = QGroupBox(self.tr("What the project will ask of this site"))
@@ -141,13 +160,34 @@ class KitPage(Page):
     def _pinned_problem(self, kit: Kit) -> str:
         """Trust on first use: a kit for a project this workspace knows must carry the analyst key it pinned."""
         workspace = self.wizard().workspace() if self.wizard() is not None else None
+        self.first_use = True
         if workspace is None:
             return ""
         try:
-            check_analyst_pin(workspace, kit)  # raises, naming both fingerprints, on another key
+            self.first_use = check_analyst_pin(workspace, kit) == "new"  # raises on another key, naming both
         except DCError as exc:
             return str(exc)
         return ""
+
+    def analyst_confirmed(self) -> bool:
+        """The analyst's key is known to this workspace, or the fingerprint typed here is the kit's signer's."""
+        return self.kit is not None and (not self.first_use
+                                         or read_fingerprint(self.fingerprint_edit.text())
+                                         == self.kit.analyst.fingerprint)
+
+    def _typed(self, text: str) -> None:
+        typed = read_fingerprint(text)
+        if self.kit is None or not text.strip():
+            self.typed_label.setText("")
+        elif typed == self.kit.analyst.fingerprint:
+            self.typed_label.setText(self.tr("✔ It matches the key that signed this kit."))
+        elif typed is not None:
+            self.typed_label.setText(self.tr(
+                "<span style='color:#b91c1c'>✘ {typed} is not the key that signed this kit. Do not go on: call the "
+                "analyst on a number you already know and ask which key is genuine.</span>").format(typed=typed))
+        else:
+            self.typed_label.setText(self.tr("A fingerprint has 16 letters and digits, e.g. K8ZA-XT1E-2PKR-1GNP."))
+        self.completeChanged.emit()
 
     def _check_roster(self) -> None:
         ident = getattr(self.state, "identity", None) if self.wizard() is not None else None
@@ -164,21 +204,28 @@ class KitPage(Page):
         for w in self.details:
             w.setVisible(kit is not None)
         if changed:
-            self.confirm_check.setChecked(False)
+            self.fingerprint_edit.clear()
+        asking = kit is not None and self.first_use
+        for w in (self.fingerprint_label, self.fingerprint_edit, self.typed_label):
+            w.setVisible(asking)
+        self.known_label.setVisible(kit is not None and not self.first_use)
         if kit is None:
             self.kit_path = None
             self.analyst_view.set_fingerprint("")
         else:
             self.project_label.setText(
-                self.tr("<h2>{name}</h2>Signed by the analyst <b>{analyst}</b>. Its signature checks out. "
-                        "Compare the fingerprint below with the one the analyst read to you.").format(
-                    name=html.escape(kit.name), analyst=html.escape(kit.analyst.name)))
+                self.tr("<h2>{name}</h2>Signed by the analyst <b>{analyst}</b>. Its signature checks out.").format(
+                    name=html.escape(kit.name), analyst=html.escape(kit.analyst.name))
+                + (self.tr(" This is the first kit of this project on this computer: type the fingerprint the "
+                           "analyst reads to you (by phone or in person) below.") if self.first_use else ""))
+            self.known_label.setText(self.tr("This computer already works with this analyst on this project: the "
+                                             "kit carries the same key as before."))
             self.analyst_view.set_fingerprint(kit.analyst.fingerprint)
             self.request_label.setText(kit_request_html(kit, self.tr))
         self.completeChanged.emit()
 
     def isComplete(self) -> bool:
-        if self.kit is None or not self.confirm_check.isChecked():
+        if not self.analyst_confirmed():
             return False
         ident = getattr(self.state, "identity", None) if self.wizard() is not None else None
         return ident is None or self.kit.roster_allows(ident.card)

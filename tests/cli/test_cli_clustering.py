@@ -18,7 +18,7 @@ from core.formats.anchor import AnchorFile
 from core.formats.identity import Identity, PublicCard
 from core.methods.dcclustering.data_clustering import kmeans
 from tests.boundaries.test_privacy_boundary import BLOCKED_RUN, ROOT
-from tests.support.cli import WF, anchor_to, apply_packages, confirm, refused, run
+from tests.support.cli import WF, analyst_of, anchor_to, apply_packages, confirm, refused, run
 from tests.support.clusterkit import BLOCKS, make_grid
 
 FEATURES = [c for b in BLOCKS.values() for c in b]
@@ -48,6 +48,7 @@ def cround(tmp_path_factory):
                *anchor_to(d, lead, sites)) == 0
     for name, path in sites.items():
         assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "lead/p.dcanchor",
+                   "--analyst-fingerprint", analyst_of(d / "p.dckit"),
                    "--identity", d / name / f"{name}.dcid", "--csv", path,
                    "--out", d / "bundles" / f"{name}.dcbundle", "--seed", "1") == 0
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
@@ -97,7 +98,8 @@ def test_analyst_run_of_a_clustering_round_never_needs_the_anchor_module(cround,
 
 
 def _export(d: Path, name: str, csv: Path, out: Path, *extra) -> list:
-    return ["participant", "export", "--kit", d / "p.dckit", "--anchor", d / "lead/p.dcanchor", "--identity",
+    return ["participant", "export", "--kit", d / "p.dckit", "--anchor", d / "lead/p.dcanchor",
+            "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--identity",
             d / name / f"{name}.dcid", "--csv", csv, "--out", out, *extra]
 
 
@@ -145,7 +147,8 @@ def test_ids_that_match_nothing_are_reported_per_site(cround, capsys, tmp_path):
     lead = next(iter(sites))  # the lead site re-encrypts the anchor to the newcomer's card as well
     anchor = AnchorFile.load(d / "lead/p.dcanchor", identity=Identity.load(d / lead / f"{lead}.dcid", PASS))
     anchor.save(tmp_path / "p.dcanchor", [PublicCard.load(tmp_path / "newsite.dcpub")])
-    assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", tmp_path / "p.dcanchor", "--identity",
+    assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", tmp_path / "p.dcanchor",
+               "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--identity",
                tmp_path / "newsite.dcid", "--csv", stranger, "--out", folder / "newsite.dcbundle") == 0
     capsys.readouterr()
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid", "--bundles",
@@ -184,7 +187,8 @@ def test_a_round_with_raw_scaling(cround, tmp_path):
                "--set", "scaling=raw", "--out", kit) == 0
     assert run("anchor", "new", "--kit", kit, "--rows", "1500", "--out", anchor, "--plain") == 0
     for name, path in sites.items():
-        assert run("participant", "export", "--kit", kit, "--anchor", anchor, "--identity",
+        assert run("participant", "export", "--kit", kit, "--anchor", anchor,
+                   "--analyst-fingerprint", analyst_of(kit), "--identity",
                    d / name / f"{name}.dcid", "--csv", path, "--out", tmp_path / "b" / f"{name}.dcbundle",
                    "--workspace", tmp_path / "ws" / name) == 0
     assert run("analyst", "run", "--kit", kit, "--identity", d / "analyst/analyst.dcid", "--bundles",

@@ -16,7 +16,7 @@ import pytest
 from core.formats.envelope import Payload, seal
 from core.formats.identity import Identity, PublicCard
 from core.learn.mlp import BatchedMLP
-from tests.support.cli import WF, anchor_to, apply_packages, confirm, refused, run
+from tests.support.cli import WF, analyst_of, anchor_to, apply_packages, confirm, refused, run
 from tests.support.roundkit import CLASSES, FEATURES, make_sites
 
 
@@ -37,6 +37,7 @@ def round_dir(tmp_path_factory):
                "--out", d / "site0/p.dcanchor", *anchor_to(d, "site0", sites)) == 0
     for name, (train, _) in sites.items():
         assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "site0/p.dcanchor",
+                   "--analyst-fingerprint", analyst_of(d / "p.dckit"),
                    "--identity", d / name / f"{name}.dcid", "--csv", train,
                    "--out", d / "bundles" / f"{name}.dcbundle", "--seed", "1") == 0
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
@@ -160,6 +161,7 @@ def test_bundle_for_another_project_or_analyst_is_refused(round_dir, capsys):
     assert run("anchor", "new", "--kit", d / "other.dckit", "--seed-csv", d / "data/seed.csv",
                "--out", d / "other.dcanchor", "--plain") == 0
     assert run("participant", "export", "--kit", d / "other.dckit", "--anchor", d / "other.dcanchor",
+               "--analyst-fingerprint", analyst_of(d / "other.dckit"),
                "--identity", d / "site3/site3.dcid", "--csv", sites["site3"][0],
                "--out", d / "otherproj/x.dcbundle") == 0
     capsys.readouterr()

@@ -62,6 +62,7 @@ def test_bundle_carries_nothing_extra(round_dir):
         job = ParticipantRound(kit, d / "p.dckit", Identity.load(d / name / f"{name}.dcid", PASS),
                                SiteWorkspace(d / f"ws{with_local}"), anchor=AnchorFile.load(d / "p.dcanchor"),
                                site_settings={"seed": 4})
+        job.confirm_analyst(kit.analyst, how="test")
         job.local_baseline = with_local
         job.load(train)
         made.append(job.compute())

@@ -20,7 +20,7 @@ from core.control import JobControl
 from core.fileio import safe_name
 from core.methods import FitContext
 from core.wording import leaves_sentence
-from tests.support.cli import WF, refused, run
+from tests.support.cli import WF, analyst_of, refused, run
 from tests.support.roundkit import make_sites
 
 PASS = "correct horse battery staple"
@@ -56,6 +56,7 @@ def french_round(tmp_path_factory):
     for key, name in names.items():
         assert run("keys", "new", "--name", name, "--out", d / "ids", *WF) == 0
         assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "p.dcanchor",
+                   "--analyst-fingerprint", analyst_of(d / "p.dckit"),
                    "--identity", d / "ids" / f"{safe_name(name)}.dcid", "--csv", sites[key][0],
                    "--out", d / "bundles" / f"{safe_name(name)}.dcbundle", "--seed", "1") == 0
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
@@ -114,6 +115,7 @@ def test_reexport_needs_force_and_a_failed_export_leaves_no_workspace(french_rou
     bundle = d / "bundles" / f"{safe_name(names['site1'])}.dcbundle"
     before = bundle.read_bytes()
     args = ["participant", "export", "--kit", d / "p.dckit", "--anchor", d / "p.dcanchor", "--identity", ident,
+            "--analyst-fingerprint", analyst_of(d / "p.dckit"),
             "--csv", sites["site1"][0], "--out", bundle]
     refused(capsys, *args, expect="--force")
     assert bundle.read_bytes() == before
@@ -178,7 +180,8 @@ def test_run_and_export_say_what_they_did(french_round, capsys, tmp_path):
     for name in names.values():
         assert any(line.strip().startswith(f"{name}:") and "rows, cluster 1" in line for line in out.splitlines())
     ident = d / "ids" / f"{safe_name(names['site0'])}.dcid"
-    assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "p.dcanchor", "--identity",
+    assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "p.dcanchor",
+               "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--identity",
                ident, "--csv", sites["site0"][0], "--out", tmp_path / "b.dcbundle") == 0
     out = capsys.readouterr().out
     assert "Windows-1252, separated by semicolons, decimal comma (detected" in out
@@ -305,3 +308,19 @@ def test_site_export_path_loads_no_scipy_sklearn_or_torch():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_a_first_export_asks_for_the_analyst_fingerprint(french_round, capsys, tmp_path):
+    """Issue #26 finding 7: the first kit of a project in a workspace is refused until the analyst's fingerprint is
+    confirmed (--analyst-fingerprint: as read out, or their card); a wrong one names both keys."""
+    d, sites, names = french_round
+    ident = d / "ids" / f"{safe_name(names['site0'])}.dcid"
+    args = ("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "p.dcanchor", "--identity", ident,
+            "--csv", sites["site0"][0], "--workspace", tmp_path / "ws")
+    refused(capsys, *args, "--out", tmp_path / "a.dcbundle", expect="--analyst-fingerprint")
+    assert not (tmp_path / "a.dcbundle").exists() and not (tmp_path / "ws").exists()
+    refused(capsys, *args, "--out", tmp_path / "a.dcbundle", "--analyst-fingerprint", "AAAA-BBBB-CCCC-DDDD",
+            expect="not that of the key")
+    assert run(*args, "--out", tmp_path / "a.dcbundle", "--analyst-fingerprint", d / "analyst/analyst.dcpub") == 0
+    assert "confirmed (card analyst.dcpub)" in capsys.readouterr().out
+    assert run(*args, "--out", tmp_path / "b.dcbundle") == 0  # the key is pinned now

@@ -58,6 +58,7 @@ def rnd(tmp_path_factory):
         part.to_csv(d / f"site{i}.csv", index=False)
         ws = SiteWorkspace(d / f"site{i}.ws")
         job = ParticipantRound(r.kit, r.kit_path, site, ws, anchor=r.anchor, site_settings={"seed": i})
+        job.confirm_analyst(r.kit.analyst, how="test")
         job.load(d / f"site{i}.csv")
         r.bundles.append(job.seal(d / "bundles" / f"site{i}.dcbundle"))
         r.ws.append(ws)
@@ -305,6 +306,7 @@ def test_workspaces_are_private_whatever_the_umask(rnd, tmp_path):
     try:
         ws = SiteWorkspace(tmp_path / "w")
         job = ParticipantRound(rnd.kit, rnd.kit_path, rnd.sites[0], ws, anchor=rnd.anchor, site_settings={"seed": 0})
+        job.confirm_analyst(rnd.kit.analyst, how="test")
         job.load(rnd.csv[0])
         sealed = job.seal(tmp_path / "b.dcbundle")
     finally:
@@ -429,3 +431,34 @@ def _dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     return proc.pid
+
+
+# ---- first use (issue #26 finding 7) ---------------------------------------------------------------------------
+
+def test_a_first_kit_is_refused_until_the_analyst_fingerprint_is_confirmed(rnd, tmp_path):
+    """A workspace that has never seen the project seals nothing to the kit's signer until the site confirms the
+    fingerprint the analyst read out (typed, scanned or their card); a wrong one is refused naming both; later
+    kits of the project need nothing (the key is pinned, with how it was confirmed)."""
+    root = tmp_path / "fresh.ws"
+    job = ParticipantRound(rnd.kit, rnd.kit_path, rnd.sites[0], root, anchor=rnd.anchor, site_settings={"seed": 0})
+    assert job.first_use
+    job.load(rnd.csv[0])
+    with pytest.raises(ConfigError, match="--analyst-fingerprint") as refused:
+        job.seal(tmp_path / "b.dcbundle")
+    assert rnd.kit.analyst.fingerprint in refused.value.message
+    assert not (tmp_path / "b.dcbundle").exists() and not root.exists()
+    with pytest.raises(VerificationError, match="not that of the key"):
+        job.confirm_analyst(Identity.generate("impostor").card.fingerprint, how="typed")
+    with pytest.raises(ConfigError, match="not a fingerprint"):
+        job.confirm_analyst("K8ZA-XT1E", how="typed")
+    job.confirm_analyst(" " + rnd.kit.analyst.fingerprint.lower().replace("-", " "), how="typed")
+    job.seal(tmp_path / "b.dcbundle")
+    pin = json.loads(next(root.glob("projects/*/analyst.json")).read_text())
+    assert pin["fingerprint"] == rnd.kit.analyst.fingerprint and pin["confirmed"] == "typed"
+    log = AuditLog(root / "audit.jsonl").entries()
+    assert any(e["event"] == "pin-analyst" and e.get("confirmed") == "typed" for e in log)
+    again = ParticipantRound(rnd.kit, rnd.kit_path, rnd.sites[0], root, anchor=rnd.anchor, site_settings={"seed": 1})
+    assert not again.first_use
+    again.load(rnd.csv[0])
+    assert again.seal(tmp_path / "c.dcbundle").path.exists()
+

@@ -80,6 +80,7 @@ def round_packages(project):
         ws = SiteWorkspace(default_workspace(d / f"{name}.dcid"))
         job = ParticipantRound(kit, project["kit_path"], ident, ws, anchor=AnchorFile.load(d / "round.dcanchor"),
                                site_settings={"seed": 1})
+        job.confirm_analyst(kit.analyst, how="test")
         job.load(project["sites"][name][0])
         bundles.append(job.seal(d / "bundles" / f"{name}.dcbundle").path)
     session = AnalystRound(kit, project["analyst"], AnalystWorkspace(d / "analyst.workspace"))
@@ -145,9 +146,12 @@ def drive_to_export(qtbot, w: ParticipantWizard, project, tmp_path: Path, *, cre
     assert kp.kit is not None and kp.kit.project_id == project["kit"].project_id
     assert kp.analyst_view.text.text() == project["analyst"].card.fingerprint
     assert "x0" in kp.request_label.text() and "label" in kp.request_label.text()
-    assert not kp.isComplete()  # the fingerprint must be confirmed
-    kp.confirm_check.setChecked(True)
-    assert kp.isComplete()
+    assert not kp.isComplete()  # first use: the fingerprint the analyst read out must be typed
+    other = Identity.generate("impostor").card.fingerprint
+    kp.fingerprint_edit.setText(other)
+    assert not kp.isComplete() and "not the key" in kp.typed_label.text()
+    kp.fingerprint_edit.setText("  " + project["analyst"].card.fingerprint.lower().replace("-", " ") + " ")
+    assert kp.isComplete() and "matches" in kp.typed_label.text()
     w.back()  # Back and forth keeps every choice
     assert w.page_name() == "identity" and ip.isComplete()
     w.next()
@@ -407,6 +411,7 @@ def test_a_wizard_closed_before_any_export_leaves_no_empty_workspace(qtbot, proj
     root = w.workspace()
     job = ParticipantRound(project["kit"], project["kit_path"], w.identity, root,
                            anchor=AnchorFile.load(project["dir"] / "round.dcanchor"))
+    job.confirm_analyst(project["kit"].analyst, how="test")
     job.load(project["sites"]["site0"][0])
     job.compute()
     assert not root.exists()

@@ -16,7 +16,7 @@ from core.errors import FormatError
 from core.methods import FitContext, SiteInput, get_method, method_class
 from core.methods.base import ReceivedBundle
 from core.methods.views import Curve, Heatmap, Table
-from tests.support.cli import WF, anchor_to, apply_packages, confirm, run
+from tests.support.cli import WF, analyst_of, anchor_to, apply_packages, confirm, run
 from tests.support.roundkit import CLASSES, make_sites
 
 FAST = {"epochs": 15, "warmup_epochs": 3}
@@ -116,6 +116,7 @@ def _round(d: Path, monkeypatch, names=("site0", "site1", "site2", "site3"), kit
                "--out", d / "site0/p.dcanchor", *anchor_to(d, "site0", sites)) == 0
     for k, name in enumerate(names):
         assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "site0/p.dcanchor",
+                   "--analyst-fingerprint", analyst_of(d / "p.dckit"),
                    "--identity", d / name / f"{name}.dcid", "--csv", sites[name][0], "--seed", str(k),
                    "--out", d / "bundles" / f"{name}.dcbundle") == 0
     return sites

@@ -18,7 +18,7 @@ from benchmarks.clustering_metrics import ari
 from core.errors import ConfigError, FormatError
 from core.methods import FitContext, get_method, method_class
 from core.methods.base import ReceivedBundle, SiteInput
-from tests.support.cli import WF, apply_packages, confirm, run
+from tests.support.cli import WF, analyst_of, apply_packages, confirm, run
 
 NAME = "gold"
 COLS = ["age", "bp", "chol"]
@@ -68,6 +68,7 @@ def export(d: Path, name: str, csv: Path, *extra: str) -> None:
     assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
     # no --anchor: GOLD needs none
     assert run("participant", "export", "--kit", d / "g.dckit", "--identity", d / name / f"{name}.dcid",
+               "--analyst-fingerprint", analyst_of(d / "g.dckit"),
                "--csv", csv, "--out", d / "bundles" / f"{name}.dcbundle", *extra) == 0
 
 

@@ -16,7 +16,7 @@ from core.formats.anchor import make_anchor
 from core.methods import SiteInput, get_method
 from core.methods.base import ReceivedBundle
 from core.methods.dc_site import site_map
-from tests.support.cli import WF, anchor_to, apply_packages, confirm, run
+from tests.support.cli import WF, analyst_of, anchor_to, apply_packages, confirm, run
 from tests.support.roundkit import CLASSES, FEATURES, make_sites
 
 FAST_SITE = ["--kip-steps", "40", "--rows-per-class", "4"]
@@ -147,6 +147,7 @@ def _round(d: Path, monkeypatch, capsys, names=("site0", "site1", "site2", "site
     capsys.readouterr()
     for k, name in enumerate(names):
         assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "site0/p.dcanchor",
+                   "--analyst-fingerprint", analyst_of(d / "p.dckit"),
                    "--identity", d / name / f"{name}.dcid", "--csv", sites[name][0], *FAST_SITE, "--seed", str(k),
                    "--out", d / "bundles" / f"{name}.dcbundle") == 0
     return sites

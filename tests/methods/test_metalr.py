@@ -17,7 +17,7 @@ from core.learn.local_model import fit_local_model
 from core.methods import METHODS, FitContext, ReceivedBundle, SiteInput, default_method, get_method
 from core.methods.metalr.fixed_effect import combine
 from core.methods.metalr.site_logit import fit_site_logit, predict_proba
-from tests.support.cli import WF, confirm, run
+from tests.support.cli import WF, analyst_of, confirm, run
 from tests.support.roundkit import CLASSES, FEATURES, make_sites
 
 NAME = "meta-lr"
@@ -194,6 +194,7 @@ def test_whole_cli_round_then_validate_against_the_sites_own_model(tmp_path, mon
     for name, (train, _) in sites.items():
         assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
         assert run("participant", "export", "--kit", d / "p.dckit", "--identity", d / name / f"{name}.dcid",
+                   "--analyst-fingerprint", analyst_of(d / "p.dckit"),
                    "--csv", train, "--out", d / "bundles" / f"{name}.dcbundle") == 0
     out = capsys.readouterr().out
     p, q = len(FEATURES) + 1, len(CLASSES) - 1

@@ -20,7 +20,7 @@ from core.methods import METHODS, FitContext, Method, MethodResult, register, un
 from core.methods.base import Disclosure, ReceivedBundle, SiteExport, SiteInput
 from core.methods.settings import Setting
 from core.methods.views import Bars, Table
-from tests.support.cli import WF, confirm, run
+from tests.support.cli import WF, analyst_of, confirm, run
 from tests.support.gui import (
     accept_kit,
     analyst_window_with_bundles,
@@ -110,6 +110,7 @@ def _cli_round(d: Path, monkeypatch) -> dict:
         assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
         # no --anchor: the method needs none; --decimals is the toy's own site-side setting
         assert run("participant", "export", "--kit", d / "toy.dckit", "--identity", d / name / f"{name}.dcid",
+                   "--analyst-fingerprint", analyst_of(d / "toy.dckit"),
                    "--csv", train, "--decimals", "3", "--out", d / "bundles" / f"{name}.dcbundle") == 0
     return sites
 

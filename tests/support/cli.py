@@ -11,6 +11,14 @@ def run(*argv) -> int:
     return main([str(a) for a in argv])
 
 
+def analyst_of(kit_path) -> str:
+    """The fingerprint of the key that signed the kit: what the analyst reads to a site by phone before the
+    site's first export (``--analyst-fingerprint``)."""
+    from core.formats.kit import Kit
+
+    return Kit.load(kit_path).analyst.fingerprint
+
+
 def refused(capsys, *argv, expect: str) -> str:
     """Run a command that must fail: non-zero, one stderr line without a traceback, naming ``expect``."""
     code = run(*argv)
@@ -44,6 +52,7 @@ def export_dccfl_round(d, sites: dict, name: str, *kit_sets: str) -> None:
     for site, (train, _) in sites.items():
         assert run("keys", "new", "--name", site, "--out", d / site, *WF) == 0
         assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "p.dcanchor",
+                   "--analyst-fingerprint", analyst_of(d / "p.dckit"),
                    "--identity", d / site / f"{site}.dcid", "--csv", train,
                    "--out", d / "bundles" / f"{site}.dcbundle") == 0
 

@@ -97,10 +97,10 @@ def wizard_with_new_identity(qtbot, name: str, folder: Path, passphrase: str = P
 
 
 def accept_kit(w, kit_path: Path) -> None:
-    """From the identity page: Next, open the kit, tick that the fingerprint was compared, Next."""
+    """From the identity page: Next, open the kit, type the fingerprint the analyst read out, Next."""
     w.next()
     w.kit_page.kit_field.set_path(kit_path)
-    w.kit_page.confirm_check.setChecked(True)
+    w.kit_page.fingerprint_edit.setText(w.kit_page.kit.analyst.fingerprint)
     w.next()
 
 
