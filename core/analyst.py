@@ -19,14 +19,13 @@ import numpy as np
 from . import __version__
 from .control import JobControl, ensure
 from .errors import ConfigError, DCError, DuplicateError, FormatError, UnconfirmedSender, VerificationError
-from .fileio import _fsync_dir, _pid_alive, safe_name, write_json_atomic, write_text_atomic
+from .fileio import publish_folder, safe_name, staging_folder, write_json_atomic, write_text_atomic, writer_gone
 from .formats.envelope import Opened, Payload, SealedFile, open_sealed, read_header, seal
 from .formats.identity import Identity, PublicCard, is_fingerprint, utc_now
 from .formats.kit import Kit
 from .formats.workspace import AnalystWorkspace
 from .learn.own_cv import read_own_cv
 from .methods import FitContext, Method, MethodResult, ReceivedBundle, get_method
-from .methods.base import canonical_order
 from .model_card import CARD_SUFFIX, card_for, model_cards
 from .robustness import ScaleFlag, scale_flags
 
@@ -278,10 +277,7 @@ class AnalystRound:
             raise FormatError(f"bundles of this kit cannot be analysed with method '{name}'")
         context = FitContext(list(self.kit.schema.classes), list(self.kit.schema.block_names), control, on_epoch,
                              features=list(self.kit.schema.encoded_names))
-        # Every method sees the sites in the canonical order (by content digest), never in file or import order.
-        bundles = [bundles[i] for i in canonical_order(bundles)]
-        excluded = [excluded[i] for i in canonical_order(excluded)] if excluded else []
-        return AnalystRun(m, m.fit(bundles, context), bundles, excluded, self.scale_flags(bundles))
+        return AnalystRun(m, m.fit(bundles, context), list(bundles), list(excluded or []), self.scale_flags(bundles))
 
     def export(self, run: AnalystRun, out_dir: str | Path, control: JobControl | None = None) -> RunOutputs:
         """Seal one package per site, write its ``<site>.model_card.md`` beside it, and report.html and
@@ -296,7 +292,7 @@ class AnalystRound:
         out_dir = Path(out_dir).absolute()
         recover_outputs(out_dir)
         _check_output_folder(out_dir)
-        stage = out_dir.parent / f".{out_dir.name}.{os.getpid()}.staging"
+        stage = staging_folder(out_dir)
         shutil.rmtree(stage, ignore_errors=True)
         stage.mkdir(parents=True)
         try:
@@ -307,7 +303,7 @@ class AnalystRound:
                                             {"site": b.site, "file": s.path.name, "digest": s.digest,
                                              "in_reply_to": b.digest} for b, s in zip(bundles, outputs[0].packages,
                                                                                       strict=True)])
-            _publish(stage, out_dir)
+            publish_folder(stage, out_dir)
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)
             raise
@@ -341,9 +337,8 @@ class AnalystRound:
             if card is not None:
                 card_files[k] = s.path.name.removesuffix(".dcpkg") + CARD_SUFFIX
                 write_text_atomic(out_dir / card_files[k], card.markdown())
-        # Listed in the canonical site order (by content digest): the same bundles give the same summary whatever
-        # order, names or times their files had.
-        canon = canonical_order(bundles)
+        # Listed by bundle digest: the same bundles give the same summary whatever order they came in.
+        canon = sorted(range(len(bundles)), key=lambda k: (bundles[k].digest, bundles[k].fingerprint))
         summary = {**result.summary, "project": {"id": self.kit.project_id, "name": self.kit.name,
                                                  "kit_digest": self.kit.digest()},
                    "software": __version__,
@@ -397,18 +392,6 @@ def _check_output_folder(out_dir: Path) -> None:
                               f"{'…' if len(other) > 3 else ''}); choose a new or empty folder for the packages")
 
 
-def _publish(stage: Path, out_dir: Path) -> None:
-    """Make the complete ``stage`` folder ``out_dir``: one rename (two when an older run is replaced)."""
-    _fsync_dir(stage)
-    old = out_dir.parent / f".{out_dir.name}.{os.getpid()}.old"
-    if out_dir.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        os.rename(out_dir, old)
-    os.rename(stage, out_dir)
-    _fsync_dir(out_dir.parent)
-    shutil.rmtree(old, ignore_errors=True)
-
-
 def recover_outputs(out_dir: str | Path) -> None:
     """Finish or undo what a killed :meth:`AnalystRound.export` left beside ``out_dir``.
 
@@ -421,14 +404,13 @@ def recover_outputs(out_dir: str | Path) -> None:
         return
 
     def stale(p: Path, suffix: str) -> bool:
-        bits = p.name[len(out_dir.name) + 2:-len(suffix)]
-        return bits.isdigit() and not _pid_alive(int(bits))
+        return writer_gone(p, out_dir.name, suffix)
 
     for stage in sorted(parent.glob(f".{out_dir.name}.*.staging")):
         if not stale(stage, ".staging"):
             continue
         if (stage / "summary.json").is_file():
-            _publish(stage, out_dir)
+            publish_folder(stage, out_dir)
         else:
             shutil.rmtree(stage, ignore_errors=True)
     for old in sorted(parent.glob(f".{out_dir.name}.*.old")):

@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import tempfile
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -53,7 +54,7 @@ def atomic_writer(path: str | Path, mode: str = "wb", *, before_rename: Callable
         raise
 
 
-def _pid_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     if pid == os.getpid():
         return True
     try:
@@ -78,12 +79,41 @@ def clean_stale_parts(folder: str | Path, name: str | None = None, *, recursive:
         return 0
     for part in found:
         bits = part.name[:-len(PART_SUFFIX)].rsplit(".", 2)
-        if len(bits) != 3 or not bits[1].isdigit() or _pid_alive(int(bits[1])):
+        if len(bits) != 3 or not bits[1].isdigit() or process_alive(int(bits[1])):
             continue
         with contextlib.suppress(OSError):
             part.unlink()
             removed += 1
     return removed
+
+
+STAGING_SUFFIX = ".staging"
+OLD_SUFFIX = ".old"
+
+
+def staging_folder(final: str | Path) -> Path:
+    """Where a folder that must appear whole (``final``) is written first: ``.NAME.PID.staging`` beside it."""
+    final = Path(final)
+    return final.parent / f".{final.name}.{os.getpid()}{STAGING_SUFFIX}"
+
+
+def writer_gone(path: Path, final_name: str, suffix: str) -> bool:
+    """Whether ``.FINAL_NAME.PID<suffix>`` was left by a process that no longer runs."""
+    bits = path.name[len(final_name) + 2:-len(suffix)]
+    return bits.isdigit() and not process_alive(int(bits))
+
+
+def publish_folder(stage: Path, final: Path) -> None:
+    """Make the complete folder ``stage`` appear as ``final``: one rename (two when a previous ``final`` is
+    replaced; it is set aside as ``.NAME.PID.old`` and removed after)."""
+    _fsync_dir(stage)
+    old = final.parent / f".{final.name}.{os.getpid()}{OLD_SUFFIX}"
+    if final.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        os.rename(final, old)
+    os.rename(stage, final)
+    _fsync_dir(final.parent)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def private_dir(folder: str | Path) -> Path:

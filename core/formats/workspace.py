@@ -17,20 +17,36 @@ Analyst workspace (same default rule)::
     projects/<project_id>/bundles/<envelope_id>.dcbundle   the sealed files as received
 
 Arrays are ``.npy`` read with ``allow_pickle=False``; metadata is JSON; every write is atomic. Folders are
-0700 and files 0600 whatever the umask; opening a workspace removes ``.part`` files a killed run left.
+0700 and files 0600 whatever the umask; opening a workspace removes ``.part`` files a killed run left, and
+a site workspace the export folders a killed export left without a published bundle.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 import re
 import shutil
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import DuplicateError, FormatError, VerificationError
-from ..fileio import atomic_writer, clean_stale_parts, private_dir, read_json_capped, utc_now, write_json_atomic
+from ..errors import DCError, DuplicateError, FormatError, VerificationError
+from ..fileio import (
+    OLD_SUFFIX,
+    STAGING_SUFFIX,
+    atomic_writer,
+    clean_stale_parts,
+    private_dir,
+    process_alive,
+    publish_folder,
+    read_json_capped,
+    staging_folder,
+    utc_now,
+    write_json_atomic,
+    writer_gone,
+)
 from .audit import AuditLog
 from .identity import PublicCard
 
@@ -87,21 +103,34 @@ class _Workspace:
 
 
 class SiteWorkspace(_Workspace):
-    """A participant's private state: kit copies and, per exported bundle, f_i and the permutation."""
+    """A participant's private state: kit copies and, per exported bundle, f_i and the permutation.
+
+    Opening it removes what a killed export left (:func:`clean_orphan_exports`)."""
+
+    def __init__(self, root: str | Path):
+        super().__init__(root)
+        for exports in (self.root / "projects").glob("*/exports"):
+            clean_orphan_exports(exports, self.audit)
 
     def export_dir(self, project_id: str, digest: str) -> Path:
         return self.project_dir(project_id) / "exports" / digest[:16]
 
     def save_export(self, kit_path: Path, project_id: str, digest: str, private_arrays: dict[str, np.ndarray],
                     meta: dict) -> Path:
+        """Keep an export's private state: written whole into a staging folder (state.json last) that one rename
+        makes ``exports/<digest16>/``, so a kill at any moment leaves either no folder or a complete one."""
         folder = self.export_dir(project_id, digest)
-        save_arrays(folder, private_arrays)
+        clean_orphan_exports(folder.parent, self.audit)
+        stage = staging_folder(folder)
+        shutil.rmtree(stage, ignore_errors=True)
+        save_arrays(stage, private_arrays)
         kit_copy = self.project_dir(project_id) / "kit.dckit"
         if Path(kit_path).resolve() != kit_copy.resolve():
             with atomic_writer(kit_copy, private=True) as fh, open(kit_path, "rb") as src:
                 shutil.copyfileobj(src, fh)
-        write_json_atomic(folder / "state.json", {**meta, "bundle_digest": digest, "arrays": sorted(private_arrays),
-                                                  "saved": utc_now()}, private=True)
+        write_json_atomic(stage / "state.json", {**meta, "bundle_digest": digest, "arrays": sorted(private_arrays),
+                                                 "saved": utc_now(), "writer": os.getpid()}, private=True)
+        publish_folder(stage, folder)
         return folder
 
     # ---- trust on first use -------------------------------------------------------------------------
@@ -214,6 +243,55 @@ class AnalystWorkspace(_Workspace):
         reg = self.registry(project_id)
         folder = self.project_dir(project_id) / "bundles"
         return [folder / e["file"] for e in sorted(reg.values(), key=lambda e: e["imported"])]
+
+
+def clean_orphan_exports(exports: Path, audit: AuditLog | None = None) -> int:
+    """Remove private state that no bundle can answer to, left by a killed export; returns how many folders.
+
+    An export keeps its state (staging folder → one rename), then appends its audit line, then publishes the
+    bundle. So an orphan is: a staging (or set-aside ``.old``) folder whose writer is gone; an export folder
+    without ``state.json`` (left by earlier versions, which wrote in place); and, when ``audit`` can be read, a
+    complete folder whose writer is gone and whose digest no ``export`` line names (killed before its bundle
+    could exist). A set-aside folder whose replacement never appeared is put back instead."""
+    if not exports.is_dir():
+        return 0
+    exported = None
+    if audit is not None:
+        with contextlib.suppress(DCError, OSError):
+            exported = {e.get("digest") for e in audit.entries() if e.get("event") == "export"}
+    removed = 0
+    for entry in sorted(exports.iterdir()):
+        if not entry.is_dir():
+            continue
+        if entry.name.startswith("."):
+            final = exports / entry.name[1:].split(".", 1)[0]
+            if entry.name.endswith(OLD_SUFFIX) and writer_gone(entry, final.name, OLD_SUFFIX) \
+                    and not final.exists():
+                os.rename(entry, final)
+                continue
+            orphan = any(entry.name.endswith(sfx) and writer_gone(entry, final.name, sfx)
+                         for sfx in (STAGING_SUFFIX, OLD_SUFFIX))
+        elif not (entry / "state.json").is_file():
+            orphan = True
+        else:
+            orphan = exported is not None and _unexported(entry / "state.json", exported)
+        if orphan:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _unexported(state_path: Path, exported: set) -> bool:
+    """A complete export folder whose writer is gone and whose bundle digest no audit ``export`` line names."""
+    try:
+        state = read_json_capped(state_path)
+    except (DCError, OSError):
+        return False
+    if not isinstance(state, dict):
+        return False
+    writer = state.get("writer")
+    alive = not isinstance(writer, int) or isinstance(writer, bool) or process_alive(writer)
+    return not alive and state.get("bundle_digest") not in exported
 
 
 def remove_empty_workspace(root: str | Path) -> None:
