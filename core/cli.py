@@ -297,7 +297,8 @@ def _say_validation(v: dict, classes: list[str]) -> None:
     from .learn.intervals import describe
 
     say(f"checked on {v['rows']} labelled row(s) of yours (95 % Wilson intervals):",
-        f"  the analyst's package: {describe(v['package'])}")
+        f"  {'your own model (the package)' if v.get('own_model_package') else 'the analyst' + chr(39) + 's package'}"
+        f": {describe(v['package'])}")
     if v.get("analyst_expected"):
         say(f"  (the analyst expected {describe(v['analyst_expected'])} from your bundle)")
     if v.get("local"):

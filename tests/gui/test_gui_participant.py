@@ -368,13 +368,27 @@ def test_results_window_applies_a_package(qtbot, project, round_packages, tmp_pa
     r.outcome = None
     results_apply(qtbot, r)
     v, text = r.outcome["result"].validation, r.validation_label.text()
-    assert v["rows"] == rows and v["local"] is not None and "Recommended" in text
-    assert text.count("95 % CI") >= 2 and f"n = {rows}" in text
-    assert {"local_prediction", "recommended"} <= set(pd.read_csv(out).columns)
+    if kept:  # the package is the site's own model: shown once, never compared with itself (issue #27 point 6)
+        assert v["rows"] == rows and v["local"] is None and v["own_model_package"]
+        assert "your own model" in text and text.count("95 % CI") == 1 and "Recommended" not in text
+        assert "local_prediction" not in pd.read_csv(out).columns
+    else:
+        assert v["rows"] == rows and v["local"] is not None and "Recommended" in text
+        assert text.count("95 % CI") >= 2 and f"n = {rows}" in text
+        assert {"local_prediction", "recommended"} <= set(pd.read_csv(out).columns)
 
-    # a package addressed to another site is named as such before anything is applied
+    # a package addressed to another site is refused before anything is applied: Apply off, the reason said
+    # (issue #27 point 6), and an old error goes when the right package is chosen again
+    r.message.show_message("error", "a stale error from before")
     r.package_field.set_path(round_packages / "site1.dcpkg")
-    assert "another site" in r.package_label.text()
+    assert "another site" in r.package_label.text() and "choose the package" in r.package_label.text()
+    assert not r.apply_button.isEnabled() and "another site" in r.apply_button.toolTip()
+    assert r.message.kind != "error"
+    r.package_field.set_path(round_packages / "site0.dcpkg")
+    assert r.apply_button.isEnabled() and r.apply_button.toolTip() == ""
+    # a workspace that never exported to this project: refused early too
+    r.workspace_field.set_path(str(tmp_path / "another.workspace"))
+    assert not r.apply_button.isEnabled() and "never exported" in r.package_label.text()
 
 
 def test_continue_shows_a_window_at_once(qtbot, monkeypatch):
