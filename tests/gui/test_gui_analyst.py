@@ -405,6 +405,12 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
     qtbot.mouseClick(ep.pdf_button, Qt.LeftButton)
     assert pdf.exists() and pdf.read_bytes()[:4] == b"%PDF" and pdf.stat().st_size > 2000
     assert any("report.pdf" in ep.checklist.item(i).text() for i in range(ep.checklist.count()))
+    # a PC without a browser: "Open the report" says so and where the file is, instead of doing nothing
+    from PySide6.QtGui import QDesktopServices
+
+    monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: False)
+    qtbot.mouseClick(ep.open_report_button, Qt.LeftButton)
+    assert ep.message.kind == "warning" and str(out / "report.html") in ep.message.text()
 
 
 def test_cancel_training_keeps_nothing(qtbot, project, tmp_path):
