@@ -248,6 +248,18 @@ def test_schema_grid_types_levels_and_missing_values(qtbot, tmp_path):
     assert grid.type_combo("rx").currentData() == "categorical" and grid.type_combo("nodes").currentData() == "binary"
 
 
+def test_the_analyst_is_never_offered_a_sites_identity(qtbot, tmp_path):
+    """Issue #27 point 7: the wizard's recent identities (the sites') and the analyst's are separate lists."""
+    from gui import settings as app_settings
+
+    site_id = tmp_path / "site.dcid"
+    site_id.write_text("x")
+    app_settings.remember("identities", str(site_id))
+    w = AnalystWindow()
+    qtbot.addWidget(w)
+    assert w.project_page.identity_path_edit.text() == ""
+
+
 def test_open_kit_with_wrong_passphrase_is_inline_error(qtbot, project):
     w = AnalystWindow(kit_path=str(project.kit))
     qtbot.addWidget(w)
