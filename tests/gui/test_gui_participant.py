@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QWizard
 
@@ -495,3 +496,14 @@ def test_a_column_in_another_unit_is_named_and_blocks_export_until_checked(qtbot
     ep.export_button.click()
     wait_for_page(qtbot, w, "done")
     assert (tmp_path / "a.dcbundle").exists()
+
+
+def test_an_empty_recent_projects_box_says_what_will_appear(qtbot):
+    """Issue #27 point 7: the start window's empty "Recent projects" box carries a hint, which cannot be opened."""
+    from gui.app import StartWindow
+
+    start = StartWindow()
+    qtbot.addWidget(start)
+    assert start.recent.count() == 1
+    hint = start.recent.item(0)
+    assert "No project yet" in hint.text() and not hint.flags() & Qt.ItemIsEnabled
