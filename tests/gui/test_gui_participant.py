@@ -326,6 +326,16 @@ def test_cancelled_export_leaves_no_file(qtbot, project, tmp_path, monkeypatch):
     wait_for_page(qtbot, w, "done")
     assert target.exists()
 
+    # replacing that bundle asks first (the CLI needs --force): "No" keeps the file as it is (issue #27 point 7)
+    from PySide6.QtWidgets import QMessageBox
+
+    before = target.read_bytes()
+    w.back()
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a[2]) or QMessageBox.No)
+    ep.export_button.click()
+    assert len(asked) == 1 and target.name in asked[0] and not ep.busy and target.read_bytes() == before
+
 
 def test_results_window_applies_a_package(qtbot, project, round_packages, tmp_path):
     d = project["dir"]
