@@ -814,8 +814,8 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     cache = {} if cache is None else cache
     seed = int(s["seed"])
     t0 = time.perf_counter()
-    g = geo if geo is not None else geometry(bundles, K, s, _stage(control, 0.0, 0.2, "measuring how alike the sites are"),
-                                             with_pacfl=s["view"] == "pacfl")
+    measuring = _stage(control, 0.0, 0.2, "measuring how alike the sites are")
+    g = geo if geo is not None else geometry(bundles, K, s, measuring, with_pacfl=s["view"] == "pacfl")
     t1 = time.perf_counter()
     M, w = view_matrix(g, s)
     grid = [float(a) for a in s["alpha_grid"]]
