@@ -36,8 +36,8 @@ def round_dir(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("DCSTUDIO_PASSPHRASE", PASS)
     d = tmp_path_factory.mktemp("val")
-    sites = make_sites(d / "data", rows=300)
-    export_dccfl_round(d, sites, "V", "epochs=40")
+    sites = make_sites(d / "data", rows=120)
+    export_dccfl_round(d, sites, "V", "epochs=10", "own_model=false")  # every site gets a shared model to check
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
                "--bundles", d / "bundles", "--out", d / "out", *confirm(d, list(sites))) == 0
     yield d, sites
