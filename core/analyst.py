@@ -204,9 +204,10 @@ class AnalystRound:
         return reports
 
     def try_import(self, path: str | Path) -> ImportReport:
-        """Import one file, turning a refusal into a report (for tables in the GUI)."""
+        """Import one file, turning a refusal into a report (for tables in the GUI); the identical file offered
+        again is reported "already imported" (nothing to do), not refused."""
         try:
-            return self.import_bundles([path])[0]
+            return self.import_bundles([path], allow_known=True)[0]
         except UnconfirmedSender as exc:
             return ImportReport(Path(path), "unconfirmed", exc.message, exc.card.name, exc.card.fingerprint,
                                 card=exc.card)

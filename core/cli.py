@@ -43,10 +43,12 @@ def load_identity(path: str):
 
 
 def csv_options(args):
-    from .data.tabular import CsvOptions
+    from .data.tabular import MISSING_TOKENS, CsvOptions
 
+    extra = getattr(args, "missing_token", None) or []
     return CsvOptions(encoding=args.encoding, delimiter=args.delimiter, decimal=args.decimal,
-                      impute="mean" if args.impute else None)
+                      impute="mean" if args.impute else None,
+                      missing_tokens=tuple(dict.fromkeys([*MISSING_TOKENS, *extra])))
 
 
 def parse_sets(pairs: list[str] | None, method=None) -> dict:
@@ -313,7 +315,8 @@ def _say_validation(v: dict, classes: list[str]) -> None:
     from .learn.intervals import describe
 
     say(f"checked on {v['rows']} labelled row(s) of yours (95 % Wilson intervals):",
-        f"  the analyst's package: {describe(v['package'])}")
+        f"  {'your own model (the package)' if v.get('own_model_package') else 'the analyst' + chr(39) + 's package'}"
+        f": {describe(v['package'])}")
     if v.get("analyst_expected"):
         say(f"  (the analyst expected {describe(v['analyst_expected'])} from your bundle)")
     if v.get("local"):
@@ -485,6 +488,9 @@ def _csv_args(p, *, out: bool = False) -> None:
     g.add_argument("--encoding", help="text encoding, e.g. utf-8, cp1252, shift_jis")
     g.add_argument("--delimiter", help="column separator, e.g. ';' or ',' (a tab: $'\\t')")
     g.add_argument("--decimal", choices=[".", ","], help="decimal mark of the numbers")
+    g.add_argument("--missing-token", action="append", metavar="TEXT",
+                   help="also read cells of this text as missing (repeatable; case and surrounding spaces do not "
+                   "matter) [always: empty, NA, N/A, NaN, ?, null]")
     g.add_argument("--impute", action="store_true",
                    help="older kits whose columns refuse missing values: fill them with this site's column mean "
                    "(kits made now decide missing values per column themselves)")

@@ -607,7 +607,11 @@ def _validate(columns: dict, private: dict, table: LocalTable, classes: list[str
     out["package_metrics"] = metrics_for(y, P_pkg, classes, threshold)
     out["flags"] = [f"the package {s}" for s in _never_predicts(out["package_metrics"], classes)]
     scored = {"y": y, "classes": list(classes), "package": P_pkg, "local": None}
-    if has_local_model(private):
+    if keeps_local_model(manifest, private):  # the package is the site's own model: nothing to compare it with
+        out.update({"recommend": "local", "own_model_package": True,
+                    "reason": "the package is your own model (no shared model beat it clearly), so there is no "
+                              "second model to compare it with"})
+    elif has_local_model(private):
         P_loc = local_predict_proba(private, table.X)
         scored["local"] = P_loc
         out["local_metrics"] = metrics_for(y, P_loc, classes, threshold)

@@ -132,6 +132,11 @@ class StartWindow(QMainWindow):
             item = QListWidgetItem(path)
             item.setData(Qt.UserRole, path)
             self.recent.addItem(item)
+        if not self.recent.count():  # an empty box says what will appear in it
+            hint = QListWidgetItem(self.tr("No project yet. Choose your role above and press Continue; the project "
+                                           "kits you open will be listed here, to open again with a double-click."))
+            hint.setFlags(Qt.NoItemFlags)
+            self.recent.addItem(hint)
 
     def _open_recent(self, item: QListWidgetItem) -> None:
         self.open_role(kit_path=item.data(Qt.UserRole), defer=True)

@@ -76,6 +76,12 @@ class _PlainLevels:
     other: bool = False
 
 
+def missing_token_set(tokens: Iterable[str]) -> frozenset[str]:
+    """The missing-value markers as cells are compared with them: stripped and case-folded, so 'n/a', ' N/A '
+    and 'N/a' are one marker (compare ``cell.strip().casefold()``)."""
+    return frozenset(t.strip().casefold() for t in tokens)
+
+
 class LevelCoder:
     """Maps a typed column's raw cells to level codes: 0..L-1 for the kit's levels (a level's merged raw values
     take its code), L for "other" (when the column has it), :data:`MISSING` for an empty cell or a missing-value
@@ -88,7 +94,7 @@ class LevelCoder:
 
     def __init__(self, column: FeatureColumn, tokens: Iterable[str]):
         self.column = column
-        self.tokens = frozenset(tokens)
+        self.tokens = missing_token_set(tokens)
         levels = list(column.levels or [])
         code_of = {lv: i for i, lv in enumerate(levels)}
         spellings = [(lv, i) for i, lv in enumerate(levels)]
@@ -111,7 +117,7 @@ class LevelCoder:
         if hit is not None:
             return hit
         s = value.strip() if isinstance(value, str) else ""
-        if not s or s in self.tokens:
+        if not s or s.casefold() in self.tokens:
             code = MISSING
         elif s in self.index:
             code = self.index[s]
@@ -305,7 +311,7 @@ def encode_frame(schema: Schema, frame: pd.DataFrame, *, tokens: Iterable[str] =
     """Encode a small in-memory table (text or numbers, columns by name): (X, cells filled per column, fill
     values used). A missing cell is refused or filled per the column's policy; an unknown level is refused.
     For files use :func:`core.data.tabular.read_table`, which names the line of each problem."""
-    tokens = frozenset(tokens)
+    tokens = missing_token_set(tokens)
     columns, masks, filled, used = [], [], {}, {}
     for f in schema.features:
         raw = frame[f.name]
@@ -319,8 +325,8 @@ def encode_frame(schema: Schema, frame: pd.DataFrame, *, tokens: Iterable[str] =
             miss = codes == MISSING
             values: np.ndarray = codes
         else:
-            values = pd.to_numeric(raw.map(lambda v: np.nan if isinstance(v, str) and v.strip() in tokens else v),
-                                   errors="raise").to_numpy(dtype=np.float64)
+            values = pd.to_numeric(raw.map(lambda v: np.nan if isinstance(v, str) and v.strip().casefold() in tokens
+                                           else v), errors="raise").to_numpy(dtype=np.float64)
             miss = np.isnan(values)
         if miss.any():
             if f.missing != "impute":

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import ConfigError, DataError, FormatError
 from ..fileio import canonical_json
-from .encoding import level_text
+from .encoding import level_text, missing_token_set
 from .ordering import natural_sorted
 from .tabular import (
     CsvFormat,
@@ -794,7 +794,7 @@ def _infer(
         else:
             candidates.append(i)
 
-    tokens = frozenset(options.missing_tokens)
+    tokens = missing_token_set(options.missing_tokens)
     state = {i: _ColumnStats() for i in candidates}
     label_pos = names.index(label) if label is not None else None
     label_values: set[str] = set()
@@ -808,7 +808,7 @@ def _infer(
             raw = chunk[label_pos]
             for v, count in raw.value_counts(dropna=False).items():
                 s = v.strip() if isinstance(v, str) else ""
-                if s in tokens or not s:
+                if not s or s.casefold() in tokens:
                     label_missing += int(count)
                 else:
                     label_values.add(s)

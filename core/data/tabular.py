@@ -29,7 +29,7 @@ import pandas as pd
 from ..control import JobControl, ensure
 from ..errors import ConfigError, DataError
 from ..parallel import for_row_blocks
-from .encoding import MISSING, UNKNOWN, LevelCoder, encode, fill_code, fill_value
+from .encoding import MISSING, UNKNOWN, LevelCoder, encode, fill_code, fill_value, missing_token_set
 from .ordering import natural_sorted
 
 
@@ -389,7 +389,7 @@ def _csv_kwargs(
     more parsing): a column of numbers comes back int64 or float64, anything else (a word, a boolean) makes the
     column another type, which the caller refuses (:meth:`_TableReader._features`) and reads again as text."""
     floats = set(floats)
-    tokens = list(tokens)
+    tokens = list(dict.fromkeys(v for t in tokens for v in (t, t.lower(), t.upper(), t.title())))  # case variants
     cols = range(n_columns) if usecols is None else usecols
     return dict(
         sep=fmt.delimiter,
@@ -581,7 +581,7 @@ def _text_to_numbers(
     for i in np.flatnonzero(np.isnan(values)).tolist():
         v = raw[i]
         s = v.strip() if isinstance(v, str) else None
-        if s is None or s in tokens:
+        if s is None or s.casefold() in tokens:
             missing[i] = True
         elif decimal == "," and "." in s:
             bad[i] = True
@@ -757,7 +757,7 @@ class _TableReader:
         self.coders = [LevelCoder(f, options.missing_tokens) for f in typed]
         self.label_pos = positions[label_col] if label_col is not None else None
         self.id_pos = positions[id_col] if id_col is not None else None
-        self.tokens = frozenset(options.missing_tokens)
+        self.tokens = missing_token_set(options.missing_tokens)  # compared stripped and case-folded
         n_used = len(self._used())
         self.fast_rows = 8 * max(100, _CHUNK_CELLS // 8 // n_used)
         self._cursor: tuple[int, int] | None = None  # a (data row, byte offset) pair already found
@@ -1005,7 +1005,9 @@ class _TableReader:
         line, _ = _locate(self.path, self.fmt, start + row)
         raise DataError(
             f"line {line}, column {_quote(self.num_names[j])}: {_quote(value)} is not a number"
-            + (" (the decimal mark here is ',')" if self.fmt.decimal == "," and "." in str(value) else ""),
+            + (" (the decimal mark here is ',')" if self.fmt.decimal == "," and "." in str(value) else
+               f"; if it means a missing value, add it to the missing-value markers (CLI: --missing-token "
+               f"{_quote(str(value).strip())}; in the app: 'Also treat as missing')"),
             path=self.path,
         )
 

@@ -266,16 +266,23 @@ class BundlesPage(QWidget):
         for r in reports:
             if r.status == "imported" and not r.label_counts and r.envelope_id in by_id:
                 r.label_counts = label_counts(by_id[r.envelope_id], len(self.state.classes)).tolist()
-            self._add_row(r)
+            if r.status != "already imported":  # its row is in the table already
+                self._add_row(r)
             if r.status == "unconfirmed" and r.card is not None:
                 self._cards[r.fingerprint] = r.card
         self.state.add_bundles(bundles)
         n_ok = sum(r.status == "imported" for r in reports)
+        n_known = sum(r.status == "already imported" for r in reports)  # the same file again: fine, not refused
         n_wait = sum(r.status == "unconfirmed" for r in reports)
-        n_bad = len(reports) - n_ok - n_wait
-        kind = "warning" if n_bad or n_wait else "ok"
+        n_bad = len(reports) - n_ok - n_known - n_wait
+        kind = "warning" if n_bad or n_wait else "ok" if n_ok else "info"
         total = len(self.rows_by_status("imported"))
-        text = self.tr("{ok} imported, {bad} refused.").format(ok=n_ok, bad=n_bad)
+        parts = [self.tr("{ok} imported").format(ok=n_ok)] if n_ok or not n_known else []
+        if n_known:
+            parts.append(self.tr("{n} already imported (nothing to do)").format(n=n_known))
+        if n_bad:
+            parts.append(self.tr("{bad} refused").format(bad=n_bad))
+        text = ", ".join(parts) + "."
         if total > n_ok:  # e.g. after confirming one more sender: say where the project stands, not only the last step
             text += " " + self.tr("{total} bundle(s) imported in this project so far.").format(total=total)
         if n_wait:

@@ -259,8 +259,17 @@ class ExportPage(QWidget):
 
     def _open_folder(self) -> None:
         if self.outputs is not None:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.outputs.report.parent)))
+            self._open(self.outputs.report.parent, self.tr("a folder"))
 
     def _open_report(self) -> None:
         if self.outputs is not None:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.outputs.report)))
+            self._open(self.outputs.report, self.tr("a web page (a browser)"))
+
+    def _open(self, path: Path, what: str) -> bool:
+        """Open ``path`` with the computer's own program; when there is none, say so and where the file is."""
+        if QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
+            return True
+        self.message.show_message("warning", self.tr(
+            "This computer has no program set up to open {what}, so nothing opened. The file is at {path} — copy "
+            "that path, or save the report as PDF.").format(what=what, path=path))
+        return False

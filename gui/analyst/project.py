@@ -105,6 +105,10 @@ def _short_combo() -> QComboBox:
     return combo
 
 
+
+ANALYST_IDENTITIES = "analyst-identities"  # the analyst's recent identities, kept apart from the sites' ("identities")
+
+
 class ProjectPage(QWidget):
     def __init__(self, state: QtAnalystState, parent: QWidget | None = None):
         super().__init__(parent)
@@ -330,7 +334,7 @@ class ProjectPage(QWidget):
         return box
 
     def _fill_recent(self) -> None:
-        recent = app_settings.recent("identities")
+        recent = app_settings.recent(ANALYST_IDENTITIES)  # never a site's identity from the wizard's list
         if recent:
             self.identity_path_edit.setText(recent[0])
             self.identity_tabs.setCurrentIndex(0)
@@ -433,7 +437,7 @@ class ProjectPage(QWidget):
         self.new_pass2.clear()
         self.identity_path_edit.setText(str(path))
         self.identity_tabs.setCurrentIndex(0)
-        app_settings.remember("identities", str(path))
+        app_settings.remember(ANALYST_IDENTITIES, str(path))
         self.identity_status.setText(self.tr("Unlocked: <b>{name}</b> ({path}). Read this fingerprint to the "
                                              "sites so they can check your kit:")
                                      .format(name=ident.name, path=path))

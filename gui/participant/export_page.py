@@ -8,7 +8,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QPushButton
+from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QMessageBox, QPushButton
 
 from core.fileio import safe_name
 from core.formats.envelope import SealedFile
@@ -113,6 +113,8 @@ class ExportPage(Page):
             self.message.show_message("error", self.tr("The folder {folder} does not exist (is the drive plugged "
                                                        "in?).").format(folder=target.parent))
             return
+        if target.exists() and not self.confirm_replace(target):
+            return
         self.sealed = None
         self.export_button.setEnabled(False)
         source = exporter.export_
@@ -128,6 +130,15 @@ class ExportPage(Page):
 
         self.start(lambda control: exporter.seal(target, replace=True, control=control),  # the page said "replaced"
                    self.tr("Sealing the bundle…"), ok, on_end=self._update_target)
+
+    def confirm_replace(self, target: Path) -> bool:
+        """Ask before a bundle file is replaced (the CLI needs --force for the same)."""
+        answer = QMessageBox.question(
+            self, self.tr("Replace the bundle?"),
+            self.tr("{file} already exists in {folder}. Replace it with a new bundle? Send the analyst only one "
+                    "of them.").format(file=target.name, folder=target.parent),
+            QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
+        return answer == QMessageBox.Yes
 
     def isComplete(self) -> bool:
         return self.sealed is not None and not self.busy

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import html
 import shutil
 from pathlib import Path
@@ -115,6 +116,7 @@ class ResultsWindow(QWidget):
         self.outcome: dict | None = None
         self._auto_out = ""
         self._busy = False
+        self._package_problem: str | None = None  # why the chosen package cannot be applied here (Apply disabled)
 
         # -- 1. identity
         self.identity_field = identity_file_field(self.tr("Open this site's identity"))
@@ -297,8 +299,8 @@ class ResultsWindow(QWidget):
         self.identity_field.changed.connect(self._identity_changed)
         self.package_field.changed.connect(lambda _: self._describe_package())
         self.csv_field.changed.connect(self._csv_changed)
-        for field in (self.workspace_field, self.out_field):
-            field.edit.textChanged.connect(self._update_buttons)
+        self.workspace_field.edit.textChanged.connect(lambda _: self._describe_package())
+        self.out_field.edit.textChanged.connect(self._update_buttons)
         self.setTabOrder(self.identity_field, self.passphrase_edit)
         self.setTabOrder(self.passphrase_edit, self.unlock_button)
         self._update_buttons()
@@ -338,37 +340,56 @@ class ResultsWindow(QWidget):
 
     # -- package
     def _describe_package(self) -> None:
+        """Say who made the package and for which project; refuse early (Apply disabled, the reason shown) a file
+        that is no package, is addressed to another site, or answers a bundle this workspace never exported."""
         path = self.package_field.path()
         self.package_label.setText("")
-        self._update_buttons()
-        if not path:
-            return
+        self._package_problem = None
+        self.message.clear_message()  # an error about the previous package no longer applies
         try:
-            binding = inspect(path)
-        except DCError as exc:
-            self.package_label.setText(f"<span style='color:#b91c1c'>{html.escape(str(exc))}</span>")
-            return
-        if binding.kind != "package":
-            self.package_label.setText(self.tr("<span style='color:#b91c1c'>This is a {kind}, not a package from "
-                                               "the analyst.</span>").format(kind=html.escape(binding.kind)))
-            return
-        project = binding.project_id[:8] + "…"
-        ws = self.workspace_field.path()
-        if ws:
-            kit_path = Path(ws) / "projects" / binding.project_id / "kit.dckit"
-            if kit_path.exists():
-                try:
-                    project = Kit.load(kit_path).name
-                except DCError:
-                    pass
-        text = self.tr("From the analyst <b>{name}</b> ({fp}), made {created}, for the project <b>{project}</b>.")\
-            .format(name=html.escape(binding.sender.name), fp=binding.sender.fingerprint,
-                    created=binding.created[:10], project=html.escape(project))
-        if self.identity is not None and binding.recipient != self.identity.card.key_id:
-            text += self.tr("<br><span style='color:#b91c1c'>It is addressed to another site, not to "
-                            "{name}.</span>").format(name=html.escape(self.identity.name))
-        self.package_field.remember()
-        self.package_label.setText(text)
+            if not path:
+                return
+            try:
+                binding = inspect(path)
+            except DCError as exc:
+                self._refuse_package(str(exc))
+                return
+            if binding.kind != "package":
+                self._refuse_package(self.tr("This is a {kind}, not a package from the analyst.").format(
+                    kind=binding.kind))
+                return
+            project, known = binding.project_id[:8] + "…", None
+            ws = self.workspace_field.path()
+            if ws:
+                kit_path = Path(ws) / "projects" / binding.project_id / "kit.dckit"
+                known = kit_path.exists()
+                if known:
+                    with contextlib.suppress(DCError):
+                        project = Kit.load(kit_path).name
+            text = self.tr("From the analyst <b>{name}</b> ({fp}), made {created}, for the project <b>{project}</b>.")\
+                .format(name=html.escape(binding.sender.name), fp=binding.sender.fingerprint,
+                        created=binding.created[:10], project=html.escape(project))
+            self.package_label.setText(text)
+            if self.identity is not None and binding.recipient != self.identity.card.key_id:
+                self._refuse_package(self.tr("It is addressed to another site, not to {name}: choose the package "
+                                             "the analyst made for {name}.").format(name=self.identity.name), text)
+            elif known is False:
+                self._refuse_package(self.tr("It is for a project this workspace has never exported to: choose the "
+                                             "workspace your bundle was exported from, or this project's package."),
+                                     text)
+            elif known and binding.in_reply_to and not (
+                    Path(ws) / "projects" / binding.project_id / "exports" / binding.in_reply_to[:16]).is_dir():
+                self._refuse_package(self.tr("It answers a bundle this workspace did not export: choose the "
+                                             "workspace that exported it."), text)
+            else:
+                self.package_field.remember()
+        finally:
+            self._update_buttons()
+
+    def _refuse_package(self, reason: str, described: str = "") -> None:
+        self._package_problem = reason
+        self.package_label.setText((described + "<br>" if described else "")
+                                   + f"<span style='color:#b91c1c'>{html.escape(reason)}</span>")
 
     # -- rows
     def _csv_changed(self, path: str) -> None:
@@ -381,7 +402,8 @@ class ResultsWindow(QWidget):
     def _update_buttons(self) -> None:
         ready = (self.identity is not None and all(f.path() for f in (
             self.workspace_field, self.package_field, self.csv_field, self.out_field)) and not self.busy)
-        self.apply_button.setEnabled(ready)
+        self.apply_button.setEnabled(ready and self._package_problem is None)
+        self.apply_button.setToolTip(self._package_problem or "")
         self.unlock_button.setEnabled(not self.busy)
         self.rewrite_button.setEnabled(self._last is not None and not self.busy)
 
@@ -482,6 +504,11 @@ class ResultsWindow(QWidget):
         """The package beside the site's own-rows model on its labelled rows, each with n and a 95 % interval."""
         if not v:
             return ""
+        if v.get("own_model_package"):  # the package is the site's own model: no self-comparison
+            return "<br>".join([
+                self.tr("<b>Checked on {n} labelled row(s) of yours</b> (95 % Wilson interval):").format(n=v["rows"]),
+                self.tr("your own model (what the package told this site to keep): <b>{a}</b>").format(
+                    a=html.escape(describe(v["package"])))])
         lines = [self.tr("<b>Checked on {n} labelled row(s) of yours</b> (95 % Wilson intervals):").format(
             n=v["rows"]), self.tr("the analyst's package: <b>{a}</b>").format(a=html.escape(describe(v["package"])))]
         if v.get("analyst_expected"):
@@ -526,7 +553,9 @@ class ResultsWindow(QWidget):
             self._threshold_changed()
             return
         v = result.validation
-        models = [("package", self.tr("the package"), v["package_metrics"], scored["package"])]
+        own = bool(v.get("own_model_package"))
+        models = [("package", self.tr("your own model") if own else self.tr("the package"), v["package_metrics"],
+                   scored["package"])]
         if v.get("local_metrics"):
             models.append(("local", self.tr("your own model"), v["local_metrics"], scored["local"]))
         self._fill_figures(models, scored["classes"])

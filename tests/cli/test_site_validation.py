@@ -37,7 +37,7 @@ def round_dir(tmp_path_factory):
     mp.setenv("DCSTUDIO_PASSPHRASE", PASS)
     d = tmp_path_factory.mktemp("val")
     sites = make_sites(d / "data", rows=120)
-    export_dccfl_round(d, sites, "V", "epochs=10")
+    export_dccfl_round(d, sites, "V", "epochs=10", "own_model=false")  # every site gets a shared model to check
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
                "--bundles", d / "bundles", "--out", d / "out", *confirm(d, list(sites))) == 0
     yield d, sites
@@ -79,8 +79,13 @@ def test_bundle_carries_nothing_extra(round_dir):
 
 
 def test_apply_validate_scores_package_beside_own_model(round_dir, capsys):
+    import json
+
     d, sites = round_dir
-    name, (_, test) = next(iter(sites.items()))
+    summary = json.loads((d / "out/summary.json").read_text())
+    shared = [x["site"] for x in summary["sites"] if x.get("model") != "own"]
+    assert shared, summary["sites"]  # a site sent a shared model (one told to keep its own has nothing to compare)
+    name, test = shared[0], sites[shared[0]][1]
     capsys.readouterr()
     assert run("participant", "apply", "--package", d / "out" / f"{name}.dcpkg", "--identity",
                d / name / f"{name}.dcid", "--csv", test, "--out", d / "res.csv", "--validate") == 0
@@ -115,5 +120,7 @@ def test_a_package_that_says_keep_your_own_applies_the_sites_own_model(tmp_path,
                    tmp_path / name / f"{name}.dcid", "--csv", sites[name][1], "--out", out_csv, "--validate") == 0
         out = capsys.readouterr().out
         assert "did not find the shared model clearly better for your rows" in out
+        # the package IS the own model: scored once, never compared with itself (issue #27 point 6)
+        assert "your own model (the package):" in out and "your own-rows model:" not in out
         res = pd.read_csv(out_csv)
-        assert (res["prediction"] == res["local_prediction"]).all()
+        assert "local_prediction" not in res and res["prediction"].notna().all()

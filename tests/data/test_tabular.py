@@ -231,7 +231,8 @@ def test_unclosed_quote(tmp_path):
 def test_text_in_a_numeric_column(tmp_path):
     p = write(tmp_path, "age,bmi,outcome\n30,22.5,yes\n31,22.5,yes\n40,abc,no\n41,xyz,no\n")
     msg = error_of(p)
-    assert msg.endswith("line 4, column 'bmi': 'abc' is not a number")
+    assert msg.endswith("line 4, column 'bmi': 'abc' is not a number; if it means a missing value, add it to the "
+                        "missing-value markers (CLI: --missing-token 'abc'; in the app: 'Also treat as missing')")
 
 
 def test_first_bad_cell_in_file_order(tmp_path):

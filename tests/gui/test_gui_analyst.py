@@ -248,6 +248,18 @@ def test_schema_grid_types_levels_and_missing_values(qtbot, tmp_path):
     assert grid.type_combo("rx").currentData() == "categorical" and grid.type_combo("nodes").currentData() == "binary"
 
 
+def test_the_analyst_is_never_offered_a_sites_identity(qtbot, tmp_path):
+    """Issue #27 point 7: the wizard's recent identities (the sites') and the analyst's are separate lists."""
+    from gui import settings as app_settings
+
+    site_id = tmp_path / "site.dcid"
+    site_id.write_text("x")
+    app_settings.remember("identities", str(site_id))
+    w = AnalystWindow()
+    qtbot.addWidget(w)
+    assert w.project_page.identity_path_edit.text() == ""
+
+
 def test_open_kit_with_wrong_passphrase_is_inline_error(qtbot, project):
     w = AnalystWindow(kit_path=str(project.kit))
     qtbot.addWidget(w)
@@ -277,10 +289,9 @@ def test_import_shows_refusals_with_reasons(qtbot, project):
     # after the last sender's tick the message says where the project stands, not only that one import
     assert "4 bundle(s) imported in this project so far" in bp.message.text()
     ok, refused = bp.rows_by_status("imported"), bp.rows_by_status("refused")
-    assert len(ok) == 4 and len(refused) == 3
+    assert len(ok) == 4 and len(refused) == 2  # a copy of an imported bundle is "already imported", not refused
     reasons = {bp.table.item(r, COL_FILE).text().split(":")[0]: bp.table.item(r, COL_FILE).text() for r in refused}
     assert "signature" in reasons["tampered.dcbundle"]
-    assert "duplicate" in reasons["duplicate.dcbundle"]
     assert "project" in reasons["foreign.dcbundle"]
     for r in refused:
         assert "refused" in bp.table.item(r, COL_STATUS).text()
@@ -291,11 +302,14 @@ def test_import_shows_refusals_with_reasons(qtbot, project):
     assert bp.table.wordWrap() and bp.table.textElideMode() == Qt.ElideNone
     assert bp.table.item(refused[0], COL_FILE).toolTip().endswith(bp.table.item(refused[0], COL_FILE).text()
                                                                    .split(": ", 1)[1])
-    assert "3 file(s) refused" in bp.summary_label.text()
+    assert "2 file(s) refused" in bp.summary_label.text()
     # confirming a fingerprint is an explicit action, remembered in the project's workspace
     assert all(bp.table.item(r, COL_CONFIRMED).checkState() == Qt.Checked for r in ok)
     assert {b.fingerprint for b in w.state.bundles} <= w.state.session.confirmed_fingerprints()
     assert "every fingerprint confirmed" in bp.summary_label.text()
+    # the same folder dropped again: duplicates are fine, said neutrally, never "0 imported, 4 refused"
+    import_bundles(qtbot, w, list(project.bundles), confirm=False)
+    assert bp.message.kind == "info" and bp.message.text().startswith("4 already imported (nothing to do).")
     # a second window on the same project re-opens the imported bundles and remembers the ticks
     w2 = open_window(qtbot, project)
     until(qtbot, w2.state.bundles_changed, lambda: len(w2.state.bundles) == 4)
@@ -403,6 +417,12 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
     qtbot.mouseClick(ep.pdf_button, Qt.LeftButton)
     assert pdf.exists() and pdf.read_bytes()[:4] == b"%PDF" and pdf.stat().st_size > 2000
     assert any("report.pdf" in ep.checklist.item(i).text() for i in range(ep.checklist.count()))
+    # a PC without a browser: "Open the report" says so and where the file is, instead of doing nothing
+    from PySide6.QtGui import QDesktopServices
+
+    monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: False)
+    qtbot.mouseClick(ep.open_report_button, Qt.LeftButton)
+    assert ep.message.kind == "warning" and str(out / "report.html") in ep.message.text()
 
 
 def test_cancel_training_keeps_nothing(qtbot, project, tmp_path):

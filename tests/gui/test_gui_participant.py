@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QWizard
 
@@ -329,6 +330,16 @@ def test_cancelled_export_leaves_no_file(qtbot, project, tmp_path, monkeypatch):
     wait_for_page(qtbot, w, "done")
     assert target.exists()
 
+    # replacing that bundle asks first (the CLI needs --force): "No" keeps the file as it is (issue #27 point 7)
+    from PySide6.QtWidgets import QMessageBox
+
+    before = target.read_bytes()
+    w.back()
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a[2]) or QMessageBox.No)
+    ep.export_button.click()
+    assert len(asked) == 1 and target.name in asked[0] and not ep.busy and target.read_bytes() == before
+
 
 def test_results_window_applies_a_package(qtbot, project, round_packages, tmp_path):
     d = project["dir"]
@@ -372,13 +383,27 @@ def test_results_window_applies_a_package(qtbot, project, round_packages, tmp_pa
     r.outcome = None
     results_apply(qtbot, r)
     v, text = r.outcome["result"].validation, r.validation_label.text()
-    assert v["rows"] == rows and v["local"] is not None and "Recommended" in text
-    assert text.count("95 % CI") >= 2 and f"n = {rows}" in text
-    assert {"local_prediction", "recommended"} <= set(pd.read_csv(out).columns)
+    if kept:  # the package is the site's own model: shown once, never compared with itself (issue #27 point 6)
+        assert v["rows"] == rows and v["local"] is None and v["own_model_package"]
+        assert "your own model" in text and text.count("95 % CI") == 1 and "Recommended" not in text
+        assert "local_prediction" not in pd.read_csv(out).columns
+    else:
+        assert v["rows"] == rows and v["local"] is not None and "Recommended" in text
+        assert text.count("95 % CI") >= 2 and f"n = {rows}" in text
+        assert {"local_prediction", "recommended"} <= set(pd.read_csv(out).columns)
 
-    # a package addressed to another site is named as such before anything is applied
+    # a package addressed to another site is refused before anything is applied: Apply off, the reason said
+    # (issue #27 point 6), and an old error goes when the right package is chosen again
+    r.message.show_message("error", "a stale error from before")
     r.package_field.set_path(round_packages / "site1.dcpkg")
-    assert "another site" in r.package_label.text()
+    assert "another site" in r.package_label.text() and "choose the package" in r.package_label.text()
+    assert not r.apply_button.isEnabled() and "another site" in r.apply_button.toolTip()
+    assert r.message.kind != "error"
+    r.package_field.set_path(round_packages / "site0.dcpkg")
+    assert r.apply_button.isEnabled() and r.apply_button.toolTip() == ""
+    # a workspace that never exported to this project: refused early too
+    r.workspace_field.set_path(str(tmp_path / "another.workspace"))
+    assert not r.apply_button.isEnabled() and "never exported" in r.package_label.text()
 
 
 def test_continue_shows_a_window_at_once(qtbot, monkeypatch):
@@ -486,3 +511,14 @@ def test_a_column_in_another_unit_is_named_and_blocks_export_until_checked(qtbot
     ep.export_button.click()
     wait_for_page(qtbot, w, "done")
     assert (tmp_path / "a.dcbundle").exists()
+
+
+def test_an_empty_recent_projects_box_says_what_will_appear(qtbot):
+    """Issue #27 point 7: the start window's empty "Recent projects" box carries a hint, which cannot be opened."""
+    from gui.app import StartWindow
+
+    start = StartWindow()
+    qtbot.addWidget(start)
+    assert start.recent.count() == 1
+    hint = start.recent.item(0)
+    assert "No project yet" in hint.text() and not hint.flags() & Qt.ItemIsEnabled

@@ -26,7 +26,7 @@ def binary_round(tmp_path_factory):
     mp.setenv("DCSTUDIO_PASSPHRASE", PASS)
     d = tmp_path_factory.mktemp("gui-fig")
     sites = make_binary_sites(d / "data", rows=160)
-    export_dccfl_round(d, sites, "G", "epochs=8")
+    export_dccfl_round(d, sites, "G", "epochs=8", "own_model=false")  # every site gets a shared model to check
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
                "--bundles", d / "bundles", "--out", d / "out", *confirm(d, list(sites))) == 0
     mp.undo()
@@ -34,8 +34,13 @@ def binary_round(tmp_path_factory):
 
 
 def test_results_window_shows_curves_and_rewrites_at_a_new_threshold(qtbot, binary_round, tmp_path):
+    import json
+
     d, sites = binary_round
-    name, test = "site2", sites["site2"][1]
+    summary = json.loads((d / "out/summary.json").read_text())
+    shared = [x["site"] for x in summary["sites"] if x.get("model") != "own"]
+    assert shared, summary["sites"]  # a site sent a shared model: it is drawn beside the site's own
+    name, test = shared[0], sites[shared[0]][1]
     r = ResultsWindow()
     qtbot.addWidget(r)
     r.resize(1366, 768)

@@ -194,3 +194,14 @@ def test_feddag_reports_epochs_and_shows_each_sites_estimate_against_its_own_row
     assert sum("expected accuracy" in x and "95 % CI" in x and "alone" in x for x in lines) == len(s["sites"])
     sites_table = next(v for v in m.views(res) if isinstance(v, Table) and v.title == "Sites")
     assert "expected accuracy" in sites_table.columns and "its own rows alone" in sites_table.columns
+
+
+def test_progress_names_the_stage_of_a_long_loop():
+    """Issue #27 point 7: an inner loop's "epoch 204 of 800" says which stage it belongs to."""
+    from core.control import JobControl
+    from core.methods.feddag.similarity import _stage
+
+    said = []
+    stage = _stage(JobControl(lambda f, t: said.append((round(f, 3), t))), 0.2, 0.5, "choosing the groups of sites")
+    stage.sub(0.0, 1.0).step(0.5, "epoch 204 of 800")
+    assert said == [(0.35, "choosing the groups of sites: epoch 204 of 800")]

@@ -94,6 +94,14 @@ DEFAULTS: dict = {
 }
 
 
+
+def _stage(control: JobControl, start: float, stop: float, words: str) -> JobControl:
+    """A sub-control whose progress lines start with the stage in plain words ("choosing the groups of sites:
+    epoch 204 of 800"), so a long inner loop still says what it is for."""
+    sub = control.sub(start, stop)
+    sub.phase(words)
+    return sub
+
 def settings_with(**overrides) -> dict:
     """DEFAULTS updated by ``overrides`` (unknown keys are an error)."""
     unknown = set(overrides) - set(DEFAULTS)
@@ -806,7 +814,8 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     cache = {} if cache is None else cache
     seed = int(s["seed"])
     t0 = time.perf_counter()
-    g = geo if geo is not None else geometry(bundles, K, s, control.sub(0.0, 0.2), with_pacfl=s["view"] == "pacfl")
+    measuring = _stage(control, 0.0, 0.2, "measuring how alike the sites are")
+    g = geo if geo is not None else geometry(bundles, K, s, measuring, with_pacfl=s["view"] == "pacfl")
     t1 = time.perf_counter()
     M, w = view_matrix(g, s)
     grid = [float(a) for a in s["alpha_grid"]]
@@ -834,7 +843,8 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
         distinct = sorted({c for p in keyed.values() for c in p}
                           | ({everyone} if glob_on else set()))
         control.step(0.2, f"cross-validating {len(distinct)} candidate model(s) over {len(sel.splits)} split(s)")
-        cross_validate(sel, bundles, distinct, K, s, g.basis, seed=seed, maps=maps, control=control.sub(0.2, 0.5))
+        cross_validate(sel, bundles, distinct, K, s, g.basis, seed=seed, maps=maps,
+                       control=_stage(control, 0.2, 0.5, "choosing the groups of sites"))
         if own_on:
             cross_validate_linear(sel, bundles, K, s, g.basis, maps)
         g_score = sel.score_of(everyone) if glob_on else None
@@ -856,7 +866,8 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
         cand = [z for z in range(Z) if sources[z] or not s["sharing"]]
         if sel is not None and cand:   # cross-validated also when kept anyway: its sites' numbers are honest
             control.step(0.5, f"cross-validating {len(cand)} dual encoder(s)")
-            dual_correct = cross_validate_dual(sel, g, bundles, clusters, sources, cand, K, s, control.sub(0.5, 0.7))
+            dual_correct = cross_validate_dual(sel, g, bundles, clusters, sources, cand, K, s,
+                                                  _stage(control, 0.5, 0.7, "checking the shared encoders"))
             for z in cand:
                 m = list(clusters[z])
                 if sel.metric == "accuracy":
@@ -907,7 +918,8 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     control.step(0.7, f"training {len(todo) + len(dual_z)} final model(s)")
     if todo:
         trained = fit_groups(bundles, [(c, None) for c in todo], K, s, g.basis, seed=seed, maps=maps,
-                             epoch_rows=opt_int(s["max_epoch_rows"]), control=control.sub(0.7, 0.85),
+                             epoch_rows=opt_int(s["max_epoch_rows"]),
+                             control=_stage(control, 0.7, 0.85, "training the final models"),
                              on_epoch=single_epoch)
         finals.update(zip(todo, trained, strict=True))
     duals: dict[int, DualEncoder] = {}
@@ -926,7 +938,8 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
                 on_epoch(ep, np.concatenate([prev, lv]))
 
         models = train_dual([x for x, _ in inputs], [sp for _, sp in inputs], K, s, init_primary=init,
-                            control=control.sub(0.85, 1.0), on_epoch=dual_epoch)
+                            control=_stage(control, 0.85, 1.0, "training the final shared-encoder models"),
+                            on_epoch=dual_epoch)
         duals = dict(zip(dual_z, models, strict=True))
     site_models: list[tuple[str, object]] = []
     site_info: list[dict] = []
