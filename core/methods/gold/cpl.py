@@ -501,7 +501,8 @@ def gold_fit(sites: list[SiteResult], k: int | str, *, mean: np.ndarray | None =
     ``weighted_centroids`` (= the mean of the rows).
     ``server="kmeans"`` (the product's default, :func:`kmeans_server`): k-means on the centroids, each weighted
     by its row count (``count_weighted``; False = the unweighted k-means of the bench's Table V ablation),
-    instead of MCPL + REMC; ``k = "auto"`` then picks k in 2..10 by the same count-weighted silhouette.
+    instead of MCPL + REMC; ``k = "auto"`` then picks k in 2..10 by the silhouette of the rows estimated
+    from the centroids and the shipped column sums (:func:`_auto_k_kmeans`).
     """
     if mean is None or std is None:
         mean, std = pooled_scaler([s.stats for s in sites])
@@ -517,7 +518,8 @@ def gold_fit(sites: list[SiteResult], k: int | str, *, mean: np.ndarray | None =
         raise ConfigError(f"unknown server step {server!r}; choose from {', '.join(SERVER_STEPS)}")
     if server == "kmeans":
         if k == "auto":
-            kk, labels, auto_info = _auto_k_kmeans(T, counts if count_weighted else np.ones(len(T)), seed)
+            kk, labels, auto_info = _auto_k_kmeans(T, counts if count_weighted else np.ones(len(T)), seed,
+                                                   within_spread(sites, mean, std, T, counts))
         else:
             kk = min(int(k), len(T))
             labels = kmeans_server(T, counts if count_weighted else None, kk, seed)
@@ -568,28 +570,46 @@ def kmeans_server(T: np.ndarray, w: np.ndarray | None, k: int, seed: int, restar
     return km.fit(T, sample_weight=None if w is None else np.asarray(w, np.float64)).labels_.astype(np.int64)
 
 
-def _auto_k_kmeans(T: np.ndarray, w: np.ndarray, seed: int) -> tuple[int, np.ndarray, dict]:
+def within_spread(sites: list[SiteResult], mean: np.ndarray, std: np.ndarray, T: np.ndarray, w: np.ndarray
+                  ) -> float:
+    """σ² = (Σ_rows ‖(x − μ)/σ‖² − Σ_i w_i ‖T_i‖²) / Σ_i w_i: the rows' mean squared distance to their
+    micro-cluster's centroid, in working units, from the shipped column sums (Σ_rows ‖(x − μ)/σ‖² =
+    Σ_r (Σx² − 2μ_r Σx + n μ_r²) / σ_r²) and the centroids (the within/between split of the sum of squares)."""
+    total = sum(float(((s.stats["sumsq"] - 2 * mean * s.stats["sum"] + float(s.stats["n"][0]) * mean**2)
+                       / std**2).sum()) for s in sites)
+    return max(total - float((w[:, None] * T**2).sum()), 0.0) / max(float(w.sum()), 1.0)
+
+
+def _auto_k_kmeans(T: np.ndarray, w: np.ndarray, seed: int, spread2: float) -> tuple[int, np.ndarray, dict]:
     """k = auto with the k-means server step: :func:`kmeans_server` for every k in 2..min(10, N − 1); the
-    highest count-weighted silhouette (:func:`weighted_silhouette`) wins, ties to the smaller k."""
+    highest estimated silhouette of the rows (:func:`weighted_silhouette` with σ² = ``spread2``) wins, ties
+    to the smaller k. (The centroids' own silhouette, σ² = 0, ignores the spread inside the micro-clusters,
+    sees them far apart and picks too many clusters on small sites: docs/results/gold/server-step.md.)"""
     cands = list(range(2, min(AUTO_MAX_K, len(T) - 1) + 1)) or [min(2, len(T))]
     scores, labs = {}, {}
     for c in cands:
         labs[c] = kmeans_server(T, w, c, seed)
-        scores[c] = weighted_silhouette(T, labs[c], w)
+        scores[c] = weighted_silhouette(T, labs[c], w, spread2)
     best = max(cands, key=lambda c: (round(scores[c], 12), -c))
     return best, labs[best], {"candidates": cands, "silhouette": scores, "chosen": best}
 
 
-def weighted_silhouette(T: np.ndarray, labels: np.ndarray, w: np.ndarray) -> float:
+def weighted_silhouette(T: np.ndarray, labels: np.ndarray, w: np.ndarray, spread2: float = 0.0) -> float:
     """Silhouette of the shipped centroids with each centroid standing for its w rows: a(i), b(i) are
-    w-weighted mean distances (a point's own weight minus one counts in a(i)); s̄ = Σ w s(i) / Σ w."""
-    D = np.sqrt(np.maximum((T**2).sum(1)[:, None] - 2 * T @ T.T + (T**2).sum(1)[None], 0.0))
+    w-weighted mean distances (a point's own weight minus one counts in a(i)); s̄ = Σ w s(i) / Σ w.
+    ``spread2`` = σ², the rows' mean squared distance to their micro-cluster's centroid (:func:`within_spread`):
+    two rows of micro-clusters i, j then lie E‖x − x′‖² = ‖T_i − T_j‖² + 2σ² apart, and d_ij = √(that)
+    (also for two rows of one micro-cluster, √(2σ²)) — the silhouette of the rows, estimated from what the
+    sites ship. 0: the centroids' own silhouette (the MCPL + REMC path's k = auto)."""
+    D2 = np.maximum((T**2).sum(1)[:, None] - 2 * T @ T.T + (T**2).sum(1)[None], 0.0)
+    D = np.sqrt(D2 + 2.0 * spread2)
     ks = np.unique(labels)
     if len(ks) < 2:
         return -1.0
     Wsum = np.stack([(D * (w * (labels == c))[None]).sum(1) for c in ks], axis=1)  # Σ_j∈c w_j d_ij
     size = np.array([w[labels == c].sum() for c in ks])
     own = np.searchsorted(ks, labels)
+    Wsum[np.arange(len(T)), own] -= math.sqrt(2.0 * spread2)  # a row is no distance from itself
     n_own = size[own] - 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.where(n_own > 0, Wsum[np.arange(len(T)), own] / n_own, 0.0)

@@ -21,7 +21,8 @@ Algorithm (``core/methods/gold/cpl.py`` holds the engine; the paper's equation n
    (``server_step``):
    * ``"kmeans"`` (default): count-weighted k-means of T (each centroid weighted by its rows, k-means++,
      the best of 10 seeded restarts, :func:`core.methods.gold.cpl.kmeans_server`); ``k = "auto"``: the k in
-     2…10 with the best count-weighted silhouette of T;
+     2…10 with the best silhouette of the rows, estimated from T, the counts and the rows' spread inside
+     their micro-clusters (known from the column sums, :func:`core.methods.gold.cpl.within_spread`);
    * ``"mcpl"`` (the paper's): MCPL on T gives the granularity levels L⁽¹⁾ … L⁽ᴴ⁾, REMC (weighted k-modes
      on the stacked level labels, Eqs. 23–29) forms k clusters. REMC "cannot form k clusters": MCPL + REMC
      restart with the next seed (≤ ``max_retries``), counted and reported. ``k = "auto"``: REMC for every
@@ -97,9 +98,10 @@ class Gold(Method):
                    "squares of each column; no single row, no labels")
     settings_spec = (
         Setting("k", "int", "auto", "number of clusters", label="Clusters k", low=2, high=1000, auto=True,
-                auto_help="every k from 2 to 10 is tried (with the paper's MCPL + REMC also every level size "
-                          "MCPL passed through); the k whose clusters of the shipped centroids have the best "
-                          "silhouette (each centroid weighted by its rows) wins, ties to the smaller k"),
+                auto_help="every k from 2 to 10 is tried; the k with the best silhouette wins, ties to the "
+                          "smaller k (k-means: the silhouette of the rows, estimated from the averages, their row "
+                          "counts and the spread inside the groups; MCPL + REMC: also every level size MCPL "
+                          "passed through, and the silhouette of the averages, each weighted by its rows)"),
         Setting("server_step", "choice", G.SERVER_STEPS[0], "how the analyst groups the sites' averages",
                 label="Grouping of the averages", choices=G.SERVER_STEPS,
                 choice_help=("k-means on the averages, each counting as many times as it has rows (best of 10 "
@@ -334,7 +336,7 @@ class Gold(Method):
     def views(self, result: MethodResult) -> list[View]:
         s, d = result.summary, result.details
         out: list[View] = []
-        how = ("chosen by the best silhouette of the micro-cluster centroids" if s.get("k_auto")
+        how = ("chosen by the best silhouette" if s.get("k_auto")
                else "fixed in the kit")
         units = ("columns standardised with the pooled mean and spread of all sites" if s.get("scaling") ==
                  "standardised" else "columns in their own units")
