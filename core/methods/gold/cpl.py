@@ -490,7 +490,8 @@ def gold_fit(sites: list[SiteResult], k: int | str, *, mean: np.ndarray | None =
              std: np.ndarray | None = None, eta: float = ETA, k1: float = K1, max_epochs: int = MAX_EPOCHS,
              seed: int = 0, max_retries: int = 20, server: str = "mcpl", weighted_centroids: bool = False,
              count_weighted: bool = True) -> GoldModel:
-    """MCPL + REMC over every site's shipped centroids.
+    """The analyst's step over every site's shipped centroids: ``server="mcpl"`` (this function's default, the
+    paper's MCPL + REMC, as the GOLD bench runs it) or ``"kmeans"`` (the product's default, below).
 
     Units: the centroids are standardised with ``mean``/``std`` if given, else with the pooled statistics
     the sites shipped (:func:`pooled_scaler`). ``k = "auto"``: REMC is run for every k in 2..10 and every MCPL

@@ -286,9 +286,9 @@ class Gold(Method):
             man = b.manifest
             counts_k = np.bincount(g, weights=site.counts, minlength=k).astype(np.int64)
             manifest = {"method": self.name, "k": k, "k_auto": k_set == "auto", "scaling": s["scaling"],
-                        "level_sizes": [int(v) for v in model.level_sizes], "sizes": sizes.tolist(),
-                        "micro_clusters": int(len(g)), "rows": int(man["n_rows"]), "block": man.get("block")}
-            manifest["server_step"] = server
+                        "server_step": server, "level_sizes": [int(v) for v in model.level_sizes],
+                        "sizes": sizes.tolist(), "micro_clusters": int(len(g)), "rows": int(man["n_rows"]),
+                        "block": man.get("block")}
             packages[pos] = (manifest, {"micro_cluster": g.astype(np.int32), "levels": lev.astype(np.int32),
                                         "centroids": np.ascontiguousarray(cent_raw, dtype=np.float64),
                                         "scale_mean": np.asarray(model.mean, np.float64),
