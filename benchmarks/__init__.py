@@ -44,6 +44,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "fuzz": ("fuzz", "mutated bundles, packages, kits, cards and anchors: only the product's errors escape"),
     "kill": ("kill", "SIGKILL during export and analyst run: nothing partial under a final name"),
     "gold": ("gold", "GOLD paper Tables III-IV on re-implemented Non-ICD partitions, with k-FED and ablations"),
+    "gold-server": ("gold_server", "GOLD's analyst step (k-means vs MCPL + REMC) on small non-IID sites, beside "
+                    "DC-Clustering, k-FED and pooled k-means"),
     "scale": ("scale", "the analyst's dccfl fit from 10 to 1,000 sites × 2,000 rows × 30 columns (--sites, --rows)"),
     "small-sites": ("small_sites", "label-skewed sites of 20-500 rows: each site's package vs its own-rows model"),
     "feddag": ("feddag", "FedDAG in one round on tabular stand-ins: Distribution I, concept shift, B.10 recovery"),

@@ -408,7 +408,7 @@ def trial(name: str, X: np.ndarray, y: np.ndarray, seed: int, rows: tuple[str, .
         res["site_micro_clusters"] = [int(s.k_found) for s in sites]
         gold_rows(sites, Zs, zero, one, True, PAPER_ROW, GUARD, Z)
         if ABL_M in rows:
-            m, _ = _gold(sites, k, seed, zero, one, server="kmeans")
+            m, _ = _gold(sites, k, seed, zero, one, server="kmeans", count_weighted=False)
             iv = np.concatenate([G.site_labels(s, g) for s, g in zip(sites, m.micro_global, strict=True)])
             record(ABL_M, iv, G.nearest_centroid(Z, m))
         if ABL_F in rows or ABL_B in rows:
@@ -420,7 +420,7 @@ def trial(name: str, X: np.ndarray, y: np.ndarray, seed: int, rows: tuple[str, .
             for row, server in ((ABL_F, "mcpl"), (ABL_B, "kmeans")):
                 if row in rows:
                     try:
-                        m, _ = _gold(km_sites, k, seed, zero, one, server=server)
+                        m, _ = _gold(km_sites, k, seed, zero, one, server=server, count_weighted=False)
                     except ConfigError as exc:
                         res["methods"][row] = {"error": str(exc)}
                         continue

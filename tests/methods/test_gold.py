@@ -141,6 +141,36 @@ def test_apply_labels_rows_back_in_the_site_order_and_new_rows_by_nearest_centro
     assert model.centroids_raw.shape == (3, 3)
 
 
+def test_the_within_spread_from_column_sums_equals_the_rows_and_the_estimated_silhouette_is_the_rows():
+    from sklearn.metrics import silhouette_score
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(90, 4)) * [1, 5, 0.5, 2] + [0, 3, 1, -2]
+    parts = [np.arange(0, 50), np.arange(50, 90)]
+    sites = [G.fcpl_site(X[p], seed=i, min_size=5) for i, p in enumerate(parts)]
+    mean, std = G.pooled_scaler([s.stats for s in sites])
+    T = np.vstack([(s.centroids - mean) / std for s in sites])
+    w = np.concatenate([s.counts for s in sites]).astype(np.float64)
+    Z = (X - mean) / std
+    own = np.concatenate([s.labels + off for s, off in zip(sites, [0, len(sites[0].counts)], strict=True)])
+    truth = ((Z - T[own]) ** 2).sum(axis=1).mean()  # each row's squared distance to its micro-cluster's mean
+    assert np.isclose(G.within_spread(sites, mean, std, T, w), truth)
+    # σ² = 0: the centroids' own weighted silhouette; with every micro-cluster a single row, the rows' silhouette
+    lab = (T[:, 0] > 0).astype(np.int64)
+    assert np.isclose(G.weighted_silhouette(T, lab, np.ones(len(T)), 0.0), silhouette_score(T, lab))
+
+
+def test_kmeans_server_step_weights_each_average_by_its_rows_and_is_seeded():
+    T = np.array([[0.0], [4.0], [10.0]])
+    plain = G.kmeans_server(T, None, 2, seed=0)  # each average once: {0, 4} | {10} (sum of squares 8 < 18)
+    heavy = G.kmeans_server(T, np.array([100.0, 100.0, 1.0]), 2, seed=0)  # the rows: {0} | {4, 10} (36 < 800)
+    assert plain[0] == plain[1] != plain[2] and heavy[0] != heavy[1] == heavy[2]
+    assert np.array_equal(G.kmeans_server(T, np.ones(3), 2, seed=3), G.kmeans_server(T, np.ones(3), 2, seed=3))
+    with pytest.raises(ConfigError, match="unknown server step"):
+        G.gold_fit([G.SiteResult(T, np.ones(3, np.int64) * 5, np.zeros(0, np.int64), G.column_stats(T), 0, 0, 0,
+                                 0, 0, 0)], 2, server="remc")
+
+
 def test_remc_failure_is_retried_and_counted_then_reported():
     E = np.array([[0, 0], [0, 0], [1, 1], [1, 1]])
     with pytest.raises(G.REMCFailure):

@@ -97,8 +97,8 @@ def test_cli_round_without_anchor_labels_each_sites_rows_in_its_own_order(ground
     assert summary["method"] == NAME and summary["k_auto"] and summary["settings"]["scaling"] == "standardised"
     k = summary["k"]
     assert len(summary["sizes"]) == k and sum(summary["sizes"]) == summary["rows_clustered"] == sum(SIZES)
-    assert summary["level_sizes"] and summary["level_sizes"][0] >= summary["level_sizes"][-1]
-    assert k in summary["auto"]["candidates"] and summary["remc_failures"] >= 0
+    assert summary["server_step"] == "kmeans" and summary["level_sizes"] == []  # the product's default step
+    assert k in summary["auto"]["candidates"] and summary["remc_failures"] == 0
     assert sorted(x["site"] for x in summary["sites"]) == list(files)
     assert all(x["micro_clusters"] >= 1 and "guard_rows" in x for x in summary["sites"])
     pred, true = [], []
@@ -117,7 +117,7 @@ def test_cli_round_without_anchor_labels_each_sites_rows_in_its_own_order(ground
     print(f"GOLD CLI round: k = {k}, ARI {score:.3f}, {ground.seconds:.1f} s")
     assert 4 <= k <= 6 and score >= 0.8  # the four planted blobs, at most split in two
     report = (d / "out/report.html").read_text()
-    assert "Granularity levels" in report and "Rows per cluster" in report and "Micro-cluster centroids" in report
+    assert "Granularity levels" not in report and "Rows per cluster" in report and "Micro-cluster centroids" in report
 
 
 def test_new_rows_are_labelled_by_the_nearest_global_centroid(ground):
@@ -218,8 +218,8 @@ def test_check_bundle_refuses_malformed_bundles():
         arrays={"counts": np.r_[counts[:-1], 9]})
 
 
-def test_fit_packages_and_apply_in_process_with_raw_distances_and_a_fixed_k():
-    m = get_method(NAME, {"k": 4, "scaling": "raw"})
+def test_fit_packages_and_apply_in_process_with_raw_distances_a_fixed_k_and_the_papers_step():
+    m = get_method(NAME, {"k": 4, "scaling": "raw", "server_step": "mcpl"})
     bundles, exports, data = _bundles(m)
     res = m.fit(bundles, FitContext([]))
     s = res.summary
@@ -243,7 +243,87 @@ def test_fit_packages_and_apply_in_process_with_raw_distances_and_a_fixed_k():
         get_method(NAME, {"k": 1000}).fit(bundles, FitContext([]))
     total = sum(len(b.arrays["counts"]) for b in bundles)  # more clusters than MCPL's levels can tell apart
     with pytest.raises(ConfigError, match="REMC could not form k = .* in 3 attempts"):
-        get_method(NAME, {"k": total, "max_retries": 2}).fit(bundles, FitContext([]))
+        get_method(NAME, {"k": total, "max_retries": 2, "server_step": "mcpl"}).fit(bundles, FitContext([]))
+
+
+def _wine_sites(seed: int, sites: int = 4) -> list[tuple[np.ndarray, np.ndarray]]:
+    """sklearn's wine table (178 rows, 3 kinds) over four small sites, site i lacking kind i mod 3."""
+    from sklearn.datasets import load_wine
+
+    X, y = load_wine(return_X_y=True)
+    rng = np.random.default_rng(seed)
+    site = np.empty(len(y), np.int64)
+    for c in range(3):
+        rows = np.flatnonzero(y == c)
+        site[rows] = rng.choice([i for i in range(sites) if i % 3 != c], len(rows))
+    return [(X[site == i], y[site == i]) for i in range(sites)]
+
+
+def _round(settings: dict, data: list[tuple[np.ndarray, np.ndarray]]):
+    """Every site exports (site seed = its index), the analyst fits; (method, bundles, exports, result)."""
+    m = get_method(NAME, settings)
+    bundles, exports = [], []
+    for i, (X, _) in enumerate(data):
+        ex = m.site_compute(SiteInput(X, None, [], None, settings=m.check_site_settings({"seed": i})))
+        bundles.append(ReceivedBundle(f"s{i}", f"fp{i}", f"d{i}", f"e{i}", {**ex.manifest, "method": NAME,
+                                                                             "family": m.family}, dict(ex.arrays)))
+        exports.append(ex)
+    return m, bundles, exports, m.fit(bundles, FitContext([]))
+
+
+def _site_labels(res, exports) -> np.ndarray:
+    return np.concatenate([arr["micro_cluster"][ex.private_arrays["micro_labels"]]
+                           for (_, arr), ex in zip(res.packages, exports, strict=True)])
+
+
+def test_the_default_server_step_beats_mcpl_remc_on_small_sites_each_lacking_a_kind():
+    """Wine over four sites of 30–60 rows (seed 2, where the paper's step loses): with k = 3 given, MCPL + REMC
+    puts the level clusters that match no mode into one cluster; count-weighted k-means groups by distance."""
+    data = _wine_sites(2)
+    y = np.concatenate([t for _, t in data])
+    scores = {}
+    for step in ("kmeans", "mcpl"):
+        _, _, exports, res = _round({"k": 3, "server_step": step}, data)
+        assert res.summary["server_step"] == step and res.summary["k"] == 3
+        scores[step] = ari(y, _site_labels(res, exports))
+    assert scores["kmeans"] >= 0.7 and scores["kmeans"] >= scores["mcpl"] + 0.15, scores
+    assert get_method(NAME).settings["server_step"] == "kmeans"
+
+
+def test_the_mcpl_setting_runs_the_papers_mcpl_and_remc():
+    from core.methods.dc_analysis import site_order
+    from core.methods.gold import cpl as G
+
+    data = _wine_sites(1)
+    _, bundles, _, res = _round({"k": 3, "server_step": "mcpl", "centroids": "micro"}, data)
+    order = site_order(bundles)  # the analyst takes sites by content digest
+    bundles, packages = [bundles[i] for i in order], [res.packages[i] for i in order]
+    sites = [G.SiteResult(b.arrays["centroids"], b.arrays["counts"], np.zeros(0, np.int64),
+                          {"n": np.array([float(b.manifest["n_rows"])]), "sum": b.arrays["col_sum"],
+                           "sumsq": b.arrays["col_sumsq"]}, 0, 0, 0, 0, 0, 0) for b in bundles]
+    paper = G.gold_fit(sites, 3, seed=0)  # the engine's default: MCPL + REMC, the authors' settings
+    assert res.summary["level_sizes"] == paper.level_sizes and len(paper.level_sizes) >= 1
+    got = np.concatenate([arr["micro_cluster"] for _, arr in packages])
+    want = np.concatenate(paper.micro_global)
+    assert ari(want, got) == 1.0  # the same partition (numbered by size in the product)
+    for (_, arr), lev in zip(packages, paper.micro_levels, strict=True):
+        assert np.array_equal(arr["levels"], lev)
+
+
+@pytest.mark.parametrize("step", ["kmeans", "mcpl"])
+def test_fit_is_the_same_whatever_the_bundles_order_and_names(step):
+    data = _wine_sites(0)
+    m, bundles, _, res = _round({"k": "auto", "server_step": step}, data)
+    order = [2, 0, 3, 1]
+    renamed = [ReceivedBundle(f"other{j}", f"x{j}", f"z{j}", f"y{j}", bundles[i].manifest, bundles[i].arrays)
+               for j, i in enumerate(order)]
+    again = m.fit(renamed, FitContext([]))
+    assert again.summary["k"] == res.summary["k"] and again.summary["sizes"] == res.summary["sizes"]
+    for j, i in enumerate(order):
+        (man_a, arr_a), (man_b, arr_b) = res.packages[i], again.packages[j]
+        assert man_a == man_b and arr_a.keys() == arr_b.keys()
+        assert all(np.array_equal(arr_a[key], arr_b[key]) for key in arr_a)
+    assert res.summary["sizes"] == sorted(res.summary["sizes"], reverse=True)  # clusters numbered by size
 
 
 def test_declarations():
@@ -251,8 +331,10 @@ def test_declarations():
     assert not cls.needs_anchor and cls.labels_leave == "none" and cls.family == NAME and cls.task == "clustering"
     assert [s.name for s in cls.site_settings_spec()] == ["noise", "max_candidates", "seed"]
     assert cls.default_settings()["scaling"] == "standardised" and cls.default_settings()["min_cluster_rows"] == 5
+    assert cls.default_settings()["server_step"] == "kmeans" and cls.setting("server_step").choices == ("kmeans",
+                                                                                                         "mcpl")
     assert "silhouette" in cls.setting("k").auto_help
-    for bad in ({"k": 1}, {"scaling": "range"}, {"min_cluster_rows": 0}):
+    for bad in ({"k": 1}, {"scaling": "range"}, {"min_cluster_rows": 0}, {"server_step": "remc"}):
         with pytest.raises(ConfigError):
             get_method(NAME, bad)
 
@@ -306,6 +388,8 @@ def test_a_gold_round_by_clicking(qtbot, tmp_path, monkeypatch):
     cp = aw.clustering_page
     assert cp.has_result and aw.show_page("clustering")
     kinds = cp.views.kinds
-    assert kinds.count("Bars") == 2 and "Scatter" in kinds and "Table" in kinds
+    # the default server step (k-means) has no granularity levels: one Bars view (the cluster sizes), the k curve
+    assert kinds.count("Bars") == 1 and {"Scatter", "Table", "Curve"} <= set(kinds)
     assert len(export_packages(qtbot, aw, d / "gui-out")) == 3
-    assert "Granularity levels" in (d / "gui-out/report.html").read_text()
+    report = (d / "gui-out/report.html").read_text()
+    assert "Granularity levels" not in report and "count-weighted k-means" in report

@@ -47,6 +47,7 @@ MAX_EPOCHS = 30  # the code stops after epoch 31
 REMC_MAX_ITER = 30
 MIN_SIZE = 5  # product guard: no shipped centroid is the mean of fewer rows
 GUARDS = ("pool", "merge", "ward", "drop")
+SERVER_STEPS = ("kmeans", "mcpl")  # analyst's step: the product's default first; "mcpl" = the paper's MCPL + REMC
 GUARD_DEFAULT = "ward"  # the product's and the bench's guard (chosen on the bench: docs/results/gold/README.md)
 
 
@@ -487,9 +488,10 @@ class GoldModel:
 
 def gold_fit(sites: list[SiteResult], k: int | str, *, mean: np.ndarray | None = None,
              std: np.ndarray | None = None, eta: float = ETA, k1: float = K1, max_epochs: int = MAX_EPOCHS,
-             seed: int = 0, max_retries: int = 20, server: str = "mcpl", weighted_centroids: bool = False
-             ) -> GoldModel:
-    """MCPL + REMC over every site's shipped centroids.
+             seed: int = 0, max_retries: int = 20, server: str = "mcpl", weighted_centroids: bool = False,
+             count_weighted: bool = True) -> GoldModel:
+    """The analyst's step over every site's shipped centroids: ``server="mcpl"`` (this function's default, the
+    paper's MCPL + REMC, as the GOLD bench runs it) or ``"kmeans"`` (the product's default, below).
 
     Units: the centroids are standardised with ``mean``/``std`` if given, else with the pooled statistics
     the sites shipped (:func:`pooled_scaler`). ``k = "auto"``: REMC is run for every k in 2..10 and every MCPL
@@ -498,7 +500,10 @@ def gold_fit(sites: list[SiteResult], k: int | str, *, mean: np.ndarray | None =
     failure restarts MCPL + REMC with the next seed (at most ``max_retries`` times) and is counted. Global
     centroid = the unweighted mean of its micro-cluster centroids (the code), or the count-weighted mean with
     ``weighted_centroids`` (= the mean of the rows).
-    ``server="kmeans"``: k-means (n_init 10) on the centroids instead of MCPL + REMC (ablation).
+    ``server="kmeans"`` (the product's default, :func:`kmeans_server`): k-means on the centroids, each weighted
+    by its row count (``count_weighted``; False = the unweighted k-means of the bench's Table V ablation),
+    instead of MCPL + REMC; ``k = "auto"`` then picks k in 2..10 by the silhouette of the rows estimated
+    from the centroids and the shipped column sums (:func:`_auto_k_kmeans`).
     """
     if mean is None or std is None:
         mean, std = pooled_scaler([s.stats for s in sites])
@@ -510,11 +515,15 @@ def gold_fit(sites: list[SiteResult], k: int | str, *, mean: np.ndarray | None =
         raise ConfigError("the sites shipped fewer than two micro-clusters")
     failures, auto_info = 0, {}
     levels, sizes = [], []
+    if server not in SERVER_STEPS:
+        raise ConfigError(f"unknown server step {server!r}; choose from {', '.join(SERVER_STEPS)}")
     if server == "kmeans":
-        from sklearn.cluster import KMeans
-
-        kk = int(k) if k != "auto" else 2
-        labels = KMeans(min(kk, len(T)), n_init=10, random_state=seed).fit_predict(T)
+        if k == "auto":
+            kk, labels, auto_info = _auto_k_kmeans(T, counts if count_weighted else np.ones(len(T)), seed,
+                                                   within_spread(sites, mean, std, T, counts))
+        else:
+            kk = min(int(k), len(T))
+            labels = kmeans_server(T, counts if count_weighted else None, kk, seed)
     else:
         for attempt in range(max_retries + 1):
             rng = np.random.default_rng([seed, attempt])
@@ -547,18 +556,61 @@ def gold_fit(sites: list[SiteResult], k: int | str, *, mean: np.ndarray | None =
 
 
 AUTO_MAX_K = 10
+KMEANS_RESTARTS = 10
 
 
-def weighted_silhouette(T: np.ndarray, labels: np.ndarray, w: np.ndarray) -> float:
+def kmeans_server(T: np.ndarray, w: np.ndarray | None, k: int, seed: int, restarts: int = KMEANS_RESTARTS
+                  ) -> np.ndarray:
+    """Count-weighted k-means of the shipped centroids: minimises Σ_i w_i ‖T_i − c_{l(i)}‖² (w_i = the rows of
+    micro-cluster i, so each centroid stands for its rows: the within-cluster sum of squares of the rows,
+    less their spread inside the micro-clusters, which no partition changes); k-means++ seeding, the best
+    of ``restarts`` seeded runs. ``w=None``: every centroid counts once (the bench's ablation)."""
+    from sklearn.cluster import KMeans
+
+    km = KMeans(int(k), init="k-means++", n_init=restarts, random_state=int(seed))
+    return km.fit(T, sample_weight=None if w is None else np.asarray(w, np.float64)).labels_.astype(np.int64)
+
+
+def within_spread(sites: list[SiteResult], mean: np.ndarray, std: np.ndarray, T: np.ndarray, w: np.ndarray
+                  ) -> float:
+    """σ² = (Σ_rows ‖(x − μ)/σ‖² − Σ_i w_i ‖T_i‖²) / Σ_i w_i: the rows' mean squared distance to their
+    micro-cluster's centroid, in working units, from the shipped column sums (Σ_rows ‖(x − μ)/σ‖² =
+    Σ_r (Σx² − 2μ_r Σx + n μ_r²) / σ_r²) and the centroids (the within/between split of the sum of squares)."""
+    total = sum(float(((s.stats["sumsq"] - 2 * mean * s.stats["sum"] + float(s.stats["n"][0]) * mean**2)
+                       / std**2).sum()) for s in sites)
+    return max(total - float((w[:, None] * T**2).sum()), 0.0) / max(float(w.sum()), 1.0)
+
+
+def _auto_k_kmeans(T: np.ndarray, w: np.ndarray, seed: int, spread2: float) -> tuple[int, np.ndarray, dict]:
+    """k = auto with the k-means server step: :func:`kmeans_server` for every k in 2..min(10, N − 1); the
+    highest estimated silhouette of the rows (:func:`weighted_silhouette` with σ² = ``spread2``) wins, ties
+    to the smaller k. (The centroids' own silhouette, σ² = 0, ignores the spread inside the micro-clusters,
+    sees them far apart and picks too many clusters on small sites: docs/results/gold/server-step.md.)"""
+    cands = list(range(2, min(AUTO_MAX_K, len(T) - 1) + 1)) or [min(2, len(T))]
+    scores, labs = {}, {}
+    for c in cands:
+        labs[c] = kmeans_server(T, w, c, seed)
+        scores[c] = weighted_silhouette(T, labs[c], w, spread2)
+    best = max(cands, key=lambda c: (round(scores[c], 12), -c))
+    return best, labs[best], {"candidates": cands, "silhouette": scores, "chosen": best}
+
+
+def weighted_silhouette(T: np.ndarray, labels: np.ndarray, w: np.ndarray, spread2: float = 0.0) -> float:
     """Silhouette of the shipped centroids with each centroid standing for its w rows: a(i), b(i) are
-    w-weighted mean distances (a point's own weight minus one counts in a(i)); s̄ = Σ w s(i) / Σ w."""
-    D = np.sqrt(np.maximum((T**2).sum(1)[:, None] - 2 * T @ T.T + (T**2).sum(1)[None], 0.0))
+    w-weighted mean distances (a point's own weight minus one counts in a(i)); s̄ = Σ w s(i) / Σ w.
+    ``spread2`` = σ², the rows' mean squared distance to their micro-cluster's centroid (:func:`within_spread`):
+    two rows of micro-clusters i, j then lie E‖x − x′‖² = ‖T_i − T_j‖² + 2σ² apart, and d_ij = √(that)
+    (also for two rows of one micro-cluster, √(2σ²)) — the silhouette of the rows, estimated from what the
+    sites ship. 0: the centroids' own silhouette (the MCPL + REMC path's k = auto)."""
+    D2 = np.maximum((T**2).sum(1)[:, None] - 2 * T @ T.T + (T**2).sum(1)[None], 0.0)
+    D = np.sqrt(D2 + 2.0 * spread2)
     ks = np.unique(labels)
     if len(ks) < 2:
         return -1.0
     Wsum = np.stack([(D * (w * (labels == c))[None]).sum(1) for c in ks], axis=1)  # Σ_j∈c w_j d_ij
     size = np.array([w[labels == c].sum() for c in ks])
     own = np.searchsorted(ks, labels)
+    Wsum[np.arange(len(T)), own] -= math.sqrt(2.0 * spread2)  # a row is no distance from itself
     n_own = size[own] - 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.where(n_own > 0, Wsum[np.arange(len(T)), own] / n_own, 0.0)
@@ -606,4 +658,5 @@ def nearest_centroid(X: np.ndarray, model: GoldModel) -> np.ndarray:
 
 __all__ = ["ETA", "K0", "K1", "MIN_SIZE", "GUARDS", "GUARD_DEFAULT",
            "CPLResult", "cpl", "CPL", "column_stats", "pooled_scaler", "SiteResult",
-           "fcpl_site", "mcpl", "REMCFailure", "remc", "GoldModel", "gold_fit", "site_labels", "nearest_centroid"]
+           "fcpl_site", "mcpl", "REMCFailure", "remc", "GoldModel", "gold_fit", "site_labels", "nearest_centroid",
+           "SERVER_STEPS", "kmeans_server"]

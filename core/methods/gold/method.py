@@ -16,13 +16,25 @@ Algorithm (``core/methods/gold/cpl.py`` holds the engine; the paper's equation n
      noise of std ``noise`` × σ_i on the centroids. It keeps each row's micro-cluster (private).
 2. analyst (one round, so the pooled scale is computed only here): pooled mean μ and population std σ of
    the union from every site's (n, Σx, Σx²); every shipped centroid is standardised with them,
-   T = (C − μ) / σ (``"raw"``: T = C); MCPL on T gives the granularity levels L⁽¹⁾ … L⁽ᴴ⁾, REMC (weighted
-   k-modes on the stacked level labels, Eqs. 23–29) forms k clusters. REMC "cannot form k clusters":
-   MCPL + REMC restart with the next seed (≤ ``max_retries``), counted and reported. ``k = "auto"``: REMC
-   for every k in 2…10 and every level size (≤ the largest level), the best count-weighted silhouette of T.
+   T = (C − μ) / σ (``"raw"``: T = C). Sites are taken in a canonical order (by the digest of each bundle's
+   content, :func:`core.methods.dc_analysis.site_order`), never the files' order or names. The server step
+   (``server_step``):
+   * ``"kmeans"`` (default): count-weighted k-means of T (each centroid weighted by its rows, k-means++,
+     the best of 10 seeded restarts, :func:`core.methods.gold.cpl.kmeans_server`); ``k = "auto"``: the k in
+     2…10 with the best silhouette of the rows, estimated from T, the counts and the rows' spread inside
+     their micro-clusters (known from the column sums, :func:`core.methods.gold.cpl.within_spread`);
+   * ``"mcpl"`` (the paper's): MCPL on T gives the granularity levels L⁽¹⁾ … L⁽ᴴ⁾, REMC (weighted k-modes
+     on the stacked level labels, Eqs. 23–29) forms k clusters. REMC "cannot form k clusters": MCPL + REMC
+     restart with the next seed (≤ ``max_retries``), counted and reported. ``k = "auto"``: REMC for every
+     k in 2…10 and every level size (≤ the largest level), the best count-weighted silhouette of T.
+   Why k-means is the default (docs/results/gold/server-step.md): REMC sees only the level labels, not where
+   the centroids lie; when k is below the last level's size it must merge level clusters, and a micro-cluster
+   whose labels match no mode has similarity 0 to every cluster and falls into cluster 1 by the tie — so
+   on small non-IID sites k given did worse than k = auto (which can keep a level as it is).
    Global centroid = the mean of its clusters' rows (count-weighted micro-centroids, ``centroids = "rows"``)
    or the unweighted mean of its micro-centroids (``"micro"``, the authors' code); clusters REMC leaves
-   empty are dropped and the rest renumbered.
+   empty are dropped; clusters are numbered by size (largest first; ties by their centroid), so the same
+   bundles give the same numbers.
 3. package to site i: the global cluster of each of its micro-clusters, their level labels, the k global
    centroids in raw units and μ, σ; ``apply`` labels the exported rows by their micro-cluster's cluster
    (the CSV is checked against the export's SHA-256) and any other rows by the nearest global centroid in
@@ -50,11 +62,23 @@ from ..base import (
     check_standardised,
     rows_digest,
 )
+from ..dc_analysis import site_order
 from ..settings import Setting
 from ..views import Bars, Curve, Scatter, Table, Text, View, cluster_sizes, principal_axes_2d
 from . import cpl as G
 
 SCALINGS = ("standardised", "raw")
+STEP_WORDS = {"kmeans": "count-weighted k-means", "mcpl": "MCPL + REMC"}
+
+
+def _canonical_clusters(model: G.GoldModel, sites: list[G.SiteResult]) -> np.ndarray:
+    """The clusters that have members, in their canonical order: most rows first, ties by the centroid's
+    coordinates (working units), so cluster numbers depend on content only; old index of each new cluster."""
+    rows = np.zeros(model.k)
+    for site, g in zip(sites, model.micro_global, strict=True):
+        rows += np.bincount(g, weights=site.counts, minlength=model.k)
+    keep = [j for j in range(model.k) if np.all(np.isfinite(model.centroids[j]))]
+    return np.array(sorted(keep, key=lambda j: (-rows[j], *model.centroids[j].tolist())), dtype=np.int64)
 
 
 def _plural(n: int, word: str) -> str:
@@ -74,9 +98,17 @@ class Gold(Method):
                    "squares of each column; no single row, no labels")
     settings_spec = (
         Setting("k", "int", "auto", "number of clusters", label="Clusters k", low=2, high=1000, auto=True,
-                auto_help="REMC for every k from 2 to 10 and every level size MCPL passed through; the k whose "
-                          "clusters of the shipped centroids have the best silhouette (each centroid weighted "
-                          "by its rows) wins, ties to the smaller k"),
+                auto_help="every k from 2 to 10 is tried; the k with the best silhouette wins, ties to the "
+                          "smaller k (k-means: the silhouette of the rows, estimated from the averages, their row "
+                          "counts and the spread inside the groups; MCPL + REMC: also every level size MCPL "
+                          "passed through, and the silhouette of the averages, each weighted by its rows)"),
+        Setting("server_step", "choice", G.SERVER_STEPS[0], "how the analyst groups the sites' averages",
+                label="Grouping of the averages", choices=G.SERVER_STEPS,
+                choice_help=("k-means on the averages, each counting as many times as it has rows (best of 10 "
+                             "seeded starts); k = auto: the best silhouette",
+                             "the paper's MCPL + REMC (multi-granular competitive learning, then k-modes on the "
+                             "granularity labels)"),
+                advanced=True),
         Setting("scaling", "choice", "standardised", "which distances the clustering uses", label="Distances on",
                 choices=SCALINGS, choice_help=("columns standardised with the pooled mean and spread of all "
                                                "sites (computed from their column sums)",
@@ -98,7 +130,8 @@ class Gold(Method):
                 high=1.0, advanced=True),
         Setting("k1", "float", G.K1, "starting clusters of MCPL, as a share of all shipped micro-clusters",
                 low=0.01, high=1.0, advanced=True),
-        Setting("max_retries", "int", 20, "REMC restarts (new seed) when it cannot form k clusters", low=0,
+        Setting("max_retries", "int", 20, "REMC restarts (new seed) when it cannot form k clusters (MCPL + REMC "
+                "only)", low=0,
                 high=1000, advanced=True),
         Setting("centroids", "choice", "rows", "what a global centroid is", choices=("rows", "micro"),
                 choice_help=("the mean of its rows", "the plain mean of its micro-cluster centroids"),
@@ -217,6 +250,8 @@ class Gold(Method):
         control, s = context.control, self.settings
         if not bundles:
             raise ConfigError("no bundles to analyse")
+        order = site_order(bundles)  # canonical: by content digest, before anything random
+        bundles = [bundles[i] for i in order]
         sites = []
         for b in bundles:
             a = b.arrays
@@ -230,13 +265,14 @@ class Gold(Method):
             raise ConfigError(f"k = {k_set} clusters, but the sites shipped only {total} micro-clusters")
         m = sites[0].centroids.shape[1]
         mean, std = (None, None) if s["scaling"] == "standardised" else (np.zeros(m), np.ones(m))
-        control.step(0.05, f"MCPL + REMC over {total} micro-clusters")
+        server = s["server_step"]
+        control.step(0.05, f"{STEP_WORDS[server]} over {total} micro-clusters")
         model = G.gold_fit(sites, k_set, mean=mean, std=std, eta=float(s["eta"]), k1=float(s["k1"]),
                            max_epochs=int(s["epochs"]), seed=int(s["seed"]), max_retries=int(s["max_retries"]),
-                           weighted_centroids=s["centroids"] == "rows")
+                           server=server, weighted_centroids=s["centroids"] == "rows")
         control.step(0.9, "packaging")
-        # clusters REMC left without members are dropped and the rest renumbered 0 … k − 1
-        keep = np.flatnonzero(np.all(np.isfinite(model.centroids), axis=1))
+        # clusters left without members are dropped; the rest are numbered 0 … k − 1 by content
+        keep = _canonical_clusters(model, sites)
         renum = np.full(model.k, -1, dtype=np.int64)
         renum[keep] = np.arange(len(keep))
         k, empty = len(keep), model.k - len(keep)
@@ -245,17 +281,18 @@ class Gold(Method):
         sizes = np.zeros(k, dtype=np.int64)
         for site, g in zip(sites, micro, strict=True):
             sizes += np.bincount(g, weights=site.counts, minlength=k).astype(np.int64)
-        packages, summ_sites = [], []
-        for b, site, g, lev in zip(bundles, sites, micro, model.micro_levels, strict=True):
+        packages, summ_sites = [None] * len(bundles), []
+        for pos, b, site, g, lev in zip(order, bundles, sites, micro, model.micro_levels, strict=True):
             man = b.manifest
             counts_k = np.bincount(g, weights=site.counts, minlength=k).astype(np.int64)
             manifest = {"method": self.name, "k": k, "k_auto": k_set == "auto", "scaling": s["scaling"],
-                        "level_sizes": [int(v) for v in model.level_sizes], "sizes": sizes.tolist(),
-                        "micro_clusters": int(len(g)), "rows": int(man["n_rows"]), "block": man.get("block")}
-            packages.append((manifest, {"micro_cluster": g.astype(np.int32), "levels": lev.astype(np.int32),
+                        "server_step": server, "level_sizes": [int(v) for v in model.level_sizes],
+                        "sizes": sizes.tolist(), "micro_clusters": int(len(g)), "rows": int(man["n_rows"]),
+                        "block": man.get("block")}
+            packages[pos] = (manifest, {"micro_cluster": g.astype(np.int32), "levels": lev.astype(np.int32),
                                         "centroids": np.ascontiguousarray(cent_raw, dtype=np.float64),
                                         "scale_mean": np.asarray(model.mean, np.float64),
-                                        "scale_std": np.asarray(model.std, np.float64)}))
+                                        "scale_std": np.asarray(model.std, np.float64)})
             summ_sites.append({"site": b.site, "fingerprint": b.fingerprint, "rows": int(man["n_rows"]),
                                "micro_clusters": int(len(g)), "rows_in_clusters": int(site.counts.sum()),
                                "guard_rows": int(man.get("guard_rows", 0)),
@@ -268,6 +305,7 @@ class Gold(Method):
                     "silhouette": {str(c): float(v) for c, v in model.auto["silhouette"].items()},
                     "chosen": int(model.auto["chosen"])}
         summary = {"method": self.name, "task": self.task, "k": k, "k_auto": k_set == "auto", "auto": auto,
+                   "server_step": server,
                    "n_clusters": k, "level_sizes": [int(v) for v in model.level_sizes], "sizes": sizes.tolist(),
                    "remc_failures": int(model.remc_failures), "empty_clusters_dropped": int(empty),
                    "micro_clusters": int(total), "rows_clustered": int(sizes.sum()), "scaling": s["scaling"],
@@ -282,9 +320,12 @@ class Gold(Method):
     def summary_lines(self, summary: dict) -> list[str]:
         s = summary
         how = (f"chosen by silhouette among {s['auto'].get('candidates')}" if s.get("k_auto") else "fixed in the kit")
-        lines = [f"method gold ({s['scaling']} distances): k = {s['k']} ({how}); rows per cluster {s['sizes']}",
-                 f"MCPL levels (k stage by stage): {' → '.join(str(v) for v in s['level_sizes'])}; "
-                 f"{s['micro_clusters']} micro-clusters; REMC failures retried: {s['remc_failures']}"
+        server = s.get("server_step", "mcpl")
+        lines = [f"method gold ({s['scaling']} distances, {STEP_WORDS[server]}): k = {s['k']} ({how}); rows per "
+                 f"cluster {s['sizes']}",
+                 (f"MCPL levels (k stage by stage): {' → '.join(str(v) for v in s['level_sizes'])}; "
+                  f"{s['micro_clusters']} micro-clusters; REMC failures retried: {s['remc_failures']}"
+                  if server == "mcpl" else f"{s['micro_clusters']} micro-clusters")
                  + (f"; empty clusters dropped: {s['empty_clusters_dropped']}" if s["empty_clusters_dropped"] else "")]
         for x in s["sites"]:
             lines.append(f"  {x['site']}: {x['rows']} rows in {x['micro_clusters']} micro-clusters; guard touched "
@@ -295,14 +336,14 @@ class Gold(Method):
     def views(self, result: MethodResult) -> list[View]:
         s, d = result.summary, result.details
         out: list[View] = []
-        how = ("chosen by the best silhouette of the micro-cluster centroids" if s.get("k_auto")
+        how = ("chosen by the best silhouette" if s.get("k_auto")
                else "fixed in the kit")
         units = ("columns standardised with the pooled mean and spread of all sites" if s.get("scaling") ==
                  "standardised" else "columns in their own units")
         out.append(Text(f"GOLD: {s.get('micro_clusters')} micro-clusters from {len(s.get('sites', []))} site(s), "
-                        f"clustered by MCPL + REMC on {units}. k = {s.get('k')} ({how}); {s.get('rows_clustered')} "
-                        "rows clustered. Only micro-cluster averages, their sizes and column totals left the sites; "
-                        "no row and no label did."))
+                        f"clustered by {STEP_WORDS[s.get('server_step', 'mcpl')]} on {units}. k = {s.get('k')} "
+                        f"({how}); {s.get('rows_clustered')} rows clustered. Only micro-cluster averages, their "
+                        "sizes and column totals left the sites; no row and no label did."))
         if s.get("remc_failures"):
             out.append(Text(f"REMC could not form k clusters {s['remc_failures']} time(s) and was restarted with a "
                             "new seed.", tone="warning"))

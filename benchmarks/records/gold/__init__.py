@@ -1,0 +1,1 @@
+"""Scripts behind records in docs/results/gold/."""
