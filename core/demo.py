@@ -168,10 +168,11 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
                                 folder / "results.csv", workspace=SiteWorkspace(folder / f"{name}.workspace"),
                                 validate=True)
             v = res.validation  # the package and the site's own model (kept at export) on the held-out rows
+            own = v["package"] if v.get("own_model_package") else v["local"]  # the package may be the own model
             train, test = held_out[name]
             mal = int((train["diagnosis"] == "malignant").sum())
             rows.append((name, len(train), len(test), f"{mal}/{len(train) - mal}", by_site[name].get("cluster", ""),
-                         v["local"]["accuracy"], v["package"]["accuracy"], by_site[name]))
+                         own["accuracy"], v["package"]["accuracy"], by_site[name]))
         say("", "Per-site accuracy on each hospital's held-out rows (its own model: the logistic regression it "
             "trained on its rows at export):",
             f"{'site':<17}{'train':>6}{'test':>6}  {'mal/ben':>8}{'cluster':>8}{'own model':>11}{'package':>9}")
