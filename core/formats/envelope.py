@@ -40,7 +40,7 @@ from ..control import JobControl, ensure
 from ..errors import Cancelled, ConfigError, DCError, FormatError, UnconfirmedSender, VerificationError, project_label
 from ..fileio import atomic_writer, canonical_json, json_depth_ok
 from . import canonical_zip
-from .canonical_zip import ALIGN_EXTRA_ID, DATA_ALIGN  # noqa: F401 (part of this module's interface)
+from .canonical_zip import DATA_ALIGN
 from .identity import Identity, PublicCard, check_name, is_hex, is_utc_time, utc_now, with_path
 
 MAGIC = b"dcstudio-envelope/v1\n"
