@@ -104,6 +104,8 @@ class AuditLog:
                 f"this audit log is kept by {state.owner.name!r} ({state.owner.fingerprint}), not by "
                 f"{self._owner.name!r} ({self._owner.card.fingerprint}); use that identity, or "
                 + _new_log_hint(self.path), path=self.path)
+        if state.head_file == "one behind":  # a kill between the fsynced line and its head: repair it first
+            self._write_head(state.entries, state.head)
         return state
 
     # -- writing -----------------------------------------------------------------------------------
@@ -290,6 +292,8 @@ class AuditLog:
 
     def _check_head(self, owner: PublicCard, lines: list[bytes]) -> str:
         if not self.head_path.exists():
+            if len(lines) == 1 and not self._has_history():
+                return "one behind"  # a new log whose first head write was interrupted: nothing else written yet
             raise VerificationError(f"the audit head file {self.head_path.name} is missing, so lines cut from "
                                     "the end of the log could not be seen; " + _new_log_hint(self.path),
                                     path=self.head_path)

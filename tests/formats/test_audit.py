@@ -265,3 +265,16 @@ def test_bad_fields_are_refused(tmp_path, owner):
         AuditLog(tmp_path / "other.jsonl").append("x")
     assert log.verify() == 0 and not log.path.exists()
     assert not os.path.exists(log.head_path)
+
+
+def test_first_head_write_interrupted(tmp_path, owner):
+    """A kill between a new log's first line and its first head file: accepted while the workspace holds
+    nothing else (and repaired), refused once it does (then a cut to one line would look the same)."""
+    log = AuditLog(tmp_path / "audit.jsonl", owner)
+    log.bind(owner)
+    log.head_path.unlink()
+    assert AuditLog(log.path, owner).bind(owner).head_file == "one behind"
+    assert log.check().head_file == "matches"
+    log.head_path.unlink()
+    with pytest.raises(VerificationError, match="head file audit.head is missing"):
+        AuditLog(log.path, owner, has_history=lambda: True).bind(owner)
