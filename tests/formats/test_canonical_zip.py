@@ -151,3 +151,29 @@ def test_writer_output_with_zip64_records_is_canonical(site, analyst, monkeypatc
 def test_committed_vectors_are_canonical(name):
     data = (VECTORS / name).read_bytes()
     canonical_zip.check(memoryview(data), _members(data))
+
+
+def _unpack(data: bytes, binding) -> None:
+    env._unpack(np.frombuffer(data, dtype=np.uint8).copy(), binding, env.DEFAULT_LIMITS, JobControl())
+
+
+def test_every_byte_of_the_archive_is_fixed(site, analyst, plain):
+    """Exhaustive: any change to any single byte of a genuine archive (headers, directory, end record, array
+    data, manifest, signature) is refused by the reader's archive step, whoever re-signs the outer file."""
+    from core.errors import DCError
+    from core.fileio import canonical_json
+
+    binding = env._parse_header(canonical_json(_header(site, analyst)))
+    _unpack(plain, binding)  # the genuine archive opens
+    local, central, end = _layout(plain)
+    accepted = []
+    for pos in range(len(plain)):
+        values = {plain[pos] ^ 0x01, plain[pos] ^ 0x80} | ({0x00, 0xFF} - {plain[pos]} if pos >= central else set())
+        for value in values:
+            evil = plain[:pos] + bytes([value]) + plain[pos + 1:]
+            try:
+                _unpack(evil, binding)
+            except DCError:
+                continue
+            accepted.append((pos, value))
+    assert accepted == []
