@@ -267,6 +267,9 @@ class AuditLog:
             return Verified(0, GENESIS, None, False, "none")
         first = _parse_entry(lines[0], 1, self.path)
         legacy = "sig" not in first
+        if legacy and self.head_path.exists():
+            raise VerificationError("the audit log has no signatures but a head file beside it: a signed log was "
+                                    "rewritten; " + _new_log_hint(self.path), path=self.path)
         owner = None if legacy else _owner_of(first, self.path)
         prev = GENESIS
         for n, line in enumerate(lines, start=1):

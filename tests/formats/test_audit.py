@@ -228,6 +228,11 @@ def test_earlier_unsigned_log_is_read_only_until_a_new_log_is_started(tmp_path, 
     assert start["previous"]["head"] == prev and start["previous"]["signed"] is False
     assert log.append("more")["seq"] == 2
     assert (tmp_path / start["previous"]["file"]).read_bytes() == b"".join(raw)
+    log.head_path.write_bytes((tmp_path / "audit.head").read_bytes())
+    path.write_bytes(b"".join(raw))  # a signed log rewritten as an unsigned one, its head file left in place
+    with pytest.raises(VerificationError, match="no signatures but a head file"):
+        AuditLog(path).verify()
+    log.head_path.unlink()
     raw[1] = raw[1].replace(b"export", b"import")  # an edit inside an unsigned log still breaks its chain
     path.write_bytes(b"".join(raw))
     with pytest.raises(VerificationError, match="line 3"):
