@@ -190,7 +190,8 @@ def cmd_audit_verify(args) -> None:
     owner = f"{state.owner.name!r} ({state.owner.fingerprint})" if state.owner else "nobody yet"
     behind = " (its head file was one entry behind: the last write was interrupted; the next entry repairs it)" \
         if state.head_file == "one behind" else ""
-    say(f"audit log {log.path}: {state.entries} entries, chain intact, every entry signed by {owner}, "
+    entries = f"{state.entries} entr{'y' if state.entries == 1 else 'ies'}"
+    say(f"audit log {log.path}: {entries}, chain intact, every entry signed by {owner}, "
         f"head file matches{behind}", f"head: {state.head}",
         "(each bundle or package this workspace sealed carries the head of its time as audit_head)")
 
