@@ -178,6 +178,9 @@ def _audit_log(where: str):
 
 
 def cmd_audit_verify(args) -> None:
+    from .errors import VerificationError
+    from .formats.envelope import file_digest, inspect
+
     log = _audit_log(args.log)
     state = log.check()
     if state.legacy:
@@ -186,14 +189,25 @@ def cmd_audit_verify(args) -> None:
             "file, so an edit that rebuilt the chain, or lines cut from its end, cannot be ruled out. It is not "
             f"extended; start a signed log with: dcstudio audit new {log.path.parent} --identity YOUR.dcid "
             "--reason \"…\" (the old log is kept beside it)")
+        if args.against:
+            raise ConfigError("--against needs a signed log: start one with dcstudio audit new")
         return
     owner = f"{state.owner.name!r} ({state.owner.fingerprint})" if state.owner else "nobody yet"
     behind = " (its head file was one entry behind: the last write was interrupted; the next entry repairs it)" \
         if state.head_file == "one behind" else ""
     entries = f"{state.entries} entr{'y' if state.entries == 1 else 'ies'}"
     say(f"audit log {log.path}: {entries}, chain intact, every entry signed by {owner}, "
-        f"head file matches{behind}", f"head: {state.head}",
-        "(each bundle or package this workspace sealed carries the head of its time as audit_head)")
+        f"head file matches{behind}", f"head: {state.head}")
+    if not args.against:
+        say("(each bundle or package this workspace sealed carries the head of its time as audit_head: check "
+            "the log against one with --against FILE)")
+    for sealed in args.against or []:
+        binding = inspect(sealed)
+        if state.owner is None or binding.sender.key_id != state.owner.key_id:
+            raise VerificationError(f"{sealed} was sealed by {binding.sender.name!r} "
+                                    f"({binding.sender.fingerprint}), not by this log's owner")
+        n, m = log.find_sealed(binding.audit_head, file_digest(sealed))
+        say(f"{sealed}: sealed after line {n}, recorded in line {m}")
 
 
 def cmd_audit_new(args) -> None:
@@ -689,6 +703,8 @@ def build_parser() -> argparse.ArgumentParser:
     aud = sub.add_parser("audit", help="the workspace audit log").add_subparsers(dest="cmd", required=True)
     p = aud.add_parser("verify", help="check a workspace's audit log: chain, signatures and head file")
     p.add_argument("log", help="a workspace folder or its audit.jsonl")
+    p.add_argument("--against", nargs="+", metavar="FILE", help="bundles or packages this workspace sealed: the "
+                   "log must hold the audit head each carries and the line recording it (a rolled-back log fails)")
     p.set_defaults(func=cmd_audit_verify)
     p = aud.add_parser("new", help="start a new audit log after a damaged, deleted or earlier-version one; the "
                                    "old log is kept beside it and the break is the new log's first entry")

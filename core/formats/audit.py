@@ -313,6 +313,27 @@ class AuditLog:
                                     "log was edited or rebuilt; " + _new_log_hint(self.path), path=self.path)
         return "matches" if seq == n else "one behind"
 
+    def find_sealed(self, audit_head: str, digest: str) -> tuple[int, int]:
+        """Where this log records a file its owner sealed: ``(n, m)``, the file was sealed when line ``n`` was
+        the last (0: empty log) and line ``m`` records its ``digest``. Compares the log with a head kept
+        outside it, in a signed file's header: VerificationError when the log does not hold that head (it was
+        rolled back, replaced or restarted since) or no later line records the file (lines were cut)."""
+        lines = self._lines()
+        hashes = [GENESIS] + [_line_hash(line) for line in lines]
+        if audit_head not in hashes:
+            raise VerificationError(f"the file was sealed when this audit log's head was {audit_head[:16]}…, "
+                                    "which is not in the log: the log was rolled back, replaced or restarted "
+                                    "since", path=self.path)
+        n = hashes.index(audit_head)
+        for m in range(n + 1, len(lines) + 1):
+            entry = json.loads(lines[m - 1])
+            recorded = [entry.get("digest")] + [p.get("digest") for p in entry.get("packages", [])
+                                                if isinstance(p, dict)]
+            if digest in recorded:
+                return n, m
+        raise VerificationError(f"no line after line {n} of this audit log records the file (SHA-256 "
+                                f"{digest[:16]}…): lines were cut from the log", path=self.path)
+
     def head(self) -> str:
         """SHA-256 hex of the last line (64 zeros when empty): what sealed files carry as ``audit_head``."""
         lines = self._lines()

@@ -45,6 +45,33 @@ def test_a_round_keeps_signed_logs(round_dir, capsys):
     assert first["event"] == START_EVENT and first["owner"]["name"] == "analyst"
 
 
+def test_verify_against_a_sealed_file_shows_a_rollback(round_dir, capsys):
+    """The site's log rolled back by one entry (both files, as an older backup would be) still verifies on its
+    own, but not against the bundle it sealed, whose signed header carries the head of its time."""
+    from core.formats.identity import Identity
+
+    d, _ = round_dir
+    ws = d / "site0/site0.workspace"
+    bundle = d / "bundles/site0.dcbundle"
+    assert run("audit", "verify", ws, "--against", bundle) == 0
+    assert "recorded in line" in capsys.readouterr().out
+    kept = (ws / "audit.jsonl").read_bytes(), (ws / "audit.head").read_bytes()
+    try:
+        log = AuditLog(ws / "audit.jsonl", Identity.load(d / "site0/site0.dcid", "correct horse battery staple"))
+        lines = kept[0].splitlines(keepends=True)
+        assert json.loads(lines[-1])["event"] == "export"
+        log.path.write_bytes(b"".join(lines[:-1]))
+        log._write_head(len(lines) - 1, log.head())
+        assert run("audit", "verify", ws) == 0
+        capsys.readouterr()
+        refused(capsys, "audit", "verify", ws, "--against", bundle, expect="lines were cut")
+        refused(capsys, "audit", "verify", d / "analyst/analyst.workspace", "--against", bundle,
+                expect="not by this log's owner")
+    finally:
+        (ws / "audit.jsonl").write_bytes(kept[0])
+        (ws / "audit.head").write_bytes(kept[1])
+
+
 def test_deleted_site_log_stops_apply_until_a_new_log_is_started(round_dir, capsys):
     d, sites = round_dir
     ws = d / "site0/site0.workspace"

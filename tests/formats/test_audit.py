@@ -283,3 +283,23 @@ def test_first_head_write_interrupted(tmp_path, owner):
     log.head_path.unlink()
     with pytest.raises(VerificationError, match="head file audit.head is missing"):
         AuditLog(log.path, owner, has_history=lambda: True).bind(owner)
+
+
+def test_a_sealed_files_head_shows_a_rolled_back_log(tmp_path, owner):
+    """Both files rolled back to an earlier state the owner signed verify; the head a sealed file carries
+    (FORMAT §4.3 audit_head) does not fit them."""
+    log = filled(tmp_path, owner, 2)
+    saved = log.path.read_bytes(), log.head_path.read_bytes()
+    head_at_seal = log.head()
+    log.append("export", digest="cd" * 32)
+    log.append("import", digest="ef" * 32)
+    assert log.find_sealed(head_at_seal, "cd" * 32) == (3, 4)
+    with pytest.raises(VerificationError, match="lines were cut"):
+        log.find_sealed(log.head(), "cd" * 32)
+    log.path.write_bytes(saved[0])
+    log.head_path.write_bytes(saved[1])
+    assert log.verify() == 3
+    with pytest.raises(VerificationError, match="no line after line 3 .* records the file"):
+        log.find_sealed(head_at_seal, "cd" * 32)
+    with pytest.raises(VerificationError, match="not in the log: the log was rolled back"):
+        log.find_sealed("ab" * 32, "cd" * 32)
