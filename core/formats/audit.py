@@ -77,6 +77,9 @@ class AuditLog:
         self.head_path = self.path.with_suffix(".head")
         self._owner = owner
         self._has_history = has_history or (lambda: False)
+        # (length, SHA-256, last line hash, owner) of the longest prefix of the file verified so far: a later
+        # check verifies only the lines after it, as long as those bytes are unchanged
+        self._verified: tuple[int, bytes, str, PublicCard | None] | None = None
         self._lock = threading.Lock()
 
     # -- the owner -----------------------------------------------------------------------------------
@@ -211,17 +214,20 @@ class AuditLog:
     # -- reading -----------------------------------------------------------------------------------
 
     def _lines(self) -> list[bytes]:
+        return self._read()[1]
+
+    def _read(self) -> tuple[bytes, list[bytes]]:
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
-            return []
+            return b"", []
         if not data:
-            return []
+            return b"", []
         if not data.endswith(b"\n"):
             n = data.count(b"\n") + 1
             raise VerificationError(f"audit log line {n} is incomplete (a write was interrupted); "
                                     + _new_log_hint(self.path), path=self.path)
-        return data[:-1].split(b"\n")
+        return data, data[:-1].split(b"\n")
 
     def entries(self) -> list[dict[str, Any]]:
         """All entries, parsed (not verified: call :meth:`verify` for that)."""
@@ -254,7 +260,7 @@ class AuditLog:
 
     def check(self, *, check_head: bool = True) -> Verified:
         """Check the chain, every signature and the head file; VerificationError names the first problem."""
-        lines = self._lines()
+        data, lines = self._read()
         if not lines:
             if self.head_path.exists():
                 raise VerificationError(f"the audit log {self.path.name} is missing or empty, but its head file "
@@ -271,8 +277,12 @@ class AuditLog:
             raise VerificationError("the audit log has no signatures but a head file beside it: a signed log was "
                                     "rewritten; " + _new_log_hint(self.path), path=self.path)
         owner = None if legacy else _owner_of(first, self.path)
-        prev = GENESIS
-        for n, line in enumerate(lines, start=1):
+        prev, start = GENESIS, 1
+        known = self._verified
+        if known is not None and len(data) >= known[0] and known[3] == owner \
+                and hashlib.sha256(data[:known[0]]).digest() == known[1]:
+            prev, start = known[2], data[:known[0]].count(b"\n") + 1  # that prefix was verified, unchanged
+        for n, line in enumerate(lines[start - 1:], start=start):
             entry = first if n == 1 else _parse_entry(line, n, self.path)
             if entry["seq"] != n or entry["prev"] != prev:
                 raise VerificationError(f"audit log line {n} does not follow line {n - 1}: the log was "
@@ -288,6 +298,7 @@ class AuditLog:
                     raise VerificationError(f"audit log line {n} has a wrong signature: it was edited or "
                                             "rebuilt; " + _new_log_hint(self.path), path=self.path) from exc
             prev = _line_hash(line)
+        self._verified = (len(data), hashlib.sha256(data).digest(), prev, owner)
         head_state = "none"
         if owner is not None and check_head:
             head_state = self._check_head(owner, lines)

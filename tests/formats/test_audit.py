@@ -303,3 +303,15 @@ def test_a_sealed_files_head_shows_a_rolled_back_log(tmp_path, owner):
         log.find_sealed(head_at_seal, "cd" * 32)
     with pytest.raises(VerificationError, match="not in the log: the log was rolled back"):
         log.find_sealed("ab" * 32, "cd" * 32)
+
+
+def test_an_instance_that_verified_the_log_still_sees_a_later_edit(tmp_path, owner):
+    """Checks after the first verify only the new lines while the verified bytes are unchanged; an edit to
+    an earlier line (by another process) makes it verify everything again."""
+    log = filled(tmp_path, owner, 4)
+    assert log.verify() == 5
+    raw = lines(log)
+    raw[1] = raw[1].replace(b'"rows":0', b'"rows":9')
+    log.path.write_bytes(b"".join(raw))
+    with pytest.raises(VerificationError, match="line 2 has a wrong signature"):
+        log.append("more")
