@@ -182,9 +182,10 @@ class AnalystWorkspace(_Workspace):
         if fingerprint in known:
             return False
         private_dir(self.project_dir(project_id))
+        # the audit line first: a damaged log refuses the confirmation before it takes effect
+        self.audit.append("confirm-site", project=project_id, site=name, fingerprint=fingerprint, how=how)
         known[fingerprint] = {"name": name, "confirmed": utc_now(), "how": how}
         write_json_atomic(self.project_dir(project_id) / "confirmed.json", known, private=True)
-        self.audit.append("confirm-site", project=project_id, site=name, fingerprint=fingerprint, how=how)
         return True
 
     def check_new(self, project_id: str, envelope_id: str, digest: str, site_fingerprint: str) -> str:
