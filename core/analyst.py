@@ -92,6 +92,7 @@ class AnalystRound:
     def __init__(self, kit: Kit, identity: Identity, workspace: AnalystWorkspace):
         if identity.card.key_id != kit.analyst.key_id:
             raise VerificationError("this identity is not the analyst named in the kit")
+        workspace.audit.bind(identity)  # starts a new workspace's log; refuses a missing, cut or edited one
         self.kit, self.identity, self.workspace = kit, identity, workspace
         self.method = get_method(kit.method, kit.settings)  # checks every bundle; fixes the bundle family
         self._open: dict[str, ReceivedBundle] = {}  # envelope id → bundle decrypted in this round

@@ -166,18 +166,59 @@ def cmd_kit_show(args) -> None:
     say(*Kit.load(args.kit).describe())
 
 
-def cmd_audit_verify(args) -> None:
-    from .formats.audit import AuditLog
+def _audit_log(where: str):
+    from .formats.workspace import workspace_audit
 
-    path = Path(args.log)
-    if path.is_dir():
-        path = path / "audit.jsonl"
-    if not path.is_file():
-        raise ConfigError(f"{path} is not an audit log (give a workspace folder or its audit.jsonl)")
-    log = AuditLog(path)
-    n = log.verify()
-    say(f"audit log {path}: {n} entries, chain intact", f"head: {log.head()}",
-        "(compare the head with the audit_head a later file from this workspace carries, to see a cut log)")
+    path = Path(where)
+    if path.name == "audit.jsonl":
+        path = path.parent
+    if not path.is_dir():
+        raise ConfigError(f"{where} is not a workspace (give a workspace folder or its audit.jsonl)")
+    if not (path / "audit.jsonl").exists() and not (path / "audit.head").exists() and not (path / "projects").is_dir():
+        raise ConfigError(f"{path} is not a workspace: it holds no audit log (give a workspace folder)")
+    return workspace_audit(path)
+
+
+def cmd_audit_verify(args) -> None:
+    from .errors import VerificationError
+    from .formats.envelope import file_digest, inspect
+
+    log = _audit_log(args.log)
+    state = log.check()
+    if state.legacy:
+        say(f"audit log {log.path}: {state.entries} entries, chain intact, head {state.head}",
+            "note: written by an earlier version of DC Studio: the entries are not signed and there is no head "
+            "file, so an edit that rebuilt the chain, or lines cut from its end, cannot be ruled out. It is not "
+            f"extended; start a signed log with: dcstudio audit new {log.path.parent} --identity YOUR.dcid "
+            "--reason \"…\" (the old log is kept beside it)")
+        if args.against:
+            raise ConfigError("--against needs a signed log: start one with dcstudio audit new")
+        return
+    owner = f"{state.owner.name!r} ({state.owner.fingerprint})" if state.owner else "nobody yet"
+    behind = " (its head file was one entry behind: the last write was interrupted; the next entry repairs it)" \
+        if state.head_file == "one behind" else ""
+    entries = f"{state.entries} entr{'y' if state.entries == 1 else 'ies'}"
+    say(f"audit log {log.path}: {entries}, chain intact, every entry signed by {owner}, "
+        f"head file matches{behind}", f"head: {state.head}")
+    if not args.against:
+        say("(each bundle or package this workspace sealed carries the head of its time as audit_head: check "
+            "the log against one with --against FILE)")
+    for sealed in args.against or []:
+        binding = inspect(sealed)
+        if state.owner is None or binding.sender.key_id != state.owner.key_id:
+            raise VerificationError(f"{sealed} was sealed by {binding.sender.name!r} "
+                                    f"({binding.sender.fingerprint}), not by this log's owner")
+        n, m = log.find_sealed(binding.audit_head, file_digest(sealed))
+        say(f"{sealed}: sealed after line {n}, recorded in line {m}")
+
+
+def cmd_audit_new(args) -> None:
+    log = _audit_log(args.log)
+    entry = log.start_new(load_identity(args.identity), args.reason)
+    prev = entry.get("previous", {})
+    kept = f"the old log is kept as {prev['file']}" if prev.get("file") else "there was no old log"
+    say(f"new audit log {log.path}, started by {entry['owner']['name']!r} ({entry['owner']['fingerprint']}); "
+        f"{kept}; its first entry records the reason and the old head as far as it is known")
 
 
 def _anchor_recipients(args) -> list:
@@ -690,9 +731,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_analyst_run)
 
     aud = sub.add_parser("audit", help="the workspace audit log").add_subparsers(dest="cmd", required=True)
-    p = aud.add_parser("verify", help="check a workspace's hash-chained audit log")
+    p = aud.add_parser("verify", help="check a workspace's audit log: chain, signatures and head file")
     p.add_argument("log", help="a workspace folder or its audit.jsonl")
+    p.add_argument("--against", nargs="+", metavar="FILE", help="bundles or packages this workspace sealed: the "
+                   "log must hold the audit head each carries and the line recording it (a rolled-back log fails)")
     p.set_defaults(func=cmd_audit_verify)
+    p = aud.add_parser("new", help="start a new audit log after a damaged, deleted or earlier-version one; the "
+                                   "old log is kept beside it and the break is the new log's first entry")
+    p.add_argument("log", help="a workspace folder or its audit.jsonl")
+    p.add_argument("--identity", required=True, help="the workspace owner's .dcid (signs the new log)")
+    p.add_argument("--reason", required=True, help="why, in a few words (recorded in the new log)")
+    p.set_defaults(func=cmd_audit_new)
     p = ana.add_parser("estimate", help="expected accuracy per site against its own-rows model, before any "
                                         "package is sent")
     p.add_argument("--kit", required=True, help="the project's .dckit")

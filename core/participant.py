@@ -287,9 +287,9 @@ class ParticipantRound:
                                         digest=sealed.digest, envelope_id=sealed.binding.envelope_id,
                                         rows=int(self.table.n_rows), arrays=sorted(ex.arrays))
 
+        self.workspace.audit.bind(self.identity)  # starts a new workspace's log; refuses a damaged one
         self.workspace.pin_analyst(self.kit.project_id, self.kit.analyst,  # trust on first use, recorded
                                    how=self.analyst_confirmed or "already pinned")
-        self.workspace.audit.verify()
         return seal(out_path, Payload(manifest, ex.arrays), kind="bundle", project_id=self.kit.project_id,
                     sender=self.identity, recipient=self.kit.analyst, audit_head=self.workspace.audit.head(),
                     before_publish=keep_state, control=control)
@@ -468,6 +468,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     for what, path in (("the CSV it reads", csv_path), ("the package", package_path)):
         if same_file(out_path, path):
             raise ConfigError(f"the results would overwrite {what}; choose another file name", path=out_path)
+    workspace.audit.bind(identity)  # refuses a missing, cut, edited or rebuilt audit log before any work
     binding = inspect(package_path)
     kit_path = workspace.kit_path(binding.project_id)
     if not kit_path.exists():

@@ -39,6 +39,8 @@ from .. import __version__
 from ..control import JobControl, ensure
 from ..errors import Cancelled, ConfigError, DCError, FormatError, UnconfirmedSender, VerificationError, project_label
 from ..fileio import atomic_writer, canonical_json, json_depth_ok
+from . import canonical_zip
+from .canonical_zip import DATA_ALIGN
 from .identity import Identity, PublicCard, check_name, is_hex, is_utc_time, utc_now, with_path
 
 MAGIC = b"dcstudio-envelope/v1\n"
@@ -59,8 +61,6 @@ ALLOWED_DTYPES = frozenset({"<f4", "<f8", "|i1", "<i2", "<i4", "<i8", "|u1", "<u
 ARRAY_NAME_RE = re.compile(r"^[a-z0-9_]{1,64}$")
 MEMBER_NAME_RE = re.compile(r"^[a-z0-9_]{1,64}\.npy$")
 ZIP_DATE_TIME = (1980, 1, 1, 0, 0, 0)
-DATA_ALIGN = 64
-ALIGN_EXTRA_ID = 0xD935
 MAX_PROJECT_ID_CHARS = 128
 MAX_SOFTWARE_CHARS = 64
 MAX_NPY_HEADER_BYTES = 10_000
@@ -69,7 +69,6 @@ MAX_DIM = 1 << 40
 
 _CHUNK = 1 << 20
 _PROGRESS_EVERY = 8 << 20
-_LOCAL_HEADER = struct.Struct("<4s5H3L2H")
 _ZIP_SENTINEL = 0xFFFFFFFF
 
 
@@ -515,20 +514,13 @@ def _npy_header(arr: np.ndarray) -> bytes:
 
 
 def _zipinfo(name: str, size: int, offset: int | None = None) -> zipfile.ZipInfo:
-    """A v1 member header; with ``offset`` (where its local header will start), padded so that the
-    member's data starts on a multiple of :data:`DATA_ALIGN` bytes (extra field :data:`ALIGN_EXTRA_ID`)."""
-    info = zipfile.ZipInfo(name, date_time=ZIP_DATE_TIME)
-    info.compress_type = zipfile.ZIP_STORED
-    info.create_system = 3
-    info.external_attr = 0o644 << 16
-    info.file_size = size
-    if offset is not None:
-        zip64_extra = 20 if size * 1.05 > zipfile.ZIP64_LIMIT else 0  # what zipfile will append
-        pad = -(offset + _LOCAL_HEADER.size + len(name.encode("ascii")) + zip64_extra) % DATA_ALIGN
-        if pad:
-            pad += DATA_ALIGN if pad < 4 else 0
-            info.extra = struct.pack("<HH", ALIGN_EXTRA_ID, pad - 4) + bytes(pad - 4)
-    return info
+    """A v1 member header (FORMAT §4.6); with ``offset`` (where its local header will start), a ``.npy``
+    member gets the alignment extra field that starts its data on a multiple of :data:`DATA_ALIGN` bytes."""
+    if offset is None:
+        info = canonical_zip.member_info(name, size, 0)
+        info.extra = b""
+        return info
+    return canonical_zip.member_info(name, size, offset)
 
 
 def manifest_bytes(header: dict[str, Any], members: dict[str, str], content: dict[str, Any]) -> bytes:
@@ -538,11 +530,12 @@ def manifest_bytes(header: dict[str, Any], members: dict[str, str], content: dic
 
 
 def zip_members(members: list[tuple[str, Any]]) -> io.BytesIO:
-    """A deterministic stored ZIP of ``(name, bytes-like)`` in the given order (no checks: also for tests)."""
+    """The canonical stored ZIP (FORMAT §4.6) of ``(name, bytes-like)`` in the given order (no checks on
+    names or order: also for tests)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         for name, data in members:
-            with zf.open(_zipinfo(name, len(data)), "w") as w:
+            with zf.open(_zipinfo(name, len(data), buf.tell()), "w") as w:
                 w.write(data)
     return buf
 
@@ -576,7 +569,7 @@ def _build_plaintext(arrays: list[tuple[str, np.ndarray]], content: dict[str, An
             raise ConfigError("the payload manifest is larger than 16 MiB")
         for name, data in ((MANIFEST_NAME, manifest),
                            (MANIFEST_SIG_NAME, sender.sign(MANIFEST_SIGNATURE_DOMAIN + manifest))):
-            with zf.open(_zipinfo(name, len(data)), "w") as w:
+            with zf.open(_zipinfo(name, len(data), buf.tell()), "w") as w:
                 w.write(data)
     control.step(1.0, "packing arrays")
     return buf
@@ -837,7 +830,6 @@ def _unpack(buffer: np.ndarray, binding: Binding, limits: Limits, control: JobCo
     try:
         with zipfile.ZipFile(_MemFile(plain)) as zf:  # type: ignore[arg-type]
             infos = zf.infolist()
-            start_dir = zf.start_dir
             comment = zf.comment
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError, struct.error,
             NotImplementedError, UnicodeDecodeError) as exc:
@@ -859,8 +851,6 @@ def _unpack(buffer: np.ndarray, binding: Binding, limits: Limits, control: JobCo
     if npy_names != sorted(npy_names):
         raise FormatError("the archive members are not in the v1 order")
 
-    regions: dict[str, tuple[int, int]] = {}
-    expected_offset = 0
     for info in infos:
         name = info.orig_filename
         if info.compress_type != zipfile.ZIP_STORED or info.flag_bits != 0:
@@ -871,24 +861,9 @@ def _unpack(buffer: np.ndarray, binding: Binding, limits: Limits, control: JobCo
             name, limits.max_array_bytes + MAX_NPY_HEADER_BYTES)
         if info.file_size > cap:
             raise FormatError(f"archive member {name!r} is {info.file_size} bytes, more than the limit")
-        off = info.header_offset
-        if off != expected_offset or off + _LOCAL_HEADER.size > start_dir:
-            raise FormatError("the archive members overlap or leave gaps")
-        (sig, _ver, flags, method, mtime, mdate, crc, csize, usize, nlen,
-         xlen) = _LOCAL_HEADER.unpack(plain[off:off + _LOCAL_HEADER.size])
-        if (sig != b"PK\x03\x04" or flags != 0 or method != 0 or (mtime, mdate) != (0, 0x21)
-                or crc != info.CRC or csize not in (info.compress_size, _ZIP_SENTINEL)
-                or usize not in (info.file_size, _ZIP_SENTINEL)
-                or bytes(plain[off + 30:off + 30 + nlen]) != name.encode("ascii")):
-            raise FormatError(f"the local header of archive member {name!r} does not match the directory")
-        start = off + 30 + nlen + xlen
-        end = start + info.file_size
-        if end > start_dir:
-            raise FormatError("the archive members overlap or leave gaps")
-        regions[name] = (start, end)
-        expected_offset = end
-    if expected_offset != start_dir:
-        raise FormatError("the archive members overlap or leave gaps")
+    control.step(0.0, "checking the archive")
+    spans = canonical_zip.check(plain, [canonical_zip.Member(i.orig_filename, i.file_size, i.CRC) for i in infos])
+    regions = dict(zip(names, spans, strict=True))
 
     m0, m1 = regions[MANIFEST_NAME]
     s0, s1 = regions[MANIFEST_SIG_NAME]

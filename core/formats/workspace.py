@@ -2,7 +2,7 @@
 
 Site workspace (``<identity>.workspace/`` beside the identity file unless ``--workspace`` is given)::
 
-    audit.jsonl                         hash-chained log of every export and import
+    audit.jsonl, audit.head             signed, hash-chained log of every export and import, and its head
     projects/<project_id>/kit.dckit     the signed kit (to verify the analyst's package later)
     projects/<project_id>/analyst.json  the analyst key pinned on first use (trust on first use)
     projects/<project_id>/exports/<digest16>/state.json + *.npy
@@ -85,7 +85,13 @@ class _Workspace:
     def __init__(self, root: str | Path):
         self.root = private_dir(root)
         clean_stale_parts(self.root, recursive=True)
-        self.audit = AuditLog(self.root / "audit.jsonl")
+        self.audit = AuditLog(self.root / "audit.jsonl", has_history=self._has_history)
+
+    def _has_history(self) -> bool:
+        """Whether the workspace holds project files, which only a command that also wrote the audit log
+        makes (its owner is bound, so its log started, before anything else is written)."""
+        projects = self.root / "projects"
+        return projects.is_dir() and any(p.is_file() for p in projects.rglob("*"))
 
     def project_dir(self, project_id: str) -> Path:
         if not re.fullmatch(r"[0-9a-f]{32}", project_id):
@@ -207,9 +213,10 @@ class AnalystWorkspace(_Workspace):
         if fingerprint in known:
             return False
         private_dir(self.project_dir(project_id))
+        # the audit line first: a damaged log refuses the confirmation before it takes effect
+        self.audit.append("confirm-site", project=project_id, site=name, fingerprint=fingerprint, how=how)
         known[fingerprint] = {"name": name, "confirmed": utc_now(), "how": how}
         write_json_atomic(self.project_dir(project_id) / "confirmed.json", known, private=True)
-        self.audit.append("confirm-site", project=project_id, site=name, fingerprint=fingerprint, how=how)
         return True
 
     def check_new(self, project_id: str, envelope_id: str, digest: str, site_fingerprint: str) -> str:
@@ -243,6 +250,11 @@ class AnalystWorkspace(_Workspace):
         reg = self.registry(project_id)
         folder = self.project_dir(project_id) / "bundles"
         return [folder / e["file"] for e in sorted(reg.values(), key=lambda e: e["imported"])]
+
+
+def workspace_audit(root: str | Path) -> AuditLog:
+    """The audit log of the workspace at ``root`` (site or analyst: kept alike), for ``dcstudio audit``."""
+    return _Workspace(root).audit
 
 
 def clean_orphan_exports(exports: Path, audit: AuditLog | None = None) -> int:

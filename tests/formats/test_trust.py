@@ -235,11 +235,11 @@ def test_audit_head_is_bound_into_each_file_and_edits_block_appends(rnd, tmp_pat
     assert heads and env.inspect(rnd.bundles[0].path).audit_head != env.NO_AUDIT
     package_head = env.inspect(rnd.out.packages[0].path).audit_head
     assert package_head == json.loads(rnd.out.summary.read_text())["run"]["audit_head"]
-    log = AuditLog(tmp_path / "audit.jsonl")
+    log = AuditLog(tmp_path / "audit.jsonl", rnd.analyst)
     for i in range(3):
         log.append("x", n=i)
     lines = log.path.read_bytes().split(b"\n")
-    lines[1] = lines[1].replace(b'"n":1', b'"n":5')
+    lines[2] = lines[2].replace(b'"n":1', b'"n":5')
     log.path.write_bytes(b"\n".join(lines))
     with pytest.raises(VerificationError, match="line 3"):
         log.append("more")
