@@ -47,6 +47,7 @@ from ..base import (
     ReceivedBundle,
     SiteExport,
     SiteInput,
+    canonical_cluster_numbers,
     check_standardised,
     rows_digest,
 )
@@ -235,8 +236,12 @@ class Gold(Method):
                            max_epochs=int(s["epochs"]), seed=int(s["seed"]), max_retries=int(s["max_retries"]),
                            weighted_centroids=s["centroids"] == "rows")
         control.step(0.9, "packaging")
-        # clusters REMC left without members are dropped and the rest renumbered 0 … k − 1
-        keep = np.flatnonzero(np.all(np.isfinite(model.centroids), axis=1))
+        # clusters REMC left without members are dropped and the rest renumbered 0 … k − 1 by content (most rows
+        # first, then first micro-cluster in the canonical site order), not as REMC happened to number them
+        numbers = canonical_cluster_numbers(np.concatenate(model.micro_global), model.k,
+                                            np.concatenate([x.counts for x in sites]))
+        keep = np.argsort(numbers)
+        keep = keep[np.all(np.isfinite(model.centroids[keep]), axis=1)]
         renum = np.full(model.k, -1, dtype=np.int64)
         renum[keep] = np.arange(len(keep))
         k, empty = len(keep), model.k - len(keep)
