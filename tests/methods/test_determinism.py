@@ -4,6 +4,7 @@ and summary, whatever the order, names or modification times of the bundle files
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from core.formats import workspace
 from core.formats.envelope import open_sealed
 from core.formats.identity import Identity
 from core.methods import METHODS
@@ -72,6 +74,17 @@ def _round(d, root, method: str) -> None:
                    "--out", root / "bundles" / f"{name}.dcbundle") == 0
 
 
+def _import_one_by_one(d, kit, files, ws, monkeypatch) -> None:
+    """``analyst import`` of each file in turn, a second apart (as bundles arrive): the workspace then lists them
+    in this import order."""
+    clock = itertools.count()
+    monkeypatch.setattr(workspace, "utc_now", lambda: f"2026-01-01T00:00:{next(clock):02d}Z")
+    for f in files:
+        assert run("analyst", "import", "--kit", kit, "--identity", d / "analyst/analyst.dcid", "--workspace", ws,
+                   "--bundle", f, *confirm(d, SITES)) == 0
+    monkeypatch.undo()
+
+
 def _analyse(d, kit, bundles_dir, out, ws):
     """Packages (arrays and manifest, per site) and summary.json of one ``analyst run``, without what names the
     run (its id, time and audit head) or the freshly sealed files (new keys and nonces: digests differ by design)."""
@@ -92,13 +105,18 @@ def _analyse(d, kit, bundles_dir, out, ws):
     return arrays, summary, (out / "report.html").read_text(), run_info
 
 
-def _renamed_shuffled_retimed(src, dst, names) -> None:
-    """The same bundle files under other names, copied in another order, with other modification times."""
+def _renamed_shuffled_retimed(src, dst, names) -> list:
+    """The same bundle files under other names that sort in another order, copied in another order, with other
+    modification times (older for the files that sort later)."""
     dst.mkdir()
-    for k, name in enumerate(reversed(names)):
-        target = dst / f"{chr(ord('z') - k)}-{k}.dcbundle"
+    out = []
+    order = [names[i] for i in (2, 0, 3, 1)]
+    for k, name in enumerate(order):
+        target = dst / f"{chr(ord('a') + k)}-{name[::-1]}.dcbundle"
         shutil.copyfile(src / f"{name}.dcbundle", target)
-        os.utime(target, (1_000_000 + 1000 * k, 1_000_000 + 1000 * k))
+        os.utime(target, (2_000_000 - 1000 * k, 2_000_000 - 1000 * k))
+        out.append(target)
+    return out
 
 
 def _same(a1, a2) -> None:
@@ -112,11 +130,13 @@ def _same(a1, a2) -> None:
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
-def test_every_method_gives_identical_packages_from_renamed_shuffled_retimed_bundles(people, tmp_path, method):
+def test_every_method_gives_identical_packages_from_renamed_shuffled_retimed_bundles(people, tmp_path, method,
+                                                                                    monkeypatch):
     d, _ = people
     _round(d, tmp_path, method)
     a1, s1, _, _ = _analyse(d, tmp_path / "p.dckit", tmp_path / "bundles", tmp_path / "out1", tmp_path / "ws1")
-    _renamed_shuffled_retimed(tmp_path / "bundles", tmp_path / "other", SITES)
+    files = _renamed_shuffled_retimed(tmp_path / "bundles", tmp_path / "other", SITES)
+    _import_one_by_one(d, tmp_path / "p.dckit", files, tmp_path / "ws2", monkeypatch)
     a2, s2, _, _ = _analyse(d, tmp_path / "p.dckit", tmp_path / "other", tmp_path / "out2", tmp_path / "ws2")
     _same(a1, a2)
     assert s1 == s2
