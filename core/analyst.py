@@ -278,10 +278,13 @@ class AnalystRound:
             raise FormatError(f"bundles of this kit cannot be analysed with method '{name}'")
         context = FitContext(list(self.kit.schema.classes), list(self.kit.schema.block_names), control, on_epoch,
                              features=list(self.kit.schema.encoded_names))
-        # Every method sees the sites in the canonical order (by content digest), never in file or import order.
-        bundles = [bundles[i] for i in canonical_order(bundles)]
-        excluded = [excluded[i] for i in canonical_order(excluded)] if excluded else []
-        return AnalystRun(m, m.fit(bundles, context), bundles, excluded, self.scale_flags(bundles))
+        # Every method sees the sites in the canonical order (by content digest), never in file or import order;
+        # its packages go back in the caller's order (the result's summary and details keep the canonical one).
+        order = canonical_order(bundles)
+        result = m.fit([bundles[i] for i in order], context)
+        back = np.argsort(order)
+        result.packages = [result.packages[j] for j in back]
+        return AnalystRun(m, result, list(bundles), list(excluded or []), self.scale_flags(bundles))
 
     def export(self, run: AnalystRun, out_dir: str | Path, control: JobControl | None = None) -> RunOutputs:
         """Seal one package per site, write its ``<site>.model_card.md`` beside it, and report.html and
@@ -353,8 +356,8 @@ class AnalystRound:
                                  **({"model_card": card_files[k]} if k in card_files else {})} for k in canon],
                    "run": {"id": run_id, "created": run_created, "audit_head": audit_head},
                    "scale_flags": [f.to_dict() for f in run.scale_flags],
-                   "excluded": [{"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest}
-                                for b in excluded]}
+                   "excluded": [{"site": excluded[k].site, "fingerprint": excluded[k].fingerprint,
+                                 "bundle_digest": excluded[k].digest} for k in canonical_order(excluded)]}
         summary_path, report_path = out_dir / "summary.json", out_dir / "report.html"
         write_text_atomic(report_path, render_report(self.kit, run.method, result, summary))
         write_json_atomic(summary_path, summary)  # last: its presence marks the staged set complete
