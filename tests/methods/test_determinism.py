@@ -207,3 +207,29 @@ def test_estimate_reports_expected_gain_per_site(exported, tmp_path, capsys):
         # never worse than alone, by construction: the sent model cross-validates at least as well as its own
         assert e["accuracy"] >= own["accuracy"]
         assert f"{x['site']}: " in out and "expected accuracy" in out and "95 % CI" in out
+
+
+def test_hfldd_clients_page_shows_the_same_groups_whatever_the_order():
+    """The Clients page (bundles in the app's order) shows the groups ``fit`` trains (canonical order)."""
+    from core.methods import get_method
+    from core.methods.base import ReceivedBundle, SiteInput
+
+    rng = np.random.default_rng(0)
+    m = get_method("hfldd", {"clusters": 2, "min_steps": 300, "local_epochs": 20, "epochs": 5})
+    anchor = rng.normal(size=(200, 6))
+    bundles = []
+    for i in range(4):
+        y = rng.choice(3, 40, p=[0.8, 0.1, 0.1] if i < 2 else [0.1, 0.1, 0.8])
+        X = rng.normal(size=(40, 6)) + y[:, None]
+        ex = m.site_compute(SiteInput(X, y, ["a", "b", "c"], anchor,
+                                      settings={"seed": i, "kip_steps": 10, "rows_per_class": 3}))
+        bundles.append(ReceivedBundle(f"s{i}", f"f{i}", f"d{i}", f"e{i}", ex.manifest, ex.arrays))
+    shown = []
+    for perm in ([0, 1, 2, 3], [3, 1, 0, 2], [2, 3, 1, 0]):
+        view = m.client_distances([bundles[i] for i in perm], ["a", "b", "c"])
+        kl = view.companions[0].matrix  # rows and columns in the order given
+        shown.append(({bundles[i].site: int(g) for i, g in zip(perm, view.chosen, strict=True)},
+                      {(bundles[i].site, bundles[j].site): float(kl[a, b]) for a, i in enumerate(perm)
+                       for b, j in enumerate(perm)}))
+    assert shown[0] == shown[1] == shown[2]
+    assert len(set(shown[0][0].values())) == 2  # two groups, the same sites in each whatever the order
