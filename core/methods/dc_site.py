@@ -56,14 +56,14 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
     n, m = site.X.shape
     if n < MIN_ROWS:
         raise ConfigError(f"this site has {n} rows; at least {MIN_ROWS} are needed")
+    # the default: the papers' m − 1 or the product's rule, either within what the site's rows allow
+    default = max(1, min(m - 1, n - 1)) if papers_dimension else default_dimension(m, n)
     top = largest_dimension(opts["reduction"], n, m)
     if opts["dimension"] is not None and not 1 <= int(opts["dimension"]) <= top:
-        raise ConfigError(dimension_refusal(int(opts["dimension"]), n, m, top, opts["reduction"]))
+        raise ConfigError(dimension_refusal(int(opts["dimension"]), n, m, top, opts["reduction"], default))
     rng = np.random.default_rng(opts["seed"])
     control.step(0.05, "fitting the private reduction")
-    dimension = opts["dimension"]
-    if dimension is None and papers_dimension:
-        dimension = max(1, min(m - 1, n - 1))  # the papers' m − 1, within what the site's rows allow
+    dimension = default if opts["dimension"] is None else int(opts["dimension"])
     red = PrivateReduction(opts["reduction"], dimension, random_state=int(rng.integers(2**31)),
                            standardise=standardise).fit(site.X)
     control.step(0.4, "reducing the rows")
@@ -112,14 +112,13 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
                       {"reduction": opts["reduction"], "dimension": k}, disclosures, stays, plain)
 
 
-def dimension_refusal(asked: int, n: int, m: int, top: int, reduction: str) -> str:
+def dimension_refusal(asked: int, n: int, m: int, top: int, reduction: str, default: int) -> str:
     """One sentence: the numbers per row asked for do not fit this site's rows and columns, naming the setting
-    (CLI and app) and the largest value that works, or leaving it empty for the default."""
+    (CLI and app), the largest value that works and the default."""
     why = (f"a {reduction.upper()} of this site's {n} rows can keep at most {top}" if top < m
            else f"this site's table has {m} columns")
     return (f"{asked} numbers per row do not fit: {why}; choose at most {top} (--dimension {top} on the command "
-            f"line, 'Numbers per row' in the app), or leave it empty for the default "
-            f"({default_dimension(m, n)} here)")
+            f"line, 'Numbers per row' in the app), or leave it empty for the default ({default} here)")
 
 
 def site_map(private_arrays: dict[str, np.ndarray]) -> AffineMap:
