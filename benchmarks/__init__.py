@@ -51,6 +51,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "feddag": ("feddag", "FedDAG in one round on tabular stand-ins: Distribution I, concept shift, B.10 recovery"),
     "hfldd": ("hfldd", "distillation mode (distribution matching / KIP in the reduced space) vs random real rows, "
               "DC-CFL, FedAvg/FedProx"),
+    "wide-sites": ("wide_sites", "64-column digits at sites of 25-60 rows: the per-site dimension rule, DC/DC-CFL "
+                   "packages vs own LR, DC-Clustering ARI"),
     "dimension-rule": ("dimension_rule", "m̃ = m vs m − 1 on small clinical and UCI tables: DC/DC-CFL packages vs each "
                        "site's own logistic regression"),
     "meta-lr": ("metalr_clinical", "meta-analysed logistic regression on the clinical tables vs each site's own LR "

@@ -26,6 +26,7 @@ from .formats.kit import Kit
 from .formats.workspace import AnalystWorkspace
 from .learn.own_cv import read_own_cv
 from .methods import FitContext, Method, MethodResult, ReceivedBundle, get_method
+from .methods.base import canonical_order
 from .model_card import CARD_SUFFIX, card_for, model_cards
 from .robustness import ScaleFlag, scale_flags
 
@@ -279,7 +280,13 @@ class AnalystRound:
             raise FormatError(f"bundles of this kit cannot be analysed with method '{name}'")
         context = FitContext(list(self.kit.schema.classes), list(self.kit.schema.block_names), control, on_epoch,
                              features=list(self.kit.schema.encoded_names))
-        return AnalystRun(m, m.fit(bundles, context), list(bundles), list(excluded or []), self.scale_flags(bundles))
+        # Every method sees the sites in the canonical order (by content digest), never in file or import order;
+        # its packages go back in the caller's order (the result's summary and details keep the canonical one).
+        order = canonical_order(bundles)
+        result = m.fit([bundles[i] for i in order], context)
+        back = np.argsort(order)
+        result.packages = [result.packages[j] for j in back]
+        return AnalystRun(m, result, list(bundles), list(excluded or []), self.scale_flags(bundles))
 
     def export(self, run: AnalystRun, out_dir: str | Path, control: JobControl | None = None) -> RunOutputs:
         """Seal one package per site, write its ``<site>.model_card.md`` beside it, and report.html and
@@ -339,8 +346,9 @@ class AnalystRound:
             if card is not None:
                 card_files[k] = s.path.name.removesuffix(".dcpkg") + CARD_SUFFIX
                 write_text_atomic(out_dir / card_files[k], card.markdown())
-        # Listed by bundle digest: the same bundles give the same summary whatever order they came in.
-        canon = sorted(range(len(bundles)), key=lambda k: (bundles[k].digest, bundles[k].fingerprint))
+        # Listed in the canonical site order (by content digest): the same bundles give the same summary whatever
+        # order, names or times their files had.
+        canon = canonical_order(bundles)
         summary = {**result.summary, "project": {"id": self.kit.project_id, "name": self.kit.name,
                                                  "kit_digest": self.kit.digest()},
                    "software": __version__,
@@ -350,8 +358,8 @@ class AnalystRound:
                                  **({"model_card": card_files[k]} if k in card_files else {})} for k in canon],
                    "run": {"id": run_id, "created": run_created, "audit_head": audit_head},
                    "scale_flags": [f.to_dict() for f in run.scale_flags],
-                   "excluded": [{"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest}
-                                for b in excluded]}
+                   "excluded": [{"site": excluded[k].site, "fingerprint": excluded[k].fingerprint,
+                                 "bundle_digest": excluded[k].digest} for k in canonical_order(excluded)]}
         summary_path, report_path = out_dir / "summary.json", out_dir / "report.html"
         write_text_atomic(report_path, render_report(self.kit, run.method, result, summary))
         write_json_atomic(summary_path, summary)  # last: its presence marks the staged set complete

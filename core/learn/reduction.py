@@ -3,7 +3,8 @@
 Every reduction here is an affine map after fitting, ``f(x) = (x − offset) F`` with ``F ∈ R^{m×m̃}``,
 so a fitted map is stored as two arrays in the site's workspace and never leaves the site. The default
 is the papers' choice — standardise with the site's own mean and std, then PCA to ``m̃ = m − 1`` — except on
-small tables, which keep every dimension (:func:`default_dimension`).
+small tables, which keep every dimension, and at sites of few rows, which keep at most n − 1
+(:func:`default_dimension`).
 """
 
 from __future__ import annotations
@@ -104,16 +105,24 @@ def _std(C: np.ndarray) -> np.ndarray:
 FULL_DIMENSION_MAX = 15  # tables of at most this many columns keep every dimension (default_dimension)
 
 
-def default_dimension(n_features: int) -> int:
-    """m̃ = m for a table of m ≤ FULL_DIMENSION_MAX columns, else m − 1 (the papers' default); at least 1.
+def default_dimension(n_features: int, n_rows: int | None = None) -> int:
+    """m̃ = m for a table of m ≤ FULL_DIMENSION_MAX columns, else m − 1 (the papers' default); with ``n_rows`` = n,
+    at most n − 1 (n centred rows span at most n − 1 directions: a further one carries none of their variance), so
+    every site can export by default; at least 1. Sites of one round may thus keep
+    different m̃: the DC alignment maps each site's own width to the common space (algorithms.md §1.3).
 
     On a small table the one dropped direction can carry much of what predicts the outcome (measured in
     docs/results/clinical/dimension.md); a full-dimension PCA is a private rotation of the standardised rows, so
     the rows' protection then rests on the map's secrecy (the anchor is never given to the analyst), as it
     largely does at m − 1 (docs/privacy-and-security.md)."""
-    if n_features <= FULL_DIMENSION_MAX:
-        return max(1, n_features)
-    return max(1, n_features - 1)
+    rule = n_features if n_features <= FULL_DIMENSION_MAX else n_features - 1
+    return max(1, rule if n_rows is None else min(rule, n_rows - 1))
+
+
+def largest_dimension(method: str, n_rows: int, n_features: int) -> int:
+    """The largest m̃ a reduction can fit: m for every reduction, and at most n rows for PCA (its k directions
+    are eigenvectors of a covariance of rank ≤ n)."""
+    return min(n_rows, n_features) if method == "pca" else n_features
 
 
 class PrivateReduction:
@@ -124,7 +133,7 @@ class PrivateReduction:
     ----------
     method : "pca" (default), "lpp" (locality preserving projections, He & Niyogi 2003) or "random"
         (Gaussian random projection).
-    n_components : m̃; ``None`` means :func:`default_dimension` (m for small tables, else m − 1).
+    n_components : m̃; ``None`` means :func:`default_dimension` (m for small tables, else m − 1; at most n − 1).
     n_neighbors : kNN graph size for LPP.
     standardise : divide by the site's own standard deviations (default). False: only centre, so PCA keeps
         the directions of largest variance in the data's own units (DC-Clustering's ``scaling="raw"``).
@@ -152,11 +161,10 @@ class PrivateReduction:
         if self.method not in REDUCTIONS:
             raise ConfigError(f"unknown reduction '{self.method}'; choose one of {', '.join(REDUCTIONS)}")
         n, m = X.shape
-        k = min(default_dimension(m), n) if self.n_components is None else int(self.n_components)
-        if not 1 <= k <= m:
-            raise ConfigError(f"reduced dimension must be between 1 and {m}, got {k}")
-        if self.method == "pca" and k > min(n, m):
-            raise ConfigError(f"PCA to {k} dimensions needs at least {k} rows; this site has {n}")
+        k = default_dimension(m, n) if self.n_components is None else int(self.n_components)
+        top = largest_dimension(self.method, n, m)
+        if not 1 <= k <= top:
+            raise ConfigError(f"reduced dimension must be between 1 and {top} ({m} columns, {n} rows), got {k}")
         mean, C = _moments(X)
         std = _std(C) if self.standardise else np.ones(m)
         rng = np.random.default_rng(self.random_state)

@@ -252,6 +252,33 @@ def content_digest(arrays: dict[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
+def canonical_order(bundles: list[ReceivedBundle]) -> list[int]:
+    """The canonical order of the sites: by the digest of the bundle's decrypted content (:func:`content_digest`;
+    then sealed-file digest, fingerprint, site name), never by the order, names or modification times of the
+    files, nor by the fresh keys and nonces of their sealing. The analyst's pipeline hands every method its
+    bundles in this order (:meth:`core.analyst.AnalystRound.run`), so a method that is deterministic in its input
+    is deterministic in the files."""
+    keys = [(content_digest(b.arrays), b.digest, b.fingerprint, b.site) for b in bundles]
+    return sorted(range(len(bundles)), key=lambda i: keys[i])
+
+
+def canonical_cluster_numbers(labels: np.ndarray, k: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """``new[old]``: cluster numbers by content, so the same clustering is numbered the same however its
+    algorithm happened to number it: the largest cluster (in rows, or in ``weights`` per entry) first, ties by
+    the cluster's first entry in ``labels`` (the rows in the canonical site order). Entries < 0 (no cluster) and
+    empty clusters keep their place after the others."""
+    labels = np.asarray(labels, dtype=np.int64)
+    w = np.ones(len(labels)) if weights is None else np.asarray(weights, dtype=np.float64)
+    ok = labels >= 0
+    size = np.bincount(labels[ok], weights=w[ok], minlength=k)[:k]
+    first = np.full(k, len(labels), dtype=np.int64)
+    np.minimum.at(first, labels[ok], np.flatnonzero(ok))
+    old = np.lexsort((np.arange(k), first, -size))  # last key sorts first: size, then first entry
+    new = np.empty(k, dtype=np.int64)
+    new[old] = np.arange(k)
+    return new
+
+
 def check_standardised(manifest: dict, expected: bool, scaling: str, made: str) -> None:
     """A bundle's ``standardised`` flag (default true) agrees with the kit's ``scaling`` setting; FormatError saying
     the site must export again otherwise. ``made``: how the bundle was made ("reduced", "grouped")."""

@@ -32,7 +32,7 @@ from ..learn.cluster_models import (
 from ..learn.intervals import describe
 from ..learn.local_model import keeps_local_model, local_predict_proba
 from ..learn.mlp import MLPWeights
-from .base import MethodResult, ReceivedBundle, content_digest
+from .base import MethodResult, ReceivedBundle, canonical_order, content_digest
 from .dc_site import check_anchor_width, site_map
 from .settings import Setting
 from .views import Bars, Curve, Heatmap, Table, Text, View
@@ -102,12 +102,7 @@ SELECTION_SETTINGS = (
 DEFAULT_T_GRID = [*T_GRID, 1.0]
 
 
-def site_order(bundles: list[ReceivedBundle]) -> list[int]:
-    """The canonical order of the sites: by the digest of the bundle's decrypted content (:func:`content_digest`;
-    then bundle digest, fingerprint, site name), never by the order, names or import times of the files, nor by
-    the fresh keys and nonces of its sealing, so the same content always gives the same analysis."""
-    keys = [(content_digest(b.arrays), b.digest, b.fingerprint, b.site) for b in bundles]
-    return sorted(range(len(bundles)), key=lambda i: keys[i])
+site_order = canonical_order  # the canonical order of the sites (by content digest): :func:`canonical_order`
 
 
 def canonical_bundles(received: list[ReceivedBundle]) -> tuple[list[int], list[ReceivedBundle]]:

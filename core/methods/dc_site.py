@@ -11,7 +11,13 @@ import numpy as np
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
-from ..learn.reduction import FULL_DIMENSION_MAX, AffineMap, PrivateReduction
+from ..learn.reduction import (
+    FULL_DIMENSION_MAX,
+    AffineMap,
+    PrivateReduction,
+    default_dimension,
+    largest_dimension,
+)
 from ..wording import ARRAY_WORDS, REDUCTION_DETAILS, REDUCTION_WORDS, STAYS_WORDS, leaves_sentence
 from .base import Disclosure, ReceivedBundle, SiteExport, SiteInput
 from .settings import Setting
@@ -23,7 +29,8 @@ SITE_SETTINGS = (
             side="site", choice_help=tuple(REDUCTION_WORDS[r] for r in REDUCTIONS)),
     Setting("dimension", "int", None, "how many numbers each compressed row keeps", label="Numbers per row", low=1,
             optional=True, none_help=f"all your columns when you have at most {FULL_DIMENSION_MAX} (as many "
-            "numbers, secretly mixed), else one fewer", side="site", high_from="columns"),
+            "numbers, secretly mixed), else one fewer; never more than your rows minus one", side="site",
+            high_from="columns"),
     Setting("noise", "float", 0.0, "random noise added to the compressed rows, times each column's spread",
             label="Noise", low=0.0, high=2.0, side="site"),
     Setting("seed", "int", None, "random seed of the reduction and the shuffle (none: fresh each export)",
@@ -39,7 +46,9 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
                     standardise: bool = True, papers_dimension: bool = False) -> SiteExport:
     """``standardise=False`` only centres before the reduction (the method decides; both sides must agree).
     Without a ``dimension`` setting m̃ follows :func:`~core.learn.reduction.default_dimension` (m for small
-    tables), or with ``papers_dimension`` the papers' m − 1 (DC-Clustering, whose records measure that)."""
+    tables), or with ``papers_dimension`` the papers' m − 1 (DC-Clustering, whose records measure that); either at
+    most n − 1, so a site of few rows still exports. A ``dimension`` its rows or columns cannot give is refused,
+    naming the setting and the largest value that works."""
     control = ensure(control)
     opts = {**SITE_DEFAULTS, **site.settings}
     if site.anchor is None:
@@ -47,13 +56,14 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
     n, m = site.X.shape
     if n < MIN_ROWS:
         raise ConfigError(f"this site has {n} rows; at least {MIN_ROWS} are needed")
-    if opts["dimension"] is not None and not 1 <= int(opts["dimension"]) <= m:
-        raise ConfigError(f"'dimension' must be between 1 and this site's {m} columns, got {opts['dimension']}")
+    # the default: the papers' m − 1 or the product's rule, either within what the site's rows allow
+    default = max(1, min(m - 1, n - 1)) if papers_dimension else default_dimension(m, n)
+    top = largest_dimension(opts["reduction"], n, m)
+    if opts["dimension"] is not None and not 1 <= int(opts["dimension"]) <= top:
+        raise ConfigError(dimension_refusal(int(opts["dimension"]), n, m, top, opts["reduction"], default))
     rng = np.random.default_rng(opts["seed"])
     control.step(0.05, "fitting the private reduction")
-    dimension = opts["dimension"]
-    if dimension is None and papers_dimension:
-        dimension = max(1, m - 1)
+    dimension = default if opts["dimension"] is None else int(opts["dimension"])
     red = PrivateReduction(opts["reduction"], dimension, random_state=int(rng.integers(2**31)),
                            standardise=standardise).fit(site.X)
     control.step(0.4, "reducing the rows")
@@ -100,6 +110,15 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
     plain = leaves_sentence(n, m, k, labels=labels, ids=site.ids_hashed is not None, noise=float(opts["noise"]))
     return SiteExport(arrays, manifest, {**red.map_.to_arrays(), "permutation": perm.astype(np.int64)},
                       {"reduction": opts["reduction"], "dimension": k}, disclosures, stays, plain)
+
+
+def dimension_refusal(asked: int, n: int, m: int, top: int, reduction: str, default: int) -> str:
+    """One sentence: the numbers per row asked for do not fit this site's rows and columns, naming the setting
+    (CLI and app), the largest value that works and the default."""
+    why = (f"a {reduction.upper()} of this site's {n} rows can keep at most {top}" if top < m
+           else f"this site's table has {m} columns")
+    return (f"{asked} numbers per row do not fit: {why}; choose at most {top} (--dimension {top} on the command "
+            f"line, 'Numbers per row' in the app), or leave it empty for the default ({default} here)")
 
 
 def site_map(private_arrays: dict[str, np.ndarray]) -> AffineMap:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import pytest
 
 from core import demo
@@ -18,6 +19,10 @@ def fast_keys(monkeypatch):
     monkeypatch.setenv("DCSTUDIO_PASSPHRASE", demo.DEMO_PASSPHRASE)
 
 
+def _table(lines: list[str]) -> list[str]:
+    return [x for x in lines if re.match(r"^[a-z]+-[a-z]+\s+\d+", x)]
+
+
 def _results(out) -> list[str]:
     """The printed per-site table, the per-site sentences and the result line (not the paths or fingerprints)."""
     lines: list[str] = []
@@ -29,7 +34,7 @@ def _results(out) -> list[str]:
 def test_two_demo_runs_print_identical_numbers(tmp_path, fast_keys):
     first, second = _results(tmp_path / "one"), _results(tmp_path / "two")
     assert first == second  # fresh keys, nonces and kit: the same numbers
-    table = [x for x in first if re.match(r"^[a-z]+-[a-z]+\s+\d+", x)]
+    table = _table(first)
     assert len(table) == len(demo.SITES)
     for name, _ in demo.SITES:  # one sentence per site says which model it uses and why
         assert sum(x.startswith(f"{name}: ") and ("keeps its own model" in x or "shared model" in x)
@@ -41,3 +46,15 @@ def test_two_demo_runs_print_identical_numbers(tmp_path, fast_keys):
         own, pkg = (float(v) for v in row.split()[-2:])
         if any(x.startswith(f"{name}: keeps its own model") for x in first):
             assert own == pkg
+
+
+def test_the_own_model_column_is_the_model_the_site_keeps(tmp_path, fast_keys):
+    """Like with like (#25): the "own model" column is the logistic regression the site trained at export and keeps
+    (its ``local_prediction`` in RESULT.csv, the model a site told to keep its own uses), not another learner."""
+    lines = _results(tmp_path)
+    assert any("own model" in x for x in lines) and not any("local only" in x for x in lines)
+    for row, (name, _) in zip(_table(lines), demo.SITES, strict=True):
+        result = pd.read_csv(tmp_path / name / "results.csv")
+        kept = float((result["local_prediction"] == result["diagnosis"]).mean())
+        own = float(row.split()[-2])
+        assert own == pytest.approx(kept, abs=5e-4), name

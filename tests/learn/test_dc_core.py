@@ -177,8 +177,8 @@ def test_default_dimension_keeps_small_tables_whole():
 
     assert [default_dimension(m) for m in (1, 2, 4, FULL_DIMENSION_MAX)] == [1, 2, 4, FULL_DIMENSION_MAX]
     assert default_dimension(FULL_DIMENSION_MAX + 1) == FULL_DIMENSION_MAX and default_dimension(54) == 53
-    X = np.random.default_rng(2).normal(size=(6, 10))  # fewer rows than columns: the PCA keeps at most n
+    X = np.random.default_rng(2).normal(size=(6, 10))  # fewer rows than columns: the PCA keeps n − 1 …
     red = PrivateReduction("pca").fit(X)
-    assert red.map_.n_components == 6 and red.variance_kept_ == pytest.approx(1.0)
+    assert red.map_.n_components == 5 and red.variance_kept_ == pytest.approx(1.0)  # … and loses no variance
     full = PrivateReduction("pca").fit(np.random.default_rng(3).normal(size=(50, 4)))
     assert full.map_.n_components == 4 and full.variance_kept_ == pytest.approx(1.0)

@@ -42,6 +42,7 @@ from ..base import (
     ReceivedBundle,
     SiteExport,
     SiteInput,
+    canonical_cluster_numbers,
     check_standardised,
     rows_digest,
 )
@@ -175,7 +176,10 @@ class DCClustering(Method):
         k = best_k(curve) if s["k"] == "auto" else int(s["k"])
         control.step(0.7, f"clustering into k = {k}")
         dc = DataClustering(k, s["algorithm"], **opts).fit(Xh)
-        labels, Z, theta = dc.labels_, dc.representation_, dc.cluster_centers_
+        # clusters numbered by content (largest first, then first row in the canonical site order), not as
+        # k-means happened to number them
+        new = canonical_cluster_numbers(dc.labels_, k)
+        labels, Z, theta = new[dc.labels_], dc.representation_, dc.cluster_centers_[np.argsort(new)]
         # packages: labels and Z_i in each bundle's own (shuffled) row order; -1 / NaN for rows left out
         site_labels = [np.full(b.arrays["x_tilde"].shape[0], -1, dtype=np.int32) for b in bundles]
         site_z = [np.full((b.arrays["x_tilde"].shape[0], Z.shape[1]), np.nan) for b in bundles]

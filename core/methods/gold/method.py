@@ -59,6 +59,7 @@ from ..base import (
     ReceivedBundle,
     SiteExport,
     SiteInput,
+    canonical_cluster_numbers,
     check_standardised,
     rows_digest,
 )
@@ -69,16 +70,6 @@ from . import cpl as G
 
 SCALINGS = ("standardised", "raw")
 STEP_WORDS = {"kmeans": "count-weighted k-means", "mcpl": "MCPL + REMC"}
-
-
-def _canonical_clusters(model: G.GoldModel, sites: list[G.SiteResult]) -> np.ndarray:
-    """The clusters that have members, in their canonical order: most rows first, ties by the centroid's
-    coordinates (working units), so cluster numbers depend on content only; old index of each new cluster."""
-    rows = np.zeros(model.k)
-    for site, g in zip(sites, model.micro_global, strict=True):
-        rows += np.bincount(g, weights=site.counts, minlength=model.k)
-    keep = [j for j in range(model.k) if np.all(np.isfinite(model.centroids[j]))]
-    return np.array(sorted(keep, key=lambda j: (-rows[j], *model.centroids[j].tolist())), dtype=np.int64)
 
 
 def _plural(n: int, word: str) -> str:
@@ -271,8 +262,12 @@ class Gold(Method):
                            max_epochs=int(s["epochs"]), seed=int(s["seed"]), max_retries=int(s["max_retries"]),
                            server=server, weighted_centroids=s["centroids"] == "rows")
         control.step(0.9, "packaging")
-        # clusters left without members are dropped; the rest are numbered 0 … k − 1 by content
-        keep = _canonical_clusters(model, sites)
+        # clusters REMC left without members are dropped and the rest renumbered 0 … k − 1 by content (most rows
+        # first, then first micro-cluster in the canonical site order), not as REMC happened to number them
+        numbers = canonical_cluster_numbers(np.concatenate(model.micro_global), model.k,
+                                            np.concatenate([x.counts for x in sites]))
+        keep = np.argsort(numbers)
+        keep = keep[np.all(np.isfinite(model.centroids[keep]), axis=1)]
         renum = np.full(model.k, -1, dtype=np.int64)
         renum[keep] = np.arange(len(keep))
         k, empty = len(keep), model.k - len(keep)

@@ -47,6 +47,7 @@ from ..base import (
     ReceivedBundle,
     SiteExport,
     SiteInput,
+    canonical_order,
 )
 from ..dc_analysis import ALIGNMENT_SETTINGS, LEARNER_SETTINGS, PRIOR_SETTINGS, apply_cluster_package
 from ..dc_site import MIN_ROWS, SITE_SETTINGS, dc_site_compute
@@ -305,7 +306,11 @@ class HFLDD(Method):
             return None
         counts = np.stack([np.asarray(b.arrays["label_counts"], np.int64)[:K] for b in bundles])
         tv = LabelDistributionClustering().fit(counts)
-        M, groups = self._kl_groups(bundles)
+        # the groups ``fit`` will train: found in the canonical site order (as the pipeline fits), shown in this one
+        order = canonical_order(bundles)
+        M, groups = self._kl_groups([bundles[i] for i in order])
+        back = np.argsort(order)
+        M, groups = M[np.ix_(back, back)], groups[back]
         names = [b.site for b in bundles]
         kl = Heatmap("Soft-label KL divergence (Eq. 4)", M, names, names, 0.0, float(max(M.max(), 1e-12)))
         k = int(groups.max()) + 1

@@ -40,7 +40,16 @@ import numpy as np
 from ...control import JobControl, ensure
 from ...errors import ConfigError, FormatError
 from ...learn.local_model import keeps_local_model, local_predict_proba
-from ..base import Disclosure, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
+from ..base import (
+    Disclosure,
+    FitContext,
+    Method,
+    MethodResult,
+    ReceivedBundle,
+    SiteExport,
+    SiteInput,
+    canonical_order,
+)
 from ..settings import Setting
 from ..views import Bars, Table, Text, View
 from .fixed_effect import combine, site_deviation, stratified
@@ -209,9 +218,8 @@ class MetaLR(Method):
         p = m + 1
         names = ["intercept", *(context.features if len(context.features) == m else
                                 [f"column {j + 1}" for j in range(m)])]
-        # a canonical order (by bundle digest): the same bundles give bit-identical sums whatever their order
-        order = sorted(range(len(bundles)), key=lambda i: (bundles[i].digest, bundles[i].fingerprint,
-                                                           bundles[i].site))
+        # the canonical order (by content digest): the same bundles give bit-identical sums whatever their order
+        order = canonical_order(bundles)
         used = [i for i in order if bundles[i].manifest.get("estimate") == "fitted"]
         if not used:
             raise ConfigError("no site shipped a logistic regression estimate (each lacked a class or did not "
