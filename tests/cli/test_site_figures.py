@@ -27,7 +27,7 @@ def round_dir(tmp_path_factory):
     mp.setenv("DCSTUDIO_PASSPHRASE", PASS)
     d = tmp_path_factory.mktemp("fig")
     sites = make_binary_sites(d / "data", rows=160)
-    export_dccfl_round(d, sites, "F", "epochs=10")
+    export_dccfl_round(d, sites, "F", "epochs=10", "own_model=false")  # a shared model at every site, to check
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
                "--bundles", d / "bundles", "--out", d / "out", *confirm(d, list(sites))) == 0
     yield d, sites

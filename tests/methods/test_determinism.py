@@ -19,7 +19,7 @@ from core.formats.envelope import open_sealed
 from core.formats.identity import Identity
 from core.methods import METHODS
 from core.methods.base import canonical_cluster_numbers
-from tests.support.cli import WF, confirm, export_dccfl_round, run
+from tests.support.cli import WF, analyst_of, confirm, export_dccfl_round, run
 from tests.support.roundkit import make_sites
 
 PASS = "correct horse battery staple"
@@ -69,7 +69,8 @@ def _round(d, root, method: str) -> None:
         anchor = ["--anchor", root / "p.dcanchor"]
     for k, name in enumerate(SITES):
         csv = d / "data" / (f"{name}-train.csv" if labelled else f"{name}-train-x.csv")
-        assert run("participant", "export", "--kit", root / "p.dckit", *anchor, "--identity", d / name / f"{name}.dcid",
+        assert run("participant", "export", "--kit", root / "p.dckit", *anchor,
+                   "--analyst-fingerprint", analyst_of(root / "p.dckit"), "--identity", d / name / f"{name}.dcid",
                    "--csv", csv, "--seed", str(k), *fast.get("site", []), "--workspace", root / "ws" / name,
                    "--out", root / "bundles" / f"{name}.dcbundle") == 0
 
