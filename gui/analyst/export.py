@@ -12,11 +12,22 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSize, Qt, QUrl
-from PySide6.QtGui import QDesktopServices, QImage, QPageSize, QPainter, QTextDocument
-from PySide6.QtPrintSupport import QPrinter
+from PySide6.QtCore import QByteArray, QLocale, QMarginsF, QRectF, QSize, QSizeF, Qt, QUrl
+from PySide6.QtGui import (
+    QDesktopServices,
+    QImage,
+    QPageLayout,
+    QPageSize,
+    QPainter,
+    QPdfWriter,
+    QTextDocument,
+    QTextOption,
+    QTextTable,
+)
 from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -56,13 +67,44 @@ def _svg_image(svg: str, scale: float = 2.0) -> tuple[QImage, QSize]:
     return image, size
 
 
-# the printable width of an A4 page with Qt's default margins, in the document's pixels (96 dpi)
-A4_TEXT_WIDTH = 680.0
+# the printable width of an A4 portrait page with the report's margins, in the document's pixels (96 per inch)
+PX_PER_INCH = 96.0
+MARGIN_MM = 15.0
+PAPERS = {"A4": QPageSize.A4, "Letter": QPageSize.Letter}
+
+
+def page_layout(paper: str, landscape: bool) -> QPageLayout:
+    """A4 or Letter, portrait or landscape, with the report's 15 mm margins."""
+    return QPageLayout(QPageSize(PAPERS[paper]), QPageLayout.Landscape if landscape else QPageLayout.Portrait,
+                       QMarginsF(MARGIN_MM, MARGIN_MM, MARGIN_MM, MARGIN_MM), QPageLayout.Millimeter)
+
+
+def _text_size(layout: QPageLayout) -> QSizeF:
+    """The printable area of ``layout`` in the document's pixels."""
+    r = layout.paintRect(QPageLayout.Inch)
+    return QSizeF(r.width() * PX_PER_INCH, r.height() * PX_PER_INCH)
+
+
+A4_TEXT_WIDTH = _text_size(page_layout("A4", False)).width()
+
+
+def default_paper() -> str:
+    """Letter where the system's locale measures in inches (US), else A4."""
+    return "Letter" if QLocale.system().measurementSystem() == QLocale.ImperialSystem else "A4"
 
 
 def report_document(html: str, width: float = A4_TEXT_WIDTH) -> QTextDocument:
-    """The report's HTML as a QTextDocument laid out at ``width`` (what :func:`report_to_pdf` prints)."""
+    """The report's HTML as a QTextDocument laid out at ``width`` (what :func:`report_to_pdf` prints).
+
+    Lines wrap only between words (Qt's default also breaks inside a word that does not fit its column, the
+    "clust er" of a narrow table column); a table whose words do not fit the width is then wider than it, which
+    :func:`widest_table` measures. Design metrics keep the layout the same on screen, in images and on paper."""
     doc = QTextDocument()
+    option = QTextOption()
+    option.setWrapMode(QTextOption.WordWrap)
+    doc.setDefaultTextOption(option)
+    doc.setUseDesignMetrics(True)
+    doc.setDocumentMargin(0)
     images: list[tuple[str, QImage]] = []
 
     def replace(match: re.Match) -> str:
@@ -84,16 +126,137 @@ def report_document(html: str, width: float = A4_TEXT_WIDTH) -> QTextDocument:
     return doc
 
 
-def report_to_pdf(html: str, path: str | Path) -> Path:
-    """Print the report's HTML to a PDF file (written to a temporary name, then renamed)."""
+def tables(doc: QTextDocument) -> list[QTextTable]:
+    """Every table of the document, in order (nested frames included)."""
+    out, todo = [], [doc.rootFrame()]
+    while todo:
+        frame = todo.pop(0)
+        if isinstance(frame, QTextTable):
+            out.append(frame)
+        todo[:0] = frame.childFrames()
+    return out
+
+
+def widest_table(doc: QTextDocument) -> float:
+    """The right edge of the widest table as laid out (0 without tables), in the document's pixels."""
+    layout = doc.documentLayout()
+    return max((layout.frameBoundingRect(t).right() for t in tables(doc)), default=0.0)
+
+
+@dataclass
+class Part:
+    """A run of the report's sections printed on pages of one orientation."""
+
+    html: str
+    landscape: bool
+    doc: QTextDocument
+
+
+def _sections(html: str) -> tuple[str, list[str], str]:
+    """(head up to <body>, the body cut before each <h2>, the closing tags)."""
+    m = re.search(r"<body[^>]*>", html)
+    head, rest = (html[: m.end()], html[m.end():]) if m else ("", html)
+    tail = ""
+    if "</body>" in rest:
+        rest, tail = rest[: rest.index("</body>")], rest[rest.index("</body>"):]
+    cuts = [0, *[k.start() for k in re.finditer(r"<h2>", rest) if k.start() > 0], len(rest)]
+    return head, [rest[a:b] for a, b in zip(cuts, cuts[1:], strict=False) if rest[a:b].strip()], tail
+
+
+def report_parts(html: str, paper: str) -> list[Part]:
+    """The report cut into sections (at each <h2>), each on portrait pages unless one of its tables is wider
+    than a portrait page's printable width, then on landscape pages; neighbouring sections of the same
+    orientation share pages."""
+    head, sections, tail = _sections(html)
+    portrait = _text_size(page_layout(paper, False)).width()
+    landscape = _text_size(page_layout(paper, True)).width()
+    wide = [widest_table(report_document(head + s + tail, portrait)) > portrait + 0.5 for s in sections]
+    parts: list[Part] = []
+    for k, section in enumerate(sections):
+        if parts and parts[-1].landscape == wide[k]:
+            parts[-1].html += section
+        else:
+            parts.append(Part(section, wide[k], None))
+    for p in parts:
+        p.html = head + p.html + tail
+        p.doc = report_document(p.html, landscape if p.landscape else portrait)
+    return parts
+
+
+def _paint_part(part: Part, paper: str, device_dpi: float, begin_page: Callable[[int], QPainter]) -> None:
+    """Draw a part's pages: the document paginated at the printable area's height, each page scaled from the
+    document's 96 px per inch to the device's dots; ``begin_page(i)`` gives the painter of page i, its origin
+    at the printable area's top-left."""
+    doc = part.doc
+    size = _text_size(page_layout(paper, part.landscape))
+    doc.setPageSize(size)
+    scale = device_dpi / PX_PER_INCH
+    for i in range(doc.pageCount()):
+        painter = begin_page(i)
+        painter.save()
+        painter.scale(scale, scale)
+        painter.translate(0, -i * size.height())
+        doc.drawContents(painter, QRectF(0, i * size.height(), size.width(), size.height()))
+        painter.restore()
+
+
+def _part_images(part: Part, paper: str, dpi: float) -> list[QImage]:
+    """A part's pages as white images at ``dpi``, margins included."""
+    layout = page_layout(paper, part.landscape)
+    full = layout.fullRect(QPageLayout.Inch)
+    margin = layout.paintRect(QPageLayout.Inch).topLeft()
+    images: list[QImage] = []
+    painters: list[QPainter] = []
+
+    def begin_page(_: int) -> QPainter:
+        if painters:
+            painters[-1].end()
+        image = QImage(round(full.width() * dpi), round(full.height() * dpi), QImage.Format_RGB32)
+        image.fill(Qt.white)
+        images.append(image)
+        painter = QPainter(image)
+        painter.setRenderHint(QPainter.Antialiasing)
+        painter.setRenderHint(QPainter.SmoothPixmapTransform)
+        painter.translate(margin.x() * dpi, margin.y() * dpi)
+        painters.append(painter)
+        return painter
+
+    _paint_part(part, paper, dpi, begin_page)
+    if painters:
+        painters[-1].end()
+    return images
+
+
+def report_pages(html: str, paper: str | None = None, dpi: float = 50.0) -> list[tuple[QImage, bool]]:
+    """The PDF's pages as images (white paper; the parts, pagination and margins of :func:`report_to_pdf`),
+    each with whether it is landscape."""
+    paper = paper or default_paper()
+    return [(image, part.landscape) for part in report_parts(html, paper)
+            for image in _part_images(part, paper, dpi)]
+
+
+def report_to_pdf(html: str, path: str | Path, paper: str | None = None) -> Path:
+    """Print the report's HTML to a PDF file (written to a temporary name, then renamed): A4 or Letter
+    (:func:`default_paper`), portrait pages, and landscape pages for sections with a table too wide for
+    portrait (:func:`report_parts`)."""
     path = Path(path)
-    doc = report_document(html)
-    printer = QPrinter(QPrinter.HighResolution)
-    printer.setOutputFormat(QPrinter.PdfFormat)
-    printer.setPageSize(QPageSize(QPageSize.A4))
+    paper = paper or default_paper()
+    parts = report_parts(html, paper)
     tmp = path.with_name(f".{path.name}.tmp")
-    printer.setOutputFileName(str(tmp))
-    doc.print_(printer)
+    writer = QPdfWriter(str(tmp))
+    writer.setResolution(600)
+    writer.setTitle(path.stem)
+    writer.setCreator("DC Studio")
+    writer.setPageLayout(page_layout(paper, parts[0].landscape))
+    painter = QPainter(writer)
+    try:
+        for k, part in enumerate(parts):
+            if k:
+                writer.setPageLayout(page_layout(paper, part.landscape))
+                writer.newPage()
+            _paint_part(part, paper, writer.resolution(), lambda i: (i and writer.newPage(), painter)[1])
+    finally:
+        painter.end()
     if not tmp.exists() or tmp.stat().st_size == 0:
         raise OSError(f"could not write {path}")
     os.replace(tmp, path)
