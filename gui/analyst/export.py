@@ -51,6 +51,7 @@ from .common import ThrottledJob, hide_when_done
 from .state import QtAnalystState
 
 _SVG = re.compile(r"<svg\b.*?</svg>", re.S)
+_BODY_RULE = re.compile(r"\bbody\{[^}]*\}")
 _FIGURE = re.compile(r"<figure>(.*?)<figcaption>(.*?)</figcaption></figure>", re.S)
 
 
@@ -117,7 +118,9 @@ def report_document(html: str, width: float = A4_TEXT_WIDTH) -> QTextDocument:
         return f'<img src="{name}" width="{w}" height="{h}">'
 
     # QTextDocument knows neither inline SVG nor <figure>: plots become images, figures plain paragraphs
-    body = _FIGURE.sub(r'<p>\1<br><span style="color:#555555;font-size:small">\2</span></p>', html)
+    # the printed page has its own margins: no browser column (the body rule's margins indent every block)
+    body = _BODY_RULE.sub("body{color:#111111}", html, count=1)
+    body = _FIGURE.sub(r'<p>\1<br><span style="color:#555555;font-size:small">\2</span></p>', body)
     body = _SVG.sub(replace, body)
     for name, image in images:
         doc.addResource(QTextDocument.ImageResource, QUrl(name), image)
@@ -138,9 +141,13 @@ def tables(doc: QTextDocument) -> list[QTextTable]:
 
 
 def widest_table(doc: QTextDocument) -> float:
-    """The right edge of the widest table as laid out (0 without tables), in the document's pixels."""
+    """The width of the widest table as laid out (0 without tables), in the document's pixels: at most the
+    text width when its columns fit, more when their words do not."""
     layout = doc.documentLayout()
-    return max((layout.frameBoundingRect(t).right() for t in tables(doc)), default=0.0)
+    return max((layout.frameBoundingRect(t).width() for t in tables(doc)), default=0.0)
+
+
+SHORT_SECTION = 0.3  # a section under this share of a portrait page's height prints beside its neighbours
 
 
 @dataclass
@@ -165,12 +172,17 @@ def _sections(html: str) -> tuple[str, list[str], str]:
 
 def report_parts(html: str, paper: str) -> list[Part]:
     """The report cut into sections (at each <h2>), each on portrait pages unless one of its tables is wider
-    than a portrait page's printable width, then on landscape pages; neighbouring sections of the same
-    orientation share pages."""
+    than a portrait page's printable width, then on landscape pages (with a short section next to it);
+    neighbouring sections of the same orientation share pages."""
     head, sections, tail = _sections(html)
     portrait = _text_size(page_layout(paper, False)).width()
     landscape = _text_size(page_layout(paper, True)).width()
-    wide = [widest_table(report_document(head + s + tail, portrait)) > portrait + 0.5 for s in sections]
+    docs = [report_document(head + s + tail, portrait) for s in sections]
+    wide = [widest_table(d) > portrait + 0.5 for d in docs]
+    short = [d.size().height() < SHORT_SECTION * _text_size(page_layout(paper, False)).height() for d in docs]
+    # a short section beside a landscape one joins it (no page holding only a title)
+    wide = [w or (short[k] and (k + 1 < len(wide) and wide[k + 1] or k > 0 and wide[k - 1]))
+            for k, w in enumerate(wide)]
     parts: list[Part] = []
     for k, section in enumerate(sections):
         if parts and parts[-1].landscape == wide[k]:
