@@ -73,10 +73,12 @@ def line_svg(xs: list[float], ys: list[float], *, width: int = 420, height: int 
 def lines_svg(xs: list[float], series: dict[str, list[float]], *, width: int = 420, height: int = 220,
               title: str = "", xlabel: str = "", ylabel: str = "", mark: float | None = None) -> str:
     """One or more lines over the same x values on shared axes, each its own colour, named in a legend above the
-    plot when there are several; dots on every point while there are few (≤ 30 per line)."""
+    plot when there are several (three a row, two when a name is long); dots on every point while there are few
+    (≤ 30 per line)."""
     if not xs or not series:
         return ""
-    pad, legend_h = 40, (18 * ((len(series) + 2) // 3) if len(series) > 1 else 0)
+    per_row = 3 if max(len(name) for name in series) <= 14 else 2  # legend entries per row, by name length
+    pad, legend_h = 40, (18 * ((len(series) + per_row - 1) // per_row) if len(series) > 1 else 0)
     top = pad / 2 + legend_h
     height += legend_h
     values = [float(v) for ys in series.values() for v in ys if v is not None and np.isfinite(v)]
@@ -104,7 +106,7 @@ def lines_svg(xs: list[float], series: dict[str, list[float]], *, width: int = 4
             lines.append("".join(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{colour}"><title>'
                                  f"{_esc(name)} {x:g}: {y:.4f}</title></circle>" for x, y in pts))
         if len(series) > 1:
-            lx, ly = pad + (k % 3) * (width - 2 * pad) / 3, 14 + 18 * (k // 3)
+            lx, ly = pad + (k % per_row) * (width - 2 * pad) / per_row, 14 + 18 * (k // per_row)
             legend.append(f'<line x1="{lx:.1f}" y1="{ly - 4}" x2="{lx + 18:.1f}" y2="{ly - 4}" stroke="{colour}" '
                           f'stroke-width="3"{dash}/><text x="{lx + 22:.1f}" y="{ly}" font-size="11">'
                           f"{_esc(name if len(name) <= 22 else name[:21] + '…')}</text>")
@@ -161,7 +163,7 @@ def dendrogram_svg(Z: np.ndarray, names: list[str], *, cut: float | None = None,
 
     n = len(names)
     tree = dendrogram(Z, no_plot=True, labels=list(names))
-    row, top, bottom = 22, 10, 34
+    row, top, bottom = 22, 14, 34
     left = int(min(220, 16 + 6.5 * max(len(x) for x in names)))
     height = top + row * n + bottom
     peak = max([max(d) for d in tree["dcoord"]] + [cut or 0.0]) or 1.0
@@ -189,9 +191,9 @@ def dendrogram_svg(Z: np.ndarray, names: list[str], *, cut: float | None = None,
                  f"{_esc(xlabel)}</text>")
     if cut is not None and np.isfinite(cut):
         x = px(min(float(cut), peak))
-        parts.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{base}" stroke="#dc2626" '
-                     f'stroke-dasharray="4 3"/><text x="{x + 3:.1f}" y="{base + 14}" font-size="10" '
-                     f'fill="#dc2626">cut {float(cut):g}</text>')
+        parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{base}" stroke="#dc2626" '
+                     f'stroke-dasharray="4 3"/><text x="{x - 3:.1f}" y="{top + 8}" font-size="10" '
+                     f'text-anchor="end" fill="#dc2626">cut {float(cut):g}</text>')
     return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" font-family="sans-serif">{"".join(parts)}</svg>'
             f"<figcaption>{_esc(title)}</figcaption></figure>")
@@ -376,8 +378,10 @@ def render_view(v: View) -> str:
     if isinstance(v, Scatter):
         return scatter_svg(np.asarray(v.points), np.asarray(v.labels), title=v.title)
     if isinstance(v, Bars):
+        named = "" if all(c == str(k + 1) for k, c in enumerate(v.labels)) else (
+            " Bars: " + "; ".join(f"{k + 1} = {c}" for k, c in enumerate(v.labels)) + ".")
         return ("<figure>" + bars_svg([int(round(x)) for x in v.values], v.labels, width=320, height=80)
-                + f"<figcaption>{_esc(v.title)}</figcaption></figure>")
+                + f"<figcaption>{_esc(v.title + named)}</figcaption></figure>")
     raise TypeError(f"unknown view {type(v).__name__}")
 
 
