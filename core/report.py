@@ -96,6 +96,7 @@ def lines_svg(xs: list[float], series: dict[str, list[float]], *, width: int = 4
         return height - pad - (y - y0) / (y1 - y0) * (height - pad - top)
 
     lines, legend = [], []
+    fit = int(((width - 2 * pad) / per_row - 26) / 6.2)  # characters of a name that fit its legend slot
     for k, (name, ys) in enumerate(series.items()):
         colour = _PALETTE[k % len(_PALETTE)]
         pts = [(x, float(y)) for x, y in zip(xs, ys, strict=True) if y is not None and np.isfinite(y)]
@@ -109,7 +110,7 @@ def lines_svg(xs: list[float], series: dict[str, list[float]], *, width: int = 4
             lx, ly = pad + (k % per_row) * (width - 2 * pad) / per_row, 14 + 18 * (k // per_row)
             legend.append(f'<line x1="{lx:.1f}" y1="{ly - 4}" x2="{lx + 18:.1f}" y2="{ly - 4}" stroke="{colour}" '
                           f'stroke-width="3"{dash}/><text x="{lx + 22:.1f}" y="{ly}" font-size="11">'
-                          f"{_esc(name if len(name) <= 22 else name[:21] + '…')}</text>")
+                          f"{_esc(name if len(name) <= fit else name[:fit - 1] + '…')}</text>")
     marker = "" if mark is None else (f'<line x1="{px(mark):.1f}" y1="{top}" x2="{px(mark):.1f}" '
                                       f'y2="{height - pad}" stroke="#dc2626" stroke-dasharray="4 3"/>')
     axes = (f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#555"/>'
@@ -379,7 +380,8 @@ def render_view(v: View) -> str:
         return scatter_svg(np.asarray(v.points), np.asarray(v.labels), title=v.title)
     if isinstance(v, Bars):
         named = "" if all(c == str(k + 1) for k, c in enumerate(v.labels)) else (
-            " Bars: " + "; ".join(f"{k + 1} = {c}" for k, c in enumerate(v.labels)) + ".")
+            (" " if v.title.endswith(".") else ". ") + "Bars: "
+            + "; ".join(f"{k + 1} = {c}" for k, c in enumerate(v.labels)) + ".")
         return ("<figure>" + bars_svg([int(round(x)) for x in v.values], v.labels, width=320, height=80)
                 + f"<figcaption>{_esc(v.title + named)}</figcaption></figure>")
     raise TypeError(f"unknown view {type(v).__name__}")

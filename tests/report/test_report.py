@@ -78,4 +78,4 @@ def test_bars_are_numbered_and_named_and_notes_sit_under_their_table():
                               ["East", "", [1, 1]]], bars=("labels",), bar_labels=["alive", "dead"]))
     assert "<th>note</th>" not in html and html.count("keeps its own model") == 1
     assert "<b>North, South</b>: keeps its own model" in html and "1 = alive; 2 = dead" in html
-    assert "Bars: 1 = stage 1; 2 = stage 2." in render_view(Bars("Levels", ["stage 1", "stage 2"], [3.0, 2.0]))
+    assert "Levels. Bars: 1 = stage 1; 2 = stage 2." in render_view(Bars("Levels", ["stage 1", "stage 2"], [3.0, 2.0]))
