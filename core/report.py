@@ -280,7 +280,7 @@ def _footer(summary: dict) -> str:
     return f"""{_trust_section(s)}<h2>Settings and seeds</h2><pre>{_esc(settings)}</pre>
 <h2>Versions</h2><pre>{_esc(json.dumps(versions, indent=2))}</pre>
 <h2>Inputs (bundle SHA-256)</h2>{_TABLE}{inputs}</table>
-<h2>Packages written</h2>{_TABLE}<tr><th>site</th><th>file</th><th>SHA-256</th></tr>{outputs}</table>
+<h2>Packages written</h2>{_TABLE}<thead><tr><th>site</th><th>file</th><th>SHA-256</th></tr></thead>{outputs}</table>
 </body></html>
 """
 
@@ -294,8 +294,9 @@ def _trust_section(s: dict) -> str:
     if flags:
         out += ("<h2>Sites out of scale</h2><p>These sites' shipped arrays are far larger or smaller than the "
                 "others' (a broken or hostile export can spoil every site's model); consider excluding them "
-                "(<code>--exclude</code>, or the Bundles page) and running again.</p>" + _TABLE + "<tr><th>site</th>"
-                f"<th>fingerprint</th><th>array</th><th>why</th></tr>{flags}</table>\n")
+                "(<code>--exclude</code>, or the Bundles page) and running again.</p>" + _TABLE
+                + "<thead><tr><th>site</th><th>fingerprint</th><th>array</th><th>why</th></tr></thead>"
+                + f"{flags}</table>\n")
     excluded = "".join(f"<li>{_esc(e['site'])} <code>{_esc(e['fingerprint'])}</code></li>"
                        for e in s.get("excluded", []))
     if excluded:
@@ -334,8 +335,8 @@ def _notes_html(v: Table, j: int) -> str:
 
 
 def _table_html(v: Table) -> str:
-    """A table; bar columns drawn as numbered bars named in a line under the table, note columns as a list
-    under it."""
+    """A table (its header row repeated on every printed page it spans); bar columns drawn as numbered bars named
+    in a line under the table, note columns as a list under it."""
     notes = [j for j, c in enumerate(v.columns) if c in NOTE_COLUMNS]
     keep = [j for j in range(len(v.columns)) if j not in notes]
     head = "".join(f"<th{_NOWRAP if v.columns[j] == 'fingerprint' else ''}>{_esc(v.columns[j])}</th>" for j in keep)
@@ -357,7 +358,7 @@ def _table_html(v: Table) -> str:
         body.append("<tr>" + "".join(cells) + "</tr>")
     legend = "".join(f'<p class="legend">{_esc(bar_legend(v.columns[j], v.bar_labels))}</p>'
                      for j in sorted(bar_cols) if any(row[j] for row in v.rows if j < len(row)))
-    return (f"<h2>{_esc(v.title)}</h2>{_TABLE}<tr>{head}</tr>{''.join(body)}</table>{legend}"
+    return (f"<h2>{_esc(v.title)}</h2>{_TABLE}<thead><tr>{head}</tr></thead>{''.join(body)}</table>{legend}"
             + "".join(_notes_html(v, j) for j in notes))
 
 
@@ -418,7 +419,7 @@ def card_html(card: ModelCard) -> str:
             parts.append("<ul>" + "".join(f"<li>{_esc(b)}</li>" for b in sec.bullets) + "</ul>")
         if sec.table:
             head, rows = sec.table
-            parts.append(_TABLE + "<tr>" + "".join(f"<th>{_esc(c)}</th>" for c in head) + "</tr>"
+            parts.append(_TABLE + "<thead><tr>" + "".join(f"<th>{_esc(c)}</th>" for c in head) + "</tr></thead>"
                          + "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>" for row in rows)
                          + "</table>")
         if sec.code:

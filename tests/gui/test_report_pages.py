@@ -182,3 +182,14 @@ def test_gold_report_bars_stay_in_their_cells_on_portrait_pages(qtbot):
         assert all(lines <= max(1, len(text.split())) for text, lines in _header_lines(part.doc))
     assert "“rows per cluster”: one bar per cluster, numbered from 1 under it" in parts[0].doc.toPlainText()
     assert "Sites grouped by the method" not in html  # GOLD clusters rows, not sites: no site tree
+
+
+def test_a_table_over_two_pages_repeats_its_header(qtbot):
+    from core.methods.views import Table
+    from core.report import render_view
+
+    html = render_view(Table("Many sites", ["site", "rows"], [[f"site {i}", i] for i in range(120)]))
+    (part,) = report_parts(f"<html><body>{html}</body></html>", "A4")
+    assert tables(part.doc)[0].format().headerRowCount() == 1
+    images = report_pages(f"<html><body>{html}</body></html>", "A4", dpi=30)
+    assert len(images) >= 2
