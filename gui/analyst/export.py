@@ -1,7 +1,8 @@
 """Export page: one sealed package per site (``AnalystRound.export`` in a job), the HTML report beside
-them, and a checklist of what was written where. The report can also be printed to PDF with Qt's printer
-(QTextDocument + QPrinter; the report's inline SVG plots are rendered to images first, since
-QTextDocument does not draw SVG).
+them, and a checklist of what was written where. The report can also be printed to PDF (QTextDocument painted
+page by page on a QPdfWriter, A4 or Letter, landscape pages for wide tables; the report's inline SVG plots are
+rendered to images first, since QTextDocument does not draw SVG); ``report_pages`` draws the same pages as
+images.
 
 Test hooks: ``out_edit``, ``export_button``, ``export() -> Job``, ``job_panel``, ``checklist``
 (QListWidget), ``outputs`` (core RunOutputs), ``pdf_button`` (asks a path through
@@ -18,7 +19,9 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QLocale, QMarginsF, QRectF, QSize, QSizeF, Qt, QUrl
 from PySide6.QtGui import (
+    QColor,
     QDesktopServices,
+    QFont,
     QImage,
     QPageLayout,
     QPageSize,
@@ -78,6 +81,13 @@ def page_layout(paper: str, landscape: bool) -> QPageLayout:
     """A4 or Letter, portrait or landscape, with the report's 15 mm margins."""
     return QPageLayout(QPageSize(PAPERS[paper]), QPageLayout.Landscape if landscape else QPageLayout.Portrait,
                        QMarginsF(MARGIN_MM, MARGIN_MM, MARGIN_MM, MARGIN_MM), QPageLayout.Millimeter)
+
+
+def _full_page(paper: str, landscape: bool) -> QPageLayout:
+    """The same page for the PDF writer, painted from the paper's corner (the page number sits in the margin)."""
+    layout = page_layout(paper, landscape)
+    layout.setMode(QPageLayout.FullPageMode)
+    return layout
 
 
 def _text_size(layout: QPageLayout) -> QSizeF:
@@ -157,6 +167,8 @@ class Part:
     html: str
     landscape: bool
     doc: QTextDocument
+    first: int = 0  # the number of pages before this part's
+    total: int = 0  # pages in the whole report
 
 
 def _sections(html: str) -> tuple[str, list[str], str]:
@@ -189,34 +201,48 @@ def report_parts(html: str, paper: str) -> list[Part]:
             parts[-1].html += section
         else:
             parts.append(Part(section, wide[k], None))
+    first = 0
     for p in parts:
         p.html = head + p.html + tail
         p.doc = report_document(p.html, landscape if p.landscape else portrait)
+        p.doc.setPageSize(_text_size(page_layout(paper, p.landscape)))
+        p.first, first = first, first + p.doc.pageCount()
+    for p in parts:
+        p.total = first
     return parts
 
 
 def _paint_part(part: Part, paper: str, device_dpi: float, begin_page: Callable[[int], QPainter]) -> None:
     """Draw a part's pages: the document paginated at the printable area's height, each page scaled from the
-    document's 96 px per inch to the device's dots; ``begin_page(i)`` gives the painter of page i, its origin
-    at the printable area's top-left."""
+    document's 96 px per inch to the device's dots and placed inside the margins, "page i of n" centred in the
+    bottom margin; ``begin_page(i)`` gives the painter of page i, its origin at the paper's top-left."""
     doc = part.doc
-    size = _text_size(page_layout(paper, part.landscape))
+    layout = page_layout(paper, part.landscape)
+    margin = layout.paintRect(QPageLayout.Inch).topLeft()
+    size = _text_size(layout)
     doc.setPageSize(size)
     scale = device_dpi / PX_PER_INCH
+    font = QFont(doc.defaultFont())
+    font.setPixelSize(11)
     for i in range(doc.pageCount()):
         painter = begin_page(i)
         painter.save()
+        painter.translate(margin.x() * device_dpi, margin.y() * device_dpi)
         painter.scale(scale, scale)
+        painter.save()
         painter.translate(0, -i * size.height())
         doc.drawContents(painter, QRectF(0, i * size.height(), size.width(), size.height()))
+        painter.restore()
+        painter.setFont(font)
+        painter.setPen(QColor("#6b7280"))
+        painter.drawText(QRectF(0, size.height() + 12, size.width(), 20), int(Qt.AlignHCenter | Qt.AlignTop),
+                         f"page {part.first + i + 1} of {part.total}")
         painter.restore()
 
 
 def _part_images(part: Part, paper: str, dpi: float) -> list[QImage]:
     """A part's pages as white images at ``dpi``, margins included."""
-    layout = page_layout(paper, part.landscape)
-    full = layout.fullRect(QPageLayout.Inch)
-    margin = layout.paintRect(QPageLayout.Inch).topLeft()
+    full = page_layout(paper, part.landscape).fullRect(QPageLayout.Inch)
     images: list[QImage] = []
     painters: list[QPainter] = []
 
@@ -229,7 +255,6 @@ def _part_images(part: Part, paper: str, dpi: float) -> list[QImage]:
         painter = QPainter(image)
         painter.setRenderHint(QPainter.Antialiasing)
         painter.setRenderHint(QPainter.SmoothPixmapTransform)
-        painter.translate(margin.x() * dpi, margin.y() * dpi)
         painters.append(painter)
         return painter
 
@@ -259,12 +284,12 @@ def report_to_pdf(html: str, path: str | Path, paper: str | None = None) -> Path
     writer.setResolution(600)
     writer.setTitle(path.stem)
     writer.setCreator("DC Studio")
-    writer.setPageLayout(page_layout(paper, parts[0].landscape))
+    writer.setPageLayout(_full_page(paper, parts[0].landscape))
     painter = QPainter(writer)
     try:
         for k, part in enumerate(parts):
             if k:
-                writer.setPageLayout(page_layout(paper, part.landscape))
+                writer.setPageLayout(_full_page(paper, part.landscape))
                 writer.newPage()
             _paint_part(part, paper, writer.resolution(), lambda i: (i and writer.newPage(), painter)[1])
     finally:

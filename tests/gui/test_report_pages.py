@@ -131,6 +131,12 @@ def _right_margin_is_blank(image: QImage, dpi: float) -> bool:
                for y in range(0, image.height(), 2))
 
 
+def _ink_in_bottom_margin(image: QImage, dpi: float) -> bool:
+    margin = round(MARGIN_MM / 25.4 * dpi)
+    return any(image.pixelColor(x, y).lightness() < 200 for x in range(image.width() // 3, 2 * image.width() // 3)
+               for y in range(image.height() - margin, image.height()))
+
+
 def _pdf_boxes(path) -> list[tuple[float, float]]:
     """(width, height) in points of each page, from the PDF's page dictionaries (Qt writes them uncompressed)."""
     return [(float(w), float(h)) for w, h in
@@ -164,6 +170,7 @@ def test_dccfl_report_prints_with_whole_words_labelled_bars_and_the_dendrogram(q
         w, h = (size.height(), size.width()) if landscape else (size.width(), size.height())
         assert abs(image.width() - w / 72 * dpi) <= 1 and abs(image.height() - h / 72 * dpi) <= 1
         assert _right_margin_is_blank(image, dpi)
+        assert _ink_in_bottom_margin(image, dpi)  # "page i of n"
     assert sum(1 for image, _ in pages if not image.isNull()) == len(pages)
 
     pdf = report_to_pdf(dccfl_html, tmp_path / "report.pdf", paper)
