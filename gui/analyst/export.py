@@ -231,7 +231,9 @@ def _paint_part(part: Part, paper: str, device_dpi: float, begin_page: Callable[
         painter.scale(scale, scale)
         painter.save()
         painter.translate(0, -i * size.height())
-        doc.drawContents(painter, QRectF(0, i * size.height(), size.width(), size.height()))
+        # clipped to the page's height only: anything wider than the text would show in the margin, not vanish
+        doc.drawContents(painter, QRectF(0, i * size.height(), size.width() + margin.x() * PX_PER_INCH,
+                                         size.height()))
         painter.restore()
         painter.setFont(font)
         painter.setPen(QColor("#6b7280"))
