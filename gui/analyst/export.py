@@ -27,7 +27,10 @@ from PySide6.QtGui import (
     QPageSize,
     QPainter,
     QPdfWriter,
+    QTextBlock,
+    QTextCursor,
     QTextDocument,
+    QTextFormat,
     QTextOption,
     QTextTable,
 )
@@ -206,10 +209,41 @@ def report_parts(html: str, paper: str) -> list[Part]:
         p.html = head + p.html + tail
         p.doc = report_document(p.html, landscape if p.landscape else portrait)
         p.doc.setPageSize(_text_size(page_layout(paper, p.landscape)))
+        keep_headings_with_content(p.doc)
         p.first, first = first, first + p.doc.pageCount()
     for p in parts:
         p.total = first
     return parts
+
+
+HEADING_ROOM = 0.12  # a heading with less than this share of the page below it starts the next page
+
+
+def keep_headings_with_content(doc: QTextDocument) -> None:
+    """Move every heading (h1–h4) that would sit at the foot of a page, with too little room under it for what it
+    heads, to the top of the next page (a page break before it); the document is paginated (page size set).
+
+    One heading at a time, from the top, laying the document out again after each (a moved heading moves all
+    that follows it)."""
+    size = QSizeF(doc.pageSize())
+    height = size.height()
+    layout = doc.documentLayout()
+    start = doc.begin()
+    while start.isValid():
+        doc.setPageSize(size)  # lay the whole document out again
+        block, moved = start, None
+        while block.isValid() and moved is None:
+            fmt = block.blockFormat()
+            if 0 < fmt.headingLevel() <= 4 and fmt.pageBreakPolicy() != QTextFormat.PageBreak_AlwaysBefore:
+                rect = layout.blockBoundingRect(block)
+                if (rect.top() // height + 1) * height - rect.bottom() < HEADING_ROOM * height \
+                        and rect.top() % height > 1:
+                    fmt.setPageBreakPolicy(QTextFormat.PageBreak_AlwaysBefore)
+                    QTextCursor(block).setBlockFormat(fmt)
+                    moved = block
+            block = block.next()
+        start = moved.next() if moved is not None else QTextBlock()
+    doc.setPageSize(size)
 
 
 def _paint_part(part: Part, paper: str, device_dpi: float, begin_page: Callable[[int], QPainter]) -> None:

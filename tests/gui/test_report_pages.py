@@ -21,6 +21,7 @@ from core.methods import FitContext, MethodResult, get_method  # noqa: E402
 from core.methods.base import ReceivedBundle, SiteInput  # noqa: E402
 from core.report import render_report  # noqa: E402
 from gui.analyst.export import (  # noqa: E402
+    HEADING_ROOM,
     MARGIN_MM,
     _text_size,
     page_layout,
@@ -131,6 +132,18 @@ def _right_margin_is_blank(image: QImage, dpi: float) -> bool:
                for y in range(0, image.height(), 2))
 
 
+def _headings_at_a_page_foot(doc) -> list[str]:
+    height, layout, out = doc.pageSize().height(), doc.documentLayout(), []
+    block = doc.begin()
+    while block.isValid():
+        if block.blockFormat().headingLevel():
+            rect = layout.blockBoundingRect(block)
+            if (rect.top() // height + 1) * height - rect.bottom() < HEADING_ROOM * height:
+                out.append(block.text())
+        block = block.next()
+    return out
+
+
 def _ink_in_bottom_margin(image: QImage, dpi: float) -> bool:
     margin = round(MARGIN_MM / 25.4 * dpi)
     return any(image.pixelColor(x, y).lightness() < 200 for x in range(image.width() // 3, 2 * image.width() // 3)
@@ -155,6 +168,7 @@ def test_dccfl_report_prints_with_whole_words_labelled_bars_and_the_dendrogram(q
         assert _broken_words(part.doc) == []
         assert all(lines <= max(1, len(text.split())) for text, lines in _header_lines(part.doc))
         assert _images_fit_their_cells(part.doc) == []
+        assert _headings_at_a_page_foot(part.doc) == []
     text = "\n".join(p.doc.toPlainText() for p in parts)
     assert "1 = class 0; 2 = class 1" in text and "7 = class 6" in text  # the bars' legend under the Sites table
     tables_text = text[: text.index("Model cards")]  # (each card repeats its site's note)
@@ -164,7 +178,7 @@ def test_dccfl_report_prints_with_whole_words_labelled_bars_and_the_dendrogram(q
 
     dpi = 40
     pages = report_pages(dccfl_html, paper, dpi=dpi)
-    assert 3 <= len(pages) <= 12
+    assert 3 <= len(pages) <= 12 and parts[-1].total == len(pages)  # "page i of n" counts them all
     size = page_layout(paper, False).fullRect(QPageLayout.Point)
     for image, landscape in pages:
         w, h = (size.height(), size.width()) if landscape else (size.width(), size.height())
