@@ -201,7 +201,8 @@ def dendrogram_svg(Z: np.ndarray, names: list[str], *, cut: float | None = None,
 
 
 def site_tree(result: MethodResult) -> tuple[np.ndarray, list[str], float | None, str] | None:
-    """(linkage, site names, cut, what the distance is) when the method grouped sites by a tree, else None.
+    """(linkage, site names, cut, what the distance is) when the result holds a tree of the sites, else None
+    (the report draws it for methods that cut such a tree at a threshold setting).
 
     DC-CFL keeps its linkage (``details["linkage"]``, cut at t); FedDAG keeps its site × site matrix
     (``details["matrix"]``), linked here as its fit links it (the ``linkage`` setting, cut at α). The details
@@ -438,7 +439,7 @@ def render_report(kit: Kit, method: Method, result: MethodResult, summary: dict)
                  if flags else "")
     cards = "".join(card_html(c) for c in model_cards(kit, method, s))
     tables = "".join(render_view(v) for v in views if isinstance(v, Text | Table))
-    tree = site_tree(result)
+    tree = site_tree(result) if method.threshold_setting() is not None else None  # (DC's one model: no tree)
     figures = ("" if tree is None else dendrogram_svg(
         tree[0], tree[1], cut=tree[2], xlabel=tree[3],
         title="Sites grouped by the method: the tree of " + tree[3] + (

@@ -74,8 +74,7 @@ def _svg_image(svg: str, scale: float = 2.0) -> tuple[QImage, QSize]:
     return image, size
 
 
-# the printable width of an A4 portrait page with the report's margins, in the document's pixels (96 per inch)
-PX_PER_INCH = 96.0
+PX_PER_INCH = 96.0  # the document's pixels (Qt's default resolution for a document without a paint device)
 MARGIN_MM = 15.0
 PAPERS = {"A4": QPageSize.A4, "Letter": QPageSize.Letter}
 
@@ -99,7 +98,7 @@ def _text_size(layout: QPageLayout) -> QSizeF:
     return QSizeF(r.width() * PX_PER_INCH, r.height() * PX_PER_INCH)
 
 
-A4_TEXT_WIDTH = _text_size(page_layout("A4", False)).width()
+A4_TEXT_WIDTH = _text_size(page_layout("A4", False)).width()  # an A4 portrait page's printable width, in pixels
 
 
 def default_paper() -> str:
@@ -130,9 +129,9 @@ def report_document(html: str, width: float = A4_TEXT_WIDTH) -> QTextDocument:
         images.append((name, image))
         return f'<img src="{name}" width="{w}" height="{h}">'
 
-    # QTextDocument knows neither inline SVG nor <figure>: plots become images, figures plain paragraphs
     # the printed page has its own margins: no browser column (the body rule's margins indent every block)
     body = _BODY_RULE.sub("body{color:#111111}", html, count=1)
+    # QTextDocument knows neither inline SVG nor <figure>: plots become images, figures plain paragraphs
     body = _FIGURE.sub(r'<p>\1<br><span style="color:#555555;font-size:small">\2</span></p>', body)
     body = _SVG.sub(replace, body)
     for name, image in images:

@@ -79,3 +79,17 @@ def test_bars_are_numbered_and_named_and_notes_sit_under_their_table():
     assert "<th>note</th>" not in html and html.count("keeps its own model") == 1
     assert "<b>North, South</b>: keeps its own model" in html and "1 = alive; 2 = dead" in html
     assert "Levels. Bars: 1 = stage 1; 2 = stage 2." in render_view(Bars("Levels", ["stage 1", "stage 2"], [3.0, 2.0]))
+
+
+def test_dc_one_shared_model_draws_no_site_tree():
+    """DC keeps DC-CFL's linkage in its details but trains one model for all: no tree (no threshold to cut at)."""
+    from core.learn.client_clustering import LabelDistributionClustering
+
+    clus = LabelDistributionClustering().fit(np.array([[50, 5], [45, 8], [4, 60]]))
+    summary = cards.dccfl_summary()
+    details = {"linkage": clus.linkage_}
+    kit = cards.kit()
+    assert "Sites grouped by the method" in render_report(kit, get_method("dccfl"),
+                                                          MethodResult("dccfl", [], summary, details), summary)
+    assert "Sites grouped by the method" not in render_report(kit, get_method("dc"),
+                                                              MethodResult("dc", [], summary, details), summary)
