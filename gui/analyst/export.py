@@ -27,7 +27,6 @@ from PySide6.QtGui import (
     QPageSize,
     QPainter,
     QPdfWriter,
-    QTextBlock,
     QTextCursor,
     QTextDocument,
     QTextFormat,
@@ -218,30 +217,37 @@ def report_parts(html: str, paper: str) -> list[Part]:
 HEADING_ROOM = 0.12  # a heading with less than this share of the page below it starts the next page
 
 
-def keep_headings_with_content(doc: QTextDocument) -> None:
+def keep_headings_with_content(doc: QTextDocument, rounds: int = 8) -> None:
     """Move every heading (h1–h4) that would sit at the foot of a page, with too little room under it for what it
     heads, to the top of the next page (a page break before it); the document is paginated (page size set).
 
-    One heading at a time, from the top, laying the document out again after each (a moved heading moves all
-    that follows it)."""
+    Each round lays the document out once, then walks its headings top to bottom, adding to each the shift the
+    headings moved above it cause; the next round checks the estimate (a table row that then crosses a page
+    edge shifts more) and moves what is still at a foot."""
     size = QSizeF(doc.pageSize())
     height = size.height()
     layout = doc.documentLayout()
-    start = doc.begin()
-    while start.isValid():
+    for _ in range(rounds):
         doc.setPageSize(size)  # lay the whole document out again
-        block, moved = start, None
-        while block.isValid() and moved is None:
+        headings = []
+        block = doc.begin()
+        while block.isValid():
             fmt = block.blockFormat()
             if 0 < fmt.headingLevel() <= 4 and fmt.pageBreakPolicy() != QTextFormat.PageBreak_AlwaysBefore:
-                rect = layout.blockBoundingRect(block)
-                if (rect.top() // height + 1) * height - rect.bottom() < HEADING_ROOM * height \
-                        and rect.top() % height > 1:
-                    fmt.setPageBreakPolicy(QTextFormat.PageBreak_AlwaysBefore)
-                    QTextCursor(block).setBlockFormat(fmt)
-                    moved = block
+                headings.append((block, layout.blockBoundingRect(block)))
             block = block.next()
-        start = moved.next() if moved is not None else QTextBlock()
+        shift, moves = 0.0, []
+        for block, rect in headings:
+            top, bottom = rect.top() + shift, rect.bottom() + shift
+            if (top // height + 1) * height - bottom < HEADING_ROOM * height and top % height > 1:
+                moves.append(block)
+                shift += (top // height + 1) * height - top
+        if not moves:
+            return
+        for block in moves:
+            fmt = block.blockFormat()
+            fmt.setPageBreakPolicy(QTextFormat.PageBreak_AlwaysBefore)
+            QTextCursor(block).setBlockFormat(fmt)
     doc.setPageSize(size)
 
 
