@@ -73,10 +73,12 @@ def line_svg(xs: list[float], ys: list[float], *, width: int = 420, height: int 
 def lines_svg(xs: list[float], series: dict[str, list[float]], *, width: int = 420, height: int = 220,
               title: str = "", xlabel: str = "", ylabel: str = "", mark: float | None = None) -> str:
     """One or more lines over the same x values on shared axes, each its own colour, named in a legend above the
-    plot when there are several; dots on every point while there are few (≤ 30 per line)."""
+    plot when there are several (three a row, two when a name is long); dots on every point while there are few
+    (≤ 30 per line)."""
     if not xs or not series:
         return ""
-    pad, legend_h = 40, (18 * ((len(series) + 2) // 3) if len(series) > 1 else 0)
+    per_row = 3 if max(len(name) for name in series) <= 14 else 2  # legend entries per row, by name length
+    pad, legend_h = 40, (18 * ((len(series) + per_row - 1) // per_row) if len(series) > 1 else 0)
     top = pad / 2 + legend_h
     height += legend_h
     values = [float(v) for ys in series.values() for v in ys if v is not None and np.isfinite(v)]
@@ -94,6 +96,7 @@ def lines_svg(xs: list[float], series: dict[str, list[float]], *, width: int = 4
         return height - pad - (y - y0) / (y1 - y0) * (height - pad - top)
 
     lines, legend = [], []
+    fit = int(((width - 2 * pad) / per_row - 26) / 6.2)  # characters of a name that fit its legend slot
     for k, (name, ys) in enumerate(series.items()):
         colour = _PALETTE[k % len(_PALETTE)]
         pts = [(x, float(y)) for x, y in zip(xs, ys, strict=True) if y is not None and np.isfinite(y)]
@@ -104,10 +107,10 @@ def lines_svg(xs: list[float], series: dict[str, list[float]], *, width: int = 4
             lines.append("".join(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{colour}"><title>'
                                  f"{_esc(name)} {x:g}: {y:.4f}</title></circle>" for x, y in pts))
         if len(series) > 1:
-            lx, ly = pad + (k % 3) * (width - 2 * pad) / 3, 14 + 18 * (k // 3)
+            lx, ly = pad + (k % per_row) * (width - 2 * pad) / per_row, 14 + 18 * (k // per_row)
             legend.append(f'<line x1="{lx:.1f}" y1="{ly - 4}" x2="{lx + 18:.1f}" y2="{ly - 4}" stroke="{colour}" '
                           f'stroke-width="3"{dash}/><text x="{lx + 22:.1f}" y="{ly}" font-size="11">'
-                          f"{_esc(name if len(name) <= 22 else name[:21] + '…')}</text>")
+                          f"{_esc(name if len(name) <= fit else name[:fit - 1] + '…')}</text>")
     marker = "" if mark is None else (f'<line x1="{px(mark):.1f}" y1="{top}" x2="{px(mark):.1f}" '
                                       f'y2="{height - pad}" stroke="#dc2626" stroke-dasharray="4 3"/>')
     axes = (f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#555"/>'
@@ -123,20 +126,123 @@ def lines_svg(xs: list[float], series: dict[str, list[float]], *, width: int = 4
 
 
 def bars_svg(counts: list[int], classes: list[str], *, width: int = 160, height: int = 28) -> str:
-    """A label-histogram sparkline."""
+    """A histogram sparkline: one bar per class, numbered from 1 under it, its count above it when the bar is
+    wide enough for the digits (``classes`` name the bars in each bar's tooltip and in :func:`bar_legend`)."""
+    top, bottom = 11, 11  # a row for the counts above the bars and one for the numbers under them
     total = max(1, max(counts) if counts else 1)
     names = [classes[k] if k < len(classes) else str(k + 1) for k in range(len(counts))]
     w = width / max(1, len(counts))
-    bars = "".join(f'<rect x="{k * w + 1:.1f}" y="{height - height * c / total:.1f}" width="{w - 2:.1f}" '
-                   f'height="{height * c / total:.1f}" fill="#2563eb"><title>{_esc(names[k])}: {c}</title></rect>'
-                   for k, c in enumerate(counts))
-    return f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">{bars}</svg>'
+    parts = [f'<line x1="0" y1="{top + height}" x2="{width}" y2="{top + height}" stroke="#9ca3af"/>']
+    for k, c in enumerate(counts):
+        h, x = height * c / total, k * w
+        parts.append(f'<rect x="{x + 1:.1f}" y="{top + height - h:.1f}" width="{max(w - 2, 1):.1f}" height="{h:.1f}" '
+                     f'fill="{_PALETTE[0]}"><title>{_esc(names[k])}: {c}</title></rect>')
+        parts.append(f'<text x="{x + w / 2:.1f}" y="{top + height + bottom - 2}" font-size="9" text-anchor="middle" '
+                     f'fill="#374151">{k + 1}</text>')
+        if 5.5 * len(f"{c:,}") <= w:
+            parts.append(f'<text x="{x + w / 2:.1f}" y="{top + height - h - 2:.1f}" font-size="9" '
+                         f'text-anchor="middle" fill="#111827">{c:,}</text>')
+    full = top + height + bottom
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{full}" viewBox="0 0 {width} {full}" '
+            f'font-family="sans-serif">{"".join(parts)}</svg>')
 
 
-_CSS = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;color:#111}
-table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left}
-th{background:#f3f4f6}code,pre{background:#f3f4f6;padding:.1rem .3rem}figure{display:inline-block;margin:1rem}
-figcaption{font-size:.85rem;color:#555}
+def bar_legend(column: str, classes: list[str]) -> str:
+    """The sentence under a table that names the numbered bars of its ``column``."""
+    if all(c == str(k + 1) for k, c in enumerate(classes)):
+        return f"“{column}”: one bar per cluster, numbered from 1 under it; the count above each bar when it fits."
+    names = "; ".join(f"{k + 1} = {c}" for k, c in enumerate(classes))
+    return f"“{column}”: one bar per class, numbered under it — {names}; the count above each bar when it fits."
+
+
+def dendrogram_svg(Z: np.ndarray, names: list[str], *, cut: float | None = None, title: str = "",
+                   xlabel: str = "distance", width: int = 520) -> str:
+    """A site tree (scipy linkage ``Z``) drawn sideways: one row per site (names on the left, in the tree's
+    leaf order), merge height along the x axis, and a dashed line at the cut (merges at or below it are kept
+    together: the groups trained)."""
+    from scipy.cluster.hierarchy import dendrogram  # (scipy: not on a site's export path)
+
+    n = len(names)
+    tree = dendrogram(Z, no_plot=True, labels=list(names))
+    row, top, bottom = 22, 14, 34
+    left = int(min(220, 16 + 6.5 * max(len(x) for x in names)))
+    height = top + row * n + bottom
+    peak = max([max(d) for d in tree["dcoord"]] + [cut or 0.0]) or 1.0
+    span = width - left - 16
+
+    def px(d: float) -> float:
+        return left + d / peak * span
+
+    def py(i: float) -> float:  # scipy puts leaf k at 10 k + 5
+        return top + (i - 5) / 10 * row + row / 2
+
+    parts = []
+    for k, name in enumerate(tree["ivl"]):
+        label = name if len(name) <= 30 else name[:29] + "…"
+        parts.append(f'<text x="{left - 6}" y="{py(10 * k + 5) + 4:.1f}" font-size="11" text-anchor="end">'
+                     f"{_esc(label)}</text>")
+    for xs, ds in zip(tree["icoord"], tree["dcoord"], strict=True):
+        parts.append('<polyline fill="none" stroke="#1f2937" stroke-width="1.5" points="'
+                     + " ".join(f"{px(d):.1f},{py(i):.1f}" for i, d in zip(xs, ds, strict=True)) + '"/>')
+    base = top + row * n
+    parts.append(f'<line x1="{left}" y1="{base}" x2="{left + span}" y2="{base}" stroke="#555"/>'
+                 f'<text x="{left}" y="{base + 14}" font-size="10" text-anchor="middle">0</text>'
+                 f'<text x="{left + span}" y="{base + 14}" font-size="10" text-anchor="middle">{peak:.2f}</text>'
+                 f'<text x="{left + span / 2:.1f}" y="{base + 28}" font-size="11" text-anchor="middle">'
+                 f"{_esc(xlabel)}</text>")
+    if cut is not None and np.isfinite(cut):
+        x = px(min(float(cut), peak))
+        parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{base}" stroke="#dc2626" '
+                     f'stroke-dasharray="4 3"/><text x="{x - 3:.1f}" y="{top + 8}" font-size="10" '
+                     f'text-anchor="end" fill="#dc2626">cut {float(cut):g}</text>')
+    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" font-family="sans-serif">{"".join(parts)}</svg>'
+            f"<figcaption>{_esc(title)}</figcaption></figure>")
+
+
+def site_tree(result: MethodResult) -> tuple[np.ndarray, list[str], float | None, str] | None:
+    """(linkage, site names, cut, what the distance is) when the result holds a tree of the sites, else None
+    (the report draws it for methods that cut such a tree at a threshold setting).
+
+    DC-CFL keeps its linkage (``details["linkage"]``, cut at t); FedDAG keeps its site × site matrix
+    (``details["matrix"]``), linked here as its fit links it (the ``linkage`` setting, cut at α). The details
+    and the summary's sites share one order."""
+    s, d = result.summary, result.details
+    names = [str(x.get("site", "")) for x in s.get("sites", []) if isinstance(x, dict)]
+    n = len(names)
+    if n < 2:
+        return None
+    cut = s.get("t")
+    cut = float(cut) if isinstance(cut, int | float) and not isinstance(cut, bool) else None
+    Z = d.get("linkage")
+    if Z is not None:
+        Z = np.asarray(Z, dtype=np.float64)
+        what = "total-variation distance between the sites' label distributions"
+    elif d.get("matrix") is not None and np.shape(d["matrix"]) == (n, n):
+        from scipy.cluster.hierarchy import linkage  # (scipy: not on a site's export path)
+        from scipy.spatial.distance import squareform
+
+        M = np.asarray(d["matrix"], dtype=np.float64)
+        if not np.all(np.isfinite(M)):
+            return None
+        sym = 0.5 * (M + M.T)
+        np.fill_diagonal(sym, 0.0)
+        how = (s.get("settings") or {}).get("linkage", "weighted")
+        Z = linkage(squareform(sym, checks=False), method=how if how in ("single", "complete", "average",
+                                                                         "weighted") else "weighted")
+        what = "the method's distance between the sites"
+    else:
+        return None
+    if Z.shape != (n - 1, 4) or not np.all(np.isfinite(Z)):
+        return None
+    return Z, names, cut, what
+
+
+# lengths in px: Qt's QTextDocument (the PDF) reads px and em but not rem
+_CSS = """body{font-family:system-ui,sans-serif;max-width:960px;margin:32px auto;color:#111}
+table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;
+vertical-align:top}th{background:#f3f4f6}code,pre{background:#f3f4f6;padding:1px 4px}
+figure{display:inline-block;margin:12px}figcaption{font-size:small;color:#555}.legend{font-size:small;color:#374151}
 .flag{border:2px solid #b91c1c;background:#fef2f2;color:#7f1d1d;padding:.5rem 1rem;margin:1rem 0}
 .card{border-top:1px solid #ccc;margin-top:1.5rem}.warn{color:#b91c1c;font-weight:bold}"""
 
@@ -174,8 +280,8 @@ def _footer(summary: dict) -> str:
     versions = {"dcstudio": __version__, "python": platform.python_version(), "numpy": np.__version__}
     return f"""{_trust_section(s)}<h2>Settings and seeds</h2><pre>{_esc(settings)}</pre>
 <h2>Versions</h2><pre>{_esc(json.dumps(versions, indent=2))}</pre>
-<h2>Inputs (bundle SHA-256)</h2><table>{inputs}</table>
-<h2>Packages written</h2><table><tr><th>site</th><th>file</th><th>SHA-256</th></tr>{outputs}</table>
+<h2>Inputs (bundle SHA-256)</h2>{_TABLE}{inputs}</table>
+<h2>Packages written</h2>{_TABLE}<thead><tr><th>site</th><th>file</th><th>SHA-256</th></tr></thead>{outputs}</table>
 </body></html>
 """
 
@@ -189,8 +295,9 @@ def _trust_section(s: dict) -> str:
     if flags:
         out += ("<h2>Sites out of scale</h2><p>These sites' shipped arrays are far larger or smaller than the "
                 "others' (a broken or hostile export can spoil every site's model); consider excluding them "
-                "(<code>--exclude</code>, or the Bundles page) and running again.</p><table><tr><th>site</th>"
-                f"<th>fingerprint</th><th>array</th><th>why</th></tr>{flags}</table>\n")
+                "(<code>--exclude</code>, or the Bundles page) and running again.</p>" + _TABLE
+                + "<thead><tr><th>site</th><th>fingerprint</th><th>array</th><th>why</th></tr></thead>"
+                + f"{flags}</table>\n")
     excluded = "".join(f"<li>{_esc(e['site'])} <code>{_esc(e['fingerprint'])}</code></li>"
                        for e in s.get("excluded", []))
     if excluded:
@@ -211,15 +318,38 @@ def _fp(fingerprint: str) -> str:
     return f'<td{_NOWRAP}><code style="white-space:nowrap;font-size:85%">{_esc(fingerprint)}</code></td>'
 
 
+NOTE_COLUMNS = ("note",)  # sentences: listed under their table (a table column of sentences is one word wide)
+_TABLE = '<table cellspacing="0" cellpadding="4">'
+
+
+def _notes_html(v: Table, j: int) -> str:
+    """Column ``j``'s sentences under the table, each once, after the first cells (the site) of its rows."""
+    by_text: dict[str, list[str]] = {}
+    for row in v.rows:
+        text = str(row[j]).strip() if j < len(row) and row[j] is not None else ""
+        if text:
+            by_text.setdefault(text, []).append(str(row[0]))
+    if not by_text:
+        return ""
+    items = "".join(f"<li><b>{_esc(', '.join(who))}</b>: {_esc(text)}</li>" for text, who in by_text.items())
+    return f"<p class=\"legend\">{_esc(v.columns[j].capitalize())}s:</p><ul>{items}</ul>"
+
+
 def _table_html(v: Table) -> str:
-    head = "".join(f"<th{_NOWRAP if c == 'fingerprint' else ''}>{_esc(c)}</th>" for c in v.columns)
+    """A table (its header row repeated on every printed page it spans); bar columns drawn as numbered bars named
+    in a line under the table, note columns as a list under it."""
+    notes = [j for j, c in enumerate(v.columns) if c in NOTE_COLUMNS]
+    keep = [j for j in range(len(v.columns)) if j not in notes]
+    head = "".join(f"<th{_NOWRAP if v.columns[j] == 'fingerprint' else ''}>{_esc(v.columns[j])}</th>" for j in keep)
     bar_cols = {v.columns.index(c) for c in v.bars if c in v.columns}
     body = []
     for row in v.rows:
         cells = []
         for j, cell in enumerate(row):
+            if j in notes:
+                continue
             if j in bar_cols:
-                cells.append(f"<td>{bars_svg(list(cell), v.bar_labels, width=120) if cell else ''}</td>")
+                cells.append(f"<td>{bars_svg(list(cell), v.bar_labels, width=110) if cell else ''}</td>")
             elif j < len(v.columns) and v.columns[j] == "fingerprint":
                 cells.append(_fp(str(cell)))
             elif isinstance(cell, int) and not isinstance(cell, bool):
@@ -227,7 +357,10 @@ def _table_html(v: Table) -> str:
             else:
                 cells.append(f"<td>{_esc(cell)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<h2>{_esc(v.title)}</h2><table><tr>{head}</tr>{''.join(body)}</table>"
+    legend = "".join(f'<p class="legend">{_esc(bar_legend(v.columns[j], v.bar_labels))}</p>'
+                     for j in sorted(bar_cols) if any(row[j] for row in v.rows if j < len(row)))
+    return (f"<h2>{_esc(v.title)}</h2>{_TABLE}<thead><tr>{head}</tr></thead>{''.join(body)}</table>{legend}"
+            + "".join(_notes_html(v, j) for j in notes))
 
 
 def render_view(v: View) -> str:
@@ -248,8 +381,11 @@ def render_view(v: View) -> str:
     if isinstance(v, Scatter):
         return scatter_svg(np.asarray(v.points), np.asarray(v.labels), title=v.title)
     if isinstance(v, Bars):
+        named = "" if all(c == str(k + 1) for k, c in enumerate(v.labels)) else (
+            (" " if v.title.endswith(".") else ". ") + "Bars: "
+            + "; ".join(f"{k + 1} = {c}" for k, c in enumerate(v.labels)) + ".")
         return ("<figure>" + bars_svg([int(round(x)) for x in v.values], v.labels, width=320, height=80)
-                + f"<figcaption>{_esc(v.title)}</figcaption></figure>")
+                + f"<figcaption>{_esc(v.title + named)}</figcaption></figure>")
     raise TypeError(f"unknown view {type(v).__name__}")
 
 
@@ -284,7 +420,7 @@ def card_html(card: ModelCard) -> str:
             parts.append("<ul>" + "".join(f"<li>{_esc(b)}</li>" for b in sec.bullets) + "</ul>")
         if sec.table:
             head, rows = sec.table
-            parts.append("<table><tr>" + "".join(f"<th>{_esc(c)}</th>" for c in head) + "</tr>"
+            parts.append(_TABLE + "<thead><tr>" + "".join(f"<th>{_esc(c)}</th>" for c in head) + "</tr></thead>"
                          + "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>" for row in rows)
                          + "</table>")
         if sec.code:
@@ -303,7 +439,13 @@ def render_report(kit: Kit, method: Method, result: MethodResult, summary: dict)
                  if flags else "")
     cards = "".join(card_html(c) for c in model_cards(kit, method, s))
     tables = "".join(render_view(v) for v in views if isinstance(v, Text | Table))
-    figures = "".join(render_view(v) for v in views if not isinstance(v, Text | Table))
+    tree = site_tree(result) if method.threshold_setting() is not None else None  # (DC's one model: no tree)
+    figures = ("" if tree is None else dendrogram_svg(
+        tree[0], tree[1], cut=tree[2], xlabel=tree[3],
+        title="Sites grouped by the method: the tree of " + tree[3] + (
+            f"; sites joined left of the dashed cut at {tree[2]:g} trained together." if tree[2] is not None
+            else ".")))
+    figures += "".join(render_view(v) for v in views if not isinstance(v, Text | Table))
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>DC Studio report — {_esc(kit.name)}</title><style>{_CSS}</style></head><body>
 <h1>DC Studio report — {_esc(kit.name)}</h1>

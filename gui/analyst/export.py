@@ -1,7 +1,8 @@
 """Export page: one sealed package per site (``AnalystRound.export`` in a job), the HTML report beside
-them, and a checklist of what was written where. The report can also be printed to PDF with Qt's printer
-(QTextDocument + QPrinter; the report's inline SVG plots are rendered to images first, since
-QTextDocument does not draw SVG).
+them, and a checklist of what was written where. The report can also be printed to PDF (QTextDocument painted
+page by page on a QPdfWriter, A4 or Letter, landscape pages for wide tables; the report's inline SVG plots are
+rendered to images first, since QTextDocument does not draw SVG); ``report_pages`` draws the same pages as
+images.
 
 Test hooks: ``out_edit``, ``export_button``, ``export() -> Job``, ``job_panel``, ``checklist``
 (QListWidget), ``outputs`` (core RunOutputs), ``pdf_button`` (asks a path through
@@ -12,11 +13,26 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSize, Qt, QUrl
-from PySide6.QtGui import QDesktopServices, QImage, QPageSize, QPainter, QTextDocument
-from PySide6.QtPrintSupport import QPrinter
+from PySide6.QtCore import QByteArray, QLocale, QMarginsF, QRectF, QSize, QSizeF, Qt, QUrl
+from PySide6.QtGui import (
+    QColor,
+    QDesktopServices,
+    QFont,
+    QImage,
+    QPageLayout,
+    QPageSize,
+    QPainter,
+    QPdfWriter,
+    QTextCursor,
+    QTextDocument,
+    QTextFormat,
+    QTextOption,
+    QTextTable,
+)
 from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -40,6 +56,7 @@ from .common import ThrottledJob, hide_when_done
 from .state import QtAnalystState
 
 _SVG = re.compile(r"<svg\b.*?</svg>", re.S)
+_BODY_RULE = re.compile(r"\bbody\{[^}]*\}")
 _FIGURE = re.compile(r"<figure>(.*?)<figcaption>(.*?)</figcaption></figure>", re.S)
 
 
@@ -56,13 +73,50 @@ def _svg_image(svg: str, scale: float = 2.0) -> tuple[QImage, QSize]:
     return image, size
 
 
-# the printable width of an A4 page with Qt's default margins, in the document's pixels (96 dpi)
-A4_TEXT_WIDTH = 680.0
+PX_PER_INCH = 96.0  # the document's pixels (Qt's default resolution for a document without a paint device)
+MARGIN_MM = 15.0
+PAPERS = {"A4": QPageSize.A4, "Letter": QPageSize.Letter}
+
+
+def page_layout(paper: str, landscape: bool) -> QPageLayout:
+    """A4 or Letter, portrait or landscape, with the report's 15 mm margins."""
+    return QPageLayout(QPageSize(PAPERS[paper]), QPageLayout.Landscape if landscape else QPageLayout.Portrait,
+                       QMarginsF(MARGIN_MM, MARGIN_MM, MARGIN_MM, MARGIN_MM), QPageLayout.Millimeter)
+
+
+def _full_page(paper: str, landscape: bool) -> QPageLayout:
+    """The same page for the PDF writer, painted from the paper's corner (the page number sits in the margin)."""
+    layout = page_layout(paper, landscape)
+    layout.setMode(QPageLayout.FullPageMode)
+    return layout
+
+
+def _text_size(layout: QPageLayout) -> QSizeF:
+    """The printable area of ``layout`` in the document's pixels."""
+    r = layout.paintRect(QPageLayout.Inch)
+    return QSizeF(r.width() * PX_PER_INCH, r.height() * PX_PER_INCH)
+
+
+A4_TEXT_WIDTH = _text_size(page_layout("A4", False)).width()  # an A4 portrait page's printable width, in pixels
+
+
+def default_paper() -> str:
+    """Letter where the system's locale measures in inches (US), else A4."""
+    return "Letter" if QLocale.system().measurementSystem() == QLocale.ImperialSystem else "A4"
 
 
 def report_document(html: str, width: float = A4_TEXT_WIDTH) -> QTextDocument:
-    """The report's HTML as a QTextDocument laid out at ``width`` (what :func:`report_to_pdf` prints)."""
+    """The report's HTML as a QTextDocument laid out at ``width`` (what :func:`report_to_pdf` prints).
+
+    Lines wrap only between words (Qt's default also breaks inside a word that does not fit its column, the
+    "clust er" of a narrow table column); a table whose words do not fit the width is then wider than it, which
+    :func:`widest_table` measures. Design metrics keep the layout the same on screen, in images and on paper."""
     doc = QTextDocument()
+    option = QTextOption()
+    option.setWrapMode(QTextOption.WordWrap)
+    doc.setDefaultTextOption(option)
+    doc.setUseDesignMetrics(True)
+    doc.setDocumentMargin(0)
     images: list[tuple[str, QImage]] = []
 
     def replace(match: re.Match) -> str:
@@ -74,8 +128,10 @@ def report_document(html: str, width: float = A4_TEXT_WIDTH) -> QTextDocument:
         images.append((name, image))
         return f'<img src="{name}" width="{w}" height="{h}">'
 
+    # the printed page has its own margins: no browser column (the body rule's margins indent every block)
+    body = _BODY_RULE.sub("body{color:#111111}", html, count=1)
     # QTextDocument knows neither inline SVG nor <figure>: plots become images, figures plain paragraphs
-    body = _FIGURE.sub(r'<p>\1<br><span style="color:#555555;font-size:small">\2</span></p>', html)
+    body = _FIGURE.sub(r'<p>\1<br><span style="color:#555555;font-size:small">\2</span></p>', body)
     body = _SVG.sub(replace, body)
     for name, image in images:
         doc.addResource(QTextDocument.ImageResource, QUrl(name), image)
@@ -84,16 +140,201 @@ def report_document(html: str, width: float = A4_TEXT_WIDTH) -> QTextDocument:
     return doc
 
 
-def report_to_pdf(html: str, path: str | Path) -> Path:
-    """Print the report's HTML to a PDF file (written to a temporary name, then renamed)."""
+def tables(doc: QTextDocument) -> list[QTextTable]:
+    """Every table of the document, in order (nested frames included)."""
+    out, todo = [], [doc.rootFrame()]
+    while todo:
+        frame = todo.pop(0)
+        if isinstance(frame, QTextTable):
+            out.append(frame)
+        todo[:0] = frame.childFrames()
+    return out
+
+
+def widest_table(doc: QTextDocument) -> float:
+    """The width of the widest table as laid out (0 without tables), in the document's pixels: at most the
+    text width when its columns fit, more when their words do not."""
+    layout = doc.documentLayout()
+    return max((layout.frameBoundingRect(t).width() for t in tables(doc)), default=0.0)
+
+
+SHORT_SECTION = 0.3  # a section under this share of a portrait page's height prints beside its neighbours
+
+
+@dataclass
+class Part:
+    """A run of the report's sections printed on pages of one orientation."""
+
+    html: str
+    landscape: bool
+    doc: QTextDocument
+    first: int = 0  # the number of pages before this part's
+    total: int = 0  # pages in the whole report
+
+
+def _sections(html: str) -> tuple[str, list[str], str]:
+    """(head up to <body>, the body cut before each <h2>, the closing tags)."""
+    m = re.search(r"<body[^>]*>", html)
+    head, rest = (html[: m.end()], html[m.end():]) if m else ("", html)
+    tail = ""
+    if "</body>" in rest:
+        rest, tail = rest[: rest.index("</body>")], rest[rest.index("</body>"):]
+    cuts = [0, *[k.start() for k in re.finditer(r"<h2>", rest) if k.start() > 0], len(rest)]
+    return head, [rest[a:b] for a, b in zip(cuts, cuts[1:], strict=False) if rest[a:b].strip()], tail
+
+
+def report_parts(html: str, paper: str) -> list[Part]:
+    """The report cut into sections (at each <h2>), each on portrait pages unless one of its tables is wider
+    than a portrait page's printable width, then on landscape pages (with a short section next to it);
+    neighbouring sections of the same orientation share pages."""
+    head, sections, tail = _sections(html)
+    portrait = _text_size(page_layout(paper, False)).width()
+    landscape = _text_size(page_layout(paper, True)).width()
+    docs = [report_document(head + s + tail, portrait) for s in sections]
+    wide = [widest_table(d) > portrait + 0.5 for d in docs]
+    short = [d.size().height() < SHORT_SECTION * _text_size(page_layout(paper, False)).height() for d in docs]
+    # a short section beside a landscape one joins it (no page holding only a title)
+    wide = [w or (short[k] and (k + 1 < len(wide) and wide[k + 1] or k > 0 and wide[k - 1]))
+            for k, w in enumerate(wide)]
+    parts: list[Part] = []
+    for k, section in enumerate(sections):
+        if parts and parts[-1].landscape == wide[k]:
+            parts[-1].html += section
+        else:
+            parts.append(Part(section, wide[k], None))
+    first = 0
+    for p in parts:
+        p.html = head + p.html + tail
+        p.doc = report_document(p.html, landscape if p.landscape else portrait)
+        p.doc.setPageSize(_text_size(page_layout(paper, p.landscape)))
+        keep_headings_with_content(p.doc)
+        p.first, first = first, first + p.doc.pageCount()
+    for p in parts:
+        p.total = first
+    return parts
+
+
+HEADING_ROOM = 0.12  # a heading with less than this share of the page below it starts the next page
+
+
+def keep_headings_with_content(doc: QTextDocument, rounds: int = 8) -> None:
+    """Move every heading (h1–h4) that would sit at the foot of a page, with too little room under it for what it
+    heads, to the top of the next page (a page break before it); the document is paginated (page size set).
+
+    Each round lays the document out once, then walks its headings top to bottom, adding to each the shift the
+    headings moved above it cause; the next round checks the estimate (a table row that then crosses a page
+    edge shifts more) and moves what is still at a foot."""
+    size = QSizeF(doc.pageSize())
+    height = size.height()
+    layout = doc.documentLayout()
+    for _ in range(rounds):
+        doc.setPageSize(size)  # lay the whole document out again
+        headings = []
+        block = doc.begin()
+        while block.isValid():
+            fmt = block.blockFormat()
+            if 0 < fmt.headingLevel() <= 4 and fmt.pageBreakPolicy() != QTextFormat.PageBreak_AlwaysBefore:
+                headings.append((block, layout.blockBoundingRect(block)))
+            block = block.next()
+        shift, moves = 0.0, []
+        for block, rect in headings:
+            top, bottom = rect.top() + shift, rect.bottom() + shift
+            if (top // height + 1) * height - bottom < HEADING_ROOM * height and top % height > 1:
+                moves.append(block)
+                shift += (top // height + 1) * height - top
+        if not moves:
+            return
+        for block in moves:
+            fmt = block.blockFormat()
+            fmt.setPageBreakPolicy(QTextFormat.PageBreak_AlwaysBefore)
+            QTextCursor(block).setBlockFormat(fmt)
+    doc.setPageSize(size)
+
+
+def _paint_part(part: Part, paper: str, device_dpi: float, begin_page: Callable[[int], QPainter]) -> None:
+    """Draw a part's pages: the document paginated at the printable area's height, each page scaled from the
+    document's 96 px per inch to the device's dots and placed inside the margins, "page i of n" centred in the
+    bottom margin; ``begin_page(i)`` gives the painter of page i, its origin at the paper's top-left."""
+    doc = part.doc
+    layout = page_layout(paper, part.landscape)
+    margin = layout.paintRect(QPageLayout.Inch).topLeft()
+    size = _text_size(layout)
+    doc.setPageSize(size)
+    scale = device_dpi / PX_PER_INCH
+    font = QFont(doc.defaultFont())
+    font.setPixelSize(11)
+    for i in range(doc.pageCount()):
+        painter = begin_page(i)
+        painter.save()
+        painter.translate(margin.x() * device_dpi, margin.y() * device_dpi)
+        painter.scale(scale, scale)
+        painter.save()
+        painter.translate(0, -i * size.height())
+        # clipped to the page's height only: anything wider than the text would show in the margin, not vanish
+        doc.drawContents(painter, QRectF(0, i * size.height(), size.width() + margin.x() * PX_PER_INCH,
+                                         size.height()))
+        painter.restore()
+        painter.setFont(font)
+        painter.setPen(QColor("#6b7280"))
+        painter.drawText(QRectF(0, size.height() + 12, size.width(), 20), int(Qt.AlignHCenter | Qt.AlignTop),
+                         f"page {part.first + i + 1} of {part.total}")
+        painter.restore()
+
+
+def _part_images(part: Part, paper: str, dpi: float) -> list[QImage]:
+    """A part's pages as white images at ``dpi``, margins included."""
+    full = page_layout(paper, part.landscape).fullRect(QPageLayout.Inch)
+    images: list[QImage] = []
+    painters: list[QPainter] = []
+
+    def begin_page(_: int) -> QPainter:
+        if painters:
+            painters[-1].end()
+        image = QImage(round(full.width() * dpi), round(full.height() * dpi), QImage.Format_RGB32)
+        image.fill(Qt.white)
+        images.append(image)
+        painter = QPainter(image)
+        painter.setRenderHint(QPainter.Antialiasing)
+        painter.setRenderHint(QPainter.SmoothPixmapTransform)
+        painters.append(painter)
+        return painter
+
+    _paint_part(part, paper, dpi, begin_page)
+    if painters:
+        painters[-1].end()
+    return images
+
+
+def report_pages(html: str, paper: str | None = None, dpi: float = 50.0) -> list[tuple[QImage, bool]]:
+    """The PDF's pages as images (white paper; the parts, pagination and margins of :func:`report_to_pdf`),
+    each with whether it is landscape."""
+    paper = paper or default_paper()
+    return [(image, part.landscape) for part in report_parts(html, paper)
+            for image in _part_images(part, paper, dpi)]
+
+
+def report_to_pdf(html: str, path: str | Path, paper: str | None = None) -> Path:
+    """Print the report's HTML to a PDF file (written to a temporary name, then renamed): A4 or Letter
+    (:func:`default_paper`), portrait pages, and landscape pages for sections with a table too wide for
+    portrait (:func:`report_parts`)."""
     path = Path(path)
-    doc = report_document(html)
-    printer = QPrinter(QPrinter.HighResolution)
-    printer.setOutputFormat(QPrinter.PdfFormat)
-    printer.setPageSize(QPageSize(QPageSize.A4))
+    paper = paper or default_paper()
+    parts = report_parts(html, paper)
     tmp = path.with_name(f".{path.name}.tmp")
-    printer.setOutputFileName(str(tmp))
-    doc.print_(printer)
+    writer = QPdfWriter(str(tmp))
+    writer.setResolution(600)
+    writer.setTitle(path.stem)
+    writer.setCreator("DC Studio")
+    writer.setPageLayout(_full_page(paper, parts[0].landscape))
+    painter = QPainter(writer)
+    try:
+        for k, part in enumerate(parts):
+            if k:
+                writer.setPageLayout(_full_page(paper, part.landscape))
+                writer.newPage()
+            _paint_part(part, paper, writer.resolution(), lambda i: (i and writer.newPage(), painter)[1])
+    finally:
+        painter.end()
     if not tmp.exists() or tmp.stat().st_size == 0:
         raise OSError(f"could not write {path}")
     os.replace(tmp, path)

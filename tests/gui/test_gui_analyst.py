@@ -527,9 +527,8 @@ def test_many_qt_calls_do_not_exhaust_none(qtbot):
 
 def test_report_pdf_keeps_fingerprints_and_headers_on_one_line(qtbot):
     """Point 6: the report's heatmap names the sites and shows the values, and in the document the PDF is
-    printed from (QTextDocument at about A4 width) no fingerprint or column header is broken over lines.
-    (Qt re-lays the document out at the printer's resolution; that printed layout was checked by extracting
-    the PDF's text, see the README — the HTML side of the fix is asserted in tests/test_usability.py.)"""
+    printed from (QTextDocument at A4 portrait width) no fingerprint or column header is broken over lines.
+    (The PDF paints this very layout, scaled: see tests/gui/test_report_pages.py for the printed pages.)"""
     from PySide6.QtGui import QTextCursor
 
     from core.data.schema import FeatureColumn, Schema

@@ -46,3 +46,50 @@ def test_confusion_heatmap_names_its_columns():
     svg = render_view(Heatmap("Confusion", np.array([[0.9, 0.1], [0.4, 0.6]]), ["true a", "true b"],
                               ["predicted a", "predicted b"]))
     assert "1 = predicted a, 2 = predicted b" in svg and "true a – predicted b" in svg
+
+
+def test_site_tree_from_dccfl_linkage_and_from_feddag_matrix():
+    """Issue #27: the report draws the sites' dendrogram for methods that group sites, from the data their Clients
+    page uses (DC-CFL's linkage of the label mixes, cut at t; FedDAG's site × site matrix, cut at α)."""
+    from core.learn.client_clustering import LabelDistributionClustering
+    from core.report import dendrogram_svg, site_tree
+
+    counts = np.array([[50, 5], [45, 8], [4, 60], [6, 55]])
+    clus = LabelDistributionClustering().fit(counts)
+    summary = {"t": 0.3, "sites": [{"site": n} for n in ("A", "B", "C", "D")], "settings": {"linkage": "average"}}
+    Z, names, cut, _ = site_tree(MethodResult("dccfl", [], summary, {"linkage": clus.linkage_}))
+    assert np.array_equal(Z, clus.linkage_) and names == ["A", "B", "C", "D"] and cut == 0.3
+    svg = dendrogram_svg(Z, names, cut=cut)
+    assert svg.count("<polyline") == 3 and "cut 0.3" in svg and all(f">{n}</text>" in svg for n in names)
+    fed = site_tree(MethodResult("feddag", [], summary, {"matrix": clus.distances_}))
+    assert fed is not None and fed[0].shape == (3, 4) and fed[2] == 0.3
+    assert site_tree(MethodResult("gold", [], summary, {})) is None
+    assert site_tree(MethodResult("dccfl", [], summary, {"linkage": np.zeros((2, 4))})) is None  # wrong shape
+
+
+def test_bars_are_numbered_and_named_and_notes_sit_under_their_table():
+    from core.methods.views import Bars, Table
+    from core.report import bars_svg
+
+    svg = bars_svg([120, 3], ["alive", "dead"], width=110)
+    assert ">1</text>" in svg and ">2</text>" in svg and ">120</text>" in svg and "<title>dead: 3</title>" in svg
+    html = render_view(Table("Sites", ["site", "note", "labels"],
+                             [["North", "keeps its own model", [120, 3]], ["South", "keeps its own model", [4, 9]],
+                              ["East", "", [1, 1]]], bars=("labels",), bar_labels=["alive", "dead"]))
+    assert "<th>note</th>" not in html and html.count("keeps its own model") == 1
+    assert "<b>North, South</b>: keeps its own model" in html and "1 = alive; 2 = dead" in html
+    assert "Levels. Bars: 1 = stage 1; 2 = stage 2." in render_view(Bars("Levels", ["stage 1", "stage 2"], [3.0, 2.0]))
+
+
+def test_dc_one_shared_model_draws_no_site_tree():
+    """DC keeps DC-CFL's linkage in its details but trains one model for all: no tree (no threshold to cut at)."""
+    from core.learn.client_clustering import LabelDistributionClustering
+
+    clus = LabelDistributionClustering().fit(np.array([[50, 5], [45, 8], [4, 60]]))
+    summary = cards.dccfl_summary()
+    details = {"linkage": clus.linkage_}
+    kit = cards.kit()
+    assert "Sites grouped by the method" in render_report(kit, get_method("dccfl"),
+                                                          MethodResult("dccfl", [], summary, details), summary)
+    assert "Sites grouped by the method" not in render_report(kit, get_method("dc"),
+                                                              MethodResult("dc", [], summary, details), summary)
