@@ -50,10 +50,17 @@ class FuzzResult:
                 "seconds": round(self.seconds, 2), "per_target": self.per_target, "findings": self.findings[:50]}
 
 
-class Corpus:
-    """A genuine small round (2 sites, method ``dc``) whose files the mutations start from."""
+METHODS = ("dc", "dccfl", "feddag", "hfldd", "meta-lr", "dcclustering", "gold")
+_FAST = {"epochs": 2, "warmup_epochs": 1, "warmup_rounds": 1, "fusion_steps": 5, "min_steps": 20, "local_epochs": 2,
+         "kip_steps": 5, "n_init": 2, "k": 2, "hidden": [8], "max_iter": 20}  # small fits: the files, not the models
 
-    def __init__(self, folder: Path, seed: int = 0):
+
+class Corpus:
+    """A genuine small round (2 sites) of one method whose files the mutations start from."""
+
+    def __init__(self, folder: Path, seed: int = 0, method: str = "dc"):
+        import pandas as pd
+
         from core.analyst import AnalystRound
         from core.data.schema import infer_schema
         from core.data.tabular import read_table
@@ -61,22 +68,26 @@ class Corpus:
         from core.formats.identity import Identity
         from core.formats.kit import Kit
         from core.formats.workspace import AnalystWorkspace, SiteWorkspace
+        from core.methods import method_class
         from core.participant import ParticipantRound
 
         rng = np.random.default_rng(seed)
-        self.folder = folder
+        self.folder, self.method = folder, method
+        cls = method_class(method)
+        clustering = cls.task == "clustering"
         classes = ["a", "b"]
         frame = {f"x{j}": rng.normal(size=120) * (j + 1) for j in range(4)}
-        frame["label"] = np.asarray(classes)[(frame["x0"] > 0).astype(int)]
-        import pandas as pd
-
+        if not clustering:
+            frame["label"] = np.asarray(classes)[(frame["x0"] + 0.5 * rng.normal(size=120) > 0).astype(int)]
         df = pd.DataFrame(frame)
         df.iloc[:20].to_csv(folder / "sample.csv", index=False)
         self.analyst = Identity.generate("analyst")
         self.sites = [Identity.generate(f"site{i}") for i in range(2)]
-        schema, _ = infer_schema(folder / "sample.csv", label="label")
-        self.kit = Kit(name="fuzz", task="classification", schema=schema, method="dc", analyst=self.analyst.card,
-                       settings={"epochs": 2, "seed": seed},
+        schema, _ = infer_schema(folder / "sample.csv", label=None if clustering else "label")
+        own = {s.name for s in cls.settings_spec if s.side == "analyst"}
+        settings = {k: v for k, v in {**_FAST, "seed": seed}.items() if k in own}
+        self.kit = Kit(name="fuzz", task=cls.task, schema=schema, method=method, analyst=self.analyst.card,
+                       settings=settings,
                        roster=[{"name": s.card.name, "fingerprint": s.card.fingerprint} for s in self.sites])
         self.kit_path = folder / "p.dckit"
         self.kit.save(self.kit_path, self.analyst)
@@ -89,18 +100,22 @@ class Corpus:
         self.anchor.save(self.anchor_sealed, [s.card for s in self.sites])
         self.site_ws = []
         bundles = []
+        site_own = {s.name for s in cls.settings_spec if s.side == "site"}
         for i, site in enumerate(self.sites):
             csv = folder / f"site{i}.csv"
             df.iloc[20 + 50 * i: 70 + 50 * i].to_csv(csv, index=False)
             ws = SiteWorkspace(folder / f"site{i}.ws")
-            job = ParticipantRound(self.kit, self.kit_path, site, ws, anchor=self.anchor,
-                                   site_settings={"seed": i})
+            job = ParticipantRound(self.kit, self.kit_path, site, ws,
+                                   anchor=self.anchor if cls.needs_anchor else None,
+                                   site_settings={k: v for k, v in {"seed": i, "kip_steps": 5, "local_epochs": 2,
+                                                                    "max_candidates": 20}.items() if k in site_own})
             job.load(csv)
             bundles.append(job.seal(folder / f"site{i}.dcbundle"))
             self.site_ws.append(ws)
         self.bundle_path = bundles[0].path
         self.session = AnalystRound(self.kit, self.analyst, AnalystWorkspace(folder / "analyst.ws"))
         received = [self.session.open_bundle(b.path) for b in bundles]
+        self.received = received
         self.bundle_digest = bundles[0].digest
         out = self.session.export(self.session.run(received), folder / "out")
         self.package_path = out.packages[0].path
@@ -108,7 +123,9 @@ class Corpus:
         self.sites[0].card.save(self.card_path)
         meta, private = self.site_ws[0].load_export(self.kit.project_id, self.bundle_digest)
         self.meta, self.private = meta, private
-        self.site_X = read_table(folder / "site0.csv", schema, labels=False).X
+        block = meta.get("block")
+        self.site_X = read_table(folder / "site0.csv", schema.block_schema(block) if block else schema,
+                                 labels=False).X
         self.bytes = {name: Path(p).read_bytes() for name, p in (
             ("bundle", self.bundle_path), ("package", self.package_path), ("kit", self.kit_path),
             ("card", self.card_path), ("anchor", self.anchor_plain), ("anchor_sealed", self.anchor_sealed))}
@@ -215,6 +232,40 @@ def _npy_variants(rng: np.random.Generator, arr: np.ndarray) -> bytes:
     return b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head + data
 
 
+def npy_bytes(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def reseal(corpus: Corpus, kind: str, path: Path, content: dict | None = None,
+           members: list[tuple[str, bytes]] | None = None, plaintext_edit: Callable[[bytes], bytes] | None = None
+           ) -> None:
+    """Write the genuine ``kind`` file of ``corpus`` again with ``content`` (the manifest's application part)
+    and ``members`` (``NAME.npy`` bytes) replaced, correctly signed and encrypted by its real sender (an
+    insider holds a valid key); ``plaintext_edit`` changes the archive bytes before encryption."""
+    from core.formats import envelope as env
+
+    opened = corpus.inner[kind]
+    sender = corpus.sites[0] if kind == "bundle" else corpus.analyst
+    recipient = corpus.analyst.card if kind == "bundle" else corpus.sites[0].card
+    header = opened.binding.to_header()
+    if content is None:
+        content = opened.payload.manifest
+    if members is None:
+        members = [(f"{name}.npy", npy_bytes(opened.payload.arrays[name])) for name in sorted(opened.payload.arrays)]
+    hashes = {name: hashlib.sha256(data).hexdigest() for name, data in members}
+    try:
+        manifest = env.manifest_bytes(header, hashes, content)
+    except (TypeError, ValueError, RecursionError):
+        manifest = b"{}"
+    sig = sender.sign(env.MANIFEST_SIGNATURE_DOMAIN + manifest)
+    plaintext = env.zip_members([*members, (env.MANIFEST_NAME, manifest), (env.MANIFEST_SIG_NAME, sig)]).getvalue()
+    if plaintext_edit is not None:
+        plaintext = plaintext_edit(plaintext)
+    env.write_envelope(path, header, plaintext, sender, recipient)
+
+
 def _resealed(corpus: Corpus, kind: str, rng: np.random.Generator, path: Path) -> None:
     """Rebuild the genuine file's archive with one inner mutation, correctly signed and encrypted."""
     from core.formats import envelope as env
@@ -259,15 +310,22 @@ def _read_bundle(corpus: Corpus, path: Path) -> None:
     corpus.session.open_bundle(path)
 
 
+def _run_bundle(corpus: Corpus, path: Path) -> None:
+    """What ``analyst run`` does with a bundle the checks accepted: fit it with the round's other site."""
+    bundle = corpus.session.open_bundle(path)
+    corpus.session.run([bundle, corpus.received[1]])
+
+
 def _read_package(corpus: Corpus, path: Path) -> None:
     from core.formats.envelope import open_sealed
     from core.methods import get_method
-    from core.participant import apply_checked, check_package
+    from core.participant import apply_checked, check_package, package_limits
 
+    rows = int(corpus.meta["rows"])
     opened = open_sealed(path, corpus.sites[0], expect_kind="package", expect_project=corpus.kit.project_id,
-                         expect_sender=corpus.kit.analyst)
+                         expect_sender=corpus.kit.analyst, limits=package_limits(corpus.kit, rows))
     manifest, arrays = opened.payload.manifest, opened.payload.arrays
-    check_package(corpus.kit, manifest, arrays, int(corpus.meta["rows"]))
+    check_package(corpus.kit, manifest, arrays, rows, corpus.private)
     apply_checked(get_method(manifest["method"]), manifest, arrays, corpus.private, corpus.site_X, path)
 
 

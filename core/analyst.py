@@ -139,7 +139,7 @@ class AnalystRound:
         except UnconfirmedSender as exc:
             exc.path = Path(path)
             raise
-        _check_common_manifest(opened, Path(path))
+        _check_common_manifest(opened, Path(path), self.method)
         return self._received(opened, Path(path))
 
     def _received(self, opened: Opened, path: Path) -> ReceivedBundle:
@@ -357,18 +357,16 @@ class AnalystRound:
         return RunOutputs(sealed, report_path, summary_path), run_id
 
 
-def _check_common_manifest(opened: Opened, path: Path) -> None:
-    """Method-independent manifest fields every bundle has, checked before any of them is used: text
-    ``method``/``family``/``kit_digest``/``schema_digest``/``site``, and ``n_rows`` a whole number equal to
-    the rows of ``x_tilde`` (when present) and to those of every per-row array."""
+def _check_common_manifest(opened: Opened, path: Path, method: Method) -> None:
+    """The bundle manifest's fields typed and ranged by the kit method's schema (``bundle:<method>``,
+    core/formats/fields.py) before any of them is used, and ``n_rows`` equal to the rows of ``x_tilde``
+    (when both are present); every float array finite."""
     m, arrays = opened.payload.manifest, opened.payload.arrays
-    for key in ("method", "family", "kit_digest", "schema_digest"):
-        if not isinstance(m.get(key), str):
-            raise FormatError(f"the bundle's manifest lacks a text '{key}'", path=path)
+    try:
+        method.check_bundle_fields(m)
+    except FormatError as exc:
+        raise FormatError(exc.message, path=path) from exc
     n = m.get("n_rows")
-    if ("n_rows" in m and n is None) or (n is not None and (type(n) is not int or n < 0)):
-        raise FormatError("the bundle's manifest gives its row count (n_rows) as something other than a whole "
-                          "number", path=path)
     x = arrays.get("x_tilde")
     if x is not None and (x.ndim != 2 or (n is not None and x.shape[0] != n)):
         raise FormatError("the bundle's reduced rows do not match its row count", path=path)
