@@ -19,7 +19,7 @@ import numpy as np
 from . import __version__
 from .control import JobControl, ensure
 from .errors import ConfigError, DCError, DuplicateError, FormatError, UnconfirmedSender, VerificationError
-from .fileio import _fsync_dir, _pid_alive, safe_name, write_json_atomic, write_text_atomic
+from .fileio import _fsync_dir, _pid_alive, portable_name, unique_names, write_json_atomic, write_text_atomic
 from .formats.envelope import Opened, Payload, SealedFile, open_sealed, read_header, seal
 from .formats.identity import Identity, PublicCard, is_fingerprint, utc_now
 from .formats.kit import Kit
@@ -63,6 +63,12 @@ class AnalystRun:
     bundles: list[ReceivedBundle]
     excluded: list[ReceivedBundle] = field(default_factory=list)
     scale_flags: list[ScaleFlag] = field(default_factory=list)
+    refused: list[ImportReport] = field(default_factory=list)  # files of the folder left out (sender not confirmed)
+
+    def refused_entries(self) -> list[dict]:
+        """The refused files as the summary and the audit log name them."""
+        return [{"file": r.path.name, "site": r.site, "fingerprint": r.fingerprint, "reason": r.reason}
+                for r in self.refused]
 
     def summary_lines(self) -> list[str]:
         return self.method.summary_lines(self.result.summary)
@@ -229,18 +235,31 @@ class AnalystRound:
             out.append(self._open[p.stem])
         return out
 
-    def import_folder(self, folder: str | Path, control: JobControl | None = None
-                      ) -> tuple[list[ImportReport], list[ReceivedBundle]]:
+    def import_folder(self, folder: str | Path, control: JobControl | None = None, *,
+                      skip_unconfirmed: bool = False) -> tuple[list[ImportReport], list[ReceivedBundle]]:
         """Import every .dcbundle of ``folder`` (files identical to imported ones are reported, not stored
-        again) and return the reports with the bundles they hold."""
+        again) and return the reports with the bundles they hold.
+
+        ``skip_unconfirmed``: a file whose sender this project has not confirmed (read from its clear header, so
+        nothing of it is opened) is left out with an ``unconfirmed`` report instead of stopping the import — one
+        file dropped in the folder cannot block the run; a folder with no other file is still refused."""
         d = Path(folder)
         if not d.is_dir():
             raise ConfigError(f"{d} is not a folder")
         files = sorted(d.glob("*.dcbundle"))
         if not files:
             raise ConfigError(f"{d} holds no .dcbundle files")
+        skipped = []
+        if skip_unconfirmed:
+            pending = self.unconfirmed(files)
+            if len(pending) == len(files):
+                raise UnconfirmedSender(pending[0][1], "bundle")
+            left_out = {p for p, _ in pending}
+            files = [f for f in files if f not in left_out]
+            skipped = [ImportReport(p, "unconfirmed", f"sender '{c.name}' ({c.fingerprint}) is not confirmed for this "
+                                    "project", c.name, c.fingerprint, card=c) for p, c in pending]
         reports = self.import_bundles(files, control, allow_known=True)
-        return reports, self.received([r.envelope_id for r in reports])
+        return skipped + reports, self.received([r.envelope_id for r in reports])
 
     def scale_flags(self, bundles: list[ReceivedBundle]) -> list[ScaleFlag]:
         """The out-of-scale sites among ``bundles`` (:mod:`core.robustness`), worked out once per set."""
@@ -266,7 +285,7 @@ class AnalystRound:
     # ---- analysis --------------------------------------------------------------------------------
     def run(self, bundles: list[ReceivedBundle], method: str | None = None, settings: dict | None = None,
             control: JobControl | None = None, on_epoch=None, *,
-            excluded: list[ReceivedBundle] | None = None) -> AnalystRun:
+            excluded: list[ReceivedBundle] | None = None, refused: list[ImportReport] | None = None) -> AnalystRun:
         """Fit the kit's method (or another of the same bundle family) with the kit's settings overlaid by
         ``settings``, on ``bundles``; ``excluded`` lists sites the analyst left out (no package, named in the
         summary)."""
@@ -277,7 +296,8 @@ class AnalystRound:
             raise FormatError(f"bundles of this kit cannot be analysed with method '{name}'")
         context = FitContext(list(self.kit.schema.classes), list(self.kit.schema.block_names), control, on_epoch,
                              features=list(self.kit.schema.encoded_names))
-        return AnalystRun(m, m.fit(bundles, context), list(bundles), list(excluded or []), self.scale_flags(bundles))
+        return AnalystRun(m, m.fit(bundles, context), list(bundles), list(excluded or []), self.scale_flags(bundles),
+                          list(refused or []))
 
     def export(self, run: AnalystRun, out_dir: str | Path, control: JobControl | None = None) -> RunOutputs:
         """Seal one package per site, write its ``<site>.model_card.md`` beside it, and report.html and
@@ -302,7 +322,8 @@ class AnalystRound:
                                         out=str(out_dir), packages=[
                                             {"site": b.site, "file": s.path.name, "digest": s.digest,
                                              "in_reply_to": b.digest} for b, s in zip(bundles, outputs[0].packages,
-                                                                                      strict=True)])
+                                                                                      strict=True)],
+                                        **({"refused": run.refused_entries()} if run.refused else {}))
             _publish(stage, out_dir)
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)
@@ -318,9 +339,7 @@ class AnalystRound:
         run_id, run_created = secrets.token_hex(8), utc_now()
         run_seq = self.workspace.audit.verify()  # the audit log only grows: orders runs made within one second
         audit_head = self.workspace.audit.head()
-        names = [safe_name(b.site) for b in bundles]
-        dupes = {n for n in names if names.count(n) > 1}
-        names = [f"{n}-{b.fingerprint[:4]}" if n in dupes else n for n, b in zip(names, bundles, strict=True)]
+        names = unique_names([portable_name(b.site) for b in bundles], [b.fingerprint[:4] for b in bundles])
         sealed = []
         for k, (b, (manifest, arrays), name) in enumerate(zip(bundles, result.packages, names, strict=True)):
             control.step(k / len(bundles), f"sealing the package for {b.site}")
@@ -349,7 +368,8 @@ class AnalystRound:
                    "run": {"id": run_id, "created": run_created, "audit_head": audit_head},
                    "scale_flags": [f.to_dict() for f in run.scale_flags],
                    "excluded": [{"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest}
-                                for b in excluded]}
+                                for b in excluded],
+                   **({"refused": run.refused_entries()} if run.refused else {})}
         summary_path, report_path = out_dir / "summary.json", out_dir / "report.html"
         write_text_atomic(report_path, render_report(self.kit, run.method, result, summary))
         write_json_atomic(summary_path, summary)  # last: its presence marks the staged set complete

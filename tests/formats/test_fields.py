@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from benchmarks.fuzz import Corpus, _read_package, _run_bundle, npy_bytes, reseal
 from core.errors import DCError, FormatError
-from core.formats.fields import SCHEMAS, Field, check_fields
 
 GARBAGE = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-(2 ** 80), max_value=2 ** 80),
@@ -64,7 +63,7 @@ def test_typed_garbage_in_any_package_field_is_refused_in_one_sentence(corpus, t
 
 
 HEADERS = st.builds(
-    lambda descr, fortran, shape: "{'descr': " + descr + ", 'fortran_order': " + fortran + ", 'shape': " + shape + ", }",
+    lambda descr, fortran, shape: f"{{'descr': {descr}, 'fortran_order': {fortran}, 'shape': {shape}, }}",
     st.sampled_from(["'<f8'", "'<f4'", "'|O'", "'<i4'", "'>f8'", "'<U3'", "[('a', '<f8')]", "None", "1"]),
     st.sampled_from(["False", "True", "None", "0", "'no'"]),
     st.one_of(st.sampled_from(["(-1,)", "(True,)", "(2**62, 2**62)", "(1e3,)", "('a',)", "()", "[2]", "(3,",
@@ -101,11 +100,14 @@ def test_a_null_row_count_is_refused_naming_the_field(corpus, tmp_path):
 
 
 def test_every_registered_schema_refuses_typed_garbage_naming_field_and_expectation():
-    for kind, fields in SCHEMAS.items():
+    from core.formats.fields import SCHEMAS, check_fields, register_fields
+
+    for kind, fields in list(SCHEMAS.items()):
         for f in fields:
+            register_fields("test:one", (f,))
             for bad in (object(), math.nan, [object()], {1, 2}):
                 with pytest.raises(FormatError, match=f"'{f.name}'") if f.type != "any" else _nothing():
-                    check_fields(kind, {f.name: bad}, "the test's object")
+                    check_fields("test:one", {f.name: bad}, f"the test's {kind}")
 
 
 class _nothing:
@@ -117,8 +119,9 @@ class _nothing:
 
 
 def test_check_fields_words():
+    from core.formats.fields import Field, check_fields, register_fields
+
     check_fields_kind = "test:words"
-    from core.formats.fields import register_fields
 
     register_fields(check_fields_kind, (Field("k", "int", required=True, low=1, high=9),))
     with pytest.raises(FormatError, match=r"the package's manifest gives 'k' as True, not a whole number from 1 to 9"):
