@@ -44,10 +44,12 @@ class FuzzResult:
     seconds: float = 0.0
     per_target: dict = field(default_factory=dict)
     findings: list = field(default_factory=list)
+    per_class: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"cases": self.cases, "accepted": self.accepted, "refused": self.refused,
-                "seconds": round(self.seconds, 2), "per_target": self.per_target, "findings": self.findings[:50]}
+                "seconds": round(self.seconds, 2), "per_target": self.per_target, "per_class": self.per_class,
+                "findings": self.findings[:50]}
 
 
 METHODS = ("dc", "dccfl", "feddag", "hfldd", "meta-lr", "dcclustering", "gold")
@@ -351,17 +353,97 @@ def _read_anchor(corpus: Corpus, path: Path) -> None:
         anchor.generate()
 
 
+def _structured(corpus: Corpus, kind: str, rng: np.random.Generator, path: Path) -> str:
+    """One re-signed structured mutation of ``kind``: a manifest field given typed garbage, or one array of the wrong
+    shape, dtype or size (the insider's file)."""
+    content, arrays = corpus.inner[kind].payload.manifest, corpus.inner[kind].payload.arrays
+    if rng.random() < 0.5 or not arrays:
+        key = sorted(content)[int(rng.integers(0, len(content)))]
+        reseal(corpus, kind, path, {**content, key: _nasty(rng)})
+        return "fields"
+    name = sorted(arrays)[int(rng.integers(0, len(arrays)))]
+    a = np.ascontiguousarray(arrays[name])
+    op = int(rng.integers(0, 5))
+    if op == 0:
+        b = a.reshape(-1)
+    elif op == 1:
+        b = a.astype(np.float64 if a.dtype.kind != "f" or a.dtype.itemsize == 4 else np.float32)
+    elif op == 2:
+        b = np.zeros(tuple(int(d) + int(rng.integers(1, 3)) for d in a.shape) or (1,), a.dtype)
+    elif op == 3:
+        b = np.zeros((1, int(rng.integers(100_000, 2_000_000))), a.dtype)
+    else:
+        b = a.astype(np.int64) if a.dtype.kind == "f" else a.astype(np.int8)
+    members = [(f"{n}.npy", npy_bytes(b if n == name else arrays[n])) for n in sorted(arrays)]
+    reseal(corpus, kind, path, None, members)
+    return "arrays"
+
+
+def _zip_edit(rng: np.random.Generator) -> Callable[[bytes], bytes]:
+    """An edit of one ZIP field FORMAT §4.6 fixes, leaving every size and offset consistent: local header version
+    needed or its extra field's id/data, a directory entry's version made/needed, disk number, attributes or
+    extra field id, the end record's disk numbers or counts."""
+    import struct
+
+    def edit(plain: bytes) -> bytes:
+        b = bytearray(plain)
+        eocd = len(b) - 22
+        entries, cd_size, cd_off = struct.unpack("<HLL", b[eocd + 10:eocd + 20])
+        cds, pos = [], cd_off
+        while pos < eocd and b[pos:pos + 4] == b"PK\x01\x02":
+            nlen, xlen, clen = struct.unpack("<HHH", b[pos + 28:pos + 34])
+            cds.append((pos, nlen, xlen))
+            pos += 46 + nlen + xlen + clen
+        op = int(rng.integers(0, 8))
+        value = int(rng.integers(1, 0xFFFF))
+        pick = cds[int(rng.integers(0, len(cds)))] if cds else None
+        if op == 0 and pick:  # local header: version needed
+            (lh,) = struct.unpack("<L", b[pick[0] + 42:pick[0] + 46])
+            b[lh + 4:lh + 6] = struct.pack("<H", value)
+        elif op == 1 and pick:  # local header: extra field id / data (when it has one)
+            (lh,) = struct.unpack("<L", b[pick[0] + 42:pick[0] + 46])
+            nlen, xlen = struct.unpack("<HH", b[lh + 26:lh + 30])
+            if xlen >= 4:
+                at = lh + 30 + nlen + int(rng.integers(0, xlen))
+                b[at] ^= 0x5A
+            else:
+                b[lh + 4:lh + 6] = struct.pack("<H", value)
+        elif op in (2, 3) and pick:  # directory: version made / needed
+            at = pick[0] + (4 if op == 2 else 6)
+            b[at:at + 2] = struct.pack("<H", value)
+        elif op == 4 and pick:  # directory: disk number start
+            b[pick[0] + 34:pick[0] + 36] = struct.pack("<H", value)
+        elif op == 5 and pick:  # directory: internal / external attributes
+            at = pick[0] + (36 if rng.random() < 0.5 else 38)
+            b[at:at + 2] = struct.pack("<H", value)
+        elif op == 6 and pick and pick[2] >= 4:  # directory: extra field id
+            at = pick[0] + 46 + pick[1]
+            b[at] ^= 0x5A
+        else:  # end record: this disk, directory disk, entries on this disk
+            at = eocd + (4, 6, 8)[int(rng.integers(0, 3))]
+            b[at:at + 2] = struct.pack("<H", value)
+        return bytes(b)
+
+    return edit
+
+
 def _case(corpus: Corpus, target: str, rng: np.random.Generator, path: Path) -> str:
     """Write one mutated file for ``target`` at ``path``; return the mutation's name."""
     from core.fileio import canonical_json
     from core.formats.kit import SIGNATURE_DOMAIN as KIT_SIGNATURE_DOMAIN
 
     if target in ("bundle", "package"):
-        if rng.random() < 0.4:
+        r = rng.random()
+        if r < 0.25:
             path.write_bytes(_mutate_bytes(corpus.bytes[target], rng))
             return "bytes"
-        _resealed(corpus, target, rng, path)
-        return "signed"
+        if r < 0.5:
+            _resealed(corpus, target, rng, path)
+            return "signed"
+        if r < 0.8:
+            return _structured(corpus, target, rng, path)
+        reseal(corpus, target, path, plaintext_edit=_zip_edit(rng))
+        return "zip"
     if target == "kit":
         if rng.random() < 0.3:
             path.write_bytes(_mutate_bytes(corpus.bytes["kit"], rng))
@@ -395,35 +477,49 @@ READERS: dict[str, Callable[[Corpus, Path], None]] = {
 
 
 def run_fuzz(cases: int = 5000, seed: int = 0, targets: tuple[str, ...] = TARGETS,
-             say: Callable[[str], None] | None = None) -> FuzzResult:
-    """Run ``cases`` mutated files round-robin over ``targets``; see the module doc for what counts."""
+             say: Callable[[str], None] | None = None, methods: tuple[str, ...] = ("dc",)) -> FuzzResult:
+    """Run ``cases`` mutated files round-robin over ``targets``; bundles and packages of every method in
+    ``methods`` (one genuine round each), kits, cards and anchors of the first. See the module doc for what counts;
+    ``per_class`` counts by mutation class (bytes, signed, fields, arrays, zip): ``zip`` accepted = files whose
+    fixed ZIP metadata was changed and still accepted."""
     import warnings
 
-    result = FuzzResult(per_target={t: {"cases": 0, "accepted": 0, "refused": 0} for t in targets})
+    plan = [(t, m) for t in targets for m in (methods if t in ("bundle", "package") else methods[:1])]
+    result = FuzzResult(per_target={f"{t}:{m}" if t in ("bundle", "package") else t:
+                                    {"cases": 0, "accepted": 0, "refused": 0} for t, m in plan})
+    result.per_class = {}
     shm = Path("/dev/shm")  # in memory where available: the campaign measures parsers, not the disk's fsync
     with tempfile.TemporaryDirectory(prefix="dcstudio-fuzz-", dir=shm if shm.is_dir() else None) as tmp:
         folder = Path(tmp)
-        corpus = Corpus(folder, seed)
+        corpora = {}
+        for m in methods:
+            (folder / m).mkdir()
+            corpora[m] = Corpus(folder / m, seed, m)
         rng = np.random.default_rng(seed)
         start = time.perf_counter()
         path = folder / "case.bin"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for i in range(cases):
-                target = targets[i % len(targets)]
+                target, method = plan[i % len(plan)]
+                corpus = corpora[method]
                 how = _case(corpus, target, rng, path)
-                stats = result.per_target[target]
+                stats = result.per_target[f"{target}:{method}" if target in ("bundle", "package") else target]
+                cls = result.per_class.setdefault(how, {"cases": 0, "accepted": 0, "refused": 0})
                 stats["cases"] += 1
+                cls["cases"] += 1
                 try:
                     READERS[target](corpus, path)
                 except DCError:
                     stats["refused"] += 1
+                    cls["refused"] += 1
                     result.refused += 1
                 except Exception as exc:  # a finding: only DCError may escape a reader
-                    result.findings.append({"case": i, "target": target, "mutation": how,
+                    result.findings.append({"case": i, "target": f"{target}:{method}", "mutation": how,
                                             "error": f"{exc.__class__.__name__}: {str(exc)[:200]}"})
                 else:
                     stats["accepted"] += 1
+                    cls["accepted"] += 1
                     result.accepted += 1
                 result.cases += 1
                 if say is not None and (i + 1) % 10_000 == 0:
@@ -434,11 +530,14 @@ def run_fuzz(cases: int = 5000, seed: int = 0, targets: tuple[str, ...] = TARGET
 
 def run_from_args(args, say: Callable[[str], None]) -> dict:
     cases = args.cases or 5000
-    result = run_fuzz(cases, args.seed, say=say)
+    methods = tuple(getattr(args, "method", None) or METHODS)
+    result = run_fuzz(cases, args.seed, say=say, methods=methods)
     say(f"fuzz: {result.cases} cases (seed {args.seed}) in {result.seconds:.1f} s: {result.refused} refused with "
         f"the product's error, {result.accepted} accepted, {len(result.findings)} finding(s)")
     for t, s in result.per_target.items():
         say(f"  {t:<8} {s['cases']:>7} cases, {s['refused']:>7} refused, {s['accepted']:>6} accepted")
+    for c, s in sorted(result.per_class.items()):
+        say(f"  class {c:<7} {s['cases']:>7} cases, {s['refused']:>7} refused, {s['accepted']:>6} accepted")
     for f in result.findings[:20]:
         say(f"  FINDING case {f['case']} ({f['target']}, {f['mutation']}): {f['error']}")
     out = result.to_dict()
