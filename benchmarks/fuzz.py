@@ -365,7 +365,7 @@ def _structured(corpus: Corpus, kind: str, rng: np.random.Generator, path: Path)
     a = np.ascontiguousarray(arrays[name])
     op = int(rng.integers(0, 5))
     if op == 0:
-        b = a.reshape(-1)
+        b = a.reshape(-1) if a.ndim > 1 else a.reshape(1, -1)
     elif op == 1:
         b = a.astype(np.float64 if a.dtype.kind != "f" or a.dtype.itemsize == 4 else np.float32)
     elif op == 2:

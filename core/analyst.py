@@ -383,7 +383,7 @@ def _check_common_manifest(opened: Opened, path: Path, method: Method) -> None:
     (when both are present); every float array finite."""
     m, arrays = opened.payload.manifest, opened.payload.arrays
     try:
-        method.check_bundle_fields(m)
+        method.check_bundle_fields(m, arrays)
     except FormatError as exc:
         raise FormatError(exc.message, path=path) from exc
     n = m.get("n_rows")

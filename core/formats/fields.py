@@ -152,6 +152,20 @@ def _short(v: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "…"
 
 
+def check_arrays(declared: Mapping[str, tuple[str, int]], arrays: Mapping[str, Any], where: str) -> None:
+    """Every array of a file is one ``declared`` (name → (§4.6 descr, number of dimensions)) with that dtype and
+    number of dimensions, read from its ``.npy`` header; FormatError naming ``where``, the array and what was
+    expected. Which arrays must be present, and their exact shapes, are the method's own checks."""
+    for name, a in arrays.items():
+        if name not in declared:
+            raise FormatError(f"{where} holds an array '{name}' this method does not ship "
+                              f"(it ships {', '.join(sorted(declared)) or 'none'})")
+        descr, ndim = declared[name]
+        if a.dtype.str != descr or a.ndim != ndim:
+            raise FormatError(f"{where} holds '{name}' as {a.dtype.str} with {a.ndim} dimension(s), not {descr} "
+                              f"with {ndim}")
+
+
 # ---- the schemas every method shares --------------------------------------------------------------------------
 HEX64 = {"type": "hex", "size": 32}
 
@@ -212,6 +226,11 @@ DC_BUNDLE_FIELDS = (
     Field("n_rows", "int", required=True, low=0), Field("n_features", "int", required=True, low=1),
     Field("dimension", "int", low=1), Field("reduction", "text", choices=("pca", "lpp", "random")),
     Field("anchor_rows", "int", low=1))
+
+
+# The arrays of a DC-family bundle (§6, §7): x_tilde and anchor_tilde float32; labels, counts and row-id hashes.
+DC_BUNDLE_ARRAYS = {"x_tilde": ("<f4", 2), "anchor_tilde": ("<f4", 2), "label_counts": ("<i8", 1), "y": ("<i4", 1),
+                    "id_hash": ("|u1", 2)}
 
 
 def method_schemas(name: str, bundle: tuple[Field, ...], package: tuple[Field, ...]) -> None:

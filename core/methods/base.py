@@ -29,7 +29,7 @@ import numpy as np
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
-from ..formats.fields import Field, check_fields, method_schemas
+from ..formats.fields import Field, check_arrays, check_fields, method_schemas
 from .settings import Setting, check_settings
 from .views import Heatmap, View
 
@@ -152,6 +152,8 @@ class Method(ABC):
     # (core/formats/fields.py): checked by the pipelines before check_bundle / check_package / apply see them.
     bundle_fields: ClassVar[tuple[Field, ...]] = ()
     package_fields: ClassVar[tuple[Field, ...]] = ()
+    # The arrays its bundles may hold: name → (§4.6 dtype, number of dimensions); None leaves them to check_bundle.
+    bundle_arrays: ClassVar[dict[str, tuple[str, int]] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any):
         super().__init_subclass__(**kwargs)
@@ -206,9 +208,12 @@ class Method(ABC):
     def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport: ...
 
     @classmethod
-    def check_bundle_fields(cls, manifest: dict) -> None:
-        """The bundle manifest's members typed and ranged (``bundle:<name>``): FormatError naming the field."""
+    def check_bundle_fields(cls, manifest: dict, arrays: dict[str, np.ndarray] | None = None) -> None:
+        """The bundle manifest's members typed and ranged (``bundle:<name>``), and each array's dtype and number of
+        dimensions the declared ones (:attr:`bundle_arrays`): FormatError naming the field or array."""
         check_fields(f"bundle:{cls.name}", manifest, "the bundle's manifest")
+        if arrays is not None and cls.bundle_arrays is not None:
+            check_arrays(cls.bundle_arrays, arrays, "the bundle")
 
     @classmethod
     def check_package_fields(cls, manifest: dict) -> None:

@@ -54,7 +54,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..control import JobControl, ensure
-from ..formats.fields import CLUSTER_PACKAGE_FIELDS, DC_BUNDLE_FIELDS
+from ..formats.fields import CLUSTER_PACKAGE_FIELDS, DC_BUNDLE_ARRAYS, DC_BUNDLE_FIELDS
 from ..learn.alignment import AnchorBasis
 from ..learn.client_clustering import LabelDistributionClustering
 from ..learn.cluster_models import (
@@ -106,6 +106,7 @@ class DCCFL(LabelledDCSite, Method):
     labels_leave = "rows"
     family = "dc"
     bundle_fields = DC_BUNDLE_FIELDS
+    bundle_arrays = {k: v for k, v in DC_BUNDLE_ARRAYS.items() if k != "id_hash"}
     package_fields = CLUSTER_PACKAGE_FIELDS
     bundle_fields = DC_BUNDLE_FIELDS
     package_fields = CLUSTER_PACKAGE_FIELDS

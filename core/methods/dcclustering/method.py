@@ -34,7 +34,7 @@ import numpy as np
 from ...control import JobControl
 from ...data.schema import ALL_COLUMNS
 from ...errors import ConfigError, FormatError
-from ...formats.fields import DC_BUNDLE_FIELDS, Field
+from ...formats.fields import DC_BUNDLE_ARRAYS, DC_BUNDLE_FIELDS, Field
 from ...learn.alignment import DCAlignment
 from ..base import (
     FitContext,
@@ -67,6 +67,7 @@ class DCClustering(Method):
     labels_leave = "none"
     family = "dcclustering"
     bundle_fields = (*DC_BUNDLE_FIELDS, Field("block", "text", required=True))
+    bundle_arrays = {k: DC_BUNDLE_ARRAYS[k] for k in ("x_tilde", "anchor_tilde", "id_hash")}
     package_fields = (Field("k", "int", required=True, low=1), Field("k_auto", "bool"), Field("algorithm", "text"),
                       Field("alignment", "text"), Field("scaling", "text"), Field("dimension", "int", low=1),
                       Field("block", "text"), *(Field(k, "int", low=0) for k in ("rows", "clustered", "not_clustered")),

@@ -35,7 +35,7 @@ import numpy as np
 
 from ...control import JobControl, ensure
 from ...errors import FormatError
-from ...formats.fields import CLUSTER_PACKAGE_FIELDS, DC_BUNDLE_FIELDS, Field
+from ...formats.fields import CLUSTER_PACKAGE_FIELDS, DC_BUNDLE_ARRAYS, DC_BUNDLE_FIELDS, Field
 from ...learn.alignment import SiteMapping
 from ...learn.client_clustering import cut_tree, label_histograms
 from ...learn.cluster_models import adjust_proba, prior_logit, site_note
@@ -78,6 +78,7 @@ class FedDAG(LabelledDCSite, Method):
     task = "classification"
     family = "dc"
     bundle_fields = DC_BUNDLE_FIELDS
+    bundle_arrays = {k: v for k, v in DC_BUNDLE_ARRAYS.items() if k != "id_hash"}
     package_fields = (*CLUSTER_PACKAGE_FIELDS, Field("encoder", "text", choices=("single", "dual")))
     labels_leave = "rows"
     what_leaves = LABELLED_DC_LEAVES

@@ -75,6 +75,7 @@ class Gold(Method):
                      *(Field(k, "int", low=0) for k in ("micro_clusters", "candidates", "found", "min_cluster_rows",
                                                         "guard_rows", "guard_clusters", "dropped_rows", "epochs")),
                      Field("small_clusters", "text"))
+    bundle_arrays = {"centroids": ("<f8", 2), "counts": ("<i8", 1), "col_sum": ("<f8", 1), "col_sumsq": ("<f8", 1)}
     package_fields = (Field("k", "int", required=True, low=1), Field("k_auto", "bool"), Field("scaling", "text"),
                       Field("level_sizes", "list", items="int"), Field("sizes", "list", items="int"),
                       Field("micro_clusters", "int", low=0), Field("rows", "int", low=0),

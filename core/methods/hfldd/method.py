@@ -102,6 +102,8 @@ class HFLDD(Method):
     bundle_fields = (*DC_BUNDLE_FIELDS, Field("n_distilled", "int", low=0), Field("dccfl_bundle_bytes", "int", low=0),
                      Field("anchor_rows_total", "int", low=1), Field("nn_disclosure", "object", schema="nn_disclosure"))
     package_fields = CLUSTER_PACKAGE_FIELDS
+    bundle_arrays = {"x_distilled": ("<f4", 2), "y_distilled": ("<i4", 1), "soft_labels": ("<f4", 2),
+                     "anchor_tilde": ("<f4", 2), "label_counts": ("<i8", 1)}
     labels_leave = "counts"
     what_leaves = ("a few made-up rows per class that summarise the site's compressed rows, their classes, the "
                    "site's model's answers on the shared anchor rows, those anchor rows after the site's private "

@@ -75,6 +75,7 @@ class MetaLR(Method):
                      Field("estimate", "text", required=True, choices=("fitted", "none")), Field("reason", "text"),
                      Field("ridge", "number", low=0), Field("penalty_scale", "text"), Field("iterations", "int", low=0),
                      Field("converged", "bool"))
+    bundle_arrays = {"coef": ("<f8", 2), "cov": ("<f8", 2)}
     package_fields = (Field("classes", "list", required=True, items="text"), Field("reference", "text"),
                       Field("features", "int", low=1), Field("sites_combined", "int", low=0),
                       Field("intercepts", "text"), Field("note", "text"),
