@@ -59,8 +59,11 @@ class Field:
             words = {"bool": "true or false", "text": "text", "list": "a list", "object": "an object",
                      "any": "any value"}[self.type]
             if self.type == "list" and self.items:
-                words += " of " + {"text": "texts", "int": "whole numbers", "number": "numbers"}[self.items]
+                words += " of " + _PLURAL[self.items]
         return words + (" or null" if self.nullable else "")
+
+
+_PLURAL = {"text": "texts", "int": "whole numbers", "number": "numbers", "object": "objects"}
 
 
 def _range_words(low, high) -> str:
@@ -182,7 +185,7 @@ BUNDLE_FIELDS = (
     Field("standardised", "bool"),
     Field("noise", "number", low=0),
     Field("variance_kept", "number", low=0, high=1),
-    Field("own_cv", "object"),  # its members: read_own_cv (core/learn/own_cv.py), strictly
+    Field("own_cv", "object", schema="own_cv"),
     Field("filled", "object"),
 )
 PACKAGE_FIELDS = (
@@ -205,6 +208,24 @@ ESTIMATE_FIELDS = (Field("accuracy", "number", low=0, high=1), Field("rows", "in
                    Field("balanced_accuracy", "number", low=0, high=1, nullable=True),
                    Field("source", "text"), Field("what", "text"))
 register_fields("estimate", ESTIMATE_FIELDS)
+register_fields("own_cv", (  # a site's own model cross-validated at the site (FORMAT §7; core/learn/own_cv.py)
+    Field("rows", "int", required=True, low=2), Field("folds", "int", required=True, low=2, high=50),
+    Field("repeats", "int", required=True, low=1, high=50),
+    *(Field(k, "number", required=True, low=0, high=1) for k in ("accuracy", "balanced_accuracy", "auc")),
+    Field("log_loss", "number", required=True, low=0, high=1e6), Field("events", "int", low=0),
+    Field("model", "text")))
+register_fields("kit", (  # the signed body of a .dckit (FORMAT §8); schema, analyst and settings have their own readers
+    *(Field(k, "text", required=True) for k in ("name", "method", "project_id", "created")),
+    Field("task", "text", required=True, choices=("classification", "clustering")),
+    Field("schema", "object", required=True), Field("analyst", "object", required=True),
+    Field("settings", "object", nullable=True), Field("anchor", "object", nullable=True),
+    Field("roster", "list", nullable=True, items="object")))
+register_fields("kit:roster", (Field("name", "text", required=True), Field("fingerprint", "text", required=True)))
+register_fields("anchor", (  # a .dcanchor (FORMAT §9); its params are checked by AnchorFile._validate
+    Field("format", "text", required=True), Field("project_id", "text", required=True),
+    Field("kind", "text", required=True, choices=("uniform", "gaussian", "smote")),
+    Field("rows", "int", required=True, low=1, high=10_000_000), Field("secret", "hex", required=True),
+    Field("params", "object", required=True), Field("created", "text", required=True)))
 register_fields("architecture:mlp", (
     Field("type", "text", required=True, choices=("mlp",)), Field("activation", "text", choices=("relu",)),
     Field("layers", "list", required=True, items="int")))
