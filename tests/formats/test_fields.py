@@ -25,7 +25,7 @@ GARBAGE = st.one_of(
     st.dictionaries(st.text(max_size=4), st.one_of(st.integers(), st.none(), st.dictionaries(st.text(max_size=2),
                                                                                                st.integers())),
                     max_size=3))
-METHODS = ("dc", "meta-lr", "gold", "dcclustering")
+METHODS = ("dc", "dccfl", "feddag", "hfldd", "meta-lr", "dcclustering", "gold")  # every built-in method
 
 
 @pytest.fixture(scope="module", params=METHODS)
@@ -40,7 +40,8 @@ def _only_product_errors(read, corpus, path) -> None:
         pass
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@pytest.mark.slow
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_typed_garbage_in_any_bundle_field_is_refused_in_one_sentence(corpus, tmp_path_factory, data):
     content = corpus.inner["bundle"].payload.manifest
@@ -51,7 +52,8 @@ def test_typed_garbage_in_any_bundle_field_is_refused_in_one_sentence(corpus, tm
     _only_product_errors(_run_bundle, corpus, path)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@pytest.mark.slow
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_typed_garbage_in_any_package_field_is_refused_in_one_sentence(corpus, tmp_path_factory, data):
     content = corpus.inner["package"].payload.manifest
@@ -77,7 +79,8 @@ def _npy(header: str, data: bytes) -> bytes:
     return b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head + data
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@pytest.mark.slow
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_resigned_npy_headers_are_refused_in_one_sentence(corpus, tmp_path_factory, data):
     kind = data.draw(st.sampled_from(["bundle", "package"]))
