@@ -10,11 +10,12 @@ required); each file kind has one, registered here by name:
   (``Method.bundle_fields`` / ``Method.package_fields``, registered when the method class is defined);
 * ``own_cv``, ``architecture:mlp``, ``architecture:dual_encoder``: nested objects checked where they are read.
 
-A field not declared in a schema is never read by the product (it may be shown, as JSON, nowhere else).
+A member that no schema declares is not read by the program.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -136,11 +137,13 @@ def check_fields(kind: str, mapping: Any, where: str) -> Mapping[str, Any]:
     for f in SCHEMAS[kind]:
         if f.name not in mapping:
             if f.required:
-                raise FormatError(f"{where} lacks '{f.name}' ({f.expected()})")
+                raise FormatError(f"{where} lacks '{f.name}' ({f.expected()}); the sender must write the file "
+                                  "again with DC Studio")
             continue
         v = mapping[f.name]
         if not _value_ok(f, v):
-            raise FormatError(f"{where} gives '{f.name}' as {_short(v)}, not {f.expected()}")
+            raise FormatError(f"{where} gives '{f.name}' as {_short(v)}, not {f.expected()}; the sender must write "
+                              "the file again with DC Studio")
         if f.schema and v is not None:
             check_fields(f.schema, v, f"{where} ('{f.name}')")
     return mapping
@@ -151,7 +154,10 @@ def _short(v: Any) -> str:
         return "an object"
     if isinstance(v, list):
         return f"a list of {len(v)}"
-    text = repr(v)
+    try:
+        text = json.dumps(v, ensure_ascii=False)  # as the file spells it: null, true, "text"
+    except (TypeError, ValueError):
+        text = repr(v)
     return text if len(text) <= 40 else text[:37] + "…"
 
 

@@ -127,7 +127,7 @@ def test_check_fields_words():
     check_fields_kind = "test:words"
 
     register_fields(check_fields_kind, (Field("k", "int", required=True, low=1, high=9),))
-    with pytest.raises(FormatError, match=r"the package's manifest gives 'k' as True, not a whole number from 1 to 9"):
+    with pytest.raises(FormatError, match=r"the package's manifest gives 'k' as true, not a whole number from 1 to 9"):
         check_fields(check_fields_kind, {"k": True}, "the package's manifest")
     with pytest.raises(FormatError, match=r"lacks 'k'"):
         check_fields(check_fields_kind, {}, "the package's manifest")
