@@ -1,11 +1,13 @@
-"""``python -m benchmarks fuzz --cases N --seed S``: mutated bundles, packages, kits, cards and anchors.
+"""``python -m benchmarks fuzz --cases N --seed S [--method M …]``: mutated bundles, packages, kits, cards and anchors.
 
 Every case feeds one mutated file to the reader the product uses for it and accepts exactly two outcomes:
 the file is accepted, or a :class:`core.errors.DCError` (one sentence) is raised. Anything else — a
 traceback from numpy, zipfile, json, the methods — is a finding, reported with the target, the mutation
-and the seed.
+and the seed. One genuine two-site round is built per method (all seven by default); bundles are read as
+``analyst run`` reads them (verified, checked, then fitted with the round's other bundle), packages as
+``participant apply`` does (kit-derived caps, ``check_package`` with the site's kept export, ``apply_checked``).
 
-Mutations (drawn from ``numpy.random.default_rng(seed)``):
+Mutation classes (drawn from ``numpy.random.default_rng(seed)``; counted separately in ``per_class``):
 
 * **bytes** — flip, overwrite, insert or delete bytes, truncate, append: the outer checks (header, trailer,
   signature) must stop these before anything is decrypted;
@@ -13,7 +15,13 @@ Mutations (drawn from ``numpy.random.default_rng(seed)``):
   ``.npy`` header, array data (NaN, ±inf, 3e38, wrong length), manifest content value (wrong type, huge,
   negative, deeply nested, non-ASCII, formula text) or raw archive bytes, then correctly signed and
   encrypted, so every inner parser and the application checks see it;
-* **json** — kits (re-signed by the analyst), cards and anchors with one value replaced or bytes flipped.
+* **fields** — re-signed, one top-level manifest member given typed garbage;
+* **arrays** — re-signed, one array of the wrong shape, dtype or size (up to 1 × 2,000,000);
+* **zip** — re-signed, one ZIP field FORMAT §4.6 fixes changed with sizes and offsets kept consistent (local
+  header version/extra field, directory version made/needed, disk number, attributes, extra-field id, end
+  record's disk numbers and count): an accepted case is a file whose fixed bytes changed;
+* **json** / **signed-json** — kits (re-signed by the analyst), cards and anchors with one value replaced or
+  bytes flipped.
 """
 
 from __future__ import annotations
@@ -312,13 +320,13 @@ def _read_bundle(corpus: Corpus, path: Path) -> None:
     corpus.session.open_bundle(path)
 
 
-def _run_bundle(corpus: Corpus, path: Path) -> None:
+def run_bundle(corpus: Corpus, path: Path) -> None:
     """What ``analyst run`` does with a bundle the checks accepted: fit it with the round's other site."""
     bundle = corpus.session.open_bundle(path)
     corpus.session.run([bundle, corpus.received[1]])
 
 
-def _read_package(corpus: Corpus, path: Path) -> None:
+def read_package(corpus: Corpus, path: Path) -> None:
     from core.formats.envelope import open_sealed
     from core.methods import get_method
     from core.participant import apply_checked, check_package, package_limits
@@ -473,7 +481,7 @@ def _case(corpus: Corpus, target: str, rng: np.random.Generator, path: Path) -> 
 
 
 READERS: dict[str, Callable[[Corpus, Path], None]] = {
-    "bundle": _read_bundle, "package": _read_package, "kit": _read_kit, "card": _read_card, "anchor": _read_anchor}
+    "bundle": _read_bundle, "package": read_package, "kit": _read_kit, "card": _read_card, "anchor": _read_anchor}
 
 
 def run_fuzz(cases: int = 5000, seed: int = 0, targets: tuple[str, ...] = TARGETS,

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.fuzz import Corpus, _read_package, _run_bundle, npy_bytes, reseal
+from benchmarks.fuzz import Corpus, npy_bytes, read_package, reseal, run_bundle
 from core.errors import DCError, FormatError
 
 GARBAGE = st.one_of(
@@ -49,7 +49,7 @@ def test_typed_garbage_in_any_bundle_field_is_refused_in_one_sentence(corpus, tm
     value = data.draw(GARBAGE)
     path = tmp_path_factory.getbasetemp() / f"bundle-{corpus.method}.dcbundle"
     reseal(corpus, "bundle", path, {**content, key: value})
-    _only_product_errors(_run_bundle, corpus, path)
+    _only_product_errors(run_bundle, corpus, path)
 
 
 @pytest.mark.slow
@@ -61,7 +61,7 @@ def test_typed_garbage_in_any_package_field_is_refused_in_one_sentence(corpus, t
     value = data.draw(GARBAGE)
     path = tmp_path_factory.getbasetemp() / f"package-{corpus.method}.dcpkg"
     reseal(corpus, "package", path, {**content, key: value})
-    _only_product_errors(_read_package, corpus, path)
+    _only_product_errors(read_package, corpus, path)
 
 
 HEADERS = st.builds(
@@ -91,7 +91,7 @@ def test_resigned_npy_headers_are_refused_in_one_sentence(corpus, tmp_path_facto
                 else npy_bytes(arrays[n])) for n in sorted(arrays)]
     path = tmp_path_factory.getbasetemp() / f"npy-{corpus.method}.{kind}"
     reseal(corpus, kind, path, members=members)
-    _only_product_errors(_run_bundle if kind == "bundle" else _read_package, corpus, path)
+    _only_product_errors(run_bundle if kind == "bundle" else read_package, corpus, path)
 
 
 def test_a_null_row_count_is_refused_naming_the_field(corpus, tmp_path):
@@ -99,7 +99,7 @@ def test_a_null_row_count_is_refused_naming_the_field(corpus, tmp_path):
     path = tmp_path / "b.dcbundle"
     reseal(corpus, "bundle", path, {**content, "n_rows": None})
     with pytest.raises(FormatError, match="n_rows"):
-        _run_bundle(corpus, path)
+        run_bundle(corpus, path)
 
 
 def test_every_registered_schema_refuses_typed_garbage_naming_field_and_expectation():
