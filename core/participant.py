@@ -351,15 +351,17 @@ def _exported_rows(workspace: SiteWorkspace, kit: Kit, bundle_digest: str | None
 def package_limits(kit: Kit, rows: int | None) -> Limits:
     """The envelope caps of a package for a site of ``kit`` that exported ``rows`` rows (FORMAT.md §7, §4.7 step 5),
     checked from the age section's size and each ``.npy`` header before anything of that size is allocated: one
-    array holds at most max(W², rows·max(W, 64)) eight-byte values, W the widest layer the kit allows
-    (:func:`core.methods.dc_analysis.declared_width`: columns + 1, classes, declared hidden widths), and the archive
-    at most 16 such arrays plus the manifest."""
-    from .methods.dc_analysis import declared_width
+    array holds at most max(L², rows·max(W, 64)) eight-byte values, L = max(W, 1024) a layer's width, W the widest
+    array the kit allows
+    (:func:`core.methods.dc_analysis.declared_width`: columns + blocks, classes, declared hidden widths and cluster
+    counts), and the archive at most 16 such arrays plus the manifest."""
+    from .methods.dc_analysis import LAYER_WIDTH_FLOOR, declared_width
 
     if rows is None:
         return DEFAULT_LIMITS
     W = declared_width(kit)
-    array = 8 * max(W * W, max(int(rows), 1) * max(W, 64)) + (1 << 20)
+    L = max(W, LAYER_WIDTH_FLOOR)  # a layer's width (a run may set wider hidden layers than the kit declares)
+    array = 8 * max(L * L, max(int(rows), 1) * max(W, 64)) + (1 << 20)
     return Limits(max_array_bytes=array, max_plaintext_bytes=DEFAULT_LIMITS.max_manifest_bytes + (1 << 20) + 16 * array)
 
 

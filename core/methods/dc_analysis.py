@@ -182,15 +182,23 @@ def site_views(result: MethodResult, extra: tuple[tuple[str, Callable[[dict], ob
     return out
 
 
+LAYER_WIDTH_FLOOR = 1024  # a layer may be this wide whatever the kit declares: a run may set wider hidden layers
+
+
 def declared_width(kit) -> int:
-    """The widest layer a package of ``kit`` can hold: its columns + 1 (the common space of the anchor images has at
-    most m + 1 dimensions, algorithms.md §1.3), its classes, or a hidden width its settings declare."""
+    """W, the widest a package array of ``kit`` can be across: its columns + its feature blocks (each block's common
+    space of the anchor images has at most m_b + 1 dimensions, algorithms.md §1.3, and a clustering
+    representation joins the blocks), its classes, a hidden width or a cluster count its settings declare
+    (``hidden``; ``k``, ``k_range``: a spectral representation has k columns)."""
     from . import method_class  # (the registry imports this module)
 
-    cls = method_class(kit.method)
-    hidden = kit.settings.get("hidden", cls.setting("hidden").default if cls.setting("hidden") else [])
-    widths = [int(h) for h in hidden if type(h) is int] if isinstance(hidden, list) else []
-    return max([kit.schema.width + 1, len(kit.schema.classes), *widths])
+    settings = {**method_class(kit.method).default_settings(), **kit.settings}
+    declared = []
+    for key in ("hidden", "k_range", "k"):
+        v = settings.get(key)
+        declared += [h for h in (v if isinstance(v, list) else [v]) if type(h) is int]
+    blocks = max(len(kit.schema.block_names), 1)
+    return max([kit.schema.width + blocks, len(kit.schema.classes), *declared])
 
 
 def exact_arrays(arrays: dict[str, np.ndarray], expected: dict[str, tuple[tuple[int, ...], str]],
@@ -233,8 +241,9 @@ def check_cluster_package(manifest: dict, arrays: dict[str, np.ndarray], private
     dual encoder), from the declared architecture and the arrays' headers, before any value is used: exactly the
     map, scaler, layer (and optional ``prior_logit``) arrays; ``map_matrix`` (m̃, m̂) with m̃ this site's reduced
     width; m̂ = ``dimension`` = the first layer's inputs; every layer chained, ``<f4`` (``<f8`` for the map,
-    scaler and prior), finite; K outputs; every width at most :func:`declared_width` of the kit."""
-    K, cap = len(kit.schema.classes), declared_width(kit)
+    scaler and prior), finite; K outputs; every width at most :func:`declared_width` of the kit or
+    :data:`LAYER_WIDTH_FLOOR`, whichever is larger (the analyst may run with wider hidden layers than the kit's)."""
+    K, cap = len(kit.schema.classes), max(declared_width(kit), LAYER_WIDTH_FLOOR)
     f = private_arrays.get("f_matrix")
     if f is None or f.ndim != 2:
         raise FormatError("this site's export keeps no private reduction, so a model package does not fit it")
