@@ -352,9 +352,8 @@ def package_limits(kit: Kit, rows: int | None) -> Limits:
     """The envelope caps of a package for a site of ``kit`` that exported ``rows`` rows (FORMAT.md §7, §4.7 step 5),
     checked from the age section's size and each ``.npy`` header before anything of that size is allocated: one
     array holds at most max(L², rows·max(W, 64)) eight-byte values, L = max(W, 1024) a layer's width, W the widest
-    array the kit allows
-    (:func:`core.methods.dc_analysis.declared_width`: columns + blocks, classes, declared hidden widths and cluster
-    counts), and the archive at most 16 such arrays plus the manifest."""
+    array the kit allows (:func:`core.methods.dc_analysis.declared_width`: columns + blocks, classes, declared
+    hidden widths and cluster counts), and the archive at most 16 such arrays plus the manifest."""
     from .methods.dc_analysis import LAYER_WIDTH_FLOOR, declared_width
 
     if rows is None:
