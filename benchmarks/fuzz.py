@@ -1,11 +1,13 @@
-"""``python -m benchmarks fuzz --cases N --seed S``: mutated bundles, packages, kits, cards and anchors.
+"""``python -m benchmarks fuzz --cases N --seed S [--method M …]``: mutated bundles, packages, kits, cards and anchors.
 
 Every case feeds one mutated file to the reader the product uses for it and accepts exactly two outcomes:
 the file is accepted, or a :class:`core.errors.DCError` (one sentence) is raised. Anything else — a
 traceback from numpy, zipfile, json, the methods — is a finding, reported with the target, the mutation
-and the seed.
+and the seed. One genuine two-site round is built per method (all seven by default); bundles are read as
+``analyst run`` reads them (verified, checked, then fitted with the round's other bundle), packages as
+``participant apply`` does (kit-derived caps, ``check_package`` with the site's kept export, ``apply_checked``).
 
-Mutations (drawn from ``numpy.random.default_rng(seed)``):
+Mutation classes (drawn from ``numpy.random.default_rng(seed)``; counted separately in ``per_class``):
 
 * **bytes** — flip, overwrite, insert or delete bytes, truncate, append: the outer checks (header, trailer,
   signature) must stop these before anything is decrypted;
@@ -13,7 +15,13 @@ Mutations (drawn from ``numpy.random.default_rng(seed)``):
   ``.npy`` header, array data (NaN, ±inf, 3e38, wrong length), manifest content value (wrong type, huge,
   negative, deeply nested, non-ASCII, formula text) or raw archive bytes, then correctly signed and
   encrypted, so every inner parser and the application checks see it;
-* **json** — kits (re-signed by the analyst), cards and anchors with one value replaced or bytes flipped.
+* **fields** — re-signed, one top-level manifest member given typed garbage;
+* **arrays** — re-signed, one array of the wrong shape, dtype or size (up to 1 × 2,000,000);
+* **zip** — re-signed, one ZIP field FORMAT §4.6 fixes changed with sizes and offsets kept consistent (local
+  header version/extra field, directory version made/needed, disk number, attributes, extra-field id, end
+  record's disk numbers and count): an accepted case is a file whose fixed bytes changed;
+* **json** / **signed-json** — kits (re-signed by the analyst), cards and anchors with one value replaced or
+  bytes flipped.
 """
 
 from __future__ import annotations
@@ -44,16 +52,25 @@ class FuzzResult:
     seconds: float = 0.0
     per_target: dict = field(default_factory=dict)
     findings: list = field(default_factory=list)
+    per_class: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"cases": self.cases, "accepted": self.accepted, "refused": self.refused,
-                "seconds": round(self.seconds, 2), "per_target": self.per_target, "findings": self.findings[:50]}
+                "seconds": round(self.seconds, 2), "per_target": self.per_target, "per_class": self.per_class,
+                "findings": self.findings[:50]}
+
+
+METHODS = ("dc", "dccfl", "feddag", "hfldd", "meta-lr", "dcclustering", "gold")
+_FAST = {"epochs": 2, "warmup_epochs": 1, "warmup_rounds": 1, "fusion_steps": 5, "min_steps": 20, "local_epochs": 2,
+         "kip_steps": 5, "n_init": 2, "k": 2, "hidden": [8], "max_iter": 20}  # small fits: the files, not the models
 
 
 class Corpus:
-    """A genuine small round (2 sites, method ``dc``) whose files the mutations start from."""
+    """A genuine small round (2 sites) of one method whose files the mutations start from."""
 
-    def __init__(self, folder: Path, seed: int = 0):
+    def __init__(self, folder: Path, seed: int = 0, method: str = "dc"):
+        import pandas as pd
+
         from core.analyst import AnalystRound
         from core.data.schema import infer_schema
         from core.data.tabular import read_table
@@ -61,22 +78,26 @@ class Corpus:
         from core.formats.identity import Identity
         from core.formats.kit import Kit
         from core.formats.workspace import AnalystWorkspace, SiteWorkspace
+        from core.methods import method_class
         from core.participant import ParticipantRound
 
         rng = np.random.default_rng(seed)
-        self.folder = folder
+        self.folder, self.method = folder, method
+        cls = method_class(method)
+        clustering = cls.task == "clustering"
         classes = ["a", "b"]
         frame = {f"x{j}": rng.normal(size=120) * (j + 1) for j in range(4)}
-        frame["label"] = np.asarray(classes)[(frame["x0"] > 0).astype(int)]
-        import pandas as pd
-
+        if not clustering:
+            frame["label"] = np.asarray(classes)[(frame["x0"] + 0.5 * rng.normal(size=120) > 0).astype(int)]
         df = pd.DataFrame(frame)
         df.iloc[:20].to_csv(folder / "sample.csv", index=False)
         self.analyst = Identity.generate("analyst")
         self.sites = [Identity.generate(f"site{i}") for i in range(2)]
-        schema, _ = infer_schema(folder / "sample.csv", label="label")
-        self.kit = Kit(name="fuzz", task="classification", schema=schema, method="dc", analyst=self.analyst.card,
-                       settings={"epochs": 2, "seed": seed},
+        schema, _ = infer_schema(folder / "sample.csv", label=None if clustering else "label")
+        own = {s.name for s in cls.settings_spec if s.side == "analyst"}
+        settings = {k: v for k, v in {**_FAST, "seed": seed}.items() if k in own}
+        self.kit = Kit(name="fuzz", task=cls.task, schema=schema, method=method, analyst=self.analyst.card,
+                       settings=settings,
                        roster=[{"name": s.card.name, "fingerprint": s.card.fingerprint} for s in self.sites])
         self.kit_path = folder / "p.dckit"
         self.kit.save(self.kit_path, self.analyst)
@@ -89,12 +110,15 @@ class Corpus:
         self.anchor.save(self.anchor_sealed, [s.card for s in self.sites])
         self.site_ws = []
         bundles = []
+        site_own = {s.name for s in cls.settings_spec if s.side == "site"}
         for i, site in enumerate(self.sites):
             csv = folder / f"site{i}.csv"
             df.iloc[20 + 50 * i: 70 + 50 * i].to_csv(csv, index=False)
             ws = SiteWorkspace(folder / f"site{i}.ws")
-            job = ParticipantRound(self.kit, self.kit_path, site, ws, anchor=self.anchor,
-                                   site_settings={"seed": i})
+            job = ParticipantRound(self.kit, self.kit_path, site, ws,
+                                   anchor=self.anchor if cls.needs_anchor else None,
+                                   site_settings={k: v for k, v in {"seed": i, "kip_steps": 5, "local_epochs": 2,
+                                                                    "max_candidates": 20}.items() if k in site_own})
             job.confirm_analyst(self.kit.analyst, how="benchmark: the kit's own signer")
             job.load(csv)
             bundles.append(job.seal(folder / f"site{i}.dcbundle"))
@@ -102,6 +126,7 @@ class Corpus:
         self.bundle_path = bundles[0].path
         self.session = AnalystRound(self.kit, self.analyst, AnalystWorkspace(folder / "analyst.ws"))
         received = [self.session.open_bundle(b.path) for b in bundles]
+        self.received = received
         self.bundle_digest = bundles[0].digest
         out = self.session.export(self.session.run(received), folder / "out")
         self.package_path = out.packages[0].path
@@ -109,7 +134,9 @@ class Corpus:
         self.sites[0].card.save(self.card_path)
         meta, private = self.site_ws[0].load_export(self.kit.project_id, self.bundle_digest)
         self.meta, self.private = meta, private
-        self.site_X = read_table(folder / "site0.csv", schema, labels=False).X
+        block = meta.get("block")
+        self.site_X = read_table(folder / "site0.csv", schema.block_schema(block) if block else schema,
+                                 labels=False).X
         self.bytes = {name: Path(p).read_bytes() for name, p in (
             ("bundle", self.bundle_path), ("package", self.package_path), ("kit", self.kit_path),
             ("card", self.card_path), ("anchor", self.anchor_plain), ("anchor_sealed", self.anchor_sealed))}
@@ -216,6 +243,40 @@ def _npy_variants(rng: np.random.Generator, arr: np.ndarray) -> bytes:
     return b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head + data
 
 
+def npy_bytes(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def reseal(corpus: Corpus, kind: str, path: Path, content: dict | None = None,
+           members: list[tuple[str, bytes]] | None = None, plaintext_edit: Callable[[bytes], bytes] | None = None
+           ) -> None:
+    """Write the genuine ``kind`` file of ``corpus`` again with ``content`` (the manifest's application part)
+    and ``members`` (``NAME.npy`` bytes) replaced, correctly signed and encrypted by its real sender (an
+    insider holds a valid key); ``plaintext_edit`` changes the archive bytes before encryption."""
+    from core.formats import envelope as env
+
+    opened = corpus.inner[kind]
+    sender = corpus.sites[0] if kind == "bundle" else corpus.analyst
+    recipient = corpus.analyst.card if kind == "bundle" else corpus.sites[0].card
+    header = opened.binding.to_header()
+    if content is None:
+        content = opened.payload.manifest
+    if members is None:
+        members = [(f"{name}.npy", npy_bytes(opened.payload.arrays[name])) for name in sorted(opened.payload.arrays)]
+    hashes = {name: hashlib.sha256(data).hexdigest() for name, data in members}
+    try:
+        manifest = env.manifest_bytes(header, hashes, content)
+    except (TypeError, ValueError, RecursionError):
+        manifest = b"{}"
+    sig = sender.sign(env.MANIFEST_SIGNATURE_DOMAIN + manifest)
+    plaintext = env.zip_members([*members, (env.MANIFEST_NAME, manifest), (env.MANIFEST_SIG_NAME, sig)]).getvalue()
+    if plaintext_edit is not None:
+        plaintext = plaintext_edit(plaintext)
+    env.write_envelope(path, header, plaintext, sender, recipient)
+
+
 def _resealed(corpus: Corpus, kind: str, rng: np.random.Generator, path: Path) -> None:
     """Rebuild the genuine file's archive with one inner mutation, correctly signed and encrypted."""
     from core.formats import envelope as env
@@ -260,15 +321,22 @@ def _read_bundle(corpus: Corpus, path: Path) -> None:
     corpus.session.open_bundle(path)
 
 
-def _read_package(corpus: Corpus, path: Path) -> None:
+def run_bundle(corpus: Corpus, path: Path) -> None:
+    """What ``analyst run`` does with a bundle the checks accepted: fit it with the round's other site."""
+    bundle = corpus.session.open_bundle(path)
+    corpus.session.run([bundle, corpus.received[1]])
+
+
+def read_package(corpus: Corpus, path: Path) -> None:
     from core.formats.envelope import open_sealed
     from core.methods import get_method
-    from core.participant import apply_checked, check_package
+    from core.participant import apply_checked, check_package, package_limits
 
+    rows = int(corpus.meta["rows"])
     opened = open_sealed(path, corpus.sites[0], expect_kind="package", expect_project=corpus.kit.project_id,
-                         expect_sender=corpus.kit.analyst)
+                         expect_sender=corpus.kit.analyst, limits=package_limits(corpus.kit, rows))
     manifest, arrays = opened.payload.manifest, opened.payload.arrays
-    check_package(corpus.kit, manifest, arrays, int(corpus.meta["rows"]))
+    check_package(corpus.kit, manifest, arrays, rows, corpus.private)
     apply_checked(get_method(manifest["method"]), manifest, arrays, corpus.private, corpus.site_X, path)
 
 
@@ -294,17 +362,97 @@ def _read_anchor(corpus: Corpus, path: Path) -> None:
         anchor.generate()
 
 
+def _structured(corpus: Corpus, kind: str, rng: np.random.Generator, path: Path) -> str:
+    """One re-signed structured mutation of ``kind``: a manifest field given typed garbage, or one array of the wrong
+    shape, dtype or size (the insider's file)."""
+    content, arrays = corpus.inner[kind].payload.manifest, corpus.inner[kind].payload.arrays
+    if rng.random() < 0.5 or not arrays:
+        key = sorted(content)[int(rng.integers(0, len(content)))]
+        reseal(corpus, kind, path, {**content, key: _nasty(rng)})
+        return "fields"
+    name = sorted(arrays)[int(rng.integers(0, len(arrays)))]
+    a = np.ascontiguousarray(arrays[name])
+    op = int(rng.integers(0, 5))
+    if op == 0:
+        b = a.reshape(-1) if a.ndim > 1 else a.reshape(1, -1)
+    elif op == 1:
+        b = a.astype(np.float64 if a.dtype.kind != "f" or a.dtype.itemsize == 4 else np.float32)
+    elif op == 2:
+        b = np.zeros(tuple(int(d) + int(rng.integers(1, 3)) for d in a.shape) or (1,), a.dtype)
+    elif op == 3:
+        b = np.zeros((1, int(rng.integers(100_000, 2_000_000))), a.dtype)
+    else:
+        b = a.astype(np.int64) if a.dtype.kind == "f" else a.astype(np.int8)
+    members = [(f"{n}.npy", npy_bytes(b if n == name else arrays[n])) for n in sorted(arrays)]
+    reseal(corpus, kind, path, None, members)
+    return "arrays"
+
+
+def _zip_edit(rng: np.random.Generator) -> Callable[[bytes], bytes]:
+    """An edit of one ZIP field FORMAT §4.6 fixes, leaving every size and offset consistent: local header version
+    needed or its extra field's id/data, a directory entry's version made/needed, disk number, attributes or
+    extra field id, the end record's disk numbers or counts."""
+    import struct
+
+    def edit(plain: bytes) -> bytes:
+        b = bytearray(plain)
+        eocd = len(b) - 22
+        entries, cd_size, cd_off = struct.unpack("<HLL", b[eocd + 10:eocd + 20])
+        cds, pos = [], cd_off
+        while pos < eocd and b[pos:pos + 4] == b"PK\x01\x02":
+            nlen, xlen, clen = struct.unpack("<HHH", b[pos + 28:pos + 34])
+            cds.append((pos, nlen, xlen))
+            pos += 46 + nlen + xlen + clen
+        op = int(rng.integers(0, 8))
+        value = int(rng.integers(1, 0xFFFF))
+        pick = cds[int(rng.integers(0, len(cds)))] if cds else None
+        if op == 0 and pick:  # local header: version needed
+            (lh,) = struct.unpack("<L", b[pick[0] + 42:pick[0] + 46])
+            b[lh + 4:lh + 6] = struct.pack("<H", value)
+        elif op == 1 and pick:  # local header: extra field id / data (when it has one)
+            (lh,) = struct.unpack("<L", b[pick[0] + 42:pick[0] + 46])
+            nlen, xlen = struct.unpack("<HH", b[lh + 26:lh + 30])
+            if xlen >= 4:
+                at = lh + 30 + nlen + int(rng.integers(0, xlen))
+                b[at] ^= 0x5A
+            else:
+                b[lh + 4:lh + 6] = struct.pack("<H", value)
+        elif op in (2, 3) and pick:  # directory: version made / needed
+            at = pick[0] + (4 if op == 2 else 6)
+            b[at:at + 2] = struct.pack("<H", value)
+        elif op == 4 and pick:  # directory: disk number start
+            b[pick[0] + 34:pick[0] + 36] = struct.pack("<H", value)
+        elif op == 5 and pick:  # directory: internal / external attributes
+            at = pick[0] + (36 if rng.random() < 0.5 else 38)
+            b[at:at + 2] = struct.pack("<H", value)
+        elif op == 6 and pick and pick[2] >= 4:  # directory: extra field id
+            at = pick[0] + 46 + pick[1]
+            b[at] ^= 0x5A
+        else:  # end record: this disk, directory disk, entries on this disk
+            at = eocd + (4, 6, 8)[int(rng.integers(0, 3))]
+            b[at:at + 2] = struct.pack("<H", value)
+        return bytes(b)
+
+    return edit
+
+
 def _case(corpus: Corpus, target: str, rng: np.random.Generator, path: Path) -> str:
     """Write one mutated file for ``target`` at ``path``; return the mutation's name."""
     from core.fileio import canonical_json
     from core.formats.kit import SIGNATURE_DOMAIN as KIT_SIGNATURE_DOMAIN
 
     if target in ("bundle", "package"):
-        if rng.random() < 0.4:
+        r = rng.random()
+        if r < 0.25:
             path.write_bytes(_mutate_bytes(corpus.bytes[target], rng))
             return "bytes"
-        _resealed(corpus, target, rng, path)
-        return "signed"
+        if r < 0.5:
+            _resealed(corpus, target, rng, path)
+            return "signed"
+        if r < 0.8:
+            return _structured(corpus, target, rng, path)
+        reseal(corpus, target, path, plaintext_edit=_zip_edit(rng))
+        return "zip"
     if target == "kit":
         if rng.random() < 0.3:
             path.write_bytes(_mutate_bytes(corpus.bytes["kit"], rng))
@@ -334,39 +482,53 @@ def _case(corpus: Corpus, target: str, rng: np.random.Generator, path: Path) -> 
 
 
 READERS: dict[str, Callable[[Corpus, Path], None]] = {
-    "bundle": _read_bundle, "package": _read_package, "kit": _read_kit, "card": _read_card, "anchor": _read_anchor}
+    "bundle": _read_bundle, "package": read_package, "kit": _read_kit, "card": _read_card, "anchor": _read_anchor}
 
 
 def run_fuzz(cases: int = 5000, seed: int = 0, targets: tuple[str, ...] = TARGETS,
-             say: Callable[[str], None] | None = None) -> FuzzResult:
-    """Run ``cases`` mutated files round-robin over ``targets``; see the module doc for what counts."""
+             say: Callable[[str], None] | None = None, methods: tuple[str, ...] = ("dc",)) -> FuzzResult:
+    """Run ``cases`` mutated files round-robin over ``targets``; bundles and packages of every method in
+    ``methods`` (one genuine round each), kits, cards and anchors of the first. See the module doc for what counts;
+    ``per_class`` counts by mutation class (bytes, signed, fields, arrays, zip): ``zip`` accepted = files whose
+    fixed ZIP metadata was changed and still accepted."""
     import warnings
 
-    result = FuzzResult(per_target={t: {"cases": 0, "accepted": 0, "refused": 0} for t in targets})
+    plan = [(t, m) for t in targets for m in (methods if t in ("bundle", "package") else methods[:1])]
+    result = FuzzResult(per_target={f"{t}:{m}" if t in ("bundle", "package") else t:
+                                    {"cases": 0, "accepted": 0, "refused": 0} for t, m in plan})
+    result.per_class = {}
     shm = Path("/dev/shm")  # in memory where available: the campaign measures parsers, not the disk's fsync
     with tempfile.TemporaryDirectory(prefix="dcstudio-fuzz-", dir=shm if shm.is_dir() else None) as tmp:
         folder = Path(tmp)
-        corpus = Corpus(folder, seed)
+        corpora = {}
+        for m in methods:
+            (folder / m).mkdir()
+            corpora[m] = Corpus(folder / m, seed, m)
         rng = np.random.default_rng(seed)
         start = time.perf_counter()
         path = folder / "case.bin"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for i in range(cases):
-                target = targets[i % len(targets)]
+                target, method = plan[i % len(plan)]
+                corpus = corpora[method]
                 how = _case(corpus, target, rng, path)
-                stats = result.per_target[target]
+                stats = result.per_target[f"{target}:{method}" if target in ("bundle", "package") else target]
+                cls = result.per_class.setdefault(how, {"cases": 0, "accepted": 0, "refused": 0})
                 stats["cases"] += 1
+                cls["cases"] += 1
                 try:
                     READERS[target](corpus, path)
                 except DCError:
                     stats["refused"] += 1
+                    cls["refused"] += 1
                     result.refused += 1
                 except Exception as exc:  # a finding: only DCError may escape a reader
-                    result.findings.append({"case": i, "target": target, "mutation": how,
+                    result.findings.append({"case": i, "target": f"{target}:{method}", "mutation": how,
                                             "error": f"{exc.__class__.__name__}: {str(exc)[:200]}"})
                 else:
                     stats["accepted"] += 1
+                    cls["accepted"] += 1
                     result.accepted += 1
                 result.cases += 1
                 if say is not None and (i + 1) % 10_000 == 0:
@@ -377,11 +539,14 @@ def run_fuzz(cases: int = 5000, seed: int = 0, targets: tuple[str, ...] = TARGET
 
 def run_from_args(args, say: Callable[[str], None]) -> dict:
     cases = args.cases or 5000
-    result = run_fuzz(cases, args.seed, say=say)
+    methods = tuple(getattr(args, "method", None) or METHODS)
+    result = run_fuzz(cases, args.seed, say=say, methods=methods)
     say(f"fuzz: {result.cases} cases (seed {args.seed}) in {result.seconds:.1f} s: {result.refused} refused with "
         f"the product's error, {result.accepted} accepted, {len(result.findings)} finding(s)")
     for t, s in result.per_target.items():
         say(f"  {t:<8} {s['cases']:>7} cases, {s['refused']:>7} refused, {s['accepted']:>6} accepted")
+    for c, s in sorted(result.per_class.items()):
+        say(f"  class {c:<7} {s['cases']:>7} cases, {s['refused']:>7} refused, {s['accepted']:>6} accepted")
     for f in result.findings[:20]:
         say(f"  FINDING case {f['case']} ({f['target']}, {f['mutation']}): {f['error']}")
     out = result.to_dict()

@@ -19,7 +19,15 @@ import numpy as np
 from . import __version__
 from .control import JobControl, ensure
 from .errors import ConfigError, DCError, DuplicateError, FormatError, UnconfirmedSender, VerificationError
-from .fileio import publish_folder, safe_name, staging_folder, write_json_atomic, write_text_atomic, writer_gone
+from .fileio import (
+    portable_name,
+    publish_folder,
+    staging_folder,
+    unique_names,
+    write_json_atomic,
+    write_text_atomic,
+    writer_gone,
+)
 from .formats.envelope import Opened, Payload, SealedFile, open_sealed, read_header, seal
 from .formats.identity import Identity, PublicCard, is_fingerprint, utc_now
 from .formats.kit import Kit
@@ -64,6 +72,12 @@ class AnalystRun:
     bundles: list[ReceivedBundle]
     excluded: list[ReceivedBundle] = field(default_factory=list)
     scale_flags: list[ScaleFlag] = field(default_factory=list)
+    refused: list[ImportReport] = field(default_factory=list)  # files of the folder left out (sender not confirmed)
+
+    def refused_entries(self) -> list[dict]:
+        """The refused files as the summary and the audit log name them."""
+        return [{"file": r.path.name, "site": r.site, "fingerprint": r.fingerprint, "reason": r.reason}
+                for r in self.refused]
 
     def summary_lines(self) -> list[str]:
         return self.method.summary_lines(self.result.summary)
@@ -141,7 +155,7 @@ class AnalystRound:
         except UnconfirmedSender as exc:
             exc.path = Path(path)
             raise
-        _check_common_manifest(opened, Path(path))
+        _check_common_manifest(opened, Path(path), self.method)
         return self._received(opened, Path(path))
 
     def _received(self, opened: Opened, path: Path) -> ReceivedBundle:
@@ -232,18 +246,31 @@ class AnalystRound:
             out.append(self._open[p.stem])
         return out
 
-    def import_folder(self, folder: str | Path, control: JobControl | None = None
-                      ) -> tuple[list[ImportReport], list[ReceivedBundle]]:
+    def import_folder(self, folder: str | Path, control: JobControl | None = None, *,
+                      skip_unconfirmed: bool = False) -> tuple[list[ImportReport], list[ReceivedBundle]]:
         """Import every .dcbundle of ``folder`` (files identical to imported ones are reported, not stored
-        again) and return the reports with the bundles they hold."""
+        again) and return the reports with the bundles they hold.
+
+        ``skip_unconfirmed``: a file whose sender this project has not confirmed (read from its clear header, so
+        nothing of it is opened) is left out with an ``unconfirmed`` report instead of stopping the import — one
+        file dropped in the folder cannot block the run; a folder with no other file is still refused."""
         d = Path(folder)
         if not d.is_dir():
             raise ConfigError(f"{d} is not a folder")
         files = sorted(d.glob("*.dcbundle"))
         if not files:
             raise ConfigError(f"{d} holds no .dcbundle files")
+        skipped = []
+        if skip_unconfirmed:
+            pending = self.unconfirmed(files)
+            if len(pending) == len(files):
+                raise UnconfirmedSender(pending[0][1], "bundle")
+            left_out = {p for p, _ in pending}
+            files = [f for f in files if f not in left_out]
+            skipped = [ImportReport(p, "unconfirmed", f"sender '{c.name}' ({c.fingerprint}) is not confirmed for this "
+                                    "project", c.name, c.fingerprint, card=c) for p, c in pending]
         reports = self.import_bundles(files, control, allow_known=True)
-        return reports, self.received([r.envelope_id for r in reports])
+        return skipped + reports, self.received([r.envelope_id for r in reports])
 
     def scale_flags(self, bundles: list[ReceivedBundle]) -> list[ScaleFlag]:
         """The out-of-scale sites among ``bundles`` (:mod:`core.robustness`), worked out once per set."""
@@ -269,7 +296,7 @@ class AnalystRound:
     # ---- analysis --------------------------------------------------------------------------------
     def run(self, bundles: list[ReceivedBundle], method: str | None = None, settings: dict | None = None,
             control: JobControl | None = None, on_epoch=None, *,
-            excluded: list[ReceivedBundle] | None = None) -> AnalystRun:
+            excluded: list[ReceivedBundle] | None = None, refused: list[ImportReport] | None = None) -> AnalystRun:
         """Fit the kit's method (or another of the same bundle family) with the kit's settings overlaid by
         ``settings``, on ``bundles``; ``excluded`` lists sites the analyst left out (no package, named in the
         summary)."""
@@ -286,7 +313,8 @@ class AnalystRound:
         result = m.fit([bundles[i] for i in order], context)
         back = np.argsort(order)
         result.packages = [result.packages[j] for j in back]
-        return AnalystRun(m, result, list(bundles), list(excluded or []), self.scale_flags(bundles))
+        return AnalystRun(m, result, list(bundles), list(excluded or []), self.scale_flags(bundles),
+                          list(refused or []))
 
     def export(self, run: AnalystRun, out_dir: str | Path, control: JobControl | None = None) -> RunOutputs:
         """Seal one package per site, write its ``<site>.model_card.md`` beside it, and report.html and
@@ -311,7 +339,8 @@ class AnalystRound:
                                         out=str(out_dir), packages=[
                                             {"site": b.site, "file": s.path.name, "digest": s.digest,
                                              "in_reply_to": b.digest} for b, s in zip(bundles, outputs[0].packages,
-                                                                                      strict=True)])
+                                                                                      strict=True)],
+                                        **({"refused": run.refused_entries()} if run.refused else {}))
             publish_folder(stage, out_dir)
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)
@@ -327,9 +356,7 @@ class AnalystRound:
         run_id, run_created = secrets.token_hex(8), utc_now()
         run_seq = self.workspace.audit.verify()  # the audit log only grows: orders runs made within one second
         audit_head = self.workspace.audit.head()
-        names = [safe_name(b.site) for b in bundles]
-        dupes = {n for n in names if names.count(n) > 1}
-        names = [f"{n}-{b.fingerprint[:4]}" if n in dupes else n for n, b in zip(names, bundles, strict=True)]
+        names = unique_names([portable_name(b.site) for b in bundles], [b.fingerprint[:4] for b in bundles])
         sealed = []
         for k, (b, (manifest, arrays), name) in enumerate(zip(bundles, result.packages, names, strict=True)):
             control.step(k / len(bundles), f"sealing the package for {b.site}")
@@ -359,7 +386,8 @@ class AnalystRound:
                    "run": {"id": run_id, "created": run_created, "audit_head": audit_head},
                    "scale_flags": [f.to_dict() for f in run.scale_flags],
                    "excluded": [{"site": excluded[k].site, "fingerprint": excluded[k].fingerprint,
-                                 "bundle_digest": excluded[k].digest} for k in canonical_order(excluded)]}
+                                 "bundle_digest": excluded[k].digest} for k in canonical_order(excluded)],
+                   **({"refused": run.refused_entries()} if run.refused else {})}
         summary_path, report_path = out_dir / "summary.json", out_dir / "report.html"
         write_text_atomic(report_path, render_report(self.kit, run.method, result, summary))
         write_json_atomic(summary_path, summary)  # last: its presence marks the staged set complete
@@ -367,18 +395,16 @@ class AnalystRound:
         return RunOutputs(sealed, report_path, summary_path), run_id
 
 
-def _check_common_manifest(opened: Opened, path: Path) -> None:
-    """Method-independent manifest fields every bundle has, checked before any of them is used: text
-    ``method``/``family``/``kit_digest``/``schema_digest``/``site``, and ``n_rows`` a whole number equal to
-    the rows of ``x_tilde`` (when present) and to those of every per-row array."""
+def _check_common_manifest(opened: Opened, path: Path, method: Method) -> None:
+    """The bundle manifest's fields typed and ranged by the kit method's schema (``bundle:<method>``,
+    core/formats/fields.py) before any of them is used, and ``n_rows`` equal to the rows of ``x_tilde``
+    (when both are present); every float array finite."""
     m, arrays = opened.payload.manifest, opened.payload.arrays
-    for key in ("method", "family", "kit_digest", "schema_digest"):
-        if not isinstance(m.get(key), str):
-            raise FormatError(f"the bundle's manifest lacks a text '{key}'", path=path)
+    try:
+        method.check_bundle_fields(m, arrays)
+    except FormatError as exc:
+        raise FormatError(exc.message, path=path) from exc
     n = m.get("n_rows")
-    if ("n_rows" in m and n is None) or (n is not None and (type(n) is not int or n < 0)):
-        raise FormatError("the bundle's manifest gives its row count (n_rows) as something other than a whole "
-                          "number", path=path)
     x = arrays.get("x_tilde")
     if x is not None and (x.ndim != 2 or (n is not None and x.shape[0] != n)):
         raise FormatError("the bundle's reduced rows do not match its row count", path=path)

@@ -449,14 +449,20 @@ def _import_and_run(args, *, classification_only: bool = False):
 
     analysis = _analyst_round(args)
     folder = Path(args.bundles)
-    _no_senders_hint(analysis, sorted(folder.glob("*.dcbundle")) if folder.is_dir() else [])
-    reports, received = analysis.import_folder(folder)
+    files = sorted(folder.glob("*.dcbundle")) if folder.is_dir() else []
+    if files and len(analysis.unconfirmed(files)) == len(files):
+        _no_senders_hint(analysis, files)  # no usable bundle at all: refused, with the way out
+    reports, received = analysis.import_folder(folder, skip_unconfirmed=True)
+    refused = [r for r in reports if r.status == "unconfirmed"]
+    for r in refused:  # one line per file left out; the summary and the audit log name it too
+        say(f"refused: {r.path.name} from '{r.site}' ({r.fingerprint}): sender not confirmed for this project, so "
+            "it is left out of this run; compare the fingerprint with the site and run again with --confirm")
     bundles, excluded = analysis.split_excluded(received, getattr(args, "exclude", None) or [])
     name = args.method or analysis.kit.method
     if classification_only and method_class(name).task != "classification":
         raise ConfigError("estimate compares classification models; this kit clusters")
-    return analysis, reports, analysis.run(bundles, args.method, parse_sets(args.set, method_class(name)),
-                                           excluded=excluded)
+    return analysis, [r for r in reports if r.status != "unconfirmed"], analysis.run(
+        bundles, args.method, parse_sets(args.set, method_class(name)), excluded=excluded, refused=refused)
 
 
 def cmd_analyst_import(args) -> None:

@@ -248,3 +248,33 @@ def safe_name(name: str, fallback: str = "site") -> str:
     if _RESERVED.fullmatch(text):
         text += "_"
     return text or fallback
+
+
+_NOT_PORTABLE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def portable_name(name: str, fallback: str = "site") -> str:
+    """A file stem of only ``[A-Za-z0-9_.-]`` (FORMAT.md §11), still readable: accents are dropped from their
+    letters ("Hôpital" → "Hopital"), every other run of characters outside the set becomes one "_", leading
+    and trailing dots, dashes and "_" go, at most 100 characters; a name Windows reserves gets a trailing "_"."""
+    ascii_text = unicodedata.normalize("NFKD", str(name)).encode("ascii", "ignore").decode("ascii")
+    text = _NOT_PORTABLE.sub("_", ascii_text).strip("._-")[:100].rstrip("._-")
+    if _RESERVED.fullmatch(text):
+        text += "_"
+    return text or fallback
+
+
+def unique_names(stems: list[str], tags: list[str]) -> list[str]:
+    """``stems`` made unique without regard to case (two files "A" and "a" are one on Windows and macOS): each stem
+    that collides gets "-" and its ``tags`` entry (e.g. 4 fingerprint characters), then a counter if it still does."""
+    folded = [s.casefold() for s in stems]
+    out = [f"{s}-{t}" if folded.count(s.casefold()) > 1 else s for s, t in zip(stems, tags, strict=True)]
+    seen: set[str] = set()
+    for i, name in enumerate(out):
+        base, k = name, 2
+        while name.casefold() in seen:
+            name, k = f"{base}-{k}", k + 1
+        seen.add(name.casefold())
+        out[i] = name
+    return out
+

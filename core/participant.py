@@ -22,7 +22,7 @@ from .data.tabular import CsvFormat, CsvOptions, LocalTable, preview, read_table
 from .errors import ConfigError, DataError, DCError, FormatError, VerificationError
 from .fileio import atomic_writer, safe_cell, utc_now
 from .formats.anchor import AnchorFile
-from .formats.envelope import Payload, SealedFile, inspect, open_sealed, seal
+from .formats.envelope import DEFAULT_LIMITS, Limits, Payload, SealedFile, inspect, open_sealed, seal
 from .formats.identity import Identity, PublicCard, read_fingerprint
 from .formats.kit import Kit
 from .formats.workspace import SiteWorkspace, remove_empty_workspace
@@ -32,7 +32,7 @@ from .learn.local_model import fit_local_model, has_local_model, keeps_local_mod
 from .learn.own_cv import MODEL_NAME as OWN_MODEL_NAME
 from .learn.own_cv import cross_validate_own
 from .learn.threshold import DEFAULT_THRESHOLD, check_threshold, rates_at, threshold_for
-from .methods import Disclosure, SiteExport, SiteInput, get_method, method_class
+from .methods import METHODS, Disclosure, SiteExport, SiteInput, get_method, method_class
 from .wording import ARRAY_WORDS
 
 
@@ -359,12 +359,48 @@ def write_result_csv(frame: pd.DataFrame, out_path: str | Path, fmt: CsvFormat, 
         fh.write(data)
 
 
-def check_package(kit: Kit, manifest: dict, arrays: dict[str, np.ndarray], rows: int) -> None:
-    """Method-independent checks of a package against the kit, before any of it is used: the class list is
-    the kit's, arrays are finite (``z`` may hold NaN for rows left out), a scaler never divides by zero,
-    and per-row arrays have one entry per exported row."""
-    if not isinstance(manifest.get("method"), str):
+def _exported_rows(workspace: SiteWorkspace, kit: Kit, bundle_digest: str | None) -> int | None:
+    """The rows of the export a package answers, or None when this workspace holds no such export (the package is
+    then refused after its envelope checks, with the sentence saying so)."""
+    if not bundle_digest:
+        return None
+    try:
+        rows = workspace.load_export(kit.project_id, bundle_digest)[0].get("rows")
+    except FormatError:
+        return None
+    return rows if type(rows) is int else None
+
+
+def package_limits(kit: Kit, rows: int | None) -> Limits:
+    """The envelope caps of a package for a site of ``kit`` that exported ``rows`` rows (FORMAT.md §7, §4.7 step 5),
+    checked from the age section's size and each ``.npy`` header before anything of that size is allocated: one
+    array holds at most max(L², rows·max(W, 64)) eight-byte values, L = max(W, 1024) a layer's width, W the widest
+    array the kit allows (:func:`core.methods.dc_analysis.declared_width`: columns + blocks, classes, declared
+    hidden widths and cluster counts), and the archive at most 16 such arrays plus the manifest."""
+    from .methods.dc_analysis import LAYER_WIDTH_FLOOR, declared_width
+
+    if rows is None:
+        return DEFAULT_LIMITS
+    W = declared_width(kit)
+    L = max(W, LAYER_WIDTH_FLOOR)  # a layer's width (a run may set wider hidden layers than the kit declares)
+    array = 8 * max(L * L, max(int(rows), 1) * max(W, 64)) + (1 << 20)
+    return Limits(max_array_bytes=array, max_plaintext_bytes=DEFAULT_LIMITS.max_manifest_bytes + (1 << 20) + 16 * array)
+
+
+def check_package(kit: Kit, manifest: dict, arrays: dict[str, np.ndarray], rows: int,
+                  private: dict[str, np.ndarray] | None = None) -> None:
+    """Checks of a package against the kit and this site's kept export, before any of it is used: its manifest's
+    fields typed by the schema of its method (``package:<method>``, core/formats/fields.py), a method of the kit's
+    family, the class list the kit's, arrays finite (``z`` may hold NaN for rows left out), a scaler that never
+    divides by zero, per-row arrays with one entry per exported row; then (with ``private``) the method's own
+    shape/dtype rules for every package kind (:meth:`core.methods.Method.check_package`, FORMAT.md §6–§7)."""
+    name = manifest.get("method") if isinstance(manifest, dict) else None
+    if not isinstance(name, str):
         raise FormatError("the package does not name its method")
+    if name not in METHODS or METHODS[name].family != method_class(kit.method).family:
+        raise FormatError(f"the package was made by method {name[:40]!r}, which cannot answer this kit's bundles")
+    cls = METHODS[name]
+    cls.check_package_fields(manifest)
     if kit.task == "classification":
         classes = manifest.get("classes")
         if classes != list(kit.schema.classes):
@@ -381,6 +417,8 @@ def check_package(kit: Kit, manifest: dict, arrays: dict[str, np.ndarray], rows:
         if name in arrays and (arrays[name].ndim < 1 or arrays[name].shape[0] != rows):
             raise FormatError(f"the package's '{name}' has {arrays[name].shape[0] if arrays[name].ndim else 0} "
                               f"rows, but this site exported {rows}")
+    if private is not None:
+        get_method(cls.name).check_package(manifest, arrays, private, kit)
 
 
 def apply_checked(method, manifest: dict, arrays: dict[str, np.ndarray], private: dict[str, np.ndarray],
@@ -476,13 +514,16 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     kit = Kit.load(kit_path)
     workspace.pin_analyst(kit.project_id, kit.analyst)
     opened = open_sealed(package_path, identity, expect_kind="package", expect_project=kit.project_id,
-                         expect_sender=kit.analyst, control=control.sub(0.0, 0.3))
+                         expect_sender=kit.analyst, expect_in_reply_to=binding.in_reply_to,
+                         limits=package_limits(kit, _exported_rows(workspace, kit, binding.in_reply_to)),
+                         control=control.sub(0.0, 0.3))
     if not opened.binding.in_reply_to:
         raise FormatError("package is not bound to a bundle", path=package_path)
     meta, private = workspace.load_export(kit.project_id, opened.binding.in_reply_to)
+    rows = meta.get("rows") if type(meta.get("rows")) is int else -1
     manifest, arrays = opened.payload.manifest, opened.payload.arrays
     try:
-        check_package(kit, manifest, arrays, int(meta.get("rows", -1)))
+        check_package(kit, manifest, arrays, rows, private)
     except FormatError as exc:
         raise FormatError(exc.message, path=package_path) from exc
     warnings = _package_warnings(workspace, kit.project_id, opened.binding.in_reply_to, opened.digest,

@@ -35,6 +35,7 @@ import pyrage
 from ..data.encoding import encode, encoded_ranges, level_shares
 from ..errors import ConfigError, FormatError, VerificationError, project_label
 from ..fileio import canonical_json, loads_checked, read_bytes_capped, utc_now, write_bytes_atomic, write_json_atomic
+from .fields import check_fields
 from .kit import ANCHOR_KINDS
 
 FORMAT = "dcstudio/anchor/v1"
@@ -133,13 +134,11 @@ class AnchorFile:
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise FormatError(f"not an anchor file of format {FORMAT}", path=path)
         try:
-            if not isinstance(d["params"], dict) or not isinstance(d["secret"], str) or type(d["rows"]) is not int:
-                raise TypeError("field types")
-            anchor = cls(project_id=str(d["project_id"]), kind=str(d["kind"]), rows=d["rows"],
-                         secret=bytes.fromhex(d["secret"]), params=dict(d["params"]), created=str(d["created"]))
-        except (KeyError, ValueError, TypeError) as exc:
-            raise FormatError(f"anchor file is incomplete or malformed ({exc.__class__.__name__})",
-                              path=path) from exc
+            check_fields("anchor", d, "the anchor file")
+        except FormatError as exc:
+            raise FormatError(exc.message, path=path) from exc
+        anchor = cls(project_id=d["project_id"], kind=d["kind"], rows=d["rows"], secret=bytes.fromhex(d["secret"]),
+                     params=dict(d["params"]), created=d["created"])
         anchor._validate(path)
         if expect_project is not None and anchor.project_id != expect_project:
             names = {expect_project: project_name} if project_name else {}

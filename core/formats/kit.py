@@ -18,6 +18,7 @@ from pathlib import Path
 from ..data.schema import Schema
 from ..errors import ConfigError, FormatError, VerificationError
 from ..fileio import canonical_json, read_json_capped, utc_now, write_json_atomic
+from .fields import check_fields
 from .identity import Identity, PublicCard
 
 FORMAT = "dcstudio/kit/v1"
@@ -57,20 +58,9 @@ class Kit:
 
     @classmethod
     def from_dict(cls, d: dict) -> Kit:
-        if not isinstance(d, dict) or not all(isinstance(d.get(k), str) for k in
-                                              ("name", "task", "method", "project_id", "created")):
-            raise FormatError("kit is incomplete or malformed (a required text field is missing)")
-        for key in ("schema", "analyst"):
-            if not isinstance(d.get(key), dict):
-                raise FormatError(f"kit is incomplete or malformed ('{key}' is not an object)")
-        for key in ("settings", "anchor"):
-            if d.get(key) is not None and not isinstance(d[key], dict):
-                raise FormatError(f"kit is incomplete or malformed ('{key}' is not an object)")
-        roster = d.get("roster")
-        if roster is not None and (not isinstance(roster, list) or not all(
-                isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("fingerprint"), str)
-                for e in roster)):
-            raise FormatError("kit is incomplete or malformed (the roster is not a list of name/fingerprint entries)")
+        check_fields("kit", d, "the kit")
+        for k, entry in enumerate(d.get("roster") or []):
+            check_fields("kit:roster", entry, f"the kit's roster entry {k + 1}")
         try:
             return cls(name=str(d["name"]), task=str(d["task"]), schema=Schema.from_dict(d["schema"]),
                        method=str(d["method"]), analyst=PublicCard.from_dict(d["analyst"]),

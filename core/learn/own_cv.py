@@ -26,6 +26,7 @@ import warnings
 import numpy as np
 
 from ..errors import FormatError
+from ..formats.fields import check_fields
 from .local_model import fit_local_model, local_predict_proba
 
 MAX_ROWS = 20000  # as fit_local_model's default cap
@@ -109,35 +110,18 @@ def read_own_cv(manifest: dict, n_rows: int | None, n_classes: int | None = None
     cv = manifest.get("own_cv")
     if cv is None:
         return None
-    if not isinstance(cv, dict):
-        raise FormatError("the bundle's own-model scores (own_cv) are not a table of numbers")
-
-    def whole(key: str, low: int, high: int | None, required: bool = True) -> int | None:
-        v = cv.get(key)
-        if v is None and not required:
-            return None
-        if type(v) is not int or v < low or (high is not None and v > high):
-            raise FormatError(f"the bundle's own-model scores give '{key}' as {v!r}, not a whole number between "
-                              f"{low} and {high if high is not None else 'the row count'}")
-        return v
-
-    def number(key: str, low: float, high: float) -> float:
-        v = cv.get(key)
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or not low <= v <= high:
-            raise FormatError(f"the bundle's own-model scores give '{key}' as {v!r}, not a number between {low:g} "
-                              f"and {high:g}")
-        return float(v)
-
-    rows = whole("rows", 2, int(n_rows) if n_rows is not None else None)
-    out = {"rows": rows, "folds": whole("folds", 2, 50), "repeats": whole("repeats", 1, 50)}
-    for key in ("accuracy", "balanced_accuracy", "auc"):
-        out[key] = number(key, 0.0, 1.0)
-    out["log_loss"] = number("log_loss", 0.0, 1e6)
-    events = whole("events", 0, rows, required=False)
+    where = "the bundle's own-model scores (own_cv)"
+    check_fields("own_cv", cv, where)  # types and ranges: core/formats/fields.py
+    rows, events = cv["rows"], cv.get("events")
+    if n_rows is not None and rows > int(n_rows):
+        raise FormatError(f"{where} give 'rows' as {rows}, more than the bundle's {n_rows} rows")
+    if events is not None and events > rows:
+        raise FormatError(f"{where} give 'events' as {events}, more than their {rows} rows")
+    if n_classes == 2 and events is None:
+        raise FormatError(f"{where} lack the event count of a two-class kit")
+    out = {k: cv[k] for k in ("rows", "folds", "repeats")}
+    out.update({k: float(cv[k]) for k in ("accuracy", "balanced_accuracy", "auc", "log_loss")})
     if events is not None:
         out["events"] = events
-    if n_classes == 2 and events is None:
-        raise FormatError("the bundle's own-model scores lack the event count of a two-class kit")
-    model = cv.get("model", "")
-    out["model"] = model[:200] if isinstance(model, str) else ""
+    out["model"] = cv.get("model", "")[:200]
     return out

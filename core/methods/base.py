@@ -29,6 +29,7 @@ import numpy as np
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
+from ..formats.fields import Field, check_arrays, check_fields, method_schemas
 from .settings import Setting, check_settings
 from .views import Heatmap, View
 
@@ -147,6 +148,17 @@ class Method(ABC):
     kit_carries_aux: ClassVar[bool] = False  # the kit holds public auxiliary data for the analyst (never X^anc)
     what_leaves: ClassVar[str] = ""  # one sentence for people, before anything is computed
     settings_spec: ClassVar[tuple[Setting, ...]] = ()
+    # The manifest members this method's bundles and packages carry beyond the shared ones
+    # (core/formats/fields.py): checked by the pipelines before check_bundle / check_package / apply see them.
+    bundle_fields: ClassVar[tuple[Field, ...]] = ()
+    package_fields: ClassVar[tuple[Field, ...]] = ()
+    # The arrays its bundles may hold: name → (§4.6 dtype, number of dimensions); None leaves them to check_bundle.
+    bundle_arrays: ClassVar[dict[str, tuple[str, int]] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        if isinstance(cls.__dict__.get("name"), str):
+            method_schemas(cls.name, cls.bundle_fields, cls.package_fields)
 
     def __init__(self, **settings: Any):
         self.settings = check_settings(self.name, self.settings_spec, settings, side="analyst")
@@ -195,14 +207,34 @@ class Method(ABC):
     @abstractmethod
     def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport: ...
 
+    @classmethod
+    def check_bundle_fields(cls, manifest: dict, arrays: dict[str, np.ndarray] | None = None) -> None:
+        """The bundle manifest's members typed and ranged (``bundle:<name>``), and each array's dtype and number of
+        dimensions the declared ones (:attr:`bundle_arrays`): FormatError naming the field or array."""
+        check_fields(f"bundle:{cls.name}", manifest, "the bundle's manifest")
+        if arrays is not None and cls.bundle_arrays is not None:
+            check_arrays(cls.bundle_arrays, arrays, "the bundle")
+
+    @classmethod
+    def check_package_fields(cls, manifest: dict) -> None:
+        """The package manifest's members typed and ranged (``package:<name>``): FormatError naming the field."""
+        check_fields(f"package:{cls.name}", manifest, "the package's manifest")
+
     def check_bundle(self, bundle: ReceivedBundle, kit) -> None:
-        """Raise FormatError if a bundle does not fit the kit (``core.formats.kit.Kit``) and this method."""
+        """Raise FormatError if a bundle does not fit the kit (``core.formats.kit.Kit``) and this method.
+        Its manifest's fields were typed before (:meth:`check_bundle_fields`)."""
         if bundle.manifest.get("family") != self.family:
             raise FormatError(f"bundle was made for method '{bundle.manifest.get('method')}', not for this kit's "
                               "method")
 
     @abstractmethod
     def fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult: ...
+
+    def check_package(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],  # noqa: B027
+                      kit) -> None:
+        """Raise FormatError unless the package's arrays have exactly the names, dtypes and shapes this method's
+        apply needs for this site's kept state and the kit (FORMAT.md's MUST-refuse rules), before any is used.
+        Its manifest's fields were typed before (:meth:`check_package_fields`)."""
 
     @abstractmethod
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],

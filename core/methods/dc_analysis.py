@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import ConfigError, FormatError
+from ..formats.fields import check_fields
 from ..learn.alignment import SiteMapping
 from ..learn.client_clustering import T_GRID
 from ..learn.clinical_metrics import calibration_points, json_safe, metrics_for, roc_points
@@ -174,6 +175,96 @@ def site_views(result: MethodResult, extra: tuple[tuple[str, Callable[[dict], ob
                            if s.get("own_model_mean") is not None else "")
                         + " (each site's numbers, interval and where its own-model number comes from above)."))
     return out
+
+
+LAYER_WIDTH_FLOOR = 1024  # a layer may be this wide whatever the kit declares: a run may set wider hidden layers
+
+
+def declared_width(kit) -> int:
+    """W, the widest a package array of ``kit`` can be across: its columns + its feature blocks (each block's common
+    space of the anchor images has at most m_b + 1 dimensions, algorithms.md §1.3, and a clustering
+    representation joins the blocks), its classes, a hidden width or a cluster count its settings declare
+    (``hidden``; ``k``, ``k_range``: a spectral representation has k columns)."""
+    from . import method_class  # (the registry imports this module)
+
+    settings = {**method_class(kit.method).default_settings(), **kit.settings}
+    declared = []
+    for key in ("hidden", "k_range", "k"):
+        v = settings.get(key)
+        declared += [h for h in (v if isinstance(v, list) else [v]) if type(h) is int]
+    blocks = max(len(kit.schema.block_names), 1)
+    return max([kit.schema.width + blocks, len(kit.schema.classes), *declared])
+
+
+def exact_arrays(arrays: dict[str, np.ndarray], expected: dict[str, tuple[tuple[int, ...], str]],
+                 optional: frozenset[str] = frozenset()) -> None:
+    """FormatError unless ``arrays`` holds exactly the ``expected`` names (those in ``optional`` may be absent), each
+    of its dtype (a §4.6 descr such as ``<f4``) and shape, with finite values when floating point."""
+    extra = sorted(set(arrays) - set(expected))
+    missing = sorted(set(expected) - set(arrays) - optional)
+    if extra or missing:
+        raise FormatError(f"the package's arrays are not this method's: unexpected {extra}, missing {missing}")
+    for name, (shape, descr) in expected.items():
+        a = arrays.get(name)
+        if a is None:
+            continue
+        if a.dtype.str != descr or a.shape != shape:
+            raise FormatError(f"the package's '{name}' is {a.dtype.str} {a.shape}; this site's export and the kit "
+                              f"need {descr} {shape}")
+        if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+            raise FormatError(f"the package's array '{name}' holds non-finite values")
+
+
+def _layer_arrays(prefix: str, layers: list[int]) -> dict[str, tuple[tuple[int, ...], str]]:
+    out: dict[str, tuple[tuple[int, ...], str]] = {}
+    for i in range(len(layers) - 1):
+        out[f"{prefix}_w{i}"] = ((layers[i], layers[i + 1]), "<f4")
+        out[f"{prefix}_b{i}"] = ((layers[i + 1],), "<f4")
+    return out
+
+
+def _layers(layers: list, first: int | None, cap: int, what: str) -> list[int]:
+    if len(layers) < 2 or any(not 1 <= d <= cap for d in layers) or (first is not None and layers[0] != first):
+        raise FormatError(f"the package's {what} layers {layers[:8]} do not fit this kit (each width 1 … {cap}"
+                          + (f", the first {first}" if first is not None else "") + ")")
+    return layers
+
+
+def check_cluster_package(manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
+                          kit) -> None:
+    """FORMAT §7's MUST-refuse rules for a DC-family package of any kind (``model`` cluster, own or global; §7.2's
+    dual encoder), from the declared architecture and the arrays' headers, before any value is used: exactly the
+    map, scaler, layer (and optional ``prior_logit``) arrays; ``map_matrix`` (m̃, m̂) with m̃ this site's reduced
+    width; m̂ = ``dimension`` = the first layer's inputs; every layer chained, ``<f4`` (``<f8`` for the map,
+    scaler and prior), finite; K outputs; every width at most :func:`declared_width` of the kit or
+    :data:`LAYER_WIDTH_FLOOR`, whichever is larger (the analyst may run with wider hidden layers than the kit's)."""
+    K, cap = len(kit.schema.classes), max(declared_width(kit), LAYER_WIDTH_FLOOR)
+    f = private_arrays.get("f_matrix")
+    if f is None or f.ndim != 2:
+        raise FormatError("this site's export keeps no private reduction, so a model package does not fit it")
+    m_tilde = int(f.shape[1])
+    arch = manifest["architecture"]
+    if manifest.get("encoder", "single") == "dual":
+        check_fields("architecture:dual_encoder", arch, "the package's architecture")
+        enc = _layers(arch["encoder_layers"], None, cap, "encoder")
+        if arch["classes"] != K:
+            raise FormatError(f"the package's model gives {arch['classes']} classes; the kit has {K}")
+        expected = {**_layer_arrays("enc1", enc), **_layer_arrays("enc2", enc),
+                    **_layer_arrays("head", [2 * enc[-1], K])}
+    else:
+        check_fields("architecture:mlp", arch, "the package's architecture")
+        layers = _layers(arch["layers"], None, cap, "model")
+        if layers[-1] != K:
+            raise FormatError(f"the package's model gives {layers[-1]} classes; the kit has {K}")
+        enc = layers
+        expected = _layer_arrays("mlp", layers)
+    m_hat = enc[0]
+    if manifest.get("dimension", m_hat) != m_hat:
+        raise FormatError(f"the package's dimension {manifest.get('dimension')} is not its model's {m_hat} inputs")
+    expected.update({"map_matrix": ((m_tilde, m_hat), "<f8"), "map_offset": ((m_hat,), "<f8"),
+                     "scaler_mean": ((m_hat,), "<f8"), "scaler_scale": ((m_hat,), "<f8"),
+                     "prior_logit": ((K,), "<f8")})
+    exact_arrays(arrays, expected, frozenset({"prior_logit"}))
 
 
 def apply_cluster_package(manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],

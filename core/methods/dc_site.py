@@ -148,6 +148,10 @@ def check_dc_bundle(arrays: dict[str, np.ndarray], n_classes: int | None, *, nee
             raise FormatError("bundle lacks per-row labels 'y' of the right length")
         if n_classes is not None and (y.min() < 0 or y.max() >= n_classes):
             raise FormatError("bundle labels are outside the kit's class list")
+        counts = arrays.get("label_counts")
+        if n_classes is not None and counts is not None and counts.shape != (n_classes,):
+            raise FormatError(f"bundle's class counts 'label_counts' are not one count per class of the kit "
+                              f"({n_classes})")
 
 
 class LabelledDCSite:

@@ -54,6 +54,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..control import JobControl, ensure
+from ..formats.fields import CLUSTER_PACKAGE_FIELDS, DC_BUNDLE_ARRAYS, DC_BUNDLE_FIELDS
 from ..learn.alignment import AnchorBasis
 from ..learn.client_clustering import LabelDistributionClustering
 from ..learn.cluster_models import (
@@ -80,6 +81,7 @@ from .dc_analysis import (
     SELECTION_SETTINGS,
     apply_cluster_package,
     canonical_bundles,
+    check_cluster_package,
     chosen_oof,
     derived_seed,
     metric_views,
@@ -103,6 +105,11 @@ class DCCFL(LabelledDCSite, Method):
     task = "classification"
     labels_leave = "rows"
     family = "dc"
+    bundle_fields = DC_BUNDLE_FIELDS
+    bundle_arrays = {k: v for k, v in DC_BUNDLE_ARRAYS.items() if k != "id_hash"}
+    package_fields = CLUSTER_PACKAGE_FIELDS
+    bundle_fields = DC_BUNDLE_FIELDS
+    package_fields = CLUSTER_PACKAGE_FIELDS
     what_leaves = LABELLED_DC_LEAVES
     one_cluster = False
     settings_spec = (
@@ -280,6 +287,10 @@ class DCCFL(LabelledDCSite, Method):
                                "total-variation distance between the sites' label distributions")
 
     # ---- site, after the round -----------------------------------------------------------------
+    def check_package(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
+                      kit) -> None:
+        check_cluster_package(manifest, arrays, private_arrays, kit)  # FORMAT §7, every package kind
+
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
         return apply_cluster_package(manifest, arrays, private_arrays, X)

@@ -274,3 +274,24 @@ def test_every_package_has_its_model_card(round_dir):
         assert f"{x['metrics']['rows']} rows" in card and "macro-AUC" in card  # four classes: the multi-class card
         assert "x0" in card and "'label'" in card  # its columns and its outcome
         assert f"Model card — package for {p['site']}" in report
+
+
+def test_one_unconfirmed_bundle_is_left_out_and_the_rest_run(round_dir, capsys, tmp_path):
+    """A file dropped in the bundles folder by a sender nobody confirmed cannot stop the run (issue #26): that file
+    is refused in one line, named in summary.json and in the audit log, and every other site gets its package."""
+    d, sites = round_dir
+    names = sorted(sites)
+    ws = tmp_path / "ws"
+    assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+               "--bundles", d / "bundles", "--out", tmp_path / "out", "--workspace", ws,
+               *confirm(d, names[:-1])) == 0
+    out = capsys.readouterr().out
+    refused_lines = [line for line in out.splitlines() if line.startswith("refused:")]
+    assert len(refused_lines) == 1 and f"{names[-1]}.dcbundle" in refused_lines[0]
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    assert [e["file"] for e in summary["refused"]] == [f"{names[-1]}.dcbundle"]
+    assert len(summary["packages"]) == len(names) - 1
+    assert not (tmp_path / "out" / f"{names[-1]}.dcpkg").exists()
+    audit = [json.loads(line) for line in next(ws.rglob("audit.jsonl")).read_text().splitlines()]
+    export = [e for e in audit if e.get("event") == "export-packages"][-1]
+    assert [e["file"] for e in export["refused"]] == [f"{names[-1]}.dcbundle"]

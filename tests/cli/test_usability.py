@@ -17,7 +17,7 @@ import pytest
 
 from core.cli import build_parser
 from core.control import JobControl
-from core.fileio import safe_name
+from core.fileio import portable_name, safe_name
 from core.methods import FitContext
 from core.wording import leaves_sentence
 from tests.support.cli import WF, analyst_of, refused, run
@@ -70,7 +70,7 @@ def french_round(tmp_path_factory):
 def test_result_csv_round_trips_in_the_inputs_own_format(french_round, capsys):
     d, sites, names = french_round
     ident = d / "ids" / f"{safe_name(names['site0'])}.dcid"
-    pkg = d / "out" / f"{safe_name(names['site0'])}.dcpkg"
+    pkg = d / "out" / f"{portable_name(names['site0'])}.dcpkg"  # FORMAT §11: [A-Za-z0-9_.-]
     test_csv = sites["site0"][1]
     capsys.readouterr()
     assert run("participant", "apply", "--package", pkg, "--identity", ident, "--csv", test_csv,

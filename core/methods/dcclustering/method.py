@@ -34,6 +34,7 @@ import numpy as np
 from ...control import JobControl
 from ...data.schema import ALL_COLUMNS
 from ...errors import ConfigError, FormatError
+from ...formats.fields import DC_BUNDLE_ARRAYS, DC_BUNDLE_FIELDS, Field
 from ...learn.alignment import DCAlignment
 from ..base import (
     FitContext,
@@ -46,6 +47,7 @@ from ..base import (
     check_standardised,
     rows_digest,
 )
+from ..dc_analysis import declared_width, exact_arrays
 from ..dc_site import SITE_SETTINGS, check_anchor_width, check_dc_bundle, dc_site_compute
 from ..settings import Setting
 from ..views import Curve, Scatter, Table, Text, View, cluster_sizes, principal_axes_2d
@@ -65,6 +67,12 @@ class DCClustering(Method):
     task = "clustering"
     labels_leave = "none"
     family = "dcclustering"
+    bundle_fields = (*DC_BUNDLE_FIELDS, Field("block", "text", required=True))
+    bundle_arrays = {k: DC_BUNDLE_ARRAYS[k] for k in ("x_tilde", "anchor_tilde", "id_hash")}
+    package_fields = (Field("k", "int", required=True, low=1), Field("k_auto", "bool"), Field("algorithm", "text"),
+                      Field("alignment", "text"), Field("scaling", "text"), Field("dimension", "int", low=1),
+                      Field("block", "text"), *(Field(k, "int", low=0) for k in ("rows", "clustered", "not_clustered")),
+                      Field("sizes", "list", items="int"), Field("note", "text"))
     what_leaves = ("a privately reduced, shuffled copy of every row (no labels), the shared anchor rows after "
                    "the same private reduction, and keyed hashes of the row ids when blocks are linked")
     settings_spec = (
@@ -301,6 +309,19 @@ class DCClustering(Method):
         return out + cluster_sizes(s.get("sizes", []))
 
     # ---- site, after the round -----------------------------------------------------------------
+    def check_package(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
+                      kit) -> None:
+        """§6: ``labels`` <i4 (n,) for this site's n exported rows, ``z`` <f8 (n, q) (NaN only for rows left out)
+        and ``centroids`` <f8 (k, q) finite, with q at most :func:`declared_width` of the kit."""
+        n = len(np.asarray(private_arrays.get("permutation", ())))
+        z = arrays.get("z")
+        q = z.shape[1] if z is not None and z.ndim == 2 and 1 <= z.shape[1] <= declared_width(kit) else 0
+        exact_arrays({k: v for k, v in arrays.items() if k != "z"},
+                     {"labels": ((n,), "<i4"), "centroids": ((manifest["k"], q), "<f8")})
+        if z is None or z.dtype.str != "<f8" or z.shape != (n, q) or np.any(np.isinf(z)):
+            raise FormatError(f"the package's 'z' is not {n} finite rows of {q} float64 values (NaN for rows left "
+                              "out)")
+
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
         """The cluster of every row of the exported CSV, in its own order (empty for rows left out)."""

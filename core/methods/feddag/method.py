@@ -35,6 +35,7 @@ import numpy as np
 
 from ...control import JobControl, ensure
 from ...errors import FormatError
+from ...formats.fields import CLUSTER_PACKAGE_FIELDS, DC_BUNDLE_ARRAYS, DC_BUNDLE_FIELDS, Field
 from ...learn.alignment import SiteMapping
 from ...learn.client_clustering import cut_tree, label_histograms
 from ...learn.cluster_models import adjust_proba, prior_logit, site_note
@@ -48,6 +49,7 @@ from ..dc_analysis import (
     SELECTION_SETTINGS,
     apply_cluster_package,
     canonical_bundles,
+    check_cluster_package,
     derived_seed,
     metric_views,
     site_line,
@@ -75,6 +77,9 @@ class FedDAG(LabelledDCSite, Method):
     plain_title = "one model per group of sites whose patients look alike, judged from the rows they sent"
     task = "classification"
     family = "dc"
+    bundle_fields = DC_BUNDLE_FIELDS
+    bundle_arrays = {k: v for k, v in DC_BUNDLE_ARRAYS.items() if k != "id_hash"}
+    package_fields = (*CLUSTER_PACKAGE_FIELDS, Field("encoder", "text", choices=("single", "dual")))
     labels_leave = "rows"
     what_leaves = LABELLED_DC_LEAVES
     settings_spec = (
@@ -350,6 +355,10 @@ class FedDAG(LabelledDCSite, Method):
                                VIEW_WORDS[s["view"]] + " between the sites")
 
     # ---- site, after the round -----------------------------------------------------------------
+    def check_package(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
+                      kit) -> None:
+        check_cluster_package(manifest, arrays, private_arrays, kit)  # FORMAT §7, every package kind
+
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
         if manifest.get("encoder", "single") == "single":

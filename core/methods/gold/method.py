@@ -51,6 +51,7 @@ import numpy as np
 from ...control import JobControl, ensure
 from ...data.schema import ALL_COLUMNS
 from ...errors import ConfigError, FormatError
+from ...formats.fields import Field
 from ..base import (
     Disclosure,
     FitContext,
@@ -63,7 +64,7 @@ from ..base import (
     check_standardised,
     rows_digest,
 )
-from ..dc_analysis import site_order
+from ..dc_analysis import exact_arrays, site_order
 from ..settings import Setting
 from ..views import Bars, Curve, Scatter, Table, Text, View, cluster_sizes, principal_axes_2d
 from . import cpl as G
@@ -75,6 +76,8 @@ STEP_WORDS = {"kmeans": "count-weighted k-means", "mcpl": "MCPL + REMC"}
 def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
+MAX_LEVELS = 64  # MCPL granularity levels a package may list per micro-cluster (a few in practice)
+
 
 class Gold(Method):
     name = "gold"
@@ -82,6 +85,15 @@ class Gold(Method):
     plain_title = "groups of similar patients found across all sites, from averages of small groups of rows"
     task = "clustering"
     family = "gold"
+    bundle_fields = (Field("n_rows", "int", required=True, low=0), Field("n_features", "int", required=True, low=1),
+                     *(Field(k, "int", low=0) for k in ("micro_clusters", "candidates", "found", "min_cluster_rows",
+                                                        "guard_rows", "guard_clusters", "dropped_rows", "epochs")),
+                     Field("small_clusters", "text"))
+    bundle_arrays = {"centroids": ("<f8", 2), "counts": ("<i8", 1), "col_sum": ("<f8", 1), "col_sumsq": ("<f8", 1)}
+    package_fields = (Field("k", "int", required=True, low=1), Field("k_auto", "bool"), Field("scaling", "text"),
+                      Field("level_sizes", "list", items="int"), Field("sizes", "list", items="int"),
+                      Field("micro_clusters", "int", low=0), Field("rows", "int", low=0),
+                      Field("block", "text", nullable=True))
     labels_leave = "none"
     needs_anchor = False
     what_leaves = ("the average of each small group of similar rows (every group holds at least the kit's "
@@ -370,6 +382,17 @@ class Gold(Method):
         return out + cluster_sizes(s.get("sizes", []))
 
     # ---- site, after the round -----------------------------------------------------------------
+    def check_package(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
+                      kit) -> None:
+        """§6.1: ``micro_cluster`` <i4 (p,) and ``levels`` <i4 (p, H) for this site's p micro-clusters (H at most
+        :data:`MAX_LEVELS`), ``centroids`` <f8 (k, m), ``scale_mean``/``scale_std`` <f8 (m,), all finite."""
+        p, m = len(np.asarray(private_arrays.get("micro_counts", ()))), kit.schema.width
+        levels = arrays.get("levels")
+        H = levels.shape[1] if levels is not None and levels.ndim == 2 and 1 <= levels.shape[1] <= MAX_LEVELS else 0
+        exact_arrays(arrays, {"micro_cluster": ((p,), "<i4"), "levels": ((p, H), "<i4"),
+                              "centroids": ((manifest["k"], m), "<f8"), "scale_mean": ((m,), "<f8"),
+                              "scale_std": ((m,), "<f8")})
+
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
         """The exported CSV's rows: their micro-cluster's cluster; other rows: the nearest global centroid."""

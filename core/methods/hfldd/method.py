@@ -34,6 +34,7 @@ import numpy as np
 
 from ...control import JobControl, ensure
 from ...errors import ConfigError, FormatError
+from ...formats.fields import CLUSTER_PACKAGE_FIELDS, DC_BUNDLE_FIELDS, Field, register_fields
 from ...learn.alignment import AnchorBasis
 from ...learn.client_clustering import LabelDistributionClustering
 from ...learn.cluster_models import prior_logit, train_cluster_models
@@ -49,7 +50,13 @@ from ..base import (
     SiteInput,
     canonical_order,
 )
-from ..dc_analysis import ALIGNMENT_SETTINGS, LEARNER_SETTINGS, PRIOR_SETTINGS, apply_cluster_package
+from ..dc_analysis import (
+    ALIGNMENT_SETTINGS,
+    LEARNER_SETTINGS,
+    PRIOR_SETTINGS,
+    apply_cluster_package,
+    check_cluster_package,
+)
 from ..dc_site import MIN_ROWS, SITE_SETTINGS, dc_site_compute
 from ..settings import Setting
 from ..views import Heatmap, Table, Text, View
@@ -82,12 +89,22 @@ def _kib(n: int) -> str:
     return f"{n / 1024:.1f} KB"
 
 
+register_fields("nn_disclosure", (  # measured at export, shown to the analyst (FORMAT §7.1)
+    *(Field(k, "number", low=0) for k in ("spacing", "ratio_min", "ratio_median", "ratio_mean", "share_below_1")),
+    Field("copies", "int", low=0)))
+
+
 class HFLDD(Method):
     name = "hfldd"
     title = "DC with distilled sets: sites ship a few synthetic rows per class (HFLDD, one-shot)"
     plain_title = "a shared model learned from a few made-up summary rows per class from each site"
     task = "classification"
     family = "hfldd"
+    bundle_fields = (*DC_BUNDLE_FIELDS, Field("n_distilled", "int", low=0), Field("dccfl_bundle_bytes", "int", low=0),
+                     Field("anchor_rows_total", "int", low=1), Field("nn_disclosure", "object", schema="nn_disclosure"))
+    package_fields = CLUSTER_PACKAGE_FIELDS
+    bundle_arrays = {"x_distilled": ("<f4", 2), "y_distilled": ("<i4", 1), "soft_labels": ("<f4", 2),
+                     "anchor_tilde": ("<f4", 2), "label_counts": ("<i8", 1)}
     labels_leave = "counts"
     what_leaves = ("a few made-up rows per class that summarise the site's compressed rows, their classes, the "
                    "site's model's answers on the shared anchor rows, those anchor rows after the site's private "
@@ -365,6 +382,10 @@ class HFLDD(Method):
         return out
 
     # ---- site, after the round -----------------------------------------------------------------
+    def check_package(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
+                      kit) -> None:
+        check_cluster_package(manifest, arrays, private_arrays, kit)  # FORMAT §7, every package kind
+
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
         return apply_cluster_package(manifest, arrays, private_arrays, X)  # the same package contents

@@ -39,6 +39,7 @@ import numpy as np
 
 from ...control import JobControl, ensure
 from ...errors import ConfigError, FormatError
+from ...formats.fields import Field
 from ...learn.local_model import keeps_local_model, local_predict_proba
 from ..base import (
     Disclosure,
@@ -50,6 +51,7 @@ from ..base import (
     SiteInput,
     canonical_order,
 )
+from ..dc_analysis import exact_arrays
 from ..settings import Setting
 from ..views import Bars, Table, Text, View
 from .fixed_effect import combine, site_deviation, stratified
@@ -77,6 +79,17 @@ class MetaLR(Method):
     plain_title = "each site's logistic regression, combined into one by weighting each by its precision"
     task = "classification"
     family = "meta-lr"
+    bundle_fields = (Field("n_rows", "int", required=True, low=1), Field("n_features", "int", required=True, low=1),
+                     Field("n_classes", "int", required=True, low=2),
+                     Field("estimate", "text", required=True, choices=("fitted", "none")), Field("reason", "text"),
+                     Field("ridge", "number", low=0), Field("penalty_scale", "text"), Field("iterations", "int", low=0),
+                     Field("converged", "bool"))
+    bundle_arrays = {"coef": ("<f8", 2), "cov": ("<f8", 2)}
+    package_fields = (Field("classes", "list", required=True, items="text"), Field("reference", "text"),
+                      Field("features", "int", low=1), Field("sites_combined", "int", low=0),
+                      Field("intercepts", "text"), Field("note", "text"),
+                      Field("model", "text", choices=("cluster", "own", "global")),
+                      Field("own_kind", "text", nullable=True))
     labels_leave = "none"
     labels_at_site = True
     needs_anchor = False
@@ -362,6 +375,12 @@ class MetaLR(Method):
         return out
 
     # ---- site, after the round -----------------------------------------------------------------
+    def check_package(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
+                      kit) -> None:
+        """§7.3: exactly one finite ``coef`` <f8 (K − 1, m + 1), whatever ``model`` says."""
+        K, m = len(kit.schema.classes), kit.schema.width
+        exact_arrays(arrays, {"coef": ((K - 1, m + 1), "<f8")})
+
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
         """p(k | x) = softmax(0, θ₁ᵀz, …, θ_{K−1}ᵀz), z = [1, x]; the prediction is the most probable class. A package
