@@ -1,6 +1,4 @@
-"""The site's measured disclosure score (issue #24): attacks, limits, assessment, formal noise. No Qt."""
-
-from .assessment import AttackFinding, PrivacyAssessment, assess_export
-from .thresholds import PrivacyThresholds, parse_threshold_args
-
-__all__ = ["AttackFinding", "PrivacyAssessment", "PrivacyThresholds", "assess_export", "parse_threshold_args"]
+"""The site's measured disclosure score (issue #24), no Qt: :mod:`.thresholds` (the limits a kit states and a
+site tightens), :mod:`.attacks` (each attack on plain arrays), :mod:`.assessment` (which attacks apply to what a
+method ships, and their verdicts) and :mod:`.mechanism` (the formal (ε, δ) noise of the DC family's rows).
+Import from the submodules (the kit reads :mod:`.thresholds` without loading the methods)."""

@@ -145,7 +145,7 @@ def _simulate(method: Method, site: SiteInput, rows: np.ndarray, seed: int) -> S
     if "seed" in {s.name for s in method.site_settings_spec()}:
         settings["seed"] = seed
     sub = SiteInput(site.X[rows], None if site.y is None else site.y[rows], site.classes, site.anchor, None,
-                    settings, block=site.block, scale=site.scale)
+                    settings, block=site.block, scale=site.scale, centre=site.centre)
     return method.site_compute(sub)
 
 

@@ -85,6 +85,11 @@ class PrivacyThresholds:
         except ConfigError as exc:
             raise FormatError(f"the kit's {exc.message}") from exc
 
+    @classmethod
+    def given(cls, values: dict) -> PrivacyThresholds:
+        """Limits as the analyst states them in a new kit (any valid value; ConfigError naming a bad one)."""
+        return cls(**{k: _number(k, v) for k, v in values.items()})
+
     def stricter(self, changes: dict[str, float]) -> PrivacyThresholds:
         """These limits with ``changes`` applied; ConfigError when a change would loosen a limit (a site may
         only tighten what the kit states)."""
