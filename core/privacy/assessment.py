@@ -19,6 +19,7 @@ from ..control import JobControl, ensure
 from ..errors import DCError
 from ..methods.base import Method, SiteExport, SiteInput
 from . import attacks as A
+from .mechanism import NOT_COVERED, describe
 from .thresholds import PrivacyThresholds
 
 MAX_ROWS = 2000  # rows each attack is measured on (the membership test splits them into members / hold-out)
@@ -182,7 +183,8 @@ def assess_export(site: SiteInput, export: SiteExport, method: Method, threshold
         perm = np.asarray(export.private_arrays["permutation"])
         shipped = np.sort(rng.permutation(len(perm))[: min(len(perm), max_rows)])
         truth = X[perm[shipped]]
-        X_hat = A.collusion_reconstruct(site.anchor, arrays["anchor_tilde"], arrays["x_tilde"][shipped])
+        X_hat = A.collusion_reconstruct(site.anchor, arrays["anchor_tilde"], arrays["x_tilde"][shipped],
+                                        stated_noise_var(export.manifest, arrays["x_tilde"]), X.mean(axis=0))
         findings.append(_reconstruction_finding(
             "collusion", COLLUDING, "With the anchor, another site and the analyst",
             A.reconstruction_errors(truth, X_hat, spread, binary), len(shipped), n, th))
@@ -247,10 +249,10 @@ def assess_export(site: SiteInput, export: SiteExport, method: Method, threshold
     else:
         findings.append(not_applicable("group_size", ANALYST, "no averages of groups are shipped"))
     control.step(1.0, "privacy assessment done")
-    formal = export.manifest.get("privacy")
-    return PrivacyAssessment(method.name, n, findings, th, round(time.perf_counter() - t0, 4), seed,
-                             formal if isinstance(formal, dict) else None,
-                             list(formal.get("not_covered", [])) if isinstance(formal, dict) else [])
+    acc = export.manifest.get("privacy")
+    formal = {**acc, "sentence": describe(acc)} if isinstance(acc, dict) else None
+    return PrivacyAssessment(method.name, n, findings, th, round(time.perf_counter() - t0, 4), seed, formal,
+                             list(NOT_COVERED) if formal else [])
 
 
 def _released_rows(method: Method, site: SiteInput, sim: SiteExport) -> np.ndarray:
@@ -259,5 +261,21 @@ def _released_rows(method: Method, site: SiteInput, sim: SiteExport) -> np.ndarr
     a = sim.arrays
     if "centroids" in a:
         return np.asarray(a["centroids"], np.float64)
-    rows = a["x_tilde"] if "x_tilde" in a else a["x_distilled"]
-    return A.collusion_reconstruct(_anchor_pairs(method, site.anchor, a["anchor_tilde"]), a["anchor_tilde"], rows)
+    if "x_tilde" in a:
+        return A.collusion_reconstruct(site.anchor, a["anchor_tilde"], a["x_tilde"],
+                                       stated_noise_var(sim.manifest, a["x_tilde"]), site.X.mean(axis=0))
+    return A.collusion_reconstruct(_anchor_pairs(method, site.anchor, a["anchor_tilde"]), a["anchor_tilde"],
+                                   a["x_distilled"])
+
+
+def stated_noise_var(manifest: dict, x_tilde: np.ndarray) -> np.ndarray | None:
+    """The noise variance per shipped column that the manifest lets anyone work out: the formal noise's σ², plus
+    the ``noise`` setting's (noise × the column's spread before it, i.e. a share noise²/(1 + noise²) of the
+    shipped column's variance)."""
+    acc, noise = manifest.get("privacy"), float(manifest.get("noise") or 0.0)
+    var = np.zeros(x_tilde.shape[1])
+    if noise > 0:
+        var += np.asarray(x_tilde, np.float64).var(axis=0) * noise ** 2 / (1 + noise ** 2)
+    if isinstance(acc, dict):
+        var += float(acc["sigma"]) ** 2
+    return var if var.any() else None

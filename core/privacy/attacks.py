@@ -38,10 +38,25 @@ def collusion_map(anchor: np.ndarray, anchor_tilde: np.ndarray) -> tuple[np.ndar
     return coef[:-1], coef[-1]
 
 
-def collusion_reconstruct(anchor: np.ndarray, anchor_tilde: np.ndarray, x_tilde: np.ndarray) -> np.ndarray:
-    """X̂ = g(X̃) with g from :func:`collusion_map`: the rows as the analyst holding the anchor rebuilds them."""
+def collusion_reconstruct(anchor: np.ndarray, anchor_tilde: np.ndarray, x_tilde: np.ndarray,
+                          noise_var: np.ndarray | None = None, centre: np.ndarray | None = None) -> np.ndarray:
+    """X̂ = g(X̃) with g from :func:`collusion_map`: the rows as the analyst holding the anchor rebuilds them.
+
+    ``noise_var``: the variance of the noise on each shipped column, which the bundle's manifest states (the
+    noise setting, or the formal noise's σ²). g carries it into column j with variance v_j = Σ_i W_ij² noise_i,
+    so the attacker shrinks each rebuilt column towards its mean by the Wiener factor
+    β_j = max(0, 1 − v_j / Var(g_j(X̃))), the linear estimate with the least squared error, rather than
+    amplify the noise. It shrinks towards ``centre`` (the kit's public column means), else towards the rebuilt
+    rows' own mean."""
     W, b = collusion_map(anchor, anchor_tilde)
-    return np.asarray(x_tilde, np.float64) @ W + b
+    X_hat = np.asarray(x_tilde, np.float64) @ W + b
+    if noise_var is not None:
+        v = (W ** 2).T @ np.asarray(noise_var, np.float64)
+        total = X_hat.var(axis=0)
+        beta = np.clip(1.0 - v / np.where(total > 0, total, np.inf), 0.0, 1.0)
+        centre = X_hat.mean(axis=0) if centre is None else np.asarray(centre, np.float64)
+        X_hat = centre + (X_hat - centre) * beta
+    return X_hat
 
 
 def public_mean_guess(n: int, mean: np.ndarray) -> np.ndarray:
