@@ -7,8 +7,6 @@ column j (1 where a column is constant); a 0/1 column's cell counts as wrong whe
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial import cKDTree
-from scipy.stats import rankdata
 
 
 def column_spread(X: np.ndarray) -> np.ndarray:
@@ -107,13 +105,11 @@ def reconstruction_errors(X: np.ndarray, X_hat: np.ndarray, spread: np.ndarray,
 
 
 def closest_distance(candidates: np.ndarray, released: np.ndarray, spread: np.ndarray) -> np.ndarray:
-    """Euclidean distance, in column spreads, from every candidate row to its closest released row (exact: a k-d
-    tree up to 16 columns, else blocks of ‖a‖² + ‖b‖² − 2 a·b)."""
+    """Euclidean distance, in column spreads, from every candidate row to its closest released row (exact, by
+    blocks of ‖a‖² + ‖b‖² − 2 a·b; numpy only, so an export loads no scipy)."""
     s = np.asarray(spread, np.float64)
     R = np.asarray(released, np.float64) / s
     C = np.asarray(candidates, np.float64) / s
-    if R.shape[1] <= 16:
-        return cKDTree(R).query(C, k=1)[0]
     r2 = np.einsum("ij,ij->i", R, R)
     out = np.empty(len(C))
     for start in range(0, len(C), 1024):
@@ -132,12 +128,18 @@ def membership_test(members: np.ndarray, holdout: np.ndarray, released: np.ndarr
     members scored above the threshold that only 1 % of hold-out rows pass."""
     s_in = -closest_distance(members, released, spread)
     s_out = -closest_distance(holdout, released, spread)
-    ranks = rankdata(np.r_[s_in, s_out])
+    ranks = _midranks(np.r_[s_in, s_out])
     n1, n0 = len(s_in), len(s_out)
     auc = float((ranks[:n1].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
     allowed = int(np.floor(0.01 * n0))  # hold-out rows that may pass the threshold
     threshold = np.sort(s_out)[::-1][allowed] if allowed < n0 else -np.inf
     return {"auc": auc, "tpr_at_1pct_fpr": float(np.mean(s_in > threshold))}
+
+
+def _midranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1…n, tied values sharing the mean of their ranks."""
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    return (np.cumsum(counts) - (counts - 1) / 2.0)[inverse]
 
 
 def nearest_record_ratio(shipped: np.ndarray, members: np.ndarray, holdout: np.ndarray,
