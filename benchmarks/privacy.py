@@ -1,6 +1,6 @@
 """``python -m benchmarks privacy``: the privacy–utility curve of what a site ships (issue #24).
 
-Per data set (dry bean, wine quality, and the clinical table flchain with the clinical bench's case definition,
+Per data set (dry bean, rice (Cammeo/Osmancik), and the clinical table flchain with the clinical bench's case definition,
 :data:`benchmarks.clinical.CASES`) and seed:
 
 1. One site's rows: up to :data:`SITE_ROWS` rows drawn with the seed, split 75/25 into the rows it exports and
@@ -44,7 +44,7 @@ SITE_ROWS = 2000
 SAMPLE_ROWS = 200
 ANCHOR_ROWS = 1000
 DEFAULT_SEEDS = 3
-DATASETS = ("drybean", "wine_quality", "flchain")
+DATASETS = ("drybean", "rice_cammeo_osmancik", "flchain")
 TARGET_ERROR = 0.5
 TARGET_SHARE = 0.05
 
