@@ -1,7 +1,7 @@
 """``python -m benchmarks privacy``: the privacy–utility curve of what a site ships (issue #24).
 
-Per data set (dry bean, rice (Cammeo/Osmancik), and the clinical table flchain with the clinical bench's case definition,
-:data:`benchmarks.clinical.CASES`) and seed:
+Per data set (dry bean, rice (Cammeo/Osmancik), and the clinical table flchain with the clinical bench's case
+definition, :data:`benchmarks.clinical.CASES`) and seed:
 
 1. One site's rows: up to :data:`SITE_ROWS` rows drawn with the seed, split 75/25 into the rows it exports and
    held-out test rows (stratified). Encoding through the product: a kit schema inferred (with statistics) from a
@@ -255,6 +255,12 @@ def markdown(out: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def machine_line() -> str:
+    from benchmarks import machine
+
+    return machine("sklearn")
+
+
 def _task(name: str, seed: int, data_dir: str | None, quick: bool) -> dict:
     from benchmarks import one_thread
 
@@ -289,12 +295,68 @@ def run(datasets, seeds, *, data_dir=None, quick=False, jobs=1, say: Callable[[s
             "load": os.getloadavg()[0], "commit": _commit(), "machine": machine("sklearn")}
 
 
+def timing(rows: int, columns: int = 16, say: Callable[[str], None] = print) -> dict[str, Any]:
+    """The assessment's cost beside a whole export of a synthetic ``rows`` × ``columns`` CSV through
+    :class:`core.participant.ParticipantRound` (read, reduce, assess, seal), default settings, seed 0."""
+    from core.data.schema import infer_schema
+    from core.data.tabular import read_table
+    from core.formats.anchor import make_anchor
+    from core.formats.identity import Identity
+    from core.formats.kit import Kit
+    from core.formats.workspace import SiteWorkspace
+    from core.participant import ParticipantRound
+
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        X = rng.standard_normal((rows, columns)) @ rng.standard_normal((columns, columns)) + 10 * np.arange(columns)
+        frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(columns)])
+        frame["label"] = np.where(X[:, 0] - X[:, 0].mean() + X[:, 1] - X[:, 1].mean() > 0, "a", "b")
+        frame.iloc[:200].to_csv(d / "sample.csv", index=False)
+        frame.to_csv(d / "site.csv", index=False)
+        del frame
+        analyst, site = Identity.generate("analyst"), Identity.generate("site")
+        schema, _ = infer_schema(d / "sample.csv", label="label", with_statistics=True)
+        kit = Kit(name="timing", task="classification", schema=schema, method="dccfl", analyst=analyst.card)
+        kit.save(d / "p.dckit", analyst)
+        anchor = make_anchor(kit.project_id, schema.feature_names, kind="smote", rows=ANCHOR_ROWS,
+                             seed_rows=read_table(d / "sample.csv", schema, labels=False).X)
+        job = ParticipantRound(kit, d / "p.dckit", site, SiteWorkspace(d / "ws"), anchor=anchor,
+                               site_settings={"seed": 0})
+        t0 = time.perf_counter()
+        job.load(d / "site.csv")
+        t1 = time.perf_counter()
+        job.compute()
+        t2 = time.perf_counter()
+        assessment = job.assess()
+        t3 = time.perf_counter()
+        job.seal(d / "b.dcbundle")
+        t4 = time.perf_counter()
+    export = (t1 - t0) + (t2 - t1) + (t4 - t3)
+    out = {"rows": rows, "columns": columns, "read_seconds": t1 - t0, "compute_seconds": t2 - t1,
+           "assess_seconds": t3 - t2, "seal_seconds": t4 - t3, "export_seconds": export,
+           "assess_share": (t3 - t2) / export, "verdict": assessment.verdict, "load": os.getloadavg()[0]}
+    say(f"{rows:,} rows × {columns}: export (read {t1 - t0:.2f} s + reduce {t2 - t1:.2f} s + seal {t4 - t3:.2f} s) "
+        f"= {export:.2f} s; assessment {t3 - t2:.3f} s = {100 * out['assess_share']:.1f} % of it "
+        f"(load {out['load']:.1f})")
+    return out
+
+
 def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
-    """``python -m benchmarks privacy [--dataset D]… [--seeds N] [--quick] [--data-dir DIR] [--json FILE]``."""
+    """``python -m benchmarks privacy [--dataset D]… [--seeds N] [--quick] [--data-dir DIR] [--json FILE]``;
+    with ``--rows N``: the assessment's cost beside a whole export of N synthetic rows (:func:`timing`)."""
     import json
 
     from benchmarks import worker_count
     from core.fileio import write_json_atomic, write_text_atomic
+
+    if getattr(args, "rows", None):
+        out = {"experiment": "privacy-timing", **timing(int(args.rows), say=say), "machine": machine_line(),
+               "command": f"python -m benchmarks privacy --rows {args.rows}"
+                          + (f" --json {args.json}" if args.json else "")}
+        if args.json:
+            write_json_atomic(args.json, out)
+        return out
 
     datasets = args.dataset or list(DATASETS)
     n_seeds = args.seeds if getattr(args, "seeds_given", False) else DEFAULT_SEEDS

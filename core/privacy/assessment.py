@@ -18,6 +18,7 @@ import numpy as np
 from ..control import JobControl, ensure
 from ..errors import DCError
 from ..methods.base import Method, SiteExport, SiteInput
+from ..parallel import one_blas_thread
 from . import attacks as A
 from .mechanism import NOT_COVERED, describe
 from .thresholds import PrivacyThresholds
@@ -166,7 +167,14 @@ def assess_export(site: SiteInput, export: SiteExport, method: Method, threshold
 
     The collusion and analyst-alone attacks are measured on the export itself (``max_rows`` of its rows,
     matched to the site's rows through the kept permutation); the membership and nearest-record tests on a
-    simulated export of ``max_rows // 4`` rows (members), as many never leaving (hold-out)."""
+    simulated export of ``max_rows // 4`` rows (members), as many never leaving (hold-out). Small products
+    only, so BLAS is held to one thread (on a busy machine extra threads only spin)."""
+    with one_blas_thread():
+        return _assess(site, export, method, thresholds, max_rows=max_rows, seed=seed, control=control)
+
+
+def _assess(site: SiteInput, export: SiteExport, method: Method, thresholds: PrivacyThresholds | None,
+            *, max_rows: int, seed: int, control: JobControl | None) -> PrivacyAssessment:
     control = ensure(control)
     t0 = time.perf_counter()
     th = thresholds or PrivacyThresholds()

@@ -32,7 +32,8 @@ def collusion_map(anchor: np.ndarray, anchor_tilde: np.ndarray) -> tuple[np.ndar
     """
     A = np.asarray(anchor_tilde, np.float64)
     design = np.column_stack([A, np.ones(len(A))])
-    coef = np.linalg.pinv(design) @ np.asarray(anchor, np.float64)
+    # D⁺ = (DᵀD)⁺ Dᵀ for any D: the pseudo-inverse of the small (m̃ + 1)² Gram matrix, not an SVD of D's rows
+    coef = np.linalg.pinv(design.T @ design, hermitian=True) @ (design.T @ np.asarray(anchor, np.float64))
     return coef[:-1], coef[-1]
 
 
