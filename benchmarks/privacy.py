@@ -93,7 +93,7 @@ def load_site(name: str, seed: int, data_dir: str | None, folder: Path):
     tr = read_table(folder / "train.csv", schema, labels=True)
     te = read_table(folder / "test.csv", schema, labels=True, fill_values=tr.fill_values)
     sample_X = read_table(folder / "sample.csv", schema, labels=False).X
-    anchor = make_anchor("bench", schema.feature_names, kind="smote", rows=ANCHOR_ROWS, seed_rows=sample_X).generate()
+    anchor = make_anchor("bench", schema.encoded_names, kind="smote", rows=ANCHOR_ROWS, seed_rows=sample_X).generate()
     return (tr.X, tr.y, te.X, te.y, list(schema.classes), anchor, encoded_scales(schema), encoded_means(schema))
 
 
