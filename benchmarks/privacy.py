@@ -204,9 +204,12 @@ def summarise(cells: list[dict]) -> dict[str, Any]:
         default = next(r for r in table if (r["method"], r["lever"]) == ("dccfl", "default"))
         reach = [r for r in table if r["method"] == "dccfl" and r.get("collusion.median_cell_error", 0) >= TARGET_ERROR
                  and r.get("collusion.within_10pct", 1) <= TARGET_SHARE]
+        reached = [{"lever": r["lever"], "accuracy": r["accuracy"],
+                    "cost_vs_default": default["accuracy"] - r["accuracy"],
+                    "collusion_error": r["collusion.median_cell_error"]} for r in reach]
         best = max(reach, key=lambda r: r["accuracy"]) if reach else None
         out[name] = {"rows": mine[0]["rows"], "columns": mine[0]["columns"], "own_accuracy": own, "table": table,
-                     "target": {"reached_by": [r["lever"] for r in reach],
+                     "target": {"reached_by": [r["lever"] for r in reach], "reached": reached,
                                 "best": None if best is None else {
                                     "lever": best["lever"], "accuracy": best["accuracy"],
                                     "cost_vs_default": default["accuracy"] - best["accuracy"],
@@ -246,7 +249,10 @@ def markdown(out: dict) -> str:
         if t["best"]:
             b = t["best"]
             lines += ["", f"Target (collusion error ≥ {TARGET_ERROR:.0%} of spread, ≤ {TARGET_SHARE:.0%} of rows "
-                      f"within 10 %) reached by: {', '.join(t['reached_by'])}. Best accuracy among them: "
+                      "within 10 %) reached by: " + ", ".join(
+                          f"{x['lever']} (accuracy {x['accuracy']:.3f}, "
+                          f"{x['cost_vs_default'] * 100:.1f} pt below the default)"
+                          for x in t["reached"]) + ". Best accuracy among them: "
                       f"**{b['lever']}**, accuracy {b['accuracy']:.3f} — {b['cost_vs_default'] * 100:.1f} pt below "
                       f"the default export, {b['cost_vs_own'] * 100:.1f} pt below the site's own model; membership "
                       f"AUC {_f(b['membership_auc'], 2)}.", ""]
