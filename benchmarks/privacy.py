@@ -28,6 +28,7 @@ both.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import time
@@ -93,7 +94,9 @@ def load_site(name: str, seed: int, data_dir: str | None, folder: Path):
     tr = read_table(folder / "train.csv", schema, labels=True)
     te = read_table(folder / "test.csv", schema, labels=True, fill_values=tr.fill_values)
     sample_X = read_table(folder / "sample.csv", schema, labels=False).X
-    anchor = make_anchor("bench", schema.encoded_names, kind="smote", rows=ANCHOR_ROWS, seed_rows=sample_X).generate()
+    anchor_file = make_anchor("bench", schema.encoded_names, kind="smote", rows=ANCHOR_ROWS, seed_rows=sample_X)
+    anchor_file.secret = hashlib.sha256(f"privacy-bench/{name}/{seed}".encode()).digest()  # reproducible draws
+    anchor = anchor_file.generate()
     return (tr.X, tr.y, te.X, te.y, list(schema.classes), anchor, encoded_scales(schema), encoded_means(schema))
 
 
