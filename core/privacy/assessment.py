@@ -236,8 +236,10 @@ def _assess(site: SiteInput, export: SiteExport, method: Method, thresholds: Pri
     else:
         try:
             sim = _simulate(method, site, members, seed)
-        except DCError as exc:  # e.g. a class missing from the members: say so instead of failing the export
-            findings.append(not_applicable("membership", RECORD_HOLDER, f"the simulated export failed ({exc})"))
+        except (DCError, ValueError, ArithmeticError, IndexError) as exc:
+            # e.g. a class missing from the members: the test cannot be made, which must not stop the export
+            findings.append(not_applicable("membership", RECORD_HOLDER, f"the simulated export of half your rows "
+                                           f"failed ({exc if isinstance(exc, DCError) else type(exc).__name__})"))
             sim = None
         if sim is not None and model:
             coef = sim.arrays.get("coef")
