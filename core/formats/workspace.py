@@ -122,9 +122,10 @@ class SiteWorkspace(_Workspace):
         return self.project_dir(project_id) / "exports" / digest[:16]
 
     def save_export(self, kit_path: Path, project_id: str, digest: str, private_arrays: dict[str, np.ndarray],
-                    meta: dict) -> Path:
+                    meta: dict, privacy: dict | None = None) -> Path:
         """Keep an export's private state: written whole into a staging folder (state.json last) that one rename
-        makes ``exports/<digest16>/``, so a kill at any moment leaves either no folder or a complete one."""
+        makes ``exports/<digest16>/``, so a kill at any moment leaves either no folder or a complete one.
+        ``privacy``: the export's privacy assessment (raw numbers, core.privacy), kept as ``privacy.json``."""
         folder = self.export_dir(project_id, digest)
         clean_orphan_exports(folder.parent, self.audit)
         stage = staging_folder(folder)
@@ -134,6 +135,9 @@ class SiteWorkspace(_Workspace):
         if Path(kit_path).resolve() != kit_copy.resolve():
             with atomic_writer(kit_copy, private=True) as fh, open(kit_path, "rb") as src:
                 shutil.copyfileobj(src, fh)
+        if privacy is not None:
+            write_json_atomic(stage / "privacy.json", {**privacy, "bundle_digest": digest, "saved": utc_now()},
+                              private=True)
         write_json_atomic(stage / "state.json", {**meta, "bundle_digest": digest, "arrays": sorted(private_arrays),
                                                  "saved": utc_now(), "writer": os.getpid()}, private=True)
         publish_folder(stage, folder)
