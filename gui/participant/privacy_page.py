@@ -1,4 +1,5 @@
-"""Page 5: privacy — the private reduction and optional noise, and exactly what will leave this site."""
+"""Page 5: privacy — the private reduction and optional noise, exactly what will leave this site, and the
+disclosure check of it (with the levers to pull when a check is poor)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHeaderView,
     QLabel,
+    QScrollArea,
     QSizePolicy,
     QTableWidget,
     QTableWidgetItem,
@@ -18,12 +20,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.control import JobControl
 from core.errors import DCError
 from core.methods import method_class
 from core.methods.base import SiteExport
+from core.privacy.levers import measure_levers, summarise
 
 from ..settings_form import SettingsForm
 from .common import Page, human_size
+from .disclosure_check import DisclosureCheck
 
 # what a sealed file adds to the arrays: age header and chunk tags, the signed header, manifest, .npy headers
 ENVELOPE_OVERHEAD = 4000
@@ -35,7 +40,8 @@ class PrivacyPage(Page):
 
     Test hooks: ``site_form`` (a :class:`gui.settings_form.SettingsForm`: ``site_form.set_value(name, v)``,
     ``site_form.widget(name)``), ``disclosure_table`` (one row per array that leaves: name, shape, type,
-    meaning), ``leaves_label``, ``stays_label``; ``site_export`` is the computed :class:`SiteExport`.
+    meaning), ``leaves_label``, ``stays_label``; ``site_export`` is the computed :class:`SiteExport`;
+    ``check`` the disclosure check (:class:`DisclosureCheck`), ``findings`` / ``levers`` what it shows.
     """
 
     def __init__(self):
@@ -93,9 +99,23 @@ class PrivacyPage(Page):
         stays = QGroupBox(self.tr("What stays here"))
         QVBoxLayout(stays).addWidget(self.stays_label)
 
-        self.body.addWidget(self.site_form)
-        self.body.addWidget(leaves, 1)
-        self.body.addWidget(stays)
+        self.check = DisclosureCheck()
+        self.check.use_option.connect(self.use_option)
+        self.findings: list[dict] | None = None
+        self.levers = None
+
+        content = QWidget()  # one scroll area: the whole page fits a 1366×768 laptop
+        cl = QVBoxLayout(content)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.addWidget(self.site_form)
+        cl.addWidget(self.check)
+        cl.addWidget(leaves, 1)
+        cl.addWidget(stays)
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QScrollArea.NoFrame)
+        self.scroll.setWidget(content)
+        self.body.addWidget(self.scroll)
 
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -153,13 +173,23 @@ class PrivacyPage(Page):
         self.site_export = None
         self._show(None)
 
-        def ok(result: SiteExport) -> None:
+        def ok(result: tuple) -> None:
             if self._timer.isActive():  # the settings changed while this ran: the newer computation follows
                 return
-            self.site_export, self._computed_for = result, settings
-            self._show(result)
+            export, self.findings, self.levers = result
+            self.site_export, self._computed_for = export, settings
+            self._show(export)
+            self.check.show_check(self.findings, self.levers)
 
-        self.start(exporter.compute, self.tr("Computing your private reduction…"), ok, on_end=self._ended)
+        self.start(lambda control: compute_and_check(exporter, control),
+                   self.tr("Computing your private reduction and checking it…"), ok, on_end=self._ended)
+
+    def use_option(self, option) -> None:
+        """"Use this": set the lever's settings in the form; the form's change recomputes and re-checks."""
+        for name, value in option.changes.items():
+            self.site_form.set_value(name, value)
+        self._timer.stop()
+        self.recompute()
 
     def _ended(self) -> None:
         if self._pending:
@@ -168,6 +198,8 @@ class PrivacyPage(Page):
     def _show(self, ex: SiteExport | None) -> None:
         self.disclosure_table.setRowCount(0 if ex is None else len(ex.disclosures))
         if ex is None:
+            self.findings, self.levers = None, None
+            self.check.show_check(None, waiting=self.tr("Checked once your private reduction is computed."))
             self.leaves_label.setText("")
             self.stays_label.setText("")
             self.plain_label.setText("")
@@ -211,3 +243,17 @@ class PrivacyPage(Page):
         exporter = self.state.exporter if self.wizard() is not None else None
         return (self.site_export is not None and exporter is not None and exporter.export_ is self.site_export
                 and not self.busy)
+
+
+def compute_and_check(exporter, control: JobControl) -> tuple:
+    """The page's job: what leaves (:meth:`ParticipantRound.compute`), its disclosure check
+    (:meth:`ParticipantRound.assess`) and, when a verdict is poor, every lever measured
+    (:func:`core.privacy.levers.measure_levers`). Returns (export, findings, levers or None)."""
+    export = exporter.compute(control.sub(0.0, 0.3))
+    assessment = exporter.assess(control=control.sub(0.3, 0.5))
+    findings = summarise(assessment)
+    levers = None
+    if any(f["verdict"] == "poor" for f in findings):
+        levers = measure_levers(exporter, thresholds=assessment.thresholds, control=control.sub(0.5, 1.0))
+    control.step(1.0, "checked")
+    return export, findings, levers

@@ -1,0 +1,330 @@
+"""The levers a site can pull when a disclosure finding is poor, each measured before anything leaves (issue #24).
+
+For a :class:`~core.participant.ParticipantRound` that has read its CSV, every lever value is tried on a seeded
+subsample of the site's rows (at most ``MAX_ROWS``, so each option stays well under a second):
+
+1. the method's own site computation runs again with the changed setting (:meth:`Method.site_compute`);
+2. the disclosure check runs again on what that would ship (:func:`core.privacy.assessment.assess_export`);
+3. the accuracy it costs *at the site*: the site's own learner, cross-validated
+   (:func:`core.learn.own_cv.cross_validate_own`), on the rows that would leave (reduced, noised, in their
+   shuffled order with their labels) against the same on the site's raw rows. The cost in points is
+   100 × (accuracy on raw rows − accuracy on the rows that would leave): the accuracy a site's own model loses
+   when it can only see what the analyst sees. With m̃ = m and no noise the map is invertible and the cost is
+   about 0 (the L2 penalty sees rescaled columns, so not exactly 0).
+
+Levers (those the method declares as site settings): a lower dimension (``dimension``: "numbers per row"),
+noise (``noise``, × each reduced column's spread), the formal DP option (``privacy_epsilon``: ε of the
+Gaussian mechanism, with the kit's δ). Two more are information only, since the signed kit fixes them: fewer
+or coarser columns, and the distilled mode (synthetic rows instead of reduced real rows).
+
+:func:`cheapest_lever` picks the option that reaches a stated :class:`LeverTarget` (e.g. the colluding
+site's reconstruction error ≥ 50 % of the columns' spread) at the smallest accuracy cost.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..control import JobControl, ensure
+from ..errors import ConfigError
+from ..learn.own_cv import cross_validate_own
+from ..methods.base import SiteExport, SiteInput
+
+MAX_ROWS = 2000  # rows each option is measured on (a seeded subsample of the site's rows)
+SUBSAMPLE_SEED = (0, 24)
+NOISE_VALUES = (0.25, 0.5, 1.0, 2.0)
+EPSILON_VALUES = (8.0, 4.0, 2.0, 1.0, 0.5)
+EPSILON_SETTING = "privacy_epsilon"
+LEVER_SETTINGS = ("dimension", "noise", EPSILON_SETTING)
+
+LEVER_WORDS = {
+    "dimension": ("Fewer numbers per row", "a lower dimension m̃ of the private reduction"),
+    "noise": ("More noise", "Gaussian noise on the reduced rows, σ = value × each reduced column's standard "
+                            "deviation (no formal guarantee)"),
+    EPSILON_SETTING: ("Formal noise with a guarantee", "(ε, δ)-differential privacy: per-row clipping and the "
+                                                      "Gaussian mechanism on the reduced rows"),
+    "columns": ("Fewer or coarser columns", "dropping or binning columns (generalisation) in the kit's schema"),
+    "distilled": ("Distilled mode", "dataset distillation: synthetic rows are shipped instead of reduced real rows"),
+}
+
+
+@dataclass
+class LeverTarget:
+    """A stated target: the finding of ``attack`` (optionally of one ``adversary``) must have its number
+    ``number`` ≥ ``at_least`` and/or ≤ ``at_most``; with no ``attack``, every finding's verdict must be ok."""
+
+    attack: str = ""
+    number: str = ""
+    at_least: float | None = None
+    at_most: float | None = None
+    adversary: str = ""
+
+    def reached(self, findings: list[dict]) -> bool:
+        """Whether a findings summary (:attr:`LeverOption.findings`) meets this target."""
+        if not self.attack:
+            return bool(findings) and all(f["verdict"] != "poor" for f in findings)
+        hits = [f for f in findings if f["attack"] == self.attack and (not self.adversary
+                                                                      or f["adversary"] == self.adversary)]
+        values = [f["numbers"].get(self.number) for f in hits]
+        values = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+        if not values:
+            return False
+        ok = True
+        if self.at_least is not None:
+            ok &= min(values) >= self.at_least
+        if self.at_most is not None:
+            ok &= max(values) <= self.at_most
+        return bool(ok)
+
+    def describe(self) -> str:
+        bounds = []
+        if self.at_least is not None:
+            bounds.append(f"≥ {self.at_least:g}")
+        if self.at_most is not None:
+            bounds.append(f"≤ {self.at_most:g}")
+        who = f" ({self.adversary})" if self.adversary else ""
+        return f"{self.attack}{who}: {self.number} {' and '.join(bounds)}" if self.attack else "every finding ok"
+
+
+@dataclass
+class LeverOption:
+    """One lever value, measured: the setting changes, the findings they give, and the accuracy they cost.
+
+    ``changes`` : the site settings to set ({} for the current settings and for information-only levers).
+    ``findings`` : per finding ``{attack, adversary, verdict, numbers, sentence}`` (the disclosure check's).
+    ``accuracy`` / ``auc`` : the site's own learner cross-validated on the rows that would leave (AUC: two
+        classes); ``raw_accuracy`` / ``raw_auc`` the same on the raw rows; ``cost_points`` =
+        100 × (raw − this accuracy). None when not measured (no labels, no per-row array, information only).
+    ``rows`` : the rows measured; ``seconds`` the time it took; ``note`` one plain sentence for information-only
+        levers or a lever that could not be measured.
+    """
+
+    lever: str
+    value: object
+    label: str
+    changes: dict
+    findings: list[dict] = field(default_factory=list)
+    accuracy: float | None = None
+    auc: float | None = None
+    raw_accuracy: float | None = None
+    raw_auc: float | None = None
+    cost_points: float | None = None
+    rows: int = 0
+    seconds: float = 0.0
+    note: str = ""
+    formal: str = ""  # the DP option's guarantee in words: "(ε, δ) = (1, 1e-05): a formal guarantee: …"
+
+    @property
+    def applicable(self) -> bool:
+        """Whether "Use this" can apply it here (the kit fixes the information-only levers)."""
+        return bool(self.changes)
+
+    @property
+    def verdicts(self) -> dict[str, str]:
+        return {finding_key(f): f["verdict"] for f in self.findings}
+
+    @property
+    def poor(self) -> int:
+        return sum(f["verdict"] == "poor" for f in self.findings)
+
+    def to_dict(self) -> dict:
+        return {"lever": self.lever, "value": self.value, "label": self.label, "changes": dict(self.changes),
+                "findings": self.findings, "accuracy": self.accuracy, "auc": self.auc,
+                "raw_accuracy": self.raw_accuracy, "raw_auc": self.raw_auc, "cost_points": self.cost_points,
+                "rows": self.rows, "seconds": round(self.seconds, 3), "note": self.note, "formal": self.formal}
+
+
+@dataclass
+class Levers:
+    """Every option measured for one round: ``current`` (the settings as they are) and ``options``."""
+
+    current: LeverOption
+    options: list[LeverOption]
+    rows: int
+    total_rows: int
+
+    def cheapest(self, target: LeverTarget | None = None) -> LeverOption | None:
+        return cheapest_lever(self.options, target)
+
+    def to_dict(self) -> dict:
+        return {"rows": self.rows, "total_rows": self.total_rows, "current": self.current.to_dict(),
+                "options": [o.to_dict() for o in self.options]}
+
+
+def finding_key(f: dict) -> str:
+    return f"{f['attack']}/{f['adversary']}"
+
+
+def summarise(assessment) -> list[dict]:
+    """The findings of a :class:`~core.privacy.assessment.PrivacyAssessment`, as plain dicts."""
+    out = []
+    for f in assessment.findings:
+        out.append({"attack": str(f.attack), "adversary": str(f.adversary), "verdict": str(f.verdict),
+                    "numbers": dict(f.numbers), "rows": int(f.rows), "sentence": str(f.sentence)})
+    return out
+
+
+def cheapest_lever(options: list[LeverOption], target: LeverTarget | None = None) -> LeverOption | None:
+    """The applicable option that reaches ``target`` (default: every finding ok) at the smallest accuracy cost
+    (an unmeasured cost ranks last); among equal costs the first listed (the mildest change)."""
+    reaching = [o for o in options if o.applicable and (target or LeverTarget()).reached(o.findings)]
+    if not reaching:
+        return None
+    return min(reaching, key=lambda o: (math.inf if o.cost_points is None else o.cost_points))
+
+
+def lever_values(spec_by_name: dict, settings: dict, m: int) -> list[tuple[str, object]]:
+    """The lever values to try for a site with ``m`` columns and the current ``settings``: each stricter than
+    now and inside the setting's declared range."""
+    out: list[tuple[str, object]] = []
+    if "dimension" in spec_by_name:
+        now = settings.get("dimension") or m
+        dims = sorted({max(1, round(now * f)) for f in (0.75, 0.5, 0.25)} | {max(1, now - 1)}, reverse=True)
+        out += [("dimension", d) for d in dims if d < now]
+    if "noise" in spec_by_name:
+        spec = spec_by_name["noise"]
+        now = float(settings.get("noise") or 0.0)
+        out += [("noise", v) for v in NOISE_VALUES if v > now and (spec.high is None or v <= spec.high)]
+    if EPSILON_SETTING in spec_by_name:
+        spec = spec_by_name[EPSILON_SETTING]
+        now = settings.get(EPSILON_SETTING)
+        out += [(EPSILON_SETTING, e) for e in EPSILON_VALUES
+                if (now is None or e < float(now)) and (spec.low is None or e >= spec.low)
+                and (spec.high is None or e <= spec.high)]
+    return out
+
+
+def option_label(lever: str, value, settings: dict, m: int) -> str:
+    if lever == "dimension":
+        now = settings.get("dimension") or m
+        return f"Keep {value} numbers per row (now {now})"
+    if lever == "noise":
+        return f"Add noise of {value:g} × each number's spread"
+    if lever == EPSILON_SETTING:
+        return f"Formal noise with ε = {value:g}"
+    return LEVER_WORDS[lever][0]
+
+
+def formal_words(epsilon: float, delta: float | None) -> str:
+    """The DP option in words: "(ε, δ) = (1, 1e-05): a formal guarantee: …"."""
+    d = "the kit's δ" if delta is None else f"{delta:.0e}"
+    return (f"(ε, δ) = ({epsilon:g}, {d}): a formal guarantee: whether or not any one patient's row is in your "
+            f"file changes the chance of anything the analyst can compute from it by at most a factor of "
+            f"e^{epsilon:g} ≈ {math.exp(epsilon):.3g}, except with probability {d}")
+
+
+def subsample(n: int, cap: int = MAX_ROWS) -> np.ndarray:
+    """The seeded, sorted subsample of row indices every option is measured on (all rows when n ≤ cap)."""
+    if n <= cap:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(list(SUBSAMPLE_SEED)).choice(n, cap, replace=False))
+
+
+def round_site_input(job, rows: np.ndarray) -> SiteInput:
+    """What the round's method would see (:meth:`ParticipantRound.compute`'s input) for the rows ``rows`` only."""
+    from ..participant import hash_ids, public_scale
+
+    t = job.table
+    ids = None
+    if t.ids is not None:
+        if job.anchor is None:
+            raise ConfigError("linking rows by id needs the project's anchor file")
+        ids = hash_ids(t.ids[rows], job.anchor.id_hash_key())
+    anchor = None if job.anchor is None else job.anchor.generate()
+    if anchor is not None and job.block is not None:
+        anchor = anchor[:, job.kit.schema.block_indices(job.block)]
+    return SiteInput(t.X[rows], None if t.y is None else t.y[rows], list(job.kit.schema.classes), anchor, ids,
+                     dict(job.site_settings), block=job.block, scale=public_scale(job.kit.schema, t.X.shape[1]))
+
+
+def shipped_rows(ex: SiteExport, y: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The per-row array that leaves (``x_tilde``) with its rows' labels in the same shuffled order, or None."""
+    X = ex.arrays.get("x_tilde")
+    perm = ex.private_arrays.get("permutation")
+    if X is None or y is None or perm is None or len(perm) != len(X):
+        return None
+    return np.asarray(X, np.float64), np.asarray(y)[np.asarray(perm)]
+
+
+def _scores(X: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[float | None, float | None]:
+    cv = cross_validate_own(X, y, n_classes)
+    if cv is None:
+        return None, None
+    return cv["accuracy"], (cv["auc"] if n_classes == 2 else None)
+
+
+def _points(raw: float | None, new: float | None) -> float | None:
+    return None if raw is None or new is None else round(100.0 * (raw - new), 2)
+
+
+def measure_levers(job, *, thresholds=None, cap: int = MAX_ROWS, values: list[tuple[str, object]] | None = None,
+                   control: JobControl | None = None) -> Levers:
+    """Every lever option for a round that has read its CSV (``job``: a :class:`ParticipantRound`), measured on
+    a seeded subsample of at most ``cap`` rows (module docstring). ``values``: the (setting, value) pairs to try
+    (default :func:`lever_values`)."""
+    from .assessment import assess_export
+
+    control = ensure(control)
+    if job.table is None:
+        raise ConfigError("load a CSV first")
+    t = job.table
+    keep = subsample(t.n_rows, cap)
+    site = round_site_input(job, keep)
+    m = site.X.shape[1]
+    specs = {s.name: s for s in job.method.site_settings_spec()}
+    settings = dict(job.site_settings)
+    if "seed" in specs and settings.get("seed") is None:
+        settings["seed"] = 0  # every option sees the same reduction and shuffle: only the lever differs
+    values = lever_values(specs, job.site_settings, m) if values is None else values
+    K = len(job.kit.schema.classes) if job.kit.task == "classification" else 0
+    labelled = K >= 2 and site.y is not None and len(np.unique(site.y)) >= 2
+    raw_acc, raw_auc = _scores(site.X, site.y, K) if labelled else (None, None)
+
+    def measure(lever: str, value, changes: dict, step: JobControl) -> LeverOption:
+        start = time.perf_counter()
+        checked = job.method.check_site_settings({**settings, **changes})
+        trial = SiteInput(site.X, site.y, site.classes, site.anchor, site.ids_hashed, checked, block=site.block,
+                          scale=site.scale)
+        ex = job.method.site_compute(trial, step.sub(0.0, 0.3))
+        assessment = assess_export(job.method, trial, ex, thresholds=thresholds, control=step.sub(0.3, 0.8))
+        opt = LeverOption(lever, value, option_label(lever, value, job.site_settings, m) if changes else
+                          "Your settings now", changes, summarise(assessment), raw_accuracy=raw_acc,
+                          raw_auc=raw_auc, rows=len(keep))
+        rows = shipped_rows(ex, site.y) if labelled else None
+        if rows is not None:
+            opt.accuracy, opt.auc = _scores(rows[0], rows[1], K)
+            opt.cost_points = _points(raw_acc, opt.accuracy)
+        elif labelled:
+            opt.note = "no per-row copy leaves with this method: its accuracy cost is not measured here"
+        if lever == EPSILON_SETTING:
+            dp = ex.manifest.get("dp") if isinstance(ex.manifest.get("dp"), dict) else {}
+            opt.formal = formal_words(float(value), dp.get("delta"))
+        opt.seconds = time.perf_counter() - start
+        step.step(1.0, opt.label)
+        return opt
+
+    n_steps = len(values) + 1
+    current = measure("current", None, {}, control.sub(0.0, 1.0 / n_steps))
+    options = []
+    for i, (name, value) in enumerate(values, start=1):
+        options.append(measure(name, value, {name: value}, control.sub(i / n_steps, (i + 1) / n_steps)))
+    options += information_levers(job)
+    control.step(1.0, "levers measured")
+    return Levers(current, options, len(keep), int(t.n_rows))
+
+
+def information_levers(job) -> list[LeverOption]:
+    """The levers the signed kit fixes: shown with what they would do, never applied here."""
+    out = [LeverOption("columns", None, LEVER_WORDS["columns"][0], {},
+                       note="the kit fixes the columns: ask the analyst for a kit that drops identifying columns or "
+                            "groups values into bands (e.g. age in 5-year bands); fewer columns leave less to "
+                            "reconstruct")]
+    if job.method.name != "hfldd":
+        out.append(LeverOption("distilled", None, LEVER_WORDS["distilled"][0], {},
+                               note="the kit fixes the method: ask the analyst for a distilled-mode kit (HFLDD), "
+                                    "which ships a small set of synthetic rows instead of a copy of every row"))
+    return out
