@@ -290,7 +290,7 @@ def measure_levers(job, *, thresholds=None, cap: int = MAX_ROWS, values: list[tu
         trial = SiteInput(site.X, site.y, site.classes, site.anchor, site.ids_hashed, checked, block=site.block,
                           scale=site.scale)
         ex = job.method.site_compute(trial, step.sub(0.0, 0.3))
-        assessment = assess_export(job.method, trial, ex, thresholds=thresholds, control=step.sub(0.3, 0.8))
+        assessment = assess_export(trial, ex, job.method, thresholds, control=step.sub(0.3, 0.8))
         opt = LeverOption(lever, value, option_label(lever, value, job.site_settings, m) if changes else
                           "Your settings now", changes, summarise(assessment), raw_accuracy=raw_acc,
                           raw_auc=raw_auc, rows=len(keep))
@@ -301,7 +301,7 @@ def measure_levers(job, *, thresholds=None, cap: int = MAX_ROWS, values: list[tu
         elif labelled:
             opt.note = "no per-row copy leaves with this method: its accuracy cost is not measured here"
         if lever == EPSILON_SETTING:
-            dp = ex.manifest.get("dp") if isinstance(ex.manifest.get("dp"), dict) else {}
+            dp = ex.manifest.get("privacy") if isinstance(ex.manifest.get("privacy"), dict) else {}
             opt.formal = formal_words(float(value), dp.get("delta"))
         opt.seconds = time.perf_counter() - start
         step.step(1.0, opt.label)
