@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import version_string
 from .errors import ConfigError, DCError
+from .privacy.thresholds import DIRECTIONS, PrivacyThresholds, parse_threshold_args
 
 
 # ---- helpers ------------------------------------------------------------------------------------------
@@ -130,6 +131,7 @@ def cmd_kit_new(args) -> None:
     kit, more = build_kit(name=args.name, schema=schema, analyst=ident.card, task=task, method=method,
                           settings=parse_sets(args.set, cls), blocks=args.blocks, anchor_kind=args.anchor_kind,
                           anchor_rows=args.anchor_rows, roster=roster)
+    kit.privacy = PrivacyThresholds.given(parse_threshold_args(args.privacy_threshold)).kit_block()
     kit.save(args.out, ident)
     schema = kit.schema
     if task == "clustering":
@@ -215,12 +217,20 @@ def cmd_anchor_new(args) -> None:
         "Give this file to the other participants only. It must never reach the analyst.")
 
 
-def cmd_participant_export(args) -> None:
+class PoorPrivacy(DCError):
+    """``participant assess --require-ok`` found a poor verdict: exit 2 (scripts tell it from a failure)."""
+
+    exit_code = 2
+
+
+def _participant_round(args):
+    """The ParticipantRound ``participant export`` and ``participant assess`` drive: kit, identity, anchor, the
+    site's settings and its tightened privacy limits."""
     from .formats.kit import Kit
     from .formats.workspace import default_workspace
     from .methods import method_class
     from .participant import ParticipantRound
-    from .wording import leaves_sentence
+    from .privacy.thresholds import parse_threshold_args
 
     kit = Kit.load(args.kit)
     site = {spec.name: spec.parse(getattr(args, spec.name)) for spec in method_class(kit.method).site_settings_spec()
@@ -228,13 +238,46 @@ def cmd_participant_export(args) -> None:
     workspace = args.workspace or default_workspace(args.identity)
     job = ParticipantRound(kit, args.kit, load_identity(args.identity), workspace, anchor=args.anchor,
                            site_settings=site)
+    job.tighten_privacy(parse_threshold_args(args.privacy_threshold))
     job.units_checked = args.units_checked
+    return kit, job
+
+
+def privacy_lines(assessment) -> list[str]:
+    """What ``participant export`` and ``participant assess`` print of a privacy assessment."""
+    return [f"privacy ({assessment.rows:,} rows, measured in {assessment.seconds:.2f} s; verdict "
+            f"{assessment.verdict}):", *(f"  {line}" for line in assessment.lines())]
+
+
+def cmd_participant_assess(args) -> None:
+    """The export's measured disclosure, without writing a bundle (exit 0; ``--require-ok``: 2 when poor)."""
+    _, job = _participant_round(args)
+    try:
+        job.load(args.csv, csv_options(args), block=args.block)
+        job.compute()
+        assessment = job.assess()
+    finally:
+        job.tidy()
+    if args.json:
+        print(json.dumps(assessment.to_dict(), indent=2, ensure_ascii=False, default=float))
+    else:
+        say(*privacy_lines(assessment))
+    if args.require_ok and assessment.verdict == "poor":
+        raise PoorPrivacy(f"the privacy assessment is poor on {len(assessment.poor)} attack(s) "
+                          f"({', '.join(f.attack for f in assessment.poor)}); see the lines above for the levers")
+
+
+def cmd_participant_export(args) -> None:
+    from .wording import leaves_sentence
+
+    kit, job = _participant_round(args)
     try:
         table = job.load(args.csv, csv_options(args), block=args.block)
         if args.units_checked:  # otherwise sealing refuses, naming the columns
             say(*(f"warning: {w} (you said you checked it: --units-checked)" for w in job.unit_warnings))
         job.check_target(args.out, replace=args.force)
         ex = job.compute()
+        say(*privacy_lines(job.assess()))
         sealed = job.seal(args.out, replace=args.force)
     except BaseException:
         job.tidy()
@@ -503,6 +546,12 @@ def _confirm_arg(p) -> None:
                    "senders are refused before they are decrypted")
 
 
+def _privacy_args(p) -> None:
+    p.add_argument("--privacy-threshold", action="append", metavar="NAME=VALUE",
+                   help="make one of the kit's privacy limits stricter for this export (repeatable; "
+                   "loosening is refused): " + ", ".join(DIRECTIONS))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .methods import METHODS
 
@@ -571,6 +620,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--roster", nargs="*", help="public cards (.dcpub) of the expected sites")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="a method setting, fixed for every site (repeatable; listed below)")
+    p.add_argument("--privacy-threshold", action="append", metavar="NAME=VALUE",
+                   help="a privacy limit every site's assessment is judged by (repeatable; sites may only tighten "
+                   "it): " + ", ".join(f"{k} [{v:g}]" for k, v in PrivacyThresholds().to_dict().items()))
     p.add_argument("--out", required=True, help="the .dckit file to write")
     _csv_args(p)
     p.epilog = settings_help("analyst")
@@ -614,8 +666,29 @@ def build_parser() -> argparse.ArgumentParser:
     for spec in site_specs.values():
         g.add_argument(f"--{spec.name.replace('_', '-')}", dest=spec.name, metavar=spec.kind.upper(),
                        help=f"{spec.help} [{spec.none_help if spec.default is None else spec.default}]")
+    _privacy_args(p)
     _csv_args(p)
     p.set_defaults(func=cmd_participant_export)
+    p = part.add_parser("assess", help="measure how much an export would disclose, without writing a bundle",
+                        description="Runs the attacks of docs/privacy-and-security.md on what `participant export` "
+                        "would ship from this CSV with these choices, and prints one line and verdict per attack. "
+                        "Nothing is written; exit 0 unless --require-ok and a verdict is poor (exit 2).")
+    p.add_argument("--kit", required=True, help="the project's .dckit from the analyst")
+    p.add_argument("--identity", required=True, help="this site's .dcid")
+    p.add_argument("--csv", required=True, help="this site's data")
+    p.add_argument("--anchor", help="the project's .dcanchor from the lead participant")
+    p.add_argument("--workspace", help="this site's workspace (default: beside the identity; nothing is written)")
+    p.add_argument("--block", help="clustering: the feature block this CSV holds (default: detected from its columns)")
+    p.add_argument("--units-checked", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
+    p.add_argument("--require-ok", action="store_true", help="exit 2 when any verdict is poor (for scripts)")
+    g = p.add_argument_group("this site's choices (as for export)")
+    for spec in site_specs.values():
+        g.add_argument(f"--{spec.name.replace('_', '-')}", dest=spec.name, metavar=spec.kind.upper(),
+                       help=f"{spec.help} [{spec.none_help if spec.default is None else spec.default}]")
+    _privacy_args(p)
+    _csv_args(p)
+    p.set_defaults(func=cmd_participant_assess)
     p = part.add_parser("apply", help="apply the analyst's package to this site's rows")
     p.add_argument("--package", required=True, help="the .dcpkg the analyst returned to this site")
     p.add_argument("--identity", required=True, help="this site's .dcid")
@@ -702,7 +775,7 @@ def exit_code(call, prog: str, *, debug: bool = False, interrupted: str = "inter
         if debug:
             raise
         print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 1
+        return getattr(exc, "exit_code", 1)
     except KeyboardInterrupt:
         print(f"{prog}: {interrupted}", file=sys.stderr)
         return 130

@@ -16,7 +16,7 @@ import pandas as pd
 
 from . import __version__
 from .control import JobControl, ensure
-from .data.encoding import encoded_scales
+from .data.encoding import encoded_means, encoded_scales
 from .data.harmony import unit_warnings
 from .data.tabular import CsvFormat, CsvOptions, LocalTable, preview, read_table
 from .errors import ConfigError, DataError, DCError, FormatError
@@ -33,6 +33,8 @@ from .learn.own_cv import MODEL_NAME as OWN_MODEL_NAME
 from .learn.own_cv import cross_validate_own
 from .learn.threshold import DEFAULT_THRESHOLD, check_threshold, rates_at, threshold_for
 from .methods import Disclosure, SiteExport, SiteInput, get_method, method_class
+from .privacy.assessment import PrivacyAssessment, assess_export
+from .privacy.thresholds import PrivacyThresholds
 from .wording import ARRAY_WORDS
 
 
@@ -60,6 +62,12 @@ def public_scale(schema, width: int) -> np.ndarray | None:
     or None when the kit does not publish one for each (methods then work in the columns' own units)."""
     scales = encoded_scales(schema)
     return scales if scales is not None and len(scales) == width else None
+
+
+def public_centre(schema, width: int) -> np.ndarray | None:
+    """The kit's public mean of every matrix column (:func:`core.data.encoding.encoded_means`), or None."""
+    means = encoded_means(schema)
+    return means if means is not None and len(means) == width else None
 
 
 def needs_anchor(kit: Kit) -> bool:
@@ -134,6 +142,9 @@ class ParticipantRound:
         self.local_baseline = True  # train the own-rows model that ``apply --validate`` compares with
         self.unit_warnings: list[str] = []  # columns that do not look like the kit's sample (core.data.harmony)
         self.units_checked = False  # the site's staff checked them: sealing goes ahead despite the warnings
+        self.privacy_thresholds: PrivacyThresholds = kit.privacy_thresholds  # the kit's, tightened by the site
+        self.assessment_: PrivacyAssessment | None = None  # the measured disclosure of ``export_`` (issue #24)
+        self._site_input: SiteInput | None = None
 
     @property
     def workspace(self) -> SiteWorkspace:
@@ -149,6 +160,25 @@ class ParticipantRound:
         if checked != self.site_settings:
             self.site_settings, self.export_ = checked, None
         return checked
+
+    def tighten_privacy(self, changes: dict[str, float]) -> PrivacyThresholds:
+        """Make the kit's privacy limits stricter for this export (ConfigError naming a limit it would loosen)."""
+        self.privacy_thresholds = self.kit.privacy_thresholds.stricter(changes)
+        self.assessment_ = None
+        return self.privacy_thresholds
+
+    def assess(self, thresholds: PrivacyThresholds | None = None,
+               control: JobControl | None = None) -> PrivacyAssessment:
+        """The measured disclosure of the computed export (:func:`core.privacy.assessment.assess_export`), judged
+        by ``thresholds`` (default: the kit's, as tightened here); kept for sealing (its raw numbers go to the
+        workspace and the audit log, never into the bundle)."""
+        if self.export_ is None or self._site_input is None:
+            raise ConfigError("compute the export first (load a CSV, then compute)")
+        if thresholds is not None:
+            self.privacy_thresholds = thresholds
+        self.assessment_ = assess_export(self._site_input, self.export_, self.method, self.privacy_thresholds,
+                                         control=control)
+        return self.assessment_
 
     def load(self, csv_path: str | Path, options: CsvOptions | None = None, *, block: str | None = None,
              control: JobControl | None = None) -> LocalTable:
@@ -200,8 +230,12 @@ class ParticipantRound:
         if anchor is not None and self.block is not None:
             anchor = anchor[:, self.kit.schema.block_indices(self.block)]  # the anchor split by the same blocks
         site = SiteInput(t.X, t.y, list(self.kit.schema.classes), anchor, ids_hashed, self.site_settings,
-                         block=self.block, scale=public_scale(self.kit.schema, t.X.shape[1]))
+                         block=self.block, scale=public_scale(self.kit.schema, t.X.shape[1]),
+                         centre=public_centre(self.kit.schema, t.X.shape[1]))
+        self.assessment_ = None
         self.export_ = self.method.site_compute(site, control)
+        self._site_input = site
+        formal = isinstance(self.export_.manifest.get("privacy"), dict)  # formal noise: no unaccounted scores
         if self.local_baseline and self.kit.task == "classification" and t.y is not None \
                 and len(np.unique(t.y)) >= 2:
             # The site's own-rows baseline (issue #15): kept in the workspace beside f_i, never in the bundle.
@@ -209,7 +243,7 @@ class ParticipantRound:
             self.export_.private_meta["local_model"] = {"kind": OWN_MODEL_NAME, "rows": int(min(t.n_rows, 20000))}
             self.export_.stays.append("a logistic regression trained on these rows (to check the package against)")
             # ... and its cross-validated scores, the only part of it that leaves (issue #22)
-            own_cv = cross_validate_own(t.X, t.y, len(self.kit.schema.classes))
+            own_cv = None if formal else cross_validate_own(t.X, t.y, len(self.kit.schema.classes))
             if own_cv is not None:
                 self.export_.manifest["own_cv"] = own_cv
                 self.export_.disclosures.append(own_cv_disclosure(own_cv))
@@ -240,8 +274,11 @@ class ParticipantRound:
                               "--units-checked (in the app: tick 'I checked these columns')", path=self.table.source)
         try:
             if self.export_ is None:
-                self.compute(control.sub(0.0, 0.5))
-                control = control.sub(0.5, 1.0)
+                self.compute(control.sub(0.0, 0.4))
+                control = control.sub(0.4, 1.0)
+            if self.assessment_ is None:
+                self.assess(control=control.sub(0.0, 0.2))
+                control = control.sub(0.2, 1.0)
             return self._seal(Path(out_path), control)
         except BaseException:
             self.tidy()
@@ -249,6 +286,7 @@ class ParticipantRound:
 
     def _seal(self, out_path: Path, control: JobControl) -> SealedFile:
         ex = self.export_
+        assessment = json_safe(self.assessment_.to_dict())
         manifest = {**ex.manifest, "method": self.method.name, "family": self.method.family,
                     "kit_digest": self.kit.digest(), "schema_digest": self.kit.schema.digest(),
                     "site": self.identity.card.name, "software": __version__}
@@ -261,9 +299,11 @@ class ParticipantRound:
                                        {**ex.private_meta, "method": self.method.name, "csv": str(self.table.source),
                                         "rows": int(self.table.n_rows), "envelope_id": sealed.binding.envelope_id,
                                         "fill_values": dict(self.table.fill_values)})
+            self.workspace.save_privacy(self.kit.project_id, sealed.digest, assessment)
             self.workspace.audit.append("export", project=self.kit.project_id, file=str(out_path.resolve()),
                                         digest=sealed.digest, envelope_id=sealed.binding.envelope_id,
-                                        rows=int(self.table.n_rows), arrays=sorted(ex.arrays))
+                                        rows=int(self.table.n_rows), arrays=sorted(ex.arrays),
+                                        privacy=assessment)
 
         self.workspace.pin_analyst(self.kit.project_id, self.kit.analyst)  # trust on first use, recorded
         self.workspace.audit.verify()

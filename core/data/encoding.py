@@ -252,6 +252,30 @@ def encoded_scales(schema: Schema) -> np.ndarray | None:
     return np.asarray(out, dtype=np.float64)
 
 
+def encoded_means(schema: Schema) -> np.ndarray | None:
+    """The kit's public mean of every matrix column, as :func:`encoded_scales` its spread: a numeric column's
+    published ``mean``; a 0/1 column's published level (or missing) share; an ordinal rank's mean under the
+    published shares (an ``other`` column: 0). None when the kit does not publish what one column needs."""
+    out: list[float | None] = []
+    for f in schema.features:
+        shares = None if f.frequencies is None else np.asarray(f.frequencies, np.float64)
+        if f.type == "numeric":
+            out.append(f.mean)
+        elif shares is None:
+            return None
+        elif f.type == "binary":
+            out.append(float(shares[1]))
+        elif f.type == "categorical":
+            out += [float(p) for p in shares] + ([0.0] if f.other else [])
+        else:
+            out += [float(shares @ np.arange(len(shares)))] + ([0.0] if f.other else [])
+        if f.indicator:
+            out.append(f.missing_share)
+    if any(v is None or not np.isfinite(v) for v in out):
+        return None
+    return np.asarray(out, dtype=np.float64)
+
+
 def level_shares(schema: Schema, X: np.ndarray) -> dict[str, np.ndarray]:
     """Per typed column, the share of each of its levels (``known_levels`` order) among the rows of an encoded
     matrix ``X``; a column with no rows gets the kit's published frequencies, else equal shares."""

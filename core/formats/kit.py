@@ -18,6 +18,7 @@ from pathlib import Path
 from ..data.schema import Schema
 from ..errors import ConfigError, FormatError, VerificationError
 from ..fileio import canonical_json, read_json_capped, utc_now, write_json_atomic
+from ..privacy.thresholds import PrivacyThresholds
 from .identity import Identity, PublicCard
 
 FORMAT = "dcstudio/kit/v1"
@@ -36,6 +37,9 @@ class Kit:
     settings: dict = field(default_factory=dict)
     anchor: dict = field(default_factory=lambda: {"kind": "smote", "rows": 1000})
     roster: list[dict] | None = None  # [{"name": ..., "fingerprint": ...}]
+    # The privacy limits the kit states (core.privacy.thresholds), only those differing from the defaults:
+    # omitted from the file when empty, so kits made before it keep their digest.
+    privacy: dict = field(default_factory=dict)
     project_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     created: str = field(default_factory=utc_now)
 
@@ -49,11 +53,18 @@ class Kit:
         if self.task == "clustering" and len(self.schema.block_names) > 1 and not self.schema.id_column:
             raise ConfigError("a clustering project with several feature blocks needs an id column to link the "
                               "blocks' rows (give one with --id-column)")
+        self.privacy = PrivacyThresholds.from_dict(self.privacy or {}).kit_block()
+
+    @property
+    def privacy_thresholds(self) -> PrivacyThresholds:
+        """The limits every site's privacy assessment is judged by (a site may only tighten them)."""
+        return PrivacyThresholds.from_dict(self.privacy)
 
     def to_dict(self) -> dict:
         return {"project_id": self.project_id, "name": self.name, "created": self.created, "task": self.task,
                 "schema": self.schema.to_dict(), "method": self.method, "settings": self.settings,
-                "anchor": self.anchor, "analyst": self.analyst.to_dict(), "roster": self.roster}
+                "anchor": self.anchor, "analyst": self.analyst.to_dict(), "roster": self.roster,
+                **({"privacy": dict(self.privacy)} if self.privacy else {})}
 
     @classmethod
     def from_dict(cls, d: dict) -> Kit:
@@ -75,7 +86,8 @@ class Kit:
             return cls(name=str(d["name"]), task=str(d["task"]), schema=Schema.from_dict(d["schema"]),
                        method=str(d["method"]), analyst=PublicCard.from_dict(d["analyst"]),
                        settings=dict(d.get("settings") or {}), anchor=dict(d.get("anchor") or {}),
-                       roster=d.get("roster"), project_id=str(d["project_id"]), created=str(d["created"]))
+                       roster=d.get("roster"), project_id=str(d["project_id"]), created=str(d["created"]),
+                       privacy=_privacy_block(d.get("privacy")))
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise FormatError(f"kit is incomplete or malformed ({exc.__class__.__name__})") from exc
 
@@ -135,6 +147,9 @@ class Kit:
         if self.schema.id_column:
             lines.append(f"id column:   {self.schema.id_column}")
         lines.append(f"anchor:      {self.anchor.get('kind')} ({self.anchor.get('rows')} rows)")
+        if self.privacy:
+            lines.append("privacy:     " + ", ".join(f"{k} = {v:g}" for k, v in sorted(self.privacy.items()))
+                         + " (sites may only tighten these)")
         if self.roster is not None:
             lines.append("roster:      " + "; ".join(f"{e['name']} ({e['fingerprint']})" for e in self.roster))
         lines.append(f"kit digest:  {self.digest()}")
@@ -142,3 +157,8 @@ class Kit:
 
     def roster_allows(self, card: PublicCard) -> bool:
         return self.roster is None or any(e.get("fingerprint") == card.fingerprint for e in self.roster)
+
+
+def _privacy_block(d) -> dict:
+    """A kit's ``privacy`` block, checked (FormatError naming the limit when it is not a known numeric limit)."""
+    return {} if d is None else PrivacyThresholds.from_dict(d).kit_block()

@@ -104,6 +104,12 @@ class SiteWorkspace(_Workspace):
                                                   "saved": utc_now()}, private=True)
         return folder
 
+    def save_privacy(self, project_id: str, digest: str, assessment: dict) -> Path:
+        """The export's privacy assessment (raw numbers, core.privacy), beside its private state; never shipped."""
+        path = self.export_dir(project_id, digest) / "privacy.json"
+        write_json_atomic(path, {**assessment, "bundle_digest": digest, "saved": utc_now()}, private=True)
+        return path
+
     # ---- trust on first use -------------------------------------------------------------------------
     def pinned_analyst(self, project_id: str) -> dict | None:
         pin = self._json(self.project_dir(project_id) / "analyst.json", {})

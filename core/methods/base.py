@@ -45,6 +45,7 @@ class SiteInput:
     settings: dict = field(default_factory=dict)  # site-side settings (checked against the method's spec)
     block: str | None = None  # the feature block these columns are (clustering kits; X and anchor hold only it)
     scale: np.ndarray | None = None  # the kit's public per-column scale (standard deviations), when it gives one
+    centre: np.ndarray | None = None  # the kit's public per-column means, when it gives them (formal noise)
 
 
 @dataclass

@@ -11,7 +11,8 @@ import numpy as np
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
-from ..learn.reduction import FULL_DIMENSION_MAX, AffineMap, PrivateReduction
+from ..learn.reduction import FULL_DIMENSION_MAX, AffineMap, PrivateReduction, default_dimension
+from ..privacy import mechanism as dp
 from ..wording import ARRAY_WORDS, REDUCTION_DETAILS, REDUCTION_WORDS, STAYS_WORDS, leaves_sentence
 from .base import Disclosure, ReceivedBundle, SiteExport, SiteInput
 from .settings import Setting
@@ -26,6 +27,12 @@ SITE_SETTINGS = (
             "numbers, secretly mixed), else one fewer", side="site", high_from="columns"),
     Setting("noise", "float", 0.0, "random noise added to the compressed rows, times each column's spread",
             label="Noise", low=0.0, high=2.0, side="site"),
+    Setting("privacy_epsilon", "float", None, "formal privacy: each shipped row is (ε, δ)-differentially private "
+            "(public-scale standardising, a random orthogonal map, clipping, Gaussian noise; classes by randomised "
+            "response); smaller ε = more noise", label="Formal privacy (ε)", low=0.01, high=100.0, optional=True,
+            none_help="off", side="site"),
+    Setting("privacy_delta", "float", None, "formal privacy: the δ of (ε, δ)", label="Formal privacy (δ)",
+            low=1e-15, high=1e-3, optional=True, none_help="min(1e-5, 1/rows²)", side="site", advanced=True),
     Setting("seed", "int", None, "random seed of the reduction and the shuffle (none: fresh each export)",
             label="Seed", low=0, optional=True, none_help="fresh randomness", side="site", advanced=True),
 )
@@ -54,16 +61,33 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
     dimension = opts["dimension"]
     if dimension is None and papers_dimension:
         dimension = max(1, m - 1)
-    red = PrivateReduction(opts["reduction"], dimension, random_state=int(rng.integers(2**31)),
-                           standardise=standardise).fit(site.X)
+    formal = opts["privacy_epsilon"] is not None
+    if formal:
+        red = _formal_map(site, dimension, rng)
+    else:
+        red = PrivateReduction(opts["reduction"], dimension, random_state=int(rng.integers(2**31)),
+                               standardise=standardise).fit(site.X)
     control.step(0.4, "reducing the rows")
     perm = rng.permutation(n)
     X_tilde = red.transform(site.X, dtype=np.float32, rows=perm)  # f(X) in the shuffled order
+    y_shipped = None if site.y is None else site.y[perm]
+    accounting = None
+    if formal:
+        delta = dp.default_delta(n) if opts["privacy_delta"] is None else float(opts["privacy_delta"])
+        k_dim = red.map_.n_components
+        accounting = dp.accounting(float(opts["privacy_epsilon"]), delta, labels=site.y is not None,
+                                   k=len(site.classes), clip=float(np.sqrt(k_dim)))
+        dp.clip_rows(X_tilde, accounting["clip"])
+        X_tilde += (rng.standard_normal(X_tilde.shape) * accounting["sigma"]).astype(np.float32)
+        if y_shipped is not None:
+            y_shipped = dp.randomised_response(y_shipped, len(site.classes), accounting["epsilon_labels"], rng)
     if opts["noise"]:
         scale = X_tilde.std(axis=0, dtype=np.float64) * float(opts["noise"])
         X_tilde += (rng.standard_normal(X_tilde.shape, dtype=np.float32) * scale.astype(np.float32))
     control.step(0.8, "reducing the anchor")
     A_tilde = red.transform(site.anchor, dtype=np.float32)
+    if formal:
+        dp.clip_rows(A_tilde, accounting["clip"])  # the same f as the rows' (no noise: the anchor is shared data)
     k = red.map_.n_components
     arrays = {"x_tilde": X_tilde, "anchor_tilde": A_tilde}
     disclosures = [
@@ -74,12 +98,12 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
         Disclosure("anchor_tilde", A_tilde.shape, "float32",
                    "the shared synthetic anchor rows after the same private reduction"),
     ]
-    if site.y is not None:
-        counts = np.bincount(site.y, minlength=len(site.classes)).astype(np.int64)
+    if site.y is not None:  # under formal noise: the randomised classes and their counts (post-processing)
+        counts = np.bincount(y_shipped, minlength=len(site.classes)).astype(np.int64)
         arrays["label_counts"] = counts
         disclosures.append(Disclosure("label_counts", counts.shape, "int64", "how many rows of each class"))
         if ship_labels:
-            arrays["y"] = site.y[perm].astype(np.int32)
+            arrays["y"] = y_shipped.astype(np.int32)
             disclosures.append(Disclosure("y", (n,), "int32", "the class of every row (in the same shuffled order)"))
     if site.ids_hashed is not None:
         arrays["id_hash"] = site.ids_hashed[perm]
@@ -87,7 +111,10 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
                                       "keyed hashes of the row ids (the analyst cannot reverse them)"))
     manifest = {"n_rows": n, "n_features": m, "dimension": k, "reduction": opts["reduction"],
                 "noise": float(opts["noise"]), "anchor_rows": int(A_tilde.shape[0]), "standardised": standardise}
-    if red.variance_kept_ is not None:
+    if formal:
+        manifest["reduction"] = "random-orthogonal"
+        manifest["privacy"] = accounting
+    if red.variance_kept_ is not None and not formal:
         manifest["variance_kept"] = round(red.variance_kept_, 4)
         disclosures.append(Disclosure("variance_kept", (1,), "number",
                                       "the share of your columns' variance the reduction keeps (one number, "
@@ -100,6 +127,30 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
     plain = leaves_sentence(n, m, k, labels=labels, ids=site.ids_hashed is not None, noise=float(opts["noise"]))
     return SiteExport(arrays, manifest, {**red.map_.to_arrays(), "permutation": perm.astype(np.int64)},
                       {"reduction": opts["reduction"], "dimension": k}, disclosures, stays, plain)
+
+
+class _FormalMap:
+    """f(x) = ((x − μ_pub) / σ_pub) Q: the data-independent map of the formal noise option (core.privacy.mechanism)."""
+
+    variance_kept_ = None
+
+    def __init__(self, map_: AffineMap):
+        self.map_ = map_
+
+    def transform(self, X, dtype=np.float64, rows=None):
+        return self.map_.transform(X, dtype=dtype, rows=rows)
+
+
+def _formal_map(site: SiteInput, dimension: int | None, rng: np.random.Generator) -> _FormalMap:
+    """The formal noise option's map, from the kit's public means and spreads and a random orthogonal Q."""
+    m = site.X.shape[1]
+    if site.scale is None or site.centre is None or len(site.scale) != m or len(site.centre) != m:
+        raise ConfigError("the formal privacy option (privacy_epsilon) needs the kit's public mean and spread of "
+                          "every column, which this kit does not publish; ask the analyst for a kit made with "
+                          "--statistics, or export without privacy_epsilon")
+    k = default_dimension(m) if dimension is None else int(dimension)
+    Q = dp.random_orthogonal(m, k, rng)
+    return _FormalMap(AffineMap(np.asarray(site.centre, np.float64), Q / np.asarray(site.scale, np.float64)[:, None]))
 
 
 def site_map(private_arrays: dict[str, np.ndarray]) -> AffineMap:

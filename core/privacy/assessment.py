@@ -1,0 +1,281 @@
+"""The measured disclosure score of one export, run at the site on its own rows before anything leaves.
+
+:func:`assess_export` simulates, for what the method ships, the attacks of :mod:`core.privacy.attacks` with
+what each adversary would hold, and judges each against :class:`~core.privacy.thresholds.PrivacyThresholds`.
+Which attacks apply follows from the shipped arrays: the DC family ships ``x_tilde`` + ``anchor_tilde`` (row
+images and the anchor's image), distillation ships ``x_distilled`` + ``anchor_tilde``, GOLD ships
+``centroids`` + ``counts``, meta-analysis only coefficients. Row sets are subsampled to ``max_rows`` (seeded),
+so the cost does not grow with the table. Nothing here is written into a bundle.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..control import JobControl, ensure
+from ..errors import DCError
+from ..methods.base import Method, SiteExport, SiteInput
+from . import attacks as A
+from .mechanism import NOT_COVERED, describe
+from .thresholds import PrivacyThresholds
+
+MAX_ROWS = 2000  # rows each attack is measured on (the membership test splits them into members / hold-out)
+MIN_SPLIT_ROWS = 20  # fewer rows: no membership simulation
+
+ANALYST = "the analyst alone"
+COLLUDING = "the analyst with one other site (holds the anchor)"
+RECORD_HOLDER = "anyone holding a patient's record (with the analyst and one other site)"
+
+ATTACKS = {
+    "collusion": "rows rebuilt from the bundle through the anchor pairs (least squares)",
+    "analyst_alone": "rows rebuilt from the bundle and the kit's public statistics, without the anchor",
+    "membership": "whether a given patient was in your rows (distance to the closest shipped row)",
+    "nearest_record": "whether a shipped row is a near-copy of a real patient (against rows that never left)",
+    "group_size": "the fewest patients behind any shipped average",
+}
+VERDICTS = ("ok", "poor", "not applicable")
+
+
+@dataclass
+class AttackFinding:
+    """One attack's result: who attacks, its numbers, on how many rows, the verdict and one plain sentence."""
+
+    attack: str
+    adversary: str
+    numbers: dict[str, float]
+    rows: int
+    verdict: str
+    sentence: str
+
+    def to_dict(self) -> dict:
+        return {"attack": self.attack, "adversary": self.adversary, "numbers": dict(self.numbers),
+                "rows": int(self.rows), "verdict": self.verdict, "sentence": self.sentence}
+
+
+@dataclass
+class PrivacyAssessment:
+    """Every finding of one export, the limits they were judged by, and what a formal guarantee covers."""
+
+    method: str
+    rows: int  # the site's rows
+    findings: list[AttackFinding]
+    thresholds: PrivacyThresholds
+    seconds: float = 0.0
+    seed: int = 0
+    formal: dict | None = None  # the (ε, δ) accounting when the export used the formal noise option
+    not_covered: list[str] = field(default_factory=list)  # what leaves outside any formal guarantee
+
+    @property
+    def verdict(self) -> str:
+        """"poor" when any attack's verdict is poor, else "ok"."""
+        return "poor" if any(f.verdict == "poor" for f in self.findings) else "ok"
+
+    @property
+    def poor(self) -> list[AttackFinding]:
+        return [f for f in self.findings if f.verdict == "poor"]
+
+    def finding(self, attack: str) -> AttackFinding | None:
+        return next((f for f in self.findings if f.attack == attack), None)
+
+    def lines(self) -> list[str]:
+        """One line per finding, ``[verdict] sentence`` (the CLI and the audit show these)."""
+        out = [f"[{f.verdict}] {f.sentence}" for f in self.findings]
+        if self.formal:
+            out.append(f"[formal] {self.formal['sentence']}")
+        return out
+
+    def to_dict(self) -> dict:
+        return {"method": self.method, "rows": int(self.rows), "verdict": self.verdict, "seconds": self.seconds,
+                "seed": self.seed, "thresholds": self.thresholds.to_dict(),
+                "findings": [f.to_dict() for f in self.findings], "formal": self.formal,
+                "not_covered": list(self.not_covered)}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f} %" if x >= 0.01 or x == 0 else f"{100 * x:.1f} %"
+
+
+def _reconstruction_finding(attack: str, adversary: str, who: str, errors: dict, rows: int, n_site: int,
+                            th: PrivacyThresholds) -> AttackFinding:
+    share, err = errors["within_10pct"], errors["median_cell_error"]
+    poor_share, poor_err = share > th.recovered_share_max, err < th.reconstruction_error_min
+    verdict = "poor" if poor_share or poor_err else "ok"
+    if poor_share:
+        sentence = (f"{who} could rebuild {_pct(share)} of your {n_site:,} rows with every value within 10 % of "
+                    f"its column's spread — above the kit's limit of {_pct(th.recovered_share_max)}.")
+    elif poor_err:
+        sentence = (f"{who} could rebuild your values with a median error of {err:.2f} of each column's spread — "
+                    f"closer than the kit's limit of {th.reconstruction_error_min:.2f}.")
+    else:
+        sentence = (f"{who} would rebuild your values with a median error of {err:.2f} of each column's spread "
+                    f"and {_pct(share)} of rows within 10 % — within the kit's limits.")
+    return AttackFinding(attack, adversary, {k: round(float(v), 6) for k, v in errors.items()}, rows, verdict,
+                         sentence)
+
+
+def _membership_finding(numbers: dict, rows: int, th: PrivacyThresholds, adversary: str) -> AttackFinding:
+    auc, tpr = numbers["auc"], numbers["tpr_at_1pct_fpr"]
+    poor = auc > th.membership_auc_max or tpr > th.membership_tpr_at_1pct_max
+    verdict = "poor" if poor else "ok"
+    tell = ("could tell" if poor else "could barely tell")
+    sentence = (f"Someone holding a patient's record {tell} whether that patient is in your rows: right "
+                f"{_pct(auc)} of the time on a pair (50 % is a coin toss), catching {_pct(tpr)} of your patients "
+                f"at 1 % false accusations — " + ("above" if poor else "within") +
+                f" the kit's limits ({th.membership_auc_max:.2f}, {_pct(th.membership_tpr_at_1pct_max)}).")
+    return AttackFinding("membership", adversary, {k: round(float(v), 6) for k, v in numbers.items()}, rows,
+                         verdict, sentence)
+
+
+def not_applicable(attack: str, adversary: str, reason: str) -> AttackFinding:
+    return AttackFinding(attack, adversary, {}, 0, "not applicable", f"Not applicable: {reason}.")
+
+
+def _split(n: int, max_rows: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Members and hold-out rows, each at most ``max_rows // 2``, disjoint, seeded."""
+    take = rng.permutation(n)[: min(n, max_rows)]
+    half = len(take) // 2
+    return np.sort(take[:half]), np.sort(take[half: 2 * half])
+
+
+def _simulate(method: Method, site: SiteInput, rows: np.ndarray, seed: int) -> SiteExport:
+    """The method's export of ``rows`` alone, as the site would make it (same settings, fixed seed)."""
+    settings = dict(site.settings)
+    if "seed" in {s.name for s in method.site_settings_spec()}:
+        settings["seed"] = seed
+    sub = SiteInput(site.X[rows], None if site.y is None else site.y[rows], site.classes, site.anchor, None,
+                    settings, block=site.block, scale=site.scale, centre=site.centre)
+    return method.site_compute(sub)
+
+
+def _anchor_pairs(method: Method, anchor: np.ndarray, anchor_tilde: np.ndarray) -> np.ndarray:
+    """The anchor rows behind ``anchor_tilde`` (distillation ships a fixed subset of the anchor's image)."""
+    if len(anchor_tilde) == len(anchor):
+        return anchor
+    from ..methods.hfldd.method import anchor_subset
+
+    return anchor[anchor_subset(len(anchor), len(anchor_tilde))]
+
+
+def assess_export(site: SiteInput, export: SiteExport, method: Method, thresholds: PrivacyThresholds | None = None,
+                  *, max_rows: int = MAX_ROWS, seed: int = 0, control: JobControl | None = None) -> PrivacyAssessment:
+    """The site's measured disclosure of ``export`` (made by ``method`` from ``site``): see the module doc.
+
+    The collusion and analyst-alone attacks are measured on the export itself (``max_rows`` of its rows,
+    matched to the site's rows through the kept permutation); the membership and nearest-record tests on a
+    simulated export of half of ``max_rows`` rows (members), the other half never leaving (hold-out)."""
+    control = ensure(control)
+    t0 = time.perf_counter()
+    th = thresholds or PrivacyThresholds()
+    rng = np.random.default_rng(seed)
+    X = np.asarray(site.X, np.float64)
+    n = len(X)
+    spread, binary = A.column_spread(X), A.binary_columns(X)
+    arrays = export.arrays
+    findings: list[AttackFinding] = []
+    dc_rows = "x_tilde" in arrays and "anchor_tilde" in arrays and site.anchor is not None
+    distilled = "x_distilled" in arrays and "anchor_tilde" in arrays and site.anchor is not None
+    gold = "centroids" in arrays and "counts" in arrays
+    control.step(0.1, "rebuilding rows as a colluding site would")
+    if dc_rows and "permutation" in export.private_arrays:
+        perm = np.asarray(export.private_arrays["permutation"])
+        shipped = np.sort(rng.permutation(len(perm))[: min(len(perm), max_rows)])
+        truth = X[perm[shipped]]
+        X_hat = A.collusion_reconstruct(site.anchor, arrays["anchor_tilde"], arrays["x_tilde"][shipped],
+                                        stated_noise_var(export.manifest, arrays["x_tilde"]), X.mean(axis=0))
+        findings.append(_reconstruction_finding(
+            "collusion", COLLUDING, "With the anchor, another site and the analyst",
+            A.reconstruction_errors(truth, X_hat, spread, binary), len(shipped), n, th))
+        control.step(0.3, "rebuilding rows as the analyst alone would")
+        mean = X.mean(axis=0)
+        guesses = [A.public_mean_guess(len(truth), mean)]
+        guesses += [A.moment_matching_guess(arrays["x_tilde"][shipped], mean, spread, rng) for _ in range(3)]
+        scored = [A.reconstruction_errors(truth, g, spread, binary) for g in guesses]
+        best = min(range(len(scored)), key=lambda i: (scored[i]["median_cell_error"], -scored[i]["within_10pct"]))
+        errors = {**scored[best], "public_mean_error": scored[0]["median_cell_error"]}
+        finding = _reconstruction_finding("analyst_alone", ANALYST, "The analyst alone", errors, len(shipped), n, th)
+        finding.numbers["attack_used"] = 0.0 if best == 0 else 1.0  # 0: column means, 1: moment matching
+        findings.append(finding)
+    elif distilled:
+        findings.append(not_applicable("collusion", COLLUDING, "the bundle holds no image of your rows, only "
+                                       "distilled rows (see the near-copy test)"))
+        findings.append(not_applicable("analyst_alone", ANALYST, "the bundle holds no image of your rows"))
+    else:
+        what = "averages of groups of rows" if gold else "a fitted model's coefficients"
+        for attack, who in (("collusion", COLLUDING), ("analyst_alone", ANALYST)):
+            findings.append(not_applicable(attack, who, f"the bundle holds no rows, only {what}"))
+    control.step(0.5, "testing whether a patient's presence shows")
+    members, holdout = _split(n, max_rows, rng)
+    if not (dc_rows or distilled or gold):
+        findings.append(not_applicable("membership", RECORD_HOLDER, "the bundle holds no rows or averages to "
+                                       "compare a patient's record with"))
+    elif len(members) < MIN_SPLIT_ROWS // 2:
+        findings.append(not_applicable("membership", RECORD_HOLDER, f"{n} rows are too few to split into "
+                                       "patients who left and patients who did not"))
+    else:
+        try:
+            sim = _simulate(method, site, members, seed)
+        except DCError as exc:  # e.g. a class missing from the members: say so instead of failing the export
+            findings.append(not_applicable("membership", RECORD_HOLDER, f"the simulated export failed ({exc})"))
+            sim = None
+        if sim is not None:
+            released = _released_rows(method, site, sim)
+            numbers = A.membership_test(X[members], X[holdout], released, spread)
+            findings.append(_membership_finding(numbers, len(members) + len(holdout), th, RECORD_HOLDER))
+            if distilled:
+                ratio = A.nearest_record_ratio(released, X[members], X[holdout], spread)
+                poor = ratio["ratio"] < th.nearest_record_ratio_min
+                findings.append(AttackFinding(
+                    "nearest_record", COLLUDING, {k: round(v, 6) for k, v in ratio.items()},
+                    len(members) + len(holdout), "poor" if poor else "ok",
+                    f"Shipped rows sit {ratio['ratio']:.2f} times as far from the patients they were made from as "
+                    "from patients who never left (1 = no closer) — "
+                    + ("below" if poor else "within") + f" the kit's limit of {th.nearest_record_ratio_min:.2f}."))
+    if distilled and not any(f.attack == "nearest_record" for f in findings):
+        findings.append(not_applicable("nearest_record", COLLUDING, "no simulated distillation could be made"))
+    if not distilled:
+        findings.append(not_applicable("nearest_record", COLLUDING, "no distilled rows are shipped"))
+    control.step(0.9, "checking group sizes")
+    if gold:
+        smallest = A.smallest_group(arrays["counts"])
+        poor = smallest < th.group_size_min
+        findings.append(AttackFinding(
+            "group_size", ANALYST, {"smallest_group": float(smallest), "groups": float(np.size(arrays["counts"]))},
+            n, "poor" if poor else "ok",
+            f"The smallest group behind a shipped average holds {smallest} of your patients — "
+            + ("below" if poor else "at or above") + f" the kit's minimum of {th.group_size_min}."))
+    else:
+        findings.append(not_applicable("group_size", ANALYST, "no averages of groups are shipped"))
+    control.step(1.0, "privacy assessment done")
+    acc = export.manifest.get("privacy")
+    formal = {**acc, "sentence": describe(acc)} if isinstance(acc, dict) else None
+    return PrivacyAssessment(method.name, n, findings, th, round(time.perf_counter() - t0, 4), seed, formal,
+                             list(NOT_COVERED) if formal else [])
+
+
+def _released_rows(method: Method, site: SiteInput, sim: SiteExport) -> np.ndarray:
+    """The simulated export's rows as the strongest adversary holds them, in the site's units: DC rows and
+    distilled rows mapped back through the anchor pairs; GOLD's centroids as shipped (raw units)."""
+    a = sim.arrays
+    if "centroids" in a:
+        return np.asarray(a["centroids"], np.float64)
+    if "x_tilde" in a:
+        return A.collusion_reconstruct(site.anchor, a["anchor_tilde"], a["x_tilde"],
+                                       stated_noise_var(sim.manifest, a["x_tilde"]), site.X.mean(axis=0))
+    return A.collusion_reconstruct(_anchor_pairs(method, site.anchor, a["anchor_tilde"]), a["anchor_tilde"],
+                                   a["x_distilled"])
+
+
+def stated_noise_var(manifest: dict, x_tilde: np.ndarray) -> np.ndarray | None:
+    """The noise variance per shipped column that the manifest lets anyone work out: the formal noise's σ², plus
+    the ``noise`` setting's (noise × the column's spread before it, i.e. a share noise²/(1 + noise²) of the
+    shipped column's variance)."""
+    acc, noise = manifest.get("privacy"), float(manifest.get("noise") or 0.0)
+    var = np.zeros(x_tilde.shape[1])
+    if noise > 0:
+        var += np.asarray(x_tilde, np.float64).var(axis=0) * noise ** 2 / (1 + noise ** 2)
+    if isinstance(acc, dict):
+        var += float(acc["sigma"]) ** 2
+    return var if var.any() else None

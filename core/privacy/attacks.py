@@ -1,0 +1,144 @@
+"""The attacks a privacy assessment simulates, each on plain arrays (docs/privacy-and-security.md §"Attacks").
+
+Errors are in units of each column's spread: |x̂ − x| / sd_j with sd_j the site's own standard deviation of
+column j (1 where a column is constant); a 0/1 column's cell counts as wrong when x̂ rounded to 0 or 1 differs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.metrics import roc_auc_score, roc_curve
+from sklearn.neighbors import NearestNeighbors
+
+
+def column_spread(X: np.ndarray) -> np.ndarray:
+    """sd_j of every column of the site's rows (1 for a constant column, so errors stay finite)."""
+    sd = np.asarray(X, np.float64).std(axis=0)
+    return np.where(sd > 1e-12, sd, 1.0)
+
+
+def binary_columns(X: np.ndarray) -> np.ndarray:
+    """Which columns hold only 0 and 1 (encoded levels): their error is "wrong after rounding"."""
+    X = np.asarray(X)
+    return np.all((X == 0) | (X == 1), axis=0)
+
+
+def collusion_map(anchor: np.ndarray, anchor_tilde: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The colluding site's inverse map g(z) = z W + b, by least squares on the anchor pairs.
+
+    The attacker holds X^anc (every participant does) and f(X^anc) (the bundle's ``anchor_tilde``). For an
+    affine f(x) = (x − c) F, every anchor row satisfies x = g(f(x)) exactly on the row space of F, so
+    [W; b] = [Ã, 1]⁺ X^anc (Moore–Penrose pseudo-inverse with an intercept column) recovers f's inverse on
+    that subspace: the known-plaintext attack on linear DC intermediates (e.g. the reconstruction risk named
+    for linear DC by Imakura et al., and the known-input attacks on linear maps surveyed there).
+    """
+    A = np.asarray(anchor_tilde, np.float64)
+    design = np.column_stack([A, np.ones(len(A))])
+    coef = np.linalg.pinv(design) @ np.asarray(anchor, np.float64)
+    return coef[:-1], coef[-1]
+
+
+def collusion_reconstruct(anchor: np.ndarray, anchor_tilde: np.ndarray, x_tilde: np.ndarray,
+                          noise_var: np.ndarray | None = None, centre: np.ndarray | None = None) -> np.ndarray:
+    """X̂ = g(X̃) with g from :func:`collusion_map`: the rows as the analyst holding the anchor rebuilds them.
+
+    ``noise_var``: the variance of the noise on each shipped column, which the bundle's manifest states (the
+    noise setting, or the formal noise's σ²). g carries it into column j with variance v_j = Σ_i W_ij² noise_i,
+    so the attacker shrinks each rebuilt column towards its mean by the Wiener factor
+    β_j = max(0, 1 − v_j / Var(g_j(X̃))), the linear estimate with the least squared error, rather than
+    amplify the noise. It shrinks towards ``centre`` (the kit's public column means), else towards the rebuilt
+    rows' own mean."""
+    W, b = collusion_map(anchor, anchor_tilde)
+    X_hat = np.asarray(x_tilde, np.float64) @ W + b
+    if noise_var is not None:
+        v = (W ** 2).T @ np.asarray(noise_var, np.float64)
+        total = X_hat.var(axis=0)
+        beta = np.clip(1.0 - v / np.where(total > 0, total, np.inf), 0.0, 1.0)
+        centre = X_hat.mean(axis=0) if centre is None else np.asarray(centre, np.float64)
+        X_hat = centre + (X_hat - centre) * beta
+    return X_hat
+
+
+def public_mean_guess(n: int, mean: np.ndarray) -> np.ndarray:
+    """Every row guessed as the column means: the best guess in squared error of someone who knows only
+    per-column moments (the kit's public statistics)."""
+    return np.tile(np.asarray(mean, np.float64), (int(n), 1))
+
+
+def moment_matching_guess(x_tilde: np.ndarray, mean: np.ndarray, spread: np.ndarray,
+                          rng: np.random.Generator) -> np.ndarray:
+    """The analyst alone, matching moments: whiten the shipped rows (zero mean, identity covariance, by their own
+    covariance), then give them the public means and spreads through an orthogonal matrix R it must guess:
+    X̂ = μ + (Z R) ⊙ σ. The shipped rows fix f only up to that rotation (f(X) and f(X)Q have the same
+    second moments for any orthogonal Q), so without row pairs R is a guess; :func:`analyst_alone_best` scores a
+    few and keeps the one closest to the truth, an upper bound on what the analyst can do."""
+    Z = np.asarray(x_tilde, np.float64)
+    Z = Z - Z.mean(axis=0)
+    cov = np.atleast_2d(np.cov(Z, rowvar=False))
+    vals, vecs = np.linalg.eigh(cov)
+    keep = vals > 1e-12 * max(vals.max(), 1e-300)
+    Z = Z @ vecs[:, keep] / np.sqrt(vals[keep])
+    m = len(mean)
+    k = Z.shape[1]
+    Q, _ = np.linalg.qr(rng.standard_normal((max(m, k), max(m, k))))
+    R = Q[:k, :m]
+    return np.asarray(mean, np.float64) + (Z @ R) * np.asarray(spread, np.float64)
+
+
+def reconstruction_errors(X: np.ndarray, X_hat: np.ndarray, spread: np.ndarray,
+                          binary: np.ndarray | None = None) -> dict[str, float]:
+    """Per rebuilt row and cell: ``median_cell_error`` (median of |x̂ − x| / sd_j over the numeric cells; the
+    share of 0/1 cells wrong when every column is 0/1), ``within_10pct`` / ``within_5pct`` (share of rows whose
+    every numeric cell is within 0.10 / 0.05 spread and every 0/1 cell right), ``binary_cells_wrong``."""
+    X = np.asarray(X, np.float64)
+    X_hat = np.asarray(X_hat, np.float64)
+    binary = np.zeros(X.shape[1], bool) if binary is None else np.asarray(binary, bool)
+    rel = np.abs(X_hat - X) / np.asarray(spread, np.float64)
+    wrong = np.clip(np.rint(X_hat[:, binary]), 0, 1) != X[:, binary]
+    numeric = rel[:, ~binary]
+    bin_ok = ~wrong.any(axis=1) if wrong.shape[1] else np.ones(len(X), bool)
+    out = {"binary_cells_wrong": float(wrong.mean()) if wrong.size else 0.0}
+    out["median_cell_error"] = float(np.median(numeric)) if numeric.size else out["binary_cells_wrong"]
+    for name, tol in (("within_10pct", 0.10), ("within_5pct", 0.05)):
+        num_ok = (numeric <= tol).all(axis=1) if numeric.shape[1] else np.ones(len(X), bool)
+        out[name] = float(np.mean(num_ok & bin_ok)) if len(X) else 0.0
+    return out
+
+
+def closest_distance(candidates: np.ndarray, released: np.ndarray, spread: np.ndarray) -> np.ndarray:
+    """Euclidean distance, in column spreads, from every candidate row to its closest released row."""
+    s = np.asarray(spread, np.float64)
+    nn = NearestNeighbors(n_neighbors=1).fit(np.asarray(released, np.float64) / s)
+    return nn.kneighbors(np.asarray(candidates, np.float64) / s)[0][:, 0]
+
+
+def membership_test(members: np.ndarray, holdout: np.ndarray, released: np.ndarray,
+                    spread: np.ndarray) -> dict[str, float]:
+    """Distance-to-closest-record membership inference (e.g. Yeom et al. 2018's threshold attack, in the
+    distance form used for synthetic data by Chen et al. 2020, GAN-leaks): a candidate's score is minus its
+    distance to the closest released row; ``auc`` is the ROC AUC of members against hold-out rows (0.5: no
+    better than a coin) and ``tpr_at_1pct_fpr`` the share of members caught when 1 % of hold-out rows are."""
+    d_in = closest_distance(members, released, spread)
+    d_out = closest_distance(holdout, released, spread)
+    truth = np.r_[np.ones(len(d_in)), np.zeros(len(d_out))]
+    score = -np.r_[d_in, d_out]
+    auc = float(roc_auc_score(truth, score))
+    fpr, tpr, _ = roc_curve(truth, score)
+    return {"auc": auc, "tpr_at_1pct_fpr": float(np.max(tpr[fpr <= 0.01], initial=0.0))}
+
+
+def nearest_record_ratio(shipped: np.ndarray, members: np.ndarray, holdout: np.ndarray,
+                         spread: np.ndarray) -> dict[str, float]:
+    """Distance to closest record (DCR) of shipped rows: median distance to the closest member row (rows that
+    were distilled) over the median distance to the closest hold-out row (as many rows that were not). A ratio
+    near 1 says the shipped rows are no closer to the patients behind them than to anyone else's; near 0, they
+    copy them (the hold-out DCR test of e.g. Platzer & Reutterer 2021)."""
+    d_in = float(np.median(closest_distance(shipped, members, spread)))
+    d_out = float(np.median(closest_distance(shipped, holdout, spread)))
+    return {"dcr_members": d_in, "dcr_holdout": d_out, "ratio": d_in / d_out if d_out > 0 else 0.0}
+
+
+def smallest_group(counts: np.ndarray) -> int:
+    """The fewest rows behind any shipped average (GOLD's micro-cluster sizes)."""
+    c = np.asarray(counts).ravel()
+    return int(c.min()) if c.size else 0
