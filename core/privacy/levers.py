@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..control import JobControl, ensure
-from ..errors import ConfigError
+from ..errors import ConfigError, DCError
 from ..learn.own_cv import cross_validate_own
 from ..methods.base import SiteExport, SiteInput
 
@@ -225,20 +225,12 @@ def subsample(n: int, cap: int = MAX_ROWS) -> np.ndarray:
 
 
 def round_site_input(job, rows: np.ndarray) -> SiteInput:
-    """What the round's method would see (:meth:`ParticipantRound.compute`'s input) for the rows ``rows`` only."""
-    from ..participant import hash_ids, public_scale
-
-    t = job.table
-    ids = None
-    if t.ids is not None:
-        if job.anchor is None:
-            raise ConfigError("linking rows by id needs the project's anchor file")
-        ids = hash_ids(t.ids[rows], job.anchor.id_hash_key())
-    anchor = None if job.anchor is None else job.anchor.generate()
-    if anchor is not None and job.block is not None:
-        anchor = anchor[:, job.kit.schema.block_indices(job.block)]
-    return SiteInput(t.X[rows], None if t.y is None else t.y[rows], list(job.kit.schema.classes), anchor, ids,
-                     dict(job.site_settings), block=job.block, scale=public_scale(job.kit.schema, t.X.shape[1]))
+    """What the round's method saw in :meth:`ParticipantRound.compute`, for the rows ``rows`` only."""
+    site = getattr(job, "_site_input", None)
+    if site is None or job.export_ is None:
+        raise ConfigError("compute the export first (load a CSV, then compute)")
+    return replace(site, X=site.X[rows], y=None if site.y is None else site.y[rows],
+                   ids_hashed=None if site.ids_hashed is None else site.ids_hashed[rows])
 
 
 def shipped_rows(ex: SiteExport, y: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
@@ -269,8 +261,6 @@ def measure_levers(job, *, thresholds=None, cap: int = MAX_ROWS, values: list[tu
     from .assessment import assess_export
 
     control = ensure(control)
-    if job.table is None:
-        raise ConfigError("load a CSV first")
     t = job.table
     keep = subsample(t.n_rows, cap)
     site = round_site_input(job, keep)
@@ -286,13 +276,17 @@ def measure_levers(job, *, thresholds=None, cap: int = MAX_ROWS, values: list[tu
 
     def measure(lever: str, value, changes: dict, step: JobControl) -> LeverOption:
         start = time.perf_counter()
-        checked = job.method.check_site_settings({**settings, **changes})
-        trial = SiteInput(site.X, site.y, site.classes, site.anchor, site.ids_hashed, checked, block=site.block,
-                          scale=site.scale)
-        ex = job.method.site_compute(trial, step.sub(0.0, 0.3))
+        label = option_label(lever, value, job.site_settings, m) if changes else "Your settings now"
+        try:
+            trial = replace(site, settings=job.method.check_site_settings({**settings, **changes}))
+            ex = job.method.site_compute(trial, step.sub(0.0, 0.3))
+        except DCError as exc:  # e.g. formal noise on a kit without public statistics: shown, not offered
+            if not changes:
+                raise
+            return LeverOption(lever, None, LEVER_WORDS[lever][0], {}, rows=len(keep),
+                               note=f"not possible here: {exc}")
         assessment = assess_export(trial, ex, job.method, thresholds, control=step.sub(0.3, 0.8))
-        opt = LeverOption(lever, value, option_label(lever, value, job.site_settings, m) if changes else
-                          "Your settings now", changes, summarise(assessment), raw_accuracy=raw_acc,
+        opt = LeverOption(lever, value, label, changes, summarise(assessment), raw_accuracy=raw_acc,
                           raw_auc=raw_auc, rows=len(keep))
         rows = shipped_rows(ex, site.y) if labelled else None
         if rows is not None:
@@ -303,6 +297,9 @@ def measure_levers(job, *, thresholds=None, cap: int = MAX_ROWS, values: list[tu
         if lever == EPSILON_SETTING:
             dp = ex.manifest.get("privacy") if isinstance(ex.manifest.get("privacy"), dict) else {}
             opt.formal = formal_words(float(value), dp.get("delta"))
+            if "y" in ex.arrays:
+                opt.note = ("the classes that leave are randomised too; this estimate scores the noised rows with "
+                            "your true classes, so it leaves that part of the cost out")
         opt.seconds = time.perf_counter() - start
         step.step(1.0, opt.label)
         return opt
@@ -310,8 +307,13 @@ def measure_levers(job, *, thresholds=None, cap: int = MAX_ROWS, values: list[tu
     n_steps = len(values) + 1
     current = measure("current", None, {}, control.sub(0.0, 1.0 / n_steps))
     options = []
+    impossible: set[str] = set()
     for i, (name, value) in enumerate(values, start=1):
+        if name in impossible:  # one row says why a lever cannot be used here
+            continue
         options.append(measure(name, value, {name: value}, control.sub(i / n_steps, (i + 1) / n_steps)))
+        if not options[-1].applicable:
+            impossible.add(name)
     options += information_levers(job)
     control.step(1.0, "levers measured")
     return Levers(current, options, len(keep), int(t.n_rows))
