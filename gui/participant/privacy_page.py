@@ -108,9 +108,9 @@ class PrivacyPage(Page):
         cl = QVBoxLayout(content)
         cl.setContentsMargins(0, 0, 0, 0)
         cl.addWidget(self.site_form)
-        cl.addWidget(self.check)
         cl.addWidget(leaves, 1)
         cl.addWidget(stays)
+        cl.addWidget(self.check)  # below what leaves: the page scrolls to it (its verdict also on the summary line)
         self.scroll = QScrollArea()
         self.scroll.setWidgetResizable(True)
         self.scroll.setFrameShape(QScrollArea.NoFrame)
@@ -180,9 +180,18 @@ class PrivacyPage(Page):
             self.site_export, self._computed_for = export, settings
             self._show(export)
             self.check.show_check(self.findings, self.levers)
+            self.leaves_label.setText(self.leaves_label.text() + "<br>" + self.check_line())
 
         self.start(lambda control: compute_and_check(exporter, control),
                    self.tr("Computing your private reduction and checking it…"), ok, on_end=self._ended)
+
+    def check_line(self) -> str:
+        """The disclosure check's outcome in one line beside what leaves (its details are further down)."""
+        poor = sum(f["verdict"] == "poor" for f in self.findings or [])
+        if poor:
+            return self.tr("Disclosure check: <b>{k} of {n} checks are poor</b> — see the levers under "
+                           "<i>Disclosure check</i> below.").format(k=poor, n=len(self.findings))
+        return self.tr("Disclosure check: every check is within the kit's limits (details below).")
 
     def use_option(self, option) -> None:
         """"Use this": set the lever's settings in the form; the form's change recomputes and re-checks."""

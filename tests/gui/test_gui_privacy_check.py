@@ -68,7 +68,7 @@ def test_poor_check_offers_levers_and_use_this_applies_one(qtbot, project):
                check.numbers_table.item(r, 3).text() for r in range(check.numbers_table.rowCount())}
     rows = next(v for (who, what), v in numbers.items() if who.startswith("collusion") and what == "median cell error")
     assert rows == "300"
-    assert "checks are poor" in check.summary_label.text()
+    assert "checks are poor" in check.summary_label.text() and "checks are poor" in pp.leaves_label.text()
 
     # the levers: new verdicts and the accuracy they cost, a Use this button for each the site can apply
     assert check.levers_box.isVisibleTo(pp) and check.levers_table.rowCount() == len(pp.levers.options)
