@@ -205,13 +205,17 @@ def option_label(lever: str, value, settings: dict, m: int) -> str:
     if lever == "noise":
         return f"Add noise of {value:g} × each number's spread"
     if lever == EPSILON_SETTING:
-        return f"Formal noise with ε = {value:g}"
+        return f"Formal noise: (ε, δ) = ({value:g}, {delta_text(settings.get('privacy_delta'))})"
     return LEVER_WORDS[lever][0]
+
+
+def delta_text(delta: float | None) -> str:
+    return "min(1e-5, 1/rows²)" if delta is None else f"{delta:.0e}"
 
 
 def formal_words(epsilon: float, delta: float | None) -> str:
     """The DP option in words: "(ε, δ) = (1, 1e-05): a formal guarantee: …"."""
-    d = "the kit's δ" if delta is None else f"{delta:.0e}"
+    d = delta_text(delta)
     return (f"(ε, δ) = ({epsilon:g}, {d}): a formal guarantee: whether or not any one patient's row is in your "
             f"file changes the chance of anything the analyst can compute from it by at most a factor of "
             f"e^{epsilon:g} ≈ {math.exp(epsilon):.3g}, except with probability {d}")
@@ -297,6 +301,7 @@ def measure_levers(job, *, thresholds=None, cap: int = MAX_ROWS, values: list[tu
         if lever == EPSILON_SETTING:
             dp = ex.manifest.get("privacy") if isinstance(ex.manifest.get("privacy"), dict) else {}
             opt.formal = formal_words(float(value), dp.get("delta"))
+            opt.label = f"Formal noise: (ε, δ) = ({value:g}, {delta_text(dp.get('delta'))})"
             if "y" in ex.arrays:
                 opt.note = ("the classes that leave are randomised too; this estimate scores the noised rows with "
                             "your true classes, so it leaves that part of the cost out")

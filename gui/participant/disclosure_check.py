@@ -33,6 +33,14 @@ BADGES = {"ok": ("OK", "#bbf7d0", "the measured number is within the kit's limit
           "poor": ("Poor", "#fecaca", "the measured number passes the kit's limit: see the levers below"),
           "not applicable": ("n.a.", "#e5e7eb", "this attack does not apply to what this method ships")}
 ROW_HEIGHT = 22
+CHECK_WORDS = {"collusion": "Another site with the analyst", "analyst_alone": "The analyst alone",
+               "membership": "Was a patient in your rows?", "nearest_record": "Near-copies of patients",
+               "group_size": "Smallest group"}
+NUMBER_WORDS = {"median_cell_error": "median error {v} of a spread", "within_10pct": "rows within 10 %: {p}",
+                "within_5pct": "within 5 %: {p}", "binary_cells_wrong": "0/1 cells wrong: {p}",  # (in this order)
+                "public_mean_error": "guessing averages: {v}", "auc": "right {p} of the time",
+                "tpr_at_1pct_fpr": "caught at 1 % false alarms: {p}", "ratio": "distance ratio {v}",
+                "smallest_group": "smallest group {v}", "groups": "{v} groups"}
 
 
 def badge_item(verdict: str) -> QTableWidgetItem:
@@ -49,6 +57,17 @@ def number_text(value) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return str(value)
     return f"{value:,}" if isinstance(value, int) else f"{value:.3g}"
+
+
+def numbers_text(numbers: dict) -> str:
+    """A finding's numbers in a few words each ("median error 0.02 of a spread; rows within 10 %: 89 %")."""
+    out = []
+    for key, words in NUMBER_WORDS.items():
+        value = numbers.get(key)
+        if value is None:
+            continue
+        out.append(words.format(v=number_text(value), p=f"{100 * value:.0f} %" if isinstance(value, float) else value))
+    return "; ".join(out)
 
 
 def read_only_table(columns: list[str]) -> QTableWidget:
@@ -82,7 +101,7 @@ class DisclosureCheck(QGroupBox):
         self.findings_table = read_only_table([self.tr("Verdict"), self.tr("What was checked")])
         self.findings_table.horizontalHeader().setSectionResizeMode(1, QHeaderView.Stretch)
         self.findings_table.setWordWrap(True)
-        self.numbers_table = read_only_table([self.tr("Check"), self.tr("Number"), self.tr("Value"),
+        self.numbers_table = read_only_table([self.tr("Who tries"), self.tr("What they get"),
                                               self.tr("Rows measured")])
         self.numbers_table.horizontalHeader().setSectionResizeMode(1, QHeaderView.Stretch)
         self.levers_label = QLabel()
@@ -141,13 +160,16 @@ class DisclosureCheck(QGroupBox):
             item = QTableWidgetItem(f["sentence"])
             item.setToolTip(f"{f['attack']} — {f['adversary']}\n{f['sentence']}")  # the technical name
             self.findings_table.setItem(r, 1, item)
-            numbers += [(f, k, v) for k, v in f["numbers"].items()]
+            if f["numbers"]:
+                numbers.append(f)
         self.numbers_table.setRowCount(len(numbers))
-        for r, (f, key, value) in enumerate(numbers):
-            for c, text in enumerate((f"{f['attack']} ({f['adversary']})", key.replace("_", " "),
-                                      number_text(value), f"{f.get('rows', 0):,}")):
+        for r, f in enumerate(numbers):
+            raw = "\n".join(f"{k} = {number_text(v)}" for k, v in f["numbers"].items())
+            cells = ((CHECK_WORDS.get(f["attack"], f["attack"]), f"{f['attack']}: {f['adversary']}"),
+                     (numbers_text(f["numbers"]), raw), (f"{f.get('rows', 0):,}", ""))
+            for c, (text, tip) in enumerate(cells):
                 item = QTableWidgetItem(text)
-                item.setToolTip(key if c == 1 else text)
+                item.setToolTip(tip or text)
                 self.numbers_table.setItem(r, c, item)
         self.findings_table.resizeRowsToContents()
         fit_rows(self.numbers_table)
@@ -195,8 +217,12 @@ class DisclosureCheck(QGroupBox):
                 self.levers_table.setCellWidget(r, 4, button)
                 self.use_buttons.append(button)
             if o.formal:
-                formal.append(f"ε = {o.value:g}: {o.formal}")
-        self.formal_label.setText(html.escape("\n".join(formal)).replace("\n", "<br>"))
+                formal.append(o)
+        if formal:  # the guarantee in words once (each option's own in its tooltip)
+            o = formal[-1]
+            self.formal_label.setText(html.escape(self.tr(
+                "Formal noise, e.g. {words}. Smaller ε = a stronger guarantee and more noise.").format(
+                words=o.formal)))
         self.formal_label.setVisible(bool(formal))
         fit_rows(self.levers_table)
         self.levers_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
