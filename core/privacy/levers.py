@@ -150,6 +150,32 @@ class Levers:
     def cheapest(self, target: LeverTarget | None = None) -> LeverOption | None:
         return cheapest_lever(self.options, target)
 
+    def lines(self) -> list[str]:
+        """The levers table as text (``participant assess --levers``): one line per option, the cheapest that
+        passes every check marked ``*``, then what the marks mean."""
+        raw = self.current.raw_accuracy
+        out = [f"levers, each tried on {self.rows:,} of your {self.total_rows:,} rows (your own model on the raw "
+               f"rows: accuracy {'not measured' if raw is None else f'{raw:.3f}'}):"]
+        best = self.cheapest()
+        rows = [("", "lever", "checks still poor", "expected accuracy", "cost (points)")]
+        for o in [self.current, *self.options]:
+            if not o.applicable and o is not self.current:
+                rows.append(("", o.label, o.note.split(":")[0], "ask the analyst", "—"))
+                continue
+            acc = "—" if o.accuracy is None else f"{o.accuracy:.3f}" + (f" (AUC {o.auc:.3f})" if o.auc else "")
+            cost = "—" if o.cost_points is None else f"{o.cost_points:.1f}"
+            rows.append(("*" if o is best else "", o.label, str(o.poor), acc, cost))
+        widths = [max(len(r[c]) for r in rows) for c in range(5)]
+        out += ["  " + "  ".join(r[c].ljust(widths[c]) for c in range(5)).rstrip() for r in rows]
+        out.append("  * the cheapest lever that passes every check" if best is not None else
+                   "  no single lever passes every check here: combine them (e.g. fewer numbers per row and noise)")
+        formal = [o.formal for o in self.options if o.formal]
+        if formal:
+            out.append(f"  formal noise, e.g. {formal[-1]}")
+        out.append("  cost = 100 × (accuracy on your raw rows − accuracy on the rows that would leave), your own "
+                   "model cross-validated on each")
+        return out
+
     def to_dict(self) -> dict:
         return {"rows": self.rows, "total_rows": self.total_rows, "current": self.current.to_dict(),
                 "options": [o.to_dict() for o in self.options]}

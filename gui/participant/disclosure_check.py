@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.privacy.levers import LEVER_WORDS, LeverOption, Levers, finding_key
+from core.privacy.levers import LEVER_WORDS, LeverOption, Levers, cheapest_lever, finding_key
 
 BADGES = {"ok": ("OK", "#bbf7d0", "the measured number is within the kit's limit"),
           "poor": ("Poor", "#fecaca", "the measured number passes the kit's limit: see the levers below"),
@@ -107,7 +107,7 @@ class DisclosureCheck(QGroupBox):
         self.levers_label = QLabel()
         self.levers_label.setWordWrap(True)
         self.levers_table = read_only_table([self.tr("Lever"), self.tr("New verdicts"),
-                                             self.tr("Expected accuracy"), self.tr("Cost"), ""])
+                                             self.tr("Expected accuracy"), self.tr("Accuracy cost"), ""])
         self.levers_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
         self.formal_label = QLabel()
         self.formal_label.setWordWrap(True)
@@ -193,11 +193,20 @@ class DisclosureCheck(QGroupBox):
             "<b>Levers</b>, each tried on {rows:,} of your {total:,} rows: the checks' new verdicts, and how well a "
             "model of your rows would still predict from what would leave (your raw rows: {raw}).").format(
             rows=levers.rows, total=levers.total_rows, raw="not measured" if raw is None else f"{raw:.1%}"))
+        best = cheapest_lever(options)
+        if best is not None:
+            self.levers_label.setText(self.levers_label.text() + self.tr(
+                " The cheapest that passes every check is in bold: <b>{label}</b>.").format(
+                label=html.escape(best.label, quote=False)))
         formal = []
         for r, o in enumerate(options):
             item = QTableWidgetItem(o.label)
             technical = LEVER_WORDS.get(o.lever, ("", ""))[1]
             item.setToolTip("\n".join(t for t in (technical, o.formal, o.note) if t))
+            if o is best:
+                font = item.font()
+                font.setBold(True)
+                item.setFont(font)
             self.levers_table.setItem(r, 0, item)
             self.levers_table.setItem(r, 1, QTableWidgetItem(self._verdicts(o, current)))
             acc = "—" if o.accuracy is None else f"{o.accuracy:.1%}" + (f" (AUC {o.auc:.3f})" if o.auc else "")
@@ -220,7 +229,7 @@ class DisclosureCheck(QGroupBox):
                 formal.append(o)
         if formal:  # the guarantee in words once (each option's own in its tooltip)
             o = formal[-1]
-            self.formal_label.setText(html.escape(self.tr(
+            self.formal_label.setText(html.escape(quote=False, s=self.tr(
                 "Formal noise, e.g. {words}. Smaller ε = a stronger guarantee and more noise.").format(
                 words=o.formal)))
         self.formal_label.setVisible(bool(formal))

@@ -136,3 +136,22 @@ def test_target_reading_and_cheapest():
     assert cheapest_lever(options, LeverTarget("collusion", "median_cell_error", at_least=0.95)) is None
     assert cheapest_lever(options).value == 0.7  # default target: every verdict ok
     assert "e^1" in formal_words(1.0, 1e-5) and "1e-05" in formal_words(1.0, 1e-5)
+
+
+def test_cli_assess_prints_the_levers_table(tmp_path, monkeypatch, capsys):
+    from tests.support.cli import run
+
+    job = make_round(tmp_path, 150)
+    monkeypatch.setenv("DCSTUDIO_PASSPHRASE", "correct horse battery staple")
+    job.identity.save(tmp_path / "site.dcid", "correct horse battery staple", log_n=14)
+    job.anchor.save(tmp_path / "a.dcanchor")
+    args = ["participant", "assess", "--kit", tmp_path / "p.dckit", "--identity", tmp_path / "site.dcid",
+            "--csv", tmp_path / "site.csv", "--anchor", tmp_path / "a.dcanchor"]
+    assert run(*args, "--levers") == 0
+    out = capsys.readouterr().out
+    assert "levers, each tried on 150 of your 150 rows" in out
+    table = out[out.index("levers, each tried"):]
+    assert "Your settings now" in table and "Add noise of 2 × each number's spread" in table
+    assert "Formal noise: (ε, δ) = (1, " in table and "a formal guarantee:" in table
+    assert "* the cheapest lever that passes every check" in table or "no single lever passes" in table
+    assert run(*args) == 0 and "levers, each tried" not in capsys.readouterr().out  # only when asked
