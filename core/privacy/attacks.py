@@ -7,8 +7,6 @@ column j (1 where a column is constant); a 0/1 column's cell counts as wrong whe
 from __future__ import annotations
 
 import numpy as np
-from sklearn.metrics import roc_auc_score, roc_curve
-from sklearn.neighbors import NearestNeighbors
 
 
 def column_spread(X: np.ndarray) -> np.ndarray:
@@ -34,7 +32,8 @@ def collusion_map(anchor: np.ndarray, anchor_tilde: np.ndarray) -> tuple[np.ndar
     """
     A = np.asarray(anchor_tilde, np.float64)
     design = np.column_stack([A, np.ones(len(A))])
-    coef = np.linalg.pinv(design) @ np.asarray(anchor, np.float64)
+    # D⁺ = (DᵀD)⁺ Dᵀ for any D: the pseudo-inverse of the small (m̃ + 1)² Gram matrix, not an SVD of D's rows
+    coef = np.linalg.pinv(design.T @ design, hermitian=True) @ (design.T @ np.asarray(anchor, np.float64))
     return coef[:-1], coef[-1]
 
 
@@ -65,24 +64,25 @@ def public_mean_guess(n: int, mean: np.ndarray) -> np.ndarray:
     return np.tile(np.asarray(mean, np.float64), (int(n), 1))
 
 
-def moment_matching_guess(x_tilde: np.ndarray, mean: np.ndarray, spread: np.ndarray,
-                          rng: np.random.Generator) -> np.ndarray:
+def moment_matching_guesses(x_tilde: np.ndarray, mean: np.ndarray, spread: np.ndarray,
+                            rng: np.random.Generator, tries: int = 3) -> list[np.ndarray]:
     """The analyst alone, matching moments: whiten the shipped rows (zero mean, identity covariance, by their own
     covariance), then give them the public means and spreads through an orthogonal matrix R it must guess:
     X̂ = μ + (Z R) ⊙ σ. The shipped rows fix f only up to that rotation (f(X) and f(X)Q have the same
-    second moments for any orthogonal Q), so without row pairs R is a guess; :func:`analyst_alone_best` scores a
-    few and keeps the one closest to the truth, an upper bound on what the analyst can do."""
+    second moments for any orthogonal Q), so without row pairs R is a guess; ``tries`` random guesses are
+    returned, and the assessment keeps the one closest to the truth, an upper bound on what the analyst can do."""
     Z = np.asarray(x_tilde, np.float64)
     Z = Z - Z.mean(axis=0)
     cov = np.atleast_2d(np.cov(Z, rowvar=False))
     vals, vecs = np.linalg.eigh(cov)
     keep = vals > 1e-12 * max(vals.max(), 1e-300)
     Z = Z @ vecs[:, keep] / np.sqrt(vals[keep])
-    m = len(mean)
-    k = Z.shape[1]
-    Q, _ = np.linalg.qr(rng.standard_normal((max(m, k), max(m, k))))
-    R = Q[:k, :m]
-    return np.asarray(mean, np.float64) + (Z @ R) * np.asarray(spread, np.float64)
+    m, k = len(mean), Z.shape[1]
+    out = []
+    for _ in range(tries):
+        Q, _ = np.linalg.qr(rng.standard_normal((max(m, k), max(m, k))))
+        out.append(np.asarray(mean, np.float64) + (Z @ Q[:k, :m]) * np.asarray(spread, np.float64))
+    return out
 
 
 def reconstruction_errors(X: np.ndarray, X_hat: np.ndarray, spread: np.ndarray,
@@ -106,10 +106,18 @@ def reconstruction_errors(X: np.ndarray, X_hat: np.ndarray, spread: np.ndarray,
 
 
 def closest_distance(candidates: np.ndarray, released: np.ndarray, spread: np.ndarray) -> np.ndarray:
-    """Euclidean distance, in column spreads, from every candidate row to its closest released row."""
+    """Euclidean distance, in column spreads, from every candidate row to its closest released row (exact, by
+    blocks of ‖a‖² + ‖b‖² − 2 a·b; numpy only, so an export loads no scipy)."""
     s = np.asarray(spread, np.float64)
-    nn = NearestNeighbors(n_neighbors=1).fit(np.asarray(released, np.float64) / s)
-    return nn.kneighbors(np.asarray(candidates, np.float64) / s)[0][:, 0]
+    R = np.asarray(released, np.float64) / s
+    C = np.asarray(candidates, np.float64) / s
+    r2 = np.einsum("ij,ij->i", R, R)
+    out = np.empty(len(C))
+    for start in range(0, len(C), 1024):
+        block = C[start:start + 1024]
+        d2 = np.einsum("ij,ij->i", block, block)[:, None] + r2[None, :] - 2.0 * block @ R.T
+        out[start:start + 1024] = d2.min(axis=1)
+    return np.sqrt(np.maximum(out, 0.0))
 
 
 def membership_test(members: np.ndarray, holdout: np.ndarray, released: np.ndarray,
@@ -117,14 +125,22 @@ def membership_test(members: np.ndarray, holdout: np.ndarray, released: np.ndarr
     """Distance-to-closest-record membership inference (e.g. Yeom et al. 2018's threshold attack, in the
     distance form used for synthetic data by Chen et al. 2020, GAN-leaks): a candidate's score is minus its
     distance to the closest released row; ``auc`` is the ROC AUC of members against hold-out rows (0.5: no
-    better than a coin) and ``tpr_at_1pct_fpr`` the share of members caught when 1 % of hold-out rows are."""
-    d_in = closest_distance(members, released, spread)
-    d_out = closest_distance(holdout, released, spread)
-    truth = np.r_[np.ones(len(d_in)), np.zeros(len(d_out))]
-    score = -np.r_[d_in, d_out]
-    auc = float(roc_auc_score(truth, score))
-    fpr, tpr, _ = roc_curve(truth, score)
-    return {"auc": auc, "tpr_at_1pct_fpr": float(np.max(tpr[fpr <= 0.01], initial=0.0))}
+    better than a coin; the Mann–Whitney form, ties counting one half) and ``tpr_at_1pct_fpr`` the share of
+    members scored above the threshold that only 1 % of hold-out rows pass."""
+    s_in = -closest_distance(members, released, spread)
+    s_out = -closest_distance(holdout, released, spread)
+    ranks = _midranks(np.r_[s_in, s_out])
+    n1, n0 = len(s_in), len(s_out)
+    auc = float((ranks[:n1].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+    allowed = int(np.floor(0.01 * n0))  # hold-out rows that may pass the threshold
+    threshold = np.sort(s_out)[::-1][allowed] if allowed < n0 else -np.inf
+    return {"auc": auc, "tpr_at_1pct_fpr": float(np.mean(s_in > threshold))}
+
+
+def _midranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1…n, tied values sharing the mean of their ranks."""
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    return (np.cumsum(counts) - (counts - 1) / 2.0)[inverse]
 
 
 def nearest_record_ratio(shipped: np.ndarray, members: np.ndarray, holdout: np.ndarray,

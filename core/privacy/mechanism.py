@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import log_ndtr
 
 LABEL_SHARE = 0.25  # share of ε spent on the label when labels ship (symmetric label noise keeps the best rule)
 
@@ -30,6 +29,8 @@ def default_delta(n: int) -> float:
 def _gaussian_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
     """δ of the Gaussian mechanism N(0, σ²) at ε for L2 sensitivity Δ (Balle & Wang 2018, Thm 8):
     δ(ε) = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ)."""
+    from scipy.special import log_ndtr  # only when formal noise is on: a plain export loads no scipy
+
     a, b = sensitivity / (2 * sigma), epsilon * sigma / sensitivity
     return float(math.exp(log_ndtr(a - b)) - math.exp(epsilon + log_ndtr(-a - b)))
 

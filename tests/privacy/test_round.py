@@ -1,0 +1,77 @@
+"""Issue #24 in a site's round: the assessment runs before sealing, its raw numbers land in the workspace and
+the audit log and nowhere in the bundle, and it costs little beside the export."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pandas as pd
+
+from core.data.schema import infer_schema
+from core.data.tabular import read_table
+from core.formats.anchor import make_anchor
+from core.formats.envelope import open_sealed
+from core.formats.identity import Identity
+from core.formats.kit import Kit
+from core.formats.workspace import SiteWorkspace
+from core.participant import ParticipantRound
+
+
+def make_round(d, rows: int, *, privacy: dict | None = None):
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame({f"x{j}": rng.normal(size=rows) * (j + 1) + 10 * j for j in range(8)})
+    frame["label"] = np.where(frame["x0"] + (frame["x1"] - 10) / 2 > 0, "a", "b")
+    frame.iloc[:200].to_csv(d / "sample.csv", index=False)
+    frame.to_csv(d / "site.csv", index=False)
+    analyst, site = Identity.generate("analyst"), Identity.generate("site")
+    schema, _ = infer_schema(d / "sample.csv", label="label")
+    kit = Kit(name="p", task="classification", schema=schema, method="dccfl", analyst=analyst.card,
+              privacy=privacy or {})
+    kit.save(d / "p.dckit", analyst)
+    anchor = make_anchor(kit.project_id, schema.feature_names, kind="smote", rows=500,
+                         seed_rows=read_table(d / "sample.csv", schema, labels=False).X)
+    return kit, analyst, site, anchor
+
+
+def test_numbers_land_in_the_workspace_and_audit_log_never_in_the_bundle(tmp_path):
+    kit, analyst, site, anchor = make_round(tmp_path, 600, privacy={"membership_auc_max": 0.58})
+    ws = SiteWorkspace(tmp_path / "ws")
+    job = ParticipantRound(kit, tmp_path / "p.dckit", site, ws, anchor=anchor, site_settings={"seed": 1})
+    assert job.privacy_thresholds.membership_auc_max == 0.58  # the kit's limit
+    job.tighten_privacy({"group_size_min": 20})
+    job.load(tmp_path / "site.csv")
+    sealed = job.seal(tmp_path / "b.dcbundle")  # seal runs the assessment when it was not run
+    assessment = job.assessment_
+    assert assessment is not None and assessment.finding("collusion").verdict == "poor"
+    kept = json.loads((ws.export_dir(kit.project_id, sealed.digest) / "privacy.json").read_text())
+    assert kept["findings"] == json.loads(json.dumps([f.to_dict() for f in assessment.findings]))
+    assert kept["thresholds"]["group_size_min"] == 20 and kept["thresholds"]["membership_auc_max"] == 0.58
+    entry = next(e for e in ws.audit.entries() if e.get("event", e.get("kind")) == "export"
+                 or e.get("digest") == sealed.digest)
+    assert entry["privacy"]["verdict"] == "poor"
+    assert {f["attack"] for f in entry["privacy"]["findings"]} >= {"collusion", "membership"}
+    opened = open_sealed(tmp_path / "b.dcbundle", analyst, expect_kind="bundle")
+    assert set(opened.payload.arrays) == {"x_tilde", "anchor_tilde", "label_counts", "y"}
+    text = json.dumps(opened.payload.manifest)
+    assert not {"privacy", "findings", "thresholds", "assessment"} & set(opened.payload.manifest)
+    for word in ("membership", "collusion", "median_cell_error", "tpr_at_1pct", "within_10pct", "verdict"):
+        assert word not in text
+
+
+def test_assessment_costs_at_most_a_tenth_of_the_export_at_10k_rows(tmp_path):
+    kit, _, site, anchor = make_round(tmp_path, 10_000)
+    job = ParticipantRound(kit, tmp_path / "p.dckit", site, SiteWorkspace(tmp_path / "ws"), anchor=anchor,
+                           site_settings={"seed": 1})
+    t0 = time.perf_counter()
+    job.load(tmp_path / "site.csv")
+    job.compute()
+    t1 = time.perf_counter()
+    assessment = job.assess()
+    t2 = time.perf_counter()
+    job.seal(tmp_path / "b.dcbundle")
+    t3 = time.perf_counter()
+    export_seconds = (t1 - t0) + (t3 - t2)
+    assert assessment.finding("collusion").rows == 2000  # subsampled to the cap
+    assert t2 - t1 <= 0.10 * export_seconds, (t2 - t1, export_seconds)
