@@ -62,11 +62,13 @@ class LeverTarget:
     at_least: float | None = None
     at_most: float | None = None
     adversary: str = ""
+    ignore: tuple[str, ...] = ()  # with no ``attack``: findings (``attack/adversary``) left out of "every"
 
     def reached(self, findings: list[dict]) -> bool:
         """Whether a findings summary (:attr:`LeverOption.findings`) meets this target."""
         if not self.attack:
-            return bool(findings) and all(f["verdict"] != "poor" for f in findings)
+            return bool(findings) and all(f["verdict"] != "poor" for f in findings
+                                          if finding_key(f) not in self.ignore)
         hits = [f for f in findings if f["attack"] == self.attack and (not self.adversary
                                                                       or f["adversary"] == self.adversary)]
         values = [f["numbers"].get(self.number) for f in hits]
@@ -148,7 +150,18 @@ class Levers:
     total_rows: int
 
     def cheapest(self, target: LeverTarget | None = None) -> LeverOption | None:
-        return cheapest_lever(self.options, target)
+        """The cheapest option reaching ``target``; by default the one that passes every check some lever can
+        pass (a check poor under every lever, see :meth:`stubborn`, does not hold the others back)."""
+        return cheapest_lever(self.options, target or LeverTarget(ignore=tuple(self.stubborn())))
+
+    def stubborn(self) -> list[str]:
+        """The checks (``attack/adversary``) still poor under every lever that was measured: no setting here
+        changes them (e.g. a guess from the columns' averages, which do not depend on what is shipped)."""
+        measured = [o for o in self.options if o.applicable and o.findings]
+        if not measured:
+            return []
+        return [finding_key(f) for f in self.current.findings
+                if f["verdict"] == "poor" and all(o.verdicts.get(finding_key(f)) == "poor" for o in measured)]
 
     def lines(self) -> list[str]:
         """The levers table as text (``participant assess --levers``): one line per option, the cheapest that
@@ -167,7 +180,12 @@ class Levers:
             rows.append(("*" if o is best else "", o.label, str(o.poor), acc, cost))
         widths = [max(len(r[c]) for r in rows) for c in range(5)]
         out += ["  " + "  ".join(r[c].ljust(widths[c]) for c in range(5)).rstrip() for r in rows]
-        out.append("  * the cheapest lever that passes every check" if best is not None else
+        stubborn = self.stubborn()
+        if stubborn:
+            out.append("  still poor under every lever: " + ", ".join(s.split("/")[0] for s in stubborn)
+                       + " (no setting here changes it: ask the analyst about the kit's columns or limits)")
+        out.append("  * the cheapest lever that passes every other check" if best is not None and stubborn else
+                   "  * the cheapest lever that passes every check" if best is not None else
                    "  no single lever passes every check here: combine them (e.g. fewer numbers per row and noise)")
         formal = [o.formal for o in self.options if o.formal]
         if formal:

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.privacy.levers import LEVER_WORDS, LeverOption, Levers, cheapest_lever, finding_key
+from core.privacy.levers import LEVER_WORDS, LeverOption, Levers, finding_key
 
 BADGES = {"ok": ("OK", "#bbf7d0", "the measured number is within the kit's limit"),
           "poor": ("Poor", "#fecaca", "the measured number passes the kit's limit: see the levers below"),
@@ -193,11 +193,17 @@ class DisclosureCheck(QGroupBox):
             "<b>Levers</b>, each tried on {rows:,} of your {total:,} rows: the checks' new verdicts, and how well a "
             "model of your rows would still predict from what would leave (your raw rows: {raw}).").format(
             rows=levers.rows, total=levers.total_rows, raw="not measured" if raw is None else f"{raw:.1%}"))
-        best = cheapest_lever(options)
+        best = levers.cheapest()
+        stubborn = [key.split("/")[0] for key in levers.stubborn()]
+        if stubborn:
+            names = {f"{f['attack']}": f for f in self.findings}
+            self.levers_label.setText(self.levers_label.text() + self.tr(
+                " No lever here changes <i>{checks}</i>: ask the analyst about the kit's columns or limits.").format(
+                checks=html.escape(", ".join(CHECK_WORDS.get(a, a) for a in stubborn if a in names), quote=False)))
         if best is not None:
             self.levers_label.setText(self.levers_label.text() + self.tr(
-                " The cheapest that passes every check is in bold: <b>{label}</b>.").format(
-                label=html.escape(best.label, quote=False)))
+                " The cheapest that passes every {other}check is in bold: <b>{label}</b>.").format(
+                other=self.tr("other ") if stubborn else "", label=html.escape(best.label, quote=False)))
         formal = []
         for r, o in enumerate(options):
             item = QTableWidgetItem(o.label)

@@ -155,3 +155,19 @@ def test_cli_assess_prints_the_levers_table(tmp_path, monkeypatch, capsys):
     assert "Formal noise: (ε, δ) = (1, " in table and "a formal guarantee:" in table
     assert "* the cheapest lever that passes every check" in table or "no single lever passes" in table
     assert run(*args) == 0 and "levers, each tried" not in capsys.readouterr().out  # only when asked
+
+
+def test_a_check_no_lever_changes_does_not_hold_the_others_back():
+    from core.privacy.levers import Levers
+
+    def opt(value, cost, collusion, alone="poor"):
+        return LeverOption("noise", value, f"noise {value}", {"noise": value} if value else {},
+                           [{"attack": "collusion", "adversary": "a", "verdict": collusion, "numbers": {}},
+                            {"attack": "analyst_alone", "adversary": "b", "verdict": alone, "numbers": {}}],
+                           cost_points=cost)
+
+    levers = Levers(opt(0, 0.0, "poor"), [opt(1.0, 5.0, "poor"), opt(2.0, 9.0, "ok")], 100, 100)
+    assert levers.stubborn() == ["analyst_alone/b"]
+    assert cheapest_lever(levers.options) is None  # strictly, nothing passes every check
+    assert levers.cheapest().value == 2.0  # but noise 2 passes every check a lever can pass
+    assert any("still poor under every lever: analyst_alone" in line for line in levers.lines())
