@@ -66,9 +66,12 @@ def test_a_lever_reaches_the_target_where_full_dimension_does_not(small):
     collusion = next(f for f in best.findings if f["attack"] == "collusion")
     assert collusion["numbers"]["median_cell_error"] >= 0.5
     # applying it to the round gives the same verdict on the whole table
-    job.set_site_settings({**job.site_settings, **best.changes})
+    before = dict(job.site_settings)
+    job.set_site_settings({**before, **best.changes})
     job.compute()
     full = next(f for f in job.assess().findings if f.attack == "collusion")
+    job.set_site_settings(before)  # the module's other tests read the round as it was
+    job.compute()
     assert full.numbers["median_cell_error"] >= 0.45  # measured on all rows instead of the lever's subsample
 
 
@@ -171,3 +174,21 @@ def test_a_check_no_lever_changes_does_not_hold_the_others_back():
     assert cheapest_lever(levers.options) is None  # strictly, nothing passes every check
     assert levers.cheapest().value == 2.0  # but noise 2 passes every check a lever can pass
     assert any("still poor under every lever: analyst_alone" in line for line in levers.lines())
+
+
+def test_measuring_reports_progress_and_stops_when_cancelled(small):
+    from core.control import JobControl
+    from core.errors import Cancelled
+
+    job, _ = small
+    seen = []
+
+    def progress(fraction, text):
+        seen.append(fraction)
+        if len(seen) == 20:
+            control.cancel()
+
+    control = JobControl(progress)
+    with pytest.raises(Cancelled):
+        measure_levers(job, control=control)
+    assert seen == sorted(seen) and seen[-1] < 1.0  # progress only forwards, and it stopped before the end
