@@ -148,6 +148,7 @@ class Levers:
     options: list[LeverOption]
     rows: int
     total_rows: int
+    poor_now: tuple[str, ...] | None = None  # the checks poor in the round's own assessment (all its rows)
 
     def cheapest(self, target: LeverTarget | None = None) -> LeverOption | None:
         """The cheapest option reaching ``target``; by default the one that passes every check some lever can
@@ -161,7 +162,8 @@ class Levers:
         if not measured:
             return []
         return [finding_key(f) for f in self.current.findings
-                if f["verdict"] == "poor" and all(o.verdicts.get(finding_key(f)) == "poor" for o in measured)]
+                if f["verdict"] == "poor" and all(o.verdicts.get(finding_key(f)) == "poor" for o in measured)
+                and (self.poor_now is None or finding_key(f) in self.poor_now)]
 
     def lines(self) -> list[str]:
         """The levers table as text (``participant assess --levers``): one line per option, the cheapest that
@@ -365,7 +367,9 @@ def measure_levers(job, *, thresholds=None, cap: int = MAX_ROWS, values: list[tu
             impossible.add(name)
     options += information_levers(job)
     control.step(1.0, "levers measured")
-    return Levers(current, options, len(keep), int(t.n_rows))
+    full = getattr(job, "assessment_", None)  # a check near its limit can differ between the two samples
+    poor_now = None if full is None else tuple(finding_key(f) for f in summarise(full) if f["verdict"] == "poor")
+    return Levers(current, options, len(keep), int(t.n_rows), poor_now)
 
 
 def information_levers(job) -> list[LeverOption]:

@@ -195,11 +195,10 @@ class DisclosureCheck(QGroupBox):
             rows=levers.rows, total=levers.total_rows, raw="not measured" if raw is None else f"{raw:.1%}"))
         best = levers.cheapest()
         stubborn = [key.split("/")[0] for key in levers.stubborn()]
-        if stubborn:
-            names = {f"{f['attack']}": f for f in self.findings}
+        if stubborn:  # poor here and under every lever (Levers.stubborn)
             self.levers_label.setText(self.levers_label.text() + self.tr(
                 " No lever here changes <i>{checks}</i>: ask the analyst about the kit's columns or limits.").format(
-                checks=html.escape(", ".join(CHECK_WORDS.get(a, a) for a in stubborn if a in names), quote=False)))
+                checks=html.escape(", ".join(CHECK_WORDS.get(a, a) for a in stubborn), quote=False)))
         if best is not None:
             self.levers_label.setText(self.levers_label.text() + self.tr(
                 " The cheapest that passes every {other}check is in bold: <b>{label}</b>.").format(
