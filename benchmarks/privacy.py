@@ -41,7 +41,7 @@ import pandas as pd
 from core.errors import ConfigError
 
 SITE_ROWS = 2000
-SAMPLE_ROWS = 200
+SAMPLE_ROWS = 500  # the kit's public sample: at 200 rows flchain's rare `mgus` can be constant (no public spread)
 ANCHOR_ROWS = 1000
 DEFAULT_SEEDS = 3
 DATASETS = ("drybean", "rice_cammeo_osmancik", "flchain")
@@ -93,7 +93,7 @@ def load_site(name: str, seed: int, data_dir: str | None, folder: Path):
     tr = read_table(folder / "train.csv", schema, labels=True)
     te = read_table(folder / "test.csv", schema, labels=True, fill_values=tr.fill_values)
     sample_X = read_table(folder / "sample.csv", schema, labels=False).X
-    anchor = make_anchor("bench", schema.feature_names, kind="smote", rows=ANCHOR_ROWS, seed_rows=sample_X).generate()
+    anchor = make_anchor("bench", schema.encoded_names, kind="smote", rows=ANCHOR_ROWS, seed_rows=sample_X).generate()
     return (tr.X, tr.y, te.X, te.y, list(schema.classes), anchor, encoded_scales(schema), encoded_means(schema))
 
 

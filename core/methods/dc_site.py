@@ -2,7 +2,9 @@
 
 X̃ᵢ = fᵢ(Xᵢ) and X̃ᵢᵃⁿᶜ = fᵢ(X^anc) are computed with the site's private map; rows are shuffled before
 export and the permutation stays in the site's workspace; fᵢ never leaves. Optional Gaussian noise on X̃ᵢ
-(not on the anchor image) with standard deviation ``noise`` × each reduced column's standard deviation.
+(not on the anchor image) with standard deviation ``noise`` × each reduced column's standard deviation; or
+formal noise (``privacy_epsilon``): the public-scale random orthogonal map, clipping, the Gaussian mechanism and
+randomised response of :mod:`core.privacy.mechanism`, its accounting in the manifest's ``privacy``.
 """
 
 from __future__ import annotations
@@ -125,6 +127,8 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
     control.step(1.0, "reduction done")
     labels = ("rows" if ship_labels else "counts") if site.y is not None else "none"
     plain = leaves_sentence(n, m, k, labels=labels, ids=site.ids_hashed is not None, noise=float(opts["noise"]))
+    if formal:
+        plain += " " + dp.describe(accounting)
     return SiteExport(arrays, manifest, {**red.map_.to_arrays(), "permutation": perm.astype(np.int64)},
                       {"reduction": opts["reduction"], "dimension": k}, disclosures, stays, plain)
 
