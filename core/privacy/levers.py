@@ -344,6 +344,8 @@ def measure_levers(job, *, thresholds=None, cap: int = MAX_ROWS, values: list[tu
             opt.cost_points = _points(raw_acc, opt.accuracy)
         elif labelled:
             opt.note = "no per-row copy leaves with this method: its accuracy cost is not measured here"
+        else:
+            opt.note = "no classes at this site: the accuracy cost is not measured"
         if lever == EPSILON_SETTING:
             dp = ex.manifest.get("privacy") if isinstance(ex.manifest.get("privacy"), dict) else {}
             opt.formal = formal_words(float(value), dp.get("delta"))

@@ -176,10 +176,14 @@ class PrivacyPage(Page):
         def ok(result: tuple) -> None:
             if self._timer.isActive():  # the settings changed while this ran: the newer computation follows
                 return
-            export, self.findings, self.levers = result
+            export, self.findings, levers = result
+            self.levers = levers if not isinstance(levers, str) else None
             self.site_export, self._computed_for = export, settings
             self._show(export)
             self.check.show_check(self.findings, self.levers)
+            if isinstance(levers, str):
+                self.message.show_message("warning", self.tr("The levers could not be measured: {why}").format(
+                    why=levers))
             self.leaves_label.setText(self.leaves_label.text() + "<br>" + self.check_line())
 
         self.start(lambda control: compute_and_check(exporter, control),
@@ -263,6 +267,9 @@ def compute_and_check(exporter, control: JobControl) -> tuple:
     findings = summarise(assessment)
     levers = None
     if any(f["verdict"] == "poor" for f in findings):
-        levers = measure_levers(exporter, thresholds=assessment.thresholds, control=control.sub(0.5, 1.0))
+        try:
+            levers = measure_levers(exporter, thresholds=assessment.thresholds, control=control.sub(0.5, 1.0))
+        except DCError as exc:  # the levers are advice: they never stand between the site and its export
+            levers = str(exc)
     control.step(1.0, "checked")
     return export, findings, levers

@@ -97,3 +97,23 @@ def test_poor_check_offers_levers_and_use_this_applies_one(qtbot, project):
     collusion = next(f for f in pp.findings if f["attack"] == "collusion")
     assert collusion["verdict"] == "ok" and check.verdict_of(0) == "ok"
     assert check.levers_box.isVisibleTo(pp) == any(f["verdict"] == "poor" for f in pp.findings)
+
+
+def test_levers_that_cannot_be_measured_never_block_the_export(qtbot, project, monkeypatch):
+    from core.errors import ConfigError
+    from gui.participant import privacy_page
+
+    def refuse(*_, **__):
+        raise ConfigError("no lever today")
+
+    monkeypatch.setattr(privacy_page, "measure_levers", refuse)
+    w = wizard_with_new_identity(qtbot, "Site B", project / "ids-b")
+    accept_kit(w, project / "p.dckit")
+    import_anchor(qtbot, w, project / "a.dcanchor")
+    w.next()
+    read_csv(qtbot, w, project / "site.csv")
+    w.next()
+    pp = w.privacy_page
+    wait_page(qtbot, pp)
+    assert pp.isComplete() and pp.check.verdict_of(0) == "poor" and not pp.check.levers_box.isVisibleTo(pp)
+    assert pp.message.kind == "warning" and "no lever today" in pp.message.text()
