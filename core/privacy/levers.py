@@ -13,9 +13,10 @@ subsample of the site's rows (at most ``MAX_ROWS``, so each option stays well un
    about 0 (the L2 penalty sees rescaled columns, so not exactly 0).
 
 Levers (those the method declares as site settings): a lower dimension (``dimension``: "numbers per row"),
-noise (``noise``, × each reduced column's spread), the formal DP option (``privacy_epsilon``: ε of the
-Gaussian mechanism, with the kit's δ). Two more are information only, since the signed kit fixes them: fewer
-or coarser columns, and the distilled mode (synthetic rows instead of reduced real rows).
+noise (``noise``, × each reduced column's spread), both at once (milder each), the formal DP option
+(``privacy_epsilon``: ε of the Gaussian mechanism, with the kit's δ). Two more are information only, since
+the signed kit fixes them: fewer or coarser columns, and the distilled mode (synthetic rows instead of reduced
+real rows).
 
 :func:`cheapest_lever` picks the option that reaches a stated :class:`LeverTarget` (e.g. the colluding
 site's reconstruction error ≥ 50 % of the columns' spread) at the smallest accuracy cost.
@@ -40,11 +41,13 @@ NOISE_VALUES = (0.25, 0.5, 1.0, 2.0)
 EPSILON_VALUES = (8.0, 4.0, 2.0, 1.0, 0.5)
 EPSILON_SETTING = "privacy_epsilon"
 LEVER_SETTINGS = ("dimension", "noise", EPSILON_SETTING)
+COMBINED = "dimension+noise"
 
 LEVER_WORDS = {
     "dimension": ("Fewer numbers per row", "a lower dimension m̃ of the private reduction"),
     "noise": ("More noise", "Gaussian noise on the reduced rows, σ = value × each reduced column's standard "
                             "deviation (no formal guarantee)"),
+    COMBINED: ("Fewer numbers per row and noise", "a lower dimension m̃ and Gaussian noise together"),
     EPSILON_SETTING: ("Formal noise with a guarantee", "(ε, δ)-differential privacy: per-row clipping and the "
                                                       "Gaussian mechanism on the reduced rows"),
     "columns": ("Fewer or coarser columns", "dropping or binning columns (generalisation) in the kit's schema"),
@@ -155,15 +158,16 @@ class Levers:
         pass (a check poor under every lever, see :meth:`stubborn`, does not hold the others back)."""
         return cheapest_lever(self.options, target or LeverTarget(ignore=tuple(self.stubborn())))
 
-    def stubborn(self) -> list[str]:
+    def stubborn(self, *, shown: bool = False) -> list[str]:
         """The checks (``attack/adversary``) still poor under every lever that was measured: no setting here
-        changes them (e.g. a guess from the columns' averages, which do not depend on what is shipped)."""
+        changes them (e.g. a guess from the columns' averages, which do not depend on what is shipped).
+        ``shown``: only those the round's own assessment (all rows) finds poor too, the ones worth naming."""
         measured = [o for o in self.options if o.applicable and o.findings]
         if not measured:
             return []
         return [finding_key(f) for f in self.current.findings
                 if f["verdict"] == "poor" and all(o.verdicts.get(finding_key(f)) == "poor" for o in measured)
-                and (self.poor_now is None or finding_key(f) in self.poor_now)]
+                and (not shown or self.poor_now is None or finding_key(f) in self.poor_now)]
 
     def lines(self) -> list[str]:
         """The levers table as text (``participant assess --levers``): one line per option, the cheapest that
@@ -182,13 +186,13 @@ class Levers:
             rows.append(("*" if o is best else "", o.label, str(o.poor), acc, cost))
         widths = [max(len(r[c]) for r in rows) for c in range(5)]
         out += ["  " + "  ".join(r[c].ljust(widths[c]) for c in range(5)).rstrip() for r in rows]
-        stubborn = self.stubborn()
+        stubborn = self.stubborn(shown=True)
         if stubborn:
             out.append("  still poor under every lever: " + ", ".join(s.split("/")[0] for s in stubborn)
                        + " (no setting here changes it: ask the analyst about the kit's columns or limits)")
-        out.append("  * the cheapest lever that passes every other check" if best is not None and stubborn else
+        out.append("  * the cheapest lever that passes every other check" if best is not None and self.stubborn() else
                    "  * the cheapest lever that passes every check" if best is not None else
-                   "  no single lever passes every check here: combine them (e.g. fewer numbers per row and noise)")
+                   "  no lever tried here passes every check: ask the analyst about the kit (columns, limits, method)")
         formal = [o.formal for o in self.options if o.formal]
         if formal:
             out.append(f"  formal noise, e.g. {formal[-1]}")
@@ -244,7 +248,19 @@ def lever_values(spec_by_name: dict, settings: dict, m: int) -> list[tuple[str, 
     return out
 
 
+def combined_values(values: list[tuple[str, object]]) -> list[dict]:
+    """Both dials at once, milder each (a lower dimension and noise can together reach a target more cheaply
+    than either pushed alone): the two middle dimensions tried × noise 0.5 and 1."""
+    dims = [v for k, v in values if k == "dimension"]
+    noises = [v for k, v in values if k == "noise" and v in (0.5, 1.0)]
+    middle = dims[1:3] if len(dims) > 2 else dims[-1:]
+    return [{"dimension": d, "noise": s} for d in middle for s in noises]
+
+
 def option_label(lever: str, value, settings: dict, m: int) -> str:
+    if lever == COMBINED:
+        return (f"Keep {value['dimension']} numbers per row and add noise of {value['noise']:g} × each number's "
+                "spread")
     if lever == "dimension":
         now = settings.get("dimension") or m
         return f"Keep {value} numbers per row (now {now})"
@@ -319,6 +335,7 @@ def measure_levers(job, *, thresholds=None, cap: int = MAX_ROWS, values: list[tu
     settings = dict(job.site_settings)
     if "seed" in specs and settings.get("seed") is None:
         settings["seed"] = 0  # every option sees the same reduction and shuffle: only the lever differs
+    pairs = combined_values(values if values is not None else lever_values(specs, job.site_settings, m))
     values = lever_values(specs, job.site_settings, m) if values is None else values
     K = len(job.kit.schema.classes) if job.kit.task == "classification" else 0
     labelled = K >= 2 and site.y is not None and len(np.unique(site.y)) >= 2
@@ -357,7 +374,7 @@ def measure_levers(job, *, thresholds=None, cap: int = MAX_ROWS, values: list[tu
         step.step(1.0, opt.label)
         return opt
 
-    n_steps = len(values) + 1
+    n_steps = len(values) + len(pairs) + 1
     current = measure("current", None, {}, control.sub(0.0, 1.0 / n_steps))
     options = []
     impossible: set[str] = set()
@@ -367,11 +384,16 @@ def measure_levers(job, *, thresholds=None, cap: int = MAX_ROWS, values: list[tu
         options.append(measure(name, value, {name: value}, control.sub(i / n_steps, (i + 1) / n_steps)))
         if not options[-1].applicable:
             impossible.add(name)
-    options += information_levers(job)
-    control.step(1.0, "levers measured")
     full = getattr(job, "assessment_", None)  # a check near its limit can differ between the two samples
     poor_now = None if full is None else tuple(finding_key(f) for f in summarise(full) if f["verdict"] == "poor")
-    return Levers(current, options, len(keep), int(t.n_rows), poor_now)
+    out = Levers(current, options, len(keep), int(t.n_rows), poor_now)
+    if out.cheapest() is None:  # no single lever passes: both dials at once, milder each
+        for i, changes in enumerate(pairs, start=len(values) + 1):
+            if not impossible & set(changes):
+                options.append(measure(COMBINED, changes, changes, control.sub(i / n_steps, (i + 1) / n_steps)))
+    options += information_levers(job)
+    control.step(1.0, "levers measured")
+    return out
 
 
 def information_levers(job) -> list[LeverOption]:

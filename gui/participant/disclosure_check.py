@@ -194,7 +194,7 @@ class DisclosureCheck(QGroupBox):
             "model of your rows would still predict from what would leave (your raw rows: {raw}).").format(
             rows=levers.rows, total=levers.total_rows, raw="not measured" if raw is None else f"{raw:.1%}"))
         best = levers.cheapest()
-        stubborn = [key.split("/")[0] for key in levers.stubborn()]
+        stubborn = [key.split("/")[0] for key in levers.stubborn(shown=True)]
         if stubborn:  # poor here and under every lever (Levers.stubborn)
             self.levers_label.setText(self.levers_label.text() + self.tr(
                 " No lever here changes <i>{checks}</i>: ask the analyst about the kit's columns or limits.").format(
@@ -202,7 +202,7 @@ class DisclosureCheck(QGroupBox):
         if best is not None:
             self.levers_label.setText(self.levers_label.text() + self.tr(
                 " The cheapest that passes every {other}check is in bold: <b>{label}</b>.").format(
-                other=self.tr("other ") if stubborn else "", label=html.escape(best.label, quote=False)))
+                other=self.tr("other ") if levers.stubborn() else "", label=html.escape(best.label, quote=False)))
         formal = []
         for r, o in enumerate(options):
             item = QTableWidgetItem(o.label)

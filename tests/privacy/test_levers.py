@@ -192,3 +192,17 @@ def test_measuring_reports_progress_and_stops_when_cancelled(small):
     with pytest.raises(Cancelled):
         measure_levers(job, control=control)
     assert seen == sorted(seen) and seen[-1] < 1.0  # progress only forwards, and it stopped before the end
+
+
+def test_both_dials_at_once_when_no_single_lever_passes(small, monkeypatch):
+    from core.privacy.levers import COMBINED, Levers, combined_values
+
+    values = [("dimension", 5), ("dimension", 3), ("dimension", 2), ("noise", 0.25), ("noise", 0.5), ("noise", 1.0)]
+    assert combined_values(values) == [{"dimension": d, "noise": s} for d in (3, 2) for s in (0.5, 1.0)]
+    job, levers = small
+    assert not [o for o in levers.options if o.lever == COMBINED]  # a single lever passed: none tried
+    monkeypatch.setattr(Levers, "cheapest", lambda self, target=None: None)  # as if none had
+    pairs = [o for o in measure_levers(job, values=values).options if o.lever == COMBINED]
+    assert [o.changes for o in pairs] == combined_values(values)
+    assert all(o.applicable and o.findings and o.cost_points is not None for o in pairs)
+    assert pairs[0].label == "Keep 3 numbers per row and add noise of 0.5 × each number's spread"
