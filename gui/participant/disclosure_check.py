@@ -149,8 +149,8 @@ class DisclosureCheck(QGroupBox):
         if poor:
             self.summary_label.setText(self.tr(
                 "<b>{k} of {n} checks are poor</b>: someone could get closer to your patients' rows than the kit "
-                "allows. Each lever below was tried on {rows:,} of your rows; choose one and press <i>Use this</i>, "
-                "or export as it is.").format(k=len(poor), n=len(self.findings), rows=rows))
+                "allows (measured here on up to {rows:,} of your rows). Choose a lever below and press "
+                "<i>Use this</i>, or export as it is.").format(k=len(poor), n=len(self.findings), rows=rows))
         else:
             self.summary_label.setText(self.tr("<b>Every check is within the kit's limits</b> (measured on {rows:,} "
                                                "of your rows, here; nothing of it leaves).").format(rows=rows))
