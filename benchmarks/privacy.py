@@ -28,6 +28,7 @@ both.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import time
@@ -93,7 +94,9 @@ def load_site(name: str, seed: int, data_dir: str | None, folder: Path):
     tr = read_table(folder / "train.csv", schema, labels=True)
     te = read_table(folder / "test.csv", schema, labels=True, fill_values=tr.fill_values)
     sample_X = read_table(folder / "sample.csv", schema, labels=False).X
-    anchor = make_anchor("bench", schema.encoded_names, kind="smote", rows=ANCHOR_ROWS, seed_rows=sample_X).generate()
+    anchor_file = make_anchor("bench", schema.encoded_names, kind="smote", rows=ANCHOR_ROWS, seed_rows=sample_X)
+    anchor_file.secret = hashlib.sha256(f"privacy-bench/{name}/{seed}".encode()).digest()  # reproducible draws
+    anchor = anchor_file.generate()
     return (tr.X, tr.y, te.X, te.y, list(schema.classes), anchor, encoded_scales(schema), encoded_means(schema))
 
 
@@ -204,9 +207,12 @@ def summarise(cells: list[dict]) -> dict[str, Any]:
         default = next(r for r in table if (r["method"], r["lever"]) == ("dccfl", "default"))
         reach = [r for r in table if r["method"] == "dccfl" and r.get("collusion.median_cell_error", 0) >= TARGET_ERROR
                  and r.get("collusion.within_10pct", 1) <= TARGET_SHARE]
+        reached = [{"lever": r["lever"], "accuracy": r["accuracy"],
+                    "cost_vs_default": default["accuracy"] - r["accuracy"],
+                    "collusion_error": r["collusion.median_cell_error"]} for r in reach]
         best = max(reach, key=lambda r: r["accuracy"]) if reach else None
         out[name] = {"rows": mine[0]["rows"], "columns": mine[0]["columns"], "own_accuracy": own, "table": table,
-                     "target": {"reached_by": [r["lever"] for r in reach],
+                     "target": {"reached_by": [r["lever"] for r in reach], "reached": reached,
                                 "best": None if best is None else {
                                     "lever": best["lever"], "accuracy": best["accuracy"],
                                     "cost_vs_default": default["accuracy"] - best["accuracy"],
@@ -246,7 +252,10 @@ def markdown(out: dict) -> str:
         if t["best"]:
             b = t["best"]
             lines += ["", f"Target (collusion error ≥ {TARGET_ERROR:.0%} of spread, ≤ {TARGET_SHARE:.0%} of rows "
-                      f"within 10 %) reached by: {', '.join(t['reached_by'])}. Best accuracy among them: "
+                      "within 10 %) reached by: " + ", ".join(
+                          f"{x['lever']} (accuracy {x['accuracy']:.3f}, "
+                          f"{x['cost_vs_default'] * 100:.1f} pt below the default)"
+                          for x in t["reached"]) + ". Best accuracy among them: "
                       f"**{b['lever']}**, accuracy {b['accuracy']:.3f} — {b['cost_vs_default'] * 100:.1f} pt below "
                       f"the default export, {b['cost_vs_own'] * 100:.1f} pt below the site's own model; membership "
                       f"AUC {_f(b['membership_auc'], 2)}.", ""]

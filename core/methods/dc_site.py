@@ -32,7 +32,7 @@ SITE_SETTINGS = (
     Setting("privacy_epsilon", "float", None, "formal privacy: each shipped row is (ε, δ)-differentially private "
             "(public-scale standardising, a random orthogonal map, clipping, Gaussian noise; classes by randomised "
             "response); smaller ε = more noise", label="Formal privacy (ε)", low=0.01, high=100.0, optional=True,
-            none_help="off", side="site"),
+            none_help="off", side="site", advanced=True),  # the wizard's levers (gui/) decide how to offer it
     Setting("privacy_delta", "float", None, "formal privacy: the δ of (ε, δ)", label="Formal privacy (δ)",
             low=1e-15, high=1e-3, optional=True, none_help="min(1e-5, 1/rows²)", side="site", advanced=True),
     Setting("seed", "int", None, "random seed of the reduction and the shuffle (none: fresh each export)",

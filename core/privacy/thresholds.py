@@ -3,8 +3,8 @@
 The kit may state them (its optional ``privacy`` block, omitted when every value is the default, so kits
 made before it keep their digest); a site may only make them stricter. Each default is justified by a
 measurement in docs/results/privacy/: e.g. guessing every cell as its column's mean already misses by a median
-0.67 spread on normal data (0.4–0.6 on the clinical tables), so a rebuild whose median error is below half a
-spread knows the rows better than their averages do.
+0.67 spread on normal data (0.50–0.76 on the benchmark tables), so a rebuild whose median error is below half a
+spread (and below 90 % of that guess's) knows the rows better than their averages do.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ class PrivacyThresholds:
     """Limits of the measured disclosure (each attack's verdict is "poor" when a number passes its limit).
 
     reconstruction_error_min : a colluding (or lone) rebuild's median relative cell error |x̂ − x| / sd_j must be
-        at least this (0/1 columns: the share of cells wrong after rounding).
+        at least this (0/1 columns: the share of cells wrong after rounding), unless it is no better than 90 % of
+        the error of guessing every value as its column's mean (what the kit's public statistics already give).
     recovered_share_max : the share of rows with every column within 10 % of its spread must be at most this.
     membership_auc_max, membership_tpr_at_1pct_max : the distance-to-closest-shipped-row membership test's
         ROC AUC and its true-positive rate at 1 % false positives must be at most these.

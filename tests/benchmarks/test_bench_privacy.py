@@ -1,0 +1,36 @@
+"""``python -m benchmarks privacy``: one small cell through every lever, the record's target line, the timing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from benchmarks import privacy as P
+
+
+def test_a_cell_measures_every_lever_and_the_record_names_the_target(tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((900, 5)) @ rng.standard_normal((5, 5))
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(5)])
+    frame["label"] = np.where(X[:, 0] + X[:, 1] > 0, "p", "q")
+    frame.to_csv(tmp_path / "toy.csv", index=False)
+    monkeypatch.setattr(P, "SITE_ROWS", 600)
+    monkeypatch.setattr(P, "ANCHOR_ROWS", 300)
+    cell = P.run_cell("toy", 0, str(tmp_path), quick=True)
+    levers = {(r["method"], r["lever"]) for r in cell["results"]}
+    assert ("dccfl", "default") in levers and ("dccfl", "noise 2") in levers and ("gold", "default") in levers
+    default = next(r for r in cell["results"] if r["lever"] == "default" and r["method"] == "dccfl")
+    assert default["collusion.median_cell_error"] < 0.01 and "collusion" in default["poor"]
+    eps = next(r for r in cell["results"] if r["lever"] == "ε 10")
+    assert eps["collusion.median_cell_error"] > default["collusion.median_cell_error"]
+    summary = P.summarise([cell])
+    assert summary["toy"]["target"]["reached_by"]  # strong noise reaches it on this table
+    text = P.markdown({"command": "c", "seeds": [0], "commit": None, "machine": "m", "wall_seconds": 1.0,
+                       "load": 0.0, "summary": summary})
+    assert "| dccfl | default |" in text and "Best accuracy among them" in text
+
+
+def test_timing_compares_the_assessment_with_the_whole_export():
+    out = P.timing(3000, columns=6, say=lambda *_: None)
+    assert out["assess_seconds"] > 0 and out["export_seconds"] > out["assess_seconds"]
+    assert out["assess_share"] == out["assess_seconds"] / out["export_seconds"]
