@@ -9,8 +9,10 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QGroupBox,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
+    QPushButton,
     QScrollArea,
     QSizePolicy,
     QTableWidget,
@@ -24,7 +26,7 @@ from core.control import JobControl
 from core.errors import DCError
 from core.methods import method_class
 from core.methods.base import SiteExport
-from core.privacy.levers import measure_levers, summarise
+from core.privacy.levers import EPSILON_SETTING, formal_words, measure_levers, summarise
 
 from ..settings_form import SettingsForm
 from .common import Page, human_size
@@ -41,7 +43,9 @@ class PrivacyPage(Page):
     Test hooks: ``site_form`` (a :class:`gui.settings_form.SettingsForm`: ``site_form.set_value(name, v)``,
     ``site_form.widget(name)``), ``disclosure_table`` (one row per array that leaves: name, shape, type,
     meaning), ``leaves_label``, ``stays_label``; ``site_export`` is the computed :class:`SiteExport`;
-    ``check`` the disclosure check (:class:`DisclosureCheck`), ``findings`` / ``levers`` what it shows.
+    ``check`` the disclosure check (:class:`DisclosureCheck`), ``findings`` / ``levers`` what it shows;
+    ``extra_settings`` what "Use this" set outside the form (formal noise: ``formal_row``, ``formal_label``,
+    ``formal_off_button``).
     """
 
     def __init__(self):
@@ -54,6 +58,17 @@ class PrivacyPage(Page):
         self._form_for: tuple | None = None
         self.site_form = SettingsForm(advanced=False)  # e.g. the seed: the CLI offers it, the page does not
         self.site_form.changed.connect(self._changed)
+        self.extra_settings: dict = {}  # settings "Use this" set that the form does not show (formal noise)
+        self.formal_label = QLabel()  # formal noise, when a lever turned it on: its guarantee in words, and Off
+        self.formal_label.setWordWrap(True)
+        self.formal_off_button = QPushButton(self.tr("Turn formal noise off"))
+        self.formal_off_button.clicked.connect(self.formal_off)
+        self.formal_row = QWidget()
+        fl = QHBoxLayout(self.formal_row)
+        fl.setContentsMargins(0, 0, 0, 0)
+        fl.addWidget(self.formal_label, 1)
+        fl.addWidget(self.formal_off_button)
+        self.formal_row.setVisible(False)
 
         self.plain_label = QLabel()
         self.plain_label.setWordWrap(True)
@@ -108,6 +123,7 @@ class PrivacyPage(Page):
         cl = QVBoxLayout(content)
         cl.setContentsMargins(0, 0, 0, 0)
         cl.addWidget(self.site_form)
+        cl.addWidget(self.formal_row)
         cl.addWidget(leaves, 1)
         cl.addWidget(stays)
         cl.addWidget(self.check)  # below what leaves: the page scrolls to it (its verdict also on the summary line)
@@ -132,7 +148,7 @@ class PrivacyPage(Page):
 
     def settings(self) -> dict:
         """This site's choices, checked against the method's declarations (DCError if one is not valid)."""
-        return self.site_form.values()
+        return {**self.site_form.values(), **self.extra_settings}
 
     def initializePage(self) -> None:
         exporter = self.state.exporter
@@ -144,6 +160,8 @@ class PrivacyPage(Page):
             self.site_form.blockSignals(True)
             self.site_form.set_specs(method.site_settings_spec(), columns=m)
             self.site_form.blockSignals(False)
+            self.extra_settings = {}  # another method or table: the levers' settings start afresh
+            self._show_formal(None)
         if exporter is None or exporter.export_ is None or self._computed_for != exporter.site_settings \
                 or self.site_export is not exporter.export_:
             self.recompute()
@@ -180,6 +198,7 @@ class PrivacyPage(Page):
             self.levers = levers if not isinstance(levers, str) else None
             self.site_export, self._computed_for = export, settings
             self._show(export)
+            self._show_formal(export)
             self.check.show_check(self.findings, self.levers)
             if isinstance(levers, str):
                 self.message.show_message("warning", self.tr("The levers could not be measured: {why}").format(
@@ -198,11 +217,30 @@ class PrivacyPage(Page):
         return self.tr("Disclosure check: every check is within the kit's limits (details below).")
 
     def use_option(self, option) -> None:
-        """"Use this": set the lever's settings in the form; the form's change recomputes and re-checks."""
+        """"Use this": set the lever's settings (in the form, or beside it for formal noise, which the form does
+        not offer), then compute and check again."""
         for name, value in option.changes.items():
-            self.site_form.set_value(name, value)
+            if name in self.site_form.names():
+                self.site_form.set_value(name, value)
+            else:
+                self.extra_settings[name] = value
         self._timer.stop()
         self.recompute()
+
+    def formal_off(self) -> None:
+        self.extra_settings.pop(EPSILON_SETTING, None)
+        self._show_formal(None)
+        self.recompute()
+
+    def _show_formal(self, ex: SiteExport | None) -> None:
+        """The formal-noise line: shown while a lever has it on, with the guarantee in words once computed."""
+        epsilon = self.extra_settings.get(EPSILON_SETTING)
+        self.formal_row.setVisible(epsilon is not None)
+        if epsilon is None:
+            return
+        dp = ex.manifest.get("privacy") if ex is not None and isinstance(ex.manifest.get("privacy"), dict) else {}
+        self.formal_label.setText(html.escape(self.tr("Formal noise is on: {words}.").format(
+            words=formal_words(float(epsilon), dp.get("delta"))), quote=False))
 
     def _ended(self) -> None:
         if self._pending:

@@ -86,6 +86,20 @@ def test_poor_check_offers_levers_and_use_this_applies_one(qtbot, project):
     pp.scroll.ensureWidgetVisible(check.use_buttons[0])
     assert fully_visible(check.use_buttons[0])
 
+    # "Use this" on formal noise (not a form setting): a line says it is on, with its guarantee in words; Off
+    assert not pp.formal_row.isVisibleTo(pp)
+    row = next(r for r, label in enumerate(labels) if label.startswith("Formal noise: (ε, δ) = (1, "))
+    qtbot.mouseClick(check.levers_table.cellWidget(row, 4), Qt.LeftButton)
+    wait_page(qtbot, pp)
+    assert w.exporter.site_settings["privacy_epsilon"] == 1.0 and pp.site_export.manifest["privacy"]["epsilon"] == 1
+    assert pp.formal_row.isVisibleTo(pp) and "Formal noise is on: (ε, δ) = (1, " in pp.formal_label.text()
+    assert "a formal guarantee:" in pp.formal_label.text()
+    qtbot.mouseClick(pp.formal_off_button, Qt.LeftButton)
+    wait_page(qtbot, pp)
+    assert w.exporter.site_settings["privacy_epsilon"] is None and "privacy" not in pp.site_export.manifest
+    assert not pp.formal_row.isVisibleTo(pp) and check.verdict_of(0) == "poor"
+    labels = [check.levers_table.item(r, 0).text() for r in range(check.levers_table.rowCount())]
+
     # "Use this" on the strongest noise: the form changes, the page computes and checks again in its job
     first_export = pp.site_export
     row = labels.index("Add noise of 2 × each number's spread")
