@@ -4,8 +4,9 @@
 what each adversary would hold, and judges each against :class:`~core.privacy.thresholds.PrivacyThresholds`.
 Which attacks apply follows from the shipped arrays: the DC family ships ``x_tilde`` + ``anchor_tilde`` (row
 images and the anchor's image), distillation ships ``x_distilled`` + ``anchor_tilde``, GOLD ships
-``centroids`` + ``counts``, meta-analysis only coefficients. Row sets are subsampled to ``max_rows`` (seeded),
-so the cost does not grow with the table. Nothing here is written into a bundle.
+``centroids`` + ``counts``, meta-analysis a model's coefficients (membership by the model's loss). Row sets
+are subsampled to ``max_rows`` (seeded), so the cost does not grow with the table. Nothing here is written into
+a bundle.
 """
 
 from __future__ import annotations
@@ -31,11 +32,13 @@ BEATS_MEAN_GUESS = 0.9  # a rebuild's error counts as poor only below 90 % of th
 ANALYST = "the analyst alone"
 COLLUDING = "the analyst with one other site (holds the anchor)"
 RECORD_HOLDER = "anyone holding a patient's record (with the analyst and one other site)"
+MODEL_HOLDER = "anyone holding a patient's record and outcome, and the shipped model"
 
 ATTACKS = {
     "collusion": "rows rebuilt from the bundle through the anchor pairs (least squares)",
     "analyst_alone": "rows rebuilt from the bundle and the kit's public statistics, without the anchor",
-    "membership": "whether a given patient was in your rows (distance to the closest shipped row)",
+    "membership": "whether a given patient was in your rows (distance to the closest shipped row, or the shipped "
+                  "model's loss on the patient)",
     "nearest_record": "whether a shipped row is a near-copy of a real patient (against rows that never left)",
     "group_size": "the fewest patients behind any shipped average",
 }
@@ -223,9 +226,10 @@ def _assess(site: SiteInput, export: SiteExport, method: Method, thresholds: Pri
             findings.append(not_applicable(attack, who, f"the bundle holds no rows, only {what}"))
     control.step(0.5, "testing whether a patient's presence shows")
     members, holdout = _split(n, max_rows // MEMBERSHIP_SHARE, rng)
-    if not (dc_rows or distilled or gold):
-        findings.append(not_applicable("membership", RECORD_HOLDER, "the bundle holds no rows or averages to "
-                                       "compare a patient's record with"))
+    model = "coef" in arrays and site.y is not None
+    if not (dc_rows or distilled or gold or model):
+        findings.append(not_applicable("membership", RECORD_HOLDER, "the bundle holds no rows, averages or model "
+                                       "to test a patient's record against"))
     elif len(members) < MIN_SPLIT_ROWS // 2:
         findings.append(not_applicable("membership", RECORD_HOLDER, f"{n} rows are too few to split into "
                                        "patients who left and patients who did not"))
@@ -235,7 +239,19 @@ def _assess(site: SiteInput, export: SiteExport, method: Method, thresholds: Pri
         except DCError as exc:  # e.g. a class missing from the members: say so instead of failing the export
             findings.append(not_applicable("membership", RECORD_HOLDER, f"the simulated export failed ({exc})"))
             sim = None
-        if sim is not None:
+        if sim is not None and model:
+            coef = sim.arrays.get("coef")
+            if coef is None:
+                findings.append(not_applicable("membership", MODEL_HOLDER, "the simulated export fitted no model ("
+                                               + str(sim.manifest.get("reason", "no estimate")) + ")"))
+            else:
+                from ..methods.metalr.site_logit import predict_proba
+
+                scores = [A.model_loss_scores(predict_proba(coef, X[rows]), site.y[rows])
+                          for rows in (members, holdout)]
+                findings.append(_membership_finding(A.membership_from_scores(*scores), len(members) + len(holdout),
+                                                    th, MODEL_HOLDER))
+        elif sim is not None:
             released = _released_rows(method, site, sim)
             numbers = A.membership_test(X[members], X[holdout], released, spread)
             findings.append(_membership_finding(numbers, len(members) + len(holdout), th, RECORD_HOLDER))

@@ -127,8 +127,21 @@ def membership_test(members: np.ndarray, holdout: np.ndarray, released: np.ndarr
     distance to the closest released row; ``auc`` is the ROC AUC of members against hold-out rows (0.5: no
     better than a coin; the Mann–Whitney form, ties counting one half) and ``tpr_at_1pct_fpr`` the share of
     members scored above the threshold that only 1 % of hold-out rows pass."""
-    s_in = -closest_distance(members, released, spread)
-    s_out = -closest_distance(holdout, released, spread)
+    return membership_from_scores(-closest_distance(members, released, spread),
+                                  -closest_distance(holdout, released, spread))
+
+
+def model_loss_scores(proba: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Yeom et al. (2018)'s loss attack on a released model: a candidate's score is minus its cross-entropy
+    −log p(yᵢ | xᵢ) under the model (rows the model was fitted on tend to have the smaller loss)."""
+    p = np.asarray(proba, np.float64)[np.arange(len(y)), np.asarray(y, np.int64)]
+    return np.log(np.clip(p, 1e-300, 1.0))
+
+
+def membership_from_scores(s_in: np.ndarray, s_out: np.ndarray) -> dict[str, float]:
+    """ROC AUC (Mann–Whitney, ties one half) of member scores against hold-out scores, and the share of members
+    scored above the threshold that only 1 % of hold-out rows pass."""
+    s_in, s_out = np.asarray(s_in, np.float64), np.asarray(s_out, np.float64)
     ranks = _midranks(np.r_[s_in, s_out])
     n1, n0 = len(s_in), len(s_out)
     auc = float((ranks[:n1].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))

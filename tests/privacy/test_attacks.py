@@ -99,7 +99,7 @@ def test_binary_columns_count_cells_wrong_after_rounding():
     assert out["within_10pct"] == pytest.approx(0.75) and out["median_cell_error"] == 0.0
 
 
-def test_gold_smallest_group_and_meta_lr_not_applicable(table):
+def test_gold_smallest_group_and_meta_lr_model_loss(table):
     X, y, _ = table
     gold = get_method("gold")
     site = SiteInput(X, y, ["0", "1"], None, None, {"seed": 1})
@@ -109,17 +109,22 @@ def test_gold_smallest_group_and_meta_lr_not_applicable(table):
     assert a.finding("collusion").verdict == "not applicable"
     meta = get_method("meta-lr")
     b = assess_export(site, meta.site_compute(site), meta)
-    assert {f.verdict for f in b.findings} == {"not applicable"} and b.verdict == "ok"
-    assert all(f.sentence.startswith("Not applicable: ") for f in b.findings)
+    assert b.finding("collusion").verdict == "not applicable" and b.finding("group_size").verdict == "not applicable"
+    assert b.finding("collusion").sentence.startswith("Not applicable: ")
+    loss = b.finding("membership")  # the shipped model's loss on a patient
+    assert loss.verdict in ("ok", "poor") and "model" in loss.adversary and 0.4 < loss.numbers["auc"] < 1
 
 
-def test_guessing_the_column_means_is_never_judged_poor_on_skewed_columns():
-    rng = np.random.default_rng(5)
-    X = np.exp(rng.standard_normal((800, 5)) * 1.2)  # skewed: most values sit near the mean in spread units
-    y = (X[:, 0] > np.median(X[:, 0])).astype(np.int64)
-    anchor = X.mean(0) + X.std(0) * rng.standard_normal((300, 5))
-    method = get_method("dccfl")
-    site = SiteInput(X, y, ["0", "1"], anchor, None, {"seed": 1})
-    alone = assess_export(site, method.site_compute(site), method).finding("analyst_alone")
-    assert alone.numbers["public_mean_error"] < 0.5  # below the default limit, yet it is only the averages
-    assert alone.verdict == "ok"
+def test_a_model_loss_attack_sees_an_overfitted_model_and_not_a_well_determined_one():
+    def membership(n, m):
+        rng = np.random.default_rng(3)
+        X = rng.standard_normal((n, m))
+        y = (X[:, 0] + 2 * rng.standard_normal(n) > 0).astype(np.int64)
+        method = get_method("meta-lr", {"ridge": 1e-4})
+        site = SiteInput(X, y, ["0", "1"], None, None, {})
+        return assess_export(site, method.site_compute(site), method).finding("membership")
+
+    overfitted = membership(200, 80)  # 100 members, 81 coefficients: the model remembers its rows
+    settled = membership(2000, 3)  # 500 members, 4 coefficients
+    assert overfitted.numbers["auc"] > 0.65 and overfitted.verdict == "poor"
+    assert abs(settled.numbers["auc"] - 0.5) < 0.06 and settled.verdict == "ok"
