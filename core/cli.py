@@ -299,12 +299,20 @@ def cmd_participant_assess(args) -> None:
         job.load(args.csv, csv_options(args), block=args.block)
         job.compute()
         assessment = job.assess()
+        levers = None
+        if args.levers:
+            from .privacy.levers import measure_levers
+
+            levers = measure_levers(job, thresholds=job.privacy_thresholds)
     finally:
         job.tidy()
     if args.json:
-        print(json.dumps(assessment.to_dict(), indent=2, ensure_ascii=False, default=float))
+        out = assessment.to_dict()
+        if levers is not None:
+            out["levers"] = levers.to_dict()
+        print(json.dumps(out, indent=2, ensure_ascii=False, default=float))
     else:
-        say(*privacy_lines(assessment))
+        say(*privacy_lines(assessment), *(levers.lines() if levers is not None else []))
     if args.require_ok and assessment.verdict == "poor":
         raise PoorPrivacy(f"the privacy assessment is poor on {len(assessment.poor)} attack(s) "
                           f"({', '.join(f.attack for f in assessment.poor)}); see the lines above for the levers")
@@ -757,6 +765,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--units-checked", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
     p.add_argument("--require-ok", action="store_true", help="exit 2 when any verdict is poor (for scripts)")
+    p.add_argument("--levers", action="store_true",
+                   help="also try every lever (fewer numbers per row, noise, formal noise) on a sample of your rows "
+                        "and print each one's checks and expected accuracy cost")
     g = p.add_argument_group("this site's choices (as for export)")
     for spec in site_specs.values():
         g.add_argument(f"--{spec.name.replace('_', '-')}", dest=spec.name, metavar=spec.kind.upper(),

@@ -208,6 +208,11 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         pp = w.privacy_page
         wait_for(app, pp.isComplete)
         save_shot(w, out_dir, "participant-7-privacy", shots)
+        pp.scroll.ensureWidgetVisible(pp.check.findings_table, 0, 0)  # the disclosure check and its levers
+        pp.scroll.ensureWidgetVisible(pp.check.levers_table if pp.check.levers_box.isVisibleTo(pp)
+                                      else pp.check.numbers_table, 0, 0)
+        save_shot(w, out_dir, "participant-7-privacy-check", shots)
+        pp.scroll.verticalScrollBar().setValue(0)
 
         w.next()
         ep = w.export_page

@@ -1,4 +1,5 @@
-"""Page 5: privacy — the private reduction and optional noise, and exactly what will leave this site."""
+"""Page 5: privacy — the private reduction and optional noise, exactly what will leave this site, and the
+disclosure check of it (with the levers to pull when a check is poor)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QGroupBox,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
+    QPushButton,
+    QScrollArea,
     QSizePolicy,
     QTableWidget,
     QTableWidgetItem,
@@ -18,12 +22,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.control import JobControl
 from core.errors import DCError
 from core.methods import method_class
 from core.methods.base import SiteExport
+from core.privacy.levers import EPSILON_SETTING, formal_words, measure_levers, summarise
 
 from ..settings_form import SettingsForm
 from .common import Page, human_size
+from .disclosure_check import DisclosureCheck
 
 # what a sealed file adds to the arrays: age header and chunk tags, the signed header, manifest, .npy headers
 ENVELOPE_OVERHEAD = 4000
@@ -35,7 +42,10 @@ class PrivacyPage(Page):
 
     Test hooks: ``site_form`` (a :class:`gui.settings_form.SettingsForm`: ``site_form.set_value(name, v)``,
     ``site_form.widget(name)``), ``disclosure_table`` (one row per array that leaves: name, shape, type,
-    meaning), ``leaves_label``, ``stays_label``; ``site_export`` is the computed :class:`SiteExport`.
+    meaning), ``leaves_label``, ``stays_label``; ``site_export`` is the computed :class:`SiteExport`;
+    ``check`` the disclosure check (:class:`DisclosureCheck`), ``findings`` / ``levers`` what it shows;
+    ``extra_settings`` what "Use this" set outside the form (formal noise: ``formal_row``, ``formal_label``,
+    ``formal_off_button``).
     """
 
     def __init__(self):
@@ -48,6 +58,17 @@ class PrivacyPage(Page):
         self._form_for: tuple | None = None
         self.site_form = SettingsForm(advanced=False)  # e.g. the seed: the CLI offers it, the page does not
         self.site_form.changed.connect(self._changed)
+        self.extra_settings: dict = {}  # settings "Use this" set that the form does not show (formal noise)
+        self.formal_label = QLabel()  # formal noise, when a lever turned it on: its guarantee in words, and Off
+        self.formal_label.setWordWrap(True)
+        self.formal_off_button = QPushButton(self.tr("Turn formal noise off"))
+        self.formal_off_button.clicked.connect(self.formal_off)
+        self.formal_row = QWidget()
+        fl = QHBoxLayout(self.formal_row)
+        fl.setContentsMargins(0, 0, 0, 0)
+        fl.addWidget(self.formal_label, 1)
+        fl.addWidget(self.formal_off_button)
+        self.formal_row.setVisible(False)
 
         self.plain_label = QLabel()
         self.plain_label.setWordWrap(True)
@@ -93,9 +114,24 @@ class PrivacyPage(Page):
         stays = QGroupBox(self.tr("What stays here"))
         QVBoxLayout(stays).addWidget(self.stays_label)
 
-        self.body.addWidget(self.site_form)
-        self.body.addWidget(leaves, 1)
-        self.body.addWidget(stays)
+        self.check = DisclosureCheck()
+        self.check.use_option.connect(self.use_option)
+        self.findings: list[dict] | None = None
+        self.levers = None
+
+        content = QWidget()  # one scroll area: the whole page fits a 1366×768 laptop
+        cl = QVBoxLayout(content)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.addWidget(self.site_form)
+        cl.addWidget(self.formal_row)
+        cl.addWidget(leaves, 1)
+        cl.addWidget(stays)
+        cl.addWidget(self.check)  # below what leaves: the page scrolls to it (its verdict also on the summary line)
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QScrollArea.NoFrame)
+        self.scroll.setWidget(content)
+        self.body.addWidget(self.scroll)
 
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -112,7 +148,7 @@ class PrivacyPage(Page):
 
     def settings(self) -> dict:
         """This site's choices, checked against the method's declarations (DCError if one is not valid)."""
-        return self.site_form.values()
+        return {**self.site_form.values(), **self.extra_settings}
 
     def initializePage(self) -> None:
         exporter = self.state.exporter
@@ -124,6 +160,8 @@ class PrivacyPage(Page):
             self.site_form.blockSignals(True)
             self.site_form.set_specs(method.site_settings_spec(), columns=m)
             self.site_form.blockSignals(False)
+            self.extra_settings = {}  # another method or table: the levers' settings start afresh
+            self._show_formal(None)
         if exporter is None or exporter.export_ is None or self._computed_for != exporter.site_settings \
                 or self.site_export is not exporter.export_:
             self.recompute()
@@ -153,13 +191,56 @@ class PrivacyPage(Page):
         self.site_export = None
         self._show(None)
 
-        def ok(result: SiteExport) -> None:
+        def ok(result: tuple) -> None:
             if self._timer.isActive():  # the settings changed while this ran: the newer computation follows
                 return
-            self.site_export, self._computed_for = result, settings
-            self._show(result)
+            export, self.findings, levers = result
+            self.levers = levers if not isinstance(levers, str) else None
+            self.site_export, self._computed_for = export, settings
+            self._show(export)
+            self._show_formal(export)
+            self.check.show_check(self.findings, self.levers)
+            if isinstance(levers, str):
+                self.message.show_message("warning", self.tr("The levers could not be measured: {why}").format(
+                    why=levers))
+            self.leaves_label.setText(self.leaves_label.text() + "<br>" + self.check_line())
 
-        self.start(exporter.compute, self.tr("Computing your private reduction…"), ok, on_end=self._ended)
+        self.start(lambda control: compute_and_check(exporter, control),
+                   self.tr("Computing your private reduction and checking it…"), ok, on_end=self._ended)
+
+    def check_line(self) -> str:
+        """The disclosure check's outcome in one line beside what leaves (its details are further down)."""
+        poor = sum(f["verdict"] == "poor" for f in self.findings or [])
+        if poor:
+            return self.tr("Disclosure check: <b>{k} of {n} checks are poor</b> — see the levers under "
+                           "<i>Disclosure check</i> below.").format(k=poor, n=len(self.findings))
+        return self.tr("Disclosure check: every check is within the kit's limits (details below).")
+
+    def use_option(self, option) -> None:
+        """"Use this": set the lever's settings (in the form, or beside it for formal noise, which the form does
+        not offer), then compute and check again."""
+        for name, value in option.changes.items():
+            if name in self.site_form.names():
+                self.site_form.set_value(name, value)
+            else:
+                self.extra_settings[name] = value
+        self._timer.stop()
+        self.recompute()
+
+    def formal_off(self) -> None:
+        self.extra_settings.pop(EPSILON_SETTING, None)
+        self._show_formal(None)
+        self.recompute()
+
+    def _show_formal(self, ex: SiteExport | None) -> None:
+        """The formal-noise line: shown while a lever has it on, with the guarantee in words once computed."""
+        epsilon = self.extra_settings.get(EPSILON_SETTING)
+        self.formal_row.setVisible(epsilon is not None)
+        if epsilon is None:
+            return
+        dp = ex.manifest.get("privacy") if ex is not None and isinstance(ex.manifest.get("privacy"), dict) else {}
+        self.formal_label.setText(html.escape(self.tr("Formal noise is on: {words}.").format(
+            words=formal_words(float(epsilon), dp.get("delta"))), quote=False))
 
     def _ended(self) -> None:
         if self._pending:
@@ -168,6 +249,8 @@ class PrivacyPage(Page):
     def _show(self, ex: SiteExport | None) -> None:
         self.disclosure_table.setRowCount(0 if ex is None else len(ex.disclosures))
         if ex is None:
+            self.findings, self.levers = None, None
+            self.check.show_check(None, waiting=self.tr("Checked once your private reduction is computed."))
             self.leaves_label.setText("")
             self.stays_label.setText("")
             self.plain_label.setText("")
@@ -211,3 +294,20 @@ class PrivacyPage(Page):
         exporter = self.state.exporter if self.wizard() is not None else None
         return (self.site_export is not None and exporter is not None and exporter.export_ is self.site_export
                 and not self.busy)
+
+
+def compute_and_check(exporter, control: JobControl) -> tuple:
+    """The page's job: what leaves (:meth:`ParticipantRound.compute`), its disclosure check
+    (:meth:`ParticipantRound.assess`) and, when a verdict is poor, every lever measured
+    (:func:`core.privacy.levers.measure_levers`). Returns (export, findings, levers or None)."""
+    export = exporter.compute(control.sub(0.0, 0.3))
+    assessment = exporter.assess(control=control.sub(0.3, 0.5))
+    findings = summarise(assessment)
+    levers = None
+    if any(f["verdict"] == "poor" for f in findings):
+        try:
+            levers = measure_levers(exporter, thresholds=assessment.thresholds, control=control.sub(0.5, 1.0))
+        except DCError as exc:  # the levers are advice: they never stand between the site and its export
+            levers = str(exc)
+    control.step(1.0, "checked")
+    return export, findings, levers

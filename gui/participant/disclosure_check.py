@@ -1,0 +1,254 @@
+"""The privacy page's "Disclosure check": each finding in plain words with its verdict, its numbers, and — when a
+verdict is poor — the levers the site can pull, each with its new verdicts and expected accuracy cost.
+
+The widget only shows what :mod:`core.privacy` measured (findings as :func:`core.privacy.levers.summarise`
+dicts, options as :class:`core.privacy.levers.LeverOption`); "Use this" emits :attr:`DisclosureCheck.use_option`
+and the page applies the setting and re-assesses in its job.
+
+Test hooks: ``verdict_of(row)``, ``findings_table``, ``numbers_table``, ``levers_box``, ``levers_table``,
+``use_buttons`` (one per applicable option, in table order), ``summary_label``, ``formal_label``.
+"""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QGroupBox,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.privacy.levers import LEVER_WORDS, LeverOption, Levers, finding_key
+
+BADGES = {"ok": ("OK", "#bbf7d0", "the measured number is within the kit's limit"),
+          "poor": ("Poor", "#fecaca", "the measured number passes the kit's limit: see the levers below"),
+          "not applicable": ("n.a.", "#e5e7eb", "this attack does not apply to what this method ships")}
+ROW_HEIGHT = 22
+CHECK_WORDS = {"collusion": "Another site with the analyst", "analyst_alone": "The analyst alone",
+               "membership": "Was a patient in your rows?", "nearest_record": "Near-copies of patients",
+               "group_size": "Smallest group"}
+NUMBER_WORDS = {"median_cell_error": "median error {v} of a spread", "within_10pct": "rows within 10 %: {p}",
+                "within_5pct": "within 5 %: {p}", "binary_cells_wrong": "0/1 cells wrong: {p}",  # (in this order)
+                "public_mean_error": "guessing averages: {v}", "auc": "right {p} of the time",
+                "tpr_at_1pct_fpr": "caught at 1 % false alarms: {p}", "ratio": "distance ratio {v}",
+                "smallest_group": "smallest group {v}", "groups": "{v} groups"}
+
+
+def badge_item(verdict: str) -> QTableWidgetItem:
+    text, colour, why = BADGES.get(verdict, (verdict, "#e5e7eb", ""))
+    item = QTableWidgetItem(text)
+    item.setBackground(QBrush(QColor(colour)))
+    item.setTextAlignment(Qt.AlignCenter)
+    item.setToolTip(why)
+    item.setData(Qt.UserRole, verdict)
+    return item
+
+
+def number_text(value) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    return f"{value:,}" if isinstance(value, int) else f"{value:.3g}"
+
+
+def numbers_text(numbers: dict) -> str:
+    """A finding's numbers in a few words each ("median error 0.02 of a spread; rows within 10 %: 89 %")."""
+    out = []
+    for key, words in NUMBER_WORDS.items():
+        value = numbers.get(key)
+        if value is None:
+            continue
+        out.append(words.format(v=number_text(value), p=f"{100 * value:.0f} %" if isinstance(value, float) else value))
+    return "; ".join(out)
+
+
+def read_only_table(columns: list[str]) -> QTableWidget:
+    t = QTableWidget(0, len(columns))
+    t.setHorizontalHeaderLabels(columns)
+    t.setEditTriggers(QAbstractItemView.NoEditTriggers)
+    t.setSelectionMode(QAbstractItemView.NoSelection)
+    t.verticalHeader().setVisible(False)
+    t.verticalHeader().setDefaultSectionSize(ROW_HEIGHT)
+    t.setWordWrap(False)
+    t.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # sized to its rows: the page scrolls, not the table
+    return t
+
+
+def fit_rows(table: QTableWidget) -> None:
+    """Make a table exactly as tall as its rows (the page's scroll area scrolls)."""
+    table.resizeColumnsToContents()
+    h = table.horizontalHeader().height() + ROW_HEIGHT * table.rowCount() + 2 * table.frameWidth() + 2
+    table.setFixedHeight(h)
+
+
+class DisclosureCheck(QGroupBox):
+    """Findings, their numbers and the levers table (shown only when some verdict is poor)."""
+
+    use_option = Signal(object)  # the LeverOption whose "Use this" was clicked
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(self.tr("Disclosure check: how close could someone get to your patients' rows?"), parent)
+        self.summary_label = QLabel()
+        self.summary_label.setWordWrap(True)
+        self.findings_table = read_only_table([self.tr("Verdict"), self.tr("What was checked")])
+        self.findings_table.horizontalHeader().setSectionResizeMode(1, QHeaderView.Stretch)
+        self.findings_table.setWordWrap(True)
+        self.numbers_table = read_only_table([self.tr("Who tries"), self.tr("What they get"),
+                                              self.tr("Rows measured")])
+        self.numbers_table.horizontalHeader().setSectionResizeMode(1, QHeaderView.Stretch)
+        self.levers_label = QLabel()
+        self.levers_label.setWordWrap(True)
+        self.levers_table = read_only_table([self.tr("Lever"), self.tr("New verdicts"),
+                                             self.tr("Expected accuracy"), self.tr("Accuracy cost"), ""])
+        self.levers_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
+        self.formal_label = QLabel()
+        self.formal_label.setWordWrap(True)
+        self.levers_box = QWidget()
+        ll = QVBoxLayout(self.levers_box)
+        ll.setContentsMargins(0, 0, 0, 0)
+        ll.addWidget(self.levers_label)
+        ll.addWidget(self.levers_table)
+        ll.addWidget(self.formal_label)
+        self.levers_box.setVisible(False)
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.summary_label)
+        lay.addWidget(self.findings_table)
+        lay.addWidget(self.numbers_table)
+        lay.addWidget(self.levers_box)
+        self.use_buttons: list[QPushButton] = []
+        self.findings: list[dict] = []
+        self.levers: Levers | None = None
+        self.show_check(None)
+
+    def verdict_of(self, row: int) -> str:
+        return self.findings_table.item(row, 0).data(Qt.UserRole)
+
+    def show_check(self, findings: list[dict] | None, levers: Levers | None = None, *, waiting: str = "") -> None:
+        """Show ``findings`` (None: nothing measured yet, ``waiting`` says why) and, when some is poor, ``levers``."""
+        self.findings, self.levers = list(findings or []), levers
+        self.findings_table.setRowCount(len(self.findings))
+        self.numbers_table.setRowCount(0)
+        if findings is None:
+            self.summary_label.setText(html.escape(waiting))
+            self.findings_table.setVisible(False)
+            self.numbers_table.setVisible(False)
+            self._show_levers(None)
+            return
+        self.findings_table.setVisible(True)
+        self.numbers_table.setVisible(True)
+        poor = [f for f in self.findings if f["verdict"] == "poor"]
+        rows = max((f.get("rows", 0) for f in self.findings), default=0)
+        if poor:
+            self.summary_label.setText(self.tr(
+                "<b>{k} of {n} checks are poor</b>: someone could get closer to your patients' rows than the kit "
+                "allows (measured here on up to {rows:,} of your rows). Choose a lever below and press "
+                "<i>Use this</i>, or export as it is.").format(k=len(poor), n=len(self.findings), rows=rows))
+        else:
+            self.summary_label.setText(self.tr("<b>Every check is within the kit's limits</b> (measured on {rows:,} "
+                                               "of your rows, here; nothing of it leaves).").format(rows=rows))
+        numbers = []
+        for r, f in enumerate(self.findings):
+            self.findings_table.setItem(r, 0, badge_item(f["verdict"]))
+            item = QTableWidgetItem(f["sentence"])
+            item.setToolTip(f"{f['attack']} — {f['adversary']}\n{f['sentence']}")  # the technical name
+            self.findings_table.setItem(r, 1, item)
+            if f["numbers"]:
+                numbers.append(f)
+        self.numbers_table.setRowCount(len(numbers))
+        for r, f in enumerate(numbers):
+            raw = "\n".join(f"{k} = {number_text(v)}" for k, v in f["numbers"].items())
+            cells = ((CHECK_WORDS.get(f["attack"], f["attack"]), f"{f['attack']}: {f['adversary']}"),
+                     (numbers_text(f["numbers"]), raw), (f"{f.get('rows', 0):,}", ""))
+            for c, (text, tip) in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setToolTip(tip or text)
+                self.numbers_table.setItem(r, c, item)
+        self.findings_table.resizeRowsToContents()
+        fit_rows(self.numbers_table)
+        self.findings_table.horizontalHeader().setSectionResizeMode(1, QHeaderView.Stretch)
+        h = self.findings_table.horizontalHeader().height() + sum(
+            self.findings_table.rowHeight(r) for r in range(len(self.findings))) + 4
+        self.findings_table.setFixedHeight(h)
+        self._show_levers(levers if poor else None)
+
+    def _show_levers(self, levers: Levers | None) -> None:
+        self.use_buttons = []
+        self.levers_table.setRowCount(0)
+        self.levers_box.setVisible(levers is not None)
+        if levers is None:
+            return
+        options = levers.options
+        self.levers_table.setRowCount(len(options))
+        current = levers.current.verdicts
+        raw = levers.current.raw_accuracy
+        self.levers_label.setText(self.tr(
+            "<b>Levers</b>, each tried on {rows:,} of your {total:,} rows: the checks' new verdicts, and how well a "
+            "model of your rows would still predict from what would leave (your raw rows: {raw}).").format(
+            rows=levers.rows, total=levers.total_rows, raw="not measured" if raw is None else f"{raw:.1%}"))
+        best = levers.cheapest()
+        stubborn = [key.split("/")[0] for key in levers.stubborn(shown=True)]
+        if stubborn:  # poor here and under every lever (Levers.stubborn)
+            self.levers_label.setText(self.levers_label.text() + self.tr(
+                " No lever here changes <i>{checks}</i>: ask the analyst about the kit's columns or limits.").format(
+                checks=html.escape(", ".join(CHECK_WORDS.get(a, a) for a in stubborn), quote=False)))
+        if best is not None:
+            self.levers_label.setText(self.levers_label.text() + self.tr(
+                " The cheapest that passes every {other}check is in bold: <b>{label}</b>.").format(
+                other=self.tr("other ") if levers.stubborn() else "", label=html.escape(best.label, quote=False)))
+        formal = []
+        for r, o in enumerate(options):
+            item = QTableWidgetItem(o.label)
+            technical = LEVER_WORDS.get(o.lever, ("", ""))[1]
+            item.setToolTip("\n".join(t for t in (technical, o.formal, o.note) if t))
+            if o is best:
+                font = item.font()
+                font.setBold(True)
+                item.setFont(font)
+            self.levers_table.setItem(r, 0, item)
+            self.levers_table.setItem(r, 1, QTableWidgetItem(self._verdicts(o, current)))
+            acc = "—" if o.accuracy is None else f"{o.accuracy:.1%}" + (f" (AUC {o.auc:.3f})" if o.auc else "")
+            cost = "—" if o.cost_points is None else self.tr("{p:+.1f} points").format(p=-o.cost_points)
+            if not o.applicable:
+                acc, cost = self.tr("ask the analyst"), "—"
+            for c, text in ((2, acc), (3, cost)):
+                cell = QTableWidgetItem(text)
+                cell.setToolTip(o.note or self.tr("cross-validated accuracy of your own model on {n:,} rows").format(
+                    n=o.rows))
+                self.levers_table.setItem(r, c, cell)
+            if o.applicable:
+                button = QPushButton(self.tr("Use this"))
+                button.setToolTip(self.tr("Set {what} and check again").format(
+                    what=", ".join(f"{k} = {v}" for k, v in o.changes.items())))
+                button.clicked.connect(lambda _=False, o=o: self.use_option.emit(o))
+                self.levers_table.setCellWidget(r, 4, button)
+                self.use_buttons.append(button)
+            if o.formal:
+                formal.append(o)
+        if formal:  # the guarantee in words once (each option's own in its tooltip)
+            o = formal[-1]
+            self.formal_label.setText(html.escape(quote=False, s=self.tr(
+                "Formal noise, e.g. {words}. Smaller ε = a stronger guarantee and more noise.").format(
+                words=o.formal)))
+        self.formal_label.setVisible(bool(formal))
+        fit_rows(self.levers_table)
+        self.levers_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
+
+    def _verdicts(self, o: LeverOption, current: dict[str, str]) -> str:
+        """"all OK", or the checks still poor; changes against now in words."""
+        if not o.applicable:
+            return o.note.split(":")[0]
+        if not o.findings:
+            return "—"
+        poor = [f for f in o.findings if f["verdict"] == "poor"]
+        fixed = sum(1 for f in o.findings if f["verdict"] != "poor" and current.get(finding_key(f)) == "poor")
+        if not poor:
+            return self.tr("all OK")
+        return self.tr("{k} still poor ({fixed} fixed)").format(k=len(poor), fixed=fixed)
