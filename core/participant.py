@@ -28,11 +28,12 @@ from .formats.kit import Kit
 from .formats.workspace import SiteWorkspace, remove_empty_workspace
 from .learn.clinical_metrics import delong, json_safe, metrics_for
 from .learn.intervals import estimate, mcnemar_p
-from .learn.local_model import fit_local_model, has_local_model, keeps_local_model, local_predict_proba
+from .learn.local_model import fit_local_model, has_local_model, local_predict_proba
 from .learn.own_cv import MODEL_NAME as OWN_MODEL_NAME
 from .learn.own_cv import cross_validate_own
 from .learn.threshold import DEFAULT_THRESHOLD, check_threshold, rates_at, threshold_for
 from .methods import Disclosure, SiteExport, SiteInput, get_method, method_class
+from .methods.promise import check_state, check_words, promised_columns
 from .wording import ARRAY_WORDS
 
 
@@ -199,9 +200,27 @@ class ParticipantRound:
         anchor = None if self.anchor is None else self.anchor.generate()
         if anchor is not None and self.block is not None:
             anchor = anchor[:, self.kit.schema.block_indices(self.block)]  # the anchor split by the same blocks
-        site = SiteInput(t.X, t.y, list(self.kit.schema.classes), anchor, ids_hashed, self.site_settings,
+        X, y, check = t.X, t.y, None
+        if self.kit.task == "classification" and self.method.own_model_choice == "site" and t.y is not None \
+                and len(np.unique(t.y)) >= 2:
+            # The analyst cannot score this method on our rows: keep some out to check the package (promise.py)
+            keep, held, check = check_state(t.X, t.y, len(self.kit.schema.classes))
+            X, y = t.X[keep], t.y[keep]
+            ids_hashed = None if ids_hashed is None else ids_hashed[keep]
+        site = SiteInput(X, y, list(self.kit.schema.classes), anchor, ids_hashed, self.site_settings,
                          block=self.block, scale=public_scale(self.kit.schema, t.X.shape[1]))
         self.export_ = self.method.site_compute(site, control)
+        if check is not None:
+            self.export_.private_arrays.update(check)
+            self.export_.private_meta["check_rows"] = int(len(held))
+            self.export_.manifest["rows_kept_at_site"] = int(len(held))
+            self.export_.disclosures.append(Disclosure(
+                "rows_kept_at_site", (1,), "number", "how many of your rows were set aside to check the package "
+                "(the count only; the rows stay here)", "one number: how many of your rows stay here to check the "
+                "analyst's package"))
+            self.export_.plain += check_words(len(held), t.n_rows)
+            self.export_.stays.append(f"{len(held)} of your rows set aside to check the package against your own "
+                                      "model")
         if self.local_baseline and self.kit.task == "classification" and t.y is not None \
                 and len(np.unique(t.y)) >= 2:
             # The site's own-rows baseline (issue #15): kept in the workspace beside f_i, never in the bundle.
@@ -292,6 +311,16 @@ class ApplyResult:
     kept_own: bool = False  # the package said "keep your own model" and the workspace's own-rows model was used
     threshold: dict | None = None  # two classes: the threshold of ``decision`` and how it was chosen (value, how…)
     scored: dict | None = None  # with ``validate``: y, the package's and the own model's probabilities (for plots)
+    choice: dict | None = None  # classification: which model was used (package | own), who chose and why (promise.py)
+
+    @property
+    def model_note(self) -> str:
+        """One sentence on which model gave the results, when the site's own model did or the site chose."""
+        from .wording import KEPT_OWN_WORDS
+
+        if self.choice and self.choice.get("by") == "site":
+            return self.choice["reason"]
+        return KEPT_OWN_WORDS if self.kept_own else ""
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:
@@ -460,7 +489,9 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     table = read_table(csv_path, schema, options=options, labels=validate,
                        fill_values=fills if isinstance(fills, dict) else None)
     control.step(0.6, "applying the package")
-    columns = apply_checked(method, manifest, arrays, private, table.X, package_path)
+    columns, choice = promised_columns(
+        method, manifest, private, table.X, lambda rows: apply_checked(method, manifest, arrays, private, rows,
+                                                                       package_path))
     classes = [str(c) for c in manifest.get("classes", [])] if kit.task == "classification" else []
     binary = len(classes) == 2 and f"prob_{classes[1]}" in columns
     if not binary and (threshold is not None or threshold_target is not None):
@@ -498,6 +529,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                            out=str(Path(out_path).resolve()), warnings=warnings,
                            **({"threshold": {k: chosen[k] for k in ("value", "how", "target", "positive")}}
                               if chosen else {}),
+                           **({"model_used": {k: choice[k] for k in ("model", "by", "reason")}} if choice else {}),
                            **({"validation": json_safe({k: validation.get(k) for k in (
                                "package", "local", "recommend", "package_metrics", "local_metrics", "delong")})}
                               if validation else {}))
@@ -507,9 +539,9 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                               "run_seq": manifest.get("run_seq"),
                               "applied": utc_now(), "out": str(Path(out_path).resolve())})
     control.step(1.0, "done")
-    kept_own = keeps_local_model(manifest, private)
+    kept_own = bool(choice) and choice["model"] == "own"
     return ApplyResult(Path(out_path), int(table.n_rows), list(columns), method.name, manifest, fmt, out_fmt,
-                       warnings, validation, kept_own, chosen, scored)
+                       warnings, validation, kept_own, chosen, scored, choice)
 
 
 def _choose_threshold(risk: np.ndarray, y: np.ndarray | None, classes: list[str], threshold: float | None,

@@ -103,6 +103,7 @@ class DCCFL(LabelledDCSite, Method):
     task = "classification"
     labels_leave = "rows"
     family = "dc"
+    own_model_choice = "analyst"  # cross-validates every candidate on each site's received rows
     what_leaves = LABELLED_DC_LEAVES
     one_cluster = False
     settings_spec = (

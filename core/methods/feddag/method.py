@@ -75,6 +75,7 @@ class FedDAG(LabelledDCSite, Method):
     plain_title = "one model per group of sites whose patients look alike, judged from the rows they sent"
     task = "classification"
     family = "dc"
+    own_model_choice = "analyst"  # cross-validates every candidate on each site's received rows
     labels_leave = "rows"
     what_leaves = LABELLED_DC_LEAVES
     settings_spec = (

@@ -37,6 +37,8 @@ from ...errors import ConfigError, FormatError
 from ...learn.alignment import AnchorBasis
 from ...learn.client_clustering import LabelDistributionClustering
 from ...learn.cluster_models import prior_logit, train_cluster_models
+from ...learn.intervals import describe
+from ...learn.own_cv import alone_estimate, read_own_cv, site_rows
 from ...parallel import one_blas_thread
 from ..base import (
     ClientDistances,
@@ -60,8 +62,10 @@ from .kip import KIPSettings, distill_sites, kl_clusters, kl_matrix, local_soft_
 # Why HFLDD has no per-site figures: only distilled rows leave a site, and scoring on them would score the
 # model on rows made to be easy for it. (KIP's 20 % hold-out is the site's own, scores the distilled set's
 # kernel-ridge fit, not the analyst's MLP, and is off under the default objective "match": nothing to report.)
-NOT_SCORED = ("the analyst cannot score the model on any site's real rows (only distilled rows leave); each site "
-              "compares it with its own model on labelled rows: dcstudio participant apply --validate")
+NOT_SCORED = ("the analyst cannot score the model on any site's real rows (only distilled rows leave): each site tries "
+              "it, when the package arrives, on rows it set aside at export and keeps its own model unless the "
+              "package is better by more than 1.645 standard errors (check again on other labelled rows: dcstudio "
+              "participant apply --validate)")
 KIP_DEFAULTS = {"kernel": "ntk", "lr": 0.01, "target_batch": 64, "holdout": 0.2, "scale": "anchor", "patience": 5}
 OBJECTIVES = {"kip": {}, "match": {"kip_weight": 0.0, "mmd_weight": 1.0, "holdout": 0.0, "mmd_kernel": "energy",
                                    "match_spread": True}}
@@ -274,7 +278,9 @@ class HFLDD(Method):
             disc = man.get("nn_disclosure") or {}
             sites.append({"site": b.site, "fingerprint": b.fingerprint, "rows": int(man.get("n_rows", counts[i].sum())),
                           "distilled_rows": int(len(b.arrays["y_distilled"])), "cluster": g + 1,
-                          "label_counts": counts[i].tolist(),
+                          "label_counts": counts[i].tolist(), "model": "chosen at the site",
+                          **({"own_model": alone} if (alone := alone_estimate(read_own_cv(man, site_rows(man), K)))
+                             else {}),
                           **({"nn_ratio": float(disc["ratio_median"])} if "ratio_median" in disc else {}),
                           "bundle_bytes": int(sum(a.nbytes for a in b.arrays.values())),
                           **({"dccfl_bundle_bytes": int(man["dccfl_bundle_bytes"])}
@@ -324,20 +330,23 @@ class HFLDD(Method):
             if x.get("dccfl_bundle_bytes"):
                 size += f" vs DC-CFL {x['dccfl_bundle_bytes']:,} B"
             nn = f", nearest-real-row ratio {x['nn_ratio']:.2f}" if "nn_ratio" in x else ""
+            alone = f", its own model alone {describe(x['own_model'])}" if x.get("own_model") else ""
             lines.append(f"  {x['site']}: {x['rows']:,} rows → {x['distilled_rows']} distilled, cluster "
-                         f"{x['cluster']}{nn}, {size}")
+                         f"{x['cluster']}{nn}{alone}, {size}")
         return [*lines, NOT_SCORED]
 
     def views(self, result: MethodResult) -> list[View]:
         s, d = result.summary, result.details
         sites = s.get("sites", [])
         rows = [[x["site"], x["rows"], x["distilled_rows"], x["cluster"],
-                 "" if "nn_ratio" not in x else f"{x['nn_ratio']:.2f}", x["bundle_bytes"],
+                 "" if "nn_ratio" not in x else f"{x['nn_ratio']:.2f}", x.get("model", ""),
+                 describe(x.get("own_model")) if x.get("own_model") else "", x["bundle_bytes"],
                  x.get("dccfl_bundle_bytes", ""),
                  "" if not x.get("dccfl_bundle_bytes") else f"{x['dccfl_bundle_bytes'] / x['bundle_bytes']:.1f}×"]
                 for x in sites]
         out: list[View] = [Table("Sites (distilled sets)", ["site", "rows", "distilled rows", "cluster",
-                                                            "NN distance ratio", "bundle bytes", "DC-CFL bytes",
+                                                            "NN distance ratio", "model sent",
+                                                            "its own rows alone", "bundle bytes", "DC-CFL bytes",
                                                             "smaller by"], rows),
                            Text(NOT_SCORED[0].upper() + NOT_SCORED[1:] + ".")]
         have = [x for x in sites if x.get("dccfl_bundle_bytes")]

@@ -68,6 +68,7 @@ class MetaLR(Method):
     plain_title = "each site's logistic regression, combined into one by weighting each by its precision"
     task = "classification"
     family = "meta-lr"
+    own_model_choice = "analyst"  # a site whose coefficients differ from the combined keeps its own model
     labels_leave = "none"
     labels_at_site = True
     needs_anchor = False
