@@ -29,7 +29,7 @@ from ..learn.local_model import fit_local_model, has_local_model, keeps_local_mo
 from ..learn.own_cv import MARGIN_SE, alone_estimate, beats_own, rows_seed
 
 CHECK_SHARE = 0.25  # share of each class's rows a site-scored method keeps out of its export to check the package
-CHECK_PREFIX = "check_"  # private arrays: the check rows (check_X, check_y) and the model of the other rows
+CHECK_PREFIX = "check_"  # private arrays: the check rows (check_x, check_y) and the model of the other rows
 CHECK_MODEL = tuple(f"{CHECK_PREFIX}{k}" for k in ("local_w", "local_b", "local_mean", "local_scale"))
 CHOICES = ("analyst", "site")
 __all__ = ["MARGIN_SE", "alone_estimate", "beats_own", "promised_columns", "check_state", "site_choice"]
@@ -53,13 +53,13 @@ def split_check_rows(y: np.ndarray, share: float = CHECK_SHARE, seed: int = 0) -
 
 def check_state(X: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray, dict]:
     """(rows to export, labels to export, private arrays) of a site-scored method: the check rows and labels
-    (``check_X``, ``check_y``) and the logistic regression of the exported rows (``check_local_*``), which the
+    (``check_x``, ``check_y``) and the logistic regression of the exported rows (``check_local_*``), which the
     package is compared with on them (the same model family as the site's own, fitted without the check rows)."""
     X = np.asarray(X, np.float64)
     y = np.asarray(y, np.int64)
     keep, held = split_check_rows(y, seed=rows_seed(X, y))
     model = fit_local_model(X[keep], y[keep], n_classes)
-    private = {"check_X": X[held], "check_y": y[held], **{CHECK_PREFIX + k: v for k, v in model.items()}}
+    private = {"check_x": X[held], "check_y": y[held], **{CHECK_PREFIX + k: v for k, v in model.items()}}
     return keep, held, private
 
 
@@ -83,7 +83,7 @@ def site_choice(package_proba: np.ndarray, private: dict[str, np.ndarray]) -> di
     """The site's own choice (module docstring): the package's probabilities on the check rows against the
     check model's; ``model`` = package | own, both accuracies (n, 95 % CI) and ``reason``, one sentence."""
     y = np.asarray(private["check_y"], np.int64)
-    own_p = local_predict_proba({k[len(CHECK_PREFIX):]: private[k] for k in CHECK_MODEL}, private["check_X"])
+    own_p = local_predict_proba({k[len(CHECK_PREFIX):]: private[k] for k in CHECK_MODEL}, private["check_x"])
     pkg_ok = np.asarray(package_proba).argmax(axis=1) == y
     own_ok = own_p.argmax(axis=1) == y
     n = len(y)
@@ -129,9 +129,9 @@ def promised_columns(method, manifest: dict, private: dict[str, np.ndarray], X: 
         return (class_columns(classes, local_predict_proba(private, X)),
                 {"model": "own", "by": "analyst", "reason": manifest.get("note") or
                  "the analyst found the shared model no better than your own model on your rows"})
-    if method.own_model_choice == "site" and all(k in private for k in ("check_X", "check_y", *CHECK_MODEL)) \
+    if method.own_model_choice == "site" and all(k in private for k in ("check_x", "check_y", *CHECK_MODEL)) \
             and len(private["check_y"]):
-        choice = site_choice(proba_of(apply(np.asarray(private["check_X"], np.float64)), classes), private)
+        choice = site_choice(proba_of(apply(np.asarray(private["check_x"], np.float64)), classes), private)
         if choice["model"] == "own":
             own = private if has_local_model(private) else {k[len(CHECK_PREFIX):]: private[k] for k in CHECK_MODEL}
             return class_columns(classes, local_predict_proba(own, X)), choice

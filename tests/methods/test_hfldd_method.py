@@ -69,7 +69,7 @@ def test_the_default_matching_gives_each_class_the_spread_of_its_real_rows(tmp_p
     from core.methods.hfldd.kip import anchor_whitening
 
     X, y, anchor = _site(tmp_path)
-    _m, ex = _export(X, y, anchor)
+    _m, ex = _export(X, y, anchor, min_distance=0.0)  # the distillation's own spread, before the near-copy rule
     assert ex.manifest["objective"] == "match"
     mu, W, _ = anchor_whitening(ex.arrays["anchor_tilde"].astype(np.float64))
     Z = (site_map(ex.private_arrays).transform(X) - mu) @ W
@@ -159,7 +159,8 @@ def test_a_whole_cli_round_in_distillation_mode(tmp_path, monkeypatch, capsys):
     sites = _round(d, monkeypatch, capsys)
     out = capsys.readouterr().out
     assert out.count("leaves this site: ") == 4 and "made-up summary rows (4 per class)" in out
-    assert "instead of your 112 rows" in out and "× smaller" in out and "x_tilde" not in out
+    assert "instead of your 84 rows" in out and "× smaller" in out and "x_tilde" not in out
+    assert out.count("of your 112 rows are set aside at your site") == 4  # to check the package (promise.py)
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
                "--bundles", d / "bundles", "--out", d / "out", *confirm(d, sites)) == 0
     out = capsys.readouterr().out
@@ -174,6 +175,8 @@ def test_a_whole_cli_round_in_distillation_mode(tmp_path, monkeypatch, capsys):
     assert "KL divergence" in report and "Total-variation" in report and "DC-CFL bytes" in report
     accs = []
     apply_packages(d, {name: test for name, (_, test) in sites.items()})
+    # each site chose between the package and its own model on the rows it set aside, and says why
+    assert capsys.readouterr().out.count("rows your site set aside at export, the package was right on") == 4
     for name, (_, test) in sites.items():
         res = pd.read_csv(d / name / "result.csv")
         assert len(res) == len(pd.read_csv(test))

@@ -167,10 +167,13 @@ def test_a_method_in_one_file_runs_a_gui_round(qtbot, tmp_path, monkeypatch, toy
     assert pp.site_form.names() == ["decimals"]  # the toy's own site setting, generated
     pp.site_form.set_value("decimals", 2)
     wait_page(qtbot, pp, lambda: pp.isComplete() and pp.site_export.arrays["means"].shape == (1, 8))
-    expected = np.round(pd.read_csv(train_csv)[FEATURES].to_numpy().mean(axis=0), 2)
-    assert np.array_equal(pp.site_export.arrays["means"][0], expected)  # the site's choice reached site_compute
+    # a new method is scored at the site (promise.py): its check rows stay out of what it computes
+    every, held = pd.read_csv(train_csv)[FEATURES].to_numpy(), pp.site_export.private_arrays["check_x"]
+    expected = np.round((every.sum(axis=0) - held.sum(axis=0)) / (len(every) - len(held)), 2)
+    assert 0 < len(held) < len(every)
+    assert np.allclose(pp.site_export.arrays["means"][0], expected)  # the site's choice reached site_compute
     rows = {pp.disclosure_table.item(r, 0).text() for r in range(pp.disclosure_table.rowCount())}
-    assert rows == {"means", "label_counts", "own_cv"}  # own_cv: the own model's scores (issue #22)
+    assert rows == {"means", "label_counts", "own_cv", "rows_kept_at_site"}  # own_cv: the own model's scores
     export_bundle(qtbot, w, d / "bundles", "clicker2.dcbundle")
 
     aw = analyst_window_with_bundles(qtbot, d / "toy.dckit", d / "analyst/analyst.dcid", "pass phrase 1",

@@ -55,6 +55,7 @@ from ..dc_site import MIN_ROWS, SITE_SETTINGS, dc_site_compute
 from ..settings import Setting
 from ..views import Heatmap, Table, Text, View
 from .kip import KIPSettings, distill_sites, kl_clusters, kl_matrix, local_soft_labels, nn_disclosure
+from .near_copies import DEFAULT_FRACTION, keep_apart
 
 # As measured best (docs/results/hfldd/README.md): anchor-whitened space, target batch 64; KIP with early stop
 # on a 20 % hold-out; distribution matching (class-wise energy distance, no KRR term) for a fixed number of steps,
@@ -126,6 +127,10 @@ class HFLDD(Method):
                 choice_help=("the most representative rows of each class (kernel herding), then moved "
                              "(recommended)", "randomly chosen rows, then moved", "class averages plus noise"),
                 side="site"),
+        Setting("min_distance", "float", DEFAULT_FRACTION, "no made-up row is shipped closer to one of your real "
+                "rows than this many times the usual distance between two neighbouring real rows (closer rows are "
+                "pushed out, or left out)", label="Keep away from real rows", low=0.0, high=5.0, side="site",
+                advanced=True),
         *SITE_SETTINGS,
     )
 
@@ -164,7 +169,12 @@ class HFLDD(Method):
             Xd = out.X.astype(np.float32)
             if self._copies(Xd, X):
                 raise ConfigError("distillation left a real row unchanged; choose more steps or init=means")
-        yd = out.y.astype(np.int32)
+        apart = float(opts["min_distance"])
+        Xa, ya, moved = keep_apart(Xd, out.y, X, apart, seed)
+        if not len(ya):
+            raise ConfigError(f"every made-up row lay closer than {apart:g} × the usual spacing of your rows to a "
+                              "real row; lower 'min_distance' or ship fewer rows per class")
+        Xd, yd = Xa.astype(np.float32), ya.astype(np.int32)
         disc = nn_disclosure(Xd.astype(np.float64), X)
         counts = dc.arrays["label_counts"]
         arrays = {"x_distilled": Xd, "y_distilled": yd, "soft_labels": soft, "anchor_tilde": A, "label_counts": counts}
@@ -180,6 +190,7 @@ class HFLDD(Method):
             "anchor_rows": int(len(A)), "anchor_rows_total": int(len(A_full)),
             "nn_disclosure": {key: (round(v, 4) if isinstance(v, float) and math.isfinite(v) else v)
                               for key, v in disc.items()},
+            "near_copies": {"fraction": apart, "moved": moved["moved"], "dropped": moved["dropped"]},
             "bundle_bytes": shipped, "dccfl_bundle_bytes": int(dccfl_bytes)})
         shown = manifest["nn_disclosure"]  # the sentence says the numbers the manifest carries (rounded once)
         ratio = shown["ratio_median"]
@@ -187,7 +198,8 @@ class HFLDD(Method):
         per = (str(opts["rows_per_class"]) if share <= 0 else
                f"{share:.0%} of the class's rows, at least {opts['rows_per_class']},")
         near = (f"The made-up rows lie a median {ratio:.2f}× the usual distance between two of your neighbouring "
-                f"rows from the nearest real row (closest {shown['ratio_min']:.2f}×; 0 would be a copy).")
+                f"rows from the nearest real row (closest {shown['ratio_min']:.2f}×; 0 would be a copy). "
+                + near_copy_words(apart, moved["moved"], moved["dropped"]))
         disclosures = [
             Disclosure("x_distilled", Xd.shape, "float32",
                        f"{len(yd)} synthetic rows ({per} per class present) distilled "
@@ -372,6 +384,16 @@ class HFLDD(Method):
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
         return apply_cluster_package(manifest, arrays, private_arrays, X)  # the same package contents
+
+
+def near_copy_words(fraction: float, moved: int, dropped: int) -> str:
+    """The export's plain sentence about the near-copy rule (:mod:`.near_copies`)."""
+    if fraction <= 0:
+        return "No minimum distance from your real rows was asked for."
+    done = ("none had to be moved" if not moved and not dropped else
+            f"{moved} were pushed out to that distance" + (f" and {dropped} left out" if dropped else "")
+            if moved else f"{dropped} were left out")
+    return (f"None is closer to a real row than {fraction:g}× that usual distance: {done}.")
 
 
 def check_distilled_bundle(arrays: dict[str, np.ndarray], n_classes: int) -> None:

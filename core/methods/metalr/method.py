@@ -40,6 +40,7 @@ import numpy as np
 from ...control import JobControl, ensure
 from ...errors import ConfigError, FormatError
 from ...learn.local_model import keeps_local_model, local_predict_proba
+from ...learn.own_cv import alone_estimate, read_own_cv, site_rows
 from ..base import Disclosure, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
 from ..settings import Setting
 from ..views import Bars, Table, Text, View
@@ -247,6 +248,9 @@ class MetaLR(Method):
             b = bundles[i]
             entry = {"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest,
                      "rows": int(b.manifest["n_rows"]), "combined": "yes" if i in used else "no"}
+            alone = alone_estimate(read_own_cv(b.manifest, site_rows(b.manifest), len(classes)))
+            if alone:
+                entry["own_model"] = alone  # the "alone" column, as every classification method gives it
             theta = sent_of[i].reshape(q, p) if i in sent_of else coef
             if i in used:
                 entry["coef"] = np.asarray(b.arrays["coef"], dtype=np.float64).tolist()
