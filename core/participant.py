@@ -33,7 +33,7 @@ from .learn.own_cv import MODEL_NAME as OWN_MODEL_NAME
 from .learn.own_cv import cross_validate_own
 from .learn.threshold import DEFAULT_THRESHOLD, check_threshold, rates_at, threshold_for
 from .methods import Disclosure, SiteExport, SiteInput, get_method, method_class
-from .methods.promise import check_state, check_words, promised_columns
+from .methods.promise import export_with_check, promised_columns
 from .wording import ARRAY_WORDS
 
 
@@ -200,27 +200,9 @@ class ParticipantRound:
         anchor = None if self.anchor is None else self.anchor.generate()
         if anchor is not None and self.block is not None:
             anchor = anchor[:, self.kit.schema.block_indices(self.block)]  # the anchor split by the same blocks
-        X, y, check = t.X, t.y, None
-        if self.kit.task == "classification" and self.method.own_model_choice == "site" and t.y is not None \
-                and len(np.unique(t.y)) >= 2:
-            # The analyst cannot score this method on our rows: keep some out to check the package (promise.py)
-            keep, held, check = check_state(t.X, t.y, len(self.kit.schema.classes))
-            X, y = t.X[keep], t.y[keep]
-            ids_hashed = None if ids_hashed is None else ids_hashed[keep]
-        site = SiteInput(X, y, list(self.kit.schema.classes), anchor, ids_hashed, self.site_settings,
+        site = SiteInput(t.X, t.y, list(self.kit.schema.classes), anchor, ids_hashed, self.site_settings,
                          block=self.block, scale=public_scale(self.kit.schema, t.X.shape[1]))
-        self.export_ = self.method.site_compute(site, control)
-        if check is not None:
-            self.export_.private_arrays.update(check)
-            self.export_.private_meta["check_rows"] = int(len(held))
-            self.export_.manifest["rows_kept_at_site"] = int(len(held))
-            self.export_.disclosures.append(Disclosure(
-                "rows_kept_at_site", (1,), "number", "how many of your rows were set aside to check the package "
-                "(the count only; the rows stay here)", "one number: how many of your rows stay here to check the "
-                "analyst's package"))
-            self.export_.plain += check_words(len(held), t.n_rows)
-            self.export_.stays.append(f"{len(held)} of your rows set aside to check the package against your own "
-                                      "model")
+        self.export_ = export_with_check(self.method, site, control)  # rows kept out when the site must choose
         if self.local_baseline and self.kit.task == "classification" and t.y is not None \
                 and len(np.unique(t.y)) >= 2:
             # The site's own-rows baseline (issue #15): kept in the workspace beside f_i, never in the bundle.

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
 from ..learn.intervals import estimate
 from ..learn.local_model import fit_local_model, has_local_model, keeps_local_model, local_predict_proba
 from ..learn.own_cv import MARGIN_SE, alone_estimate, beats_own, rows_seed
+from .base import Disclosure
 
 CHECK_SHARE = 0.25  # share of each class's rows a site-scored method keeps out of its export to check the package
 CHECK_PREFIX = "check_"  # private arrays: the check rows (check_x, check_y) and the model of the other rows
@@ -61,6 +63,31 @@ def check_state(X: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[np.ndarra
     model = fit_local_model(X[keep], y[keep], n_classes)
     private = {"check_x": X[held], "check_y": y[held], **{CHECK_PREFIX + k: v for k, v in model.items()}}
     return keep, held, private
+
+
+def export_with_check(method, site, control=None):
+    """``method.site_compute(site)`` keeping the promise at export: a site-scored classification method
+    (``own_model_choice`` = site) computes on the rows :func:`check_state` leaves it, and the check rows, the model
+    of the other rows, their count (manifest ``rows_kept_at_site``, disclosed) and a plain sentence are added."""
+    check = None
+    if method.task == "classification" and method.own_model_choice == "site" and site.y is not None \
+            and len(np.unique(site.y)) >= 2:
+        keep, held, check = check_state(site.X, site.y, len(site.classes))
+        site = replace(site, X=site.X[keep], y=site.y[keep],
+                       ids_hashed=None if site.ids_hashed is None else site.ids_hashed[keep])
+    ex = method.site_compute(site, control)
+    if check is not None:
+        held_n, total = len(check["check_y"]), len(check["check_y"]) + len(site.y)
+        ex.private_arrays.update(check)
+        ex.private_meta["check_rows"] = held_n
+        ex.manifest["rows_kept_at_site"] = held_n
+        ex.disclosures.append(Disclosure(
+            "rows_kept_at_site", (1,), "number", "how many of your rows were set aside to check the package (the "
+            "count only; the rows stay here)", "one number: how many of your rows stay here to check the analyst's "
+            "package"))
+        ex.plain += check_words(held_n, total)
+        ex.stays.append(f"{held_n} of your rows set aside to check the package against your own model")
+    return ex
 
 
 def check_words(held: int, total: int) -> str:
