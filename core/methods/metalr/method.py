@@ -39,6 +39,7 @@ import numpy as np
 
 from ...control import JobControl, ensure
 from ...errors import ConfigError, FormatError
+from ...learn.intervals import describe
 from ...learn.local_model import keeps_local_model, local_predict_proba
 from ...learn.own_cv import alone_estimate, read_own_cv, site_rows
 from ..base import Disclosure, FitContext, Method, MethodResult, ReceivedBundle, SiteExport, SiteInput
@@ -69,7 +70,10 @@ class MetaLR(Method):
     plain_title = "each site's logistic regression, combined into one by weighting each by its precision"
     task = "classification"
     family = "meta-lr"
-    own_model_choice = "analyst"  # a site whose coefficients differ from the combined keeps its own model
+    # No row leaves, so the analyst cannot score the combined model: each site checks it on rows it kept out of its
+    # fit (core/methods/promise.py), beside the analyst's coefficient test (step 3), which a label-skewed site whose
+    # slopes agree but whose rows the combined model fits worse can pass (tests/methods/test_method_contract.py).
+    own_model_choice = "site"
     labels_leave = "none"
     labels_at_site = True
     needs_anchor = False
@@ -333,9 +337,9 @@ class MetaLR(Method):
         if left:
             out.append(Text(f"{_plural(len(left), 'site')} contributed nothing: "
                             + "; ".join(f"{x['site']} ({x.get('note', '')})" for x in left), tone="warning"))
-        out.append(Table("Sites", ["site", "fingerprint", "rows", "combined", "note"],
-                         [[x["site"], x.get("fingerprint", ""), x["rows"], x["combined"], x.get("note", "")]
-                          for x in sites]))
+        out.append(Table("Sites", ["site", "fingerprint", "rows", "combined", "its own rows alone", "note"],
+                         [[x["site"], x.get("fingerprint", ""), x["rows"], x["combined"], describe(x.get("own_model")),
+                           x.get("note", "")] for x in sites]))
         rows, forest = [], []
         for k in range(coef.shape[0]):
             for j in range(coef.shape[1]):
