@@ -28,6 +28,7 @@ import numpy as np
 from ..learn.intervals import estimate
 from ..learn.local_model import fit_local_model, has_local_model, keeps_local_model, local_predict_proba
 from ..learn.own_cv import MARGIN_SE, alone_estimate, beats_own, rows_seed
+from ..wording import KEPT_OWN_WORDS
 from .base import Disclosure
 
 CHECK_SHARE = 0.25  # share of each class's rows a site-scored method keeps out of its export to check the package
@@ -154,8 +155,7 @@ def promised_columns(method, manifest: dict, private: dict[str, np.ndarray], X: 
         return apply(X), None
     if keeps_local_model(manifest, private):
         return (class_columns(classes, local_predict_proba(private, X)),
-                {"model": "own", "by": "analyst", "reason": manifest.get("note") or
-                 "the analyst found the shared model no better than your own model on your rows"})
+                {"model": "own", "by": "analyst", "reason": KEPT_OWN_WORDS})
     if method.own_model_choice == "site" and all(k in private for k in ("check_x", "check_y", *CHECK_MODEL)) \
             and len(private["check_y"]):
         choice = site_choice(proba_of(apply(np.asarray(private["check_x"], np.float64)), classes), private)
