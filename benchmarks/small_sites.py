@@ -138,7 +138,10 @@ def run_round(method, sites: list, classes: list[str], anchor: np.ndarray | None
                      "used": (choice or {}).get("model"), "chosen_by": (choice or {}).get("by"),
                      "expected": (x.get("expected") or {}).get("accuracy"),
                      "expected_own": (x.get("own_model") or {}).get("accuracy"),
-                     "own_cv": cv.get("accuracy"), "right": pkg_ok, "own_right": own_ok})
+                     "own_cv": cv.get("accuracy"), "right": pkg_ok, "own_right": own_ok,
+                     # the site's own check (site-scored methods): both models on its set-aside rows
+                     **({"check_rows": choice["rows"], "check_package": choice["package"]["accuracy"],
+                         "check_own": choice["own"]["accuracy"]} if choice and "rows" in choice else {})})
     return rows, result, fit_s
 
 
@@ -170,8 +173,8 @@ def run_cell(name: str, X: np.ndarray, y: np.ndarray, classes: list[str], seed: 
 
 def _stats(diffs) -> dict:
     d = np.asarray(list(diffs), np.float64)
-    return {"sites": int(d.size), "mean_diff_pt": float(d.mean()) if d.size else float("nan"),
-            "worst_diff_pt": float(d.min()) if d.size else float("nan"), "below_minus_2pt": int(np.sum(d < -2))}
+    return {"sites": int(d.size), "mean_diff_pt": float(d.mean()) if d.size else None,
+            "worst_diff_pt": float(d.min()) if d.size else None, "below_minus_2pt": int(np.sum(d < -2))}
 
 
 def summarise(cells: list[dict]) -> dict:
@@ -271,13 +274,26 @@ def markdown(out: dict, command: str) -> str:
     lines += ["", "## Per method (every registered classification method)", "",
               "| method | data set | sites | mean Δ (pt) | worst Δ (pt) | sites < −2 pt |",
               "|---|---|---:|---:|---:|---:|"]
+    def pt(v, digits):
+        return "–" if v is None else f"{v:+.{digits}f}"
+
     for m, v in s.get("per_method", {}).items():
         a = v["all"]
-        lines.append(f"| **{m}** | all | {a['sites']} | {a['mean_diff_pt']:+.2f} | {a['worst_diff_pt']:+.1f} | "
+        lines.append(f"| **{m}** | all | {a['sites']} | {pt(a['mean_diff_pt'], 2)} | {pt(a['worst_diff_pt'], 1)} | "
                      f"{a['below_minus_2pt']} |")
         for d, w in v["per_dataset"].items():
-            lines.append(f"| {m} | {d} | {w['sites']} | {w['mean_diff_pt']:+.2f} | {w['worst_diff_pt']:+.1f} | "
+            lines.append(f"| {m} | {d} | {w['sites']} | {pt(w['mean_diff_pt'], 2)} | {pt(w['worst_diff_pt'], 1)} | "
                          f"{w['below_minus_2pt']} |")
+    used = [(c.get("method"), x) for c in out["cells"] for x in c["sites"]]
+    lines += ["", "Who kept what (sites): " + "; ".join(
+        f"{m}: package {sum(1 for mm, x in used if mm == m and x.get('used') == 'package')}, own "
+        f"{sum(1 for mm, x in used if mm == m and x.get('used') == 'own')}" for m in s.get("per_method", {}))]
+    checks = [x for _, x in used if "check_rows" in x]
+    if checks:
+        lines += ["", "The site's own check (site-scored methods), on the rows each site set aside: package "
+                  f"{np.mean([x['check_package'] for x in checks]):.3f} vs own model "
+                  f"{np.mean([x['check_own'] for x in checks]):.3f} (mean accuracy, {len(checks)} sites, "
+                  f"{int(np.median([x['check_rows'] for x in checks]))} rows each at the median)."]
     refused = [c for c in out["cells"] if c.get("refused")]
     if refused:
         lines += ["", "Refused cells (no package: every site keeps its own model):", ""]
