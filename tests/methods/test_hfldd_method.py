@@ -101,9 +101,13 @@ def test_early_stop_at_the_start_never_ships_the_starting_real_rows(tmp_path, mo
         return out
 
     monkeypatch.setattr(hf, "distill_sites", stuck_first)
-    _, ex = _export(X, y, anchor, objective="kip")
+    _, ex = _export(X, y, anchor, objective="kip", min_distance=0.0)  # without the near-copy rule
     assert calls == [0.2, 0.0]
     assert ex.manifest["nn_disclosure"]["copies"] == 0 and ex.manifest["nn_disclosure"]["ratio_min"] > 1e-3
+    calls.clear()
+    _, ex = _export(X, y, anchor, objective="kip")  # with it, the starting rows are pushed out: no second run
+    assert calls == [0.2] and ex.manifest["nn_disclosure"]["ratio_min"] >= 0.5 - 1e-3
+    assert ex.manifest["near_copies"]["moved"] == ex.manifest["n_distilled"]
 
 
 def test_check_bundle_refuses_what_does_not_fit(tmp_path):
@@ -166,6 +170,13 @@ def test_a_whole_cli_round_in_distillation_mode(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "trained on distilled sets" in out and "vs DC-CFL" in out
     summary = json.loads((d / "out/summary.json").read_text())
+    # the "alone" column: each site's own_cv, the same in the summary and in `analyst estimate` (promise.py)
+    assert all(x["model"] == "chosen at the site" and x["own_model"]["source"] == "site" for x in summary["sites"])
+    assert run("analyst", "estimate", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+               "--bundles", d / "bundles", "--json", d / "estimate.json", *confirm(d, sites)) == 0
+    estimated = json.loads((d / "estimate.json").read_text())["sites"]
+    assert {x["site"]: x["own_model"] for x in estimated} == {x["site"]: x["own_model"] for x in summary["sites"]}
+    capsys.readouterr()
     clusters = {s["site"]: s["cluster"] for s in summary["sites"]}
     # the soft labels on the anchor group the sites by their label skew (two groups asked for)
     assert clusters["site0"] == clusters["site1"] != clusters["site2"] == clusters["site3"]

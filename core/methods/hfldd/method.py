@@ -160,21 +160,16 @@ class HFLDD(Method):
                           steps=int(opts["kip_steps"]),
                           init=opts["init"], n_classes=K, random_state=seed,
                           **{**KIP_DEFAULTS, **OBJECTIVES[opts["objective"]]})
+        apart = float(opts["min_distance"])
         control.phase("distilling")
         out = distill_sites([(X, y)], kip, control.sub(0.3, 0.9), anchors=[A.astype(np.float64)])[0]
-        Xd = out.X.astype(np.float32)
-        if self._copies(Xd, X):  # early stopping kept the starting rows: take every step, no hold-out
+        Xd, yd, moved = self._kept_apart(out, X, apart, seed)
+        if self._copies(Xd, X):  # early stopping kept the starting rows (possible only without the near-copy rule)
             kip.holdout = 0.0
             out = distill_sites([(X, y)], kip, control.sub(0.9, 0.95), anchors=[A.astype(np.float64)])[0]
-            Xd = out.X.astype(np.float32)
+            Xd, yd, moved = self._kept_apart(out, X, apart, seed)
             if self._copies(Xd, X):
                 raise ConfigError("distillation left a real row unchanged; choose more steps or init=means")
-        apart = float(opts["min_distance"])
-        Xa, ya, moved = keep_apart(Xd, out.y, X, apart, seed)
-        if not len(ya):
-            raise ConfigError(f"every made-up row lay closer than {apart:g} × the usual spacing of your rows to a "
-                              "real row; lower 'min_distance' or ship fewer rows per class")
-        Xd, yd = Xa.astype(np.float32), ya.astype(np.int32)
         disc = nn_disclosure(Xd.astype(np.float64), X)
         counts = dc.arrays["label_counts"]
         arrays = {"x_distilled": Xd, "y_distilled": yd, "soft_labels": soft, "anchor_tilde": A, "label_counts": counts}
@@ -233,6 +228,15 @@ class HFLDD(Method):
         private = {key: v for key, v in dc.private_arrays.items() if key != "permutation"}
         control.step(1.0, "distilled")
         return SiteExport(arrays, manifest, private, dict(dc.private_meta), disclosures, list(dc.stays), plain)
+
+    @staticmethod
+    def _kept_apart(out, X: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray, dict]:
+        """The distilled rows and labels after the near-copy rule (:func:`.near_copies.keep_apart`), as shipped."""
+        Xa, ya, moved = keep_apart(out.X, out.y, X, fraction, seed)
+        if not len(ya):
+            raise ConfigError(f"every made-up row lay closer than {fraction:g} × the usual spacing of your rows to a "
+                              "real row; lower 'min_distance' or ship fewer rows per class")
+        return Xa.astype(np.float32), ya.astype(np.int32), moved
 
     @staticmethod
     def _copies(Xd: np.ndarray, X: np.ndarray) -> bool:
