@@ -263,6 +263,7 @@ def test_a_gui_round_in_distillation_mode(qtbot, tmp_path, monkeypatch, capsys):
     assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
     report = (d / "gui-out/report.html").read_text()
     assert "Sites (distilled sets)" in report and "KL divergence" in report
+    assert "its own rows alone" in report and "chosen at the site" in report  # the promise's column (promise.py)
 
 
 def test_hfldd_says_in_one_sentence_that_it_scores_no_site():
