@@ -5,9 +5,10 @@ raw rows, :mod:`core.learn.local_model`, cross-validated at export: ``own_cv``, 
 can score the candidates on a site's rows is declared once per method, :attr:`Method.own_model_choice`:
 
 - ``"analyst"``: the analyst holds each site's labelled rows in a form it can score on (the DC family's reduced
-  rows) or a test of the site's own coefficients (meta-lr). It chooses per site and writes ``model`` = own,
-  ``own_kind`` = linear into the package of a site that keeps its own model.
-- ``"site"`` (the default, for any new method): the analyst cannot score (``hfldd`` holds only distilled rows).
+  rows). It chooses per site and writes ``model`` = own, ``own_kind`` = linear into the package of a site that
+  keeps its own model.
+- ``"site"`` (the default, for any new method): the analyst cannot score (``hfldd`` holds only distilled rows,
+  ``meta-lr`` only coefficients; its analyst may still say "keep your own" after its coefficient test).
   At export the site keeps a seeded, class-stratified share of its rows out of what it computes
   (:func:`split_check_rows`; they and a logistic regression of the other rows stay in its workspace,
   :func:`check_state`); at ``apply`` it scores the package and that model on them and keeps the package only
@@ -34,8 +35,8 @@ from .base import Disclosure
 CHECK_SHARE = 0.25  # share of each class's rows a site-scored method keeps out of its export to check the package
 CHECK_PREFIX = "check_"  # private arrays: the check rows (check_x, check_y) and the model of the other rows
 CHECK_MODEL = tuple(f"{CHECK_PREFIX}{k}" for k in ("local_w", "local_b", "local_mean", "local_scale"))
-CHOICES = ("analyst", "site")
-__all__ = ["MARGIN_SE", "alone_estimate", "beats_own", "promised_columns", "check_state", "site_choice"]
+__all__ = ["CHECK_SHARE", "MARGIN_SE", "alone_estimate", "beats_own", "check_state", "check_words", "export_with_check",
+           "paired_se", "promised_columns", "site_choice", "split_check_rows"]
 
 
 def split_check_rows(y: np.ndarray, share: float = CHECK_SHARE, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
