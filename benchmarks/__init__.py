@@ -48,6 +48,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
                     "DC-Clustering, k-FED and pooled k-means"),
     "scale": ("scale", "the analyst's dccfl fit from 10 to 1,000 sites × 2,000 rows × 30 columns (--sites, --rows)"),
     "small-sites": ("small_sites", "label-skewed sites of 20-500 rows: each site's package vs its own-rows model"),
+    "near-copies": ("near_copies", "distillation mode: how close real rows lie to each other, and the accuracy cost "
+                    "of keeping distilled rows away from them"),
     "feddag": ("feddag", "FedDAG in one round on tabular stand-ins: Distribution I, concept shift, B.10 recovery"),
     "hfldd": ("hfldd", "distillation mode (distribution matching / KIP in the reduced space) vs random real rows, "
               "DC-CFL, FedAvg/FedProx"),

@@ -123,7 +123,7 @@ def run_cell(name: str, sites: list[tuple], classes: list[str], seed: int, metho
     from sklearn.metrics import roc_auc_score
 
     from core.formats.anchor import extended_smote, statistics_seed
-    from core.learn import cluster_models
+    from core.learn import own_cv
     from core.learn.local_model import fit_local_model, local_predict_proba
     from core.learn.own_cv import cross_validate_own
     from core.methods import get_method
@@ -144,15 +144,15 @@ def run_cell(name: str, sites: list[tuple], classes: list[str], seed: int, metho
         bundles.append(ReceivedBundle(site=s, fingerprint="", digest=f"{seed}-{i}", envelope_id="",
                                       manifest=manifest, arrays=ex.arrays))
         private.append({**ex.private_arrays, **fit_local_model(Xtr, ytr, K)})
-    saved = cluster_models.MARGIN_SE
+    saved = own_cv.MARGIN_SE
     if margin is not None:
-        cluster_models.MARGIN_SE = margin
+        own_cv.MARGIN_SE = margin
     try:
         t0 = time.perf_counter()
         result = method.fit(bundles, FitContext(classes))
         fit_s = time.perf_counter() - t0
     finally:
-        cluster_models.MARGIN_SE = saved
+        own_cv.MARGIN_SE = saved
     names = np.asarray(classes, dtype=object)
     rows = []
     for (manifest, arrays), priv, b, (s, Xtr, ytr, Xte, yte) in zip(result.packages, private, bundles, sites,
@@ -172,7 +172,7 @@ def run_cell(name: str, sites: list[tuple], classes: list[str], seed: int, metho
                      "expected": (manifest.get("expected") or {}).get("accuracy")})
         rows[-1]["diff_pt"] = 100 * (rows[-1]["package"] - rows[-1]["own_model"])
     return {"dataset": name, "seed": seed, "method": method_name, "dimension": dimension, "m": m, "own": own_model,
-            "margin": cluster_models.MARGIN_SE if margin is None else margin, "sites": rows,
+            "margin": own_cv.MARGIN_SE if margin is None else margin, "sites": rows,
             "t": result.summary.get("t"), "fit_seconds": fit_s}
 
 

@@ -12,6 +12,12 @@ Protocol, per (data set, seed):
    compares with); the analyst runs ``DCCFL()`` (product defaults) on the bundles; each site applies its
    package to its test rows.
 4. Per site: package accuracy − own-rows-model accuracy (pt). Targets: every site ≥ −2 pt, mean ≥ 0.
+
+Issue #25: every registered classification method (the registry, :func:`classification_methods`), each site
+exported as ``participant export`` does (the promise's check rows for site-scored methods, ``own_cv`` in the
+manifest, the own-rows model kept) and each package applied through the seam
+(:func:`core.methods.promise.promised_columns`: the analyst's or the site's choice); and a wide table (``digits``,
+sklearn's 8 × 8 hand-written digits, 64 columns) at sites of 25–60 rows, reduced to the kit's ``dimension`` 15.
 """
 
 from __future__ import annotations
@@ -24,14 +30,16 @@ from typing import Any
 import numpy as np
 
 DATASETS = ("heart_statlog", "dry_bean", "statlog_vehicle", "cardiotocography_10class", "landsat_satimage")
+ISSUE_TABLES = ("statlog_vehicle", "cardiotocography_10class")  # issue #25's tables (with digits, below)
 N_SITES = 6
 ROWS = (20, 500)
 TEST_ROWS = 200
 
 
 def make_sites(X: np.ndarray, y: np.ndarray, seed: int, n_sites: int = N_SITES, rows=ROWS,
-               test_rows: int = TEST_ROWS):
-    """(anchor, [(X_train, y_train, X_test, y_test)], public row ids) for one seed (module docstring 1–2)."""
+               test_rows: int = TEST_ROWS, min_rows: int | None = None):
+    """(anchor, [(X_train, y_train, X_test, y_test)]) for one seed (module docstring 1–2); a site with fewer than
+    ``min_rows`` training rows (default: the table's columns, what PCA to m − 1 needs) is left out."""
     from sklearn.model_selection import train_test_split
 
     from core.formats.anchor import extended_smote
@@ -61,91 +69,184 @@ def make_sites(X: np.ndarray, y: np.ndarray, seed: int, n_sites: int = N_SITES, 
                 idx += [pools[k].pop() for _ in range(take)]
             draws.append(rng.permutation(np.asarray(idx, dtype=np.int64)))
         tr, te = draws
-        if len(tr) >= max(5, X.shape[1]) and len(np.unique(y[tr])) >= 2 and len(te) > 0:
+        enough = len(tr) >= max(5, X.shape[1] if min_rows is None else min_rows)
+        if enough and len(np.unique(y[tr])) >= 2 and len(te) > 0:
             sites.append((X[tr], y[tr], X[te], y[te]))
     return anchor, sites
 
 
-def run_cell(name: str, X: np.ndarray, y: np.ndarray, classes: list[str], seed: int,
-             settings: dict | None = None) -> dict[str, Any]:
-    from core.learn.local_model import fit_local_model, local_predict_proba
-    from core.methods.base import FitContext, ReceivedBundle, SiteInput
-    from core.methods.dccfl import DCCFL
+def classification_methods() -> list[str]:
+    """Every registered classification method (the registry, not a list kept here)."""
+    from core.methods import METHODS
 
-    anchor, sites = make_sites(X, y, seed)
-    method = DCCFL(**{"seed": seed, **(settings or {})})
-    bundles, private = [], []
+    return [name for name, cls in METHODS.items() if cls.task == "classification"]
+
+
+def export_site(method, X: np.ndarray, y: np.ndarray, classes: list[str], anchor: np.ndarray | None,
+                settings: dict):
+    """What ``participant export`` makes of a site's rows, in memory: the method's export with the promise's check
+    rows (:func:`core.methods.promise.export_with_check`), the ``own_cv`` scores in the manifest and the own-rows
+    model in the private state. Returns (manifest, arrays, private arrays)."""
+    from core.learn.local_model import fit_local_model
+    from core.learn.own_cv import cross_validate_own
+    from core.methods.base import SiteInput
+    from core.methods.promise import export_with_check
+
+    known = {st.name for st in method.site_settings_spec()}
+    site = SiteInput(X, y.astype(np.int64), classes, anchor if method.needs_anchor else None,
+                     settings={k: v for k, v in settings.items() if k in known})
+    ex = export_with_check(method, site)
+    cv = cross_validate_own(X, y, len(classes))
+    manifest = {**ex.manifest, "method": method.name, "family": method.family, **({"own_cv": cv} if cv else {})}
+    return manifest, ex.arrays, {**ex.private_arrays, **fit_local_model(X, y, len(classes))}
+
+
+def run_round(method, sites: list, classes: list[str], anchor: np.ndarray | None, seed: int,
+              site_settings: dict | None = None) -> tuple[list[dict], Any, float]:
+    """One in-memory round of ``method`` over ``sites`` [(X_train, y_train, X_test, y_test)]: per site the applied
+    result's and the own model's test accuracy, what was used and who chose (:mod:`core.methods.promise`), and
+    the summary's "alone" number beside the bundle's own_cv; also the result and the fit's seconds."""
+    from core.learn.local_model import local_predict_proba
+    from core.methods.base import FitContext, ReceivedBundle
+    from core.methods.promise import promised_columns
+
+    bundles, state = [], []
     for i, (Xtr, ytr, _, _) in enumerate(sites):
-        ex = method.site_compute(SiteInput(Xtr, ytr.astype(np.int64), classes, anchor, settings={"seed": [seed, i]}))
+        manifest, arrays, private = export_site(method, Xtr, ytr, classes, anchor,
+                                                {"seed": seed * 100 + i, **(site_settings or {})})
         bundles.append(ReceivedBundle(site=f"site-{i}", fingerprint="", digest=f"{seed}-{i}", envelope_id="",
-                                      manifest=ex.manifest, arrays=ex.arrays))
-        private.append({**ex.private_arrays, **fit_local_model(Xtr, ytr, len(classes))})  # as `participant export`
+                                      manifest=manifest, arrays=arrays))
+        state.append(private)
     t0 = time.perf_counter()
     result = method.fit(bundles, FitContext(classes))
     fit_s = time.perf_counter() - t0
+    entries = {x["site"]: x for x in result.summary.get("sites", [])}
     names = np.asarray(classes, dtype=object)
     rows = []
-    for (manifest, arrays), priv, (Xtr, ytr, Xte, yte), x in zip(result.packages, private, sites,
-                                                                  [s for s in _by_input(result)], strict=True):
-        pkg = float(np.mean(method.apply(manifest, arrays, priv, Xte)["prediction"] == names[yte]))
-        own = float(np.mean(local_predict_proba(fit_local_model(Xtr, ytr, len(classes)), Xte).argmax(1) == yte))
+    for b, (manifest, arrays), private, (_, ytr, Xte, yte) in zip(bundles, result.packages, state, sites,
+                                                                     strict=True):
+        columns, choice = promised_columns(method, manifest, private, Xte,
+                                           lambda r, m=manifest, a=arrays, p=private: method.apply(m, a, p, r))
+        pkg_ok = np.asarray(columns["prediction"], dtype=object) == names[yte]
+        own_ok = local_predict_proba(private, Xte).argmax(1) == yte
+        x = entries.get(b.site, {})
+        cv = b.manifest.get("own_cv") or {}
         rows.append({"train_rows": int(len(ytr)), "test_rows": int(len(yte)), "classes": sorted(set(ytr.tolist())),
-                     "package": pkg, "own_model": own, "diff_pt": 100 * (pkg - own), "sent": manifest.get("model"),
-                     "expected": x.get("expected", {}).get("accuracy"),
-                     "expected_own": x.get("own_model", {}).get("accuracy")})
-    return {"dataset": name, "seed": seed, "sites": rows, "t": result.summary["t"],
-            "n_clusters": result.summary["n_clusters"], "fit_seconds": fit_s}
+                     "package": float(pkg_ok.mean()), "own_model": float(own_ok.mean()),
+                     "diff_pt": 100 * float(pkg_ok.mean() - own_ok.mean()),
+                     "sent": "own" if manifest.get("model") == "own" else "cluster",
+                     "used": (choice or {}).get("model"), "chosen_by": (choice or {}).get("by"),
+                     "expected": (x.get("expected") or {}).get("accuracy"),
+                     "expected_own": (x.get("own_model") or {}).get("accuracy"),
+                     "own_cv": cv.get("accuracy"), "right": pkg_ok, "own_right": own_ok,
+                     # the site's own check (site-scored methods): both models on its set-aside rows
+                     **({"check_rows": choice["rows"], "check_package": choice["package"]["accuracy"],
+                         "check_own": choice["own"]["accuracy"]} if choice and "rows" in choice else {})})
+    return rows, result, fit_s
 
 
-def _by_input(result) -> list[dict]:
-    """The summary's per-site entries (canonical order) put back in the caller's bundle order."""
-    order = result.details["site_order"]
-    out = [None] * len(order)
-    for j, i in enumerate(order):
-        out[i] = result.summary["sites"][j]
-    return out
+def run_cell(name: str, X: np.ndarray, y: np.ndarray, classes: list[str], seed: int,
+             settings: dict | None = None, method: str = "dccfl", rows=ROWS, site_settings: dict | None = None
+             ) -> dict[str, Any]:
+    from core.methods import get_method
+    from core.methods.promise import CHECK_SHARE
+
+    # a site is kept when every method can reduce it: after a site-scored method's check rows, still ≥ m + 1 rows
+    least = rows[0] if site_settings else int(np.ceil((X.shape[1] + 1) / (1 - CHECK_SHARE))) + 1
+    anchor, sites = make_sites(X, y, seed, rows=rows, min_rows=least)
+    from core.errors import ConfigError
+
+    cls = get_method(method).__class__
+    m = cls.with_known({"seed": seed, **(settings or {})})
+    try:
+        out, result, fit_s = run_round(m, sites, classes, anchor, seed, {**BENCH_SITE.get(method, {}),
+                                                                         **(site_settings or {})})
+    except ConfigError as exc:  # the method refuses these sites (e.g. meta-lr: every site lacks a class)
+        return {"dataset": name, "method": method, "seed": seed, "sites": [], "refused": exc.message,
+                "fit_seconds": 0.0}
+    for r in out:
+        r.pop("right")
+        r.pop("own_right")
+    return {"dataset": name, "method": method, "seed": seed, "sites": out, "t": result.summary.get("t"),
+            "n_clusters": result.summary.get("n_clusters"), "fit_seconds": fit_s}
+
+
+def _stats(diffs) -> dict:
+    d = np.asarray(list(diffs), np.float64)
+    return {"sites": int(d.size), "mean_diff_pt": float(d.mean()) if d.size else None,
+            "worst_diff_pt": float(d.min()) if d.size else None, "below_minus_2pt": int(np.sum(d < -2))}
 
 
 def summarise(cells: list[dict]) -> dict:
     diffs = np.array([s["diff_pt"] for c in cells for s in c["sites"]])
-    per_ds = {}
+    per_ds: dict = {}
+    per_method: dict = {}
     for c in cells:
+        m = c.get("method", "dccfl")
         per_ds.setdefault(c["dataset"], []).extend(s["diff_pt"] for s in c["sites"])
+        per_method.setdefault(m, {}).setdefault(c["dataset"], []).extend(s["diff_pt"] for s in c["sites"])
     return {"sites": int(diffs.size), "mean_diff_pt": float(diffs.mean()), "worst_diff_pt": float(diffs.min()),
             "sites_below_minus_2pt": int(np.sum(diffs < -2)),
             "mean_package": float(np.mean([s["package"] for c in cells for s in c["sites"]])),
             "mean_own_model": float(np.mean([s["own_model"] for c in cells for s in c["sites"]])),
-            "per_dataset": {d: {"sites": len(v), "mean_diff_pt": float(np.mean(v)), "worst_diff_pt": float(np.min(v)),
-                                "below_minus_2pt": int(np.sum(np.asarray(v) < -2))} for d, v in per_ds.items()}}
+            "per_dataset": {d: {**_stats(v), "below_minus_2pt": _stats(v)["below_minus_2pt"]}
+                            for d, v in per_ds.items()},
+            "per_method": {m: {"all": _stats(x for v in by.values() for x in v),
+                               "per_dataset": {d: _stats(v) for d, v in by.items()}}
+                           for m, by in per_method.items()}}
+
+
+# Site settings of the run: hfldd's distillation takes 100 steps instead of the product's 300 (a 30-row site's export
+# takes ~25 s at 300 on the shared machine; the run must stay within 10 minutes on one core).
+BENCH_SITE = {"hfldd": {"kip_steps": 100}}
+WIDE = {"digits": {"rows": (25, 60), "dimension": 15}}  # 64 columns; sites of 25–60 rows; the kit's --dimension
+
+
+def load(name: str, data_dir):
+    """A benchmark table: sklearn's digits (8 × 8 pixels, 64 columns, bundled with scikit-learn) or a UCI CSV."""
+    if name == "digits":
+        from sklearn.datasets import load_digits
+
+        d = load_digits()
+        return d.data.astype(np.float64), d.target.astype(np.int64), [str(k) for k in range(10)]
+    from benchmarks.simulation.datasets import load_benchmark_csv
+
+    return load_benchmark_csv(name, data_dir)
 
 
 def run_from_args(args, say: Callable[[str], None]) -> dict:
-    from benchmarks.simulation.datasets import load_benchmark_csv
     from core.fileio import write_json_atomic
 
-    datasets = args.dataset or list(DATASETS)
-    seeds = list(range(int(args.seeds if args.seeds != 10 else 3)))
+    datasets = args.dataset or [*ISSUE_TABLES, *WIDE]
+    methods = getattr(args, "method", None) or classification_methods()
+    seeds = list(range(int(args.seeds if args.seeds != 10 else 2)))
     cells = []
     t0 = time.perf_counter()
     for d in datasets:
-        X, y, classes = load_benchmark_csv(d, args.data_dir)
-        for seed in seeds:
-            cell = run_cell(d, X, y, classes, seed)
-            cells.append(cell)
-            say(json.dumps({"dataset": d, "seed": seed, "t": cell["t"], "fit_seconds": round(cell["fit_seconds"], 1),
-                            "sites": [(s["train_rows"], round(s["package"], 3), round(s["own_model"], 3), s["sent"])
-                                      for s in cell["sites"]]}))
-    out = {"summary": summarise(cells), "cells": cells, "seeds": seeds, "datasets": datasets,
+        X, y, classes = load(d, args.data_dir)
+        wide = WIDE.get(d, {})
+        for method in methods:
+            for seed in seeds:
+                cell = run_cell(d, X, y, classes, seed, method=method, rows=wide.get("rows", ROWS),
+                                site_settings={"dimension": wide["dimension"]} if wide else None)
+                cells.append(cell)
+                say(json.dumps({"dataset": d, "method": method, "seed": seed,
+                                "fit_seconds": round(cell["fit_seconds"], 1),
+                                "sites": [(s["train_rows"], round(s["diff_pt"], 1), s["used"], s["chosen_by"])
+                                          for s in cell["sites"]]}))
+    out = {"summary": summarise(cells), "cells": cells, "seeds": seeds, "datasets": datasets, "methods": methods,
            "wall_seconds": time.perf_counter() - t0}
-    say(json.dumps(out["summary"], indent=1))
+    say(json.dumps(out["summary"]["per_method"], indent=1))
     if args.json:
         from pathlib import Path
 
         from core.fileio import write_text_atomic
 
         write_json_atomic(args.json, out)
-        command = " ".join(["python -m benchmarks small-sites", f"--seeds {len(seeds)}",
-                            *(f"--dataset {d}" for d in (args.dataset or [])), f"--json {args.json}"])
+        command = " ".join(["nice python -m benchmarks small-sites", f"--seeds {len(seeds)}",
+                            *(f"--dataset {d}" for d in (args.dataset or [])),
+                            *(f"--method {m}" for m in (getattr(args, "method", None) or [])),
+                            "--data-dir ../shared/datasets", f"--json {args.json}"])
         write_text_atomic(Path(args.json).with_suffix(".md"), markdown(out, command))
     return out
 
@@ -170,14 +271,42 @@ def markdown(out: dict, command: str) -> str:
     for d, v in s["per_dataset"].items():
         lines.append(f"| {d} | {v['sites']} | {v['mean_diff_pt']:+.2f} | {v['worst_diff_pt']:+.1f} | "
                      f"{v['below_minus_2pt']} |")
+    lines += ["", "## Per method (every registered classification method)", "",
+              "| method | data set | sites | mean Δ (pt) | worst Δ (pt) | sites < −2 pt |",
+              "|---|---|---:|---:|---:|---:|"]
+    def pt(v, digits):
+        return "–" if v is None else f"{v:+.{digits}f}"
+
+    for m, v in s.get("per_method", {}).items():
+        a = v["all"]
+        lines.append(f"| **{m}** | all | {a['sites']} | {pt(a['mean_diff_pt'], 2)} | {pt(a['worst_diff_pt'], 1)} | "
+                     f"{a['below_minus_2pt']} |")
+        for d, w in v["per_dataset"].items():
+            lines.append(f"| {m} | {d} | {w['sites']} | {pt(w['mean_diff_pt'], 2)} | {pt(w['worst_diff_pt'], 1)} | "
+                         f"{w['below_minus_2pt']} |")
+    used = [(c.get("method"), x) for c in out["cells"] for x in c["sites"]]
+    lines += ["", "Who kept what (sites): " + "; ".join(
+        f"{m}: package {sum(1 for mm, x in used if mm == m and x.get('used') == 'package')}, own "
+        f"{sum(1 for mm, x in used if mm == m and x.get('used') == 'own')}" for m in s.get("per_method", {}))]
+    checks = [x for _, x in used if "check_rows" in x]
+    if checks:
+        lines += ["", "The site's own check (site-scored methods), on the rows each site set aside: package "
+                  f"{np.mean([x['check_package'] for x in checks]):.3f} vs own model "
+                  f"{np.mean([x['check_own'] for x in checks]):.3f} (mean accuracy, {len(checks)} sites, "
+                  f"{int(np.median([x['check_rows'] for x in checks]))} rows each at the median)."]
+    refused = [c for c in out["cells"] if c.get("refused")]
+    if refused:
+        lines += ["", "Refused cells (no package: every site keeps its own model):", ""]
+        lines += [f"- {c['method']} on {c['dataset']}, seed {c['seed']}: {c['refused']}" for c in refused]
     lines += ["", "## Every site more than 2 pt below its own model", "",
-              "| data set | seed | training rows | test rows | package | own model | sent | CV expected | CV own |",
-              "|---|---:|---:|---:|---:|---:|---|---:|---:|"]
+              "| method | data set | seed | training rows | test rows | package | own model | used (chosen by) | CV "
+              "expected | CV own |", "|---|---|---:|---:|---:|---:|---:|---|---:|---:|"]
     for c in out["cells"]:
         for x in c["sites"]:
             if x["diff_pt"] < -2:
-                lines.append(f"| {c['dataset']} | {c['seed']} | {x['train_rows']} | {x['test_rows']} | "
-                             f"{x['package']:.3f} | {x['own_model']:.3f} | {x['sent']} | "
+                lines.append(f"| {c.get('method', 'dccfl')} | {c['dataset']} | {c['seed']} | {x['train_rows']} | "
+                             f"{x['test_rows']} | {x['package']:.3f} | {x['own_model']:.3f} | "
+                             f"{x.get('used')} ({x.get('chosen_by')}) | "
                              f"{x['expected'] if x['expected'] is None else round(x['expected'], 3)} | "
                              f"{x['expected_own'] if x['expected_own'] is None else round(x['expected_own'], 3)} |")
     return "\n".join(lines) + "\n"

@@ -32,7 +32,7 @@ from .formats.envelope import Opened, Payload, SealedFile, open_sealed, read_hea
 from .formats.identity import Identity, PublicCard, is_fingerprint, utc_now
 from .formats.kit import Kit
 from .formats.workspace import AnalystWorkspace
-from .learn.own_cv import read_own_cv
+from .learn.own_cv import read_own_cv, site_rows
 from .methods import FitContext, Method, MethodResult, ReceivedBundle, get_method
 from .methods.base import canonical_order
 from .model_card import CARD_SUFFIX, card_for, model_cards
@@ -171,7 +171,7 @@ class AnalystRound:
                                 opened.payload.arrays, card)
         try:
             if self.kit.task == "classification":  # the site's own-model scores, if any: refused when malformed
-                read_own_cv(m, m.get("n_rows"), len(self.kit.schema.classes))
+                read_own_cv(m, site_rows(m), len(self.kit.schema.classes))
             self.method.check_bundle(bundle, self.kit)
         except FormatError as exc:
             raise FormatError(exc.message, path=path) from exc

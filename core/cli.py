@@ -393,10 +393,8 @@ def cmd_participant_apply(args) -> None:
         classes = res.summary.get("classes", [])
         say(f"decision: '{t['positive']}' (the kit's second class; column risk_{t['positive']} is its probability) "
             f"when the risk ≥ {t['value']:.3f}, else '{classes[0]}' — {t['sentence']}")
-    if res.kept_own:
-        from .wording import KEPT_OWN_WORDS
-
-        say(f"note: {KEPT_OWN_WORDS}")
+    if res.model_note:
+        say(f"note: {res.model_note}")
     if res.validation:
         _say_validation(res.validation, [str(c) for c in res.summary.get("classes", [])])
     if res.summary.get("note"):

@@ -28,11 +28,12 @@ from .formats.kit import Kit
 from .formats.workspace import SiteWorkspace, remove_empty_workspace
 from .learn.clinical_metrics import delong, json_safe, metrics_for
 from .learn.intervals import estimate, mcnemar_p
-from .learn.local_model import fit_local_model, has_local_model, keeps_local_model, local_predict_proba
+from .learn.local_model import fit_local_model, has_local_model, local_predict_proba
 from .learn.own_cv import MODEL_NAME as OWN_MODEL_NAME
 from .learn.own_cv import cross_validate_own
 from .learn.threshold import DEFAULT_THRESHOLD, check_threshold, rates_at, threshold_for
 from .methods import METHODS, Disclosure, SiteExport, SiteInput, get_method, method_class
+from .methods.promise import export_with_check, promised_columns
 from .privacy.assessment import PrivacyAssessment, assess_export
 from .privacy.thresholds import PrivacyThresholds
 from .wording import ARRAY_WORDS
@@ -249,7 +250,7 @@ class ParticipantRound:
                          block=self.block, scale=public_scale(self.kit.schema, t.X.shape[1]),
                          centre=public_centre(self.kit.schema, t.X.shape[1]))
         self.assessment_ = None
-        self.export_ = self.method.site_compute(site, control)
+        self.export_ = export_with_check(self.method, site, control)  # rows kept out when the site must choose
         self._site_input = site
         formal = isinstance(self.export_.manifest.get("privacy"), dict)  # formal noise: no unaccounted scores
         if self.local_baseline and self.kit.task == "classification" and t.y is not None \
@@ -354,6 +355,16 @@ class ApplyResult:
     kept_own: bool = False  # the package said "keep your own model" and the workspace's own-rows model was used
     threshold: dict | None = None  # two classes: the threshold of ``decision`` and how it was chosen (value, how…)
     scored: dict | None = None  # with ``validate``: y, the package's and the own model's probabilities (for plots)
+    choice: dict | None = None  # classification: which model was used (package | own), who chose and why (promise.py)
+
+    @property
+    def model_note(self) -> str:
+        """One sentence on which model gave the results, when the site's own model did or the site chose."""
+        from .wording import KEPT_OWN_WORDS
+
+        if self.choice and self.choice.get("by") == "site":
+            return self.choice["reason"]
+        return KEPT_OWN_WORDS if self.kept_own else ""
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:
@@ -575,7 +586,9 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     table = read_table(csv_path, schema, options=options, labels=validate,
                        fill_values=fills if isinstance(fills, dict) else None)
     control.step(0.6, "applying the package")
-    columns = apply_checked(method, manifest, arrays, private, table.X, package_path)
+    columns, choice = promised_columns(
+        method, manifest, private, table.X, lambda rows: apply_checked(method, manifest, arrays, private, rows,
+                                                                       package_path))
     classes = [str(c) for c in manifest.get("classes", [])] if kit.task == "classification" else []
     binary = len(classes) == 2 and f"prob_{classes[1]}" in columns
     if not binary and (threshold is not None or threshold_target is not None):
@@ -591,7 +604,8 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     validation, scored = None, None
     if validate:
         validation, scored = _validate(columns, private, table, classes, manifest,
-                                       chosen["value"] if chosen else DEFAULT_THRESHOLD)
+                                       chosen["value"] if chosen else DEFAULT_THRESHOLD,
+                                       own_used=bool(choice) and choice["model"] == "own")
     rep = method.representation(arrays, private) if with_representation else None
     if rep is not None:
         Z, _ = rep
@@ -613,6 +627,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                            out=str(Path(out_path).resolve()), warnings=warnings,
                            **({"threshold": {k: chosen[k] for k in ("value", "how", "target", "positive")}}
                               if chosen else {}),
+                           **({"model_used": {k: choice[k] for k in ("model", "by", "reason")}} if choice else {}),
                            **({"validation": json_safe({k: validation.get(k) for k in (
                                "package", "local", "recommend", "package_metrics", "local_metrics", "delong")})}
                               if validation else {}))
@@ -622,9 +637,9 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                               "run_seq": manifest.get("run_seq"),
                               "applied": utc_now(), "out": str(Path(out_path).resolve())})
     control.step(1.0, "done")
-    kept_own = keeps_local_model(manifest, private)
+    kept_own = bool(choice) and choice["model"] == "own"
     return ApplyResult(Path(out_path), int(table.n_rows), list(columns), method.name, manifest, fmt, out_fmt,
-                       warnings, validation, kept_own, chosen, scored)
+                       warnings, validation, kept_own, chosen, scored, choice)
 
 
 def _choose_threshold(risk: np.ndarray, y: np.ndarray | None, classes: list[str], threshold: float | None,
@@ -673,7 +688,7 @@ def _never_predicts(m: dict, classes: list[str]) -> list[str]:
 
 
 def _validate(columns: dict, private: dict, table: LocalTable, classes: list[str], manifest: dict,
-              threshold: float = DEFAULT_THRESHOLD) -> tuple[dict, dict]:
+              threshold: float = DEFAULT_THRESHOLD, *, own_used: bool = False) -> tuple[dict, dict]:
     """Score the package and the site's own model on labelled rows; add ``local_prediction`` and
     ``recommended`` to ``columns``; return the numbers (every accuracy with n and a 95 % interval, both models'
     clinical figures at ``threshold``, DeLong's paired AUC test for two classes) and the scored probabilities."""
@@ -688,7 +703,7 @@ def _validate(columns: dict, private: dict, table: LocalTable, classes: list[str
     out["package_metrics"] = metrics_for(y, P_pkg, classes, threshold)
     out["flags"] = [f"the package {s}" for s in _never_predicts(out["package_metrics"], classes)]
     scored = {"y": y, "classes": list(classes), "package": P_pkg, "local": None}
-    if keeps_local_model(manifest, private):  # the package is the site's own model: nothing to compare it with
+    if own_used:  # the result is the site's own model (the analyst's or the site's choice): nothing to compare
         out.update({"recommend": "local", "own_model_package": True,
                     "reason": "the package is your own model (no shared model beat it clearly), so there is no "
                               "second model to compare it with"})

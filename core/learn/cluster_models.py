@@ -23,7 +23,7 @@ from .alignment import AnchorBasis, DCAlignment, SiteMapping
 from .clinical_metrics import SELECTION_METRICS, hanley_mcneil_se, selection_score
 from .intervals import WEAK_ROWS, estimate, mcnemar_p
 from .mlp import BatchedMLP, MLPWeights
-from .own_cv import accuracy_se, read_own_cv
+from .own_cv import MARGIN_SE, accuracy_se, alone_estimate, beats_own, read_own_cv
 
 # Defaults of the learner, the alignment, the prior correction and the selection (the settings' one source).
 LEARNER_DEFAULTS: dict = {"epochs": 50, "hidden": [64, 32], "lr": 0.01, "momentum": 0.5, "batch_size": 32,
@@ -128,7 +128,7 @@ def site_note(info: dict) -> str:
         small = bool(e) and e["rows"] < WEAK_ROWS
         at_site = (info.get("own_model") or {}).get("source") == "site"
         notes.append(("its cluster's model did not beat the site's own model (cross-validated at the site) by more "
-                      "than 1.645 standard errors (one-sided 5 %)" if at_site else
+                      f"than {MARGIN_SE} standard errors (one-sided 5 %)" if at_site else
                       f"with fewer than {WEAK_ROWS} rows, the cluster's model was not clearly better than the "
                       "site's own" if small else "the site's own-rows model cross-validated better than its cluster's")
                      + "; the site keeps its own model")
@@ -233,7 +233,6 @@ def cv_splits(n_rows: list[int], folds: int, repeats: int, holdout: float, seed:
 
 
 # ---------------------------------------------------------------------------------------------- selection
-MARGIN_SE = 1.645  # a candidate must beat the site's own CV score by this many standard errors: one-sided 5 %
 OWN = "own"  # the key of a site's own-rows (linear) candidate beside cluster keys (tuples of sites)
 
 
@@ -314,7 +313,7 @@ class Selection:
         se = math.hypot(self.score_se(p_c, int(self.n_eval[i]), events and round(events * self.n_eval[i] /
                                                                                   max(cv["rows"], 1))),
                         self.score_se(p_o, int(cv["rows"]), events))
-        return p_c - p_o > MARGIN_SE * se + 1e-12
+        return beats_own(p_c, p_o, se)
 
     def score_se(self, p: float, n: int, events: int | None) -> float:
         """Standard error of a ``metric`` score p on n rows: √(p(1 − p)/n) for (balanced) accuracy; for an AUC,
@@ -528,11 +527,9 @@ def own_estimate(sel: Selection, i: int) -> dict:
     """Site i's "alone" number as an :func:`~core.learn.intervals.estimate`, saying what it is (``what``,
     ``source``): its own raw-row model cross-validated at the site (with the AUC it shipped) when its bundle
     carries it, else the linear twin on its reduced rows, cross-validated here."""
-    cv = sel.cv_of(i)
-    if cv:
-        return {**estimate(float(cv["accuracy"]), int(cv["rows"])), "source": "site",
-                "what": f"your own model, cross-validated at your site on {cv['rows']} rows",
-                "auc": float(cv["auc"]), "balanced_accuracy": float(cv["balanced_accuracy"])}
+    alone = alone_estimate(sel.cv_of(i))
+    if alone:
+        return alone
     n = int(sel.n_eval[i])
     return {**estimate(float(sel.own_acc()[i]), n), "source": "reduced",
             "what": f"estimated from the {n} reduced rows the site sent"}

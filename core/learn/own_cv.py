@@ -95,9 +95,41 @@ def cross_validate_own(X: np.ndarray, y: np.ndarray, n_classes: int, *, max_rows
     return out
 
 
+MARGIN_SE = 1.645  # a shared model must beat the site's own model by this many standard errors: one-sided 5 %
+
+
+def beats_own(p_shared: float, p_own: float, se: float) -> bool:
+    """The promise's one rule: a shared model of score p_shared replaces the site's own model of score p_own only
+    when p_shared − p_own > MARGIN_SE · se, se being the standard error of the difference (the analyst's choice,
+    :meth:`core.learn.cluster_models.Selection.clears_margin`, and the site's, :mod:`core.methods.promise`)."""
+    return p_shared - p_own > MARGIN_SE * se + 1e-12
+
+
+def alone_estimate(cv: dict | None) -> dict | None:
+    """A site's "alone" number for the summary, the report and ``analyst estimate``, one code path for every
+    method: its own raw-row model cross-validated at the site (a checked ``own_cv``, :func:`read_own_cv`) as an
+    :func:`~core.learn.intervals.estimate`, saying where it comes from; None without one."""
+    from .intervals import estimate
+
+    if not cv:
+        return None
+    return {**estimate(float(cv["accuracy"]), int(cv["rows"])), "source": "site",
+            "what": f"your own model, cross-validated at your site on {cv['rows']} rows",
+            "auc": float(cv["auc"]), "balanced_accuracy": float(cv["balanced_accuracy"])}
+
+
 def accuracy_se(p: float, n: int) -> float:
     """√(p(1 − p)/n): the standard error of an accuracy p measured on n rows."""
     return math.sqrt(max(p * (1.0 - p), 0.0) / max(int(n), 1))
+
+
+def site_rows(manifest: dict) -> int | None:
+    """All the rows a site's ``own_cv`` may rest on: its exported ``n_rows`` plus the rows a site-scored method
+    kept out of its export to check the package (``rows_kept_at_site``, :mod:`core.methods.promise`)."""
+    n, kept = manifest.get("n_rows"), manifest.get("rows_kept_at_site", 0)
+    if type(kept) is not int or kept < 0:
+        raise FormatError(f"the bundle gives 'rows_kept_at_site' as {kept!r}, not a whole number")
+    return None if n is None else int(n) + kept
 
 
 def read_own_cv(manifest: dict, n_rows: int | None, n_classes: int | None = None) -> dict | None:

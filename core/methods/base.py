@@ -1,8 +1,9 @@
 """The one interface every method plugs into the pipelines, the CLI, the app and the report through.
 
 A method declares (class attributes) what it is for and what it needs — ``task``, ``needs_anchor``,
-``labels_leave``, ``what_leaves``, ``kit_carries_aux`` — and its settings as data (:attr:`Method.settings_spec`,
-see :mod:`core.methods.settings`). It implements four steps:
+``labels_leave``, ``what_leaves``, ``kit_carries_aux``, who can score a site's own model against the shared one
+(``own_model_choice``, :mod:`core.methods.promise`) — and its settings as data (:attr:`Method.settings_spec`, see
+:mod:`core.methods.settings`). It implements four steps:
 
 1. ``site_compute``: what a site computes and ships (:class:`SiteExport`), given its rows (and X^anc when
    ``needs_anchor``);
@@ -160,6 +161,10 @@ class Method(ABC):
         super().__init_subclass__(**kwargs)
         if isinstance(cls.__dict__.get("name"), str):
             method_schemas(cls.name, cls.bundle_fields, cls.package_fields)
+    # Classification: who can score a site's candidates, its own model among them (:mod:`core.methods.promise`).
+    # "analyst": the analyst chooses per site from what it received; "site": it cannot, so the site keeps some rows
+    # out of its export and chooses at apply. A new method is "site" unless it says it can score.
+    own_model_choice: ClassVar[str] = "site"
 
     def __init__(self, **settings: Any):
         self.settings = check_settings(self.name, self.settings_spec, settings, side="analyst")

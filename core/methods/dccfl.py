@@ -108,8 +108,7 @@ class DCCFL(LabelledDCSite, Method):
     bundle_fields = DC_BUNDLE_FIELDS
     bundle_arrays = {k: v for k, v in DC_BUNDLE_ARRAYS.items() if k != "id_hash"}
     package_fields = CLUSTER_PACKAGE_FIELDS
-    bundle_fields = DC_BUNDLE_FIELDS
-    package_fields = CLUSTER_PACKAGE_FIELDS
+    own_model_choice = "analyst"  # cross-validates every candidate on each site's received rows
     what_leaves = LABELLED_DC_LEAVES
     one_cluster = False
     settings_spec = (

@@ -489,7 +489,8 @@ class ResultsWindow(QWidget):
                                                    cols=html.escape(", ".join(result.columns[:4]) + (
                                                        ", …" if len(result.columns) > 4 else "")),
                                                    shown=shown))
-        kept = ("<p>" + html.escape(self.tr(KEPT_OWN_WORDS).capitalize()) + ".</p>") if result.kept_own else ""
+        note = self.tr(KEPT_OWN_WORDS) if result.model_note == KEPT_OWN_WORDS else result.model_note
+        kept = ("<p>" + html.escape(note[:1].upper() + note[1:]) + ".</p>") if note else ""
         self.validation_label.setText(kept + self._validation_text(result.validation))
         if result.warnings:  # the same package again, or one superseded by a newer run
             self.message.show_message("warning", self.tr("Done: {path}. Note: {warnings}").format(

@@ -69,7 +69,7 @@ def test_the_default_matching_gives_each_class_the_spread_of_its_real_rows(tmp_p
     from core.methods.hfldd.kip import anchor_whitening
 
     X, y, anchor = _site(tmp_path)
-    _m, ex = _export(X, y, anchor)
+    _m, ex = _export(X, y, anchor, min_distance=0.0)  # the distillation's own spread, before the near-copy rule
     assert ex.manifest["objective"] == "match"
     mu, W, _ = anchor_whitening(ex.arrays["anchor_tilde"].astype(np.float64))
     Z = (site_map(ex.private_arrays).transform(X) - mu) @ W
@@ -101,9 +101,13 @@ def test_early_stop_at_the_start_never_ships_the_starting_real_rows(tmp_path, mo
         return out
 
     monkeypatch.setattr(hf, "distill_sites", stuck_first)
-    _, ex = _export(X, y, anchor, objective="kip")
+    _, ex = _export(X, y, anchor, objective="kip", min_distance=0.0)  # without the near-copy rule
     assert calls == [0.2, 0.0]
     assert ex.manifest["nn_disclosure"]["copies"] == 0 and ex.manifest["nn_disclosure"]["ratio_min"] > 1e-3
+    calls.clear()
+    _, ex = _export(X, y, anchor, objective="kip")  # with it, the starting rows are pushed out: no second run
+    assert calls == [0.2] and ex.manifest["nn_disclosure"]["ratio_min"] >= 0.5 - 1e-3
+    assert ex.manifest["near_copies"]["moved"] == ex.manifest["n_distilled"]
 
 
 def test_check_bundle_refuses_what_does_not_fit(tmp_path):
@@ -160,12 +164,20 @@ def test_a_whole_cli_round_in_distillation_mode(tmp_path, monkeypatch, capsys):
     sites = _round(d, monkeypatch, capsys)
     out = capsys.readouterr().out
     assert out.count("leaves this site: ") == 4 and "made-up summary rows (4 per class)" in out
-    assert "instead of your 112 rows" in out and "× smaller" in out and "x_tilde" not in out
+    assert "instead of your 84 rows" in out and "× smaller" in out and "x_tilde" not in out
+    assert out.count("of your 112 rows are set aside at your site") == 4  # to check the package (promise.py)
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
                "--bundles", d / "bundles", "--out", d / "out", *confirm(d, sites)) == 0
     out = capsys.readouterr().out
     assert "trained on distilled sets" in out and "vs DC-CFL" in out
     summary = json.loads((d / "out/summary.json").read_text())
+    # the "alone" column: each site's own_cv, the same in the summary and in `analyst estimate` (promise.py)
+    assert all(x["model"] == "chosen at the site" and x["own_model"]["source"] == "site" for x in summary["sites"])
+    assert run("analyst", "estimate", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+               "--bundles", d / "bundles", "--json", d / "estimate.json", *confirm(d, sites)) == 0
+    estimated = json.loads((d / "estimate.json").read_text())["sites"]
+    assert {x["site"]: x["own_model"] for x in estimated} == {x["site"]: x["own_model"] for x in summary["sites"]}
+    capsys.readouterr()
     clusters = {s["site"]: s["cluster"] for s in summary["sites"]}
     # the soft labels on the anchor group the sites by their label skew (two groups asked for)
     assert clusters["site0"] == clusters["site1"] != clusters["site2"] == clusters["site3"]
@@ -175,6 +187,8 @@ def test_a_whole_cli_round_in_distillation_mode(tmp_path, monkeypatch, capsys):
     assert "KL divergence" in report and "Total-variation" in report and "DC-CFL bytes" in report
     accs = []
     apply_packages(d, {name: test for name, (_, test) in sites.items()})
+    # each site chose between the package and its own model on the rows it set aside, and says why
+    assert capsys.readouterr().out.count("rows your site set aside at export, the package was right on") == 4
     for name, (_, test) in sites.items():
         res = pd.read_csv(d / name / "result.csv")
         assert len(res) == len(pd.read_csv(test))
@@ -251,6 +265,7 @@ def test_a_gui_round_in_distillation_mode(qtbot, tmp_path, monkeypatch, capsys):
     assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
     report = (d / "gui-out/report.html").read_text()
     assert "Sites (distilled sets)" in report and "KL divergence" in report
+    assert "its own rows alone" in report and "chosen at the site" in report  # the promise's column (promise.py)
 
 
 def test_hfldd_says_in_one_sentence_that_it_scores_no_site():

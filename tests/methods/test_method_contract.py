@@ -168,10 +168,13 @@ def test_a_method_in_one_file_runs_a_gui_round(qtbot, tmp_path, monkeypatch, toy
     assert pp.site_form.names() == ["decimals"]  # the toy's own site setting, generated
     pp.site_form.set_value("decimals", 2)
     wait_page(qtbot, pp, lambda: pp.isComplete() and pp.site_export.arrays["means"].shape == (1, 8))
-    expected = np.round(pd.read_csv(train_csv)[FEATURES].to_numpy().mean(axis=0), 2)
-    assert np.array_equal(pp.site_export.arrays["means"][0], expected)  # the site's choice reached site_compute
+    # a new method is scored at the site (promise.py): its check rows stay out of what it computes
+    every, held = pd.read_csv(train_csv)[FEATURES].to_numpy(), pp.site_export.private_arrays["check_x"]
+    expected = np.round((every.sum(axis=0) - held.sum(axis=0)) / (len(every) - len(held)), 2)
+    assert 0 < len(held) < len(every)
+    assert np.allclose(pp.site_export.arrays["means"][0], expected)  # the site's choice reached site_compute
     rows = {pp.disclosure_table.item(r, 0).text() for r in range(pp.disclosure_table.rowCount())}
-    assert rows == {"means", "label_counts", "own_cv"}  # own_cv: the own model's scores (issue #22)
+    assert rows == {"means", "label_counts", "own_cv", "rows_kept_at_site"}  # own_cv: the own model's scores
     export_bundle(qtbot, w, d / "bundles", "clicker2.dcbundle")
 
     aw = analyst_window_with_bundles(qtbot, d / "toy.dckit", d / "analyst/analyst.dcid", "pass phrase 1",
@@ -201,3 +204,50 @@ def test_no_code_outside_the_methods_names_a_method():
                 if isinstance(node, ast.Constant) and node.value in names:
                     offenders.append(f"{rel}:{node.lineno} {node.value!r}")
     assert not offenders, offenders
+
+
+# ---- the promise (core/methods/promise.py): no site gets something worse than its own model ----------------------
+FAST = {"epochs": 20, "min_steps": 1500, "local_epochs": 30}  # known settings only (Method.with_known)
+FAST_SITE = {"kip_steps": 30, "rows_per_class": 3}
+
+
+def _conflicting_sites(seed: int = 0):
+    """Four small label-skewed sites where pooling hurts: sites 2 and 3 label the same clusters the other way
+    round (three classes, 44 training rows, 90 test rows each)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0, 3, size=(3, 6))
+    mixes = [[0.5, 0.4, 0.1], [0.4, 0.4, 0.2], [0.1, 0.4, 0.5], [0.2, 0.4, 0.4]]
+    flip = np.array([2, 1, 0])
+
+    def draw(n, mix, flipped):
+        k = rng.choice(3, n, p=mix)
+        X = centres[k] + rng.normal(0, 1.6, size=(n, 6))
+        return X, (flip[k] if flipped else k).astype(np.int64)
+
+    sites = [(*draw(44, mix, s >= 2), *draw(90, mix, s >= 2)) for s, mix in enumerate(mixes)]
+    anchor = rng.normal(0, 4, size=(400, 6))
+    return sites, anchor
+
+
+@pytest.mark.parametrize("name", [n for n, c in METHODS.items() if c.task == "classification"])
+def test_no_site_is_sent_something_worse_than_its_own_model(name):
+    """Every registered classification method: applied through the seam, no site's result on its test rows is
+    worse than its own model by more than MARGIN_SE paired standard errors, and the summary's "alone" number of
+    every site is the own_cv its bundle carried (the same number the report's and `analyst estimate`'s column
+    shows)."""
+    from benchmarks.small_sites import run_round
+    from core.learn.own_cv import MARGIN_SE
+    from core.methods.promise import paired_se
+
+    sites, anchor = _conflicting_sites()
+    method = METHODS[name].with_known(FAST)
+    rows, result, _ = run_round(method, sites, ["a", "b", "c"], anchor, 0, FAST_SITE)
+    for r in rows:
+        assert r["used"] in ("package", "own") and r["chosen_by"] in ("analyst", method.own_model_choice)
+        gap = r["package"] - r["own_model"]
+        assert gap >= -MARGIN_SE * paired_se(r["right"], r["own_right"]) - 1e-9, (name, r)
+        assert r["expected_own"] == pytest.approx(r["own_cv"])  # the "alone" number is the site's own_cv
+    table = next(v for v in method.views(result) if isinstance(v, Table) and "its own rows alone" in v.columns)
+    shown = [row[table.columns.index("its own rows alone")] for row in table.rows]
+    assert all(str(row).startswith(f"{x['own_model']['accuracy']:.3f}") for row, x in
+               zip(shown, result.summary["sites"], strict=True))

@@ -80,6 +80,7 @@ class FedDAG(LabelledDCSite, Method):
     bundle_fields = DC_BUNDLE_FIELDS
     bundle_arrays = {k: v for k, v in DC_BUNDLE_ARRAYS.items() if k != "id_hash"}
     package_fields = (*CLUSTER_PACKAGE_FIELDS, Field("encoder", "text", choices=("single", "dual")))
+    own_model_choice = "analyst"  # cross-validates every candidate on each site's received rows
     labels_leave = "rows"
     what_leaves = LABELLED_DC_LEAVES
     settings_spec = (

@@ -38,6 +38,8 @@ from ...formats.fields import CLUSTER_PACKAGE_FIELDS, DC_BUNDLE_FIELDS, Field, r
 from ...learn.alignment import AnchorBasis
 from ...learn.client_clustering import LabelDistributionClustering
 from ...learn.cluster_models import prior_logit, train_cluster_models
+from ...learn.intervals import describe
+from ...learn.own_cv import alone_estimate, read_own_cv, site_rows
 from ...parallel import one_blas_thread
 from ..base import (
     ClientDistances,
@@ -61,6 +63,7 @@ from ..dc_site import MIN_ROWS, SITE_SETTINGS, dc_site_compute
 from ..settings import Setting
 from ..views import Heatmap, Table, Text, View
 from .kip import KIPSettings, distill_sites, kl_clusters, kl_matrix, local_soft_labels, nn_disclosure
+from .near_copies import DEFAULT_FRACTION, keep_apart
 
 # As measured best (docs/results/hfldd/README.md): anchor-whitened space, target batch 64; KIP with early stop
 # on a 20 % hold-out; distribution matching (class-wise energy distance, no KRR term) for a fixed number of steps,
@@ -68,8 +71,10 @@ from .kip import KIPSettings, distill_sites, kl_clusters, kl_matrix, local_soft_
 # Why HFLDD has no per-site figures: only distilled rows leave a site, and scoring on them would score the
 # model on rows made to be easy for it. (KIP's 20 % hold-out is the site's own, scores the distilled set's
 # kernel-ridge fit, not the analyst's MLP, and is off under the default objective "match": nothing to report.)
-NOT_SCORED = ("the analyst cannot score the model on any site's real rows (only distilled rows leave); each site "
-              "compares it with its own model on labelled rows: dcstudio participant apply --validate")
+NOT_SCORED = ("the analyst cannot score the model on any site's real rows (only distilled rows leave): each site tries "
+              "it, when the package arrives, on rows it set aside at export and keeps its own model unless the "
+              "package is better by more than 1.645 standard errors (check again on other labelled rows: dcstudio "
+              "participant apply --validate)")
 KIP_DEFAULTS = {"kernel": "ntk", "lr": 0.01, "target_batch": 64, "holdout": 0.2, "scale": "anchor", "patience": 5}
 OBJECTIVES = {"kip": {}, "match": {"kip_weight": 0.0, "mmd_weight": 1.0, "holdout": 0.0, "mmd_kernel": "energy",
                                    "match_spread": True}}
@@ -140,6 +145,10 @@ class HFLDD(Method):
                 choice_help=("the most representative rows of each class (kernel herding), then moved "
                              "(recommended)", "randomly chosen rows, then moved", "class averages plus noise"),
                 side="site"),
+        Setting("min_distance", "float", DEFAULT_FRACTION, "no made-up row is shipped closer to one of your real "
+                "rows than this many times the usual distance between two neighbouring real rows (closer rows are "
+                "pushed out, or left out)", label="Keep away from real rows", low=0.0, high=5.0, side="site",
+                advanced=True),
         *SITE_SETTINGS,
     )
 
@@ -169,16 +178,16 @@ class HFLDD(Method):
                           steps=int(opts["kip_steps"]),
                           init=opts["init"], n_classes=K, random_state=seed,
                           **{**KIP_DEFAULTS, **OBJECTIVES[opts["objective"]]})
+        apart = float(opts["min_distance"])
         control.phase("distilling")
         out = distill_sites([(X, y)], kip, control.sub(0.3, 0.9), anchors=[A.astype(np.float64)])[0]
-        Xd = out.X.astype(np.float32)
-        if self._copies(Xd, X):  # early stopping kept the starting rows: take every step, no hold-out
+        Xd, yd, moved = self._kept_apart(out, X, apart, seed)
+        if self._copies(Xd, X):  # early stopping kept the starting rows (possible only without the near-copy rule)
             kip.holdout = 0.0
             out = distill_sites([(X, y)], kip, control.sub(0.9, 0.95), anchors=[A.astype(np.float64)])[0]
-            Xd = out.X.astype(np.float32)
+            Xd, yd, moved = self._kept_apart(out, X, apart, seed)
             if self._copies(Xd, X):
                 raise ConfigError("distillation left a real row unchanged; choose more steps or init=means")
-        yd = out.y.astype(np.int32)
         disc = nn_disclosure(Xd.astype(np.float64), X)
         counts = dc.arrays["label_counts"]
         arrays = {"x_distilled": Xd, "y_distilled": yd, "soft_labels": soft, "anchor_tilde": A, "label_counts": counts}
@@ -194,6 +203,7 @@ class HFLDD(Method):
             "anchor_rows": int(len(A)), "anchor_rows_total": int(len(A_full)),
             "nn_disclosure": {key: (round(v, 4) if isinstance(v, float) and math.isfinite(v) else v)
                               for key, v in disc.items()},
+            "near_copies": {"fraction": apart, "moved": moved["moved"], "dropped": moved["dropped"]},
             "bundle_bytes": shipped, "dccfl_bundle_bytes": int(dccfl_bytes)})
         shown = manifest["nn_disclosure"]  # the sentence says the numbers the manifest carries (rounded once)
         ratio = shown["ratio_median"]
@@ -201,7 +211,8 @@ class HFLDD(Method):
         per = (str(opts["rows_per_class"]) if share <= 0 else
                f"{share:.0%} of the class's rows, at least {opts['rows_per_class']},")
         near = (f"The made-up rows lie a median {ratio:.2f}× the usual distance between two of your neighbouring "
-                f"rows from the nearest real row (closest {shown['ratio_min']:.2f}×; 0 would be a copy).")
+                f"rows from the nearest real row (closest {shown['ratio_min']:.2f}×; 0 would be a copy). "
+                + near_copy_words(apart, moved["moved"], moved["dropped"]))
         disclosures = [
             Disclosure("x_distilled", Xd.shape, "float32",
                        f"{len(yd)} synthetic rows ({per} per class present) distilled "
@@ -235,6 +246,15 @@ class HFLDD(Method):
         private = {key: v for key, v in dc.private_arrays.items() if key != "permutation"}
         control.step(1.0, "distilled")
         return SiteExport(arrays, manifest, private, dict(dc.private_meta), disclosures, list(dc.stays), plain)
+
+    @staticmethod
+    def _kept_apart(out, X: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray, dict]:
+        """The distilled rows and labels after the near-copy rule (:func:`.near_copies.keep_apart`), as shipped."""
+        Xa, ya, moved = keep_apart(out.X, out.y, X, fraction, seed)
+        if not len(ya):
+            raise ConfigError(f"every made-up row lay closer than {fraction:g} × the usual spacing of your rows to a "
+                              "real row; lower 'min_distance' or ship fewer rows per class")
+        return Xa.astype(np.float32), ya.astype(np.int32), moved
 
     @staticmethod
     def _copies(Xd: np.ndarray, X: np.ndarray) -> bool:
@@ -292,7 +312,9 @@ class HFLDD(Method):
             disc = man.get("nn_disclosure") or {}
             sites.append({"site": b.site, "fingerprint": b.fingerprint, "rows": int(man.get("n_rows", counts[i].sum())),
                           "distilled_rows": int(len(b.arrays["y_distilled"])), "cluster": g + 1,
-                          "label_counts": counts[i].tolist(),
+                          "label_counts": counts[i].tolist(), "model": "chosen at the site",
+                          **({"own_model": alone} if (alone := alone_estimate(read_own_cv(man, site_rows(man), K)))
+                             else {}),
                           **({"nn_ratio": float(disc["ratio_median"])} if "ratio_median" in disc else {}),
                           "bundle_bytes": int(sum(a.nbytes for a in b.arrays.values())),
                           **({"dccfl_bundle_bytes": int(man["dccfl_bundle_bytes"])}
@@ -346,20 +368,23 @@ class HFLDD(Method):
             if x.get("dccfl_bundle_bytes"):
                 size += f" vs DC-CFL {x['dccfl_bundle_bytes']:,} B"
             nn = f", nearest-real-row ratio {x['nn_ratio']:.2f}" if "nn_ratio" in x else ""
+            alone = f", its own model alone {describe(x['own_model'])}" if x.get("own_model") else ""
             lines.append(f"  {x['site']}: {x['rows']:,} rows → {x['distilled_rows']} distilled, cluster "
-                         f"{x['cluster']}{nn}, {size}")
+                         f"{x['cluster']}{nn}{alone}, {size}")
         return [*lines, NOT_SCORED]
 
     def views(self, result: MethodResult) -> list[View]:
         s, d = result.summary, result.details
         sites = s.get("sites", [])
         rows = [[x["site"], x["rows"], x["distilled_rows"], x["cluster"],
-                 "" if "nn_ratio" not in x else f"{x['nn_ratio']:.2f}", x["bundle_bytes"],
+                 "" if "nn_ratio" not in x else f"{x['nn_ratio']:.2f}", x.get("model", ""),
+                 describe(x.get("own_model")) if x.get("own_model") else "", x["bundle_bytes"],
                  x.get("dccfl_bundle_bytes", ""),
                  "" if not x.get("dccfl_bundle_bytes") else f"{x['dccfl_bundle_bytes'] / x['bundle_bytes']:.1f}×"]
                 for x in sites]
         out: list[View] = [Table("Sites (distilled sets)", ["site", "rows", "distilled rows", "cluster",
-                                                            "NN distance ratio", "bundle bytes", "DC-CFL bytes",
+                                                            "NN distance ratio", "model sent",
+                                                            "its own rows alone", "bundle bytes", "DC-CFL bytes",
                                                             "smaller by"], rows),
                            Text(NOT_SCORED[0].upper() + NOT_SCORED[1:] + ".")]
         have = [x for x in sites if x.get("dccfl_bundle_bytes")]
@@ -389,6 +414,16 @@ class HFLDD(Method):
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
         return apply_cluster_package(manifest, arrays, private_arrays, X)  # the same package contents
+
+
+def near_copy_words(fraction: float, moved: int, dropped: int) -> str:
+    """The export's plain sentence about the near-copy rule (:mod:`.near_copies`)."""
+    if fraction <= 0:
+        return "No minimum distance from your real rows was asked for."
+    done = ("none had to be moved" if not moved and not dropped else
+            f"{moved} were pushed out to that distance" + (f" and {dropped} left out" if dropped else "")
+            if moved else f"{dropped} were left out")
+    return (f"None is closer to a real row than {fraction:g}× that usual distance: {done}.")
 
 
 def check_distilled_bundle(arrays: dict[str, np.ndarray], n_classes: int) -> None:

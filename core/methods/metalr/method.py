@@ -40,7 +40,9 @@ import numpy as np
 from ...control import JobControl, ensure
 from ...errors import ConfigError, FormatError
 from ...formats.fields import Field
+from ...learn.intervals import describe
 from ...learn.local_model import keeps_local_model, local_predict_proba
+from ...learn.own_cv import alone_estimate, read_own_cv, site_rows
 from ..base import (
     Disclosure,
     FitContext,
@@ -90,6 +92,10 @@ class MetaLR(Method):
                       Field("intercepts", "text"), Field("note", "text"),
                       Field("model", "text", choices=("cluster", "own", "global")),
                       Field("own_kind", "text", nullable=True))
+    # No row leaves, so the analyst cannot score the combined model: each site checks it on rows it kept out of its
+    # fit (core/methods/promise.py), beside the analyst's coefficient test (step 3), which a label-skewed site whose
+    # slopes agree but whose rows the combined model fits worse can pass (tests/methods/test_method_contract.py).
+    own_model_choice = "site"
     labels_leave = "none"
     labels_at_site = True
     needs_anchor = False
@@ -267,6 +273,9 @@ class MetaLR(Method):
             b = bundles[i]
             entry = {"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest,
                      "rows": int(b.manifest["n_rows"]), "combined": "yes" if i in used else "no"}
+            alone = alone_estimate(read_own_cv(b.manifest, site_rows(b.manifest), len(classes)))
+            if alone:
+                entry["own_model"] = alone  # the "alone" column, as every classification method gives it
             theta = sent_of[i].reshape(q, p) if i in sent_of else coef
             if i in used:
                 entry["coef"] = np.asarray(b.arrays["coef"], dtype=np.float64).tolist()
@@ -349,9 +358,9 @@ class MetaLR(Method):
         if left:
             out.append(Text(f"{_plural(len(left), 'site')} contributed nothing: "
                             + "; ".join(f"{x['site']} ({x.get('note', '')})" for x in left), tone="warning"))
-        out.append(Table("Sites", ["site", "fingerprint", "rows", "combined", "note"],
-                         [[x["site"], x.get("fingerprint", ""), x["rows"], x["combined"], x.get("note", "")]
-                          for x in sites]))
+        out.append(Table("Sites", ["site", "fingerprint", "rows", "combined", "its own rows alone", "note"],
+                         [[x["site"], x.get("fingerprint", ""), x["rows"], x["combined"], describe(x.get("own_model")),
+                           x.get("note", "")] for x in sites]))
         rows, forest = [], []
         for k in range(coef.shape[0]):
             for j in range(coef.shape[1]):

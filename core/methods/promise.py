@@ -1,0 +1,169 @@
+"""The product's promise for every classification method: no site is sent something worse than its own model.
+
+Every classification method's per-site candidates include the site's own model (the logistic regression on its
+raw rows, :mod:`core.learn.local_model`, cross-validated at export: ``own_cv``, :mod:`core.learn.own_cv`). Who
+can score the candidates on a site's rows is declared once per method, :attr:`Method.own_model_choice`:
+
+- ``"analyst"``: the analyst holds each site's labelled rows in a form it can score on (the DC family's reduced
+  rows). It chooses per site and writes ``model`` = own, ``own_kind`` = linear into the package of a site that
+  keeps its own model.
+- ``"site"`` (the default, for any new method): the analyst cannot score (``hfldd`` holds only distilled rows,
+  ``meta-lr`` only coefficients; its analyst may still say "keep your own" after its coefficient test).
+  At export the site keeps a seeded, class-stratified share of its rows out of what it computes
+  (:func:`split_check_rows`; they and a logistic regression of the other rows stay in its workspace,
+  :func:`check_state`); at ``apply`` it scores the package and that model on them and keeps the package only
+  when it beats the own model by more than ``MARGIN_SE`` standard errors (:func:`site_choice`).
+
+Either way ``apply`` goes through :func:`promised_columns`, the report's "alone" column is :func:`alone_estimate`
+of the bundle's ``own_cv``, and the margin is :func:`core.learn.own_cv.beats_own`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from ..learn.intervals import estimate
+from ..learn.local_model import fit_local_model, has_local_model, keeps_local_model, local_predict_proba
+from ..learn.own_cv import MARGIN_SE, alone_estimate, beats_own, rows_seed
+from ..wording import KEPT_OWN_WORDS
+from .base import Disclosure
+
+CHECK_SHARE = 0.25  # share of each class's rows a site-scored method keeps out of its export to check the package
+CHECK_PREFIX = "check_"  # private arrays: the check rows (check_x, check_y) and the model of the other rows
+CHECK_MODEL = tuple(f"{CHECK_PREFIX}{k}" for k in ("local_w", "local_b", "local_mean", "local_scale"))
+__all__ = ["CHECK_SHARE", "MARGIN_SE", "alone_estimate", "beats_own", "check_state", "check_words", "export_with_check",
+           "paired_se", "promised_columns", "site_choice", "split_check_rows"]
+
+
+def split_check_rows(y: np.ndarray, share: float = CHECK_SHARE, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(rows exported, rows kept to check the package), both sorted: of each class with n_c ≥ 2 rows,
+    round(share · n_c) rows (at least 1, at most n_c − 1) drawn by ``default_rng([seed, c])``; a class with one row
+    is exported whole. The split is a function of the rows (``seed`` = :func:`core.learn.own_cv.rows_seed`)."""
+    y = np.asarray(y)
+    check = []
+    for c in np.unique(y):
+        rows = np.flatnonzero(y == c)
+        if len(rows) < 2:
+            continue
+        k = min(max(1, int(round(share * len(rows)))), len(rows) - 1)
+        check.append(np.random.default_rng([int(seed), int(c)]).choice(rows, k, replace=False))
+    held = np.sort(np.concatenate(check)) if check else np.zeros(0, np.int64)
+    return np.setdiff1d(np.arange(len(y)), held), held
+
+
+def check_state(X: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(rows to export, labels to export, private arrays) of a site-scored method: the check rows and labels
+    (``check_x``, ``check_y``) and the logistic regression of the exported rows (``check_local_*``), which the
+    package is compared with on them (the same model family as the site's own, fitted without the check rows)."""
+    X = np.asarray(X, np.float64)
+    y = np.asarray(y, np.int64)
+    keep, held = split_check_rows(y, seed=rows_seed(X, y))
+    model = fit_local_model(X[keep], y[keep], n_classes)
+    private = {"check_x": X[held], "check_y": y[held], **{CHECK_PREFIX + k: v for k, v in model.items()}}
+    return keep, held, private
+
+
+def export_with_check(method, site, control=None):
+    """``method.site_compute(site)`` keeping the promise at export: a site-scored classification method
+    (``own_model_choice`` = site) computes on the rows :func:`check_state` leaves it, and the check rows, the model
+    of the other rows, their count (manifest ``rows_kept_at_site``, disclosed) and a plain sentence are added."""
+    check = None
+    if method.task == "classification" and method.own_model_choice == "site" and site.y is not None \
+            and len(np.unique(site.y)) >= 2:
+        keep, held, check = check_state(site.X, site.y, len(site.classes))
+        site = replace(site, X=site.X[keep], y=site.y[keep],
+                       ids_hashed=None if site.ids_hashed is None else site.ids_hashed[keep])
+    ex = method.site_compute(site, control)
+    if check is not None:
+        held_n, total = len(check["check_y"]), len(check["check_y"]) + len(site.y)
+        ex.private_arrays.update(check)
+        ex.private_meta["check_rows"] = held_n
+        ex.manifest["rows_kept_at_site"] = held_n
+        ex.disclosures.append(Disclosure(
+            "rows_kept_at_site", (1,), "number", "how many of your rows were set aside to check the package (the "
+            "count only; the rows stay here)", "one number: how many of your rows stay here to check the analyst's "
+            "package"))
+        ex.plain += check_words(held_n, total)
+        ex.stays.append(f"{held_n} of your rows set aside to check the package against your own model")
+    return ex
+
+
+def check_words(held: int, total: int) -> str:
+    """The export's plain sentence about the check rows."""
+    return (f" {held} of your {total:,} rows are set aside at your site (never sent, not used for what is sent): "
+            "when the analyst's package arrives, it is tried on them against a model of your other rows, and you "
+            "keep your own model unless the package is clearly better.")
+
+
+def paired_se(right_a: np.ndarray, right_b: np.ndarray) -> float:
+    """Standard error of the difference of two accuracies on the same n rows: √(b + c − (b − c)²/n) / n, where
+    b (c) counts the rows only the first (second) gets right."""
+    n = max(len(right_a), 1)
+    b = float(np.sum(right_a & ~right_b))
+    c = float(np.sum(~right_a & right_b))
+    return math.sqrt(max(b + c - (b - c) ** 2 / n, 0.0)) / n
+
+
+def site_choice(package_proba: np.ndarray, private: dict[str, np.ndarray]) -> dict:
+    """The site's own choice (module docstring): the package's probabilities on the check rows against the
+    check model's; ``model`` = package | own, both accuracies (n, 95 % CI) and ``reason``, one sentence."""
+    y = np.asarray(private["check_y"], np.int64)
+    own_p = local_predict_proba({k[len(CHECK_PREFIX):]: private[k] for k in CHECK_MODEL}, private["check_x"])
+    pkg_ok = np.asarray(package_proba).argmax(axis=1) == y
+    own_ok = own_p.argmax(axis=1) == y
+    n = len(y)
+    p_pkg, p_own = float(pkg_ok.mean()), float(own_ok.mean())
+    se = paired_se(pkg_ok, own_ok)
+    use = beats_own(p_pkg, p_own, se)
+    what = (f"on the {n} rows your site set aside at export, the package was right on {p_pkg:.0%} and a model of "
+            f"your other rows on {p_own:.0%}")
+    reason = (what + (f": better by more than {MARGIN_SE} standard errors ({MARGIN_SE * se:.0%}), so the package "
+                      "is used" if use else
+                      f": not better by more than {MARGIN_SE} standard errors ({MARGIN_SE * se:.0%}), so you keep "
+                      "your own model"))
+    return {"model": "package" if use else "own", "by": "site", "rows": n, "package": estimate(p_pkg, n),
+            "own": estimate(p_own, n), "margin": MARGIN_SE * se, "reason": reason}
+
+
+def class_columns(classes: list[str], proba: np.ndarray) -> dict[str, np.ndarray]:
+    """``prediction`` and ``prob_<class>`` of class probabilities."""
+    out = {"prediction": np.asarray(classes, dtype=object)[np.asarray(proba).argmax(axis=1)]}
+    for k, c in enumerate(classes):
+        out[f"prob_{c}"] = np.asarray(proba)[:, k]
+    return out
+
+
+def proba_of(columns: dict, classes: list[str]) -> np.ndarray:
+    """The n × K probabilities a package's columns give (``prob_<class>``), else the one-hot of ``prediction``."""
+    if all(f"prob_{c}" in columns for c in classes):
+        return np.column_stack([np.asarray(columns[f"prob_{c}"], np.float64) for c in classes])
+    pred = np.asarray(columns["prediction"], dtype=object)
+    return np.column_stack([(pred == c).astype(np.float64) for c in classes])
+
+
+def promised_columns(method, manifest: dict, private: dict[str, np.ndarray], X: np.ndarray,
+                     apply: Callable[[np.ndarray], dict[str, np.ndarray]]) -> tuple[dict[str, np.ndarray], dict | None]:
+    """The result columns of a package on the rows X, keeping the promise, and the choice made (None for a
+    clustering package): ``apply(rows)`` is the method's own apply. A package that says "keep your own"
+    (analyst's choice) is applied with the site's own model; a site-scored method's package is tried on the check
+    rows first (:func:`site_choice`); a site without its own model (exported before it was kept) uses the package."""
+    classes = [str(c) for c in manifest.get("classes", [])]
+    if method.task != "classification" or len(classes) < 2:
+        return apply(X), None
+    if keeps_local_model(manifest, private):
+        return (class_columns(classes, local_predict_proba(private, X)),
+                {"model": "own", "by": "analyst", "reason": KEPT_OWN_WORDS})
+    if method.own_model_choice == "site" and all(k in private for k in ("check_x", "check_y", *CHECK_MODEL)) \
+            and len(private["check_y"]):
+        choice = site_choice(proba_of(apply(np.asarray(private["check_x"], np.float64)), classes), private)
+        if choice["model"] == "own":
+            own = private if has_local_model(private) else {k[len(CHECK_PREFIX):]: private[k] for k in CHECK_MODEL}
+            return class_columns(classes, local_predict_proba(own, X)), choice
+        return apply(X), choice
+    return apply(X), {"model": "package", "by": method.own_model_choice,
+                      "reason": "the analyst found the package better than your own model on your rows"
+                      if method.own_model_choice == "analyst" else "no rows were set aside to check it"}
