@@ -500,8 +500,9 @@ def gold_fit(sites: list[SiteResult], k: int | str, *, mean: np.ndarray | None =
     failure restarts MCPL + REMC with the next seed (at most ``max_retries`` times) and is counted. Global
     centroid = the unweighted mean of its micro-cluster centroids (the code), or the count-weighted mean with
     ``weighted_centroids`` (= the mean of the rows).
-    ``server="kmeans"`` (the product's default, :func:`kmeans_server`): k-means on the centroids, each weighted
-    by its row count (``count_weighted``; False = the unweighted k-means of the bench's Table V ablation),
+    ``server="kmeans"`` (the product's default, :func:`separated_kmeans`): k-means on the centroids, each
+    weighted by its row count, the best-separated of 11 runs (``count_weighted``; False = the unweighted
+    least-sum-of-squares k-means of the bench's Table V ablation, :func:`kmeans_server`),
     instead of MCPL + REMC; ``k = "auto"`` then picks k in 2..10 by the silhouette of the rows estimated
     from the centroids and the shipped column sums (:func:`_auto_k_kmeans`).
     """
@@ -565,7 +566,8 @@ def kmeans_server(T: np.ndarray, w: np.ndarray | None, k: int, seed: int, restar
     """Count-weighted k-means of the shipped centroids: minimises Σ_i w_i ‖T_i − c_{l(i)}‖² (w_i = the rows of
     micro-cluster i, so each centroid stands for its rows: the within-cluster sum of squares of the rows,
     less their spread inside the micro-clusters, which no partition changes); k-means++ seeding, the best
-    of ``restarts`` seeded runs. ``w=None``: every centroid counts once (the bench's ablation)."""
+    of ``restarts`` seeded runs by that sum. Used for k = auto (:func:`_auto_k_kmeans`) and, with ``w=None``
+    (every centroid counts once), for the bench's ablation; k given uses :func:`separated_kmeans`."""
     from sklearn.cluster import KMeans
 
     km = KMeans(int(k), init="k-means++", n_init=restarts, random_state=int(seed))
@@ -599,7 +601,7 @@ def separated_kmeans(T: np.ndarray, w: np.ndarray, k: int, seed: int, spread2: f
     and the smallest sum of squares among them wins (then the earlier candidate).
     Why not the smallest sum of squares alone: with k above the number of well-separated groups (EC: 8 kinds,
     three of 2–5 rows) it splits the large kinds before it separates the small distinct ones; those splits
-    lower the silhouette (docs/results/gold/server-step.md, "Choosing among restarts")."""
+    lower the silhouette (docs/results/gold/README.md §5, "Choosing among the restarts")."""
     from sklearn.cluster import KMeans
 
     w = np.asarray(w, np.float64)
