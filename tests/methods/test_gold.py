@@ -171,6 +171,26 @@ def test_kmeans_server_step_weights_each_average_by_its_rows_and_is_seeded():
                                  0, 0, 0)], 2, server="remc")
 
 
+def test_the_default_server_step_keeps_a_small_distinct_group_apart_where_the_sum_of_squares_splits_a_big_one():
+    # four averages of 50 rows spread over −3..3 and one of 5 rows at 10; k = 2
+    T, w = np.array([[-3.0], [-1.0], [1.0], [3.0], [10.0]]), np.array([50.0, 50.0, 50.0, 50.0, 5.0])
+    least_squares = G.kmeans_server(T, w, 2, seed=0)  # {−3, −1} | {1, 3, 10}: sum of squares ≈ 433 < 1 000
+    assert least_squares[0] == least_squares[1] != least_squares[2] == least_squares[4]
+    chosen = G.separated_kmeans(T, w, 2, seed=0, spread2=0.5)  # {−3 … 3} | {10}: estimated silhouette .70 > .56
+    assert len(set(chosen[:4])) == 1 and chosen[4] != chosen[0]
+    assert np.array_equal(chosen, G.separated_kmeans(T, w, 2, seed=0, spread2=0.5))
+    # k-FED's seeding from the heaviest average; too few distinct averages → no such start
+    assert G.farthest_first(T, w, 2)[:, 0].tolist() == [-3.0, 10.0]
+    assert G.farthest_first(np.zeros((3, 1)), np.ones(3), 2) is None
+    # the product's step in gold_fit; count_weighted = False keeps the ablation's plain k-means
+    stats = G.column_stats(np.repeat(T, w.astype(int), axis=0))
+    site = G.SiteResult(T, w.astype(np.int64), np.zeros(0, np.int64), stats, 0, 0, 0, 0, 0, 0)
+    fitted = G.gold_fit([site], 2, mean=np.zeros(1), std=np.ones(1), server="kmeans").micro_global[0]
+    assert len(set(fitted[:4])) == 1 and fitted[4] != fitted[0]
+    plain = G.gold_fit([site], 2, mean=np.zeros(1), std=np.ones(1), server="kmeans", count_weighted=False)
+    assert np.array_equal(plain.micro_global[0], G.kmeans_server(T, None, 2, 0))
+
+
 def test_remc_failure_is_retried_and_counted_then_reported():
     E = np.array([[0, 0], [0, 0], [1, 1], [1, 1]])
     with pytest.raises(G.REMCFailure):

@@ -500,8 +500,9 @@ def gold_fit(sites: list[SiteResult], k: int | str, *, mean: np.ndarray | None =
     failure restarts MCPL + REMC with the next seed (at most ``max_retries`` times) and is counted. Global
     centroid = the unweighted mean of its micro-cluster centroids (the code), or the count-weighted mean with
     ``weighted_centroids`` (= the mean of the rows).
-    ``server="kmeans"`` (the product's default, :func:`kmeans_server`): k-means on the centroids, each weighted
-    by its row count (``count_weighted``; False = the unweighted k-means of the bench's Table V ablation),
+    ``server="kmeans"`` (the product's default, :func:`separated_kmeans`): k-means on the centroids, each
+    weighted by its row count, the best-separated of 11 runs (``count_weighted``; False = the unweighted
+    least-sum-of-squares k-means of the bench's Table V ablation, :func:`kmeans_server`),
     instead of MCPL + REMC; ``k = "auto"`` then picks k in 2..10 by the silhouette of the rows estimated
     from the centroids and the shipped column sums (:func:`_auto_k_kmeans`).
     """
@@ -523,7 +524,8 @@ def gold_fit(sites: list[SiteResult], k: int | str, *, mean: np.ndarray | None =
                                                    within_spread(sites, mean, std, T, counts))
         else:
             kk = min(int(k), len(T))
-            labels = kmeans_server(T, counts if count_weighted else None, kk, seed)
+            labels = (separated_kmeans(T, counts, kk, seed, within_spread(sites, mean, std, T, counts))
+                      if count_weighted else kmeans_server(T, None, kk, seed))
     else:
         for attempt in range(max_retries + 1):
             rng = np.random.default_rng([seed, attempt])
@@ -564,11 +566,55 @@ def kmeans_server(T: np.ndarray, w: np.ndarray | None, k: int, seed: int, restar
     """Count-weighted k-means of the shipped centroids: minimises Σ_i w_i ‖T_i − c_{l(i)}‖² (w_i = the rows of
     micro-cluster i, so each centroid stands for its rows: the within-cluster sum of squares of the rows,
     less their spread inside the micro-clusters, which no partition changes); k-means++ seeding, the best
-    of ``restarts`` seeded runs. ``w=None``: every centroid counts once (the bench's ablation)."""
+    of ``restarts`` seeded runs by that sum. Used for k = auto (:func:`_auto_k_kmeans`) and, with ``w=None``
+    (every centroid counts once), for the bench's ablation; k given uses :func:`separated_kmeans`."""
     from sklearn.cluster import KMeans
 
     km = KMeans(int(k), init="k-means++", n_init=restarts, random_state=int(seed))
     return km.fit(T, sample_weight=None if w is None else np.asarray(w, np.float64)).labels_.astype(np.int64)
+
+
+SILHOUETTE_TIE = 1e-3  # estimated silhouettes this close count as equal (→ the smaller sum of squares)
+
+
+def farthest_first(T: np.ndarray, w: np.ndarray, k: int) -> np.ndarray | None:
+    """k starting centres: the heaviest average, then again and again the average farthest from those chosen
+    (k-FED's server seeding, started from the most rows instead of the first site). None if fewer than k
+    distinct averages."""
+    idx = [int(np.argmax(w))]
+    d2 = ((T - T[idx[0]]) ** 2).sum(1)
+    while len(idx) < k:
+        j = int(d2.argmax())
+        if d2[j] <= 0.0:
+            return None
+        idx.append(j)
+        d2 = np.minimum(d2, ((T - T[j]) ** 2).sum(1))
+    return T[idx]
+
+
+def separated_kmeans(T: np.ndarray, w: np.ndarray, k: int, seed: int, spread2: float,
+                     restarts: int = KMEANS_RESTARTS) -> np.ndarray:
+    """The product's server step: count-weighted k-means of the shipped centroids (Lloyd on Σ_i w_i ‖T_i −
+    c_{l(i)}‖², as :func:`kmeans_server`) from ``restarts`` k-means++ seedings (drawn from ``seed``) and from
+    :func:`farthest_first`; of these candidates the one with the highest estimated silhouette of the rows
+    (:func:`weighted_silhouette`, σ² = ``spread2``) is kept, candidates within ``SILHOUETTE_TIE`` of it tie
+    and the smallest sum of squares among them wins (then the earlier candidate).
+    Why not the smallest sum of squares alone: with k above the number of well-separated groups (EC: 8 kinds,
+    three of 2–5 rows) it splits the large kinds before it separates the small distinct ones; those splits
+    lower the silhouette (docs/results/gold/README.md §5, "Choosing among the restarts")."""
+    from sklearn.cluster import KMeans
+
+    w = np.asarray(w, np.float64)
+    k = int(k)
+    states = np.random.default_rng(int(seed)).integers(2**31 - 1, size=restarts)
+    fits = [KMeans(k, init="k-means++", n_init=1, random_state=int(s)).fit(T, sample_weight=w) for s in states]
+    start = farthest_first(T, w, k)
+    if start is not None:
+        fits.append(KMeans(k, init=start, n_init=1).fit(T, sample_weight=w))
+    sil = np.array([weighted_silhouette(T, f.labels_, w, spread2) for f in fits])
+    tied = np.flatnonzero(sil >= sil.max() - SILHOUETTE_TIE)
+    best = min(tied, key=lambda i: (fits[i].inertia_, i))
+    return fits[best].labels_.astype(np.int64)
 
 
 def within_spread(sites: list[SiteResult], mean: np.ndarray, std: np.ndarray, T: np.ndarray, w: np.ndarray
@@ -585,7 +631,10 @@ def _auto_k_kmeans(T: np.ndarray, w: np.ndarray, seed: int, spread2: float) -> t
     """k = auto with the k-means server step: :func:`kmeans_server` for every k in 2..min(10, N − 1); the
     highest estimated silhouette of the rows (:func:`weighted_silhouette` with σ² = ``spread2``) wins, ties
     to the smaller k. (The centroids' own silhouette, σ² = 0, ignores the spread inside the micro-clusters,
-    sees them far apart and picks too many clusters on small sites: docs/results/gold/server-step.md.)"""
+    sees them far apart and picks too many clusters on small sites: docs/results/gold/server-step.md.)
+    Each k's partition is the smallest sum of squares, not :func:`separated_kmeans`: choosing it by the
+    silhouette as well makes the silhouettes of different k incomparable (EC's k = auto fell from .593 to .270).
+    """
     cands = list(range(2, min(AUTO_MAX_K, len(T) - 1) + 1)) or [min(2, len(T))]
     scores, labs = {}, {}
     for c in cands:
@@ -659,4 +708,4 @@ def nearest_centroid(X: np.ndarray, model: GoldModel) -> np.ndarray:
 __all__ = ["ETA", "K0", "K1", "MIN_SIZE", "GUARDS", "GUARD_DEFAULT",
            "CPLResult", "cpl", "CPL", "column_stats", "pooled_scaler", "SiteResult",
            "fcpl_site", "mcpl", "REMCFailure", "remc", "GoldModel", "gold_fit", "site_labels", "nearest_centroid",
-           "SERVER_STEPS", "kmeans_server"]
+           "SERVER_STEPS", "kmeans_server", "separated_kmeans", "farthest_first", "SILHOUETTE_TIE"]

@@ -19,8 +19,9 @@ Algorithm (``core/methods/gold/cpl.py`` holds the engine; the paper's equation n
    T = (C − μ) / σ (``"raw"``: T = C). Sites are taken in a canonical order (by the digest of each bundle's
    content, :func:`core.methods.dc_analysis.site_order`), never the files' order or names. The server step
    (``server_step``):
-   * ``"kmeans"`` (default): count-weighted k-means of T (each centroid weighted by its rows, k-means++,
-     the best of 10 seeded restarts, :func:`core.methods.gold.cpl.kmeans_server`); ``k = "auto"``: the k in
+   * ``"kmeans"`` (default): count-weighted k-means of T (each centroid weighted by its rows) from 10
+     k-means++ and one farthest-first seeding, the run with the best estimated silhouette of the rows kept
+     (:func:`core.methods.gold.cpl.separated_kmeans`); ``k = "auto"``: the k in
      2…10 with the best silhouette of the rows, estimated from T, the counts and the rows' spread inside
      their micro-clusters (known from the column sums, :func:`core.methods.gold.cpl.within_spread`);
    * ``"mcpl"`` (the paper's): MCPL on T gives the granularity levels L⁽¹⁾ … L⁽ᴴ⁾, REMC (weighted k-modes
@@ -107,8 +108,8 @@ class Gold(Method):
                           "passed through, and the silhouette of the averages, each weighted by its rows)"),
         Setting("server_step", "choice", G.SERVER_STEPS[0], "how the analyst groups the sites' averages",
                 label="Grouping of the averages", choices=G.SERVER_STEPS,
-                choice_help=("k-means on the averages, each counting as many times as it has rows (best of 10 "
-                             "seeded starts); k = auto: the best silhouette",
+                choice_help=("k-means on the averages, each counting as many times as it has rows (of 11 starts, "
+                             "the best-separated result); k = auto: the best silhouette",
                              "the paper's MCPL + REMC (multi-granular competitive learning, then k-modes on the "
                              "granularity labels)"),
                 advanced=True),
