@@ -431,7 +431,7 @@ def package_limits(kit: Kit, rows: int | None) -> Limits:
 
     if rows is None:
         return DEFAULT_LIMITS
-    W = declared_width(kit)
+    W = declared_width(kit, method_class(kit.method).default_settings())
     L = max(W, LAYER_WIDTH_FLOOR)  # a layer's width (a run may set wider hidden layers than the kit declares)
     array = 8 * max(L * L, max(int(rows), 1) * max(W, 64)) + (1 << 20)
     return Limits(max_array_bytes=array, max_plaintext_bytes=DEFAULT_LIMITS.max_manifest_bytes + (1 << 20) + 16 * array)

@@ -180,14 +180,13 @@ def site_views(result: MethodResult, extra: tuple[tuple[str, Callable[[dict], ob
 LAYER_WIDTH_FLOOR = 1024  # a layer may be this wide whatever the kit declares: a run may set wider hidden layers
 
 
-def declared_width(kit) -> int:
+def declared_width(kit, defaults: dict) -> int:
     """W, the widest a package array of ``kit`` can be across: its columns + its feature blocks (each block's common
     space of the anchor images has at most m_b + 1 dimensions, algorithms.md §1.3, and a clustering
     representation joins the blocks), its classes, a hidden width or a cluster count its settings declare
-    (``hidden``; ``k``, ``k_range``: a spectral representation has k columns)."""
-    from . import method_class  # (the registry imports this module)
-
-    settings = {**method_class(kit.method).default_settings(), **kit.settings}
+    (``hidden``; ``k``, ``k_range``: a spectral representation has k columns); ``defaults``: the kit's method's
+    default settings, which the kit's own settings override."""
+    settings = {**defaults, **kit.settings}
     declared = []
     for key in ("hidden", "k_range", "k"):
         v = settings.get(key)
@@ -231,14 +230,14 @@ def _layers(layers: list, first: int | None, cap: int, what: str) -> list[int]:
 
 
 def check_cluster_package(manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
-                          kit) -> None:
+                          kit, defaults: dict) -> None:
     """FORMAT §7's MUST-refuse rules for a DC-family package of any kind (``model`` cluster, own or global; §7.2's
     dual encoder), from the declared architecture and the arrays' headers, before any value is used: exactly the
     map, scaler, layer (and optional ``prior_logit``) arrays; ``map_matrix`` (m̃, m̂) with m̃ this site's reduced
     width; m̂ = ``dimension`` = the first layer's inputs; every layer chained, ``<f4`` (``<f8`` for the map,
     scaler and prior), finite; K outputs; every width at most :func:`declared_width` of the kit or
     :data:`LAYER_WIDTH_FLOOR`, whichever is larger (the analyst may run with wider hidden layers than the kit's)."""
-    K, cap = len(kit.schema.classes), max(declared_width(kit), LAYER_WIDTH_FLOOR)
+    K, cap = len(kit.schema.classes), max(declared_width(kit, defaults), LAYER_WIDTH_FLOOR)
     f = private_arrays.get("f_matrix")
     if f is None or f.ndim != 2:
         raise FormatError("this site's export keeps no private reduction, so a model package does not fit it")

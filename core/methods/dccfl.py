@@ -288,7 +288,8 @@ class DCCFL(LabelledDCSite, Method):
     # ---- site, after the round -----------------------------------------------------------------
     def check_package(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
                       kit) -> None:
-        check_cluster_package(manifest, arrays, private_arrays, kit)  # FORMAT §7, every package kind
+        # FORMAT §7, every package kind
+        check_cluster_package(manifest, arrays, private_arrays, kit, self.default_settings())
 
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:

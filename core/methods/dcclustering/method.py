@@ -315,7 +315,8 @@ class DCClustering(Method):
         and ``centroids`` <f8 (k, q) finite, with q at most :func:`declared_width` of the kit."""
         n = len(np.asarray(private_arrays.get("permutation", ())))
         z = arrays.get("z")
-        q = z.shape[1] if z is not None and z.ndim == 2 and 1 <= z.shape[1] <= declared_width(kit) else 0
+        widest = declared_width(kit, self.default_settings())
+        q = z.shape[1] if z is not None and z.ndim == 2 and 1 <= z.shape[1] <= widest else 0
         exact_arrays({k: v for k, v in arrays.items() if k != "z"},
                      {"labels": ((n,), "<i4"), "centroids": ((manifest["k"], q), "<f8")})
         if z is None or z.dtype.str != "<f8" or z.shape != (n, q) or np.any(np.isinf(z)):
