@@ -165,6 +165,9 @@ class Method(ABC):
     # "analyst": the analyst chooses per site from what it received; "site": it cannot, so the site keeps some rows
     # out of its export and chooses at apply. A new method is "site" unless it says it can score.
     own_model_choice: ClassVar[str] = "site"
+    # Whether what leaves is a small distilled set of made-up rows rather than a copy of every row (the privacy
+    # page's "distilled mode" lever points to such a method).
+    distilled: ClassVar[bool] = False
 
     def __init__(self, **settings: Any):
         self.settings = check_settings(self.name, self.settings_spec, settings, side="analyst")

@@ -402,7 +402,7 @@ def information_levers(job) -> list[LeverOption]:
                        note="the kit fixes the columns: ask the analyst for a kit that drops identifying columns or "
                             "groups values into bands (e.g. age in 5-year bands); fewer columns leave less to "
                             "reconstruct")]
-    if job.method.name != "hfldd":
+    if not job.method.distilled:
         out.append(LeverOption("distilled", None, LEVER_WORDS["distilled"][0], {},
                                note="the kit fixes the method: ask the analyst for a distilled-mode kit (HFLDD), "
                                     "which ships a small set of synthetic rows instead of a copy of every row"))

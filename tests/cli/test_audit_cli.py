@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from core.fileio import canonical_json
 from core.formats.audit import START_EVENT, AuditLog
 from tests.support.cli import confirm, export_dccfl_round, refused, run
 from tests.support.roundkit import make_sites
@@ -108,7 +109,7 @@ def test_edited_or_cut_site_log_is_refused(round_dir, capsys):
     lines = log.read_bytes().splitlines(keepends=True)
     last = json.loads(lines[-1])
     last["rows"] = 1
-    lines[-1] = json.dumps(last, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+    lines[-1] = canonical_json(last) + b"\n"  # a well-formed entry whose signature no longer fits
     log.write_bytes(b"".join(lines))
     assert run("audit", "verify", ws) == 1
     assert "wrong signature" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from core.formats.kit import Kit
-from tests.support.cli import WF, refused, run
+from tests.support.cli import WF, analyst_of, refused, run
 from tests.support.roundkit import make_sites
 
 PASS = "correct horse battery staple"
@@ -77,6 +77,7 @@ def test_export_prints_the_findings_and_keeps_them_in_the_workspace(project, cap
     d, base = project
     capsys.readouterr()
     assert run("participant", "export", *base, "--out", d / "b.dcbundle", "--noise", "2",
+               "--analyst-fingerprint", analyst_of(d / "p.dckit"),
                "--privacy-threshold", "membership_auc_max=0.55") == 0
     out = capsys.readouterr().out
     assert out.index("privacy (") < out.index("bundle: ")

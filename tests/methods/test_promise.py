@@ -97,7 +97,7 @@ def test_own_cv_may_rest_on_the_rows_set_aside_but_no_more():
           "repeats": 5, "events": 10}
     manifest = {"n_rows": 30, "rows_kept_at_site": 10, "own_cv": cv}
     assert site_rows(manifest) == 40 and read_own_cv(manifest, site_rows(manifest), 2)["rows"] == 40
-    with pytest.raises(FormatError, match="own-model scores give 'rows'"):
+    with pytest.raises(FormatError, match=r"own-model scores \(own_cv\) give 'rows'"):
         read_own_cv({**manifest, "rows_kept_at_site": 9}, site_rows({**manifest, "rows_kept_at_site": 9}), 2)
     with pytest.raises(FormatError, match="rows_kept_at_site"):
         site_rows({**manifest, "rows_kept_at_site": -1})

@@ -43,6 +43,7 @@ def make_round(d, rows: int, *, statistics: bool = True) -> ParticipantRound:
     anchor = make_anchor(kit.project_id, schema.feature_names, kind="smote", rows=300,
                          seed_rows=read_table(d / "sample.csv", schema, labels=False).X)
     job = ParticipantRound(Kit.load(d / "p.dckit"), d / "p.dckit", Identity.generate("site"), d / "ws", anchor=anchor)
+    job.confirm_analyst(Kit.load(d / "p.dckit").analyst, how="test")
     job.load(d / "site.csv")
     job.compute()
     return job

@@ -39,6 +39,7 @@ def test_numbers_land_in_the_workspace_and_audit_log_never_in_the_bundle(tmp_pat
     kit, analyst, site, anchor = make_round(tmp_path, 600, privacy={"membership_auc_max": 0.58})
     ws = SiteWorkspace(tmp_path / "ws")
     job = ParticipantRound(kit, tmp_path / "p.dckit", site, ws, anchor=anchor, site_settings={"seed": 1})
+    job.confirm_analyst(kit.analyst, how="test")
     assert job.privacy_thresholds.membership_auc_max == 0.58  # the kit's limit
     job.tighten_privacy({"group_size_min": 20})
     job.load(tmp_path / "site.csv")
@@ -64,6 +65,7 @@ def test_assessment_costs_at_most_a_tenth_of_the_export_at_10k_rows(tmp_path):
     kit, _, site, anchor = make_round(tmp_path, 10_000)
     job = ParticipantRound(kit, tmp_path / "p.dckit", site, SiteWorkspace(tmp_path / "ws"), anchor=anchor,
                            site_settings={"seed": 1})
+    job.confirm_analyst(kit.analyst, how="test")
     t0 = time.perf_counter()
     job.load(tmp_path / "site.csv")
     job.compute()

@@ -105,6 +105,7 @@ class HFLDD(Method):
     plain_title = "a shared model learned from a few made-up summary rows per class from each site"
     task = "classification"
     family = "hfldd"
+    distilled = True
     bundle_fields = (*DC_BUNDLE_FIELDS, Field("n_distilled", "int", low=0), Field("dccfl_bundle_bytes", "int", low=0),
                      Field("anchor_rows_total", "int", low=1), Field("nn_disclosure", "object", schema="nn_disclosure"))
     package_fields = CLUSTER_PACKAGE_FIELDS
