@@ -278,41 +278,24 @@ def reseal(corpus: Corpus, kind: str, path: Path, content: dict | None = None,
 
 
 def _resealed(corpus: Corpus, kind: str, rng: np.random.Generator, path: Path) -> None:
-    """Rebuild the genuine file's archive with one inner mutation, correctly signed and encrypted."""
-    from core.formats import envelope as env
-
+    """Rebuild the genuine file's archive with one inner mutation (an .npy header or data, a manifest value, the
+    archive bytes), correctly signed and encrypted (:func:`reseal`)."""
     opened = corpus.inner[kind]
-    sender = corpus.sites[0] if kind == "bundle" else corpus.analyst
-    recipient = corpus.analyst.card if kind == "bundle" else corpus.sites[0].card
-    header = opened.binding.to_header()
-    content = opened.payload.manifest
-    members = []
-    for name in sorted(opened.payload.arrays):
-        arr = np.ascontiguousarray(opened.payload.arrays[name])
-        buf = io.BytesIO()
-        np.lib.format.write_array(buf, arr, allow_pickle=False)
-        members.append([f"{name}.npy", buf.getvalue()])
+    members = [(f"{name}.npy", npy_bytes(opened.payload.arrays[name])) for name in sorted(opened.payload.arrays)]
+    content, edit = None, None
     op = int(rng.integers(0, 4))
     if op == 0 and members:
         k = int(rng.integers(0, len(members)))
         arr = opened.payload.arrays[members[k][0][:-4]]
-        members[k][1] = _npy_variants(rng, np.ascontiguousarray(arr))
+        members[k] = (members[k][0], _npy_variants(rng, np.ascontiguousarray(arr)))
     elif op == 1:
-        content = _mutate_json_value(content, rng)
+        content = _mutate_json_value(opened.payload.manifest, rng)
     elif op == 2 and members:
         k = int(rng.integers(0, len(members)))
-        members[k][1] = _mutate_bytes(members[k][1], rng)
-    hashes = {name: hashlib.sha256(data).hexdigest() for name, data in members}
-    try:
-        manifest = env.manifest_bytes(header, hashes, content)
-    except (TypeError, ValueError, RecursionError):
-        manifest = b"{}"
-    sig = sender.sign(env.MANIFEST_SIGNATURE_DOMAIN + manifest)
-    plaintext = env.zip_members([*map(tuple, members), (env.MANIFEST_NAME, manifest),
-                                  (env.MANIFEST_SIG_NAME, sig)]).getvalue()
-    if op == 3:
-        plaintext = _mutate_bytes(plaintext, rng)
-    env.write_envelope(path, header, plaintext, sender, recipient)
+        members[k] = (members[k][0], _mutate_bytes(members[k][1], rng))
+    elif op == 3:
+        edit = lambda plaintext: _mutate_bytes(plaintext, rng)  # noqa: E731
+    reseal(corpus, kind, path, content, members, edit)
 
 
 # ------------------------------------------------------------------------------------------------ readers

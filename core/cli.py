@@ -616,6 +616,14 @@ def settings_help(side: str) -> str:
     return "\n".join(lines)
 
 
+def _site_setting_args(p, specs: dict, title: str) -> None:
+    """One option per site-side setting of any method (``--NAME``), with its help and default."""
+    g = p.add_argument_group(title)
+    for spec in specs.values():
+        g.add_argument(f"--{spec.name.replace('_', '-')}", dest=spec.name, metavar=spec.kind.upper(),
+                       help=f"{spec.help} [{spec.none_help if spec.default is None else spec.default}]")
+
+
 def _confirm_arg(p) -> None:
     p.add_argument("--confirm", action="append", nargs="+", metavar="FINGERPRINT|CARD.dcpub",
                    help="confirm site keys (remembered in the workspace): a fingerprint you compared with the site "
@@ -743,10 +751,7 @@ def build_parser() -> argparse.ArgumentParser:
     for cls in METHODS.values():
         for spec in cls.site_settings_spec():
             site_specs.setdefault(spec.name, spec)
-    g = p.add_argument_group("this site's choices (the method's site-side settings; defaults in brackets)")
-    for spec in site_specs.values():
-        g.add_argument(f"--{spec.name.replace('_', '-')}", dest=spec.name, metavar=spec.kind.upper(),
-                       help=f"{spec.help} [{spec.none_help if spec.default is None else spec.default}]")
+    _site_setting_args(p, site_specs, "this site's choices (the method's site-side settings; defaults in brackets)")
     _privacy_args(p)
     _csv_args(p)
     p.set_defaults(func=cmd_participant_export)
@@ -766,10 +771,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--levers", action="store_true",
                    help="also try every lever (fewer numbers per row, noise, formal noise) on a sample of your rows "
                         "and print each one's checks and expected accuracy cost")
-    g = p.add_argument_group("this site's choices (as for export)")
-    for spec in site_specs.values():
-        g.add_argument(f"--{spec.name.replace('_', '-')}", dest=spec.name, metavar=spec.kind.upper(),
-                       help=f"{spec.help} [{spec.none_help if spec.default is None else spec.default}]")
+    _site_setting_args(p, site_specs, "this site's choices (as for export)")
     _privacy_args(p)
     _csv_args(p)
     p.set_defaults(func=cmd_participant_assess)
