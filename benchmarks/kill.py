@@ -19,6 +19,7 @@ must then succeed and leave no ``.part``, ``.staging`` or ``.old`` behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -65,8 +66,10 @@ def _run_child(op: Callable[[], None], k: int = 0, when: str = "before", delay: 
             for name in _CALLS:
                 setattr(os, name, originals[name])
             os.write(write_fd, str(counter[0]).encode())
-        except BaseException:  # noqa: BLE001 - the child must never return into the parent's code
+        except BaseException as exc:  # noqa: BLE001 - the child must never return into the parent's code
             code = 1
+            with contextlib.suppress(BaseException):  # say why, for the parent's RuntimeError
+                os.write(2, f"kill bench child failed: {exc.__class__.__name__}: {exc}\n".encode())
         finally:
             os._exit(code)
     os.close(write_fd)
