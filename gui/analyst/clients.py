@@ -16,6 +16,7 @@ companion matrix), ``chosen_label``.
 
 from __future__ import annotations
 
+import html
 from dataclasses import replace
 
 import numpy as np
@@ -36,6 +37,7 @@ from scipy.cluster.hierarchy import dendrogram
 
 from core.errors import DCError
 from core.methods import METHODS, ClientDistances, get_method, method_class
+from core.methods.views import PageTexts
 
 from ..plots import GREY, cluster_color, make_plot
 from ..views_panel import render_view
@@ -84,12 +86,13 @@ class ClientsPage(QWidget):
         self._dirty = False
         self._result_dirty = False
 
+        self.texts = PageTexts(models="")
         self.heading = heading = QLabel(self._heading_text(False))
         heading.setWordWrap(True)
         self.message = MessageLabel()
 
         # heatmap
-        self.heatmap_plot = make_plot(self.tr("Total-variation distance between sites"))
+        self.heatmap_plot = make_plot(self.tr("Difference between sites"))
         self.heatmap_plot.setMenuEnabled(False)
         self.heatmap_plot.setMouseEnabled(False, False)
         self.heatmap_plot.getPlotItem().showGrid(False, False)
@@ -105,7 +108,7 @@ class ClientsPage(QWidget):
         self._cell_texts: list[pg.TextItem] = []
 
         # dendrogram + threshold
-        self.dendrogram_plot = make_plot(self.tr("Complete-linkage dendrogram"), y=self.tr("TV distance"))
+        self.dendrogram_plot = make_plot(self.tr("Which sites are closest (dendrogram)"), y="")
         self.dendrogram_plot.setMenuEnabled(False)
         self.dendrogram_plot.setMouseEnabled(False, False)
         self.dendrogram_plot.hideButtons()
@@ -132,7 +135,7 @@ class ClientsPage(QWidget):
         self.t_spin.setValue(DEFAULT_T)
         self.t_spin.setPrefix("t = ")
         self.t_spin.valueChanged.connect(self._spin_changed)
-        self.auto_t_check = QCheckBox(self.tr("Let training choose t &automatically (best hold-out accuracy)"))
+        self.auto_t_check = QCheckBox()
         self.auto_t_check.toggled.connect(self._auto_toggled)
         controls = QWidget()
         row = QHBoxLayout(controls)
@@ -149,17 +152,16 @@ class ClientsPage(QWidget):
         self.method_note.setWordWrap(True)
 
         # per-cluster label distributions
-        self.bars_plot = make_plot(self.tr("Label distribution of each cluster"), y=self.tr("share of rows"))
+        self.bars_plot = make_plot(self.tr("Label mix of each group"), y=self.tr("share of rows"))
         self.bars_plot.setMenuEnabled(False)
         self.bars_plot.setMouseEnabled(False, False)
         self.bars_legend = QLabel()
         self.bars_legend.setWordWrap(True)
 
         # validation curve (after training)
-        self.validation_plot = make_plot(self.tr("Hold-out accuracy for each t (after training)"),
-                                         x="t", y=self.tr("mean accuracy"))
+        self.validation_plot = make_plot("", x="t", y=self.tr("mean accuracy"))
         self.validation_plot.setMenuEnabled(False)
-        self.auto_t_label = QLabel(self.tr("Train on the Models page to see which t the data prefers."))
+        self.auto_t_label = QLabel()
         self.auto_t_label.setWordWrap(True)
 
         top, bottom = QWidget(), QWidget()
@@ -174,8 +176,9 @@ class ClientsPage(QWidget):
         row.addWidget(_box(self.tr("Clusters"), self.dendrogram_plot, self.chosen_label, self.method_note), 1)
         row = QHBoxLayout(bottom)
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(_box(self.tr("Per-cluster labels"), self.bars_plot, self.bars_legend))
-        row.addWidget(_box(self.tr("Automatic t"), self.validation_plot, self.auto_t_label))
+        row.addWidget(_box(self.tr("Label mix per group"), self.bars_plot, self.bars_legend))
+        self.auto_box = _box(self.tr("Automatic choice"), self.validation_plot, self.auto_t_label)
+        row.addWidget(self.auto_box)
         self.splitter = QSplitter(Qt.Vertical)
         self.splitter.addWidget(top)
         self.splitter.addWidget(bottom)
@@ -193,12 +196,12 @@ class ClientsPage(QWidget):
         state.result_changed.connect(self._result_changed)
 
     def _heading_text(self, chosen: bool) -> str:
-        if chosen:
-            return self.tr("<h2>Clients</h2><p>How the sites differ, and the groups of sites this project's method "
-                           "will train together (chosen by the method, listed under the dendrogram).</p>")
-        return self.tr("<h2>Clients</h2><p>Sites whose label distributions are close are trained together. Drag the "
-                       "red line on the dendrogram to choose the threshold t: every cluster's sites then differ by "
-                       "at most t (total variation).</p>")
+        """The method's own explanation (:class:`core.methods.views.PageTexts`) under the heading."""
+        text = self.texts.clients
+        if chosen and not text:
+            text = self.tr("How the sites differ, and the groups of sites this project's method will train together "
+                           "(listed under the dendrogram).")
+        return "<h2>" + self.tr("Clients") + "</h2>" + (f"<p>{html.escape(text)}</p>" if text else "")
 
     # ---- state → widgets ---------------------------------------------------------------------------------
     @property
@@ -207,6 +210,25 @@ class ClientsPage(QWidget):
         return int(self.labels.max()) + 1 if len(self.labels) else 0
 
     def _session_changed(self) -> None:
+        kit = self.state.kit
+        cls = METHODS.get(kit.method) if kit is not None else None
+        texts = self.texts = cls.page_texts() if cls is not None else PageTexts(models="")
+        self.heading.setText(self._heading_text(self.clustering is not None and self.clustering.chosen is not None))
+        axis = self.dendrogram_plot.getPlotItem().getAxis("left")
+        axis.setLabel(texts.distance)
+        axis.setToolTip(texts.distance_tip)
+        name = texts.threshold
+        self.threshold_line.label.setFormat(name + " = {value:.2f}")
+        self.threshold_line.setToolTip(self.tr("Drag to change the threshold {t}").format(t=name))
+        self.t_spin.setPrefix(f"{name} = ")
+        self.auto_t_check.setText(self.tr("Let training choose {t} &automatically (best hold-out accuracy)")
+                                  .format(t=name))
+        self.validation_plot.setTitle(self.tr("Hold-out accuracy for each {t} (after training)").format(t=name))
+        self.validation_plot.getPlotItem().setLabel("bottom", name)
+        self.auto_t_label.setText(self.tr("Train on the Models page to see which {t} the data prefers.")
+                                  .format(t=name))
+        self.auto_box.setTitle(self.tr("Automatic {t}").format(t=name))
+        self.auto_box.setVisible(texts.auto_panel)  # only methods that choose their cut on held-out rows
         self._session_changed_note()
         self._threshold_changed()
 
@@ -214,8 +236,8 @@ class ClientsPage(QWidget):
         kit = self.state.kit
         cls = METHODS.get(kit.method) if kit is not None else None
         if cls is not None and cls.threshold_setting() is None:
-            self.method_note.setText(self.tr("This kit's method ({m}) does not choose groups of sites by a "
-                                             "threshold; the cut is shown for exploration only.").format(m=kit.method))
+            self.method_note.setText(self.tr("This project's method does not group sites by a threshold; the cut "
+                                             "is shown for exploring only."))
         else:
             self.method_note.setText("")
 
@@ -426,10 +448,11 @@ class ClientsPage(QWidget):
             self.chosen_label.show()
             return
         self.chosen_label.hide()
-        text = self.tr("{n} cluster(s) at t = {t:.2f}").format(n=n, t=t) if n != 1 else \
-            self.tr("1 cluster at t = {t:.2f}").format(t=t)
+        name = self.texts.threshold
+        text = self.tr("{n} groups at {name} = {t:.2f}").format(n=n, name=name, t=t) if n != 1 else \
+            self.tr("1 group at {name} = {t:.2f}").format(name=name, t=t)
         self.clusters_label.setText(text)
-        self.clusters_label.setToolTip(self.tr("Training will choose t automatically; this cut is for "
+        self.clusters_label.setToolTip(self.tr("Training will choose the cut automatically; this cut is for "
                                                "exploring.") if self.state.t_choice == "auto" else "")
 
     def _draw_bars(self) -> None:
@@ -449,7 +472,7 @@ class ClientsPage(QWidget):
             plot.addItem(pg.BarGraphItem(x=x, height=share, width=width * 0.92, brush=color, pen=pg.mkPen(None)))
             sites = ", ".join(self.names[i] for i in members)
             legend.append(f'<span style="color:{color.name()};font-size:14pt">■</span> '
-                          + self.tr("cluster {l}: {sites}").format(l=lab + 1, sites=sites))
+                          + self.tr("group {l}: {sites}").format(l=lab + 1, sites=sites))
         plot.getPlotItem().getAxis("bottom").setTicks([[(k, cl) for k, cl in enumerate(self.state.classes)]])
         plot.setXRange(-0.6, K - 0.4, padding=0)
         plot.setYRange(0, 1.0, padding=0.02)
@@ -496,7 +519,8 @@ class ClientsPage(QWidget):
         plot.clear()
         result = self.state.result
         if result is None or "validation_curve" not in result.summary:
-            self.auto_t_label.setText(self.tr("Train on the Models page to see which t the data prefers."))
+            self.auto_t_label.setText(self.tr("Train on the Models page to see which {t} the data prefers.")
+                                      .format(t=self.texts.threshold))
             return
         s = result.summary
         curve = {float(k): float(v) for k, v in (s.get("validation_curve") or {}).items()}
@@ -512,12 +536,12 @@ class ClientsPage(QWidget):
             plot.setXRange(0, 1, padding=0.02)
         if s.get("t_auto"):
             best = curve.get(float(chosen), float("nan")) if chosen is not None else float("nan")
-            self.auto_t_label.setText(self.tr("Automatic t = <b>{t:g}</b> ({n} cluster(s)): best mean hold-out "
+            self.auto_t_label.setText(self.tr("Automatic {name} = <b>{t:g}</b> ({n} group(s)): best mean hold-out "
                                               "accuracy {acc:.3f} over the grid.").format(
-                t=float(chosen), n=s.get("n_clusters", "?"), acc=best))
+                name=self.texts.threshold, t=float(chosen), n=s.get("n_clusters", "?"), acc=best))
             self._set_line(float(chosen))  # show the trained cut; t stays automatic
             self.recut()
         elif chosen is not None:
-            self.auto_t_label.setText(self.tr("Trained with t = {t:g} (chosen by you); hold-out accuracy "
-                                              "{acc:.3f}.").format(t=float(chosen),
+            self.auto_t_label.setText(self.tr("Trained with {name} = {t:g} (chosen by you); hold-out accuracy "
+                                              "{acc:.3f}.").format(name=self.texts.threshold, t=float(chosen),
                                                                    acc=curve.get(float(chosen), float("nan"))))
