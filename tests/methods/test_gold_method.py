@@ -116,7 +116,7 @@ def test_cli_round_without_anchor_labels_each_sites_rows_in_its_own_order(ground
     print(f"GOLD CLI round: k = {k}, ARI {score:.3f}, {ground.seconds:.1f} s")
     assert 4 <= k <= 6 and score >= 0.8  # the four planted blobs, at most split in two
     report = (d / "out/report.html").read_text()
-    assert "Granularity levels" in report and "Rows per cluster" in report and "Micro-cluster centroids" in report
+    assert "coarse-to-fine grouping" in report and "Rows per cluster" in report and "Small groups' averages" in report
 
 
 def test_new_rows_are_labelled_by_the_nearest_global_centroid(ground):
@@ -307,4 +307,4 @@ def test_a_gold_round_by_clicking(qtbot, tmp_path, monkeypatch):
     kinds = cp.views.kinds
     assert kinds.count("Bars") == 2 and "Scatter" in kinds and "Table" in kinds
     assert len(export_packages(qtbot, aw, d / "gui-out")) == 3
-    assert "Granularity levels" in (d / "gui-out/report.html").read_text()
+    assert "coarse-to-fine grouping" in (d / "gui-out/report.html").read_text()

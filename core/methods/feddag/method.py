@@ -302,12 +302,13 @@ class FedDAG(LabelledDCSite, Method):
                                     else round(float(x["weight"]), 3)),), word)
         out += metric_views(result)
         if len(names) > 1 and "data_distance" in d:
-            out.append(Heatmap("Data distance V between sites (degrees, Eqs. 4–6)", np.asarray(d["data_distance"]),
-                               names, names, 0.0, 90.0))
-            out.append(Heatmap("Gradient distance G between sites (degrees, Eq. 3)",
+            out.append(Heatmap("How different the sites' rows are, class by class (angle in degrees)",
+                               np.asarray(d["data_distance"]), names, names, 0.0, 90.0))
+            out.append(Heatmap("How differently a shared model learns on each site (angle in degrees)",
                                np.asarray(d["gradient_distance"]), names, names, 0.0, 180.0))
-            out.append(Heatmap(f"Distance the clustering used ({s.get('view')})", np.asarray(d["matrix"]), names,
-                               names, 0.0, 1.0))
+            used = VIEW_WORDS.get(s.get("view"), s.get("view"))
+            out.append(Heatmap(f"Difference the grouping used: {used}", np.asarray(d["matrix"]), names, names, 0.0,
+                               1.0))
         loss = s.get("paper_loss") or {}
         curve = s.get("validation_curve") or {}
         if loss:
@@ -324,8 +325,8 @@ class FedDAG(LabelledDCSite, Method):
                                loss[f"{a:g}"]["L1"], loss[f"{a:g}"]["L2"]] for a in xs]))
         edges = s.get("graph") or []
         if edges:
-            out.append(Table("Cross-cluster graph: which cluster's rows train which cluster's second encoder",
-                             ["source cluster", "target cluster", "weight H"],
+            out.append(Table("Sharing between groups: which group's rows help train which group's model",
+                             ["from group", "to group", "weight"],
                              [[e["source"], e["target"], e["weight"]] for e in edges]))
         return out
 
