@@ -30,6 +30,14 @@ from ..widgets import JobPanel
 from .state import QtAnalystState, training_threads
 
 
+def compares_sites(method: str) -> bool:
+    """Whether a method has a Clients page (it describes how sites differ: ``Method.client_distances``)."""
+    from core.methods import METHODS, Method
+
+    cls = METHODS.get(method)
+    return cls is not None and cls.client_distances is not Method.client_distances
+
+
 class AnalystWindow(QMainWindow):
     """The analyst's workspace. ``kit_path`` opens that project's kit straight away (identity still asked).
 
@@ -145,7 +153,7 @@ class AnalystWindow(QMainWindow):
             flags = item.flags()
             item.setFlags(flags | Qt.ItemIsEnabled if enabled[key] else flags & ~Qt.ItemIsEnabled)
             item.setText(self.titles[key] + ("  ✓" if done.get(key) else ""))
-        self._items["clients"].setHidden(clustering)
+        self._items["clients"].setHidden(clustering or (has_session and not compares_sites(s.session.kit.method)))
         self._items["clustering"].setHidden(not clustering and not has_clustering)
         if has_session:
             kit = s.session.kit

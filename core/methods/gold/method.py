@@ -311,7 +311,7 @@ class Gold(Method):
     def views(self, result: MethodResult) -> list[View]:
         s, d = result.summary, result.details
         out: list[View] = []
-        how = ("chosen by the best silhouette of the micro-cluster centroids" if s.get("k_auto")
+        how = ("chosen by the best silhouette of the small groups' averages" if s.get("k_auto")
                else "fixed in the kit")
         units = ("columns standardised with the pooled mean and spread of all sites" if s.get("scaling") ==
                  "standardised" else "columns in their own units")
