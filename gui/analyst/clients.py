@@ -39,7 +39,7 @@ from core.errors import DCError
 from core.methods import METHODS, ClientDistances, get_method, method_class
 from core.methods.views import PageTexts
 
-from ..plots import GREY, cluster_color, make_plot
+from ..plots import GREY, category_ticks, cluster_color, make_plot, set_title
 from ..views_panel import render_view
 from ..widgets import MessageLabel
 from .common import label_counts
@@ -223,7 +223,7 @@ class ClientsPage(QWidget):
         self.t_spin.setPrefix(f"{name} = ")
         self.auto_t_check.setText(self.tr("Let training choose {t} &automatically (best hold-out accuracy)")
                                   .format(t=name))
-        self.validation_plot.setTitle(self.tr("Hold-out accuracy for each {t} (after training)").format(t=name))
+        set_title(self.validation_plot, self.tr("Hold-out accuracy for each {t} (after training)").format(t=name))
         self.validation_plot.getPlotItem().setLabel("bottom", name)
         self.auto_t_label.setText(self.tr("Train on the Models page to see which {t} the data prefers.")
                                   .format(t=name))
@@ -310,7 +310,7 @@ class ClientsPage(QWidget):
                                      .format(how=view.chosen_how or self.tr("the method's own rule")))
         else:
             self._session_changed_note()
-        self.heatmap_plot.setTitle(view.what[:1].upper() + view.what[1:])
+        set_title(self.heatmap_plot, view.what[:1].upper() + view.what[1:])
         self._draw_heatmap()
         self._draw_companions()
         self._draw_dendrogram()
@@ -473,7 +473,7 @@ class ClientsPage(QWidget):
             sites = ", ".join(self.names[i] for i in members)
             legend.append(f'<span style="color:{color.name()};font-size:14pt">■</span> '
                           + self.tr("group {l}: {sites}").format(l=lab + 1, sites=sites))
-        plot.getPlotItem().getAxis("bottom").setTicks([[(k, cl) for k, cl in enumerate(self.state.classes)]])
+        category_ticks(plot, "bottom", [(k, str(cl)) for k, cl in enumerate(self.state.classes)])
         plot.setXRange(-0.6, K - 0.4, padding=0)
         plot.setYRange(0, 1.0, padding=0.02)
         self.bars_legend.setText("<br>".join(legend))

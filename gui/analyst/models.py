@@ -44,7 +44,7 @@ from core.methods.views import Curve, PageTexts
 from core.report import minority_flags
 
 from ..jobs import Job
-from ..plots import cluster_color, make_plot
+from ..plots import cluster_color, make_plot, set_title
 from ..settings_form import SettingsForm
 from ..views_panel import ViewsPanel
 from ..widgets import EmptyNote, JobPanel, MessageLabel
@@ -205,13 +205,13 @@ class ModelsPage(QWidget):
                                                                      if texts.models else ""))
         self.train_button.setText(texts.train)
         # only the plots the method declares: no empty loss plot for a method that trains nothing
-        self.loss_plot.setTitle(texts.loss)
+        set_title(self.loss_plot, texts.loss)
         axes = self.loss_plot.getPlotItem()
         axes.setLabel("bottom", texts.loss_x)
         axes.setLabel("left", texts.loss_y)
         axes.getAxis("left").setToolTip(texts.loss_tip)
         self.loss_note.show_note(texts.loss_before)
-        self.accuracy_plot.setTitle(texts.accuracy)
+        set_title(self.accuracy_plot, texts.accuracy)
         self.accuracy_note.show_note(texts.accuracy_before)
         self.loss_plot.setVisible(bool(texts.loss))
         self.accuracy_plot.setVisible(bool(texts.accuracy))

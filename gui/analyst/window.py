@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from .. import settings as app_settings
-from ..screen import fit_window, window_fits
+from ..screen import fit_window, scrolling, window_fits
 from ..widgets import JobPanel
 from .state import QtAnalystState, training_threads
 
@@ -84,7 +84,7 @@ class AnalystWindow(QMainWindow):
             item.setData(Qt.UserRole, key)
             self.nav.addItem(item)
             self._items[key] = item
-            self.stack.addWidget(page)
+            self.stack.addWidget(scrolling(page))  # a page scrolls, rather than being squeezed, on a small screen
         self.nav.currentRowChanged.connect(self._row_changed)
         self.project_label = QLabel()
         self.project_label.setWordWrap(True)
