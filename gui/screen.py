@@ -141,7 +141,7 @@ def rows_height(view: QAbstractItemView, rows: int) -> int:
     head = header.sizeHint().height() if header is not None and not header.isHidden() else 0
     bar = view.horizontalScrollBar().sizeHint().height()
     section = view.verticalHeader().defaultSectionSize()
-    return head + rows * section + section // 2 + bar + 2 * view.frameWidth()
+    return head + (rows + 1) * section + bar + 2 * view.frameWidth()  # a row to spare for header and bar styles
 
 
 def keep_rows(view: QAbstractItemView, rows: int) -> None:

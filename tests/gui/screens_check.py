@@ -7,7 +7,10 @@ person would scroll. Not collected on its own (its name has no ``test_`` prefix)
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -179,16 +182,34 @@ def test_analyst_window_fits_a_laptop(qtbot, project):  # noqa: F811
     _models_and_clients_whole(qtbot, w)
 
 
+def _method_project(tmp_path, method: str):
+    """(kit, identity, passphrase, bundles) of a tiny ``method`` project: a private copy of the one the parent test
+    built once for every screen (``DCSTUDIO_TEST_PROJECTS``), or built here when run alone."""
+    listed = os.environ.get("DCSTUDIO_TEST_PROJECTS")
+    if listed:
+        entry = json.loads(Path(listed).read_text())[method]
+        root = tmp_path / method
+        shutil.copytree(entry["root"], root)
+        return (root / entry["kit"], root / entry["identity"], entry["passphrase"],
+                [root / b for b in entry["bundles"]])
+    p = build_method_project(tmp_path / method, method)
+    return p.kit, p.identity, p.passphrase, p.bundles
+
+
 def test_hfldd_and_gold_pages_fit_a_laptop(qtbot, tmp_path):
     """The two-heatmap Clients page (hfldd) and a clustering method's pages (gold) on the same screen."""
-    p = build_project(tmp_path / "h", n_sites=3, rows=80, epochs=2, method="hfldd",
-                      settings={"min_steps": 10, "local_epochs": 2, "anchor_rows": 40, "clusters": 2},
-                      site_settings={"kip_steps": 5})
-    w = analyst_window_with_bundles(qtbot, p.kit, p.identity, p.passphrase, p.bundles)
-    train_models(qtbot, w)
-    _models_and_clients_whole(qtbot, w)
-    w.close()
-    g = build_clustering_project(tmp_path / "g", n_sites=3, rows=60, method="gold", settings={"k": "auto"})
-    w = analyst_window_with_bundles(qtbot, g.kit, g.identity, g.passphrase, g.bundles)
-    train_models(qtbot, w)
-    _models_and_clients_whole(qtbot, w)
+    for method in ("hfldd", "gold"):
+        kit, identity, passphrase, bundles = _method_project(tmp_path, method)
+        w = analyst_window_with_bundles(qtbot, kit, identity, passphrase, bundles)
+        train_models(qtbot, w)
+        _models_and_clients_whole(qtbot, w)
+        w.close()
+
+
+def build_method_project(root: Path, method: str):
+    """A tiny project of ``method`` ("hfldd" or "gold") for the screen checks."""
+    if method == "gold":
+        return build_clustering_project(root, n_sites=3, rows=60, method="gold", settings={"k": "auto"})
+    return build_project(root, n_sites=3, rows=80, epochs=2, method="hfldd",
+                         settings={"min_steps": 10, "local_epochs": 2, "anchor_rows": 40, "clusters": 2},
+                         site_settings={"kip_steps": 10, "init": "means"})

@@ -34,7 +34,7 @@ JARGON = ("eqs.", "eq. ", "nn ratio", "nn distance", "bundle bytes", "guard", "m
           "mcpl", "remc", "collaborative dimension", "hashed ids", "kl divergence", "distilled sets")
 
 CLASSIFICATION = {
-    "hfldd": ({"min_steps": 20, "local_epochs": 3, "anchor_rows": 40}, {"kip_steps": 3}),
+    "hfldd": ({"min_steps": 20, "local_epochs": 3, "anchor_rows": 40}, {"kip_steps": 10, "init": "means"}),
     "feddag": ({"warmup_rounds": 1, "warmup_epochs": 1, "cv_folds": 2, "alpha_grid": [0.3, 0.6]}, {}),
     "meta-lr": ({}, {}),
 }

@@ -20,7 +20,24 @@ SCREENS = {"100%": (96, 1), "dpr2": (96, 2), "125%": (120, 1), "150%": (144, 1)}
 
 
 @pytest.fixture(scope="module")
-def screen_runs(tmp_path_factory):
+def method_projects(tmp_path_factory) -> Path:
+    """The tiny hfldd and gold projects every screen's run opens (built once, here; each run copies them)."""
+    from tests.gui.screens_check import build_method_project
+
+    root = tmp_path_factory.mktemp("screen-projects")
+    listed = {}
+    for method in ("hfldd", "gold"):
+        p = build_method_project(root / method, method)
+        listed[method] = {"root": str(p.root), "kit": str(p.kit.relative_to(p.root)),
+                          "identity": str(p.identity.relative_to(p.root)), "passphrase": p.passphrase,
+                          "bundles": [str(b.relative_to(p.root)) for b in p.bundles]}
+    path = root / "projects.json"
+    path.write_text(json.dumps(listed))
+    return path
+
+
+@pytest.fixture(scope="module")
+def screen_runs(tmp_path_factory, method_projects):
     """One child run of ``screens_check.py`` per screen, all started at once (each is mostly start-up and
     waiting on its own window, so together they take little more than one)."""
     runs = {}
@@ -30,7 +47,7 @@ def screen_runs(tmp_path_factory):
         config.write_text(json.dumps({"screens": [{"name": "laptop", "x": 0, "y": 0, "width": 1366, "height": 768,
                                                    "logicalDpi": dpi, "logicalBaseDpi": 96, "dpr": dpr}]}))
         env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={config}", "PYTHONPATH": str(ROOT),
-               "DCSTUDIO_TEST_PANEL_DPR": str(dpr)}
+               "DCSTUDIO_TEST_PANEL_DPR": str(dpr), "DCSTUDIO_TEST_PROJECTS": str(method_projects)}
         runs[name] = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                                       f"--basetemp={folder / 'tmp'}", str(ROOT / "tests" / "gui" / "screens_check.py")],
                                      cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
