@@ -48,7 +48,9 @@ def set_title(w: pg.PlotWidget, title: str) -> None:
     def fit(*_):
         font = QFont()
         font.setPointSizeF(10)
-        room = max(40, int(w.width()) - 24)
+        # the title spans the plot area's column only: the plot's width less the axes and colour bar beside it
+        beside = max(0.0, item.boundingRect().width() - item.vb.width()) if item.vb.width() > 0 else 60.0
+        room = max(40, int(w.width() - beside) - 16)
         text = QFontMetrics(font).elidedText(w._full_title, Qt.ElideRight, room)
         item.setTitle(text, color="#111827", size="10pt")
 

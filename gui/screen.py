@@ -163,9 +163,10 @@ def text_fits(label) -> bool:
     return label.fontMetrics().horizontalAdvance(label.text()) <= label.contentsRect().width()
 
 
-def laptop_platform(width: int = 1366, height: int = 768, dpr: float = 1.0) -> None:
+def laptop_platform(width: int = 1366, height: int = 768, dpr: float = 1.0, dpi: int = 96) -> None:
     """Before the QApplication exists: make an offscreen run draw on a ``width``×``height`` screen (Qt's
-    offscreen plugin reads the screen from a JSON file). A real display platform is left alone."""
+    offscreen plugin reads the screen from a JSON file) at ``dpi`` logical DPI (120: Windows' 125 % scaling, a
+    1093×614 logical screen). A real display platform is left alone."""
     import json
     import os
     import tempfile
@@ -173,8 +174,8 @@ def laptop_platform(width: int = 1366, height: int = 768, dpr: float = 1.0) -> N
     platform = os.environ.get("QT_QPA_PLATFORM", "offscreen" if not os.environ.get("DISPLAY") else "")
     if platform != "offscreen":
         return
-    config = os.path.join(tempfile.gettempdir(), f"dcstudio-screen-{width}x{height}@{dpr:g}.json")
+    config = os.path.join(tempfile.gettempdir(), f"dcstudio-screen-{width}x{height}@{dpr:g}-{dpi}.json")
     with open(config, "w", encoding="utf-8") as fh:
         json.dump({"screens": [{"name": "laptop", "x": 0, "y": 0, "width": width, "height": height,
-                                "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": dpr}]}, fh)
+                                "logicalDpi": dpi, "logicalBaseDpi": 96, "dpr": dpr}]}, fh)
     os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={config}"

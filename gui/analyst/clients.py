@@ -57,6 +57,11 @@ def _box(title: str, *widgets: QWidget) -> QGroupBox:
     return box
 
 
+def _short(name: str, most: int = 16) -> str:
+    """A site's name cut to ``most`` characters with "…" (the full names are in the axis's tooltip)."""
+    return name if len(name) <= most else name[: most - 1] + "…"
+
+
 def _keep_square(plot: pg.PlotWidget, n: int) -> None:
     """Show the whole n × n matrix now and whenever the plot is resized (an aspect-locked view would
     otherwise keep the range it had before the page was laid out and crop the matrix)."""
@@ -346,8 +351,9 @@ class ClientsPage(QWidget):
         order = self._order()
         for v in self.clustering.companions:
             M = np.asarray(v.matrix)
+            # numbered like the heatmap beside it (which names the sites): room for the matrix itself
             ordered = replace(v, matrix=M[np.ix_(order, order)],
-                              row_labels=[f"{v.row_labels[i]}  {k + 1}" for k, i in enumerate(order)],
+                              row_labels=[str(k + 1) for k in range(len(order))],
                               col_labels=[str(k + 1) for k in range(len(order))])
             w = render_view(ordered)
             w.setMinimumHeight(200)
@@ -365,7 +371,8 @@ class ClientsPage(QWidget):
         names = [self.names[i] for i in order]
         item = self.heatmap_plot.getPlotItem()
         item.getAxis("bottom").setTicks([[(i + 0.5, str(i + 1)) for i in range(len(names))]])
-        item.getAxis("left").setTicks([[(i + 0.5, f"{n}  {i + 1}") for i, n in enumerate(names)]])
+        item.getAxis("left").setTicks([[(i + 0.5, f"{_short(n)}  {i + 1}") for i, n in enumerate(names)]])
+        item.getAxis("left").setToolTip("\n".join(f"{i + 1}: {n}" for i, n in enumerate(names)))
         for t in self._cell_texts:
             self.heatmap_plot.removeItem(t)
         self._cell_texts = []
