@@ -177,6 +177,7 @@ class ClientsPage(QWidget):
         self.distances_row = QHBoxLayout(distances)
         self.distances_row.setContentsMargins(0, 0, 0, 0)
         self.distances_row.addWidget(self.heatmap_plot, 1)
+        self.top_row = row
         row.addWidget(_box(self.tr("Distances"), distances), 1)
         row.addWidget(_box(self.tr("Clusters"), self.dendrogram_plot, self.chosen_label, self.method_note), 1)
         row = QHBoxLayout(bottom)
@@ -344,11 +345,14 @@ class ClientsPage(QWidget):
             self.distances_row.removeWidget(w)
             w.deleteLater()
         self.companion_plots = []
+        self.top_row.setStretch(0, 1)
 
     def _draw_companions(self) -> None:
         """The method's further site × site matrices, beside the distance heatmap, in the dendrogram's order."""
         self._clear_companions()
         order = self._order()
+        # two or more matrices side by side take two thirds of the row (each stays square and readable)
+        self.top_row.setStretch(0, 1 + len(self.clustering.companions))
         for v in self.clustering.companions:
             M = np.asarray(v.matrix)
             # numbered like the heatmap beside it (which names the sites): room for the matrix itself
@@ -371,7 +375,7 @@ class ClientsPage(QWidget):
         names = [self.names[i] for i in order]
         item = self.heatmap_plot.getPlotItem()
         item.getAxis("bottom").setTicks([[(i + 0.5, str(i + 1)) for i in range(len(names))]])
-        item.getAxis("left").setTicks([[(i + 0.5, f"{_short(n)}  {i + 1}") for i, n in enumerate(names)]])
+        item.getAxis("left").setTicks([[(i + 0.5, f"{_short(n, 14)}  {i + 1}") for i, n in enumerate(names)]])
         item.getAxis("left").setToolTip("\n".join(f"{i + 1}: {n}" for i, n in enumerate(names)))
         for t in self._cell_texts:
             self.heatmap_plot.removeItem(t)
