@@ -99,7 +99,7 @@ def _partition(labels: np.ndarray) -> list[tuple[int, ...]]:
 class DCCFL(LabelledDCSite, Method):
     name = "dccfl"
     title = "DC-CFL: one model per group of sites with similar label mixes"
-    plain_title = "one model per group of sites with similar patients"
+    plain_title = "one model per group of sites with a similar mix of outcomes (label mix)"
     task = "classification"
     labels_leave = "rows"
     family = "dc"
