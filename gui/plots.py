@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 
 # Okabe–Ito-like qualitative palette (readable for colour-blind users), then tab10 for more clusters.
@@ -56,9 +56,24 @@ def set_title(w: pg.PlotWidget, title: str) -> None:
 
     if getattr(w, "_title_fit", None) is None:
         w._title_fit = fit
-        w.getViewBox().sigResized.connect(lambda *_: w._title_fit())
+        w._title_watch = _OnResize(w, lambda: w._title_fit())  # the widget, not its view box: a long title
+        w.getViewBox().sigResized.connect(lambda *_: w._title_fit())  # can hold the view box at its width
     w._title_fit = fit
     fit()
+
+
+class _OnResize(QObject):
+    """Calls ``then()`` after every resize of ``widget``."""
+
+    def __init__(self, widget, then):
+        super().__init__(widget)
+        self._then = then
+        widget.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt name)
+        if event.type() == QEvent.Resize:
+            self._then()
+        return False
 
 
 def category_ticks(w: pg.PlotWidget, axis: str, ticks: list[tuple[float, str]]) -> None:

@@ -111,6 +111,8 @@ class ClientsPage(QWidget):
         self.colorbar = pg.ColorBarItem(values=(0, 1), colorMap=self.cmap, interactive=False, width=12)
         self.colorbar.setImageItem(self.heatmap_image, insert_in=self.heatmap_plot.getPlotItem())
         self._cell_texts: list[pg.TextItem] = []
+        # the values in the cells only while a cell is wide enough for them (else the colours and the colour bar)
+        self.heatmap_plot.getViewBox().sigResized.connect(self._cell_values_fit)
 
         # dendrogram + threshold
         self.dendrogram_plot = make_plot(self.tr("Which sites are closest (dendrogram)"), y="")
@@ -346,13 +348,17 @@ class ClientsPage(QWidget):
             w.deleteLater()
         self.companion_plots = []
         self.top_row.setStretch(0, 1)
+        self.top_row.setStretch(1, 1)
 
     def _draw_companions(self) -> None:
         """The method's further site × site matrices, beside the distance heatmap, in the dendrogram's order."""
         self._clear_companions()
         order = self._order()
         # two or more matrices side by side take two thirds of the row (each stays square and readable)
-        self.top_row.setStretch(0, 1 + len(self.clustering.companions))
+        wide = bool(self.clustering.companions)
+        self.top_row.setStretch(0, 3 if wide else 1)
+        self.top_row.setStretch(1, 2 if wide else 1)
+        self.distances_row.setStretch(0, 3 if wide else 1)  # the first matrix also carries names and colour bar
         for v in self.clustering.companions:
             M = np.asarray(v.matrix)
             # numbered like the heatmap beside it (which names the sites): room for the matrix itself
@@ -364,7 +370,7 @@ class ClientsPage(QWidget):
             w.setAspectLocked(True)
             _keep_square(w, len(order))
             self.companion_plots.append(w)
-            self.distances_row.addWidget(w, 1)
+            self.distances_row.addWidget(w, 2)
 
     def _draw_heatmap(self) -> None:
         c = self.clustering
@@ -389,6 +395,16 @@ class ClientsPage(QWidget):
                     self.heatmap_plot.addItem(text)
                     self._cell_texts.append(text)
         _keep_square(self.heatmap_plot, len(order))
+        self._cell_values_fit()
+
+    def _cell_values_fit(self, *_) -> None:
+        n = max(1, len(self.names))
+        vb = self.heatmap_plot.getViewBox()
+        (x0, x1), _ = vb.viewRange()
+        cell = vb.width() / max(x1 - x0, 1e-9)
+        wide = cell >= self.heatmap_plot.fontMetrics().horizontalAdvance("0.00") + 6 or n == 0
+        for t in self._cell_texts:
+            t.setVisible(wide)
 
     def _order(self) -> list[int]:
         c = self.clustering

@@ -216,6 +216,9 @@ class ModelsPage(QWidget):
         self.loss_plot.setVisible(bool(texts.loss))
         self.accuracy_plot.setVisible(bool(texts.accuracy))
         self.result_tabs.setTabVisible(0, bool(texts.loss or texts.accuracy))
+        clustering = kit is not None and kit.task == "clustering"
+        self.result_tabs.setTabText(2, self.tr("Results") if clustering else
+                                    self.tr("Results: discrimination, calibration, plots"))
         specs = () if cls is None else tuple(s for s in cls.settings_spec
                                              if s.at_run and s.side == "analyst" and s.role != "threshold")
         self.run_form.set_specs(specs, {} if kit is None else kit.settings)
