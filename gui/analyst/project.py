@@ -41,7 +41,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
-    QScrollArea,
     QSizePolicy,
     QSpinBox,
     QTabWidget,
@@ -130,20 +129,13 @@ class ProjectPage(QWidget):
         cols = QHBoxLayout()
         cols.addLayout(left, 3)
         cols.addLayout(right, 7)  # the schema grid takes the room
-        inner = QWidget()
-        inner.setLayout(cols)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setWidget(inner)
-        scroll.setFrameShape(QScrollArea.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        outer = QVBoxLayout(self)
+        outer = QVBoxLayout(self)  # the window's page scroll (gui.screen.PageScroll) scrolls it on a small screen
         heading = QLabel(self.tr("<h2>Project</h2><p>Unlock your analyst identity, then open the project kit or "
                                  "create one from a sample CSV. The kit is signed with your identity; sites "
                                  "check your fingerprint before they send anything.</p>"))
         heading.setWordWrap(True)
         outer.addWidget(heading)
-        outer.addWidget(scroll, 1)
+        outer.addLayout(cols, 1)
         self._fill_recent()
         self._task_changed()
 
