@@ -278,7 +278,7 @@ class ProjectPage(QWidget):
         method_box = QGroupBox(self.tr("Method"))
         mform = _form(method_box)
         self.method_combo = _short_combo()
-        self.method_combo.setMinimumContentsLength(34)
+        self.method_combo.setMinimumContentsLength(22)
         # a method's name and title are long: the combo takes the row's width (elided only in a narrow window)
         self.method_combo.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         self.method_combo.currentIndexChanged.connect(self._method_changed)

@@ -171,6 +171,8 @@ def test_analyst_window_fits_a_laptop(qtbot, project):  # noqa: F811
     fp = page.fingerprint_view
     assert not _visible(fp.text, fp.qr), (fp.qr.geometry(), page.size())
     assert text_fits(fp.text)
+    if QGuiApplication.primaryScreen().geometry().width() >= 1366:  # at 100 % the page needs no sideways scrolling
+        assert not page.parentWidget().parentWidget().horizontalScrollBar().isVisible(), page.minimumSizeHint()
     import_all(qtbot, w, project)
     assert w.show_page("bundles")
     qtbot.wait(50)
