@@ -70,8 +70,14 @@ class _SettingEditor(QWidget):
     def _make_control(self, spec: Setting) -> QWidget:
         if spec.kind == "choice":
             w = QComboBox()
+            # long choice texts are shortened in the closed box (whole in the list and the tooltip): the form
+            # stays narrow enough for a laptop at 125 %
+            w.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+            w.setMinimumContentsLength(20)
             for k, choice in enumerate(spec.choices):
-                w.addItem(spec.choice_help[k] if k < len(spec.choice_help) else str(choice), choice)
+                text = spec.choice_help[k] if k < len(spec.choice_help) else str(choice)
+                w.addItem(text, choice)
+                w.setItemData(k, text, Qt.ToolTipRole)
             w.currentIndexChanged.connect(self.changed)
         elif spec.kind == "bool":
             w = QCheckBox()

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from core.methods.views import Bars, Curve, Heatmap, Scatter, Table, Text, View
 
-from .plots import cluster_color, make_plot
+from .plots import category_ticks, cluster_color, make_plot
 
 MAX_POINTS = 20000  # drawn; the projection itself uses every row
 
@@ -80,7 +80,7 @@ def _heatmap(v: Heatmap) -> pg.PlotWidget:
     item.invertY(True)
     ticks = [[(i + 0.5, str(name)) for i, name in enumerate(v.row_labels)]]
     item.getAxis("left").setTicks(ticks)
-    item.getAxis("bottom").setTicks([[(j + 0.5, str(name)) for j, name in enumerate(v.col_labels)]])
+    category_ticks(w, "bottom", [(j + 0.5, str(name)) for j, name in enumerate(v.col_labels)])
     if n <= 12:
         for i in range(n):
             for j in range(M.shape[1]):
@@ -88,6 +88,7 @@ def _heatmap(v: Heatmap) -> pg.PlotWidget:
                 label.setPos(j + 0.5, i + 0.5)
                 w.addItem(label)
     w.setMouseEnabled(False, False)
+    w.setRange(xRange=(0, M.shape[1]), yRange=(0, n), padding=0.02)  # every row and column whole
     return w
 
 
@@ -130,8 +131,7 @@ def _bars(v: Bars) -> pg.PlotWidget:
     xs = np.arange(len(v.values))
     w.addItem(pg.BarGraphItem(x=xs, height=list(v.values), width=0.7,
                               brushes=[cluster_color(k) for k in range(len(xs))]))
-    w.getPlotItem().getAxis("bottom").setTicks([[(int(x), str(name)) for x, name in zip(xs, v.labels,
-                                                                                           strict=True)]])
+    category_ticks(w, "bottom", [(int(x), str(name)) for x, name in zip(xs, v.labels, strict=True)])
     w.setYRange(0, max([1.0, *v.values]) * 1.1, padding=0)  # bars start at zero, so their heights compare
     w.setMouseEnabled(False, False)
     return w

@@ -52,11 +52,14 @@ def _data(n_rows: int, seed: int, classes: int = 4):
 
 def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs: int = 5, groups: int = 2,
                   names: list[str] | None = None, seed: int = 0, extras: bool = False,
-                  settings: dict | None = None, classes: int = 4) -> Project:
+                  settings: dict | None = None, classes: int = 4, method: str = "dccfl",
+                  site_settings: dict | None = None) -> Project:
     """Write a whole analyst-side starting point with core: identity, kit, and one bundle per site.
 
     Sites alternate between ``groups`` label mixes (two opposite skews, then a balanced one; with ``classes=2`` a
     yes/no outcome, the sites' shares of "yes" 20 %, 45 % and 30 %). With
+    ``method`` names the kit's (classification) method, ``site_settings`` what every site sets (a seed each
+    site by default, when the method has one). With
     ``extras`` also writes a tampered copy of bundle 0, a byte-identical duplicate of bundle 1 and a bundle
     from another project (all three must be refused on import).
     """
@@ -85,8 +88,11 @@ def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs
     analyst.save(identity, PASSPHRASE, log_n=14)
     analyst.card.save(identity.with_suffix(".dcpub"))
     schema, _ = infer_schema(sample, label="label")
+    from core.methods import method_class
+
     kit_settings = {"epochs": epochs, "seed": 0, **(settings or {})}
-    kit = Kit(name="Skewed wards", task="classification", schema=schema, method="dccfl", analyst=analyst.card,
+    kit_settings = {k: v for k, v in kit_settings.items() if method_class(method).setting(k) is not None}
+    kit = Kit(name="Skewed wards", task="classification", schema=schema, method=method, analyst=analyst.card,
               settings=kit_settings, anchor={"kind": "smote", "rows": 500})
     kit_path = root / "analyst" / "project.dckit"
     kit.save(kit_path, analyst)
@@ -101,7 +107,9 @@ def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs
         frame.iloc[idx].to_csv(csv, index=False)
         ident = Identity.generate(name)
         ws = SiteWorkspace(root / "sites" / f"site{i}.workspace")
-        job = ParticipantRound(kit, kit_path, ident, ws, anchor=anchor, site_settings={"seed": i})
+        own = {k: v for k, v in {"seed": i, **(site_settings or {})}.items()
+               if any(x.name == k for x in method_class(method).site_settings_spec())}
+        job = ParticipantRound(kit, kit_path, ident, ws, anchor=anchor, site_settings=own)
         job.confirm_analyst(kit.analyst, how="simulation: the kit's own signer")
         job.load(csv)
         out = root / "bundles" / f"site{i}.dcbundle"
@@ -133,9 +141,9 @@ def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs
 
 
 def build_clustering_project(root: str | Path, *, n_sites: int = 3, rows: int = 150, k: int = 3,
-                             seed: int = 0) -> Project:
-    """A clustering project (task "clustering", method "dcclustering", horizontal sites, uniform anchor in
-    the kit's public ranges): identity, kit and one bundle per site, written with core."""
+                             seed: int = 0, method: str = "dcclustering", settings: dict | None = None) -> Project:
+    """A clustering project (task "clustering", ``method`` "dcclustering" by default, horizontal sites, uniform
+    anchor in the kit's public ranges): identity, kit and one bundle per site, written with core."""
     from sklearn.datasets import make_blobs
 
     from core.data.schema import infer_schema
@@ -156,8 +164,9 @@ def build_clustering_project(root: str | Path, *, n_sites: int = 3, rows: int = 
     identity.parent.mkdir(parents=True, exist_ok=True)
     analyst.save(identity, PASSPHRASE, log_n=14)
     schema, _ = infer_schema(sample, label=None, with_ranges=True)
-    kit = Kit(name="Blobs", task="clustering", schema=schema, method="dcclustering", analyst=analyst.card,
-              settings={"k": "auto", "k_range": [2, 5]}, anchor={"kind": "uniform", "rows": 300})
+    kit_settings = {"k": "auto", "k_range": [2, 5]} if settings is None else settings
+    kit = Kit(name="Blobs", task="clustering", schema=schema, method=method, analyst=analyst.card,
+              settings=kit_settings, anchor={"kind": "uniform", "rows": 300})
     kit_path = root / "analyst" / "project.dckit"
     kit.save(kit_path, analyst)
     lo = np.array([f.min for f in schema.features])

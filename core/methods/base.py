@@ -13,7 +13,8 @@ A method declares (class attributes) what it is for and what it needs — ``task
 4. ``apply``: what a site does with its package, given its kept private state;
 
 and says what it shows: ``summary_lines`` (CLI), ``views`` (plots and tables as data, drawn by the app
-and the report), and optionally ``client_distances`` (the Clients page's interactive view, for methods
+and the report), ``page_texts`` (the analyst window's headings, explanations, axis names and which of its
+controls apply), and optionally ``client_distances`` (the Clients page's interactive view, for methods
 that cluster sites). The pipelines handle files, keys, workspaces, audit and checks; a new method is one
 module plus one line in :mod:`core.methods` (or a :func:`core.methods.register` call).
 """
@@ -32,7 +33,7 @@ from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
 from ..formats.fields import Field, check_arrays, check_fields, method_schemas
 from .settings import Setting, check_settings
-from .views import Heatmap, View
+from .views import Heatmap, PageTexts, View
 
 
 @dataclass
@@ -258,6 +259,21 @@ class Method(ABC):
     def views(self, result: MethodResult) -> list[View]:
         """Tables and plots of a result, for the analyst window and the report."""
         return []
+
+    @classmethod
+    def page_texts(cls) -> PageTexts:
+        """The Models and Clients pages' words and controls for this method (see :class:`PageTexts`). The
+        default fits a method that trains a model with a live loss and draws no cut: it names no method's terms."""
+        if cls.task == "clustering":
+            return PageTexts(models="Group the rows of every site together; the groups appear on the Data "
+                                    "clustering page.", train="&Cluster the data")
+        return PageTexts(models="Train the model on the imported bundles. Each site's expected accuracy and its "
+                                "figures appear below when training ends.",
+                         loss="Training loss (live)", loss_y="loss",
+                         clients="How the sites' outcome mixes differ (for exploring: this method does not "
+                                 "group sites by a threshold).",
+                         distance="difference in outcome mix",
+                         distance_tip="total-variation distance between the sites' label distributions")
 
     def client_distances(self, bundles: list[ReceivedBundle], classes: list[str]) -> ClientDistances | None:
         """The Clients page's view before any fit (methods that cluster sites); None hides it."""

@@ -91,7 +91,7 @@ from .dc_analysis import (
 )
 from .dc_site import LABELLED_DC_LEAVES, SITE_SETTINGS, LabelledDCSite
 from .settings import Setting
-from .views import Curve, Heatmap, View
+from .views import Curve, Heatmap, PageTexts, View
 
 
 def _partition(labels: np.ndarray) -> list[tuple[int, ...]]:
@@ -101,7 +101,7 @@ def _partition(labels: np.ndarray) -> list[tuple[int, ...]]:
 class DCCFL(LabelledDCSite, Method):
     name = "dccfl"
     title = "DC-CFL: one model per group of sites with similar label mixes"
-    plain_title = "one model per group of sites whose outcomes occur in similar proportions (their label mix)"
+    plain_title = "one model per group of sites with a similar mix of outcomes (label mix)"
     task = "classification"
     labels_leave = "rows"
     family = "dc"
@@ -276,6 +276,28 @@ class DCCFL(LabelledDCSite, Method):
                              xlabel="t", ylabel=word, mark=float(s.get("t", xs[0]))))
         return out
 
+    @classmethod
+    def page_texts(cls) -> PageTexts:
+        """DC-CFL's words: one model per cluster of sites cut at t; the hold-out fifth chooses t."""
+        return PageTexts(
+            models="One model is trained per group of sites with similar label mixes, on the aligned compressed "
+                   "rows. A fifth of every site's rows is held out to measure accuracy (and to choose the threshold "
+                   "t automatically).",
+            loss="Training loss per group model (live)", loss_y="cross-entropy",
+            loss_tip="mean cross-entropy of each cluster model on its training rows",
+            loss_before="The training loss of each group's model appears here, epoch by epoch, once you press Train.",
+            loss_during="Choosing the threshold first (models trained on most of each site's rows); the loss of the "
+                        "final models appears here when their training starts.",
+            accuracy="Hold-out accuracy per site",
+            accuracy_none="No hold-out accuracy for this run: with a fixed threshold nothing had to be chosen, so no "
+                          "rows were held out.",
+            clients="Sites whose label mixes are close are trained together. Drag the red line on the dendrogram to "
+                    "choose the threshold t: the sites of every group then differ by at most t.",
+            distance="difference in label mix",
+            distance_tip="total-variation distance between the sites' label distributions (0: the same mix, 1: no "
+                         "class in common)",
+            threshold="t", auto_panel=True)
+
     def client_distances(self, bundles: list[ReceivedBundle], classes: list[str]) -> ClientDistances | None:
         K = len(classes)
         if len(bundles) < 2 or K < 2:
@@ -309,6 +331,18 @@ class DC(DCCFL):
                  + (f"; {summary['own_model_sites']} site(s) keep a model of their own rows"
                     if summary.get("own_model_sites") else "")]
                 + [site_line(x) for x in summary.get("sites", [])])
+
+    @classmethod
+    def page_texts(cls) -> PageTexts:
+        """One model for every site: no threshold, no choice to hold rows out for."""
+        return PageTexts(
+            models="One model is trained for all sites together, on the aligned compressed rows. Each site's "
+                   "expected accuracy comes from rows the model did not see in training (out-of-fold).",
+            loss="Training loss (live)", loss_y="cross-entropy",
+            loss_tip="mean cross-entropy of the shared model on its training rows",
+            clients="How the sites' label mixes differ (for exploring: this method trains one model for all sites).",
+            distance="difference in label mix",
+            distance_tip="total-variation distance between the sites' label distributions")
 
     def views(self, result: MethodResult) -> list[View]:
         """DC-CFL's Sites table and clinical figures, without the distances and the t curve (one cluster)."""

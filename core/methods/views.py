@@ -109,3 +109,39 @@ def principal_axes_2d(X: np.ndarray, extra: np.ndarray | None = None
     var = s**2
     ratio = var[:2] / var.sum() if var.sum() > 0 else np.zeros(2)
     return P, E, np.pad(ratio, (0, 2 - len(ratio)))
+
+
+@dataclass(frozen=True)
+class PageTexts:
+    """What the analyst window's Models and Clients pages say and show for one method, declared by the method
+    (:meth:`core.methods.base.Method.page_texts`). Plain words for a data manager; the method's own terms go in
+    the ``*_tip`` fields (tooltips). A page draws only what is declared: an empty title hides its plot, a False
+    flag hides its control.
+
+    models : the Models page's explanation (under its heading). train : the button's text.
+    loss : title of the live training-loss plot ("" : no such plot), with ``loss_x``/``loss_y`` axis names and
+    the sentences shown before training (``loss_before``) and while the method prepares (``loss_during``).
+    accuracy : title of the per-site hold-out accuracy plot ("" : none), ``accuracy_none`` when a run has none.
+    clients : the Clients page's explanation; ``distance`` the dendrogram's axis name (its term: ``distance_tip``).
+    threshold : the name of the cut (e.g. "t"); ``auto_panel`` : the "choose the cut automatically" panel
+    (hold-out accuracy for each threshold) applies. columns : summary keys of the Sites table → (plain header,
+    tooltip naming the method's term).
+    """
+
+    models: str
+    train: str = "Train"
+    loss: str = ""
+    loss_x: str = "epoch"
+    loss_y: str = "loss"
+    loss_tip: str = ""
+    loss_before: str = "The training loss appears here, epoch by epoch, once you press Train."
+    loss_during: str = "Preparing the data; the training loss appears here when training starts."
+    accuracy: str = ""
+    accuracy_before: str = "Each site's accuracy on its held-out rows appears here after training."
+    accuracy_none: str = "No hold-out accuracy for this run."
+    clients: str = ""
+    distance: str = "distance"
+    distance_tip: str = ""
+    threshold: str = "t"
+    auto_panel: bool = False
+    columns: dict = field(default_factory=dict)

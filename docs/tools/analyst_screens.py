@@ -1,7 +1,11 @@
 """Screenshots of the analyst window for the docs: builds a 6-site project, walks every page (after import,
-after a threshold move, after training, after export) and saves ``analyst-<n>-<page>.png``.
+after a threshold move, after training, after export) and saves ``analyst-<n>-<page>.png``; then a tiny round
+of every other method, each page it shows saved as ``methods/<method>-<page>-<scale>.png`` (8-bit colour, to keep
+them small). ``--scale 125`` draws on a 1366×768 laptop at 125 % (logical DPI 120) and renders only the per-method
+pages; every page is checked to be whole (no key widget cut) before it is saved.
 
     QT_QPA_PLATFORM=offscreen python docs/tools/analyst_screens.py docs/screenshots
+    QT_QPA_PLATFORM=offscreen python docs/tools/analyst_screens.py docs/screenshots --scale 125
 """
 
 from __future__ import annotations
@@ -96,6 +100,83 @@ def _scroll_to_roc(page) -> None:
             return
 
 
+# tiny rounds: (kit settings, site settings); the clustering methods use the clustering project
+METHOD_ROUNDS = {
+    "dccfl": ({"epochs": 30}, {}),
+    "hfldd": ({"epochs": 20, "min_steps": 400, "local_epochs": 20, "anchor_rows": 60, "clusters": 2},
+              {"kip_steps": 40, "init": "means"}),
+    "feddag": ({"epochs": 20, "warmup_rounds": 1, "warmup_epochs": 2, "cv_folds": 2}, {}),
+    "meta-lr": ({}, {}),
+    "gold": ({"k": "auto"}, {}),
+    "dcclustering": ({"k": "auto", "k_range": [2, 5]}, {}),
+}
+
+
+def save_small(widget, path: Path) -> Path:
+    """Grab ``widget`` and save it as an 8-bit palette PNG (a third of the size of a full-colour one)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QImage
+
+    image = widget.grab().toImage().convertToFormat(QImage.Format_Indexed8, Qt.ThresholdDither | Qt.AvoidDither)
+    image.save(str(path), "PNG", 9)
+    return path
+
+
+def render_methods(out_dir: Path, workdir: Path, scale: int) -> list[Path]:
+    """A tiny round of every method; each page the window lets the analyst open (Models, Clients, Data clustering,
+    Export) saved as ``methods/<method>-<page>-<scale>.png`` after checking that no key widget is cut."""
+    from PySide6.QtWidgets import QApplication
+
+    from gui.analyst.window import AnalystWindow
+    from gui.screen import fully_visible, reveal, window_fits
+
+    app = QApplication.instance()
+    target = Path(out_dir) / "methods"
+    target.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for method, (settings, site) in METHOD_ROUNDS.items():
+        if method in ("gold", "dcclustering"):
+            project = build_clustering_project(workdir / f"m-{method}", n_sites=3, rows=150, k=3, method=method,
+                                               settings=settings)
+        else:
+            project = build_project(workdir / f"m-{method}", n_sites=4, rows=160, epochs=settings.get("epochs", 5),
+                                    groups=2, method=method, settings=settings, site_settings=site)
+        window = AnalystWindow(kit_path=str(project.kit))
+        window.show()
+        open_session(app, window, project)
+        wait_job(app, window.bundles_page.import_paths([str(p) for p in project.bundles]))
+        confirm_senders(app, window.bundles_page, window.bundles_page.pending_fingerprints())
+        window.show_page("models")
+        wait_job(app, window.models_page.train(), timeout=600)
+        for key in ("models", "clients", "clustering", "export"):
+            if not window.show_page(key):
+                continue
+            for _ in range(20):
+                app.processEvents()
+            page = window.pages[key]
+            if hasattr(page, "ensure_fresh"):
+                page.ensure_fresh()
+            for _ in range(10):
+                app.processEvents()
+            if not window_fits(window):
+                raise RuntimeError(f"{method}: the window does not fit the screen")
+            for w in (getattr(page, name, None) for name in ("heatmap_plot", "dendrogram_plot", "loss_plot",
+                                                             "train_button")):
+                if w is not None and w.isVisible():
+                    reveal(w)
+                    app.processEvents()
+                    if not fully_visible(w):
+                        raise RuntimeError(f"{method} {key}: {type(w).__name__} is cut")
+            page.parentWidget().parentWidget().verticalScrollBar().setValue(0)  # shots start at the top
+            if key == "clustering":
+                _scroll_to_plots(page)
+            for _ in range(5):
+                app.processEvents()
+            written.append(save_small(window, target / f"{method}-{key}-{scale}.png"))
+        window.close()
+    return written
+
+
 def render(out_dir: Path, workdir: Path) -> list[Path]:
     """Build a 6-site project in ``workdir``, walk every page and save PNGs into ``out_dir``."""
     from PySide6.QtCore import QSettings
@@ -183,10 +264,25 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/screenshots")
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    target = Path(args[0]) if args else Path("docs/screenshots")
+    scale = int(sys.argv[sys.argv.index("--scale") + 1]) if "--scale" in sys.argv else 100
+    args = [a for a in args if a != str(scale)]
     from gui.screen import laptop_platform
 
-    laptop_platform()  # offscreen runs draw on a 1366×768 screen (a real display, e.g. Xvfb, is kept)
+    # offscreen runs draw on a 1366×768 screen at this scaling (a real display, e.g. Xvfb, is kept)
+    laptop_platform(dpi=round(96 * scale / 100))
     with tempfile.TemporaryDirectory() as tmp:
-        for p in render(target, Path(tmp)):
+        from PySide6.QtCore import QSettings
+        from PySide6.QtWidgets import QApplication
+
+        from gui import settings as app_settings
+
+        QSettings.setPath(QSettings.NativeFormat, QSettings.UserScope, str(Path(tmp) / "settings"))
+        QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(Path(tmp) / "settings"))
+        app = QApplication.instance() or QApplication(["dcstudio-shots"])
+        app.setOrganizationName(app_settings.ORG)
+        app.setApplicationName(app_settings.APP)
+        shots = render(target, Path(tmp)) if scale == 100 else []
+        for p in shots + render_methods(target, Path(tmp) / "methods", scale):
             print(p)

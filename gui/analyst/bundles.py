@@ -39,6 +39,7 @@ from core.robustness import scale_flags
 
 from .. import settings as app_settings
 from ..jobs import Job
+from ..screen import keep_rows
 from ..widgets import JobPanel, MessageLabel
 from .common import (
     COUNTS_ROLE,
@@ -144,6 +145,7 @@ class BundlesPage(QWidget):
         header.setSectionResizeMode(COL_FILE, QHeaderView.Stretch)  # the refusal reasons get the room
         header.sectionResized.connect(lambda *_: self.table.resizeRowsToContents())  # reasons re-wrap
         self.table.verticalHeader().setVisible(False)
+        keep_rows(self.table, 6)  # six sites in view; the page scrolls on a small screen
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectRows)
         self.table.setItemDelegateForColumn(COL_LABELS, SparklineDelegate(self.table))

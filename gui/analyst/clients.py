@@ -16,6 +16,7 @@ companion matrix), ``chosen_label``.
 
 from __future__ import annotations
 
+import html
 from dataclasses import replace
 
 import numpy as np
@@ -36,8 +37,9 @@ from scipy.cluster.hierarchy import dendrogram
 
 from core.errors import DCError
 from core.methods import METHODS, ClientDistances, get_method, method_class
+from core.methods.views import PageTexts
 
-from ..plots import GREY, cluster_color, make_plot
+from ..plots import GREY, category_ticks, cluster_color, make_plot, set_title
 from ..views_panel import render_view
 from ..widgets import MessageLabel
 from .common import label_counts
@@ -53,6 +55,11 @@ def _box(title: str, *widgets: QWidget) -> QGroupBox:
     for k, w in enumerate(widgets):
         lay.addWidget(w, 1 if k == 0 else 0)
     return box
+
+
+def _short(name: str, most: int = 16) -> str:
+    """A site's name cut to ``most`` characters with "…" (the full names are in the axis's tooltip)."""
+    return name if len(name) <= most else name[: most - 1] + "…"
 
 
 def _keep_square(plot: pg.PlotWidget, n: int) -> None:
@@ -84,12 +91,13 @@ class ClientsPage(QWidget):
         self._dirty = False
         self._result_dirty = False
 
+        self.texts = PageTexts(models="")
         self.heading = heading = QLabel(self._heading_text(False))
         heading.setWordWrap(True)
         self.message = MessageLabel()
 
         # heatmap
-        self.heatmap_plot = make_plot(self.tr("Total-variation distance between sites"))
+        self.heatmap_plot = make_plot(self.tr("Difference between sites"))
         self.heatmap_plot.setMenuEnabled(False)
         self.heatmap_plot.setMouseEnabled(False, False)
         self.heatmap_plot.getPlotItem().showGrid(False, False)
@@ -103,9 +111,11 @@ class ClientsPage(QWidget):
         self.colorbar = pg.ColorBarItem(values=(0, 1), colorMap=self.cmap, interactive=False, width=12)
         self.colorbar.setImageItem(self.heatmap_image, insert_in=self.heatmap_plot.getPlotItem())
         self._cell_texts: list[pg.TextItem] = []
+        # the values in the cells only while a cell is wide enough for them (else the colours and the colour bar)
+        self.heatmap_plot.getViewBox().sigResized.connect(self._cell_values_fit)
 
         # dendrogram + threshold
-        self.dendrogram_plot = make_plot(self.tr("Complete-linkage dendrogram"), y=self.tr("TV distance"))
+        self.dendrogram_plot = make_plot(self.tr("Which sites are closest (dendrogram)"), y="")
         self.dendrogram_plot.setMenuEnabled(False)
         self.dendrogram_plot.setMouseEnabled(False, False)
         self.dendrogram_plot.hideButtons()
@@ -132,7 +142,7 @@ class ClientsPage(QWidget):
         self.t_spin.setValue(DEFAULT_T)
         self.t_spin.setPrefix("t = ")
         self.t_spin.valueChanged.connect(self._spin_changed)
-        self.auto_t_check = QCheckBox(self.tr("Let training choose t &automatically (best hold-out accuracy)"))
+        self.auto_t_check = QCheckBox()
         self.auto_t_check.toggled.connect(self._auto_toggled)
         controls = QWidget()
         row = QHBoxLayout(controls)
@@ -149,17 +159,16 @@ class ClientsPage(QWidget):
         self.method_note.setWordWrap(True)
 
         # per-cluster label distributions
-        self.bars_plot = make_plot(self.tr("Label distribution of each cluster"), y=self.tr("share of rows"))
+        self.bars_plot = make_plot(self.tr("Label mix of each group"), y=self.tr("share of rows"))
         self.bars_plot.setMenuEnabled(False)
         self.bars_plot.setMouseEnabled(False, False)
         self.bars_legend = QLabel()
         self.bars_legend.setWordWrap(True)
 
         # validation curve (after training)
-        self.validation_plot = make_plot(self.tr("Hold-out accuracy for each t (after training)"),
-                                         x="t", y=self.tr("mean accuracy"))
+        self.validation_plot = make_plot("", x="t", y=self.tr("mean accuracy"))
         self.validation_plot.setMenuEnabled(False)
-        self.auto_t_label = QLabel(self.tr("Train on the Models page to see which t the data prefers."))
+        self.auto_t_label = QLabel()
         self.auto_t_label.setWordWrap(True)
 
         top, bottom = QWidget(), QWidget()
@@ -170,12 +179,14 @@ class ClientsPage(QWidget):
         self.distances_row = QHBoxLayout(distances)
         self.distances_row.setContentsMargins(0, 0, 0, 0)
         self.distances_row.addWidget(self.heatmap_plot, 1)
+        self.top_row = row
         row.addWidget(_box(self.tr("Distances"), distances), 1)
         row.addWidget(_box(self.tr("Clusters"), self.dendrogram_plot, self.chosen_label, self.method_note), 1)
         row = QHBoxLayout(bottom)
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(_box(self.tr("Per-cluster labels"), self.bars_plot, self.bars_legend))
-        row.addWidget(_box(self.tr("Automatic t"), self.validation_plot, self.auto_t_label))
+        row.addWidget(_box(self.tr("Label mix per group"), self.bars_plot, self.bars_legend))
+        self.auto_box = _box(self.tr("Automatic choice"), self.validation_plot, self.auto_t_label)
+        row.addWidget(self.auto_box)
         self.splitter = QSplitter(Qt.Vertical)
         self.splitter.addWidget(top)
         self.splitter.addWidget(bottom)
@@ -193,12 +204,12 @@ class ClientsPage(QWidget):
         state.result_changed.connect(self._result_changed)
 
     def _heading_text(self, chosen: bool) -> str:
-        if chosen:
-            return self.tr("<h2>Clients</h2><p>How the sites differ, and the groups of sites this project's method "
-                           "will train together (chosen by the method, listed under the dendrogram).</p>")
-        return self.tr("<h2>Clients</h2><p>Sites whose label distributions are close are trained together. Drag the "
-                       "red line on the dendrogram to choose the threshold t: every cluster's sites then differ by "
-                       "at most t (total variation).</p>")
+        """The method's own explanation (:class:`core.methods.views.PageTexts`) under the heading."""
+        text = self.texts.clients
+        if chosen and not text:
+            text = self.tr("How the sites differ, and the groups of sites this project's method will train together "
+                           "(listed under the dendrogram).")
+        return "<h2>" + self.tr("Clients") + "</h2>" + (f"<p>{html.escape(text)}</p>" if text else "")
 
     # ---- state → widgets ---------------------------------------------------------------------------------
     @property
@@ -207,6 +218,25 @@ class ClientsPage(QWidget):
         return int(self.labels.max()) + 1 if len(self.labels) else 0
 
     def _session_changed(self) -> None:
+        kit = self.state.kit
+        cls = METHODS.get(kit.method) if kit is not None else None
+        texts = self.texts = cls.page_texts() if cls is not None else PageTexts(models="")
+        self.heading.setText(self._heading_text(self.clustering is not None and self.clustering.chosen is not None))
+        axis = self.dendrogram_plot.getPlotItem().getAxis("left")
+        axis.setLabel(texts.distance)
+        axis.setToolTip(texts.distance_tip)
+        name = texts.threshold
+        self.threshold_line.label.setFormat(name + " = {value:.2f}")
+        self.threshold_line.setToolTip(self.tr("Drag to change the threshold {t}").format(t=name))
+        self.t_spin.setPrefix(f"{name} = ")
+        self.auto_t_check.setText(self.tr("Let training choose {t} &automatically (best hold-out accuracy)")
+                                  .format(t=name))
+        set_title(self.validation_plot, self.tr("Hold-out accuracy for each {t} (after training)").format(t=name))
+        self.validation_plot.getPlotItem().setLabel("bottom", name)
+        self.auto_t_label.setText(self.tr("Train on the Models page to see which {t} the data prefers.")
+                                  .format(t=name))
+        self.auto_box.setTitle(self.tr("Automatic {t}").format(t=name))
+        self.auto_box.setVisible(texts.auto_panel)  # only methods that choose their cut on held-out rows
         self._session_changed_note()
         self._threshold_changed()
 
@@ -214,8 +244,8 @@ class ClientsPage(QWidget):
         kit = self.state.kit
         cls = METHODS.get(kit.method) if kit is not None else None
         if cls is not None and cls.threshold_setting() is None:
-            self.method_note.setText(self.tr("This kit's method ({m}) does not choose groups of sites by a "
-                                             "threshold; the cut is shown for exploration only.").format(m=kit.method))
+            self.method_note.setText(self.tr("This project's method does not group sites by a threshold; the cut "
+                                             "is shown for exploring only."))
         else:
             self.method_note.setText("")
 
@@ -288,7 +318,7 @@ class ClientsPage(QWidget):
                                      .format(how=view.chosen_how or self.tr("the method's own rule")))
         else:
             self._session_changed_note()
-        self.heatmap_plot.setTitle(view.what[:1].upper() + view.what[1:])
+        set_title(self.heatmap_plot, view.what[:1].upper() + view.what[1:])
         self._draw_heatmap()
         self._draw_companions()
         self._draw_dendrogram()
@@ -317,22 +347,30 @@ class ClientsPage(QWidget):
             self.distances_row.removeWidget(w)
             w.deleteLater()
         self.companion_plots = []
+        self.top_row.setStretch(0, 1)
+        self.top_row.setStretch(1, 1)
 
     def _draw_companions(self) -> None:
         """The method's further site × site matrices, beside the distance heatmap, in the dendrogram's order."""
         self._clear_companions()
         order = self._order()
+        # two or more matrices side by side take two thirds of the row (each stays square and readable)
+        wide = bool(self.clustering.companions)
+        self.top_row.setStretch(0, 3 if wide else 1)
+        self.top_row.setStretch(1, 2 if wide else 1)
+        self.distances_row.setStretch(0, 3 if wide else 1)  # the first matrix also carries names and colour bar
         for v in self.clustering.companions:
             M = np.asarray(v.matrix)
+            # numbered like the heatmap beside it (which names the sites): room for the matrix itself
             ordered = replace(v, matrix=M[np.ix_(order, order)],
-                              row_labels=[f"{v.row_labels[i]}  {k + 1}" for k, i in enumerate(order)],
+                              row_labels=[str(k + 1) for k in range(len(order))],
                               col_labels=[str(k + 1) for k in range(len(order))])
             w = render_view(ordered)
             w.setMinimumHeight(200)
             w.setAspectLocked(True)
             _keep_square(w, len(order))
             self.companion_plots.append(w)
-            self.distances_row.addWidget(w, 1)
+            self.distances_row.addWidget(w, 2)
 
     def _draw_heatmap(self) -> None:
         c = self.clustering
@@ -343,7 +381,8 @@ class ClientsPage(QWidget):
         names = [self.names[i] for i in order]
         item = self.heatmap_plot.getPlotItem()
         item.getAxis("bottom").setTicks([[(i + 0.5, str(i + 1)) for i in range(len(names))]])
-        item.getAxis("left").setTicks([[(i + 0.5, f"{n}  {i + 1}") for i, n in enumerate(names)]])
+        item.getAxis("left").setTicks([[(i + 0.5, f"{_short(n, 14)}  {i + 1}") for i, n in enumerate(names)]])
+        item.getAxis("left").setToolTip("\n".join(f"{i + 1}: {n}" for i, n in enumerate(names)))
         for t in self._cell_texts:
             self.heatmap_plot.removeItem(t)
         self._cell_texts = []
@@ -356,6 +395,16 @@ class ClientsPage(QWidget):
                     self.heatmap_plot.addItem(text)
                     self._cell_texts.append(text)
         _keep_square(self.heatmap_plot, len(order))
+        self._cell_values_fit()
+
+    def _cell_values_fit(self, *_) -> None:
+        n = max(1, len(self.names))
+        vb = self.heatmap_plot.getViewBox()
+        (x0, x1), _ = vb.viewRange()
+        cell = vb.width() / max(x1 - x0, 1e-9)
+        wide = cell >= self.heatmap_plot.fontMetrics().horizontalAdvance("0.00") + 6 or n == 0
+        for t in self._cell_texts:
+            t.setVisible(wide)
 
     def _order(self) -> list[int]:
         c = self.clustering
@@ -426,10 +475,11 @@ class ClientsPage(QWidget):
             self.chosen_label.show()
             return
         self.chosen_label.hide()
-        text = self.tr("{n} cluster(s) at t = {t:.2f}").format(n=n, t=t) if n != 1 else \
-            self.tr("1 cluster at t = {t:.2f}").format(t=t)
+        name = self.texts.threshold
+        text = self.tr("{n} groups at {name} = {t:.2f}").format(n=n, name=name, t=t) if n != 1 else \
+            self.tr("1 group at {name} = {t:.2f}").format(name=name, t=t)
         self.clusters_label.setText(text)
-        self.clusters_label.setToolTip(self.tr("Training will choose t automatically; this cut is for "
+        self.clusters_label.setToolTip(self.tr("Training will choose the cut automatically; this cut is for "
                                                "exploring.") if self.state.t_choice == "auto" else "")
 
     def _draw_bars(self) -> None:
@@ -449,8 +499,8 @@ class ClientsPage(QWidget):
             plot.addItem(pg.BarGraphItem(x=x, height=share, width=width * 0.92, brush=color, pen=pg.mkPen(None)))
             sites = ", ".join(self.names[i] for i in members)
             legend.append(f'<span style="color:{color.name()};font-size:14pt">■</span> '
-                          + self.tr("cluster {l}: {sites}").format(l=lab + 1, sites=sites))
-        plot.getPlotItem().getAxis("bottom").setTicks([[(k, cl) for k, cl in enumerate(self.state.classes)]])
+                          + self.tr("group {l}: {sites}").format(l=lab + 1, sites=sites))
+        category_ticks(plot, "bottom", [(k, str(cl)) for k, cl in enumerate(self.state.classes)])
         plot.setXRange(-0.6, K - 0.4, padding=0)
         plot.setYRange(0, 1.0, padding=0.02)
         self.bars_legend.setText("<br>".join(legend))
@@ -496,7 +546,8 @@ class ClientsPage(QWidget):
         plot.clear()
         result = self.state.result
         if result is None or "validation_curve" not in result.summary:
-            self.auto_t_label.setText(self.tr("Train on the Models page to see which t the data prefers."))
+            self.auto_t_label.setText(self.tr("Train on the Models page to see which {t} the data prefers.")
+                                      .format(t=self.texts.threshold))
             return
         s = result.summary
         curve = {float(k): float(v) for k, v in (s.get("validation_curve") or {}).items()}
@@ -512,12 +563,12 @@ class ClientsPage(QWidget):
             plot.setXRange(0, 1, padding=0.02)
         if s.get("t_auto"):
             best = curve.get(float(chosen), float("nan")) if chosen is not None else float("nan")
-            self.auto_t_label.setText(self.tr("Automatic t = <b>{t:g}</b> ({n} cluster(s)): best mean hold-out "
+            self.auto_t_label.setText(self.tr("Automatic {name} = <b>{t:g}</b> ({n} group(s)): best mean hold-out "
                                               "accuracy {acc:.3f} over the grid.").format(
-                t=float(chosen), n=s.get("n_clusters", "?"), acc=best))
+                name=self.texts.threshold, t=float(chosen), n=s.get("n_clusters", "?"), acc=best))
             self._set_line(float(chosen))  # show the trained cut; t stays automatic
             self.recut()
         elif chosen is not None:
-            self.auto_t_label.setText(self.tr("Trained with t = {t:g} (chosen by you); hold-out accuracy "
-                                              "{acc:.3f}.").format(t=float(chosen),
+            self.auto_t_label.setText(self.tr("Trained with {name} = {t:g} (chosen by you); hold-out accuracy "
+                                              "{acc:.3f}.").format(name=self.texts.threshold, t=float(chosen),
                                                                    acc=curve.get(float(chosen), float("nan"))))

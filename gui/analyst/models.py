@@ -1,4 +1,4 @@
-"""Models page: train one model per cluster (``AnalystRound.run`` in a job), watch the loss curves live,
+"""Models page: train the method's models (``AnalystRound.run`` in a job), watch the loss curves live,
 then read each site's hold-out accuracy.
 
 The core trainer calls ``on_epoch(epoch, losses_per_group)`` on the worker thread; :class:`EpochRelay`
@@ -40,11 +40,11 @@ from PySide6.QtWidgets import (
 
 from core.learn.intervals import describe
 from core.methods import METHODS
-from core.methods.views import Curve
+from core.methods.views import Curve, PageTexts
 from core.report import minority_flags
 
 from ..jobs import Job
-from ..plots import cluster_color, make_plot
+from ..plots import cluster_color, make_plot, set_title
 from ..settings_form import SettingsForm
 from ..views_panel import ViewsPanel
 from ..widgets import EmptyNote, JobPanel, MessageLabel
@@ -87,14 +87,8 @@ class EpochRelay(QObject):
 
 
 class ModelsPage(QWidget):
-    """The training step (see the module docstring). Empty plots carry a sentence saying what will appear."""
-
-    LOSS_BEFORE = "The training loss of each cluster model appears here, epoch by epoch, once you press Train."
-    LOSS_DURING = ("Choosing the threshold first (models trained on most of each site's rows); the loss of the "
-                   "final models appears here when their training starts.")
-    ACCURACY_BEFORE = "Each site's accuracy on its held-out rows appears here after training."
-    ACCURACY_NONE = ("No hold-out accuracy for this run: with a fixed threshold nothing had to be chosen, so no "
-                     "rows were held out.")
+    """The training step (see the module docstring). Its words, plots and controls are those the kit's method
+    declares (:meth:`core.methods.Method.page_texts`); empty plots carry a sentence saying what will appear."""
 
     show_clients_requested = Signal()
 
@@ -128,7 +122,9 @@ class ModelsPage(QWidget):
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.t_label, 1)
         row.addWidget(self.change_t_button)
-        form.addRow(self.tr("Threshold:"), t_row)
+        self.t_row = t_row
+        self.t_caption = QLabel(self.tr("Threshold:"))
+        form.addRow(self.t_caption, t_row)
         self.run_form = SettingsForm()  # the method's run-time settings (e.g. epochs), the kit's values first
         self.run_form.setToolTip(self.tr("The kit's values by default"))
         form.addRow(self.run_form)
@@ -142,14 +138,14 @@ class ModelsPage(QWidget):
         self.job_panel.finished.connect(self._job_finished)
         self.message = MessageLabel()
 
-        self.loss_plot = make_plot(self.tr("Training loss per cluster model (live)"), x=self.tr("epoch"),
-                                   y=self.tr("cross-entropy"))
+        self.texts = PageTexts(models="")
+        self.loss_plot = make_plot("", x="", y="")
         self.loss_plot.addLegend(offset=(-10, 10), brush=(255, 255, 255, 210), labelTextColor="#111827")
-        self.accuracy_plot = make_plot(self.tr("Hold-out accuracy per site"), x=self.tr("accuracy"))
+        self.accuracy_plot = make_plot("", x=self.tr("accuracy"))
         self.accuracy_plot.getPlotItem().showGrid(x=True, y=False, alpha=0.15)
         self.accuracy_plot.setMouseEnabled(False, False)
-        self.loss_note = EmptyNote(self.loss_plot, self.LOSS_BEFORE)
-        self.accuracy_note = EmptyNote(self.accuracy_plot, self.ACCURACY_BEFORE)
+        self.loss_note = EmptyNote(self.loss_plot, "")
+        self.accuracy_note = EmptyNote(self.accuracy_plot, "")
         self.metrics_table = QTableWidget(0, 0)
         self.metrics_table.verticalHeader().setVisible(False)
         self.metrics_table.setEditTriggers(QTableWidget.NoEditTriggers)
@@ -203,41 +199,48 @@ class ModelsPage(QWidget):
 
     def _session_changed(self) -> None:
         kit = self.state.kit
-        clustering = kit is not None and kit.task == "clustering"
-        if clustering:
-            self.heading.setText(self.tr("<h2>Models</h2><p>Cluster the rows of every site together (one-shot "
-                                         "federated clustering); the result appears on the Data clustering "
-                                         "page.</p>"))
-            self.train_button.setText(self.tr("&Cluster the data"))
-        else:
-            self.heading.setText(self.tr("<h2>Models</h2><p>One model is trained per cluster of sites, on the "
-                                         "aligned reduced rows. A fifth of every site's rows is held out to "
-                                         "measure accuracy (and to choose t automatically).</p>"))
-            self.train_button.setText(self.tr("&Train"))
-        # clustering has no epochs and no hold-out accuracy: no empty plots for it
-        self.loss_plot.setVisible(not clustering)
-        self.accuracy_plot.setVisible(not clustering)
         cls = self._method()
+        texts = self.texts = cls.page_texts() if cls is not None else PageTexts(models="")
+        self.heading.setText("<h2>" + self.tr("Models") + "</h2>" + (f"<p>{html.escape(texts.models)}</p>"
+                                                                     if texts.models else ""))
+        self.train_button.setText(texts.train)
+        # only the plots the method declares: no empty loss plot for a method that trains nothing
+        set_title(self.loss_plot, texts.loss)
+        axes = self.loss_plot.getPlotItem()
+        axes.setLabel("bottom", texts.loss_x)
+        axes.setLabel("left", texts.loss_y)
+        axes.getAxis("left").setToolTip(texts.loss_tip)
+        self.loss_note.show_note(texts.loss_before)
+        set_title(self.accuracy_plot, texts.accuracy)
+        self.accuracy_note.show_note(texts.accuracy_before)
+        self.loss_plot.setVisible(bool(texts.loss))
+        self.accuracy_plot.setVisible(bool(texts.accuracy))
+        self.result_tabs.setTabVisible(0, bool(texts.loss or texts.accuracy))
+        clustering = kit is not None and kit.task == "clustering"
+        self.result_tabs.setTabText(2, self.tr("Results") if clustering else
+                                    self.tr("Results: discrimination, calibration, plots"))
         specs = () if cls is None else tuple(s for s in cls.settings_spec
                                              if s.at_run and s.side == "analyst" and s.role != "threshold")
         self.run_form.set_specs(specs, {} if kit is None else kit.settings)
         threshold = None if cls is None else cls.threshold_setting()
         self.t_label.setToolTip("" if threshold is None else f"{threshold.help}; automatic: {threshold.auto_help}")
         self.run_form.setVisible(bool(specs))
+        self.t_caption.setText(self.tr("Threshold {t}:").format(t=texts.threshold))
         self._update_t_label()
         self._update_ready()
 
     def _update_t_label(self) -> None:
         uses_t = self._uses_t()
-        self.change_t_button.setVisible(uses_t)
-        if self.state.kit is None:
+        self.t_row.setVisible(uses_t)  # a method without a threshold shows no threshold row at all
+        self.t_caption.setVisible(uses_t)
+        name = self.texts.threshold
+        if self.state.kit is None or not uses_t:
             self.t_label.setText("")
-        elif not uses_t:
-            self.t_label.setText(self.tr("not used by method {m}").format(m=self.state.kit.method))
         elif self.state.t_choice == "auto":
-            self.t_label.setText(self.tr("automatic (chosen by cross-validation on the received rows)"))
+            self.t_label.setText(self.tr("automatic (chosen on held-out rows)"))
         else:
-            self.t_label.setText(self.tr("t = {t:.2f} (set on the Clients page)").format(t=float(self.state.t_choice)))
+            self.t_label.setText(self.tr("{n} = {t:.2f} (set on the Clients page)").format(
+                n=name, t=float(self.state.t_choice)))
 
     def _update_ready(self) -> None:
         n = len(self.state.training_bundles)
@@ -318,8 +321,8 @@ class ModelsPage(QWidget):
         self.minority_warning.clear_message()
         self.result_tabs.setCurrentIndex(0)
         self.result_label.clear()
-        self.loss_note.show_note(self.LOSS_DURING)
-        self.accuracy_note.show_note(self.ACCURACY_BEFORE)
+        self.loss_note.show_note(self.texts.loss_during)
+        self.accuracy_note.show_note(self.texts.accuracy_before)
 
     def _schedule_redraw(self) -> None:
         if not self._redraw.isActive():
@@ -336,11 +339,11 @@ class ModelsPage(QWidget):
                 continue
             if curve is None:
                 curve = self.loss_plot.plot([], [], pen=pg.mkPen(cluster_color(g), width=2),
-                                            name=self.tr("cluster {g}").format(g=g + 1))
+                                            name=self.tr("group {g}").format(g=g + 1))
                 self._curve_pool[g] = curve
             elif not curve.isVisible():
                 curve.setVisible(True)
-                legend.addItem(curve, self.tr("cluster {g}").format(g=g + 1))
+                legend.addItem(curve, self.tr("group {g}").format(g=g + 1))
             self.loss_curves[g] = curve
 
     def _epochs_arrived(self) -> None:
@@ -381,7 +384,8 @@ class ModelsPage(QWidget):
                         if k not in preferred and k not in hidden and isinstance(v, int | float | str)})
         cols = [c for c in preferred if any(c in x for x in sites)] + extra
         self.metric_columns = cols
-        titles = {"site": self.tr("Site"), "cluster": self.tr("Cluster"), "rows": self.tr("Rows"),
+        declared = self.texts.columns
+        titles = {"site": self.tr("Site"), "cluster": self.tr("Group"), "rows": self.tr("Rows"),
                   "holdout_accuracy": self.tr("Hold-out accuracy"), "model": self.tr("Model sent"),
                   "expected": self.tr("Expected accuracy"),
                   "own_model": self.tr("Own rows alone"), "expected_gain": self.tr("Expected gain"),
@@ -389,7 +393,11 @@ class ModelsPage(QWidget):
         t = self.metrics_table
         t.clear()
         t.setColumnCount(len(cols))
-        t.setHorizontalHeaderLabels([titles.get(c, c.replace("_", " ")) for c in cols])
+        for c, key in enumerate(cols):
+            plain, term = declared.get(key, (titles.get(key, key.replace("_", " ").capitalize()), ""))
+            head = QTableWidgetItem(plain)
+            head.setToolTip(term)
+            t.setHorizontalHeaderItem(c, head)
         t.setRowCount(len(sites))
         for r, x in enumerate(sites):
             for c, key in enumerate(cols):
@@ -420,10 +428,12 @@ class ModelsPage(QWidget):
         QTimer.singleShot(0, lambda: self._draw_views(result))
         parts = [self.tr("Method <b>{m}</b>").format(m=result.method)]
         if "n_clusters" in s:
-            parts.append(self.tr("{n} cluster(s)").format(n=s["n_clusters"]))
+            parts.append((self.tr("{n} group(s) of sites") if s.get("task") == "classification" else
+                          self.tr("{n} cluster(s)")).format(n=s["n_clusters"]))
         if s.get("t") is not None and self._uses_t():
-            parts.append(self.tr("t = {t:g} ({how})").format(
-                t=float(s["t"]), how=self.tr("automatic") if s.get("t_auto") else self.tr("chosen")))
+            parts.append(self.tr("{n} = {t:g} ({how})").format(
+                n=self.texts.threshold, t=float(s["t"]),
+                how=self.tr("automatic") if s.get("t_auto") else self.tr("chosen")))
         if "expected_mean" in s:
             parts.append(self.tr("mean expected accuracy <b>{a:.3f}</b>").format(a=float(s["expected_mean"])))
             if "own_model_mean" in s:
@@ -463,7 +473,7 @@ class ModelsPage(QWidget):
         accs = [x["holdout_accuracy"] for x in sites if "holdout_accuracy" in x]
         self.accuracy_plot.clear()
         if not accs:
-            self.accuracy_note.show_note(self.ACCURACY_NONE)
+            self.accuracy_note.show_note(self.texts.accuracy_none)
         if accs and len(accs) == len(sites):
             self.accuracy_note.hide_note()
             clusters = [int(x.get("cluster", 1)) - 1 for x in sites]

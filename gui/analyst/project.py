@@ -41,7 +41,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
-    QScrollArea,
     QSizePolicy,
     QSpinBox,
     QTabWidget,
@@ -134,20 +133,13 @@ class ProjectPage(QWidget):
         cols = QHBoxLayout()
         cols.addLayout(left, 3)
         cols.addLayout(right, 7)  # the schema grid takes the room
-        inner = QWidget()
-        inner.setLayout(cols)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setWidget(inner)
-        scroll.setFrameShape(QScrollArea.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        outer = QVBoxLayout(self)
+        outer = QVBoxLayout(self)  # the window's page scroll (gui.screen.PageScroll) scrolls it on a small screen
         heading = QLabel(self.tr("<h2>Project</h2><p>Unlock your analyst identity, then open the project kit or "
                                  "create one from a sample CSV. The kit is signed with your identity; sites "
                                  "check your fingerprint before they send anything.</p>"))
         heading.setWordWrap(True)
         outer.addWidget(heading)
-        outer.addWidget(scroll, 1)
+        outer.addLayout(cols, 1)
         self._fill_recent()
         self._task_changed()
 
@@ -290,7 +282,7 @@ class ProjectPage(QWidget):
         method_box = QGroupBox(self.tr("Method"))
         mform = _form(method_box)
         self.method_combo = _short_combo()
-        self.method_combo.setMinimumContentsLength(34)
+        self.method_combo.setMinimumContentsLength(22)
         # a method's name and title are long: the combo takes the row's width (elided only in a narrow window)
         self.method_combo.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         self.method_combo.currentIndexChanged.connect(self._method_changed)

@@ -25,9 +25,17 @@ from PySide6.QtWidgets import (
 )
 
 from .. import settings as app_settings
-from ..screen import fit_window, window_fits
+from ..screen import fit_window, scrolling, window_fits
 from ..widgets import JobPanel
 from .state import QtAnalystState, training_threads
+
+
+def compares_sites(method: str) -> bool:
+    """Whether a method has a Clients page (it describes how sites differ: ``Method.client_distances``)."""
+    from core.methods import METHODS, Method
+
+    cls = METHODS.get(method)
+    return cls is not None and cls.client_distances is not Method.client_distances
 
 
 class AnalystWindow(QMainWindow):
@@ -76,7 +84,7 @@ class AnalystWindow(QMainWindow):
             item.setData(Qt.UserRole, key)
             self.nav.addItem(item)
             self._items[key] = item
-            self.stack.addWidget(page)
+            self.stack.addWidget(scrolling(page))  # a page scrolls, rather than being squeezed, on a small screen
         self.nav.currentRowChanged.connect(self._row_changed)
         self.project_label = QLabel()
         self.project_label.setWordWrap(True)
@@ -145,7 +153,7 @@ class AnalystWindow(QMainWindow):
             flags = item.flags()
             item.setFlags(flags | Qt.ItemIsEnabled if enabled[key] else flags & ~Qt.ItemIsEnabled)
             item.setText(self.titles[key] + ("  ✓" if done.get(key) else ""))
-        self._items["clients"].setHidden(clustering)
+        self._items["clients"].setHidden(clustering or (has_session and not compares_sites(s.session.kit.method)))
         self._items["clustering"].setHidden(not clustering and not has_clustering)
         if has_session:
             kit = s.session.kit

@@ -14,6 +14,7 @@ from core.wording import ANCHOR_WORDS  # noqa: F401 (plain words, shared)
 
 from .. import settings as app_settings
 from ..jobs import Job
+from ..screen import scrolling
 from ..widgets import JobPanel, MessageLabel
 
 
@@ -174,7 +175,8 @@ class TextFrameModel(QAbstractTableModel):
 class Page(QWizardPage):
     """A wizard page with an inline message line and a progress/cancel panel at the bottom.
 
-    Subclasses put their widgets in ``self.body`` (a QVBoxLayout); ``self.message`` and ``self.jobs`` follow.
+    Subclasses put their widgets in ``self.body`` (a QVBoxLayout inside ``self.scroll``, a scroll area);
+    ``self.message`` and ``self.jobs`` follow, outside it (always in view).
     """
 
     def __init__(self, title: str, subtitle: str = ""):
@@ -187,8 +189,11 @@ class Page(QWizardPage):
         self.job: Job | None = None
         self._busy = False
         outer = QVBoxLayout(self)
-        self.body = QVBoxLayout()
-        outer.addLayout(self.body, 1)
+        content = QWidget()
+        self.body = QVBoxLayout(content)
+        self.body.setContentsMargins(0, 0, 4, 0)
+        self.scroll = scrolling(content)  # the page scrolls, rather than being squeezed, on a small or scaled screen
+        outer.addWidget(self.scroll, 1)
         outer.addWidget(self.message)
         outer.addWidget(self.jobs)
 

@@ -35,6 +35,7 @@ from core.methods import get_method
 from core.participant import ParticipantRound
 
 from ..jobs import Job
+from ..screen import rows_height
 from .common import Page, PathField, TextFrameModel
 
 PREVIEW_ROWS = 50
@@ -143,6 +144,10 @@ class DataPage(Page):
         bl.addWidget(self.columns_table)
         split.addWidget(top)
         split.addWidget(bottom)
+        split.setChildrenCollapsible(False)
+        # never fewer than the first 6 rows and 5 column rows (the page scrolls instead, on a small screen)
+        self.preview_view.setMinimumHeight(rows_height(self.preview_view, 6))
+        self.columns_table.setMinimumHeight(rows_height(self.columns_table, 5))
         split.setSizes([260, 170])
         opts = QFormLayout()
         opts.addRow(self.tr("Also &treat as missing:"), self.missing_edit)

@@ -28,6 +28,7 @@ from core.methods import method_class
 from core.methods.base import SiteExport
 from core.privacy.levers import EPSILON_SETTING, formal_words, measure_levers, summarise
 
+from ..screen import keep_rows
 from ..settings_form import SettingsForm
 from .common import Page, human_size
 from .disclosure_check import DisclosureCheck
@@ -84,6 +85,7 @@ class PrivacyPage(Page):
         self.disclosure_table.setHorizontalHeaderLabels([self.tr("Array"), self.tr("Shape"), self.tr("Type"),
                                                          self.tr("What it is")])
         self.disclosure_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        keep_rows(self.disclosure_table, 7)  # every array that leaves, in view (the page scrolls instead)
         self.disclosure_table.verticalHeader().setVisible(False)
         self.disclosure_table.horizontalHeader().setSectionResizeMode(3, QHeaderView.Stretch)
         self.disclosure_table.setWordWrap(False)  # one line per array (the whole meaning in its tooltip)

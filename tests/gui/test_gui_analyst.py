@@ -330,9 +330,9 @@ def test_threshold_line_recuts_clusters(qtbot, project):
     seen = []
     line.sigPositionChanged.connect(lambda *_: seen.append(line.value()))
     line.setValue(0.95)  # what a drag does: sets the value and emits sigPositionChanged
-    assert seen and cp.n_clusters == 1 and "1 cluster" in cp.clusters_label.text()
+    assert seen and cp.n_clusters == 1 and "1 group" in cp.clusters_label.text()
     line.setValue(0.5)
-    assert cp.n_clusters == 2 and "2 cluster" in cp.clusters_label.text()
+    assert cp.n_clusters == 2 and "2 groups" in cp.clusters_label.text()
     groups = sorted(tuple(int(i) for i in np.flatnonzero(cp.labels == k)) for k in range(2))
     assert groups == [(0, 2), (1, 3)]  # sites alternate between the two label skews
     line.setValue(0.0)
@@ -371,7 +371,7 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
     t = mp.metrics_table
     assert t.rowCount() == 4
     headers = [t.horizontalHeaderItem(c).text() for c in range(t.columnCount())]
-    assert headers[:6] == ["Site", "Cluster", "Rows", "Model sent", "Expected accuracy",
+    assert headers[:6] == ["Site", "Group", "Rows", "Model sent", "Expected accuracy",
                            "Own rows alone"]
     for r in range(4):  # every accuracy shown carries its row count and a 95 % interval
         text = t.item(r, 4).text()

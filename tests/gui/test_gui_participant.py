@@ -28,7 +28,7 @@ from core.formats.workspace import AnalystWorkspace, SiteWorkspace, default_work
 from core.participant import ParticipantRound  # noqa: E402
 from gui import settings as app_settings  # noqa: E402
 from gui.participant import ParticipantWizard, ResultsWindow  # noqa: E402
-from gui.screen import fully_visible  # noqa: E402
+from gui.screen import fully_visible, reveal  # noqa: E402
 from tests.support.gui import (  # noqa: E402
     HANG,
     accept_kit,
@@ -484,6 +484,8 @@ def test_a_column_in_another_unit_is_named_and_blocks_export_until_checked(qtbot
     assert "1 column(s) of your file do not look like the project's sample" in text
     assert "Column 'age' does not look like the kit's" in text and "another unit" in text
     assert not dp.isComplete() and not w.button(QWizard.NextButton).isEnabled()
+    reveal(dp.units_check)  # the page scrolls to it on a small screen, as a person would
+    reveal(dp.units_label)
     assert fully_visible(dp.units_label) and fully_visible(dp.units_check)
     age_row = [dp.columns_table.item(r, 0).text() for r in range(dp.columns_table.rowCount())].index("age")
     assert dp.columns_table.item(age_row, 0).background().color() == QColor("#fef3c7")

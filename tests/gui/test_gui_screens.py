@@ -1,6 +1,7 @@
-"""Laptop screens (issue #11 point 2): the wizard and the analyst window, opened on a 1366×768 screen at
-device-pixel ratio 1 and 2, show their key widgets whole. Each ratio runs ``tests/gui/screens_check.py`` in a
-child process, because a Qt application's screen is fixed when it starts."""
+"""Laptop screens (issue #11 point 2, issue #27 point 1): the wizard and the analyst window, opened on a 1366×768
+panel at 100 %, 125 % and 150 % scaling (logical DPI 96, 120, 144) and at device-pixel ratio 2, show their key
+widgets whole. Each screen runs ``tests/gui/screens_check.py`` in a child process, because a Qt application's
+screen is fixed when it starts."""
 
 from __future__ import annotations
 
@@ -15,21 +16,39 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-DPRS = (1, 2)
+SCREENS = {"100%": (96, 1), "dpr2": (96, 2), "125%": (120, 1), "150%": (144, 1)}  # name: (logical DPI, DPR)
 
 
 @pytest.fixture(scope="module")
-def screen_runs(tmp_path_factory):
-    """One child run of ``screens_check.py`` per device-pixel ratio, all started at once (each is mostly
-    start-up and waiting on its own window, so together they take little more than one)."""
+def method_projects(tmp_path_factory) -> Path:
+    """The tiny hfldd and gold projects every screen's run opens (built once, here; each run copies them)."""
+    from tests.gui.screens_check import build_method_project
+
+    root = tmp_path_factory.mktemp("screen-projects")
+    listed = {}
+    for method in ("hfldd", "gold"):
+        p = build_method_project(root / method, method)
+        listed[method] = {"root": str(p.root), "kit": str(p.kit.relative_to(p.root)),
+                          "identity": str(p.identity.relative_to(p.root)), "passphrase": p.passphrase,
+                          "bundles": [str(b.relative_to(p.root)) for b in p.bundles]}
+    path = root / "projects.json"
+    path.write_text(json.dumps(listed))
+    return path
+
+
+@pytest.fixture(scope="module")
+def screen_runs(tmp_path_factory, method_projects):
+    """One child run of ``screens_check.py`` per screen, all started at once (each is mostly start-up and
+    waiting on its own window, so together they take little more than one)."""
     runs = {}
-    for dpr in DPRS:
-        folder = tmp_path_factory.mktemp(f"screen-dpr{dpr}")
+    for name, (dpi, dpr) in SCREENS.items():
+        folder = tmp_path_factory.mktemp(f"screen-{name.rstrip('%')}")
         config = folder / "screen.json"
         config.write_text(json.dumps({"screens": [{"name": "laptop", "x": 0, "y": 0, "width": 1366, "height": 768,
-                                                   "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": dpr}]}))
-        env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={config}", "PYTHONPATH": str(ROOT)}
-        runs[dpr] = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                                                   "logicalDpi": dpi, "logicalBaseDpi": 96, "dpr": dpr}]}))
+        env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={config}", "PYTHONPATH": str(ROOT),
+               "DCSTUDIO_TEST_PANEL_DPR": str(dpr), "DCSTUDIO_TEST_PROJECTS": str(method_projects)}
+        runs[name] = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                                       f"--basetemp={folder / 'tmp'}", str(ROOT / "tests" / "gui" / "screens_check.py")],
                                      cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     yield runs
@@ -40,8 +59,8 @@ def screen_runs(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dpr", DPRS)
-def test_key_widgets_fully_visible_on_a_laptop(screen_runs, dpr):
-    proc = screen_runs[dpr]
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_key_widgets_fully_visible_on_a_laptop(screen_runs, screen):
+    proc = screen_runs[screen]
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stdout[-4000:] + stderr[-2000:]

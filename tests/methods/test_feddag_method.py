@@ -71,7 +71,7 @@ def test_planted_concepts_with_identical_label_histograms_get_their_own_clusters
     curve = next(v for v in views if isinstance(v, Curve) and "threshold α" in v.title)
     assert set(curve.series) == {"cross-validated accuracy", "paper's loss L"} and curve.mark == s["alpha"]
     titles = [v.title for v in views if isinstance(v, Table)]
-    assert "Sites" in titles and any(t.startswith("Cross-cluster graph") for t in titles)
+    assert "Sites" in titles and any(t.startswith("Sharing between groups") for t in titles)
     lines = m.summary_lines(s)
     assert "α =" in lines[0] and any("→ cluster" in x for x in lines) and any("paper's loss" in x for x in lines)
 
@@ -134,7 +134,8 @@ def test_a_whole_cli_round_with_feddag(tmp_path, monkeypatch, capsys):
     summary = json.loads((d / "out/summary.json").read_text())
     assert summary["method"] == "feddag" and len(summary["sites"]) == 4 and "paper_loss" in summary
     report = (d / "out/report.html").read_text()
-    assert "Data distance V" in report and "Gradient distance G" in report and "Threshold grid" in report
+    assert "rows are, class by class" in report and "shared model learns on each site" in report
+    assert "Threshold grid" in report
     accs = []
     apply_packages(d, {name: test for name, (_, test) in sites.items()})
     for name, (_, test) in sites.items():
@@ -175,7 +176,8 @@ def test_a_gui_round_with_feddag(qtbot, tmp_path, monkeypatch):
     export_packages(qtbot, aw, d / "gui-out")
     assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
     report = (d / "gui-out/report.html").read_text()
-    assert "Data distance V" in report and "Threshold grid" in report and ("Cross-cluster graph" in report) == edges
+    assert "rows are, class by class" in report and "Threshold grid" in report
+    assert ("Sharing between groups" in report) == edges
 
 
 def test_feddag_reports_epochs_and_shows_each_sites_estimate_against_its_own_rows():

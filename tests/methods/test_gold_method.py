@@ -117,7 +117,8 @@ def test_cli_round_without_anchor_labels_each_sites_rows_in_its_own_order(ground
     print(f"GOLD CLI round: k = {k}, ARI {score:.3f}, {ground.seconds:.1f} s")
     assert 4 <= k <= 6 and score >= 0.8  # the four planted blobs, at most split in two
     report = (d / "out/report.html").read_text()
-    assert "Granularity levels" not in report and "Rows per cluster" in report and "Micro-cluster centroids" in report
+    assert "coarse-to-fine grouping" not in report and "Rows per cluster" in report
+    assert "Small groups' averages" in report
 
 
 def test_new_rows_are_labelled_by_the_nearest_global_centroid(ground):
@@ -392,4 +393,4 @@ def test_a_gold_round_by_clicking(qtbot, tmp_path, monkeypatch):
     assert kinds.count("Bars") == 1 and {"Scatter", "Table", "Curve"} <= set(kinds)
     assert len(export_packages(qtbot, aw, d / "gui-out")) == 3
     report = (d / "gui-out/report.html").read_text()
-    assert "Granularity levels" not in report and "count-weighted k-means" in report
+    assert "coarse-to-fine grouping" not in report and "count-weighted k-means" in report

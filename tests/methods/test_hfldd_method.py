@@ -184,7 +184,8 @@ def test_a_whole_cli_round_in_distillation_mode(tmp_path, monkeypatch, capsys):
     assert all(s["distilled_rows"] <= 16 and s["bundle_bytes"] < s["dccfl_bundle_bytes"] / 3 for s in summary["sites"])
     assert summary["steps_smallest_union"] >= 3000
     report = (d / "out/report.html").read_text()
-    assert "KL divergence" in report and "Total-variation" in report and "DC-CFL bytes" in report
+    assert "sites' own models answer" in report and "Difference in label mix" in report
+    assert "as DC-CFL (bytes)" in report
     accs = []
     apply_packages(d, {name: test for name, (_, test) in sites.items()})
     # each site chose between the package and its own model on the rows it set aside, and says why
@@ -251,11 +252,12 @@ def test_a_gui_round_in_distillation_mode(qtbot, tmp_path, monkeypatch, capsys):
     assert cp.clustering is not None and cp.clustering.chosen is not None
     titles = [p.getPlotItem().titleLabel.text for p in [cp.heatmap_plot, *cp.companion_plots]]
     assert cp.clustering.distances.shape == (3, 3) and len(titles) == 2  # the TV matrix and the KL matrix beside it
-    assert "total-variation" in titles[0] and "KL divergence" in titles[1]
+    assert "label mix" in titles[0] and "answer" in titles[1]
     groups = dict(zip(cp.names, cp.labels.tolist(), strict=True))
     assert groups["site0"] == groups["site1"] != groups["site2"] and cp.n_clusters == 2  # clusters=2, by label skew
     # groups are numbered as fit numbers them (by first member in the canonical site order), not by the app's order
-    assert f"group {groups['site0'] + 1}: site0, site1" in cp.chosen_label.text() and "k-means" in cp.method_note.text()
+    assert f"group {groups['site0'] + 1}: site0, site1" in cp.chosen_label.text()
+    assert "models answer" in cp.method_note.text()
     assert not cp.threshold_line.isVisible() and cp.t_spin.isHidden()  # no threshold to drag
     train_models(qtbot, aw)
     wait_metrics(qtbot, aw, 3)
@@ -264,7 +266,7 @@ def test_a_gui_round_in_distillation_mode(qtbot, tmp_path, monkeypatch, capsys):
     export_packages(qtbot, aw, d / "gui-out")
     assert len(list((d / "gui-out").glob("*.dcpkg"))) == 3
     report = (d / "gui-out/report.html").read_text()
-    assert "Sites (distilled sets)" in report and "KL divergence" in report
+    assert "Sites (made-up summary rows)" in report and "sites' own models answer" in report
     assert "its own rows alone" in report and "chosen at the site" in report  # the promise's column (promise.py)
 
 

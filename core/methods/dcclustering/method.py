@@ -50,7 +50,7 @@ from ..base import (
 from ..dc_analysis import declared_width, exact_arrays
 from ..dc_site import SITE_SETTINGS, check_anchor_width, check_dc_bundle, dc_site_compute
 from ..settings import Setting
-from ..views import Curve, Scatter, Table, Text, View, cluster_sizes, principal_axes_2d
+from ..views import Curve, PageTexts, Scatter, Table, Text, View, cluster_sizes, principal_axes_2d
 from .data_clustering import ALGORITHMS, EMBEDDINGS, DataClustering, best_k, k_curve
 from .row_linkage import VerticalLinkage
 
@@ -256,12 +256,29 @@ class DCClustering(Method):
                          "clustered" + (f" — {site['note']}" if site["note"] else ""))
         return lines
 
+    @classmethod
+    def page_texts(cls) -> PageTexts:
+        """DC-Clustering's words: the rows of all sites grouped in one common space; no threshold, no loss."""
+        return PageTexts(
+            models="Group the rows of every site together, in one common space the sites' compressed rows are "
+                   "aligned into (no label left any site); the groups appear on the Data clustering page.",
+            train="&Cluster the data",
+            columns={"variance_kept": ("Share of the data kept", "variance kept by the site's reduction"),
+                     "clustered": ("Rows grouped", "rows linked over every block and clustered"),
+                     "not_clustered": ("Rows left out", "rows missing from a block or held twice"),
+                     "partial": ("Rows in some blocks only", "ids present in only some feature blocks"),
+                     "conflicts": ("Rows held twice", "ids held by two sites of one block"),
+                     "missing_blocks": ("Blocks missing", "feature blocks with no site holding this row")})
+
     def views(self, result: MethodResult) -> list[View]:
         s, d = result.summary, result.details
         out: list[View] = []
         how = "chosen by the best silhouette over the tried range" if s.get("k_auto") else "fixed in the kit"
-        out.append(Text(f"{s.get('algorithm')}, {s.get('alignment')} alignment, collaborative dimension "
-                        f"{s.get('dimension')}; blocks {', '.join(s.get('blocks', []))}. k = {s.get('k')} ({how}); "
+        why = (" (a text column counts one number per category and the affine alignment adds a constant, so this "
+               "can exceed the number of columns)")
+        out.append(Text(f"Grouped by {s.get('algorithm')} after {s.get('alignment')} alignment; each row is "
+                        f"{s.get('dimension')} numbers after alignment{why}; blocks {', '.join(s.get('blocks', []))}. "
+                        f"k = {s.get('k')} ({how}); "
                         f"{s.get('rows_clustered')} rows clustered. No labels left any site."))
         comps = s.get("graph_components")
         if comps and comps > 1:
@@ -283,8 +300,8 @@ class DCClustering(Method):
                             "no alignment can use it: the lower these shares, the further the federated "
                             "clustering may be from clustering the pooled rows."))
         link = s.get("linkage", {})
-        out.append(Text(f"Vertical linkage: {link.get('people', 0)} distinct hashed ids; {link.get('joined', 0)} "
-                        f"joined over every block into {link.get('groups', 0)} row group(s); "
+        out.append(Text(f"Rows matched across sites by their (hashed) ids: {link.get('people', 0)} people; "
+                        f"{link.get('joined', 0)} joined over every block into {link.get('groups', 0)} row group(s); "
                         f"{link.get('partial', 0)} present in only some blocks and {link.get('conflicts', 0)} held "
                         f"by two sites of one block. {link.get('what_happened', '')}."))
         out.append(Table("Row groups", ["row group", "sites", "people"],

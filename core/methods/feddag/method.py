@@ -58,12 +58,15 @@ from ..dc_analysis import (
 )
 from ..dc_site import LABELLED_DC_LEAVES, SITE_SETTINGS, LabelledDCSite, site_map
 from ..settings import Setting
-from ..views import Curve, Heatmap, Table, Text, View
+from ..views import Curve, Heatmap, PageTexts, Table, Text, View
 from . import similarity as fd
 
-VIEW_WORDS = {"fused": "the fused data + gradient distance A (Eqs. 7–8)",
-              "data": "the class-wise data distance V̂ (Eqs. 4–6)",
-              "gradient": "the gradient distance Ĝ (Eq. 3)"}
+VIEW_WORDS = {"fused": "how different the sites' rows and their models' updates are",
+              "data": "how different the sites' rows are, class by class",
+              "gradient": "how differently a shared model learns on each site's rows"}
+VIEW_TERMS = {"fused": "the fused data + gradient distance A (FedDAG Eqs. 7–8)",
+              "data": "the class-wise data distance V̂ (FedDAG Eqs. 4–6)",
+              "gradient": "the gradient distance Ĝ (FedDAG Eq. 3)"}
 
 
 def _seed(seed: int, bundles: list[ReceivedBundle]) -> int:
@@ -305,12 +308,13 @@ class FedDAG(LabelledDCSite, Method):
                                     else round(float(x["weight"]), 3)),), word)
         out += metric_views(result)
         if len(names) > 1 and "data_distance" in d:
-            out.append(Heatmap("Data distance V between sites (degrees, Eqs. 4–6)", np.asarray(d["data_distance"]),
-                               names, names, 0.0, 90.0))
-            out.append(Heatmap("Gradient distance G between sites (degrees, Eq. 3)",
+            out.append(Heatmap("How different the sites' rows are, class by class (angle in degrees)",
+                               np.asarray(d["data_distance"]), names, names, 0.0, 90.0))
+            out.append(Heatmap("How differently a shared model learns on each site (angle in degrees)",
                                np.asarray(d["gradient_distance"]), names, names, 0.0, 180.0))
-            out.append(Heatmap(f"Distance the clustering used ({s.get('view')})", np.asarray(d["matrix"]), names,
-                               names, 0.0, 1.0))
+            used = VIEW_WORDS.get(s.get("view"), s.get("view"))
+            out.append(Heatmap(f"Difference the grouping used: {used}", np.asarray(d["matrix"]), names, names, 0.0,
+                               1.0))
         loss = s.get("paper_loss") or {}
         curve = s.get("validation_curve") or {}
         if loss:
@@ -327,10 +331,32 @@ class FedDAG(LabelledDCSite, Method):
                                loss[f"{a:g}"]["L1"], loss[f"{a:g}"]["L2"]] for a in xs]))
         edges = s.get("graph") or []
         if edges:
-            out.append(Table("Cross-cluster graph: which cluster's rows train which cluster's second encoder",
-                             ["source cluster", "target cluster", "weight H"],
+            out.append(Table("Sharing between groups: which group's rows help train which group's model",
+                             ["from group", "to group", "weight"],
                              [[e["source"], e["target"], e["weight"]] for e in edges]))
         return out
+
+    @classmethod
+    def page_texts(cls) -> PageTexts:
+        """FedDAG's words: groups of sites whose rows and model updates look alike, cut at α."""
+        return PageTexts(
+            models="One model is trained per group of sites whose rows look alike, judged from the rows they sent "
+                   "and from how a shared model learns on them. Part of every site's rows is held out to choose the "
+                   "cut α and to measure accuracy.",
+            loss="Training loss per group model (live)", loss_y="cross-entropy",
+            loss_tip="mean cross-entropy of each group's model on its own rows",
+            loss_before="The training loss of each group's model appears here, epoch by epoch, once you press Train.",
+            loss_during="Comparing the sites and choosing the cut α first (short warm-up models on each site's "
+                        "rows); the loss of the final models appears here when their training starts.",
+            accuracy="Hold-out accuracy per site",
+            accuracy_none="No hold-out accuracy for this run.",
+            clients="Sites whose rows look alike are trained together. Drag the red line on the dendrogram to "
+                    "choose the cut α: the sites of every group then differ by at most α (0: alike, 1: most "
+                    "different).",
+            distance="difference between sites",
+            distance_tip=VIEW_TERMS["fused"] + " by default; the kit's 'view' setting may choose "
+                         + VIEW_TERMS["data"] + " or " + VIEW_TERMS["gradient"],
+            threshold="α", auto_panel=True)
 
     def client_distances(self, bundles: list[ReceivedBundle], classes: list[str]) -> ClientDistances | None:
         """The distance of ``view`` (the fused A by default) in the caller's bundle order, computed as ``fit``

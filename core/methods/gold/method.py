@@ -67,7 +67,7 @@ from ..base import (
 )
 from ..dc_analysis import exact_arrays, site_order
 from ..settings import Setting
-from ..views import Bars, Curve, Scatter, Table, Text, View, cluster_sizes, principal_axes_2d
+from ..views import Bars, Curve, PageTexts, Scatter, Table, Text, View, cluster_sizes, principal_axes_2d
 from . import cpl as G
 
 SCALINGS = ("standardised", "raw")
@@ -341,6 +341,22 @@ class Gold(Method):
                          + (f", {x['dropped_rows']} rows left out" if x["dropped_rows"] else ""))
         return lines
 
+    @classmethod
+    def page_texts(cls) -> PageTexts:
+        """GOLD's words: groups of rows found from each site's small-group averages; no threshold, no loss."""
+        return PageTexts(
+            models="Group the rows of every site together, from the averages of small groups of rows each site "
+                   "sent (no row and no label left any site); the groups appear on the Data clustering page.",
+            train="&Cluster the data",
+            columns={"micro_clusters": ("Small groups sent", "micro-clusters found at the site (FCPL)"),
+                     "rows_in_clusters": ("Rows in small groups", "rows summarised by the shipped micro-clusters"),
+                     "guard_rows": ("Rows in too-small groups", "rows whose micro-cluster was below the minimum "
+                                    "size and was merged or left out (the guard)"),
+                     "guard_clusters": ("Too-small groups", "micro-clusters below the minimum size, merged or left "
+                                        "out (the guard)"),
+                     "dropped_rows": ("Rows left out", "rows of left-out micro-clusters"),
+                     "noise": ("Added noise", "standard deviation of the noise added to the averages")})
+
     def views(self, result: MethodResult) -> list[View]:
         s, d = result.summary, result.details
         out: list[View] = []
@@ -348,24 +364,24 @@ class Gold(Method):
                else "fixed in the kit")
         units = ("columns standardised with the pooled mean and spread of all sites" if s.get("scaling") ==
                  "standardised" else "columns in their own units")
-        out.append(Text(f"GOLD: {s.get('micro_clusters')} micro-clusters from {len(s.get('sites', []))} site(s), "
-                        f"clustered by {STEP_WORDS[s.get('server_step', 'mcpl')]} on {units}. k = {s.get('k')} "
-                        f"({how}); {s.get('rows_clustered')} rows clustered. Only micro-cluster averages, their "
-                        "sizes and column totals left the sites; no row and no label did."))
+        out.append(Text(f"{s.get('micro_clusters')} small groups of rows from {len(s.get('sites', []))} site(s), "
+                        f"grouped by {STEP_WORDS[s.get('server_step', 'mcpl')]} on {units}. k = {s.get('k')} "
+                        f"({how}); {s.get('rows_clustered')} rows clustered. Only the small groups' averages, "
+                        "their sizes and column totals left the sites; no row and no label did."))
         if s.get("remc_failures"):
-            out.append(Text(f"REMC could not form k clusters {s['remc_failures']} time(s) and was restarted with a "
-                            "new seed.", tone="warning"))
+            out.append(Text(f"The grouping could not form k groups {s['remc_failures']} time(s) and was restarted "
+                            "with a new seed.", tone="warning"))
         if s.get("empty_clusters_dropped"):
             out.append(Text(f"{s['empty_clusters_dropped']} cluster(s) ended without members and were dropped.",
                             tone="warning"))
-        out.append(Table("Sites", ["site", "fingerprint", "rows", "micro-clusters", "rows merged or dropped by the "
-                                   "guard", "rows left out", "noise", "rows per cluster"],
+        out.append(Table("Sites", ["site", "fingerprint", "rows", "small groups sent", "rows in too-small groups",
+                                   "rows left out", "noise", "rows per cluster"],
                          [[x["site"], x.get("fingerprint", ""), x["rows"], x["micro_clusters"], x["guard_rows"],
                            x["dropped_rows"], x["noise"], x["cluster_counts"]] for x in s.get("sites", [])],
                          bars=("rows per cluster",), bar_labels=[str(c + 1) for c in range(int(s.get("k", 0)))]))
         levels = s.get("level_sizes", [])
         if levels:
-            out.append(Bars("Granularity levels: clusters at each MCPL stage", [f"stage {h + 1}"
+            out.append(Bars("Groups left at each step of the coarse-to-fine grouping", [f"step {h + 1}"
                                                                               for h in range(len(levels))],
                             [float(v) for v in levels], ylabel="clusters"))
         sil = (s.get("auto") or {}).get("silhouette") or {}
@@ -377,7 +393,7 @@ class Gold(Method):
         T = d.get("micro_centroids")
         if T is not None and len(T) >= 2:
             P, C, ratio = principal_axes_2d(T, d.get("centroids_working"))
-            out.append(Scatter("Micro-cluster centroids on the first two principal axes, by cluster", P,
+            out.append(Scatter("Small groups' averages on the first two principal axes, by cluster", P,
                                np.asarray(d["micro_labels"]), C, xlabel=f"axis 1 ({ratio[0]:.0%} of the spread)",
                                ylabel=f"axis 2 ({ratio[1]:.0%})"))
         return out + cluster_sizes(s.get("sizes", []))

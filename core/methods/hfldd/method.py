@@ -61,7 +61,7 @@ from ..dc_analysis import (
 )
 from ..dc_site import MIN_ROWS, SITE_SETTINGS, dc_site_compute
 from ..settings import Setting
-from ..views import Heatmap, Table, Text, View
+from ..views import Heatmap, PageTexts, Table, Text, View
 from .kip import KIPSettings, distill_sites, kl_clusters, kl_matrix, local_soft_labels, nn_disclosure
 from .near_copies import DEFAULT_FRACTION, keep_apart
 
@@ -337,6 +337,33 @@ class HFLDD(Method):
         return M, np.array([order.index(int(g)) for g in groups], dtype=np.int64)
 
     # ---- what it shows --------------------------------------------------------------------------
+    @classmethod
+    def page_texts(cls) -> PageTexts:
+        """HFLDD's words: a model per group of sites (k-means on the soft-label KL rows), trained on the made-up
+        rows; at least ``min_steps`` SGD steps, so the epochs shown can exceed the Epochs setting."""
+        steps = cls.setting("min_steps").default
+        return PageTexts(
+            models="One model is trained for every group of sites ('Groups of sites'; 1 = one model for all), on the "
+                   "few made-up summary rows each site sent. Because those rows are few, training always runs at "
+                   f"least {steps:,} small steps (an advanced setting), so the loss plot can count many more epochs "
+                   "than the Epochs setting. Nothing is held out: accuracy cannot be measured on made-up rows.",
+            loss="Training loss per group model (live)", loss_y="cross-entropy",
+            loss_tip="mean cross-entropy of each group's model on the distilled rows",
+            loss_before="The training loss of each group's model appears here, epoch by epoch, once you press Train.",
+            loss_during="Grouping the sites; the training loss appears here when training starts.",
+            clients="How the sites' label mixes differ (left), and how differently each site's own model answers on "
+                    "the shared anchor rows (right). Training groups the sites by the second; the groups are listed "
+                    "under the dendrogram.",
+            distance="difference in label mix",
+            distance_tip="total-variation distance between the sites' label distributions",
+            columns={"distilled_rows": ("Made-up rows sent", "distilled rows the site shipped"),
+                     "nn_ratio": ("Closeness to real rows", "NN distance ratio: median distance of a distilled row to "
+                                  "the site's nearest real compressed row, in units of the real rows' own spacing "
+                                  "(0 would be a copy)"),
+                     "bundle_bytes": ("Bundle size (bytes)", "bytes of the arrays the site shipped"),
+                     "dccfl_bundle_bytes": ("Size as a DC-CFL bundle (bytes)", "what the same site would have shipped "
+                                            "with DC-CFL (every compressed row and its class)")})
+
     def client_distances(self, bundles: list[ReceivedBundle], classes: list[str]) -> ClientDistances | None:
         """The Clients page: the sites' label-distribution TV distance (from the shipped class counts, with
         its complete-linkage dendrogram for exploring), the soft-label KL matrix beside it, and the groups
@@ -352,12 +379,12 @@ class HFLDD(Method):
         back = np.argsort(order)
         M, groups = M[np.ix_(back, back)], groups[back]
         names = [b.site for b in bundles]
-        kl = Heatmap("Soft-label KL divergence (Eq. 4)", M, names, names, 0.0, float(max(M.max(), 1e-12)))
+        kl = Heatmap("How differently the sites' models answer", M, names, names, 0.0, float(max(M.max(), 1e-12)))
         k = int(groups.max()) + 1
-        how = ("one model for every site (clusters = 1)" if int(self.settings["clusters"]) <= 1 else
-               f"k-means on the rows of the KL matrix into {k} group{'s' if k > 1 else ''} "
-               f"(clusters = {int(self.settings['clusters'])})")
-        return ClientDistances(tv.distances_, tv.histograms_, tv.linkage_, tv.cut, "label total-variation distance",
+        how = ("one model for every site ('Groups of sites' is 1)" if int(self.settings["clusters"]) <= 1 else
+               f"how alike their models answer, into {k} group{'s' if k > 1 else ''} ('Groups of sites' = "
+               f"{int(self.settings['clusters'])})")
+        return ClientDistances(tv.distances_, tv.histograms_, tv.linkage_, tv.cut, "difference in label mix",
                                companions=[kl], chosen=groups, chosen_how=how)
 
     def summary_lines(self, summary: dict) -> list[str]:
@@ -383,10 +410,10 @@ class HFLDD(Method):
                  x.get("dccfl_bundle_bytes", ""),
                  "" if not x.get("dccfl_bundle_bytes") else f"{x['dccfl_bundle_bytes'] / x['bundle_bytes']:.1f}×"]
                 for x in sites]
-        out: list[View] = [Table("Sites (distilled sets)", ["site", "rows", "distilled rows", "cluster",
-                                                            "NN distance ratio", "model sent",
-                                                            "its own rows alone", "bundle bytes", "DC-CFL bytes",
-                                                            "smaller by"], rows),
+        out: list[View] = [Table("Sites (made-up summary rows)", ["site", "rows", "made-up rows", "group",
+                                                                  "closeness to real rows", "model sent",
+                                                                  "its own rows alone", "bundle size (bytes)",
+                                                                  "as DC-CFL (bytes)", "smaller by"], rows),
                            Text(NOT_SCORED[0].upper() + NOT_SCORED[1:] + ".")]
         have = [x for x in sites if x.get("dccfl_bundle_bytes")]
         if have:
@@ -394,17 +421,16 @@ class HFLDD(Method):
             theirs = sum(x["dccfl_bundle_bytes"] for x in have)
             out.append(Text(f"Bundles: {ours:,} bytes in all, against {theirs:,} bytes had the same sites shipped "
                             f"DC-CFL bundles (every reduced row, its class and the whole anchor image): "
-                            f"{theirs / max(ours, 1):.1f}× smaller. NN distance ratio = median distance of a "
-                            "distilled row to the site's nearest real reduced row, in units of the real rows' own "
-                            "median nearest-neighbour spacing (0 would be a copy)."))
+                            f"{theirs / max(ours, 1):.1f}× smaller. Closeness to real rows = median distance of a "
+                            "made-up row to the site's nearest real compressed row, in units of the real rows' own "
+                            "median spacing (0 would be a copy of a real row)."))
         names = [x["site"] for x in sites]
         if "kl" in d and len(names) > 1:
             M = np.asarray(d["kl"])
-            out.append(Heatmap("KL divergence between the sites' soft labels on the anchor (HFLDD Eq. 4)", M, names,
+            out.append(Heatmap("How differently the sites' own models answer on the shared anchor rows", M, names,
                                names, 0.0, float(max(M.max(), 1e-12))))
         if "distances" in d and len(names) > 1:
-            out.append(Heatmap("Total-variation distance between the sites' label distributions",
-                               np.asarray(d["distances"]), names, names))
+            out.append(Heatmap("Difference in label mix between sites", np.asarray(d["distances"]), names, names))
         return out
 
     # ---- site, after the round -----------------------------------------------------------------

@@ -55,7 +55,7 @@ from ..base import (
 )
 from ..dc_analysis import exact_arrays
 from ..settings import Setting
-from ..views import Bars, Table, Text, View
+from ..views import Bars, PageTexts, Table, Text, View
 from .fixed_effect import combine, site_deviation, stratified
 from .site_logit import fit_site_logit, predict_proba
 
@@ -337,6 +337,18 @@ class MetaLR(Method):
                 b, e = coef[k, j], se[k, j]
                 lines.append(f"  {self._label(s, k, j)}: {b:.4g} [{b - Z95 * e:.4g}, {b + Z95 * e:.4g}]")
         return [*lines, NOT_SCORED]
+
+    @classmethod
+    def page_texts(cls) -> PageTexts:
+        """Meta-analysis words: each site's regression, combined in one step; nothing is trained here."""
+        return PageTexts(
+            models="Combine the sites' logistic regressions into one, weighting each by how precise it is (a "
+                   "meta-analysis). Nothing is trained here, so there is no loss to watch; each site's figures "
+                   "appear below.",
+            train="&Combine",
+            clients="How the sites' outcome mixes differ (for exploring: this method does not group sites).",
+            distance="difference in outcome mix",
+            distance_tip="total-variation distance between the sites' label distributions")
 
     def views(self, result: MethodResult) -> list[View]:
         s = result.summary
