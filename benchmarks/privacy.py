@@ -304,9 +304,11 @@ def run(datasets, seeds, *, data_dir=None, quick=False, jobs=1, say: Callable[[s
             "load": os.getloadavg()[0], "commit": _commit(), "machine": machine("sklearn")}
 
 
-def timing(rows: int, columns: int = 16, say: Callable[[str], None] = print) -> dict[str, Any]:
+def timing(rows: int, columns: int = 16, method: str = "dccfl",
+           say: Callable[[str], None] = print) -> dict[str, Any]:
     """The assessment's cost beside a whole export of a synthetic ``rows`` × ``columns`` CSV through
-    :class:`core.participant.ParticipantRound` (read, reduce, assess, seal), default settings, seed 0."""
+    :class:`core.participant.ParticipantRound` (read, reduce, assess, seal) by ``method``, default settings,
+    seed 0."""
     from core.data.schema import infer_schema
     from core.data.tabular import read_table
     from core.formats.anchor import make_anchor
@@ -326,7 +328,7 @@ def timing(rows: int, columns: int = 16, say: Callable[[str], None] = print) -> 
         del frame
         analyst, site = Identity.generate("analyst"), Identity.generate("site")
         schema, _ = infer_schema(d / "sample.csv", label="label", with_statistics=True)
-        kit = Kit(name="timing", task="classification", schema=schema, method="dccfl", analyst=analyst.card)
+        kit = Kit(name="timing", task="classification", schema=schema, method=method, analyst=analyst.card)
         kit.save(d / "p.dckit", analyst)
         anchor = make_anchor(kit.project_id, schema.feature_names, kind="smote", rows=ANCHOR_ROWS,
                              seed_rows=read_table(d / "sample.csv", schema, labels=False).X)
@@ -343,10 +345,10 @@ def timing(rows: int, columns: int = 16, say: Callable[[str], None] = print) -> 
         job.seal(d / "b.dcbundle")
         t4 = time.perf_counter()
     export = (t1 - t0) + (t2 - t1) + (t4 - t3)
-    out = {"rows": rows, "columns": columns, "read_seconds": t1 - t0, "compute_seconds": t2 - t1,
+    out = {"method": method, "rows": rows, "columns": columns, "read_seconds": t1 - t0, "compute_seconds": t2 - t1,
            "assess_seconds": t3 - t2, "seal_seconds": t4 - t3, "export_seconds": export,
            "assess_share": (t3 - t2) / export, "verdict": assessment.verdict, "load": os.getloadavg()[0]}
-    say(f"{rows:,} rows × {columns}: export (read {t1 - t0:.2f} s + reduce {t2 - t1:.2f} s + seal {t4 - t3:.2f} s) "
+    say(f"{method}, {rows:,} rows × {columns}: export (read {t1 - t0:.2f} s + reduce {t2 - t1:.2f} s + seal {t4 - t3:.2f} s) "
         f"= {export:.2f} s; assessment {t3 - t2:.3f} s = {100 * out['assess_share']:.1f} % of it "
         f"(load {out['load']:.1f})")
     return out
@@ -354,15 +356,20 @@ def timing(rows: int, columns: int = 16, say: Callable[[str], None] = print) -> 
 
 def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     """``python -m benchmarks privacy [--dataset D]… [--seeds N] [--quick] [--data-dir DIR] [--json FILE]``;
-    with ``--rows N``: the assessment's cost beside a whole export of N synthetic rows (:func:`timing`)."""
+    with ``--rows N [--method M]…``: the assessment's cost beside a whole export of N synthetic rows by each
+    method (default dccfl; :func:`timing`)."""
     import json
 
     from benchmarks import worker_count
     from core.fileio import write_json_atomic, write_text_atomic
 
     if getattr(args, "rows", None):
-        out = {"experiment": "privacy-timing", **timing(int(args.rows), say=say), "machine": machine_line(),
+        methods = args.method or ["dccfl"]
+        runs = [timing(int(args.rows), method=name, say=say) for name in methods]
+        out = {"experiment": "privacy-timing", **(runs[0] if len(runs) == 1 else {"runs": runs}),
+               "machine": machine_line(),
                "command": f"python -m benchmarks privacy --rows {args.rows}"
+                          + "".join(f" --method {name}" for name in (args.method or []))
                           + (f" --json {args.json}" if args.json else "")}
         if args.json:
             write_json_atomic(args.json, out)
