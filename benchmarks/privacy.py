@@ -304,9 +304,10 @@ def run(datasets, seeds, *, data_dir=None, quick=False, jobs=1, say: Callable[[s
             "load": os.getloadavg()[0], "commit": _commit(), "machine": machine("sklearn")}
 
 
-def timing(rows: int, columns: int = 16, method: str = "dccfl",
-           say: Callable[[str], None] = print) -> dict[str, Any]:
-    """The assessment's cost beside a whole export of a synthetic ``rows`` × ``columns`` CSV through
+def timing(rows: int, columns: int = 16, method: str = "dccfl", dataset: str | None = None,
+           data_dir: str | None = None, say: Callable[[str], None] = print) -> dict[str, Any]:
+    """The assessment's cost beside a whole export of a synthetic ``rows`` × ``columns`` CSV (or, with
+    ``dataset``, ``rows`` rows of that UCI benchmark table drawn with seed 0) through
     :class:`core.participant.ParticipantRound` (read, reduce, assess, seal) by ``method``, default settings,
     seed 0."""
     from core.data.schema import infer_schema
@@ -320,9 +321,19 @@ def timing(rows: int, columns: int = 16, method: str = "dccfl",
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        X = rng.standard_normal((rows, columns)) @ rng.standard_normal((columns, columns)) + 10 * np.arange(columns)
-        frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(columns)])
-        frame["label"] = np.where(X[:, 0] - X[:, 0].mean() + X[:, 1] - X[:, 1].mean() > 0, "a", "b")
+        if dataset:
+            from benchmarks.simulation.datasets import resolve_benchmark_path
+
+            frame = pd.read_csv(resolve_benchmark_path(dataset, data_dir))
+            if rows > len(frame):
+                raise ConfigError(f"{dataset} has {len(frame):,} rows, fewer than --rows {rows:,}; lower --rows")
+            frame = frame.iloc[rng.permutation(len(frame))[:rows]].reset_index(drop=True)
+            frame["label"] = frame["label"].astype(str)
+            columns = frame.shape[1] - 1
+        else:
+            X = rng.standard_normal((rows, columns)) @ rng.standard_normal((columns, columns)) + 10 * np.arange(columns)
+            frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(columns)])
+            frame["label"] = np.where(X[:, 0] - X[:, 0].mean() + X[:, 1] - X[:, 1].mean() > 0, "a", "b")
         frame.iloc[:200].to_csv(d / "sample.csv", index=False)
         frame.to_csv(d / "site.csv", index=False)
         del frame
@@ -345,10 +356,12 @@ def timing(rows: int, columns: int = 16, method: str = "dccfl",
         job.seal(d / "b.dcbundle")
         t4 = time.perf_counter()
     export = (t1 - t0) + (t2 - t1) + (t4 - t3)
-    out = {"method": method, "rows": rows, "columns": columns, "read_seconds": t1 - t0, "compute_seconds": t2 - t1,
+    out = {"method": method, "dataset": dataset or "synthetic", "rows": rows, "columns": columns,
+           "read_seconds": t1 - t0, "compute_seconds": t2 - t1,
            "assess_seconds": t3 - t2, "seal_seconds": t4 - t3, "export_seconds": export,
            "assess_share": (t3 - t2) / export, "verdict": assessment.verdict, "load": os.getloadavg()[0]}
-    say(f"{method}, {rows:,} rows × {columns}: export (read {t1 - t0:.2f} s + reduce {t2 - t1:.2f} s + seal {t4 - t3:.2f} s) "
+    say(f"{method}, {dataset or 'synthetic'}, {rows:,} rows × {columns}: export (read {t1 - t0:.2f} s + reduce "
+        f"{t2 - t1:.2f} s + seal {t4 - t3:.2f} s) "
         f"= {export:.2f} s; assessment {t3 - t2:.3f} s = {100 * out['assess_share']:.1f} % of it "
         f"(load {out['load']:.1f})")
     return out
@@ -356,8 +369,8 @@ def timing(rows: int, columns: int = 16, method: str = "dccfl",
 
 def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     """``python -m benchmarks privacy [--dataset D]… [--seeds N] [--quick] [--data-dir DIR] [--json FILE]``;
-    with ``--rows N [--method M]…``: the assessment's cost beside a whole export of N synthetic rows by each
-    method (default dccfl; :func:`timing`)."""
+    with ``--rows N [--method M]… [--dataset D]…``: the assessment's cost beside a whole export of N rows
+    (synthetic, or of each UCI table D) by each method (default dccfl; :func:`timing`)."""
     import json
 
     from benchmarks import worker_count
@@ -365,10 +378,13 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
 
     if getattr(args, "rows", None):
         methods = args.method or ["dccfl"]
-        runs = [timing(int(args.rows), method=name, say=say) for name in methods]
+        tables = args.dataset or [None]
+        runs = [timing(int(args.rows), method=name, dataset=table, data_dir=args.data_dir, say=say)
+                for table in tables for name in methods]
         out = {"experiment": "privacy-timing", **(runs[0] if len(runs) == 1 else {"runs": runs}),
                "machine": machine_line(),
                "command": f"python -m benchmarks privacy --rows {args.rows}"
+                          + "".join(f" --dataset {table}" for table in (args.dataset or []))
                           + "".join(f" --method {name}" for name in (args.method or []))
                           + (f" --json {args.json}" if args.json else "")}
         if args.json:

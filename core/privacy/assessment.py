@@ -163,7 +163,7 @@ def _simulate(method: Method, site: SiteInput, rows: np.ndarray, seed: int) -> S
 # Kit settings that shape only arrays the membership and near-copy tests never read, and the cheapest value each
 # may take in the simulated export: distillation's ``local_epochs`` trains the local model whose answers on the
 # anchor (``soft_labels``) group sites; the distilled rows are drawn from their own seed stream, so they come out
-# the same (tests/privacy/test_timing.py checks it). A third of the simulated distillation's time at 500 rows.
+# the same (tests/privacy/test_round.py checks it). A third of the simulated distillation's time at 500 rows.
 NOT_MEASURED = {"local_epochs": 1}
 
 
