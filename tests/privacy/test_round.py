@@ -102,10 +102,10 @@ def _timed_round(tmp_path, rows: int, method: str):
 
 @pytest.mark.parametrize("method", ["hfldd", "gold"])
 def test_simulating_methods_assess_within_a_tenth_of_a_10k_export(tmp_path, method):
-    """Distillation and GOLD re-run the method on a capped subsample (``MAX_ROWS // MEMBERSHIP_SHARE // 2``
-    members), so the assessment costs the same at any size while the export grows at least linearly with the
-    rows: at 2,500 rows the assessment must stay within 10 % of four times the export (the 10,000-row target,
-    docs/results/privacy/timing-10k-*.json measures it whole)."""
+    """Distillation and GOLD re-run the method on a capped subsample (half of ``MAX_ROWS // MEMBERSHIP_SHARE``
+    rows as members), so the assessment costs the same at any size while the export grows at least linearly
+    with the rows: at 2,500 rows the assessment must stay within 10 % of four times the export (the
+    10,000-row target; docs/results/privacy/timing-10k-*.json measure it whole)."""
     rows = 2_500
     export_seconds, assess_seconds, assessment = _timed_round(tmp_path, rows, method)
     membership = assessment.finding("membership")
