@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="folder of the benchmark data sets")
     p.add_argument("--json", help="also write the record as JSON (and markdown/SVG beside it)")
     p.add_argument("--rows", type=int, help="export: rows of the synthetic CSV")
-    p.add_argument("--quick", action="store_true", help="the main table only (skip the longer extensions)")
+    p.add_argument("--quick", action="store_true", help="the main table only (skip the longer extensions); "
+                   "privacy --rows: the assessment alone, beside an export of 10,000 of the rows")
     p.add_argument("--cases", type=int, help="fuzz: number of mutated files (default 5000)")
     p.add_argument("--seed", type=int, default=0, help="fuzz/kill: random seed")
     p.add_argument("--kills", type=int, help="kill: number of SIGKILLs per operation")

@@ -367,10 +367,41 @@ def timing(rows: int, columns: int = 16, method: str = "dccfl", dataset: str | N
     return out
 
 
+QUICK_EXPORT_ROWS = 10_000  # --rows N --quick: the export is made from this many of the N rows
+
+
+def assessment_cost(rows: int, method: str, columns: int = 16, say: Callable[[str], None] = print) -> dict[str, Any]:
+    """The assessment alone on a synthetic ``rows`` × ``columns`` site, seed 0, beside the method's export of its
+    first :data:`QUICK_EXPORT_ROWS` rows (a distillation or GOLD export of a million rows takes many minutes; the
+    assessment reads only the export's small arrays, so its cost is the one the whole export would see)."""
+    from core.methods import get_method
+    from core.methods.base import SiteInput
+    from core.privacy.assessment import assess_export
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((rows, columns)) @ rng.standard_normal((columns, columns)) + 10 * np.arange(columns)
+    y = (X[:, 0] - X[:, 0].mean() + X[:, 1] - X[:, 1].mean() > 0).astype(np.int64)
+    anchor = X[rng.choice(rows, ANCHOR_ROWS, replace=False)] + 0.1 * rng.standard_normal((ANCHOR_ROWS, columns))
+    chosen = get_method(method)
+    part = min(rows, QUICK_EXPORT_ROWS)
+    t0 = time.perf_counter()
+    export = chosen.site_compute(SiteInput(X[:part], y[:part], ["a", "b"], anchor, None, {"seed": 0}))
+    t1 = time.perf_counter()
+    assessment = assess_export(SiteInput(X, y, ["a", "b"], anchor, None, {"seed": 0}), export, chosen)
+    t2 = time.perf_counter()
+    out = {"method": method, "dataset": "synthetic", "rows": rows, "columns": columns, "export_rows": part,
+           "export_seconds": t1 - t0, "assess_seconds": t2 - t1, "verdict": assessment.verdict,
+           "load": os.getloadavg()[0]}
+    say(f"{method}, {rows:,} rows × {columns}: assessment {t2 - t1:.3f} s (export of {part:,} of the rows "
+        f"{t1 - t0:.2f} s; load {out['load']:.1f})")
+    return out
+
+
 def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     """``python -m benchmarks privacy [--dataset D]… [--seeds N] [--quick] [--data-dir DIR] [--json FILE]``;
     with ``--rows N [--method M]… [--dataset D]…``: the assessment's cost beside a whole export of N rows
-    (synthetic, or of each UCI table D) by each method (default dccfl; :func:`timing`)."""
+    (synthetic, or of each UCI table D) by each method (default dccfl; :func:`timing`); with ``--quick`` the
+    assessment alone beside an export of 10,000 of the rows (:func:`assessment_cost`)."""
     import json
 
     from benchmarks import worker_count
@@ -379,13 +410,17 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     if getattr(args, "rows", None):
         methods = args.method or ["dccfl"]
         tables = args.dataset or [None]
-        runs = [timing(int(args.rows), method=name, dataset=table, data_dir=args.data_dir, say=say)
-                for table in tables for name in methods]
+        if args.quick:
+            runs = [assessment_cost(int(args.rows), name, say=say) for name in methods]
+        else:
+            runs = [timing(int(args.rows), method=name, dataset=table, data_dir=args.data_dir, say=say)
+                    for table in tables for name in methods]
         out = {"experiment": "privacy-timing", **(runs[0] if len(runs) == 1 else {"runs": runs}),
                "machine": machine_line(),
                "command": f"python -m benchmarks privacy --rows {args.rows}"
                           + "".join(f" --dataset {table}" for table in (args.dataset or []))
                           + "".join(f" --method {name}" for name in (args.method or []))
+                          + (" --quick" if args.quick else "")
                           + (f" --json {args.json}" if args.json else "")}
         if args.json:
             write_json_atomic(args.json, out)
