@@ -307,7 +307,8 @@ def run(datasets, seeds, *, data_dir=None, quick=False, jobs=1, say: Callable[[s
 def timing(rows: int, columns: int = 16, method: str = "dccfl", dataset: str | None = None,
            data_dir: str | None = None, say: Callable[[str], None] = print) -> dict[str, Any]:
     """The assessment's cost beside a whole export of a synthetic ``rows`` × ``columns`` CSV (or, with
-    ``dataset``, ``rows`` rows of that UCI benchmark table drawn with seed 0) through
+    ``dataset``, ``rows`` rows of that UCI benchmark table or clinical table's complete rows, drawn with seed 0)
+    through
     :class:`core.participant.ParticipantRound` (read, reduce, assess, seal) by ``method``, default settings,
     seed 0."""
     from core.data.schema import infer_schema
@@ -321,10 +322,16 @@ def timing(rows: int, columns: int = 16, method: str = "dccfl", dataset: str | N
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        if dataset:
+        if dataset in ("flchain", "colon", "nwtco", "lung"):
+            from benchmarks.clinical import CASES, load_case
+
+            frame = load_case(CASES[dataset], data_dir)[0].dropna()  # complete rows: no kit fill rule to choose
+            frame = frame.rename(columns={CASES[dataset].label: "label"})
+        elif dataset:
             from benchmarks.simulation.datasets import resolve_benchmark_path
 
             frame = pd.read_csv(resolve_benchmark_path(dataset, data_dir))
+        if dataset:
             if rows > len(frame):
                 raise ConfigError(f"{dataset} has {len(frame):,} rows, fewer than --rows {rows:,}; lower --rows")
             frame = frame.iloc[rng.permutation(len(frame))[:rows]].reset_index(drop=True)
@@ -334,7 +341,7 @@ def timing(rows: int, columns: int = 16, method: str = "dccfl", dataset: str | N
             X = rng.standard_normal((rows, columns)) @ rng.standard_normal((columns, columns)) + 10 * np.arange(columns)
             frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(columns)])
             frame["label"] = np.where(X[:, 0] - X[:, 0].mean() + X[:, 1] - X[:, 1].mean() > 0, "a", "b")
-        frame.iloc[:200].to_csv(d / "sample.csv", index=False)
+        frame.iloc[:SAMPLE_ROWS if dataset else 200].to_csv(d / "sample.csv", index=False)
         frame.to_csv(d / "site.csv", index=False)
         del frame
         analyst, site = Identity.generate("analyst"), Identity.generate("site")
