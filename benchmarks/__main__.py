@@ -36,14 +36,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="folder of the benchmark data sets")
     p.add_argument("--json", help="also write the record as JSON (and markdown/SVG beside it)")
     p.add_argument("--rows", type=int, help="export: rows of the synthetic CSV")
-    p.add_argument("--quick", action="store_true", help="the main table only (skip the longer extensions)")
+    p.add_argument("--quick", action="store_true", help="the main table only (skip the longer extensions); "
+                   "privacy --rows: the assessment alone, beside an export of 10,000 of the rows")
     p.add_argument("--cases", type=int, help="fuzz: number of mutated files (default 5000)")
     p.add_argument("--seed", type=int, default=0, help="fuzz/kill: random seed")
     p.add_argument("--kills", type=int, help="kill: number of SIGKILLs per operation")
     p.add_argument("--sites", help="scale: comma-separated site counts (default 10,30,100,300,1000)")
     p.add_argument("--method", action="append",
-                   help="clinical, small-sites, fuzz: a method to run (repeatable; default clinical: dccfl, dc; "
-                   "small-sites: every classification method; fuzz: all)")
+                   help="clinical, small-sites, fuzz, privacy --rows: a method to run (repeatable; default clinical: "
+                   "dccfl, dc; small-sites: every classification method; fuzz: all; privacy --rows: dccfl)")
     p.add_argument("--site-impute", choices=("auto", "mean", "none"), default="auto",
                    help="clinical: how sites read empty cells (auto: as the product's error says, only if needed)")
     p.add_argument("--debug", action="store_true", help="show the full traceback of an error")

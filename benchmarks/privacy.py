@@ -304,9 +304,13 @@ def run(datasets, seeds, *, data_dir=None, quick=False, jobs=1, say: Callable[[s
             "load": os.getloadavg()[0], "commit": _commit(), "machine": machine("sklearn")}
 
 
-def timing(rows: int, columns: int = 16, say: Callable[[str], None] = print) -> dict[str, Any]:
-    """The assessment's cost beside a whole export of a synthetic ``rows`` × ``columns`` CSV through
-    :class:`core.participant.ParticipantRound` (read, reduce, assess, seal), default settings, seed 0."""
+def timing(rows: int, columns: int = 16, method: str = "dccfl", dataset: str | None = None,
+           data_dir: str | None = None, say: Callable[[str], None] = print) -> dict[str, Any]:
+    """The assessment's cost beside a whole export of a synthetic ``rows`` × ``columns`` CSV (or, with
+    ``dataset``, ``rows`` rows of that UCI benchmark table or clinical table's complete rows, drawn with seed 0)
+    through
+    :class:`core.participant.ParticipantRound` (read, reduce, assess, seal) by ``method``, default settings,
+    seed 0."""
     from core.data.schema import infer_schema
     from core.data.tabular import read_table
     from core.formats.anchor import make_anchor
@@ -318,15 +322,31 @@ def timing(rows: int, columns: int = 16, say: Callable[[str], None] = print) -> 
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        X = rng.standard_normal((rows, columns)) @ rng.standard_normal((columns, columns)) + 10 * np.arange(columns)
-        frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(columns)])
-        frame["label"] = np.where(X[:, 0] - X[:, 0].mean() + X[:, 1] - X[:, 1].mean() > 0, "a", "b")
-        frame.iloc[:200].to_csv(d / "sample.csv", index=False)
+        if dataset in ("flchain", "colon", "nwtco", "lung"):
+            from benchmarks.clinical import CASES, load_case
+
+            frame = load_case(CASES[dataset], data_dir)[0].dropna()  # complete rows: no kit fill rule to choose
+            frame = frame.rename(columns={CASES[dataset].label: "label"})
+        elif dataset:
+            from benchmarks.simulation.datasets import resolve_benchmark_path
+
+            frame = pd.read_csv(resolve_benchmark_path(dataset, data_dir))
+        if dataset:
+            if rows > len(frame):
+                raise ConfigError(f"{dataset} has {len(frame):,} rows, fewer than --rows {rows:,}; lower --rows")
+            frame = frame.iloc[rng.permutation(len(frame))[:rows]].reset_index(drop=True)
+            frame["label"] = frame["label"].astype(str)
+            columns = frame.shape[1] - 1
+        else:
+            X = rng.standard_normal((rows, columns)) @ rng.standard_normal((columns, columns)) + 10 * np.arange(columns)
+            frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(columns)])
+            frame["label"] = np.where(X[:, 0] - X[:, 0].mean() + X[:, 1] - X[:, 1].mean() > 0, "a", "b")
+        frame.iloc[:SAMPLE_ROWS if dataset else 200].to_csv(d / "sample.csv", index=False)
         frame.to_csv(d / "site.csv", index=False)
         del frame
         analyst, site = Identity.generate("analyst"), Identity.generate("site")
         schema, _ = infer_schema(d / "sample.csv", label="label", with_statistics=True)
-        kit = Kit(name="timing", task="classification", schema=schema, method="dccfl", analyst=analyst.card)
+        kit = Kit(name="timing", task="classification", schema=schema, method=method, analyst=analyst.card)
         kit.save(d / "p.dckit", analyst)
         anchor = make_anchor(kit.project_id, schema.feature_names, kind="smote", rows=ANCHOR_ROWS,
                              seed_rows=read_table(d / "sample.csv", schema, labels=False).X)
@@ -343,26 +363,71 @@ def timing(rows: int, columns: int = 16, say: Callable[[str], None] = print) -> 
         job.seal(d / "b.dcbundle")
         t4 = time.perf_counter()
     export = (t1 - t0) + (t2 - t1) + (t4 - t3)
-    out = {"rows": rows, "columns": columns, "read_seconds": t1 - t0, "compute_seconds": t2 - t1,
+    out = {"method": method, "dataset": dataset or "synthetic", "rows": rows, "columns": columns,
+           "read_seconds": t1 - t0, "compute_seconds": t2 - t1,
            "assess_seconds": t3 - t2, "seal_seconds": t4 - t3, "export_seconds": export,
            "assess_share": (t3 - t2) / export, "verdict": assessment.verdict, "load": os.getloadavg()[0]}
-    say(f"{rows:,} rows × {columns}: export (read {t1 - t0:.2f} s + reduce {t2 - t1:.2f} s + seal {t4 - t3:.2f} s) "
+    say(f"{method}, {dataset or 'synthetic'}, {rows:,} rows × {columns}: export (read {t1 - t0:.2f} s + reduce "
+        f"{t2 - t1:.2f} s + seal {t4 - t3:.2f} s) "
         f"= {export:.2f} s; assessment {t3 - t2:.3f} s = {100 * out['assess_share']:.1f} % of it "
         f"(load {out['load']:.1f})")
     return out
 
 
+QUICK_EXPORT_ROWS = 10_000  # --rows N --quick: the export is made from this many of the N rows
+
+
+def assessment_cost(rows: int, method: str, columns: int = 16, say: Callable[[str], None] = print) -> dict[str, Any]:
+    """The assessment alone on a synthetic ``rows`` × ``columns`` site, seed 0, beside the method's export of its
+    first :data:`QUICK_EXPORT_ROWS` rows (a distillation or GOLD export of a million rows takes many minutes; the
+    assessment reads only the export's small arrays, so its cost is the one the whole export would see)."""
+    from core.methods import get_method
+    from core.methods.base import SiteInput
+    from core.privacy.assessment import assess_export
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((rows, columns)) @ rng.standard_normal((columns, columns)) + 10 * np.arange(columns)
+    y = (X[:, 0] - X[:, 0].mean() + X[:, 1] - X[:, 1].mean() > 0).astype(np.int64)
+    anchor = X[rng.choice(rows, ANCHOR_ROWS, replace=False)] + 0.1 * rng.standard_normal((ANCHOR_ROWS, columns))
+    chosen = get_method(method)
+    part = min(rows, QUICK_EXPORT_ROWS)
+    t0 = time.perf_counter()
+    export = chosen.site_compute(SiteInput(X[:part], y[:part], ["a", "b"], anchor, None, {"seed": 0}))
+    t1 = time.perf_counter()
+    assessment = assess_export(SiteInput(X, y, ["a", "b"], anchor, None, {"seed": 0}), export, chosen)
+    t2 = time.perf_counter()
+    out = {"method": method, "dataset": "synthetic", "rows": rows, "columns": columns, "export_rows": part,
+           "export_seconds": t1 - t0, "assess_seconds": t2 - t1, "verdict": assessment.verdict,
+           "load": os.getloadavg()[0]}
+    say(f"{method}, {rows:,} rows × {columns}: assessment {t2 - t1:.3f} s (export of {part:,} of the rows "
+        f"{t1 - t0:.2f} s; load {out['load']:.1f})")
+    return out
+
+
 def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     """``python -m benchmarks privacy [--dataset D]… [--seeds N] [--quick] [--data-dir DIR] [--json FILE]``;
-    with ``--rows N``: the assessment's cost beside a whole export of N synthetic rows (:func:`timing`)."""
+    with ``--rows N [--method M]… [--dataset D]…``: the assessment's cost beside a whole export of N rows
+    (synthetic, or of each UCI table D) by each method (default dccfl; :func:`timing`); with ``--quick`` the
+    assessment alone beside an export of 10,000 of the rows (:func:`assessment_cost`)."""
     import json
 
     from benchmarks import worker_count
     from core.fileio import write_json_atomic, write_text_atomic
 
     if getattr(args, "rows", None):
-        out = {"experiment": "privacy-timing", **timing(int(args.rows), say=say), "machine": machine_line(),
+        methods = args.method or ["dccfl"]
+        tables = args.dataset or [None]
+        if args.quick:
+            runs = [assessment_cost(int(args.rows), name, say=say) for name in methods]
+        else:
+            runs = [timing(int(args.rows), method=name, dataset=table, data_dir=args.data_dir, say=say)
+                    for table in tables for name in methods]
+        out = {"experiment": "privacy-timing", **(runs[0] if len(runs) == 1 else {"runs": runs}),
+               "machine": machine_line(),
                "command": f"python -m benchmarks privacy --rows {args.rows}"
+                          + "".join(f" --dataset {table}" for table in (args.dataset or []))
+                          + "".join(f" --method {name}" for name in (args.method or []))
+                          + (" --quick" if args.quick else "")
                           + (f" --json {args.json}" if args.json else "")}
         if args.json:
             write_json_atomic(args.json, out)

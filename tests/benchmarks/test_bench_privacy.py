@@ -34,3 +34,18 @@ def test_timing_compares_the_assessment_with_the_whole_export():
     out = P.timing(3000, columns=6, say=lambda *_: None)
     assert out["assess_seconds"] > 0 and out["export_seconds"] > out["assess_seconds"]
     assert out["assess_share"] == out["assess_seconds"] / out["export_seconds"]
+
+
+def test_timing_runs_each_method_named_and_quick_times_the_assessment_alone(tmp_path):
+    from benchmarks.__main__ import build_parser
+
+    args = build_parser().parse_args(["privacy", "--rows", "1200", "--method", "dccfl", "--method", "gold",
+                                      "--json", str(tmp_path / "t.json")])
+    out = P.run_from_args(args, say=lambda *_: None)
+    assert [r["method"] for r in out["runs"]] == ["dccfl", "gold"]
+    assert all(r["rows"] == 1200 and r["dataset"] == "synthetic" for r in out["runs"])
+    assert "--method gold" in out["command"] and (tmp_path / "t.json").is_file()
+    quick = P.run_from_args(build_parser().parse_args(["privacy", "--rows", "1500", "--quick", "--method", "gold"]),
+                            say=lambda *_: None)
+    assert quick["method"] == "gold" and quick["rows"] == 1500 and quick["export_rows"] == 1500
+    assert quick["assess_seconds"] > 0 and quick["command"].endswith("--quick")
