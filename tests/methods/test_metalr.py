@@ -202,6 +202,20 @@ def test_a_round_where_every_site_lacks_a_class_gives_every_site_a_package():
     assert any(r["used"] == "package" for r in rows)
 
 
+def test_a_package_never_predicts_a_class_its_sites_cannot_compare():
+    """Classes {0, 1} at two sites and {2, 3} at two others: no site links the two pairs, so their contrasts are
+    not estimable against each other, and each site's package predicts only the classes linked to its own."""
+    X, y = _gaussian(4, n=4000)
+    halves = np.array_split(np.arange(4000), 4)
+    parts = [idx[np.isin(y[idx], pair)] for idx, pair in zip(halves, [[0, 1], [0, 1], [2, 3], [2, 3]], strict=True)]
+    method, bundles = _bundles(X, y, 4, parts)
+    res = method.fit(bundles, FitContext(["0", "1", "2", "3"]))
+    for (manifest, arrays), pair in zip(res.packages, [[0, 1], [0, 1], [2, 3], [2, 3]], strict=True):
+        sent = method.apply(manifest, arrays, {}, X)
+        assert set(sent["prediction"]) == {str(k) for k in pair}
+        assert np.all(np.isfinite(arrays["coef"]))
+
+
 def test_nothing_to_combine_tells_every_site_to_keep_its_own_model():
     X, y = _data(2, n=200)
     method, bundles = _bundles(X, y, 2, [np.flatnonzero(y == 0), np.flatnonzero(y == 1)])

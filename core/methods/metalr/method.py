@@ -60,6 +60,7 @@ from .fixed_effect import combine, site_deviation, stratified
 from .site_logit import fit_site_logit, predict_proba
 
 Z95 = 1.959963984540054
+UNSEEN = 1e4  # a class the package must never predict: its logit this far below (exp(−10⁴) = 0)
 DEVIATION_P = 0.05  # a site whose coefficients differ from the combined at this level keeps its own model
 NOT_SCORED = ("the analyst cannot score the combined model on any site's rows (no row leaves); each site compares "
               "it with its own model on labelled rows: dcstudio participant apply --validate")
@@ -82,6 +83,37 @@ def contrast_map(fitted: list[int], K: int) -> np.ndarray:
         if fitted[0] > 0:
             D[r, fitted[0] - 1] = -1.0
     return D
+
+
+def linked_classes(fitted: list[list[int]], K: int) -> dict[int, list[int]]:
+    """For each class some site fitted, the classes linked to it (the connected component of the graph whose
+    edges join the classes one site fitted together): only between linked classes do the sites' contrasts say
+    anything, so only they are compared in one site's package."""
+    root = list(range(K))
+
+    def find(k: int) -> int:
+        while root[k] != k:
+            root[k] = root[root[k]]
+            k = root[k]
+        return k
+
+    for f in fitted:
+        for k in f[1:]:
+            root[find(k)] = find(f[0])
+    seen = sorted({k for f in fitted for k in f})
+    return {k: [j for j in seen if find(j) == find(k)] for k in seen}
+
+
+def only_classes(theta: np.ndarray, keep: list[int]) -> np.ndarray:
+    """θ ((K − 1) × p, class k against the kit's first) with every class outside ``keep`` given no probability:
+    its logit set to −UNSEEN (slopes 0) before the logits are re-expressed against the first class."""
+    full = np.vstack([np.zeros((1, theta.shape[1])), theta])
+    out = np.setdiff1d(np.arange(len(full)), keep)
+    if len(out) == 0:
+        return theta
+    full[out] = 0.0
+    full[out, 0] = -UNSEEN
+    return np.ascontiguousarray(full[1:] - full[0])
 
 
 def _contrasts(classes: list[str]) -> list[str]:
@@ -297,6 +329,8 @@ class MetaLR(Method):
                                             comb, a_i)
             if df_i and p_i < DEVIATION_P:
                 deviates[i] = (q_i, df_i, p_i)
+        linked = linked_classes([fitted[i] for i in used], K)
+        seen = sorted({k for i in used for k in fitted[i]})
         sent_of = {}
         for i, theta_i in zip(used, sent, strict=True):
             theta = coef.copy()  # the combined slopes
@@ -306,7 +340,7 @@ class MetaLR(Method):
                 own = np.concatenate([[0.0], theta_i.reshape(-1, p)[:, 0]])
                 alpha[fitted[i]] = own + np.mean(alpha[fitted[i]] - own)
                 theta[:, 0] = alpha[1:] - alpha[0]
-            sent_of[i] = theta
+            sent_of[i] = only_classes(theta, linked[fitted[i][0]])
         sites, packages = [], [None] * len(bundles)
         manifest = {"method": self.name, "classes": classes, "reference": classes[0], "features": m,
                     "sites_combined": len(used), "intercepts": self.settings["intercepts"], "note": PACKAGE_NOTE}
@@ -317,7 +351,7 @@ class MetaLR(Method):
             alone = alone_estimate(read_own_cv(b.manifest, site_rows(b.manifest), len(classes)))
             if alone:
                 entry["own_model"] = alone  # the "alone" column, as every classification method gives it
-            theta = sent_of.get(i, coef)
+            theta = sent_of[i] if i in sent_of else only_classes(coef, seen)
             if i in used:
                 entry["coef"] = np.asarray(b.arrays["coef"], dtype=np.float64).tolist()
                 entry["se"] = np.sqrt(np.diag(b.arrays["cov"])).reshape(-1, p).tolist()
@@ -340,7 +374,6 @@ class MetaLR(Method):
                              f"{df_i} df, p = {p_i:.2g}): it keeps its own model")
             sites.append(entry)
             packages[i] = ({**manifest, **own}, {"coef": np.ascontiguousarray(theta, dtype=np.float64)})
-        informed = sorted({k for i in used for k in fitted[i]})
         summary = {
             "method": self.name, "task": self.task, "sites": sites, "sites_combined": len(used),
             "reference": classes[0], "intercepts": self.settings["intercepts"],
@@ -351,7 +384,7 @@ class MetaLR(Method):
                               "i2_each": everything.i2_each.reshape(q, p).tolist()},
             "scored": False, "not_scored": NOT_SCORED, "settings": self.settings,
             "own_model_sites": len(deviates),
-            "classes_in_no_estimate": [c for k, c in enumerate(classes) if k not in informed],
+            "classes_in_no_estimate": [c for k, c in enumerate(classes) if k not in seen],
         }
         control.step(1.0, "done")
         return MethodResult(self.name, packages, summary, {"site_order": order})
