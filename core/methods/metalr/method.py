@@ -334,13 +334,15 @@ class MetaLR(Method):
         sent_of = {}
         for i, theta_i in zip(used, sent, strict=True):
             theta = coef.copy()  # the combined slopes
-            if own_intercepts:  # its classes' intercepts its own, placed so that on average they sit where the
-                # combined ones do; a class it lacks keeps the combined intercept (alpha: class k vs the kit's first)
+            if own_intercepts:  # its classes' intercepts its own (alpha: class k vs the kit's first), placed so
+                # that on average they sit where the combined ones do
                 alpha = np.concatenate([[0.0], coef[:, 0]])
                 own = np.concatenate([[0.0], theta_i.reshape(-1, p)[:, 0]])
                 alpha[fitted[i]] = own + np.mean(alpha[fitted[i]] - own)
                 theta[:, 0] = alpha[1:] - alpha[0]
-            sent_of[i] = only_classes(theta, linked[fitted[i][0]])
+            # site intercepts: a class with no row here has the maximum-likelihood intercept −∞ (no probability);
+            # common ones: only classes the sites' contrasts link to this site's are comparable with them
+            sent_of[i] = only_classes(theta, fitted[i] if own_intercepts else linked[fitted[i][0]])
         sites, packages = [], [None] * len(bundles)
         manifest = {"method": self.name, "classes": classes, "reference": classes[0], "features": m,
                     "sites_combined": len(used), "intercepts": self.settings["intercepts"], "note": PACKAGE_NOTE}
@@ -359,7 +361,9 @@ class MetaLR(Method):
                     entry["classes_fitted"] = [classes[k] for k in fitted[i]]
                     entry["note"] = (f"combined over the {len(fitted[i])} classes it has (no row of "
                                      + ", ".join(repr(c) for k, c in enumerate(classes) if k not in fitted[i])
-                                     + "; it is sent the combined model for those)")
+                                     + ("; its package gives those no probability)" if own_intercepts else
+                                        "; its package gives them the common intercepts where other sites link "
+                                        "them to its classes)"))
             else:
                 entry["note"] = (f"left out of the combination: {b.manifest.get('reason', 'no estimate')}"
                                  + ("; it is sent the combined model with the common intercept" if own_intercepts
