@@ -8,11 +8,21 @@
    the columns' own units, so they mean the same at every site; the penalty measures slopes per public
    standard deviation when the kit gives one, else (``penalty_scale = "spread"``) per the column's spread at
    the site — glmnet's convention; it changes how hard slopes are shrunk, never their units — or in raw units
-   (``"raw"``). It ships θ̂ᵢ, V̂ᵢ = (penalised observed information)⁻¹ and its row count. A site lacking one of
-   the kit's classes has no finite estimate and ships none (its bundle says why); it still receives a model.
+   (``"raw"``). It ships θ̂ᵢ, V̂ᵢ = (penalised observed information)⁻¹ and its row count. A site lacking some
+   of the kit's classes fits over the kᵢ ≥ 2 classes it has, against the first of them (``classes_fitted``):
+   a class with no row has no finite coefficient, so it is left out of the fit, not the site. A site with one
+   class (or a fit that failed) ships only its row count and why; it still receives a model.
 2. The analyst validates every array (shapes for the kit's width and classes, finite, V̂ᵢ symmetric positive
    definite by a Cholesky factorisation) and combines by fixed-effect inverse-variance weighting
    (:mod:`.fixed_effect`), θ̂ = (Σ V̂ᵢ⁻¹)⁻¹ Σ V̂ᵢ⁻¹ θ̂ᵢ, Var(θ̂) = (Σ V̂ᵢ⁻¹)⁻¹, with Cochran's Q and I².
+   Per class, not only over sites with every class: a site fitted over some classes estimates Aᵢθ, the
+   contrasts θ_c − θ_c₀ of the common θ (class k against the kit's first, θ₀ = 0), Aᵢ = Dᵢ ⊗ I
+   (:func:`contrast_map`), and θ̂ = (Σ AᵢᵀV̂ᵢ⁻¹Aᵢ)⁺ Σ AᵢᵀV̂ᵢ⁻¹ θ̂ᵢ — each contrast combined over the sites that
+   inform it, directly or through shared classes. "Only sites with every class" would be simpler, but on
+   label-skewed small sites it is often no site at all (issue #25's small-sites bench: every cell refused).
+   A package gives no probability to a class its site cannot compare with its own (:func:`only_classes`): with
+   site intercepts any class the site has no row of (its maximum-likelihood intercept is −∞), with a common
+   intercept any class the sites' contrasts do not link to the site's (:func:`linked_classes`).
    ``intercepts = "site"`` (default): only the slopes are combined and each site keeps its own intercepts given
    them, âᵢ + V̂ᵢ,aβ V̂ᵢ,ββ⁻¹ (β̂ − β̂ᵢ) — a site-stratified model, as when sites differ in how common each class is
    (Q and I² then measure the slopes); ``"common"``: every coefficient combined, every site the same model.
@@ -22,6 +32,8 @@
    (``model`` = own, ``own_kind`` = linear, as the DC family does), and ``apply`` then uses the logistic
    regression the site kept at export.
 4. ``apply`` gives ``prediction`` and ``prob_<class>`` from the package's coefficients.
+
+If no site shipped an estimate, every site is told to keep its own model, and the summary says why.
 
 No row and no label leaves, so the analyst cannot score the combined model on any site's rows: the summary
 says so, and each site compares the package with the logistic regression it kept from its own rows at
