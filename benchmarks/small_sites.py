@@ -164,7 +164,7 @@ def run_cell(name: str, X: np.ndarray, y: np.ndarray, classes: list[str], seed: 
     try:
         out, result, fit_s = run_round(m, sites, classes, anchor, seed, {**BENCH_SITE.get(method, {}),
                                                                          **(site_settings or {})})
-    except ConfigError as exc:  # the method refuses these sites (e.g. meta-lr: every site lacks a class)
+    except ConfigError as exc:  # the method refuses these sites
         return {"dataset": name, "method": method, "seed": seed, "sites": [], "refused": exc.message,
                 "fit_seconds": 0.0}
     for r in out:

@@ -76,7 +76,7 @@ UNSEEN = 1e4  # a class the package must never predict: its logit this far below
 DEVIATION_P = 0.05  # a site whose coefficients differ from the combined at this level keeps its own model
 NOT_SCORED = ("the analyst cannot score the combined model on any site's rows (no row leaves); each site compares "
               "it with its own model on labelled rows: dcstudio participant apply --validate")
-NOTHING_COMBINED = ("no site shipped a logistic regression (each lacked a class, had too few rows or did not "
+NOTHING_COMBINED = ("no site shipped a logistic regression (each had rows of one class only or its fit did not "
                     "converge), so nothing could be combined: every site keeps its own model")
 PACKAGE_NOTE = ("this model combines the sites' logistic regressions; nobody has scored it on your rows yet: run "
                 "`participant apply --validate` on labelled rows to compare it with your own model")
