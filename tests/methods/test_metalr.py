@@ -216,6 +216,17 @@ def test_a_package_never_predicts_a_class_its_sites_cannot_compare():
         assert np.all(np.isfinite(arrays["coef"]))
 
 
+def test_the_export_privacy_check_scores_a_model_fitted_over_some_classes():
+    from core.privacy.assessment import assess_export
+
+    X, y = _gaussian(4, n=800)
+    keep = y != 0  # no row of the kit's first class
+    site = SiteInput(X[keep], y[keep], ["0", "1", "2", "3"], None)
+    method = get_method(NAME)
+    found = assess_export(site, method.site_compute(site), method).finding("membership")
+    assert found.numbers and 0.0 <= found.numbers["auc"] <= 1.0  # measured, not "could not be made"
+
+
 def test_nothing_to_combine_tells_every_site_to_keep_its_own_model():
     X, y = _data(2, n=200)
     method, bundles = _bundles(X, y, 2, [np.flatnonzero(y == 0), np.flatnonzero(y == 1)])
