@@ -158,8 +158,8 @@ class MetaLR(Method):
     labels_at_site = True
     needs_anchor = False
     what_leaves = ("p coefficients and a p × p covariance matrix per site (p = the kit's columns + 1; times the "
-                   "classes − 1 for more than two classes) from a logistic regression fitted to the site's rows, "
-                   "and its row count; no row, no label")
+                   "classes − 1 for more than two classes) from a logistic regression fitted to the site's rows (over "
+                   "the classes it has, and which those are), and its row count; no row, no label")
     settings_spec = (
         Setting("ridge", "float", 1.0, "ridge penalty λ on each site's slopes (not the intercept), in the columns' "
                 "own units (per public standard deviation when the kit gives one); keeps small sites' estimates "
