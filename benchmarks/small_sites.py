@@ -131,6 +131,8 @@ def run_round(method, sites: list, classes: list[str], anchor: np.ndarray | None
         own_ok = local_predict_proba(private, Xte).argmax(1) == yte
         x = entries.get(b.site, {})
         cv = b.manifest.get("own_cv") or {}
+        if method.own_model_choice == "site":  # the package as sent, before the site's check chooses
+            sent_ok = np.asarray(method.apply(manifest, arrays, private, Xte)["prediction"], dtype=object) == names[yte]
         rows.append({"train_rows": int(len(ytr)), "test_rows": int(len(yte)), "classes": sorted(set(ytr.tolist())),
                      "package": float(pkg_ok.mean()), "own_model": float(own_ok.mean()),
                      "diff_pt": 100 * float(pkg_ok.mean() - own_ok.mean()),
@@ -141,7 +143,8 @@ def run_round(method, sites: list, classes: list[str], anchor: np.ndarray | None
                      "own_cv": cv.get("accuracy"), "right": pkg_ok, "own_right": own_ok,
                      # the site's own check (site-scored methods): both models on its set-aside rows
                      **({"check_rows": choice["rows"], "check_package": choice["package"]["accuracy"],
-                         "check_own": choice["own"]["accuracy"]} if choice and "rows" in choice else {})})
+                         "check_own": choice["own"]["accuracy"]} if choice and "rows" in choice else {}),
+                     **({"as_sent": float(sent_ok.mean())} if method.own_model_choice == "site" else {})})
     return rows, result, fit_s
 
 
@@ -161,7 +164,7 @@ def run_cell(name: str, X: np.ndarray, y: np.ndarray, classes: list[str], seed: 
     try:
         out, result, fit_s = run_round(m, sites, classes, anchor, seed, {**BENCH_SITE.get(method, {}),
                                                                          **(site_settings or {})})
-    except ConfigError as exc:  # the method refuses these sites (e.g. meta-lr: every site lacks a class)
+    except ConfigError as exc:  # the method refuses these sites
         return {"dataset": name, "method": method, "seed": seed, "sites": [], "refused": exc.message,
                 "fit_seconds": 0.0}
     for r in out:
@@ -294,6 +297,12 @@ def markdown(out: dict, command: str) -> str:
                   f"{np.mean([x['check_package'] for x in checks]):.3f} vs own model "
                   f"{np.mean([x['check_own'] for x in checks]):.3f} (mean accuracy, {len(checks)} sites, "
                   f"{int(np.median([x['check_rows'] for x in checks]))} rows each at the median)."]
+    for m in s.get("per_method", {}):
+        sent = [100 * (x["as_sent"] - x["own_model"]) for mm, x in used if mm == m and "as_sent" in x]
+        if sent:
+            lines += ["", f"{m}'s package as sent, before the site's check (test rows): mean "
+                      f"{pt(float(np.mean(sent)), 2)} pt against the own model, worst {pt(min(sent), 1)} pt, "
+                      f"{sum(d < -2 for d in sent)} of {len(sent)} sites below −2 pt."]
     refused = [c for c in out["cells"] if c.get("refused")]
     if refused:
         lines += ["", "Refused cells (no package: every site keeps its own model):", ""]

@@ -263,8 +263,12 @@ def _assess(site: SiteInput, export: SiteExport, method: Method, thresholds: Pri
             else:
                 from ..methods.metalr.site_logit import predict_proba
 
-                scores = [A.model_loss_scores(predict_proba(coef, X[rows]), site.y[rows])
-                          for rows in (members, holdout)]
+                # a model fitted over some classes (``classes_fitted``) scores the rows of those classes, in its order
+                fitted = np.asarray(sim.manifest.get("classes_fitted", range(coef.shape[0] + 1)), np.int64)
+                y_all = np.asarray(site.y, np.int64)
+                scored = [rows[np.isin(y_all[rows], fitted)] for rows in (members, holdout)]
+                scores = [A.model_loss_scores(predict_proba(coef, X[rows]), np.searchsorted(fitted, y_all[rows]))
+                          for rows in scored]
                 findings.append(_membership_finding(A.membership_from_scores(*scores), len(members) + len(holdout),
                                                     th, MODEL_HOLDER))
         elif sim is not None:

@@ -12,7 +12,7 @@ import pytest
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
-from core.errors import ConfigError, FormatError
+from core.errors import FormatError
 from core.learn.local_model import fit_local_model
 from core.methods import METHODS, FitContext, ReceivedBundle, SiteInput, default_method, get_method
 from core.methods.metalr.fixed_effect import combine
@@ -26,6 +26,17 @@ NAME = "meta-lr"
 def _data(K: int, n: int = 4000, seed: int = 3):
     X, y = make_classification(n, 5, n_informative=4, n_redundant=0, n_classes=K, random_state=seed)
     return X * np.array([1.0, 10.0, 0.5, 3.0, 1.0]) + np.array([5.0, 0.0, 0.0, 100.0, 0.0]), y
+
+
+def _gaussian(K: int, n: int, seed: int = 3):
+    """Classes as Gaussians with one covariance: the multinomial logit is the true model, so a fit over some of
+    the classes estimates exactly the contrasts of the full fit."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0, 1.0, size=(K, 5))
+    y = rng.integers(0, K, n)
+    X = (centres[y] + rng.normal(size=(n, 5))) * np.array([1.0, 10.0, 0.5, 3.0, 1.0]) + np.array(
+        [5.0, 0.0, 0.0, 100.0, 0.0])
+    return X, y
 
 
 def _bundles(X, y, K: int, parts, **settings) -> tuple[object, list[ReceivedBundle]]:
@@ -124,17 +135,112 @@ def test_fixed_effect_of_two_scalars_is_the_inverse_variance_mean():
     assert c.q == pytest.approx((1 - 1.5) ** 2 + (3 - 1.5) ** 2 / 3) and c.df == 1
 
 
-def test_a_site_missing_a_class_contributes_nothing_with_a_note():
-    X, y = _data(3, n=900)
+def test_a_site_missing_a_class_is_combined_over_the_classes_it_has():
+    X, y = _gaussian(3, n=900)
     parts = np.array_split(np.arange(900), 3)
     lone = parts[2][y[parts[2]] != 2]  # site 2 has no row of class '2'
     method, bundles = _bundles(X, y, 3, [parts[0], parts[1], lone])
-    assert bundles[2].manifest["estimate"] == "none" and not bundles[2].arrays
+    assert bundles[2].manifest["classes_fitted"] == [0, 1] and bundles[2].arrays["coef"].shape == (1, 6)
     method.check_bundle(bundles[2], _kit(5, 3))
     res = method.fit(bundles, FitContext(["0", "1", "2"]))
-    left = [x for x in res.summary["sites"] if x["site"] == "site2"][0]
-    assert left["combined"] == "no" and "no row of class '2'" in left["note"]
-    assert res.summary["sites_combined"] == 2 and len(res.packages) == 3  # it still gets the model
+    part = [x for x in res.summary["sites"] if x["site"] == "site2"][0]
+    assert part["combined"] == "yes" and "no row of '2'" in part["note"] and part["classes_fitted"] == ["0", "1"]
+    assert res.summary["sites_combined"] == 3 and len(res.packages) == 3
+    assert any("combined over the 2 classes it has" in line for line in method.summary_lines(res.summary))
+
+
+@pytest.mark.parametrize("intercepts", ["common", "site"])
+def test_sites_each_lacking_a_class_combine_to_the_pooled_fit(intercepts):
+    """Each site lacks a different class (site 0 the kit's reference class): its fit over its own classes
+    estimates contrasts of the common coefficients (Dᵢ ⊗ I), and their combination is close to the pooled fit's."""
+    K = 4
+    X, y = _gaussian(K, n=12000)
+    parts = np.array_split(np.random.default_rng(1).permutation(len(y)), K)
+    parts = [idx[y[idx] != k] for k, idx in enumerate(parts)]
+    method, bundles = _bundles(X, y, K, parts, intercepts=intercepts)
+    assert [b.manifest["classes_fitted"] for b in bundles] == [[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]]
+    res = method.fit(bundles, FitContext([str(k) for k in range(K)]))
+    rows = np.concatenate(parts)
+    pooled = fit_site_logit(X[rows], y[rows], K, lam=4.0, scale=X.std(axis=0))
+    coef, se = np.asarray(res.summary["combined"]["coef"]), np.asarray(res.summary["combined"]["se"])
+    # two estimators of the same slopes (the pooled one treats a site's rows as if every class were possible)
+    assert np.max(np.abs(coef[:, 1:] - pooled.coef[:, 1:]) / se[:, 1:]) < 3
+    assert res.summary["heterogeneity"]["p_value"] > 0.01 and res.summary["classes_in_no_estimate"] == []
+    for (manifest, arrays), idx in zip(res.packages, parts, strict=True):  # each site: as right as the pooled fit
+        sent = method.apply(manifest, arrays, {}, X[idx])
+        right = np.mean(sent["prediction"] == y[idx].astype(str))
+        assert right > np.mean(predict_proba(pooled.coef, X[idx]).argmax(1) == y[idx]) - 0.02
+
+
+def test_a_round_where_every_site_lacks_a_class_gives_every_site_a_package():
+    """The small-sites case (each site has 2–3 of 4 classes, one site a single class; no site has every class):
+    every site gets a package through the seam, applied with the site's own check (own_model_choice = site), and
+    none is worse than its own model by more than the promise's margin."""
+    from benchmarks.small_sites import run_round
+    from core.learn.own_cv import MARGIN_SE
+    from core.methods.promise import paired_se
+
+    rng = np.random.default_rng(4)
+    centres = rng.normal(0, 2.5, size=(4, 5))
+    has = [[0, 1, 2], [1, 2, 3], [2, 3], [0, 3], [1]]
+
+    def draw(n, classes):
+        k = rng.choice(classes, n)
+        return centres[k] + rng.normal(0, 1.0, size=(n, 5)), k.astype(np.int64)
+
+    sites = [(*draw(60, c), *draw(120, c)) for c in has]
+    method = get_method(NAME)
+    rows, result, _ = run_round(method, sites, ["a", "b", "c", "d"], None, 0)
+    assert len(rows) == len(sites) == len(result.packages) and all(p is not None for p in result.packages)
+    s = result.summary
+    assert s["sites_combined"] == 4 and not s.get("nothing_combined")
+    by_site = {x["site"]: x for x in s["sites"]}
+    assert by_site["site-4"]["combined"] == "no" and "only one class" in by_site["site-4"]["note"]
+    for r in rows:
+        assert r["used"] in ("package", "own") and r["chosen_by"] in ("analyst", "site")
+        assert r["package"] - r["own_model"] >= -MARGIN_SE * paired_se(r["right"], r["own_right"]) - 1e-9, r
+    assert any(r["used"] == "package" for r in rows)
+
+
+def test_a_package_never_predicts_a_class_its_sites_cannot_compare():
+    """Classes {0, 1} at two sites and {2, 3} at two others: no site links the two pairs, so their contrasts are
+    not estimable against each other, and each site's package predicts only the classes linked to its own."""
+    X, y = _gaussian(4, n=4000)
+    halves = np.array_split(np.arange(4000), 4)
+    parts = [idx[np.isin(y[idx], pair)] for idx, pair in zip(halves, [[0, 1], [0, 1], [2, 3], [2, 3]], strict=True)]
+    method, bundles = _bundles(X, y, 4, parts)
+    res = method.fit(bundles, FitContext(["0", "1", "2", "3"]))
+    for (manifest, arrays), pair in zip(res.packages, [[0, 1], [0, 1], [2, 3], [2, 3]], strict=True):
+        sent = method.apply(manifest, arrays, {}, X)
+        assert set(sent["prediction"]) == {str(k) for k in pair}
+        assert np.all(np.isfinite(arrays["coef"]))
+
+
+def test_the_export_privacy_check_scores_a_model_fitted_over_some_classes():
+    from core.privacy.assessment import assess_export
+
+    X, y = _gaussian(4, n=800)
+    keep = y != 0  # no row of the kit's first class
+    site = SiteInput(X[keep], y[keep], ["0", "1", "2", "3"], None)
+    method = get_method(NAME)
+    found = assess_export(site, method.site_compute(site), method).finding("membership")
+    assert found.numbers and 0.0 <= found.numbers["auc"] <= 1.0  # measured, not "could not be made"
+
+
+def test_nothing_to_combine_tells_every_site_to_keep_its_own_model():
+    X, y = _data(2, n=200)
+    method, bundles = _bundles(X, y, 2, [np.flatnonzero(y == 0), np.flatnonzero(y == 1)])
+    res = method.fit(bundles, FitContext(["0", "1"]))
+    assert res.summary["nothing_combined"] and res.summary["sites_combined"] == 0
+    kept = fit_local_model(X, y, 2)  # a model the site kept at export: apply uses it, not the zero coefficients
+    for manifest, arrays in res.packages:
+        assert manifest["model"] == "own" and manifest["own_kind"] == "linear"
+        method.check_package(manifest, arrays, {}, _kit(5, 2))
+        assert np.mean(method.apply(manifest, arrays, kept, X)["prediction"] == y.astype(str)) > 0.8
+    lines = method.summary_lines(res.summary)
+    assert "nothing could be combined: every site keeps its own model" in lines[0]
+    assert "keeps its own model" in lines[1]
+    assert method.views(res)
 
 
 @pytest.mark.parametrize("forge, expect", [
@@ -160,13 +266,6 @@ def test_a_bundle_for_another_width_or_class_list_is_refused():
     method, (bundle,) = _bundles(X, y, 2, [np.arange(400)])
     with pytest.raises(FormatError, match="the kit has 6 and 2"):
         method.check_bundle(bundle, _kit(6, 2))
-
-
-def test_no_usable_site_is_one_sentence():
-    X, y = _data(2, n=200)
-    method, bundles = _bundles(X, y, 2, [np.flatnonzero(y == 0)])
-    with pytest.raises(ConfigError, match="nothing to combine"):
-        method.fit(bundles, FitContext(["0", "1"]))
 
 
 def test_apply_gives_probabilities_summing_to_one_and_refuses_a_wrong_width():

@@ -8,11 +8,21 @@
    the columns' own units, so they mean the same at every site; the penalty measures slopes per public
    standard deviation when the kit gives one, else (``penalty_scale = "spread"``) per the column's spread at
    the site — glmnet's convention; it changes how hard slopes are shrunk, never their units — or in raw units
-   (``"raw"``). It ships θ̂ᵢ, V̂ᵢ = (penalised observed information)⁻¹ and its row count. A site lacking one of
-   the kit's classes has no finite estimate and ships none (its bundle says why); it still receives a model.
+   (``"raw"``). It ships θ̂ᵢ, V̂ᵢ = (penalised observed information)⁻¹ and its row count. A site lacking some
+   of the kit's classes fits over the kᵢ ≥ 2 classes it has, against the first of them (``classes_fitted``):
+   a class with no row has no finite coefficient, so it is left out of the fit, not the site. A site with one
+   class (or a fit that failed) ships only its row count and why; it still receives a model.
 2. The analyst validates every array (shapes for the kit's width and classes, finite, V̂ᵢ symmetric positive
    definite by a Cholesky factorisation) and combines by fixed-effect inverse-variance weighting
    (:mod:`.fixed_effect`), θ̂ = (Σ V̂ᵢ⁻¹)⁻¹ Σ V̂ᵢ⁻¹ θ̂ᵢ, Var(θ̂) = (Σ V̂ᵢ⁻¹)⁻¹, with Cochran's Q and I².
+   Per class, not only over sites with every class: a site fitted over some classes estimates Aᵢθ, the
+   contrasts θ_c − θ_c₀ of the common θ (class k against the kit's first, θ₀ = 0), Aᵢ = Dᵢ ⊗ I
+   (:func:`contrast_map`), and θ̂ = (Σ AᵢᵀV̂ᵢ⁻¹Aᵢ)⁺ Σ AᵢᵀV̂ᵢ⁻¹ θ̂ᵢ — each contrast combined over the sites that
+   inform it, directly or through shared classes. "Only sites with every class" would be simpler, but on
+   label-skewed small sites it is often no site at all (issue #25's small-sites bench: every cell refused).
+   A package gives no probability to a class its site cannot compare with its own (:func:`only_classes`): with
+   site intercepts any class the site has no row of (its maximum-likelihood intercept is −∞), with a common
+   intercept any class the sites' contrasts do not link to the site's (:func:`linked_classes`).
    ``intercepts = "site"`` (default): only the slopes are combined and each site keeps its own intercepts given
    them, âᵢ + V̂ᵢ,aβ V̂ᵢ,ββ⁻¹ (β̂ − β̂ᵢ) — a site-stratified model, as when sites differ in how common each class is
    (Q and I² then measure the slopes); ``"common"``: every coefficient combined, every site the same model.
@@ -22,6 +32,8 @@
    (``model`` = own, ``own_kind`` = linear, as the DC family does), and ``apply`` then uses the logistic
    regression the site kept at export.
 4. ``apply`` gives ``prediction`` and ``prob_<class>`` from the package's coefficients.
+
+If no site shipped an estimate, every site is told to keep its own model, and the summary says why.
 
 No row and no label leaves, so the analyst cannot score the combined model on any site's rows: the summary
 says so, and each site compares the package with the logistic regression it kept from its own rows at
@@ -60,15 +72,60 @@ from .fixed_effect import combine, site_deviation, stratified
 from .site_logit import fit_site_logit, predict_proba
 
 Z95 = 1.959963984540054
+UNSEEN = 1e4  # a class the package must never predict: its logit this far below (exp(−10⁴) = 0)
 DEVIATION_P = 0.05  # a site whose coefficients differ from the combined at this level keeps its own model
 NOT_SCORED = ("the analyst cannot score the combined model on any site's rows (no row leaves); each site compares "
               "it with its own model on labelled rows: dcstudio participant apply --validate")
+NOTHING_COMBINED = ("no site shipped a logistic regression (each had rows of one class only or its fit did not "
+                    "converge), so nothing could be combined: every site keeps its own model")
 PACKAGE_NOTE = ("this model combines the sites' logistic regressions; nobody has scored it on your rows yet: run "
                 "`participant apply --validate` on labelled rows to compare it with your own model")
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def contrast_map(fitted: list[int], K: int) -> np.ndarray:
+    """Dᵢ ((kᵢ − 1) × (K − 1)): a site fitted over its classes c₀ < c₁ < … (``fitted``) estimates the contrasts
+    θ_{c_r} − θ_{c₀} of the common ones (θ_k: class k against the kit's first class, θ₀ = 0)."""
+    D = np.zeros((len(fitted) - 1, K - 1))
+    for r, k in enumerate(fitted[1:]):
+        D[r, k - 1] = 1.0
+        if fitted[0] > 0:
+            D[r, fitted[0] - 1] = -1.0
+    return D
+
+
+def linked_classes(fitted: list[list[int]], K: int) -> dict[int, list[int]]:
+    """For each class some site fitted, the classes linked to it (the connected component of the graph whose
+    edges join the classes one site fitted together): only between linked classes do the sites' contrasts say
+    anything, so only they are compared in one site's package."""
+    root = list(range(K))
+
+    def find(k: int) -> int:
+        while root[k] != k:
+            root[k] = root[root[k]]
+            k = root[k]
+        return k
+
+    for f in fitted:
+        for k in f[1:]:
+            root[find(k)] = find(f[0])
+    seen = sorted({k for f in fitted for k in f})
+    return {k: [j for j in seen if find(j) == find(k)] for k in seen}
+
+
+def only_classes(theta: np.ndarray, keep: list[int]) -> np.ndarray:
+    """θ ((K − 1) × p, class k against the kit's first) with every class outside ``keep`` given no probability:
+    its logit set to −UNSEEN (slopes 0) before the logits are re-expressed against the first class."""
+    full = np.vstack([np.zeros((1, theta.shape[1])), theta])
+    out = np.setdiff1d(np.arange(len(full)), keep)
+    if len(out) == 0:
+        return theta
+    full[out] = 0.0
+    full[out, 0] = -UNSEEN
+    return np.ascontiguousarray(full[1:] - full[0])
 
 
 def _contrasts(classes: list[str]) -> list[str]:
@@ -84,6 +141,7 @@ class MetaLR(Method):
     bundle_fields = (Field("n_rows", "int", required=True, low=1), Field("n_features", "int", required=True, low=1),
                      Field("n_classes", "int", required=True, low=2),
                      Field("estimate", "text", required=True, choices=("fitted", "none")), Field("reason", "text"),
+                     Field("classes_fitted", "list", items="int"),
                      Field("ridge", "number", low=0), Field("penalty_scale", "text"), Field("iterations", "int", low=0),
                      Field("converged", "bool"))
     bundle_arrays = {"coef": ("<f8", 2), "cov": ("<f8", 2)}
@@ -100,8 +158,8 @@ class MetaLR(Method):
     labels_at_site = True
     needs_anchor = False
     what_leaves = ("p coefficients and a p × p covariance matrix per site (p = the kit's columns + 1; times the "
-                   "classes − 1 for more than two classes) from a logistic regression fitted to the site's rows, "
-                   "and its row count; no row, no label")
+                   "classes − 1 for more than two classes) from a logistic regression fitted to the site's rows (over "
+                   "the classes it has, and which those are), and its row count; no row, no label")
     settings_spec = (
         Setting("ridge", "float", 1.0, "ridge penalty λ on each site's slopes (not the intercept), in the columns' "
                 "own units (per public standard deviation when the kit gives one); keeps small sites' estimates "
@@ -134,19 +192,20 @@ class MetaLR(Method):
                  np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0) if self.settings["penalty_scale"] == "spread"
                  else None)
         lam = float(self.settings["ridge"])
-        q, p = K - 1, m + 1
+        p = m + 1
         counts = np.bincount(np.asarray(site.y, dtype=np.int64), minlength=K)
         manifest = {"n_rows": n, "n_features": m, "n_classes": K, "ridge": lam,
                     "penalty_scale": "public" if public else self.settings["penalty_scale"]}
-        missing = [site.classes[k] for k in range(K) if counts[k] == 0]
+        present = np.flatnonzero(counts > 0)
+        q = len(present) - 1  # the site's own contrasts: each of its classes against its first one
         arrays: dict[str, np.ndarray] = {}
         reason = ""
-        if missing:
-            reason = (f"no row of class {', '.join(repr(c) for c in missing)}: a logistic regression of these rows "
-                      "has no finite estimate")
+        if q < 1:
+            reason = "only one class in these rows: a logistic regression needs rows of two classes at least"
         else:
             control.step(0.1, "fitting the logistic regression")
-            fit = fit_site_logit(X, site.y, K, lam=lam, scale=scale, max_iter=int(self.settings["max_iter"]))
+            y_own = np.searchsorted(present, np.asarray(site.y, dtype=np.int64))
+            fit = fit_site_logit(X, y_own, q + 1, lam=lam, scale=scale, max_iter=int(self.settings["max_iter"]))
             manifest.update(iterations=fit.iterations, converged=fit.converged)
             try:
                 np.linalg.cholesky(fit.cov)
@@ -158,14 +217,16 @@ class MetaLR(Method):
                           if not fit.converged else "the logistic regression's covariance is not positive definite")
             else:
                 arrays = {"coef": np.ascontiguousarray(fit.coef), "cov": np.ascontiguousarray(fit.cov)}
+                manifest["classes_fitted"] = [int(k) for k in present]
         manifest.update(estimate="none" if reason else "fitted", **({"reason": reason} if reason else {}))
         disclosures = [Disclosure("n_rows", (1,), "number", "how many rows you have", "your row count")]
         if arrays:
+            ref = site.classes[int(present[0])]
             shape = f"{p}" if q == 1 else f"{q} × {p}"
             disclosures = [
                 Disclosure("coef", (q, p), "float64",
                            f"the {shape} coefficients (intercept and one per column{'' if q == 1 else ', per class'}"
-                           f" against '{site.classes[0]}') of a logistic regression of your rows, in your "
+                           f" against '{ref}') of a logistic regression of your rows, in your "
                            "columns' own units",
                            "how strongly each column goes with each class, summarised over all your rows"),
                 Disclosure("cov", (q * p, q * p), "float64",
@@ -174,8 +235,11 @@ class MetaLR(Method):
                 *disclosures]
             count = f"{p} coefficients and a {p} × {p} covariance matrix" if q == 1 else (
                 f"{q} × {p} coefficients and a {q * p} × {q * p} covariance matrix")
-            plain = (f"The {count} of a logistic regression fitted to your {n:,} rows, and that row count. No row, "
-                     "no names, no labels, no original values.")
+            lacking = [site.classes[k] for k in range(K) if counts[k] == 0]
+            plain = (f"The {count} of a logistic regression fitted to your {n:,} rows, and that row count"
+                     + (f" (over the {q + 1} classes you have; you have no row of "
+                        f"{', '.join(repr(c) for c in lacking)}, and which classes you have leaves too)"
+                        if lacking else "") + ". No row, no names, no labels, no original values.")
         else:
             plain = (f"Only your row count ({n:,}): {reason}, so nothing else leaves. You still receive the "
                      "combined model.")
@@ -202,13 +266,18 @@ class MetaLR(Method):
             return
         if estimate != "fitted":
             raise FormatError("bundle's manifest does not say whether it holds an estimate ('estimate')")
-        q, p = K - 1, m + 1
+        fitted = man.get("classes_fitted", list(range(K)))
+        if (not isinstance(fitted, list) or len(fitted) < 2 or any(type(k) is not int for k in fitted)
+                or fitted != sorted(set(fitted)) or fitted[0] < 0 or fitted[-1] >= K):
+            raise FormatError(f"bundle's 'classes_fitted' is not an increasing list of at least two class numbers "
+                              f"from 0 to {K - 1}")
+        q, p = len(fitted) - 1, m + 1
         coef, cov = a.get("coef"), a.get("cov")
         if set(a) != {"coef", "cov"}:
             raise FormatError(f"bundle ships {', '.join(sorted(a)) or 'no arrays'}; this method ships exactly "
                               "'coef' and 'cov'")
         if coef.dtype.kind != "f" or coef.shape != (q, p):
-            raise FormatError(f"bundle's 'coef' has shape {coef.shape}; the kit's {m} column(s) and {K} classes "
+            raise FormatError(f"bundle's 'coef' has shape {coef.shape}; {m} column(s) and {q + 1} classes fitted "
                               f"need a float array of shape ({q}, {p})")
         if cov.dtype.kind != "f" or cov.shape != (q * p, q * p):
             raise FormatError(f"bundle's 'cov' has shape {cov.shape}; the kit needs a float array of shape "
@@ -241,31 +310,51 @@ class MetaLR(Method):
         order = canonical_order(bundles)
         used = [i for i in order if bundles[i].manifest.get("estimate") == "fitted"]
         if not used:
-            raise ConfigError("no site shipped a logistic regression estimate (each lacked a class or did not "
-                              "converge): there is nothing to combine")
+            return self._nothing_to_combine(bundles, order, classes, m)
         control.step(0.2, f"combining {_plural(len(used), 'site')}")
+        fitted = {i: [int(k) for k in bundles[i].manifest.get("classes_fitted", range(K))] for i in used}
+        D = {i: contrast_map(fitted[i], K) for i in used}
         coefs = [bundles[i].arrays["coef"] for i in used]
         covs = [bundles[i].arrays["cov"] for i in used]
-        everything = combine(coefs, covs)  # every coefficient common: the plain fixed-effect model
+        full_maps = [np.kron(D[i], np.eye(p)) for i in used]
+        everything = combine(coefs, covs, full_maps)  # every coefficient common: the plain fixed-effect model
         own_intercepts = self.settings["intercepts"] == "site"
         if own_intercepts:  # the slopes common, each site's intercepts its own given them (a stratified fit)
-            slopes = np.array([k * p + j for k in range(q) for j in range(1, p)])
-            comb, sent = stratified(coefs, covs, slopes)
+            commons = [np.array([r * p + j for r in range(len(fitted[i]) - 1) for j in range(1, p)]) for i in used]
+            maps = [np.kron(D[i], np.eye(m)) for i in used]
+            comb, sent = stratified(coefs, covs, commons, maps)
         else:
-            comb, sent = everything, [everything.coef] * len(used)
-        coef = everything.coef.reshape(q, p)
+            commons = [np.arange((len(fitted[i]) - 1) * p) for i in used]
+            maps, comb, sent = full_maps, everything, [a @ everything.coef for a in full_maps]
+        coef = everything.coef.reshape(q, p).copy()
         se = np.sqrt(np.diag(everything.cov)).reshape(q, p)
-        if own_intercepts:
+        if own_intercepts:  # the common intercepts given the combined slopes (the same step as a site's own)
+            a_, b_ = np.arange(q) * p, np.array([k * p + j for k in range(q) for j in range(1, p)])
+            V = everything.cov
+            coef[:, 0] += V[np.ix_(a_, b_)] @ np.linalg.lstsq(V[np.ix_(b_, b_)], comb.coef - everything.coef[b_],
+                                                               rcond=None)[0]
             coef[:, 1:] = comb.coef.reshape(q, m)
             se[:, 1:] = np.sqrt(np.diag(comb.cov)).reshape(q, m)
-        sent_of = dict(zip(used, sent, strict=True))
-        common = slopes if own_intercepts else np.arange(q * p)
         deviates = {}  # never worse than alone: a site whose own slopes differ from the combined keeps its model
-        idx = np.ix_(common, common)
-        for i, b_i, v_i in zip(used, coefs, covs, strict=True):
-            q_i, df_i, p_i = site_deviation(np.asarray(b_i, np.float64).ravel()[common], np.asarray(v_i)[idx], comb)
+        for i, b_i, v_i, c_i, a_i in zip(used, coefs, covs, commons, maps, strict=True):
+            q_i, df_i, p_i = site_deviation(np.asarray(b_i, np.float64).ravel()[c_i], np.asarray(v_i)[np.ix_(c_i, c_i)],
+                                            comb, a_i)
             if df_i and p_i < DEVIATION_P:
                 deviates[i] = (q_i, df_i, p_i)
+        linked = linked_classes([fitted[i] for i in used], K)
+        seen = sorted({k for i in used for k in fitted[i]})
+        sent_of = {}
+        for i, theta_i in zip(used, sent, strict=True):
+            theta = coef.copy()  # the combined slopes
+            if own_intercepts:  # its classes' intercepts its own (alpha: class k vs the kit's first), placed so
+                # that on average they sit where the combined ones do
+                alpha = np.concatenate([[0.0], coef[:, 0]])
+                own = np.concatenate([[0.0], theta_i.reshape(-1, p)[:, 0]])
+                alpha[fitted[i]] = own + np.mean(alpha[fitted[i]] - own)
+                theta[:, 0] = alpha[1:] - alpha[0]
+            # site intercepts: a class with no row here has the maximum-likelihood intercept −∞ (no probability);
+            # common ones: only classes the sites' contrasts link to this site's are comparable with them
+            sent_of[i] = only_classes(theta, fitted[i] if own_intercepts else linked[fitted[i][0]])
         sites, packages = [], [None] * len(bundles)
         manifest = {"method": self.name, "classes": classes, "reference": classes[0], "features": m,
                     "sites_combined": len(used), "intercepts": self.settings["intercepts"], "note": PACKAGE_NOTE}
@@ -276,20 +365,29 @@ class MetaLR(Method):
             alone = alone_estimate(read_own_cv(b.manifest, site_rows(b.manifest), len(classes)))
             if alone:
                 entry["own_model"] = alone  # the "alone" column, as every classification method gives it
-            theta = sent_of[i].reshape(q, p) if i in sent_of else coef
+            theta = sent_of[i] if i in sent_of else only_classes(coef, seen)
             if i in used:
                 entry["coef"] = np.asarray(b.arrays["coef"], dtype=np.float64).tolist()
-                entry["se"] = np.sqrt(np.diag(b.arrays["cov"])).reshape(q, p).tolist()
+                entry["se"] = np.sqrt(np.diag(b.arrays["cov"])).reshape(-1, p).tolist()
+                if len(fitted[i]) < K:
+                    entry["classes_fitted"] = [classes[k] for k in fitted[i]]
+                    entry["note"] = (f"combined over the {len(fitted[i])} classes it has (no row of "
+                                     + ", ".join(repr(c) for k, c in enumerate(classes) if k not in fitted[i])
+                                     + ("; its package gives those no probability)" if own_intercepts else
+                                        "; its package gives them the common intercepts where other sites link "
+                                        "them to its classes)"))
             else:
                 entry["note"] = (f"left out of the combination: {b.manifest.get('reason', 'no estimate')}"
-                                 + ("; it is sent the common intercept" if own_intercepts else ""))
+                                 + ("; it is sent the combined model with the common intercept" if own_intercepts
+                                    else "; it is sent the combined model"))
             entry["intercept_sent"] = theta[:, 0].tolist()
             own = {}
             if i in deviates:
                 q_i, df_i, p_i = deviates[i]
                 own = {"model": "own", "own_kind": "linear"}
-                entry.update(own, note=f"its coefficients differ from the combined ones (Q = {q_i:.1f} on {df_i} df, "
-                             f"p = {p_i:.2g}): it keeps its own model")
+                said = f"{entry['note']}; " if entry.get("note") else ""
+                entry.update(own, note=f"{said}its coefficients differ from the combined ones (Q = {q_i:.1f} on "
+                             f"{df_i} df, p = {p_i:.2g}): it keeps its own model")
             sites.append(entry)
             packages[i] = ({**manifest, **own}, {"coef": np.ascontiguousarray(theta, dtype=np.float64)})
         summary = {
@@ -302,8 +400,38 @@ class MetaLR(Method):
                               "i2_each": everything.i2_each.reshape(q, p).tolist()},
             "scored": False, "not_scored": NOT_SCORED, "settings": self.settings,
             "own_model_sites": len(deviates),
+            "classes_in_no_estimate": [c for k, c in enumerate(classes) if k not in seen],
         }
         control.step(1.0, "done")
+        return MethodResult(self.name, packages, summary, {"site_order": order})
+
+    def _nothing_to_combine(self, bundles: list[ReceivedBundle], order: list[int], classes: list[str], m: int
+                            ) -> MethodResult:
+        """No site shipped an estimate: every site is told to keep its own model (zero coefficients ship, as the
+        package format needs them; ``apply`` uses the model the site kept)."""
+        q, p = len(classes) - 1, m + 1
+        manifest = {"method": self.name, "classes": classes, "reference": classes[0], "features": m,
+                    "sites_combined": 0, "intercepts": self.settings["intercepts"], "note": NOTHING_COMBINED,
+                    "model": "own", "own_kind": "linear"}
+        sites, packages = [], [None] * len(bundles)
+        for i in order:
+            b = bundles[i]
+            entry = {"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest,
+                     "rows": int(b.manifest["n_rows"]), "combined": "no", "model": "own",
+                     "note": f"{b.manifest.get('reason', 'no estimate')}; it keeps its own model"}
+            alone = alone_estimate(read_own_cv(b.manifest, site_rows(b.manifest), len(classes)))
+            if alone:
+                entry["own_model"] = alone
+            sites.append(entry)
+            packages[i] = (dict(manifest), {"coef": np.zeros((q, p))})
+        zeros = np.zeros((q, p)).tolist()
+        summary = {"method": self.name, "task": self.task, "sites": sites, "sites_combined": 0,
+                   "reference": classes[0], "intercepts": self.settings["intercepts"], "parameters": q * p,
+                   "names": ["intercept", *[f"column {j + 1}" for j in range(m)]], "contrasts": _contrasts(classes),
+                   "combined": {"coef": zeros, "se": zeros},
+                   "heterogeneity": {"q": 0.0, "df": 0, "p_value": 1.0, "i2": 0.0, "of": "nothing", "i2_each": zeros},
+                   "scored": False, "not_scored": NOTHING_COMBINED, "settings": self.settings,
+                   "own_model_sites": len(bundles), "nothing_combined": True}
         return MethodResult(self.name, packages, summary, {"site_order": order})
 
     # ---- what it shows --------------------------------------------------------------------------
@@ -321,15 +449,21 @@ class MetaLR(Method):
     def summary_lines(self, summary: dict) -> list[str]:
         s = summary
         sites, h = s.get("sites", []), s.get("heterogeneity", {})
+        if s.get("nothing_combined"):
+            return [f"method {self.name}: {NOTHING_COMBINED}",
+                    *(f"  {x['site']}: {x['rows']:,} rows, {x.get('note', '')}" for x in sites)]
         lines = [f"method {self.name}: fixed-effect meta-analysis of the logistic regressions of "
                  f"{s.get('sites_combined')} of {_plural(len(sites), 'site')}, {s.get('parameters')} coefficients each",
                  "heterogeneity: " + self._heterogeneity_text(h)
                  + (" — the sites' coefficients differ more than chance allows: one model for all sites is "
                     "doubtful" if h.get("df") and h.get("p_value", 1.0) < 0.05 else "")]
         for x in sites:
-            what = ("combined" + (f"; {x['note']}" if x.get("model") == "own" else "") if x["combined"] == "yes"
+            what = ("combined" + (f"; {x['note']}" if x.get("note") else "") if x["combined"] == "yes"
                     else x.get("note", "left out"))
             lines.append(f"  {x['site']}: {x['rows']:,} rows, {what}")
+        if s.get("classes_in_no_estimate"):
+            lines.append("no site had rows of " + ", ".join(repr(c) for c in s["classes_in_no_estimate"])
+                         + " beside another class: their coefficients are left at 0 (not estimated)")
         lines.append("combined coefficients (95 % interval):")
         coef, se = np.asarray(s["combined"]["coef"]), np.asarray(s["combined"]["se"])
         for k in range(coef.shape[0]):
@@ -353,6 +487,11 @@ class MetaLR(Method):
     def views(self, result: MethodResult) -> list[View]:
         s = result.summary
         sites, h = s.get("sites", []), s.get("heterogeneity", {})
+        if s.get("nothing_combined"):
+            return [Text(NOTHING_COMBINED[0].upper() + NOTHING_COMBINED[1:] + ".", tone="warning"),
+                    Table("Sites", ["site", "fingerprint", "rows", "its own rows alone", "note"],
+                          [[x["site"], x.get("fingerprint", ""), x["rows"], describe(x.get("own_model")),
+                            x.get("note", "")] for x in sites])]
         coef, se = np.asarray(s["combined"]["coef"]), np.asarray(s["combined"]["se"])
         i2 = np.asarray(h.get("i2_each", np.zeros_like(coef)))
         out: list[View] = [Text(
@@ -366,6 +505,7 @@ class MetaLR(Method):
             ". The sites' coefficients differ more than chance allows: one model for all sites is doubtful; look "
             "for the coefficients with a large I² below." if doubtful else "."), tone="warning" if doubtful
             else "info"))
+        whole = [x for x in sites if x["combined"] == "yes" and "classes_fitted" not in x]  # in the kit's contrasts
         left = [x for x in sites if x["combined"] != "yes"]
         if left:
             out.append(Text(f"{_plural(len(left), 'site')} contributed nothing: "
@@ -379,9 +519,9 @@ class MetaLR(Method):
                 label, b, e = self._label(s, k, j), float(coef[k, j]), float(se[k, j])
                 rows.append([label, round(b, 6), f"[{b - Z95 * e:.4g}, {b + Z95 * e:.4g}]",
                              f"{np.exp(b):.4g}" if abs(b) < 700 else "—", f"{100 * float(i2[k, j]):.0f} %"])
-                weights = [1.0 / float(x["se"][k][j]) ** 2 for x in sites if x["combined"] == "yes"]
-                total = sum(weights)
-                for x, w in zip([x for x in sites if x["combined"] == "yes"], weights, strict=True):
+                weights = [1.0 / float(x["se"][k][j]) ** 2 for x in whole]
+                total = sum(weights) or 1.0
+                for x, w in zip(whole, weights, strict=True):
                     bi, ei = float(x["coef"][k][j]), float(x["se"][k][j])
                     forest.append([label, x["site"], round(bi, 6), round(bi - Z95 * ei, 6), round(bi + Z95 * ei, 6),
                                    f"{100 * w / total:.0f} %"])
@@ -389,7 +529,8 @@ class MetaLR(Method):
         out.append(Table(f"Combined coefficients (log-odds against class '{s.get('reference', '')}'), with 95 % "
                          "intervals and heterogeneity",
                          ["coefficient", "estimate", "95 % interval", "odds ratio", "I²"], rows))
-        out.append(Table("Forest plot data: each site's coefficient and the combined one, with 95 % intervals",
+        out.append(Table("Forest plot data: each site's coefficient (sites with every class) and the combined one, "
+                         "with 95 % intervals",
                          ["coefficient", "site", "estimate", "low", "high", "weight"], forest))
         out.append(Bars("Heterogeneity I² per coefficient (%)", [r[0] for r in rows],
                         [100.0 * float(v) for v in i2.ravel()], ylabel="I² (%)"))
