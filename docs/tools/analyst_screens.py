@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.simulation.projects import Project, build_clustering_project, build_project, fake_clustering_result  # noqa: E402,F401
+from participant_screens import save_small  # noqa: E402  (this folder is on sys.path)
 
 
 # ---- driving the window -------------------------------------------------------------------------------------
@@ -110,16 +111,6 @@ METHOD_ROUNDS = {
     "gold": ({"k": "auto"}, {}),
     "dcclustering": ({"k": "auto", "k_range": [2, 5]}, {}),
 }
-
-
-def save_small(widget, path: Path) -> Path:
-    """Grab ``widget`` and save it as an 8-bit palette PNG (a third of the size of a full-colour one)."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtGui import QImage
-
-    image = widget.grab().toImage().convertToFormat(QImage.Format_Indexed8, Qt.ThresholdDither | Qt.AvoidDither)
-    image.save(str(path), "PNG", 9)
-    return path
 
 
 def render_methods(out_dir: Path, workdir: Path, scale: int) -> list[Path]:

@@ -119,7 +119,7 @@ def _binary_round(work: Path) -> dict:
         session.confirm(card)
     received = session.received([r.envelope_id for r in session.import_bundles(bundles)])
     outputs = session.export(session.run(received), data / "packages")
-    package = next(s.path for s in outputs.packages if s.path.name.startswith("St Mary"))
+    package = next(s.path for s in outputs.packages if s.path.name.startswith("St_Mary"))
     return {"identity": idents["St Mary's Hospital, cardiology"], "package": package, "csv": data / "ward-2025.csv"}
 
 
@@ -134,11 +134,28 @@ def wait_for(app: QApplication, condition: Callable[[], bool], timeout: float = 
         app.processEvents()
 
 
+SCALE = 100  # the display scaling the shots are drawn at (main's --scale); other than 100 it names the files
+
+
+def save_small(widget, path: Path) -> Path:
+    """Grab ``widget`` and save it as an 8-bit palette PNG (a third of the size of a full-colour one)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QImage
+
+    image = widget.grab().toImage().convertToFormat(QImage.Format_Indexed8, Qt.ThresholdDither | Qt.AvoidDither)
+    image.save(str(path), "PNG", 9)
+    return path
+
+
 def save_shot(widget: QWidget, out_dir: Path, name: str, shots: list[Path]) -> None:
     for _ in range(10):  # let every pending layout and paint event run before the grab
         QApplication.processEvents()
-    path = out_dir / f"{name}.png"
-    widget.grab().save(str(path))
+    if SCALE == 100:
+        path = out_dir / f"{name}.png"
+        widget.grab().save(str(path))
+    else:  # the scaled set: beside the others, 8-bit
+        (out_dir / "scaled").mkdir(exist_ok=True)
+        path = save_small(widget, out_dir / "scaled" / f"{name}-{SCALE}.png")
     shots.append(path)
 
 
@@ -242,7 +259,7 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         ids = [r.envelope_id for r in session.import_bundles([bundle, other_bundle])]
         received = session.received(ids)
         outputs = session.export(session.run(received), workdir / "packages")
-        package = next(s.path for s in outputs.packages if s.path.name.startswith("St Mary"))
+        package = next(s.path for s in outputs.packages if s.path.name.startswith("St_Mary"))
 
         r = ResultsWindow()
         r.show()
@@ -282,11 +299,17 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
 
 
 def main(render: Callable[[Path, Path], list[Path]]) -> None:
-    """Run a screenshot script's ``render(out_dir, workdir)``: PNGs into argv[1] (default docs/screenshots)."""
-    target = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots")
+    """Run a screenshot script's ``render(out_dir, workdir)``: PNGs into argv[1] (default docs/screenshots);
+    ``--scale 125`` draws at 125 % display scaling (logical DPI 120) into ``scaled/NAME-125.png``."""
+    global SCALE
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if "--scale" in sys.argv:
+        SCALE = int(sys.argv[sys.argv.index("--scale") + 1])
+        args = [a for a in args if a != str(SCALE)]
+    target = Path(args[0] if args else "docs/screenshots")
     from gui.screen import laptop_platform
 
-    laptop_platform()  # offscreen runs draw on a 1366×768 screen (a real display, e.g. Xvfb, is kept)
+    laptop_platform(dpi=round(96 * SCALE / 100))  # offscreen: a 1366×768 screen (a real display is kept)
     with tempfile.TemporaryDirectory() as tmp:
         for shot in render(target, Path(tmp)):
             print(shot)

@@ -415,6 +415,8 @@ class ModelsPage(QWidget):
                 item = QTableWidgetItem(text)
                 if key == "holdout_accuracy":
                     item.setToolTip(self.tr(TERMS["holdout"]))
+                if key == "note":
+                    item.setToolTip(text)  # the whole reason, also where the table must be scrolled to read it
                 if key == "cluster" and isinstance(v, int):
                     item.setForeground(cluster_color(v - 1))
                 if isinstance(v, int | float):

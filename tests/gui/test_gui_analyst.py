@@ -18,7 +18,7 @@ pytest.importorskip("pytestqt")
 pytestmark = pytest.mark.usefixtures("private_settings")
 
 from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtWidgets import QFileDialog, QLabel, QWidget  # noqa: E402
+from PySide6.QtWidgets import QFileDialog, QHeaderView, QLabel, QWidget  # noqa: E402
 
 from benchmarks.simulation.projects import build_project, fake_clustering_result  # noqa: E402
 from core.errors import DCError  # noqa: E402
@@ -377,6 +377,11 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
         text = t.item(r, 4).text()
         assert 0.0 <= float(text.split()[0]) <= 1.0 and "n = " in text and "95 % CI" in text
     assert {t.item(r, 0).text() for r in range(4)} == set(project.sites)
+    if "Note" in headers:  # a site's reason (e.g. why it keeps its own model) has a header and is read whole
+        c = headers.index("Note")
+        notes = [t.item(r, c) for r in range(4) if t.item(r, c) is not None and t.item(r, c).text()]
+        assert all(n.toolTip() == n.text() for n in notes)
+        assert t.horizontalHeader().sectionResizeMode(c) == QHeaderView.ResizeToContents  # never elided
     # live loss curves: one per final model (cluster models, plus any site's own-rows model), one point per epoch
     assert len(mp.loss_curves) == result.summary["final_models"]
     if result.summary["final_models"]:
