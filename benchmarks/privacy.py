@@ -143,29 +143,24 @@ def run_cell(name: str, seed: int, data_dir: str | None, quick: bool) -> dict[st
         return SiteInput(X, y, classes, anchor if with_anchor else None, None, {"seed": seed, **settings},
                          scale=scale, centre=centre)
 
-    dc = get_method("dccfl")
-    for lever, settings in dc_levers(m):
-        s = site(settings)
-        t = time.perf_counter()
-        ex = dc.site_compute(s)
-        export_s = time.perf_counter() - t
-        a = assess_export(s, ex, dc, seed=seed)
-        f = AffineMap.from_arrays(ex.private_arrays)
-        acc = _fit_score(ex.arrays["x_tilde"], ex.arrays["y"], f.transform(X_te), y_te)
-        rows.append({"method": "dccfl", "lever": lever, "settings": settings, "accuracy": acc,
-                     "export_seconds": export_s, **_numbers(a)})
-    if not quick and seed == 0:  # distillation is the slow one: its curve is measured on the first seed only
-        hf = get_method("hfldd")
-        for lever, settings in HFLDD_LEVERS:
+    def reduced_rows(name: str, levers, shipped: tuple[str, str]) -> None:
+        """One row per lever of a method that ships reduced rows (``shipped``: their x and y arrays): accuracy of
+        a model of them on the test rows mapped by the site's private map, the export's time, the assessment."""
+        method = get_method(name)
+        for lever, settings in levers:
             s = site(settings)
             t = time.perf_counter()
-            ex = hf.site_compute(s)
+            ex = method.site_compute(s)
             export_s = time.perf_counter() - t
-            a = assess_export(s, ex, hf, seed=seed)
+            a = assess_export(s, ex, method, seed=seed)
             f = AffineMap.from_arrays(ex.private_arrays)
-            acc = _fit_score(ex.arrays["x_distilled"], ex.arrays["y_distilled"], f.transform(X_te), y_te)
-            rows.append({"method": "hfldd", "lever": lever, "settings": settings, "accuracy": acc,
+            acc = _fit_score(ex.arrays[shipped[0]], ex.arrays[shipped[1]], f.transform(X_te), y_te)
+            rows.append({"method": name, "lever": lever, "settings": settings, "accuracy": acc,
                          "export_seconds": export_s, **_numbers(a)})
+
+    reduced_rows("dccfl", dc_levers(m), ("x_tilde", "y"))
+    if not quick and seed == 0:  # distillation is the slow one: its curve is measured on the first seed only
+        reduced_rows("hfldd", HFLDD_LEVERS, ("x_distilled", "y_distilled"))
     for lever, settings, kit_settings in GOLD_LEVERS:
         gold = get_method("gold", kit_settings)
         s = site(settings, with_anchor=False)
