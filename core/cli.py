@@ -504,8 +504,7 @@ def _import_and_run(args, *, classification_only: bool = False):
     reports, received = analysis.import_folder(folder, skip_unconfirmed=True)
     refused = [r for r in reports if r.status == "unconfirmed"]
     for r in refused:  # one line per file left out; the summary and the audit log name it too
-        say(f"refused: {r.path.name} from '{r.site}' ({r.fingerprint}): sender not confirmed for this project, so "
-            "it is left out of this run; compare the fingerprint with the site and run again with --confirm")
+        _say_left_out(r.path, r.site, r.fingerprint, "run")
     bundles, excluded = analysis.split_excluded(received, getattr(args, "exclude", None) or [])
     name = args.method or analysis.kit.method
     if classification_only and method_class(name).task != "classification":
@@ -514,10 +513,23 @@ def _import_and_run(args, *, classification_only: bool = False):
         bundles, args.method, parse_sets(args.set, method_class(name)), excluded=excluded, refused=refused)
 
 
+def _say_left_out(path: Path, site: str, fingerprint: str, what: str) -> None:
+    say(f"refused: {path.name} from '{site}' ({fingerprint}): sender not confirmed for this project, so it is left "
+        f"out of this {what}; compare the fingerprint with the site and {what} again with --confirm")
+
+
 def cmd_analyst_import(args) -> None:
+    """Import the offered files; one from a sender nobody confirmed is left out (one line, nothing of it opened)
+    and the others are imported — refused only when no file's sender is confirmed."""
     analysis = _analyst_round(args)
-    _no_senders_hint(analysis, [Path(p) for p in args.bundle])
-    for r in analysis.import_bundles([Path(p) for p in args.bundle]):
+    files = [Path(p) for p in args.bundle]
+    pending = analysis.unconfirmed(files)
+    if len(pending) == len(files):
+        _no_senders_hint(analysis, files)
+    left_out = {p for p, _ in pending}
+    for p, card in pending:
+        _say_left_out(p, card.name, card.fingerprint, "import")
+    for r in analysis.import_bundles([f for f in files if f not in left_out]):
         say(f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows")
 
 

@@ -159,11 +159,13 @@ class SiteWorkspace(_Workspace):
             if not record:
                 return "new"
             private_dir(self.project_dir(project_id))
+            # the audit line first: a damaged log refuses before the pin takes effect, and a kill between the two
+            # leaves no pin (the next export asks for the fingerprint again), never a pin the log does not record
+            self.audit.append("pin-analyst", project=project_id, analyst=card.name, fingerprint=card.fingerprint,
+                              **({"confirmed": how} if how else {}))
             write_json_atomic(self.project_dir(project_id) / "analyst.json",
                               {"name": card.name, "fingerprint": card.fingerprint, "key_id": card.key_id,
                                "pinned": utc_now(), **({"confirmed": how} if how else {})}, private=True)
-            self.audit.append("pin-analyst", project=project_id, analyst=card.name, fingerprint=card.fingerprint,
-                              **({"confirmed": how} if how else {}))
             return "pinned"
         if pin.get("key_id") != card.key_id:
             raise VerificationError(

@@ -295,3 +295,11 @@ def test_one_unconfirmed_bundle_is_left_out_and_the_rest_run(round_dir, capsys, 
     audit = [json.loads(line) for line in next(ws.rglob("audit.jsonl")).read_text().splitlines()]
     export = [e for e in audit if e.get("event") == "export-packages"][-1]
     assert [e["file"] for e in export["refused"]] == [f"{names[-1]}.dcbundle"]
+    # analyst import too: the confirmed files are imported, the other one is left out in one line
+    files = [d / "bundles" / f"{n}.dcbundle" for n in names]
+    assert run("analyst", "import", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+               "--workspace", tmp_path / "ws-import", "--bundle", *files, *confirm(d, names[:-1])) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out if line.startswith(("refused", "imported"))].count("imported") \
+        == len(names) - 1
+    assert sum(line.startswith("refused:") and f"{names[-1]}.dcbundle" in line for line in out) == 1
