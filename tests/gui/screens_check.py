@@ -198,9 +198,13 @@ def _method_project(tmp_path, method: str):
     return p.kit, p.identity, p.passphrase, p.bundles
 
 
-def test_hfldd_and_gold_pages_fit_a_laptop(qtbot, tmp_path):
-    """The two-heatmap Clients page (hfldd) and a clustering method's pages (gold) on the same screen."""
-    for method in ("hfldd", "gold"):
+OTHER_METHODS = ("hfldd", "gold", "feddag", "meta-lr", "dcclustering", "dc")  # DC-CFL: the test above
+
+
+def test_every_other_methods_pages_fit_a_laptop(qtbot, tmp_path):
+    """Every other method's Models and Clients pages (hfldd's two heatmaps, feddag's fused matrix, meta-lr without
+    a Clients step, the clustering methods' pages, dc's single group) on the same screen."""
+    for method in OTHER_METHODS:
         kit, identity, passphrase, bundles = _method_project(tmp_path, method)
         w = analyst_window_with_bundles(qtbot, kit, identity, passphrase, bundles)
         train_models(qtbot, w)
@@ -209,9 +213,14 @@ def test_hfldd_and_gold_pages_fit_a_laptop(qtbot, tmp_path):
 
 
 def build_method_project(root: Path, method: str):
-    """A tiny project of ``method`` ("hfldd" or "gold") for the screen checks."""
-    if method == "gold":
-        return build_clustering_project(root, n_sites=3, rows=60, method="gold", settings={"k": "auto"})
-    return build_project(root, n_sites=3, rows=80, epochs=2, method="hfldd",
-                         settings={"min_steps": 10, "local_epochs": 2, "anchor_rows": 40, "clusters": 2},
-                         site_settings={"kip_steps": 10, "init": "means"})
+    """A tiny project of ``method`` for the screen checks (the small settings of the per-method page tests)."""
+    from tests.gui.test_gui_method_pages import CLASSIFICATION, CLUSTERING
+
+    if method in CLUSTERING:
+        return build_clustering_project(root, n_sites=3, rows=60, method=method, settings=CLUSTERING[method])
+    if method == "hfldd":
+        return build_project(root, n_sites=3, rows=80, epochs=2, method="hfldd",
+                             settings={"min_steps": 10, "local_epochs": 2, "anchor_rows": 40, "clusters": 2},
+                             site_settings={"kip_steps": 10, "init": "means"})
+    settings, site = CLASSIFICATION.get(method, ({}, {}))
+    return build_project(root, n_sites=3, rows=80, epochs=2, method=method, settings=settings, site_settings=site)

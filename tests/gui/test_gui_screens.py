@@ -1,6 +1,6 @@
 """Laptop screens (issue #11 point 2, issue #27 point 1): the wizard and the analyst window, opened on a 1366×768
 panel at 100 %, 125 % and 150 % scaling (logical DPI 96, 120, 144) and at device-pixel ratio 2, show their key
-widgets whole. Each screen runs ``tests/gui/screens_check.py`` in a child process, because a Qt application's
+widgets whole, on every method's pages. Each screen runs ``tests/gui/screens_check.py`` in a child process, because a Qt application's
 screen is fixed when it starts."""
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ SCREENS = {"100%": (96, 1), "dpr2": (96, 2), "125%": (120, 1), "150%": (144, 1)}
 
 @pytest.fixture(scope="module")
 def method_projects(tmp_path_factory) -> Path:
-    """The tiny hfldd and gold projects every screen's run opens (built once, here; each run copies them)."""
-    from tests.gui.screens_check import build_method_project
+    """The tiny projects of every other method that every screen's run opens (built once, here; each run copies
+    them)."""
+    from tests.gui.screens_check import OTHER_METHODS, build_method_project
 
     root = tmp_path_factory.mktemp("screen-projects")
     listed = {}
-    for method in ("hfldd", "gold"):
+    for method in OTHER_METHODS:
         p = build_method_project(root / method, method)
         listed[method] = {"root": str(p.root), "kit": str(p.kit.relative_to(p.root)),
                           "identity": str(p.identity.relative_to(p.root)), "passphrase": p.passphrase,
@@ -64,3 +65,4 @@ def test_key_widgets_fully_visible_on_a_laptop(screen_runs, screen):
     proc = screen_runs[screen]
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stdout[-4000:] + stderr[-2000:]
+    assert " passed" in stdout and "skipped" not in stdout, stdout[-2000:]  # every check really ran
