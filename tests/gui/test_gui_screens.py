@@ -1,7 +1,7 @@
 """Laptop screens (issue #11 point 2, issue #27 point 1): the wizard and the analyst window, opened on a 1366×768
 panel at 100 %, 125 % and 150 % scaling (logical DPI 96, 120, 144) and at device-pixel ratio 2, show their key
-widgets whole, on every method's pages. Each screen runs ``tests/gui/screens_check.py`` in a child process, because a Qt application's
-screen is fixed when it starts."""
+widgets whole, on every method's pages. Each screen runs ``tests/gui/screens_check.py`` in a child process,
+because a Qt application's screen is fixed when it starts."""
 
 from __future__ import annotations
 
