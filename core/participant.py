@@ -409,18 +409,6 @@ def write_result_csv(frame: pd.DataFrame, out_path: str | Path, fmt: CsvFormat, 
         fh.write(data)
 
 
-def _exported_rows(workspace: SiteWorkspace, kit: Kit, bundle_digest: str | None) -> int | None:
-    """The rows of the export a package answers, or None when this workspace holds no such export (the package is
-    then refused after its envelope checks, with the sentence saying so)."""
-    if not bundle_digest:
-        return None
-    try:
-        rows = workspace.load_export(kit.project_id, bundle_digest)[0].get("rows")
-    except FormatError:
-        return None
-    return rows if type(rows) is int else None
-
-
 def package_limits(kit: Kit, rows: int | None) -> Limits:
     """The envelope caps of a package for a site of ``kit`` that exported ``rows`` rows (FORMAT.md §7, §4.7 step 5),
     checked from the age section's size and each ``.npy`` header before anything of that size is allocated: one
@@ -563,13 +551,24 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
         raise FormatError("this package is for a project this site's workspace does not know", path=package_path)
     kit = Kit.load(kit_path)
     workspace.pin_analyst(kit.project_id, kit.analyst)
+    # the export the package answers, read once: its rows set the caps before anything is decrypted; without it the
+    # package is refused after its envelope checks, with the sentence saying so
+    export, no_export = None, None
+    if binding.in_reply_to:
+        try:
+            export = workspace.load_export(kit.project_id, binding.in_reply_to)
+        except FormatError as exc:
+            no_export = exc
+    exported_rows = export[0].get("rows") if export is not None else None
     opened = open_sealed(package_path, identity, expect_kind="package", expect_project=kit.project_id,
                          expect_sender=kit.analyst, expect_in_reply_to=binding.in_reply_to,
-                         limits=package_limits(kit, _exported_rows(workspace, kit, binding.in_reply_to)),
+                         limits=package_limits(kit, exported_rows if type(exported_rows) is int else None),
                          control=control.sub(0.0, 0.3))
     if not opened.binding.in_reply_to:
         raise FormatError("package is not bound to a bundle", path=package_path)
-    meta, private = workspace.load_export(kit.project_id, opened.binding.in_reply_to)
+    if no_export is not None:
+        raise no_export
+    meta, private = export
     rows = meta.get("rows") if type(meta.get("rows")) is int else -1
     manifest, arrays = opened.payload.manifest, opened.payload.arrays
     try:

@@ -273,10 +273,16 @@ def clean_orphan_exports(exports: Path, audit: AuditLog | None = None) -> int:
     could exist). A set-aside folder whose replacement never appeared is put back instead."""
     if not exports.is_dir():
         return 0
-    exported = None
-    if audit is not None:
-        with contextlib.suppress(DCError, OSError):
-            exported = {e.get("digest") for e in audit.entries() if e.get("event") == "export"}
+    exported: set | None = None
+
+    def exported_digests() -> set | None:
+        """The digests the audit log's ``export`` lines name (read once, and only when a folder needs it)."""
+        nonlocal exported
+        if exported is None and audit is not None:
+            with contextlib.suppress(DCError, OSError):
+                exported = {e.get("digest") for e in audit.entries() if e.get("event") == "export"}
+        return exported
+
     removed = 0
     for entry in sorted(exports.iterdir()):
         if not entry.is_dir():
@@ -292,15 +298,16 @@ def clean_orphan_exports(exports: Path, audit: AuditLog | None = None) -> int:
         elif not (entry / "state.json").is_file():
             orphan = True
         else:
-            orphan = exported is not None and _unexported(entry / "state.json", exported)
+            orphan = _unexported(entry / "state.json", exported_digests)
         if orphan:
             shutil.rmtree(entry, ignore_errors=True)
             removed += 1
     return removed
 
 
-def _unexported(state_path: Path, exported: set) -> bool:
-    """A complete export folder whose writer is gone and whose bundle digest no audit ``export`` line names."""
+def _unexported(state_path: Path, exported_digests) -> bool:
+    """A complete export folder whose writer is gone and whose bundle digest no audit ``export`` line names
+    (``exported_digests()``: those digests, or None when the log cannot be read — then nothing is judged)."""
     try:
         state = read_json_capped(state_path)
     except (DCError, OSError):
@@ -308,8 +315,10 @@ def _unexported(state_path: Path, exported: set) -> bool:
     if not isinstance(state, dict):
         return False
     writer = state.get("writer")
-    alive = not isinstance(writer, int) or isinstance(writer, bool) or process_alive(writer)
-    return not alive and state.get("bundle_digest") not in exported
+    if not isinstance(writer, int) or isinstance(writer, bool) or process_alive(writer):
+        return False
+    exported = exported_digests()
+    return exported is not None and state.get("bundle_digest") not in exported
 
 
 def remove_empty_workspace(root: str | Path) -> None:
