@@ -220,6 +220,10 @@ register_fields("own_cv", (  # a site's own model cross-validated at the site (F
     *(Field(k, "number", required=True, low=0, high=1) for k in ("accuracy", "balanced_accuracy", "auc")),
     Field("log_loss", "number", required=True, low=0, high=1e6), Field("events", "int", low=0),
     Field("model", "text")))
+register_fields("update", (  # a package's word on the site's paired comparison (issue #37; core/learn/site_update.py)
+    Field("by", "text", required=True, choices=("site",)), Field("rows", "int", low=0),
+    Field("estimate", "text", choices=("own", "shared", "intercept", "recalibrated", "blend")),
+    Field("weight", "number", low=0.0, high=1.0), Field("sentence", "text")))
 register_fields("kit", (  # the signed body of a .dckit (FORMAT §8); schema, analyst and settings have their own readers
     *(Field(k, "text", required=True) for k in ("name", "method", "project_id", "created")),
     Field("task", "text", required=True, choices=("classification", "clustering")),
@@ -247,7 +251,9 @@ CLUSTER_PACKAGE_FIELDS = (
     Field("own_kind", "text", nullable=True), Field("expected", "object", nullable=True, schema="estimate"),
     Field("cluster_model", "object", nullable=True, schema="estimate"),
     Field("own_model", "object", nullable=True, schema="estimate"),
-    Field("expected_gain", "number", nullable=True), Field("classes", "list", required=True, items="text"))
+    Field("expected_gain", "number", nullable=True), Field("classes", "list", required=True, items="text"),
+    Field("shared_kind", "text", choices=("mlp", "site-intercepts")), Field("expected_auc", "number", nullable=True),
+    Field("update", "object", nullable=True, schema="update"))
 # A DC-family bundle (§7): the members the analyst reads besides the arrays.
 DC_BUNDLE_FIELDS = (
     Field("n_rows", "int", required=True, low=0), Field("n_features", "int", required=True, low=1),
