@@ -22,19 +22,26 @@ the likelihood is flat and w̄ stays near ½ rather than jumping to either end o
 
 **The choice** is a second, nested cross-validation over the same rows (stratified k-fold, k = min(5, rows of the
 rarest class), r = min(10, ⌈200/n⌉) repeats, seeded from the rows): each candidate's parameters are fitted on the
-other folds and it predicts the held-out fold, so every candidate is scored on rows its parameters never saw.
-The site uses the candidate of the lowest nested-CV log-loss (a proper score; the kit's ``metric`` may ask for
-accuracy, balanced accuracy or AUC instead), among those that pass two guards against its own model, each on the
-same nested-CV predictions:
+other folds and it predicts the held-out fold, so every candidate is scored on rows its parameters never saw. Its
+score is the log-loss (a proper score; the kit's ``metric`` may ask for accuracy, balanced accuracy or AUC
+instead). Then:
 
-1. not significantly worse: for two classes, the candidate's AUC is not below the own model's by DeLong's paired
-   test, one-sided at :data:`GUARD_LEVEL` (5 %); for more classes, its accuracy is not below by McNemar's exact
-   one-sided test at the same level;
-2. it predicts every class the own model predicts (a model that never predicts the minority class where the site's
-   own model does is never chosen, whatever its accuracy).
+1. Guards, each on the same nested-CV predictions against the own model: a candidate is left out when it is
+   significantly worse (two classes: its AUC below the own model's by DeLong's paired test, one-sided at
+   :data:`GUARD_LEVEL` = 5 %; more classes: its accuracy, by McNemar's exact one-sided test) or never predicts a
+   class the own model predicts (a model that never predicts the minority class where the site's own model does is
+   never chosen, whatever its accuracy).
+2. A site with fewer than :data:`SMALL_CLASS_ROWS` rows of some class it holds cannot tell one model from another
+   (a switch would rest on noise): it chooses between its own model and the blend, the hedge, by the score.
+3. Otherwise the shared model (as sent, or with the site's baseline risk or slope re-estimated, whichever scores
+   best) is used unless the own model or the blend scores better by more than :data:`SWITCH_Z` (1.645) paired
+   standard errors of the per-row difference: the one-sided 5 % level, the guard's mirror. The analyst's
+   out-of-fold predictions come from models trained on fewer rows than the one it ships, so they understate it;
+   a difference the site's rows cannot resolve goes to the shared model.
 
-So a site moves away from its own model only when that is better on its own rows in a score that rewards
-calibration and discrimination, and never to a model its rows show to be worse at the stated 5 % level.
+So a site moves away from its own model only to something its own rows do not show to be worse (5 %), and away
+from the shared model only to something its own rows show to be better (5 %). Measured on the clinical tables
+(docs/results/clinical/): docs/methods.md, "The site's choice".
 """
 
 from __future__ import annotations
@@ -47,11 +54,13 @@ import numpy as np
 EPS = 1e-6  # probabilities are clipped to [EPS, 1] before the log
 RECALIBRATION_ROWS = 100  # every class needs this many rows before a slope is re-estimated (Vergouwe et al. 2017)
 GUARD_LEVEL = 0.05  # one-sided level of the "not significantly worse than own" guard
+SMALL_CLASS_ROWS = 25  # below this many rows of some class a site only blends (rule 2)
+SWITCH_Z = 1.645  # a departure from the shared model needs this many paired standard errors (rule 3)
+SHARED_FAMILY = ("shared", "intercept", "recalibrated")
 W_GRID = np.linspace(0.0, 1.0, 21)  # the blend weights the posterior is taken over
 KINDS = ("own", "shared", "intercept", "recalibrated", "blend")
 METRICS = ("log_loss", "auc", "accuracy", "balanced_accuracy")
 MAX_FOLDS, MAX_REPEATS, TARGET_PREDICTIONS = 5, 10, 200
-TIE = 1e-9  # scores within this of the best are ties; a tie goes to the earlier kind in KINDS
 
 
 def log_proba(P: np.ndarray) -> np.ndarray:
@@ -258,6 +267,25 @@ def lost_classes(y: np.ndarray, P: np.ndarray, P_own: np.ndarray) -> list[int]:
     return sorted(c for c in np.unique(y).tolist() if c in own_pred and c not in pred)
 
 
+def row_losses(metric: str, y: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Per row, the loss of probabilities P under ``metric``: −log p(y) for log-loss; for the others (which are
+    not sums over rows) 1 − [argmax = y], the row's error, and for an AUC −log p(y) as well (its ties broken by the
+    proper score)."""
+    if metric in ("log_loss", "auc"):
+        return -np.log(np.clip(P[np.arange(len(y)), y], EPS, 1.0))
+    return (P.argmax(axis=1) != y).astype(np.float64)
+
+
+def clearly_better(loss_a: np.ndarray, loss_b: np.ndarray) -> bool:
+    """Whether per-row losses ``loss_a`` are lower than ``loss_b`` by more than :data:`SWITCH_Z` paired standard
+    errors: mean(d) > z·sd(d)/√n, d = loss_b − loss_a."""
+    d = np.asarray(loss_b, np.float64) - np.asarray(loss_a, np.float64)
+    if len(d) < 2:
+        return False
+    se = float(np.std(d, ddof=1)) / math.sqrt(len(d))
+    return float(np.mean(d)) > SWITCH_Z * se + 1e-12
+
+
 def resolve_metric(metric: str | None) -> str:
     """The kit's ``metric`` as the update's decision score: ``auto`` (the default) and None → log-loss."""
     if metric in (None, "auto"):
@@ -306,14 +334,25 @@ def choose_update(y: np.ndarray, P_own: np.ndarray, P_sh: np.ndarray, n_classes:
         if lost:
             names = [classes[c] if classes else str(c) for c in lost]
             excluded[kind] = "never predicts " + ", ".join(f"'{c}'" for c in names) + " where your own model does"
-    sign = 1.0 if metric == "log_loss" else -1.0  # lower is better after the sign
     allowed = [k for k in kinds if k not in excluded]
-    best_value = min(sign * scores[k][metric] for k in allowed)
-    kind = next(k for k in allowed if sign * scores[k][metric] <= best_value + TIE)
+    counts = np.bincount(y, minlength=K)
+    small = int(counts[counts > 0].min()) < SMALL_CLASS_ROWS
+    if small:
+        allowed = [k for k in allowed if k in ("own", "blend")]
+    sign = 1.0 if metric == "log_loss" else -1.0  # lower is better after the sign
+
+    def best(ks: list[str]) -> str:
+        return min(ks, key=lambda k: (sign * scores[k][metric], KINDS.index(k)))
+    kind = best(allowed)
+    family = [k for k in allowed if k in SHARED_FAMILY]
+    if not small and family and kind not in SHARED_FAMILY:
+        shared = best(family)
+        if not clearly_better(row_losses(metric, y, cv[kind]), row_losses(metric, y, cv[shared])):
+            kind = shared
     params = fit_kind(kind, L_own, L_sh, y)
     weight = {"own": 0.0, "shared": 1.0, "intercept": 1.0, "recalibrated": 1.0}.get(kind, params.get("weight", 0.0))
     out = {"kind": kind, "params": params, "metric": metric, "rows": int(len(y)), "scores": scores,
-           "excluded": excluded, "weight": float(weight)}
+           "excluded": excluded, "weight": float(weight), "small": small}
     out["reason"] = update_sentence(out)
     return out
 

@@ -246,7 +246,7 @@ class DCCFL(LabelledDCSite, Method):
                           if own_on else "mean over sites of the cluster model's "
                                          f"{(sel.metric if sel else 'accuracy').replace('_', ' ')}"},
             "n_clusters": len(final),
-            "own_model_sites": int(sum(1 for x in sites if (x.get("update") or {}).get("kind") == "own")),
+            "own_model_sites": int(sum(1 for x in sites if (x.get("update") or {}).get("estimate") == "own")),
             "final_models": len(need),
             "sites": sites,
             "settings": s,
