@@ -21,6 +21,7 @@ from ..learn.reduction import (
     largest_dimension,
 )
 from ..privacy import mechanism as dp
+from ..privacy.protective import protective_rng
 from ..wording import ARRAY_WORDS, REDUCTION_DETAILS, REDUCTION_WORDS, STAYS_WORDS, leaves_sentence
 from .base import Disclosure, ReceivedBundle, SiteExport, SiteInput
 from .settings import Setting
@@ -70,10 +71,12 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
     top = largest_dimension(opts["reduction"], n, m)
     if opts["dimension"] is not None and not 1 <= int(opts["dimension"]) <= top:
         raise ConfigError(dimension_refusal(int(opts["dimension"]), n, m, top, opts["reduction"], default))
-    rng = np.random.default_rng(opts["seed"])
+    formal = opts["privacy_epsilon"] is not None
+    # Under the formal option every protective draw (the map, the shuffle, the noise, the label flips) comes from
+    # the operating system, never from the seed (core/privacy/protective.py); without it the seed fixes them all.
+    rng = protective_rng() if formal else np.random.default_rng(opts["seed"])
     control.step(0.05, "fitting the private reduction")
     dimension = default if opts["dimension"] is None else int(opts["dimension"])
-    formal = opts["privacy_epsilon"] is not None
     if formal:
         red = _formal_map(site, dimension, rng)
     else:

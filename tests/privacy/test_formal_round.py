@@ -1,0 +1,59 @@
+"""Issue #35 (part B): a whole round under the formal option — export with ``--privacy-epsilon 1``, analyst run,
+apply — for the DC family, and what the analyst's outputs say about it."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from tests.support.cli import WF, analyst_of, confirm, run
+from tests.support.roundkit import CLASSES, make_sites
+
+
+@pytest.fixture(autouse=True)
+def _passphrase(monkeypatch):
+    monkeypatch.setenv("DCSTUDIO_PASSPHRASE", "correct horse battery staple")
+
+
+def formal_round(d, method: str, *, sites: int = 3, epsilon: str = "1") -> dict:
+    """Keys, a kit with public statistics, a plain anchor, every site's export with ``--privacy-epsilon``, the
+    analyst's run and every site's apply on its test rows; returns the site files."""
+    data = dict(list(make_sites(d / "data", rows=160).items())[:sites])
+    assert run("keys", "new", "--name", "analyst", "--out", d / "analyst", *WF) == 0
+    assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "Formal", "--schema-from",
+               d / "data/sample.csv", "--label", "label", "--method", method, "--out", d / "p.dckit") == 0
+    assert run("anchor", "new", "--kit", d / "p.dckit", "--seed-csv", d / "data/seed.csv", "--plain",
+               "--out", d / "p.dcanchor") == 0
+    for name, (train, _) in data.items():
+        assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
+        assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "p.dcanchor",
+                   "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--identity", d / name / f"{name}.dcid",
+                   "--csv", train, "--out", d / "bundles" / f"{name}.dcbundle", "--privacy-epsilon", epsilon,
+                   "--seed", "7") == 0
+    assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
+               "--bundles", d / "bundles", "--out", d / "out", *confirm(d, data)) == 0
+    for name, (_, test) in data.items():
+        assert run("participant", "apply", "--package", d / "out" / f"{name}.dcpkg", "--identity",
+                   d / name / f"{name}.dcid", "--csv", test, "--out", d / name / "result.csv") == 0
+    return data
+
+
+@pytest.mark.parametrize("method", ["dc", "dccfl", "feddag"])
+def test_a_whole_epsilon_round(tmp_path, method, capsys):
+    data = formal_round(tmp_path, method)
+    out = capsys.readouterr().out
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    formal = summary["formal_privacy"]
+    assert [s["epsilon"] for s in formal["sites"]] == [1.0] * len(data)
+    assert all(0 < s["delta"] < 1e-4 for s in formal["sites"])
+    assert "randomised labels" in formal["figures"] and formal["not_covered"]
+    report = (tmp_path / "out/report.html").read_text()
+    assert "ε = 1" in report and "randomised labels" in report
+    for name in data:  # every package applied; its model card says what the figures rest on
+        assert len(pd.read_csv(tmp_path / name / "result.csv")) > 0
+        card = next((tmp_path / "out").glob(f"{name}*.model_card.md")).read_text()
+        assert "ε = 1" in card and "noised rows" in card
+    assert "formal privacy" in out.lower() and "ε = 1" in out
+    assert set(pd.read_csv(tmp_path / "site0/result.csv")["prediction"]) <= set(CLASSES)
