@@ -107,7 +107,10 @@ NOT_COVERED = (
 
 
 def describe(acc: dict) -> str:
-    """One plain sentence of what the formal noise guarantees."""
+    """One plain sentence of what the formal noise guarantees (per row, or a summary's central release)."""
+    if "clip" not in acc:  # a summary released once per site (meta-lr: core/methods/metalr/private_fit.py)
+        return (f"Formal privacy: what leaves is (ε = {acc['epsilon']:.3g}, δ = {acc['delta']:.1e}) differentially "
+                f"private for every row — {acc.get('mechanism', 'noise added once for the site')}.")
     labels = (f"; each row's class is kept with probability {acc['label_keep']:.2f} (ε = {acc['epsilon_labels']:.2g})"
               if "label_keep" in acc else "")
     return (f"Formal noise: each shipped row is (ε = {acc['epsilon']:.3g}, δ = {acc['delta']:.1e}) differentially "

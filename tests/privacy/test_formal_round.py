@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -57,3 +58,24 @@ def test_a_whole_epsilon_round(tmp_path, method, capsys):
         assert "ε = 1" in card and "noised rows" in card
     assert "formal privacy" in out.lower() and "ε = 1" in out
     assert set(pd.read_csv(tmp_path / "site0/result.csv")["prediction"]) <= set(CLASSES)
+
+
+def test_a_whole_epsilon_round_on_the_summary_path(tmp_path, capsys):
+    """meta-lr under ``--privacy-epsilon 1``: noised coefficients, the noise's covariance added by the analyst."""
+    from core.formats.envelope import open_sealed
+    from core.formats.identity import Identity
+
+    data = formal_round(tmp_path, "meta-lr")
+    out = capsys.readouterr().out
+    assert "(ε = 1, δ" in out  # the site's export line says what leaves and how private it is
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    formal = summary["formal_privacy"]
+    assert [s["epsilon"] for s in formal["sites"]] == [1.0] * len(data)
+    assert "objective perturbation" in formal["sites"][0]["mechanism"] and "coefficients" in formal["figures"]
+    analyst = Identity.load(tmp_path / "analyst/analyst.dcid", "correct horse battery staple")
+    bundle = open_sealed(tmp_path / "bundles/site0.dcbundle", analyst, expect_kind="bundle").payload
+    assert set(bundle.arrays) == {"coef", "cov", "noise_cov"} and "classes_fitted" not in bundle.manifest
+    assert "own_cv" not in bundle.manifest and "iterations" not in bundle.manifest
+    site0 = next(s for s in summary["sites"] if s["site"] == "site0")
+    cov = bundle.arrays["cov"] + bundle.arrays["noise_cov"]  # the combination weighs by V + N
+    assert np.allclose(np.asarray(site0["se"]).ravel(), np.sqrt(np.diag(cov)))
