@@ -149,10 +149,14 @@ def cmd_kit_new(args) -> None:
         f"analyst fingerprint (participants compare this): {ident.card.fingerprint}")
 
 
-def filled_lines(table) -> list[str]:
-    """What export and apply say about missing cells filled, per column (also in the bundle's manifest)."""
+def filled_lines(table, formal: bool = False) -> list[str]:
+    """What export and apply say about missing cells filled, per column (also in the bundle's manifest, except under
+    the formal option, whose fills are the kit's public values and whose counts stay at the site)."""
     if not table.filled:
         return []
+    if formal:
+        return [f"missing cells filled: {table.n_imputed:,}, with the kit's public values (formal option: the "
+                "counts stay here)"]
     parts = [f"{name} {k:,} (with {value:.6g})" if isinstance(value := table.fill_values.get(name), float)
              else f"{name} {k:,} (with {value!r})" for name, k in table.filled.items()]
     return [f"missing cells filled: {table.n_imputed:,} ({'; '.join(parts)})"]
@@ -299,6 +303,7 @@ def cmd_participant_assess(args) -> None:
         job.load(args.csv, csv_options(args), block=args.block)
         job.compute()
         assessment = job.assess()
+        ledger = job.ledger_lines()
         levers = None
         if args.levers:
             from .privacy.levers import measure_levers
@@ -312,7 +317,7 @@ def cmd_participant_assess(args) -> None:
             out["levers"] = levers.to_dict()
         print(json.dumps(out, indent=2, ensure_ascii=False, default=float))
     else:
-        say(*privacy_lines(assessment), *(levers.lines() if levers is not None else []))
+        say(*privacy_lines(assessment), *ledger, *(levers.lines() if levers is not None else []))
     if args.require_ok and assessment.verdict == "poor":
         raise PoorPrivacy(f"the privacy assessment is poor on {len(assessment.poor)} attack(s) "
                           f"({', '.join(f.attack for f in assessment.poor)}); see the lines above for the levers")
@@ -329,7 +334,7 @@ def cmd_participant_export(args) -> None:
             say(*(f"warning: {w} (you said you checked it: --units-checked)" for w in job.unit_warnings))
         job.check_target(args.out, replace=args.force)
         ex = job.compute()
-        say(*privacy_lines(job.assess()))
+        say(*privacy_lines(job.assess()), *job.ledger_lines())  # the ε spent so far, before this export seals
         sealed = job.seal(args.out, replace=args.force)
     except BaseException:
         job.tidy()
@@ -343,7 +348,7 @@ def cmd_participant_export(args) -> None:
         f"bundle: {sealed.path} ({sealed.size:,} bytes, sha256 {sealed.digest})",
         *([f"feature block: '{job.block}' ({', '.join(kit.schema.block_columns(job.block))})"] if job.block else []),
         f"rows: {table.n_rows:,}, encoded in the kit's {table.X.shape[1]} matrix column(s)",
-        *filled_lines(table),
+        *filled_lines(job.table, "privacy" in ex.manifest),
         "leaves this site: " + (ex.plain or leaves_sentence(  # the method's own words when it gives them
             table.n_rows, table.X.shape[1], int(ex.arrays["x_tilde"].shape[1]) if "x_tilde" in ex.arrays else 0,
             labels="rows" if "y" in ex.arrays else "counts" if "label_counts" in ex.arrays else "none",

@@ -56,7 +56,7 @@ def test_a_whole_epsilon_round(tmp_path, method, capsys):
         assert len(pd.read_csv(tmp_path / name / "result.csv")) > 0
         card = next((tmp_path / "out").glob(f"{name}*.model_card.md")).read_text()
         assert "ε = 1" in card and "noised rows" in card
-    assert "formal privacy" in out.lower() and "ε = 1" in out
+    assert "formal privacy" in out.lower() and "ε = 1" in out and "privacy budget: no earlier export" in out
     assert set(pd.read_csv(tmp_path / "site0/result.csv")["prediction"]) <= set(CLASSES)
 
 
