@@ -128,7 +128,7 @@ def cmd_kit_new(args) -> None:
                              other=args.other)
     schema, notes = infer_schema(args.schema_from, label=args.label, id_column=args.id_column,
                                  with_ranges=ranges, with_statistics=args.statistics, options=csv_options(args),
-                                 choices=choices)
+                                 choices=choices, min_group=_min_group(args.min_group))
     roster = [PublicCard.load(p) for p in args.roster] if args.roster else None
     kit, more = build_kit(name=args.name, schema=schema, analyst=ident.card, task=task, method=method,
                           settings=parse_sets(args.set, cls), blocks=args.blocks, anchor_kind=args.anchor_kind,
@@ -143,10 +143,20 @@ def cmd_kit_new(args) -> None:
     else:
         what = f"{len(schema.features)} features, label '{schema.label}' with classes {', '.join(schema.classes)}"
     chosen = get_settings_text(cls, kit.settings)
-    say(*notes, *more, *schema.describe_columns(), f"kit: {args.out}", f"project id: {kit.project_id}", what,
+    published = ([f"public statistics of the sample: shares over groups of at least {args.min_group} rows"
+                  + (", ranges rounded outward (no row's exact min or max)" if ranges else "")]
+                 if args.statistics or ranges else [])
+    say(*notes, *more, *schema.describe_columns(), *published, f"kit: {args.out}", f"project id: {kit.project_id}",
+        what,
         f"method {method} ({cls.title}){chosen}",
         *([] if cls.needs_anchor else ["this method needs no anchor: skip `dcstudio anchor new`"]),
         f"analyst fingerprint (participants compare this): {ident.card.fingerprint}")
+
+
+def _min_group(n: int) -> int:
+    if not 1 <= n <= 1000:
+        raise ConfigError(f"--min-group takes a number of rows from 1 to 1000, got {n}")
+    return n
 
 
 def filled_lines(table, formal: bool = False) -> list[str]:
@@ -696,11 +706,15 @@ def build_parser() -> argparse.ArgumentParser:
                    + " (default: the task's first method)")
     p.add_argument("--blocks", help='clustering: feature blocks, e.g. "clinical=a,b,c;lifestyle=d,e"')
     p.add_argument("--ranges", action=argparse.BooleanOptionalAction, default=None,
-                   help="publish each numeric column's min/max of the sample in the kit (default: on for "
+                   help="publish each numeric column's range in the kit, rounded outward (never a real row's "
+                   "exact min or max; default: on for "
                    "clustering)")
     p.add_argument("--statistics", action=argparse.BooleanOptionalAction, default=True,
                    help="publish the sample's per-column mean and spread, level shares and missing shares in the "
                    "kit, so every site can check its units before export (default: on)")
+    p.add_argument("--min-group", type=int, default=10, metavar="N",
+                   help="publish shares only over groups of at least N rows (counts rounded to multiples of N, a "
+                   "smaller group counted as N) and means and spreads only over N rows or more (default: 10)")
     p.add_argument("--ignore", action="append", metavar="COL[,COL]",
                    help="leave columns out of the project (e.g. ones that leak the outcome); repeatable")
     p.add_argument("--type", action="append", metavar="COL=TYPE",
