@@ -43,7 +43,8 @@ SITE_SETTINGS = (
             none_help="off", side="site", advanced=True),  # the wizard's levers (gui/) decide how to offer it
     Setting("privacy_delta", "float", None, "formal privacy: the δ of (ε, δ)", label="Formal privacy (δ)",
             low=1e-15, high=1e-3, optional=True, none_help="min(1e-5, 1/rows²)", side="site", advanced=True),
-    Setting("seed", "int", None, "random seed of the reduction and the shuffle (none: fresh each export)",
+    Setting("seed", "int", None, "random seed of the reduction and the shuffle (none: fresh each export; under "
+            "formal privacy the map, shuffle and noise come from the operating system whatever the seed)",
             label="Seed", low=0, optional=True, none_help="fresh randomness", side="site", advanced=True),
 )
 SITE_DEFAULTS = {s.name: s.default for s in SITE_SETTINGS}
