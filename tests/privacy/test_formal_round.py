@@ -79,3 +79,29 @@ def test_a_whole_epsilon_round_on_the_summary_path(tmp_path, capsys):
     site0 = next(s for s in summary["sites"] if s["site"] == "site0")
     cov = bundle.arrays["cov"] + bundle.arrays["noise_cov"]  # the combination weighs by V + N
     assert np.allclose(np.asarray(site0["se"]).ravel(), np.sqrt(np.diag(cov)))
+
+
+def test_the_models_page_states_the_formal_option_first():
+    """AnalystRun.views (the Models page) opens with the formal option's statement when a site used it."""
+    from core.analyst import AnalystRun
+    from core.methods import FitContext, ReceivedBundle, SiteInput, get_method
+    from core.methods.views import Text
+
+    rng = np.random.default_rng(0)
+    method, bundles = get_method("dccfl"), []
+    for i, eps in enumerate((1.0, 1.0, None)):
+        X = rng.normal(size=(120, 4))
+        y = (X[:, 0] > 0).astype(np.int64)
+        site = SiteInput(X, y, ["a", "b"], rng.normal(size=(80, 4)), None, {"privacy_epsilon": eps},
+                         scale=np.ones(4), centre=np.zeros(4))
+        ex = method.site_compute(site)
+        bundles.append(ReceivedBundle(f"s{i}", f"FP{i}", f"d{i}", f"e{i}",
+                                      {**ex.manifest, "family": method.family, "method": "dccfl"}, ex.arrays))
+    from core.privacy.formal_summary import formal_block
+
+    result = method.fit(bundles, FitContext(["a", "b"]))
+    result.summary["formal_privacy"] = formal_block(bundles)
+    views = AnalystRun(method, result, bundles).views()
+    assert isinstance(views[0], Text) and views[0].tone == "warning"
+    assert "s0: ε = 1" in views[0].text and "Without the formal option: s2" in views[0].text
+    assert "noised rows and randomised labels" in views[0].text

@@ -99,3 +99,15 @@ def test_the_ledger_adds_up_every_export_and_is_shown_before_the_next(tmp_path):
     third = job_of(tmp_path, kit, me, anchor, {"seed": 1})
     third.compute()
     assert third.privacy_spent().epsilon == 2.0 and "no formal bound" in " ".join(third.ledger_lines())
+
+
+def test_the_assessment_reports_the_summary_paths_guarantee(tmp_path):
+    kit, _, me, _ = make_round(tmp_path, method="meta-lr")
+    job = job_of(tmp_path, kit, me, None, {"privacy_epsilon": 1.0})
+    ex = job.compute()
+    assert set(ex.arrays) == {"coef", "cov", "noise_cov"}
+    assessment = job.assess()
+    assert "(ε = 1, δ" in assessment.formal["sentence"] and "objective perturbation" in assessment.formal["sentence"]
+    assert any("number of rows" in x for x in assessment.not_covered)
+    assert not any("anchor" in x for x in assessment.not_covered)  # the DC family's items do not apply
+    assert assessment.finding("membership").verdict in ("ok", "poor")  # the loss attack runs on the noised model
