@@ -69,6 +69,7 @@ from ..dc_analysis import exact_arrays
 from ..settings import Setting
 from ..views import Bars, PageTexts, Table, Text, View
 from .fixed_effect import combine, site_deviation, stratified
+from .private_site import PRIVATE_SETTINGS, private_site_compute, total_covariance
 from .site_logit import fit_site_logit, predict_proba
 
 Z95 = 1.959963984540054
@@ -144,7 +145,7 @@ class MetaLR(Method):
                      Field("classes_fitted", "list", items="int"),
                      Field("ridge", "number", low=0), Field("penalty_scale", "text"), Field("iterations", "int", low=0),
                      Field("converged", "bool"))
-    bundle_arrays = {"coef": ("<f8", 2), "cov": ("<f8", 2)}
+    bundle_arrays = {"coef": ("<f8", 2), "cov": ("<f8", 2), "noise_cov": ("<f8", 2)}  # noise_cov: formal option
     package_fields = (Field("classes", "list", required=True, items="text"), Field("reference", "text"),
                       Field("features", "int", low=1), Field("sites_combined", "int", low=0),
                       Field("intercepts", "text"), Field("note", "text"),
@@ -174,6 +175,7 @@ class MetaLR(Method):
                 choice_help=("per standard deviation of the column at the site (coefficients stay in the "
                              "columns' own units)", "the columns' own units"), advanced=True),
         Setting("max_iter", "int", 100, "Newton steps of a site's fit at most", low=5, high=1000, advanced=True),
+        *PRIVATE_SETTINGS,
     )
 
     # ---- site ----------------------------------------------------------------------------------
@@ -187,6 +189,8 @@ class MetaLR(Method):
         K = len(site.classes)
         if K < 2:
             raise ConfigError("a logistic regression needs at least two classes in the kit")
+        if (site.settings or {}).get("privacy_epsilon") is not None:  # central (ε, δ)-DP: .private_site
+            return private_site_compute(site, control)
         public = site.scale is not None and np.shape(site.scale) == (m,)
         scale = (np.asarray(site.scale, dtype=np.float64) if public else
                  np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0) if self.settings["penalty_scale"] == "spread"
@@ -273,19 +277,24 @@ class MetaLR(Method):
                               f"from 0 to {K - 1}")
         q, p = len(fitted) - 1, m + 1
         coef, cov = a.get("coef"), a.get("cov")
-        if set(a) != {"coef", "cov"}:
+        shipped = {"coef", "cov", "noise_cov"} if isinstance(man.get("privacy"), dict) else {"coef", "cov"}
+        if set(a) != shipped:
             raise FormatError(f"bundle ships {', '.join(sorted(a)) or 'no arrays'}; this method ships exactly "
-                              "'coef' and 'cov'")
+                              + " and ".join(f"'{k}'" for k in sorted(shipped)))
         if coef.dtype.kind != "f" or coef.shape != (q, p):
             raise FormatError(f"bundle's 'coef' has shape {coef.shape}; {m} column(s) and {q + 1} classes fitted "
                               f"need a float array of shape ({q}, {p})")
         if cov.dtype.kind != "f" or cov.shape != (q * p, q * p):
             raise FormatError(f"bundle's 'cov' has shape {cov.shape}; the kit needs a float array of shape "
                               f"({q * p}, {q * p})")
-        for key in ("coef", "cov"):
+        noise = a.get("noise_cov")
+        if noise is not None and (noise.dtype.kind != "f" or noise.shape != cov.shape):
+            raise FormatError(f"bundle's 'noise_cov' has shape {noise.shape}; it must be a float array of the shape "
+                              f"of 'cov', {cov.shape}")
+        for key in shipped:
             if not np.all(np.isfinite(a[key])):
                 raise FormatError(f"bundle's '{key}' holds non-finite values")
-        C = np.asarray(cov, dtype=np.float64)
+        C = total_covariance(a)  # with the formal option's noise added: what the combination weights by
         if not np.allclose(C, C.T, rtol=1e-9, atol=1e-12 * float(np.abs(C).max(initial=0.0))):
             raise FormatError("bundle's covariance matrix 'cov' is not symmetric")
         try:
@@ -315,7 +324,7 @@ class MetaLR(Method):
         fitted = {i: [int(k) for k in bundles[i].manifest.get("classes_fitted", range(K))] for i in used}
         D = {i: contrast_map(fitted[i], K) for i in used}
         coefs = [bundles[i].arrays["coef"] for i in used]
-        covs = [bundles[i].arrays["cov"] for i in used]
+        covs = [total_covariance(bundles[i].arrays) for i in used]  # a formal option's noise added (.private_site)
         full_maps = [np.kron(D[i], np.eye(p)) for i in used]
         everything = combine(coefs, covs, full_maps)  # every coefficient common: the plain fixed-effect model
         own_intercepts = self.settings["intercepts"] == "site"
@@ -368,7 +377,7 @@ class MetaLR(Method):
             theta = sent_of[i] if i in sent_of else only_classes(coef, seen)
             if i in used:
                 entry["coef"] = np.asarray(b.arrays["coef"], dtype=np.float64).tolist()
-                entry["se"] = np.sqrt(np.diag(b.arrays["cov"])).reshape(-1, p).tolist()
+                entry["se"] = np.sqrt(np.diag(total_covariance(b.arrays))).reshape(-1, p).tolist()
                 if len(fitted[i]) < K:
                     entry["classes_fitted"] = [classes[k] for k in fitted[i]]
                     entry["note"] = (f"combined over the {len(fitted[i])} classes it has (no row of "
