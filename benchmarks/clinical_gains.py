@@ -139,10 +139,11 @@ def must_show(case: str, gains: dict[str, dict[str, Any]]) -> dict[str, Any]:
     need = SHARE * oracle if oracle >= ORACLE_GAINS else ELSEWHERE
     below = sorted(n for n in gains if d[n] < WORST_SITE)
     significant = sorted(n for n, g in gains.items() if g["delivered"]["p_below"] < ALPHA)
+    sig = {n: (d[n], gains[n]["delivered"]["p_below"]) for n in significant}
     out: dict[str, Any] = {
         "delivered": delivered, "oracle_gain": oracle, "needed": need, "pass_share": bool(delivered >= need),
         "worst_site": min(d, key=d.get) if d else None, "worst_delivered": min(d.values()) if d else float("nan"),
-        "sites_below": below, "sites_significantly_below": significant,
+        "sites_below": below, "sites_significantly_below": significant, "significantly_below": sig,
         "pass_no_harm": not below and not significant,
         "mean_in_use": _mean(g["in_use"] for g in gains.values()),
         "mean_reference": _mean(g["reference"] for g in gains.values()),
@@ -196,7 +197,8 @@ def check_lines(case: str, method: str, c: dict[str, Any]) -> list[str]:
     lines = [f"{case} / {method}: gain delivered {_f(c['delivered'])} AUC ({share}): {verdict(c['pass_share'])}",
              f"{case} / {method}: worst site {c['worst_site']} {_f(c['worst_delivered'])} (limit {WORST_SITE}); "
              f"below the limit: {', '.join(c['sites_below']) or 'none'}; significantly below (one-sided 5 %): "
-             f"{', '.join(c['sites_significantly_below']) or 'none'}: {verdict(c['pass_no_harm'])}"]
+             + (", ".join(f"{n} ({_f(v, 4)}, p = {p:.3f})" for n, (v, p) in c["significantly_below"].items())
+                or "none") + f": {verdict(c['pass_no_harm'])}"]
     if "pass_reference" in c:
         lines.append(f"{case} / {method}: mean AUC in use {_f(c['mean_in_use'], sign=False)} vs pooled LR with site "
                      f"intercepts {_f(c['mean_reference'], sign=False)} (within {REFERENCE_TOLERANCE}): "
