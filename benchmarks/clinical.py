@@ -13,15 +13,21 @@ Protocol, per (case, seed):
 2. References, all scored on each site's test rows: the site's own logistic regression on its raw training rows
    (text one-hot, numbers median-imputed with a missing indicator, all standardised; L2, C = 1), and the same
    logistic regression and a histogram gradient-boosting model fitted on every site's training rows pooled
-   (upper references: no one-shot collaboration can see the pooled rows).
+   (upper references: no one-shot collaboration can see the pooled rows); issue #37: the same pooled logistic
+   regression with one intercept per site (a one-hot site column), scored with the site's own intercept.
 3. The product round (:func:`product_round`), as users would run it: the schema inferred from a pooled sample
    (:data:`SCHEMA_SAMPLE_ROWS` rows drawn from all sites' training rows: a stand-in for the public reference
    sample a kit is made from), the kit built with the method's defaults and the seed, the lead site's (the
    first site's) anchor made from its training CSV as ``dcstudio anchor new --csv`` does (extended SMOTE seeded
    by synthetic rows from that CSV's column statistics), every site's export of its raw training CSV, the
    analyst's import, run and export of packages, and every site's ``participant apply --validate`` on its test
-   CSV (the product's class probabilities ``prob_<class>`` give its AUC; ``--validate`` also scores the
-   logistic regression the site kept at export on the kit's columns).
+   CSV (the product's class probabilities ``prob_<class>`` give its AUC: the model the site uses, whichever
+   ``apply`` chose; ``--validate`` also scores the logistic regression the site kept at export on the kit's
+   columns). Issue #37's oracle, the package as sent without any gate: for the DC family the same imported
+   bundles analysed again with ``own_model=false``, for other methods the round's own package, each opened in the
+   site's workspace and applied to the test rows without "keep your own" or the site's check
+   (:func:`ungated_proba`). ``--method NAME:key=value,…`` runs a method with kit settings
+   (e.g. ``meta-lr:effects=fixed``).
 4. Scores: accuracy and AUC (binary: ROC AUC of the second class in the kit's order; more classes: macro
    one-vs-rest), averaged over seeds per site.
 The seed fixes the splits, the references and the method's seed setting, but every round draws fresh keys, a
@@ -243,6 +249,23 @@ def with_site_column(parts: list[tuple[str, pd.DataFrame, pd.DataFrame]]) -> pd.
 
 
 # ---- the product round ---------------------------------------------------------------------------------------
+def method_spec(text: str) -> tuple[str, dict[str, Any]]:
+    """``NAME`` or ``NAME:key=value,key=value`` (a method with kit settings, e.g. ``meta-lr:effects=fixed``) →
+    (method name, settings); an unknown method or setting, or a value out of range, is one ConfigError sentence."""
+    from core.methods import method_class
+
+    name, _, rest = text.partition(":")
+    cls = method_class(name)
+    settings: dict[str, Any] = {}
+    for part in filter(None, rest.split(",")):
+        key, eq, value = part.partition("=")
+        spec = cls.setting(key.strip())
+        if not eq or spec is None:
+            raise ConfigError(f"'{part}' in --method {text} is not a setting of {name} (key=value)")
+        settings[spec.name] = spec.parse(value.strip())
+    return name, settings
+
+
 @dataclass
 class RoundOptions:
     """How the harness drives the product. ``site_impute``: today (before issue #22's typed columns) the product
@@ -298,11 +321,12 @@ def product_round(folder: Path, sample_csv: Path, sites: list[tuple[str, Path, P
     from .metrics_agreement import check_run
 
     o = options or RoundOptions()
+    method, extra = method_spec(method)
     cls = method_class(method)
     imputed = False
     analyst = Identity.generate("analyst")
     schema, notes = infer_schema(sample_csv, label=label)
-    settings = {"seed": seed} if "seed" in cls.default_settings() else {}
+    settings = {**({"seed": seed} if "seed" in cls.default_settings() else {}), **extra}
     kit, kit_notes = build_kit(name=f"clinical {label}", schema=schema, analyst=analyst.card, method=method,
                                settings=settings, anchor_rows=o.anchor_rows if cls.needs_anchor else None)
     kit_path = folder / "project.dckit"
@@ -454,7 +478,7 @@ def run_cell(case: Case, frame: pd.DataFrame, sites: pd.Series, seed: int, metho
         pooled.sample(n=min(SCHEMA_SAMPLE_ROWS, len(pooled)), random_state=seed).to_csv(sample_csv, index=False,
                                                                                       na_rep="")
         for method in methods:
-            folder = root / method
+            folder = root / "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in method)
             folder.mkdir()
             t0 = time.perf_counter()
             r = product_round(folder, sample_csv, csvs, label, method, seed, options)
@@ -711,11 +735,10 @@ def _commit() -> str | None:
 def run(cases: Sequence[str], seeds: Sequence[int], methods: Sequence[str], *, data_dir: str | None = None,
         options: RoundOptions | None = None, jobs: int = 1, say: Callable[[str], None] = print) -> dict[str, Any]:
     """Every (case, seed) cell (in ``jobs`` processes), the summary and the target check."""
-    from core.methods import method_class
 
     options = options or RoundOptions()
     for m in methods:
-        method_class(m)  # an unknown method is one sentence before any work
+        method_spec(m)  # an unknown method or setting is one sentence before any work
     unknown = [c for c in cases if c not in CASES]
     if unknown:
         raise ConfigError(f"unknown clinical case '{unknown[0]}'; the cases are {', '.join(CASES)}")

@@ -75,6 +75,18 @@ def test_the_smallest_third_needs_a_gain_or_the_reference_within_0_005():
     assert s["mean_gain"] == pytest.approx((-0.004 + 0.024) / 3) and s["pass"]
 
 
+def test_a_method_with_kit_settings():
+    from benchmarks.clinical import method_spec
+    from core.errors import ConfigError
+
+    assert method_spec("meta-lr") == ("meta-lr", {})
+    assert method_spec("meta-lr:effects=fixed,ridge=2") == ("meta-lr", {"effects": "fixed", "ridge": 2.0})
+    with pytest.raises(ConfigError, match="not a setting of meta-lr"):
+        method_spec("meta-lr:nope=1")
+    with pytest.raises(ConfigError, match="effects"):
+        method_spec("meta-lr:effects=sometimes")
+
+
 def test_one_step_with_the_penalty_undone_matches_the_pooled_fit_on_large_sites():
     """Each site's log-likelihood is close to quadratic at a few thousand rows: the one-step from the site fits
     (penalty undone, λ once) lands on the exact pooled fit with site intercepts."""
@@ -107,9 +119,10 @@ def test_summary_stats_and_the_clinical_record_on_a_tiny_table(tmp_path, monkeyp
     assert "## lung" in out.with_suffix(".md").read_text()
 
     rec = tmp_path / "rec" / "clinical.json"
-    assert main(["clinical", "--dataset", "lung", "--seeds", "1", "--method", "meta-lr", "--data-dir",
-                 str(tmp_path), "--json", str(rec)]) == 0
+    assert main(["clinical", "--dataset", "lung", "--seeds", "1", "--method", "meta-lr", "--method",
+                 "meta-lr:effects=fixed", "--data-dir", str(tmp_path), "--json", str(rec)]) == 0
     case = json.loads(rec.read_text())["summary"]["lung"]
+    assert set(case["must_show"]) == {"meta-lr", "meta-lr:effects=fixed"}
     for site in case["sites"].values():
         assert 0.5 <= site["pooled_si_lr"]["auc"] <= 1.0
         gains = site["gains"]["meta-lr"]
