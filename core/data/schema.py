@@ -21,6 +21,7 @@ from ..errors import ConfigError, DataError, FormatError
 from ..fileio import canonical_json
 from .encoding import level_text, missing_token_set
 from .ordering import natural_sorted
+from .public_stats import MIN_GROUP, rounded_range, rounded_share, rounded_shares
 from .tabular import (
     CsvFormat,
     CsvOptions,
@@ -723,6 +724,7 @@ def infer_schema(
     with_statistics: bool = False,
     options: CsvOptions | None = None,
     choices: ColumnChoices | None = None,
+    min_group: int = MIN_GROUP,
 ) -> tuple[Schema, list[str]]:
     """Build a schema from a sample CSV; returns it with notes (plain sentences) on what was decided.
 
@@ -736,7 +738,9 @@ def infer_schema(
     the label's distinct non-missing values, in natural order. ``with_statistics`` publishes the sample's
     aggregate statistics in the kit (mean and standard deviation of numeric columns, level frequencies,
     missing shares: what a site's units check compares with, :mod:`core.data.harmony`); ``with_ranges``
-    publishes them too, and each numeric column's min/max.
+    publishes them too, and each numeric column's range. Only what is safe to publish of real rows
+    (:mod:`core.data.public_stats`): shares over counts rounded to groups of ``min_group`` rows, ranges rounded
+    outward (never a real row's exact min or max), means and spreads over at least ``min_group`` rows.
     """
     path = Path(path)
     options = options or CsvOptions()
@@ -746,7 +750,8 @@ def infer_schema(
         raise ConfigError(f"column {_quote(label)} cannot be both the label and the id column")
     return _with_format(
         path, options,
-        lambda opened: _infer(path, opened, label, id_column, (with_ranges, with_statistics), options, choices),
+        lambda opened: _infer(path, opened, label, id_column, (with_ranges, with_statistics, int(min_group)), options,
+                              choices),
     )
 
 
@@ -755,7 +760,7 @@ def _infer(
     opened: tuple[CsvFormat, list[str], int],
     label: str | None,
     id_column: str | None,
-    publish: tuple[bool, bool],
+    publish: tuple[bool, bool, int],
     options: CsvOptions,
     choices: ColumnChoices,
 ) -> tuple[Schema, list[str]]:
@@ -844,7 +849,7 @@ def _infer(
     return schema, notes
 
 
-def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[bool, bool],
+def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[bool, bool, int],
             notes: list[str]) -> FeatureColumn | IgnoredColumn:
     """One column's type, levels, missing policy and public statistics (detected, then the analyst's choices)."""
     col = _quote(name)
@@ -914,15 +919,16 @@ def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[
         else:
             notes.append(f"column {col}: {what}: sites fill them with {how}"
                          + (" and add a 'was missing' column" if feature.indicator else ""))
-    with_ranges, with_statistics = publish
-    if with_ranges or with_statistics:
-        feature.missing_share = st.missing / (st.count + st.missing)
+    with_ranges, with_statistics, min_group = publish
+    if with_ranges or with_statistics:  # only what is safe to publish of real rows (core/data/public_stats.py)
+        feature.missing_share = rounded_share(st.missing, st.count + st.missing, min_group)
         if kind == "numeric":
             if with_ranges:
-                feature.min, feature.max = st.lo, st.hi
-            feature.mean, feature.std = st.mean_std()
+                feature.min, feature.max = rounded_range(st.lo, st.hi)
+            if st.count >= min_group:
+                feature.mean, feature.std = st.mean_std()
         else:
-            feature.frequencies = st.frequencies(numeric, feature.levels, feature.merged)
+            feature.frequencies = rounded_shares(st.level_counts(numeric, feature.levels, feature.merged), min_group)
     try:
         _check_feature(feature)
     except FormatError as exc:
@@ -1019,16 +1025,20 @@ class _ColumnStats:
                     ) -> list[float]:
         """Each level's share of the sample's non-missing cells, in ``levels`` order; the cells of the raw values
         merged into a level count as that level's."""
+        counts = self.level_counts(numeric, levels, merged)
+        total = sum(counts) or 1
+        return [k / total for k in counts]
+
+    def level_counts(self, numeric: bool, levels: list[str], merged: dict[str, list[str]] | None = None
+                     ) -> list[int]:
+        """Each level's count of the sample's non-missing cells, in ``levels`` order (merged raw values included)."""
         per: Counter = Counter()
         if numeric:
             for v, k in (self.numbers or {}).items():
                 per[level_text(v)] += k
         else:
             per.update(self.texts or {})
-        counts = [per[lv] + sum(per[_sample_text(v, numeric)] for v in (merged or {}).get(lv, []))
-                  for lv in levels]
-        total = sum(counts) or 1
-        return [k / total for k in counts]
+        return [per[lv] + sum(per[_sample_text(v, numeric)] for v in (merged or {}).get(lv, [])) for lv in levels]
 
 
 def _sample_text(value: str, numeric: bool) -> str:
