@@ -29,12 +29,11 @@ from .formats.kit import Kit
 from .formats.workspace import SiteWorkspace, remove_empty_workspace
 from .learn.clinical_metrics import delong, json_safe, metrics_for
 from .learn.intervals import estimate, mcnemar_p
-from .learn.local_model import fit_local_model, has_local_model, local_predict_proba
+from .learn.local_model import has_local_model, local_predict_proba
 from .learn.own_cv import MODEL_NAME as OWN_MODEL_NAME
-from .learn.own_cv import own_oof_arrays, own_out_of_fold
 from .learn.threshold import DEFAULT_THRESHOLD, check_threshold, rates_at, threshold_for
 from .methods import METHODS, Disclosure, SiteExport, SiteInput, get_method, method_class
-from .methods.promise import check_shared_oof, export_with_check, promised_columns
+from .methods.promise import check_shared_oof, export_with_check, own_model_state, promised_columns
 from .privacy.assessment import PrivacyAssessment, assess_export
 from .privacy.ledger import Ledger, spent
 from .privacy.protective import is_formal
@@ -295,18 +294,16 @@ class ParticipantRound:
         formal = isinstance(self.export_.manifest.get("privacy"), dict)  # formal noise: no unaccounted scores
         if self.local_baseline and self.kit.task == "classification" and t.y is not None \
                 and len(np.unique(t.y)) >= 2:
-            # The site's own-rows baseline (issue #15): kept in the workspace beside f_i, never in the bundle.
-            self.export_.private_arrays.update(fit_local_model(t.X, t.y, len(self.kit.schema.classes)))
+            # The site's own-rows baseline (issue #15) and its out-of-fold probabilities (issue #37): kept in the
+            # workspace beside f_i, never in the bundle; its cross-validated scores are the only part that leaves
+            scores, private = own_model_state(self.method, t.X, t.y, len(self.kit.schema.classes), scale=site.scale,
+                                              settings=self.site_settings)
+            self.export_.private_arrays.update(private)
             self.export_.private_meta["local_model"] = {"kind": OWN_MODEL_NAME, "rows": int(min(t.n_rows, 20000))}
             self.export_.stays.append("a logistic regression trained on these rows (to check the package against)")
-            # ... its cross-validated scores, the only part of it that leaves (issue #22), and the out-of-fold
-            # probabilities behind them, kept here for the paired comparison with the package (issue #37)
-            own = own_out_of_fold(t.X, t.y, len(self.kit.schema.classes))
-            if own is not None:
-                self.export_.private_arrays.update(own_oof_arrays(own))
-                if not formal:
-                    self.export_.manifest["own_cv"] = own.scores
-                    self.export_.disclosures.append(own_cv_disclosure(own.scores))
+            if scores is not None and not formal:
+                self.export_.manifest["own_cv"] = scores
+                self.export_.disclosures.append(own_cv_disclosure(scores))
         return self.export_
 
     def check_target(self, out_path: str | Path, *, replace: bool = False) -> None:

@@ -26,6 +26,8 @@ other folds and it predicts the held-out fold, so every candidate is scored on r
 score is the log-loss (a proper score; the kit's ``metric`` may ask for accuracy, balanced accuracy or AUC
 instead). Then:
 
+0. With fewer than :data:`MIN_ROWS` paired rows (30, the product's weak-estimate line) the site keeps its own
+   model: no comparison on so few rows can tell two models apart.
 1. Guards, each on the same nested-CV predictions against the own model: a candidate is left out when it is
    significantly worse (two classes: its AUC below the own model's by DeLong's paired test, one-sided at
    :data:`GUARD_LEVEL` = 5 %; more classes: its accuracy, by McNemar's exact one-sided test) or never predicts a
@@ -54,6 +56,7 @@ import numpy as np
 EPS = 1e-6  # probabilities are clipped to [EPS, 1] before the log
 RECALIBRATION_ROWS = 100  # every class needs this many rows before a slope is re-estimated (Vergouwe et al. 2017)
 GUARD_LEVEL = 0.05  # one-sided level of the "not significantly worse than own" guard
+MIN_ROWS = 30  # fewer paired rows than this (the product's WEAK_ROWS) cannot tell two models apart: own model
 SMALL_CLASS_ROWS = 25  # below this many rows of some class a site only blends (rule 2)
 SWITCH_Z = 1.645  # a departure from the shared model needs this many paired standard errors (rule 3)
 SHARED_FAMILY = ("shared", "intercept", "recalibrated")
@@ -149,6 +152,9 @@ def fit_kind(kind: str, L_own: np.ndarray, L_sh: np.ndarray, y: np.ndarray) -> d
         return {"intercepts": a.tolist()}
     if kind == "recalibrated":
         a, b, _ = fit_offsets(L_sh, y, slope_of=L_sh)
+        if b < 0:  # a model that ranks the rows backwards is not recalibrated by flipping it: no slope at all
+            a, _, _ = fit_offsets(np.zeros_like(L_sh), y)
+            b = 0.0
         return {"intercepts": a.tolist(), "slope": b}
     if kind == "blend":
         w = blend_weight(L_own, L_sh, y)
@@ -309,10 +315,11 @@ def choose_update(y: np.ndarray, P_own: np.ndarray, P_sh: np.ndarray, n_classes:
         raise ValueError("the paired predictions do not match the rows")
     metric = resolve_metric(metric)
     present = np.unique(y)
-    if len(y) < 4 or len(present) < 2:
+    if len(y) < MIN_ROWS or len(present) < 2:
         return {"kind": "own", "params": {}, "metric": metric, "rows": int(len(y)), "scores": {}, "excluded": {},
-                "weight": 0.0, "reason": f"with {len(y)} labelled row(s) of {len(present)} class(es) nothing can be "
-                                         "compared, so you keep your own model"}
+                "weight": 0.0, "small": True,
+                "reason": f"with {len(y)} labelled row(s) of {len(present)} class(es) the two models cannot be told "
+                          f"apart (at least {MIN_ROWS} rows of two classes are needed), so you keep your own model"}
     L_own, L_sh = log_proba(P_own), log_proba(P_sh)
     kinds = candidates(y, K)
     cv = nested_cv(kinds, L_own, L_sh, y, rows_seed(y, P_own, P_sh))

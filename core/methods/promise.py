@@ -35,7 +35,8 @@ CHECK_SHARE = 0.25  # share of each class's rows a site-scored method keeps out 
 CHECK_PREFIX = "check_"  # private arrays: the check rows (check_x, check_y) and the model of the other rows
 CHECK_MODEL = tuple(f"{CHECK_PREFIX}{k}" for k in ("local_w", "local_b", "local_mean", "local_scale"))
 __all__ = ["CHECK_SHARE", "MARGIN_SE", "alone_estimate", "beats_own", "check_shared_oof", "check_state", "check_words",
-           "export_with_check", "paired_choice", "paired_se", "promised_columns", "split_check_rows"]
+           "export_with_check", "own_model_state", "pair_arrays", "paired_choice", "paired_se", "pairs_at_site",
+           "promised_columns", "split_check_rows"]
 
 
 def split_check_rows(y: np.ndarray, share: float = CHECK_SHARE, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -69,10 +70,12 @@ def check_state(X: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[np.ndarra
 def export_with_check(method, site, control=None):
     """``method.site_compute(site)`` keeping the promise at export: a site-scored classification method
     (``own_model_choice`` = site) computes on the rows :func:`check_state` leaves it, and the check rows, the model
-    of the other rows, their count (manifest ``rows_kept_at_site``, disclosed) and a plain sentence are added."""
+    of the other rows, their count (manifest ``rows_kept_at_site``, disclosed) and a plain sentence are added —
+    unless the method recomputes its shared model's out-of-fold predictions of every row at the site
+    (:func:`pairs_at_site`): then every row is used and paired."""
     check = None
     if method.task == "classification" and method.own_model_choice == "site" and site.y is not None \
-            and len(np.unique(site.y)) >= 2:
+            and len(np.unique(site.y)) >= 2 and not pairs_at_site(method, site.settings):
         keep, held, check = check_state(site.X, site.y, len(site.classes))
         site = replace(site, X=site.X[keep], y=site.y[keep],
                        ids_hashed=None if site.ids_hashed is None else site.ids_hashed[keep])
@@ -89,6 +92,42 @@ def export_with_check(method, site, control=None):
         ex.plain += check_words(held_n, total)
         ex.stays.append(f"{held_n} of your rows set aside to check the package against your own model")
     return ex
+
+
+def pairs_at_site(method, settings: dict | None) -> bool:
+    """Whether ``method`` computes its shared model's out-of-fold predictions of all the site's rows at the site
+    (``method.shared_oof_at_site``, e.g. meta-lr from the other sites' prior), so that no row need be set aside:
+    declared by the method's ``pairs_at_site``, not under a formal privacy option (the shipped estimate is then
+    noised, and a refit of the site's rows would not be the procedure behind the package)."""
+    return bool(getattr(method, "pairs_at_site", False)) and (settings or {}).get("privacy_epsilon") is None
+
+
+def pair_arrays(X: np.ndarray, own, scale: np.ndarray | None) -> dict[str, np.ndarray]:
+    """The private arrays a :func:`pairs_at_site` method keeps to recompute its shared model at ``apply``: the rows
+    the own model's out-of-fold predictions rest on (``pair_x``, float64, in ``own_oof_rows`` order; at most
+    :data:`core.learn.own_cv.MAX_ROWS`), their labels (``pair_y``) and the kit's public scale (``pair_scale``)."""
+    out = {"pair_x": np.asarray(X, np.float64)[own.rows], "pair_y": own.y.astype(np.int64)}
+    if scale is not None:
+        out["pair_scale"] = np.asarray(scale, np.float64)
+    return out
+
+
+def own_model_state(method, X: np.ndarray, y: np.ndarray, n_classes: int, *, scale: np.ndarray | None = None,
+                    settings: dict | None = None) -> tuple[dict | None, dict[str, np.ndarray]]:
+    """What a site keeps of its own model at export (never shipped): the model (:mod:`core.learn.local_model`), its
+    out-of-fold probabilities (:func:`core.learn.own_cv.own_out_of_fold`: the site's half of the paired comparison)
+    and, for a :func:`pairs_at_site` method, the rows its shared model is refitted on (:func:`pair_arrays`); and
+    that model's cross-validated scores (the ``own_cv`` a bundle may carry; None with fewer than two classes)."""
+    from ..learn.own_cv import own_oof_arrays, own_out_of_fold
+
+    private = dict(fit_local_model(X, y, n_classes))
+    own = own_out_of_fold(X, y, n_classes)
+    if own is None:
+        return None, private
+    private.update(own_oof_arrays(own))
+    if pairs_at_site(method, settings):
+        private.update(pair_arrays(X, own, scale))
+    return own.scores, private
 
 
 def check_words(held: int, total: int) -> str:

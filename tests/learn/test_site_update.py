@@ -112,4 +112,6 @@ def test_apply_update_reproduces_each_kind():
 
 def test_too_few_rows_keep_the_own_model():
     c = choose_update(np.array([0, 1, 0]), _binary(np.array([.2, .8, .3])), _binary(np.array([.1, .9, .2])), 2)
-    assert c["kind"] == "own" and "nothing can be compared" in c["reason"]
+    assert c["kind"] == "own" and "cannot be told apart" in c["reason"]
+    y, own, shared = _site(29, 9, 3.0, 0.1)  # a far better shared model, but on 29 rows
+    assert choose_update(y, own, shared, 2)["kind"] == "own"
