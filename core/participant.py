@@ -406,7 +406,10 @@ class ApplyResult:
         from .wording import KEPT_OWN_WORDS
 
         if self.choice and self.choice.get("by") == "site":
-            return self.choice["reason"]
+            from .learn.site_update import UPDATE_WORDS
+
+            kind = self.choice.get("kind")
+            return (f"you use {UPDATE_WORDS[kind]}: " if kind in UPDATE_WORDS else "") + self.choice["reason"]
         return KEPT_OWN_WORDS if self.kept_own else ""
 
 
@@ -674,7 +677,9 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                            out=str(Path(out_path).resolve()), warnings=warnings,
                            **({"threshold": {k: chosen[k] for k in ("value", "how", "target", "positive")}}
                               if chosen else {}),
-                           **({"model_used": {k: choice[k] for k in ("model", "by", "reason")}} if choice else {}),
+                           **({"model_used": {k: choice[k] for k in ("model", "by", "reason", "kind", "weight",
+                                                                     "rows", "paired_on") if k in choice}}
+                              if choice else {}),
                            **({"validation": json_safe({k: validation.get(k) for k in (
                                "package", "local", "recommend", "package_metrics", "local_metrics", "delong")})}
                               if validation else {}))

@@ -125,7 +125,7 @@ def site_note(info: dict) -> str:
     e = info.get("expected")
     if e and e["weak"]:
         notes.append(f"only {e['rows']} rows: the estimate is uncertain (95 % CI {e['low']:.2f}–{e['high']:.2f})")
-    if info.get("model") == "own" and info.get("own_kind"):
+    if info.get("model") == "own" and info.get("own_kind") and not info.get("update"):
         small = bool(e) and e["rows"] < WEAK_ROWS
         at_site = (info.get("own_model") or {}).get("source") == "site"
         notes.append(("its cluster's model did not beat the site's own model (cross-validated at the site) by more "

@@ -136,9 +136,9 @@ def site_line(x: dict, extra: str = "") -> str:
     """One summary line of a site: rows, cluster, what it is sent, its expected accuracy (n, 95 % CI) against
     its own model's (n, 95 % CI, and where that number comes from: cross-validated at the site on its raw rows,
     or estimated from its reduced rows), and its note (shared by the DC-family methods)."""
-    own = x.get("model") == "own" and x.get("own_kind")
+    own = x.get("model") == "own" and x.get("own_kind") and not x.get("update")
     line = f"  {x['site']}: {x['rows']:,} rows, cluster {x['cluster']}" + extra + (
-        ", keeps its own model" if own else "")
+        ", keeps its own model" if own else f", {update_words(x['update'])}" if x.get("update") else "")
     if x.get("expected"):
         line += f", expected accuracy {describe(x['expected'])}"
     if x.get("own_model"):
@@ -146,6 +146,16 @@ def site_line(x: dict, extra: str = "") -> str:
     if x.get("metrics"):
         line += f"; {metrics_words(x['metrics'])}"
     return line + (f" — {x['note']}" if x.get("note") else "")
+
+
+def update_words(update: dict) -> str:
+    """The analyst's estimate of a site's own choice (issue #37), in a few words."""
+    from ..learn.site_update import UPDATE_WORDS
+
+    est = update.get("estimate")
+    return ("chooses on its own rows" + (f" (estimated: {UPDATE_WORDS[est]}" + (
+        f", {update['weight']:.0%} shared" if est == "blend" and update.get("weight") is not None else "") + ")"
+        if est in UPDATE_WORDS else ""))
 
 
 def own_model_words(e: dict) -> str:
@@ -165,6 +175,8 @@ def site_views(result: MethodResult, extra: tuple[tuple[str, Callable[[dict], ob
     def word(x):
         if model_word is not None:
             return model_word(x)
+        if x.get("update"):
+            return "shared; " + update_words(x["update"])
         return "own rows" if x.get("model") == "own" and x.get("own_kind") else "cluster"
 
     rows = [[x["site"], x.get("fingerprint", ""), x["rows"], x["cluster"], *[f(x) for _, f in extra], word(x),
