@@ -167,7 +167,6 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
         _, bundles = analysis.import_folder(bundles_dir)
         run = analysis.run(bundles)
         outputs = analysis.export(run, out / "to-sites")
-        s = run.result.summary
         say(*(f"analyst: {line}" for line in run.summary_lines()),
             f"analyst: packages in {out / 'to-sites'}, report {outputs.report}")
 
