@@ -319,7 +319,7 @@ def read_package(corpus: Corpus, path: Path) -> None:
     opened = open_sealed(path, corpus.sites[0], expect_kind="package", expect_project=corpus.kit.project_id,
                          expect_sender=corpus.kit.analyst, limits=package_limits(corpus.kit, rows))
     manifest, arrays = opened.payload.manifest, opened.payload.arrays
-    check_package(corpus.kit, manifest, arrays, rows, corpus.private)
+    manifest = check_package(corpus.kit, manifest, arrays, rows, corpus.private)
     apply_checked(get_method(manifest["method"]), manifest, arrays, corpus.private, corpus.site_X, path)
 
 

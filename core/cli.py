@@ -501,21 +501,17 @@ def _import_and_run(args, *, classification_only: bool = False):
     files = sorted(folder.glob("*.dcbundle")) if folder.is_dir() else []
     if files and len(analysis.unconfirmed(files)) == len(files):
         _no_senders_hint(analysis, files)  # no usable bundle at all: refused, with the way out
-    reports, received = analysis.import_folder(folder, skip_unconfirmed=True)
-    refused = [r for r in reports if r.status == "unconfirmed"]
-    for r in refused:  # one line per file left out; the summary and the audit log name it too
-        _say_left_out(r.path, r.site, r.fingerprint, "run")
+    # a file that cannot be used (sender not confirmed, empty, unreadable, refused by a check) is left out, not fatal
+    reports, received = analysis.import_folder(folder, leave_out=True)
+    refused = [r for r in reports if r.status in ("unconfirmed", "refused")]
     bundles, excluded = analysis.split_excluded(received, getattr(args, "exclude", None) or [])
     name = args.method or analysis.kit.method
     if classification_only and method_class(name).task != "classification":
         raise ConfigError("estimate compares classification models; this kit clusters")
-    return analysis, [r for r in reports if r.status != "unconfirmed"], analysis.run(
-        bundles, args.method, parse_sets(args.set, method_class(name)), excluded=excluded, refused=refused)
-
-
-def _say_left_out(path: Path, site: str, fingerprint: str, what: str) -> None:
-    say(f"refused: {path.name} from '{site}' ({fingerprint}): sender not confirmed for this project, so it is left "
-        f"out of this {what}; compare the fingerprint with the site and {what} again with --confirm")
+    run = analysis.run(bundles, args.method, parse_sets(args.set, method_class(name)), excluded=excluded,
+                       refused=refused)
+    say(*run.refused_lines())  # one line per file left out; the summary and the audit log name it too
+    return analysis, [r for r in reports if r not in refused], run
 
 
 def cmd_analyst_import(args) -> None:
@@ -526,9 +522,11 @@ def cmd_analyst_import(args) -> None:
     pending = analysis.unconfirmed(files)
     if len(pending) == len(files):
         _no_senders_hint(analysis, files)
+    from .analyst import ImportReport, left_out_line
+
     left_out = {p for p, _ in pending}
     for p, card in pending:
-        _say_left_out(p, card.name, card.fingerprint, "import")
+        say(left_out_line(ImportReport(p, "unconfirmed", "", card.name, card.fingerprint), "import"))
     for r in analysis.import_bundles([f for f in files if f not in left_out]):
         say(f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows")
 
