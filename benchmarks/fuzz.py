@@ -66,13 +66,19 @@ _FAST = {"epochs": 2, "warmup_epochs": 1, "warmup_rounds": 1, "fusion_steps": 5,
 
 
 class Corpus:
-    """A genuine small round (2 sites) of one method whose files the mutations start from."""
+    """A genuine small round (``sites`` sites, 2 by default) of one method whose files the mutations start from.
 
-    def __init__(self, folder: Path, seed: int = 0, method: str = "dc"):
+    ``kit_settings`` and ``site_settings`` overlay the small defaults (any option: formal noise, noise, dimension,
+    distillation modes, clustering choices …); ``statistics`` publishes the sample's column statistics in the kit
+    (formal noise needs them); ``blocks`` splits the columns into two feature blocks linked by a row id (a
+    clustering kit), site i holding block i % 2 of the same people."""
+
+    def __init__(self, folder: Path, seed: int = 0, method: str = "dc", *, kit_settings: dict | None = None,
+                 site_settings: dict | None = None, statistics: bool = False, blocks: bool = False, sites: int = 2):
         import pandas as pd
 
         from core.analyst import AnalystRound
-        from core.data.schema import infer_schema
+        from core.data.schema import infer_schema, with_blocks
         from core.data.tabular import read_table
         from core.formats.anchor import make_anchor
         from core.formats.identity import Identity
@@ -86,16 +92,22 @@ class Corpus:
         cls = method_class(method)
         clustering = cls.task == "clustering"
         classes = ["a", "b"]
-        frame = {f"x{j}": rng.normal(size=120) * (j + 1) for j in range(4)}
+        n = 20 + 50 * (1 if blocks else sites)
+        frame = {f"x{j}": rng.normal(size=n) * (j + 1) for j in range(4)}
         if not clustering:
-            frame["label"] = np.asarray(classes)[(frame["x0"] + 0.5 * rng.normal(size=120) > 0).astype(int)]
+            frame["label"] = np.asarray(classes)[(frame["x0"] + 0.5 * rng.normal(size=n) > 0).astype(int)]
         df = pd.DataFrame(frame)
+        if blocks:
+            df.insert(0, "pid", [f"p{i:04d}" for i in range(n)])
         df.iloc[:20].to_csv(folder / "sample.csv", index=False)
         self.analyst = Identity.generate("analyst")
-        self.sites = [Identity.generate(f"site{i}") for i in range(2)]
-        schema, _ = infer_schema(folder / "sample.csv", label=None if clustering else "label")
+        self.sites = [Identity.generate(f"site{i}") for i in range(sites)]
+        schema, _ = infer_schema(folder / "sample.csv", label=None if clustering else "label",
+                                 id_column="pid" if blocks else None, with_statistics=statistics)
+        if blocks:
+            schema, _ = with_blocks(schema, [("a", ["x0", "x1"]), ("b", ["x2", "x3"])])
         own = {s.name for s in cls.settings_spec if s.side == "analyst"}
-        settings = {k: v for k, v in {**_FAST, "seed": seed}.items() if k in own}
+        settings = {k: v for k, v in {**_FAST, "seed": seed, **(kit_settings or {})}.items() if k in own}
         self.kit = Kit(name="fuzz", task=cls.task, schema=schema, method=method, analyst=self.analyst.card,
                        settings=settings,
                        roster=[{"name": s.card.name, "fingerprint": s.card.fingerprint} for s in self.sites])
@@ -109,26 +121,35 @@ class Corpus:
         self.anchor_sealed = folder / "sealed.dcanchor"
         self.anchor.save(self.anchor_sealed, [s.card for s in self.sites])
         self.site_ws = []
+        self.csv = []
         bundles = []
         site_own = {s.name for s in cls.settings_spec if s.side == "site"}
+        self.site_settings = {k: v for k, v in {"kip_steps": 5, "local_epochs": 2, "max_candidates": 20,
+                                                **(site_settings or {})}.items() if k in site_own}
         for i, site in enumerate(self.sites):
             csv = folder / f"site{i}.csv"
-            df.iloc[20 + 50 * i: 70 + 50 * i].to_csv(csv, index=False)
+            if blocks:  # the same people at every site, each holding one block, in its own row order
+                part = df.iloc[20:].sample(frac=1.0, random_state=i)
+                part[["pid", *(["x0", "x1"] if i % 2 == 0 else ["x2", "x3"])]].to_csv(csv, index=False)
+            else:
+                df.iloc[20 + 50 * i: 70 + 50 * i].to_csv(csv, index=False)
             ws = SiteWorkspace(folder / f"site{i}.ws")
             job = ParticipantRound(self.kit, self.kit_path, site, ws,
                                    anchor=self.anchor if cls.needs_anchor else None,
-                                   site_settings={k: v for k, v in {"seed": i, "kip_steps": 5, "local_epochs": 2,
-                                                                    "max_candidates": 20}.items() if k in site_own})
+                                   site_settings={**self.site_settings, **({"seed": i} if "seed" in site_own else {})})
             job.confirm_analyst(self.kit.analyst, how="benchmark: the kit's own signer")
             job.load(csv)
             bundles.append(job.seal(folder / f"site{i}.dcbundle"))
             self.site_ws.append(ws)
+            self.csv.append(csv)
+        self.sealed_bundles = bundles
         self.bundle_path = bundles[0].path
         self.session = AnalystRound(self.kit, self.analyst, AnalystWorkspace(folder / "analyst.ws"))
         received = [self.session.open_bundle(b.path) for b in bundles]
         self.received = received
         self.bundle_digest = bundles[0].digest
         out = self.session.export(self.session.run(received), folder / "out")
+        self.packages = out.packages
         self.package_path = out.packages[0].path
         self.card_path = folder / "site0.dcpub"
         self.sites[0].card.save(self.card_path)

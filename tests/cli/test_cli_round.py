@@ -161,6 +161,25 @@ def test_same_bundle_twice_is_refused_as_duplicate(round_dir, capsys):
     assert "already imported" in capsys.readouterr().out
 
 
+def test_an_empty_or_unreadable_file_in_the_folder_is_left_out_of_the_run_in_one_line(round_dir, capsys):
+    """As the app lists such a file and goes on, `analyst run` leaves it out with one line naming it (issue #32)."""
+    d, _ = round_dir
+    folder = _one_bundle_dir(d, "with-empty", (d / "bundles/site2.dcbundle").read_bytes())
+    (folder / "empty.dcbundle").write_bytes(b"")
+    (folder / "folder.dcbundle").mkdir()
+    shutil.rmtree(d / "with-empty-out", ignore_errors=True)
+    capsys.readouterr()
+    assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid", "--bundles",
+               folder, "--out", d / "with-empty-out", "--workspace", d / "with-empty-ws",
+               *confirm(d, [f"site{i}" for i in range(4)])) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("refused:")]
+    assert len(lines) == 2 and any("empty.dcbundle: the file is empty (0 bytes)" in line for line in lines)
+    assert any("folder.dcbundle" in line and "is a folder" in line for line in lines)
+    assert all(line.endswith("it is left out of this run") for line in lines)
+    summary = json.loads((d / "with-empty-out/summary.json").read_text())
+    assert sorted(r["file"] for r in summary["refused"]) == ["empty.dcbundle", "folder.dcbundle"]
+
+
 def test_bundle_for_another_project_or_analyst_is_refused(round_dir, capsys):
     d, sites = round_dir
     # another project, same analyst
