@@ -16,6 +16,7 @@ from pathlib import Path
 from . import version_string
 from .errors import ConfigError, DCError
 from .privacy.thresholds import DIRECTIONS, PrivacyThresholds, parse_threshold_args
+from .safe_text import shown_lines
 
 
 # ---- helpers ------------------------------------------------------------------------------------------
@@ -72,8 +73,9 @@ def parse_sets(pairs: list[str] | None, method=None) -> dict:
 
 
 def say(*lines: str) -> None:
+    """Print lines, each through the one sanitiser (core.safe_text): text from files is never printed raw."""
     for line in lines:
-        print(line)
+        print(shown_lines(line))
 
 
 # ---- commands -----------------------------------------------------------------------------------------
@@ -310,7 +312,7 @@ def cmd_participant_assess(args) -> None:
         out = assessment.to_dict()
         if levers is not None:
             out["levers"] = levers.to_dict()
-        print(json.dumps(out, indent=2, ensure_ascii=False, default=float))
+        print(json.dumps(out, indent=2, ensure_ascii=True, default=float))  # no raw control character
     else:
         say(*privacy_lines(assessment), *(levers.lines() if levers is not None else []))
     if args.require_ok and assessment.verdict == "poor":
@@ -880,7 +882,7 @@ def exit_code(call, prog: str, *, debug: bool = False, interrupted: str = "inter
     except DCError as exc:
         if debug:
             raise
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(shown_lines(f"{prog}: error: {exc}"), file=sys.stderr)
         return getattr(exc, "exit_code", 1)
     except KeyboardInterrupt:
         print(f"{prog}: {interrupted}", file=sys.stderr)
@@ -889,7 +891,7 @@ def exit_code(call, prog: str, *, debug: bool = False, interrupted: str = "inter
         if debug:
             raise
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"{prog}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(shown_lines(f"{prog}: error: {where}{exc.strerror or exc}"), file=sys.stderr)
         return 1
     return 0
 

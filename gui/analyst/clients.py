@@ -16,7 +16,6 @@ companion matrix), ``chosen_label``.
 
 from __future__ import annotations
 
-import html
 from dataclasses import replace
 
 import numpy as np
@@ -41,7 +40,7 @@ from core.methods.views import PageTexts
 
 from ..plots import GREY, category_ticks, cluster_color, make_plot, set_title
 from ..views_panel import render_view
-from ..widgets import MessageLabel
+from ..widgets import MessageLabel, esc
 from .common import label_counts
 from .state import QtAnalystState
 
@@ -209,7 +208,7 @@ class ClientsPage(QWidget):
         if chosen and not text:
             text = self.tr("How the sites differ, and the groups of sites this project's method will train together "
                            "(listed under the dendrogram).")
-        return "<h2>" + self.tr("Clients") + "</h2>" + (f"<p>{html.escape(text)}</p>" if text else "")
+        return "<h2>" + self.tr("Clients") + "</h2>" + (f"<p>{esc(text)}</p>" if text else "")
 
     # ---- state → widgets ---------------------------------------------------------------------------------
     @property
