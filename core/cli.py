@@ -384,23 +384,31 @@ def cmd_participant_apply(args) -> None:
                         with_representation=args.representation, out_options=out_options, validate=args.validate,
                         threshold=args.threshold, threshold_target=_threshold_target(args),
                         allow_older=args.allow_older)
-    for w in res.warnings:
-        say(f"warning: {w}")
-    say(f"read {Path(args.csv).name}: {res.input_format.describe()}",
-        f"results: {res.out_path} ({res.rows:,} rows; columns {', '.join(res.columns)})",
-        f"written as {res.output_format.describe()}"
-        + (" (like the input)" if res.output_format == res.input_format else ""))
-    if res.threshold:
-        t = res.threshold
-        classes = res.summary.get("classes", [])
-        say(f"decision: '{t['positive']}' (the kit's second class; column risk_{t['positive']} is its probability) "
-            f"when the risk ≥ {t['value']:.3f}, else '{classes[0]}' — {t['sentence']}")
-    if res.model_note:
-        say(f"note: {res.model_note}")
+    say(*apply_lines(res, Path(args.csv).name, validation=False))
     if res.validation:
         _say_validation(res.validation, [str(c) for c in res.summary.get("classes", [])])
     if res.summary.get("note"):
         say(f"note: {res.summary['note']}")
+
+
+def apply_lines(res, csv_name: str, *, validation: bool = True) -> list[str]:
+    """What ``participant apply`` prints of an applied package (the package's text is its declared members only;
+    :func:`say` shows each line through the one sanitiser)."""
+    lines = [f"warning: {w}" for w in res.warnings]
+    lines += [f"read {csv_name}: {res.input_format.describe()}",
+              f"results: {res.out_path} ({res.rows:,} rows; columns {', '.join(res.columns)})",
+              f"written as {res.output_format.describe()}"
+              + (" (like the input)" if res.output_format == res.input_format else "")]
+    if res.threshold:
+        t = res.threshold
+        classes = res.summary.get("classes", [])
+        lines.append(f"decision: '{t['positive']}' (the kit's second class; column risk_{t['positive']} is its "
+                     f"probability) when the risk ≥ {t['value']:.3f}, else '{classes[0]}' — {t['sentence']}")
+    if res.model_note:
+        lines.append(f"note: {res.model_note}")
+    if validation and res.summary.get("note"):
+        lines.append(f"note: {res.summary['note']}")
+    return lines
 
 
 def _say_validation(v: dict, classes: list[str]) -> None:
@@ -530,7 +538,12 @@ def cmd_analyst_import(args) -> None:
     for p, card in pending:
         say(left_out_line(ImportReport(p, "unconfirmed", "", card.name, card.fingerprint), "import"))
     for r in analysis.import_bundles([f for f in files if f not in left_out]):
-        say(f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows")
+        say(import_line(r))
+
+
+def import_line(r) -> str:
+    """The line ``analyst import`` and ``analyst run`` print for a bundle they used."""
+    return f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows"
 
 
 def cmd_analyst_run(args) -> None:
@@ -539,7 +552,7 @@ def cmd_analyst_run(args) -> None:
     analysis, reports, run = _import_and_run(args)
     out = analysis.export(run, args.out)
     for r in reports:
-        say(f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows")
+        say(import_line(r))
     for b in run.excluded:
         say(f"excluded: '{b.site}' ({b.fingerprint}) — no package")
     for f in run.scale_flags:
@@ -874,6 +887,11 @@ def main(argv: list[str] | None = None) -> int:
                      interrupted="interrupted; nothing was written")
 
 
+def error_line(prog: str, exc: DCError) -> str:
+    """The one line an error prints on stderr, through the one sanitiser (it may quote a file's text)."""
+    return shown_lines(f"{prog}: error: {exc}")
+
+
 def exit_code(call, prog: str, *, debug: bool = False, interrupted: str = "interrupted") -> int:
     """Run ``call``; a product error or a file-system error becomes one line on stderr and exit 1 (``debug``:
     the traceback), Ctrl-C exit 130."""
@@ -882,7 +900,7 @@ def exit_code(call, prog: str, *, debug: bool = False, interrupted: str = "inter
     except DCError as exc:
         if debug:
             raise
-        print(shown_lines(f"{prog}: error: {exc}"), file=sys.stderr)
+        print(error_line(prog, exc), file=sys.stderr)
         return getattr(exc, "exit_code", 1)
     except KeyboardInterrupt:
         print(f"{prog}: {interrupted}", file=sys.stderr)
