@@ -206,7 +206,7 @@ class BundlesPage(QWidget):
 
         def work(control):
             with self.state.workspace_lock:
-                return session.received(control=control)
+                return session.received(control=control), list(session.left_out.values())
 
         job = ThrottledJob(work, self.tr("Opening the bundles imported earlier"))
         job.succeeded.connect(self._stored_ready)
@@ -214,8 +214,13 @@ class BundlesPage(QWidget):
         self._job = job
         self.job_panel.run(job)
 
-    def _stored_ready(self, bundles) -> None:
+    def _stored_ready(self, result) -> None:
+        """The bundles imported earlier, opened and checked again; one that no longer passes is listed as refused
+        with its reason (left out of every run; its site's next bundle replaces it) and the page goes on."""
+        bundles, left_out = result
         reg = self.state.session.workspace.registry(self.state.session.kit.project_id)
+        for r in left_out:
+            self._add_row(r)
         for b in bundles:
             entry = reg.get(b.envelope_id, {})
             report = ImportReport(Path(entry.get("file", "")), "imported earlier", "", b.site, b.fingerprint,

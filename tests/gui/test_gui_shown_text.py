@@ -52,3 +52,35 @@ def test_a_methods_table_shows_site_names_as_text(qtbot):
     assert cell.toolTip().startswith("<qt>&lt;img") and is_safe(cell.toolTip())
     title = next(w for w in widget.children() if w.metaObject().className() == "QLabel")
     assert esc(f"Sites of {HOSTILE}") in title.text() and "<img" not in title.text()
+
+
+def test_the_bundles_page_lists_a_stored_bundle_that_no_longer_passes_and_goes_on(qtbot, tmp_path):
+    """Issue #32, finding 5: a bundle stored before the checks it now fails is listed as refused with its reason
+    (naming the site) when the project opens; the other sites' bundles are used."""
+    from benchmarks.fuzz import Corpus, reseal
+    from core.analyst import AnalystRound
+    from core.formats.envelope import file_digest, read_header
+    from core.formats.workspace import AnalystWorkspace, default_workspace
+    from gui.analyst.bundles import COL_FILE
+    from tests.support.gui import PASS, open_analyst_window, until
+
+    (tmp_path / "round").mkdir()
+    c = Corpus(tmp_path / "round", 0, "dccfl", sites=3)
+    identity = tmp_path / "analyst.dcid"
+    c.analyst.save(identity, PASS, log_n=14)
+    workspace = AnalystWorkspace(default_workspace(identity))
+    session = AnalystRound(c.kit, c.analyst, workspace)  # the workspace's audit log starts here
+    lie = tmp_path / "lie.dcbundle"  # site0's own_cv on more rows than it sent, stored as an older version would
+    content = dict(c.inner["bundle"].payload.manifest)
+    reseal(c, "bundle", lie, {**content, "own_cv": {**content["own_cv"], "rows": content["n_rows"] + 5},
+                              "rows_kept_at_site": 5})
+    header = read_header(lie)
+    workspace.store(c.kit.project_id, lie, header.envelope_id, file_digest(lie), "site0", header.sender.fingerprint, 50)
+    session.import_bundles([b.path for b in c.sealed_bundles[1:]])
+    aw = open_analyst_window(qtbot, c.kit_path, identity, PASS)
+    bp = aw.bundles_page
+    until(qtbot, bp.job_panel.finished, lambda: not bp.job_panel.busy and len(aw.state.bundles) == 2)
+    refused = bp.rows_by_status("refused")
+    assert len(refused) == 1 and sorted(b.site for b in aw.state.bundles) == ["site1", "site2"]
+    text = bp.table.item(refused[0], COL_FILE).text()
+    assert "site0" in text and "own_cv" in text and is_safe(text)
