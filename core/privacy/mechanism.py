@@ -17,15 +17,17 @@ import math
 
 import numpy as np
 
-from ..formats.fields import Field, register_fields, write_fields
+from ..formats.fields import Field, register_fields
 
 LABEL_SHARE = 0.25  # share of ε spent on the label when labels ship (symmetric label noise keeps the best rule)
 EPSILON_RANGE = (0.01, 100.0)  # the site setting privacy_epsilon (core/methods/dc_site.py)
 DELTA_RANGE = (1e-15, 1e-3)  # privacy_delta; the default min(1e-5, 1/n²) lies in it below 3·10⁷ rows
 TEXTS = {"calibration": "analytic Gaussian (Balle & Wang 2018)", "composition": "basic: ε = ε_rows + ε_labels",
          "adjacency": "one row replaced (each row's output is (ε, δ)-DP for that row)"}
-# The bundle manifest's ``privacy`` block (FORMAT.md §7): written by :func:`accounting`, checked by the analyst
-# (its fields here, its agreement with the bundle by :func:`accounting_agrees` and the DC family's rules).
+# The bundle manifest's ``privacy`` block (FORMAT.md §7): made by :func:`accounting`, written and checked as a member
+# of the bundle's declaration (its fields here; its agreement with the bundle: :func:`accounting_agrees` and the DC
+# family's rules). A study may compute an accounting outside these ranges (benchmarks/privacy.py, ε = 1000); no
+# bundle carries one.
 register_fields("privacy", (
     Field("epsilon", "number", required=True, low=EPSILON_RANGE[0], high=EPSILON_RANGE[1]),
     Field("delta", "number", required=True, low=0.0, high=DELTA_RANGE[1]),
@@ -106,7 +108,7 @@ def accounting(epsilon: float, delta: float, *, labels: bool, k: int, clip: floa
            "clip": float(clip), "sensitivity": 2 * float(clip), "sigma": sigma, **TEXTS}
     if labels:
         out["label_keep"] = math.exp(eps_labels) / (math.exp(eps_labels) + k - 1)
-    return write_fields("privacy", out)
+    return out  # written in a bundle only through the bundle's declaration (which checks it as ``privacy``)
 
 
 def accounting_agrees(acc: dict, dimension: int, classes: int) -> bool:

@@ -46,7 +46,7 @@ from ..jobs import Job
 from ..plots import cluster_color, make_plot, set_title
 from ..settings_form import SettingsForm
 from ..views_panel import ViewsPanel
-from ..widgets import EmptyNote, JobPanel, MessageLabel, esc
+from ..widgets import EmptyNote, JobPanel, MessageLabel, esc, plain
 from .common import TERMS, ThrottledJob, hide_when_done
 from .state import QtAnalystState, training_threads
 
@@ -488,6 +488,6 @@ class ModelsPage(QWidget):
                                                        labelOpts={"position": 0.03, "color": "#374151",
                                                                   "fill": (255, 255, 255, 210)}))
             self.accuracy_plot.getPlotItem().getAxis("left").setTicks(
-                [[(int(yy), x["site"]) for yy, x in zip(y, sites, strict=True)]])
+                [[(int(yy), plain(x["site"])) for yy, x in zip(y, sites, strict=True)]])
             self.accuracy_plot.setXRange(0, 1.0, padding=0.02)
             self.accuracy_plot.setYRange(-0.6, len(sites) - 0.4, padding=0)

@@ -47,7 +47,7 @@ from core.wording import KEPT_OWN_WORDS
 
 from ..plots import GREY, PALETTE, make_plot
 from ..screen import fit_window
-from ..widgets import EmptyNote, JobPanel, MessageLabel, esc, passphrase_edit
+from ..widgets import EmptyNote, JobPanel, MessageLabel, esc, passphrase_edit, plain
 from .common import PathField, TextFrameModel, identity_file_field, run_job
 
 RESULT_ROWS = 200
@@ -661,7 +661,7 @@ class ResultsWindow(QWidget):
             label = pg.TextItem(f"{int(h):,}", color="#111827", anchor=(0.5, 1.0))
             label.setPos(i, h)
             self.plot.addItem(label)
-        self.plot.getAxis("bottom").setTicks([[(i, n) for i, n in enumerate(names)]])
+        self.plot.getAxis("bottom").setTicks([[(i, plain(n)) for i, n in enumerate(names)]])
         what = self.tr("cluster") if column == "cluster" else self.tr("predicted class")
         self.plot.setTitle(self.tr("Rows per {what}").format(what=what), color="#111827")
         self.plot.setLabel("bottom", what)

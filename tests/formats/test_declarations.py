@@ -118,8 +118,10 @@ def test_a_writer_refuses_an_undeclared_member_or_a_value_its_declaration_does_n
     assert not (c.folder / "bad.dckit").exists()
     with pytest.raises(FormatError, match="refused to write.*'rows'"):
         AnchorFile(c.kit.project_id, "smote", 0, b"\0" * 32, c.anchor.params, c.anchor.created).to_dict()
-    with pytest.raises(FormatError, match="refused to write.*'epsilon'"):
-        accounting(1000.0, 1e-6, labels=True, k=2, clip=2.0)
+    acc = accounting(1000.0, 1e-6, labels=True, k=2, clip=float(np.sqrt(bundle.manifest["dimension"])))
+    with pytest.raises(FormatError, match="refused to write.*'privacy'.*'epsilon'"):  # ε beyond the setting's range
+        cls.write_bundle_manifest({**bundle.manifest, "privacy": acc, "reduction": "random-orthogonal"},
+                                  bundle.arrays, c.kit)
     with pytest.raises(FormatError, match="refused to write.*'rows'"):
         write_fields("own_cv", {**bundle.manifest["own_cv"], "rows": 1})
 
