@@ -16,6 +16,7 @@ from pathlib import Path
 from . import version_string
 from .errors import ConfigError, DCError
 from .privacy.thresholds import DIRECTIONS, PrivacyThresholds, parse_threshold_args
+from .safe_text import shown_lines
 
 
 # ---- helpers ------------------------------------------------------------------------------------------
@@ -72,8 +73,9 @@ def parse_sets(pairs: list[str] | None, method=None) -> dict:
 
 
 def say(*lines: str) -> None:
+    """Print lines, each through the one sanitiser (core.safe_text): text from files is never printed raw."""
     for line in lines:
-        print(line)
+        print(shown_lines(line))
 
 
 # ---- commands -----------------------------------------------------------------------------------------
@@ -325,7 +327,7 @@ def cmd_participant_assess(args) -> None:
         out = assessment.to_dict()
         if levers is not None:
             out["levers"] = levers.to_dict()
-        print(json.dumps(out, indent=2, ensure_ascii=False, default=float))
+        print(json.dumps(out, indent=2, ensure_ascii=True, default=float))  # no raw control character
     else:
         say(*privacy_lines(assessment), *ledger, *(levers.lines() if levers is not None else []))
     if args.require_ok and assessment.verdict == "poor":
@@ -397,23 +399,31 @@ def cmd_participant_apply(args) -> None:
                         with_representation=args.representation, out_options=out_options, validate=args.validate,
                         threshold=args.threshold, threshold_target=_threshold_target(args),
                         allow_older=args.allow_older)
-    for w in res.warnings:
-        say(f"warning: {w}")
-    say(f"read {Path(args.csv).name}: {res.input_format.describe()}",
-        f"results: {res.out_path} ({res.rows:,} rows; columns {', '.join(res.columns)})",
-        f"written as {res.output_format.describe()}"
-        + (" (like the input)" if res.output_format == res.input_format else ""))
-    if res.threshold:
-        t = res.threshold
-        classes = res.summary.get("classes", [])
-        say(f"decision: '{t['positive']}' (the kit's second class; column risk_{t['positive']} is its probability) "
-            f"when the risk ≥ {t['value']:.3f}, else '{classes[0]}' — {t['sentence']}")
-    if res.model_note:
-        say(f"note: {res.model_note}")
+    say(*apply_lines(res, Path(args.csv).name, validation=False))
     if res.validation:
         _say_validation(res.validation, [str(c) for c in res.summary.get("classes", [])])
     if res.summary.get("note"):
         say(f"note: {res.summary['note']}")
+
+
+def apply_lines(res, csv_name: str, *, validation: bool = True) -> list[str]:
+    """What ``participant apply`` prints of an applied package (the package's text is its declared members only;
+    :func:`say` shows each line through the one sanitiser)."""
+    lines = [f"warning: {w}" for w in res.warnings]
+    lines += [f"read {csv_name}: {res.input_format.describe()}",
+              f"results: {res.out_path} ({res.rows:,} rows; columns {', '.join(res.columns)})",
+              f"written as {res.output_format.describe()}"
+              + (" (like the input)" if res.output_format == res.input_format else "")]
+    if res.threshold:
+        t = res.threshold
+        classes = res.summary.get("classes", [])
+        lines.append(f"decision: '{t['positive']}' (the kit's second class; column risk_{t['positive']} is its "
+                     f"probability) when the risk ≥ {t['value']:.3f}, else '{classes[0]}' — {t['sentence']}")
+    if res.model_note:
+        lines.append(f"note: {res.model_note}")
+    if validation and res.summary.get("note"):
+        lines.append(f"note: {res.summary['note']}")
+    return lines
 
 
 def _say_validation(v: dict, classes: list[str]) -> None:
@@ -516,21 +526,17 @@ def _import_and_run(args, *, classification_only: bool = False):
     files = sorted(folder.glob("*.dcbundle")) if folder.is_dir() else []
     if files and len(analysis.unconfirmed(files)) == len(files):
         _no_senders_hint(analysis, files)  # no usable bundle at all: refused, with the way out
-    reports, received = analysis.import_folder(folder, skip_unconfirmed=True)
-    refused = [r for r in reports if r.status == "unconfirmed"]
-    for r in refused:  # one line per file left out; the summary and the audit log name it too
-        _say_left_out(r.path, r.site, r.fingerprint, "run")
+    # a file that cannot be used (sender not confirmed, empty, unreadable, refused by a check) is left out, not fatal
+    reports, received = analysis.import_folder(folder, leave_out=True)
+    refused = [r for r in reports if r.status in ("unconfirmed", "refused")]
     bundles, excluded = analysis.split_excluded(received, getattr(args, "exclude", None) or [])
     name = args.method or analysis.kit.method
     if classification_only and method_class(name).task != "classification":
         raise ConfigError("estimate compares classification models; this kit clusters")
-    return analysis, [r for r in reports if r.status != "unconfirmed"], analysis.run(
-        bundles, args.method, parse_sets(args.set, method_class(name)), excluded=excluded, refused=refused)
-
-
-def _say_left_out(path: Path, site: str, fingerprint: str, what: str) -> None:
-    say(f"refused: {path.name} from '{site}' ({fingerprint}): sender not confirmed for this project, so it is left "
-        f"out of this {what}; compare the fingerprint with the site and {what} again with --confirm")
+    run = analysis.run(bundles, args.method, parse_sets(args.set, method_class(name)), excluded=excluded,
+                       refused=refused)
+    say(*run.refused_lines())  # one line per file left out; the summary and the audit log name it too
+    return analysis, [r for r in reports if r not in refused], run
 
 
 def cmd_analyst_import(args) -> None:
@@ -541,11 +547,18 @@ def cmd_analyst_import(args) -> None:
     pending = analysis.unconfirmed(files)
     if len(pending) == len(files):
         _no_senders_hint(analysis, files)
+    from .analyst import ImportReport, left_out_line
+
     left_out = {p for p, _ in pending}
     for p, card in pending:
-        _say_left_out(p, card.name, card.fingerprint, "import")
+        say(left_out_line(ImportReport(p, "unconfirmed", "", card.name, card.fingerprint), "import"))
     for r in analysis.import_bundles([f for f in files if f not in left_out]):
-        say(f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows")
+        say(import_line(r))
+
+
+def import_line(r) -> str:
+    """The line ``analyst import`` and ``analyst run`` print for a bundle they used."""
+    return f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows"
 
 
 def cmd_analyst_run(args) -> None:
@@ -554,7 +567,7 @@ def cmd_analyst_run(args) -> None:
     analysis, reports, run = _import_and_run(args)
     out = analysis.export(run, args.out)
     for r in reports:
-        say(f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows")
+        say(import_line(r))
     for b in run.excluded:
         say(f"excluded: '{b.site}' ({b.fingerprint}) — no package")
     for f in run.scale_flags:
@@ -893,6 +906,11 @@ def main(argv: list[str] | None = None) -> int:
                      interrupted="interrupted; nothing was written")
 
 
+def error_line(prog: str, exc: DCError) -> str:
+    """The one line an error prints on stderr, through the one sanitiser (it may quote a file's text)."""
+    return shown_lines(f"{prog}: error: {exc}")
+
+
 def exit_code(call, prog: str, *, debug: bool = False, interrupted: str = "interrupted") -> int:
     """Run ``call``; a product error or a file-system error becomes one line on stderr and exit 1 (``debug``:
     the traceback), Ctrl-C exit 130."""
@@ -901,7 +919,7 @@ def exit_code(call, prog: str, *, debug: bool = False, interrupted: str = "inter
     except DCError as exc:
         if debug:
             raise
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(error_line(prog, exc), file=sys.stderr)
         return getattr(exc, "exit_code", 1)
     except KeyboardInterrupt:
         print(f"{prog}: {interrupted}", file=sys.stderr)
@@ -910,7 +928,7 @@ def exit_code(call, prog: str, *, debug: bool = False, interrupted: str = "inter
         if debug:
             raise
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"{prog}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(shown_lines(f"{prog}: error: {where}{exc.strerror or exc}"), file=sys.stderr)
         return 1
     return 0
 

@@ -356,6 +356,8 @@ class ParticipantRound:
         formal = ex.manifest.get("privacy") if isinstance(ex.manifest.get("privacy"), dict) else None
         if self.table.filled and formal is None:  # cells filled per column (kit policy "impute"), shown to the site
             manifest["filled"] = dict(self.table.filled)  # before export; left out under the formal option
+        # written only as the bundle's declaration allows, checked as the analyst will check it
+        manifest = self.method.write_bundle_manifest(manifest, ex.arrays, self.kit)
 
         def keep_state(sealed: SealedFile) -> None:
             """Runs before the bundle gets its final name."""
@@ -469,19 +471,20 @@ def package_limits(kit: Kit, rows: int | None) -> Limits:
 
 
 def check_package(kit: Kit, manifest: dict, arrays: dict[str, np.ndarray], rows: int,
-                  private: dict[str, np.ndarray] | None = None) -> None:
+                  private: dict[str, np.ndarray] | None = None) -> dict:
     """Checks of a package against the kit and this site's kept export, before any of it is used: its manifest's
     fields typed by the schema of its method (``package:<method>``, core/formats/fields.py), a method of the kit's
     family, the class list the kit's, arrays finite (``z`` may hold NaN for rows left out), a scaler that never
     divides by zero, per-row arrays with one entry per exported row; then (with ``private``) the method's own
-    shape/dtype rules for every package kind (:meth:`core.methods.Method.check_package`, FORMAT.md §6–§7)."""
+    shape/dtype rules for every package kind (:meth:`core.methods.Method.check_package`, FORMAT.md §6–§7).
+    Returns the manifest's declared members: the only ones the site reads."""
     name = manifest.get("method") if isinstance(manifest, dict) else None
     if not isinstance(name, str):
         raise FormatError("the package does not name its method")
     if name not in METHODS or METHODS[name].family != method_class(kit.method).family:
         raise FormatError(f"the package was made by method {name[:40]!r}, which cannot answer this kit's bundles")
     cls = METHODS[name]
-    cls.check_package_fields(manifest)
+    manifest = cls.check_package_fields(manifest)  # the declared members only: nothing else is read
     if kit.task == "classification":
         classes = manifest.get("classes")
         if classes != list(kit.schema.classes):
@@ -500,6 +503,7 @@ def check_package(kit: Kit, manifest: dict, arrays: dict[str, np.ndarray], rows:
                               f"rows, but this site exported {rows}")
     if private is not None:
         get_method(cls.name).check_package(manifest, arrays, private, kit)
+    return manifest
 
 
 def apply_checked(method, manifest: dict, arrays: dict[str, np.ndarray], private: dict[str, np.ndarray],
@@ -615,7 +619,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     rows = meta.get("rows") if type(meta.get("rows")) is int else -1
     manifest, arrays = opened.payload.manifest, opened.payload.arrays
     try:
-        check_package(kit, manifest, arrays, rows, private)
+        manifest = check_package(kit, manifest, arrays, rows, private)
     except FormatError as exc:
         raise FormatError(exc.message, path=package_path) from exc
     warnings = _package_warnings(workspace, kit.project_id, opened.binding.in_reply_to, opened.digest,

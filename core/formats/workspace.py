@@ -234,7 +234,7 @@ class AnalystWorkspace(_Workspace):
                 return "same"
             raise DuplicateError(f"a different file with the same bundle id was imported on {seen['imported']}")
         for entry in reg.values():
-            if entry["fingerprint"] == site_fingerprint and entry["digest"] != digest:
+            if entry["fingerprint"] == site_fingerprint and entry["digest"] != digest and "set_aside" not in entry:
                 raise DuplicateError(f"site '{entry['site']}' already sent bundle {entry['envelope_id'][:8]}… "
                                      f"on {entry['imported']}; one bundle per site per project")
         return "new"
@@ -253,9 +253,23 @@ class AnalystWorkspace(_Workspace):
         return dest
 
     def stored(self, project_id: str) -> list[Path]:
+        """The stored bundles in import order (those set aside left out)."""
         reg = self.registry(project_id)
         folder = self.project_dir(project_id) / "bundles"
-        return [folder / e["file"] for e in sorted(reg.values(), key=lambda e: e["imported"])]
+        return [folder / e["file"] for e in sorted(reg.values(), key=lambda e: e["imported"]) if "set_aside" not in e]
+
+    def set_aside(self, project_id: str, envelope_id: str, reason: str) -> None:
+        """Withdraw a stored bundle that no longer passes the checks so that its site's next bundle can take its place:
+        its registry entry says when and why (its id stays known, so a replay is still refused) and it is no longer
+        :meth:`stored`; the file stays where it was. The audit line comes first."""
+        reg = self.registry(project_id)
+        entry = reg.get(envelope_id)
+        if entry is None or "set_aside" in entry:
+            return
+        self.audit.append("set-aside-bundle", project=project_id, envelope_id=envelope_id, site=entry.get("site"),
+                          fingerprint=entry.get("fingerprint"), digest=entry.get("digest"), reason=reason)
+        entry["set_aside"] = {"when": utc_now(), "reason": reason}
+        write_json_atomic(self.registry_path(project_id), reg, private=True)
 
 
 def workspace_audit(root: str | Path) -> AuditLog:

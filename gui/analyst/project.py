@@ -24,7 +24,6 @@ through ``QFileDialog.getSaveFileName``), ``build_kit() -> Kit``. Objects: ``ide
 
 from __future__ import annotations
 
-import html
 import shutil
 from copy import deepcopy
 from dataclasses import replace
@@ -61,7 +60,7 @@ from core.methods import METHODS, methods_for
 from .. import settings as app_settings
 from ..jobs import Job
 from ..settings_form import SettingsForm
-from ..widgets import FingerprintView, JobPanel, MessageLabel, passphrase_edit, passphrase_strength
+from ..widgets import FingerprintView, JobPanel, MessageLabel, esc, passphrase_edit, passphrase_strength
 from .common import TERMS, ThrottledJob
 from .schema_grid import SchemaGrid
 from .state import QtAnalystState
@@ -480,7 +479,7 @@ class ProjectPage(QWidget):
         s = kit.schema
         chosen = ", ".join(f"{k} = {v}" for k, v in kit.settings.items())
         left = self.tr(", {k} left out ({names})").format(
-            k=len(s.ignored), names=html.escape(", ".join(c.name or "(no name)" for c in s.ignored))) \
+            k=len(s.ignored), names=esc(", ".join(c.name or "(no name)" for c in s.ignored))) \
             if s.ignored else ""
         self.kit_info.setText(self.tr(
             "<b>{name}</b> — {task}, method <b>{method}</b>{t}<br>{n} feature columns ({w} matrix columns){left}; "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import html
 import shutil
 from pathlib import Path
 
@@ -48,7 +47,7 @@ from core.wording import KEPT_OWN_WORDS
 
 from ..plots import GREY, PALETTE, make_plot
 from ..screen import fit_window
-from ..widgets import EmptyNote, JobPanel, MessageLabel, passphrase_edit
+from ..widgets import EmptyNote, JobPanel, MessageLabel, esc, passphrase_edit, plain
 from .common import PathField, TextFrameModel, identity_file_field, run_job
 
 RESULT_ROWS = 200
@@ -330,7 +329,7 @@ class ResultsWindow(QWidget):
             self.identity, self.identity_path = ident, path
             self.identity_field.remember()
             self.who_label.setText(self.tr("Unlocked: <b>{name}</b> ({fp})").format(
-                name=html.escape(ident.name), fp=ident.card.fingerprint))
+                name=esc(ident.name), fp=ident.card.fingerprint))
             self.workspace_field.set_path(str(default_workspace(path)), emit=False)
             self.message.clear_message()
             self._describe_package()
@@ -367,8 +366,8 @@ class ResultsWindow(QWidget):
                     with contextlib.suppress(DCError):
                         project = Kit.load(kit_path).name
             text = self.tr("From the analyst <b>{name}</b> ({fp}), made {created}, for the project <b>{project}</b>.")\
-                .format(name=html.escape(binding.sender.name), fp=binding.sender.fingerprint,
-                        created=binding.created[:10], project=html.escape(project))
+                .format(name=esc(binding.sender.name), fp=binding.sender.fingerprint,
+                        created=binding.created[:10], project=esc(project))
             self.package_label.setText(text)
             if self.identity is not None and binding.recipient != self.identity.card.key_id:
                 self._refuse_package(self.tr("It is addressed to another site, not to {name}: choose the package "
@@ -389,7 +388,7 @@ class ResultsWindow(QWidget):
     def _refuse_package(self, reason: str, described: str = "") -> None:
         self._package_problem = reason
         self.package_label.setText((described + "<br>" if described else "")
-                                   + f"<span style='color:#b91c1c'>{html.escape(reason)}</span>")
+                                   + f"<span style='color:#b91c1c'>{esc(reason)}</span>")
 
     # -- rows
     def _csv_changed(self, path: str) -> None:
@@ -485,12 +484,12 @@ class ResultsWindow(QWidget):
         shown = min(len(frame), result.rows)
         self.results_label.setText(self.tr(
             "<b>Results</b>: {rows:,} rows written to <b>{file}</b> with the new column(s) {cols}. "
-            "The first {shown} are shown.").format(rows=result.rows, file=html.escape(result.out_path.name),
-                                                   cols=html.escape(", ".join(result.columns[:4]) + (
+            "The first {shown} are shown.").format(rows=result.rows, file=esc(result.out_path.name),
+                                                   cols=esc(", ".join(result.columns[:4]) + (
                                                        ", …" if len(result.columns) > 4 else "")),
                                                    shown=shown))
         note = self.tr(KEPT_OWN_WORDS) if result.model_note == KEPT_OWN_WORDS else result.model_note
-        kept = ("<p>" + html.escape(note[:1].upper() + note[1:]) + ".</p>") if note else ""
+        kept = ("<p>" + esc(note[:1].upper() + note[1:]) + ".</p>") if note else ""
         self.validation_label.setText(kept + self._validation_text(result.validation))
         if result.warnings:  # the same package again, or one superseded by a newer run
             self.message.show_message("warning", self.tr("Done: {path}. Note: {warnings}").format(
@@ -509,15 +508,15 @@ class ResultsWindow(QWidget):
             return "<br>".join([
                 self.tr("<b>Checked on {n} labelled row(s) of yours</b> (95 % Wilson interval):").format(n=v["rows"]),
                 self.tr("your own model (what the package told this site to keep): <b>{a}</b>").format(
-                    a=html.escape(describe(v["package"])))])
+                    a=esc(describe(v["package"])))])
         lines = [self.tr("<b>Checked on {n} labelled row(s) of yours</b> (95 % Wilson intervals):").format(
-            n=v["rows"]), self.tr("the analyst's package: <b>{a}</b>").format(a=html.escape(describe(v["package"])))]
+            n=v["rows"]), self.tr("the analyst's package: <b>{a}</b>").format(a=esc(describe(v["package"])))]
         if v.get("analyst_expected"):
-            lines.append(self.tr("the analyst expected: {a}").format(a=html.escape(describe(v["analyst_expected"]))))
+            lines.append(self.tr("the analyst expected: {a}").format(a=esc(describe(v["analyst_expected"]))))
         if v.get("local"):
-            lines.append(self.tr("your own-rows model: <b>{a}</b>").format(a=html.escape(describe(v["local"]))))
+            lines.append(self.tr("your own-rows model: <b>{a}</b>").format(a=esc(describe(v["local"]))))
         which = self.tr("the package") if v["recommend"] == "package" else self.tr("your own model")
-        lines.append(self.tr("Recommended: <b>{w}</b> — {why}").format(w=which, why=html.escape(v["reason"])) + (
+        lines.append(self.tr("Recommended: <b>{w}</b> — {why}").format(w=which, why=esc(v["reason"])) + (
             self.tr(" (column <i>recommended</i>)") if v.get("local") else ""))
         if v.get("weak"):
             lines.append(self.tr("<span style='color:#b45309'>Too few labelled rows for these numbers to mean "
@@ -662,7 +661,7 @@ class ResultsWindow(QWidget):
             label = pg.TextItem(f"{int(h):,}", color="#111827", anchor=(0.5, 1.0))
             label.setPos(i, h)
             self.plot.addItem(label)
-        self.plot.getAxis("bottom").setTicks([[(i, n) for i, n in enumerate(names)]])
+        self.plot.getAxis("bottom").setTicks([[(i, plain(n)) for i, n in enumerate(names)]])
         what = self.tr("cluster") if column == "cluster" else self.tr("predicted class")
         self.plot.setTitle(self.tr("Rows per {what}").format(what=what), color="#111827")
         self.plot.setLabel("bottom", what)
