@@ -110,13 +110,13 @@ class AnalystRound:
         workspace.audit.bind(identity)  # starts a new workspace's log; refuses a missing, cut or edited one
         self.kit, self.identity, self.workspace = kit, identity, workspace
         self.method = get_method(kit.method, kit.settings)  # checks every bundle; fixes the bundle family
+        self._roster = frozenset(e["fingerprint"] for e in kit.roster or [])
         self._open: dict[str, ReceivedBundle] = {}  # envelope id → bundle decrypted in this round
         self._flags: dict[tuple[str, ...], list[ScaleFlag]] = {}
 
     # ---- confirmed senders -----------------------------------------------------------------------
     def confirmed_fingerprints(self) -> set[str]:
-        roster = {e["fingerprint"] for e in self.kit.roster or []}
-        return roster | set(self.workspace.confirmed(self.kit.project_id))
+        return self._roster | set(self.workspace.confirmed(self.kit.project_id))  # signed by the owner
 
     def confirm(self, who: PublicCard | str, name: str = "", how: str = "confirmed by the analyst") -> str:
         """Confirm a site key (a card, or a fingerprint the analyst compared with the site); returns its
@@ -341,6 +341,7 @@ class AnalystRound:
                                              "in_reply_to": b.digest} for b, s in zip(bundles, outputs[0].packages,
                                                                                       strict=True)],
                                         **({"refused": run.refused_entries()} if run.refused else {}))
+            self.workspace.record_sealed(self.identity, self._sealed_at, outputs[1])  # rollback evidence (§5)
             publish_folder(stage, out_dir)
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)
@@ -354,8 +355,9 @@ class AnalystRound:
 
         result, bundles, excluded = run.result, run.bundles, run.excluded
         run_id, run_created = secrets.token_hex(8), utc_now()
-        run_seq = self.workspace.audit.verify()  # the audit log only grows: orders runs made within one second
-        audit_head = self.workspace.audit.head()
+        self.workspace.audit.verify()  # the whole log, once per run
+        self._sealed_at = self.workspace.audit.position()  # the packages carry its head; the workspace keeps it
+        _, run_seq, audit_head = self._sealed_at  # the audit log only grows: run_seq orders runs within one second
         names = unique_names([portable_name(b.site) for b in bundles], [b.fingerprint[:4] for b in bundles])
         sealed = []
         for k, (b, (manifest, arrays), name) in enumerate(zip(bundles, result.packages, names, strict=True)):
