@@ -11,6 +11,7 @@ import contextlib
 import os
 import secrets
 import shutil
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -86,6 +87,23 @@ class AnalystRun:
         return self.method.views(self.result)
 
 
+@dataclass(frozen=True)
+class _Senders(Collection):
+    """The kit's roster and the confirmed keys, as one collection of fingerprints (membership only)."""
+
+    roster: frozenset[str]
+    confirmed: frozenset[str]
+
+    def __contains__(self, fingerprint: object) -> bool:
+        return fingerprint in self.roster or fingerprint in self.confirmed
+
+    def __iter__(self):
+        return iter(self.roster | self.confirmed)
+
+    def __len__(self) -> int:
+        return len(self.roster | self.confirmed)
+
+
 OUTPUT_SUFFIXES = (".dcpkg",)
 OUTPUT_NAMES = ("report.html", "report.pdf", "summary.json")
 
@@ -111,12 +129,17 @@ class AnalystRound:
         self.kit, self.identity, self.workspace = kit, identity, workspace
         self.method = get_method(kit.method, kit.settings)  # checks every bundle; fixes the bundle family
         self._roster = frozenset(e["fingerprint"] for e in kit.roster or [])
+        self._sealed_at: tuple[str, int, str] | None = None  # the audit position the last packages carry
         self._open: dict[str, ReceivedBundle] = {}  # envelope id → bundle decrypted in this round
         self._flags: dict[tuple[str, ...], list[ScaleFlag]] = {}
 
     # ---- confirmed senders -----------------------------------------------------------------------
     def confirmed_fingerprints(self) -> set[str]:
         return self._roster | set(self.workspace.confirmed(self.kit.project_id))  # signed by the owner
+
+    def _senders(self) -> _Senders:
+        """The confirmed fingerprints as a view (no union copied per bundle: an import of S bundles stays O(S))."""
+        return _Senders(self._roster, self.workspace.confirmed_keys(self.kit.project_id))
 
     def confirm(self, who: PublicCard | str, name: str = "", how: str = "confirmed by the analyst") -> str:
         """Confirm a site key (a card, or a fingerprint the analyst compared with the site); returns its
@@ -150,7 +173,7 @@ class AnalystRound:
         The sender is checked against the confirmed set from the clear header first (UnconfirmedSender)."""
         try:
             opened = open_sealed(path, self.identity, expect_kind="bundle", expect_project=self.kit.project_id,
-                                 expect_senders=self.confirmed_fingerprints(), control=control,
+                                 expect_senders=self._senders(), control=control,
                                  project_names={self.kit.project_id: self.kit.name})
         except UnconfirmedSender as exc:
             exc.path = Path(path)
@@ -210,10 +233,10 @@ class AnalystRound:
             rows = int(b.manifest.get("n_rows") or 0)  # checked by _check_common_manifest: a whole number or absent
             counts = b.arrays["label_counts"].tolist() if "label_counts" in b.arrays else []
             self._open[b.envelope_id] = b
-            if state == "new":
-                self.workspace.store(pid, p, b.envelope_id, b.digest, b.site, b.fingerprint, rows)
+            if state == "new":  # the audit line first: no bundle is kept that the log does not record
                 self.workspace.audit.append("import", project=pid, file=str(p.resolve()), digest=b.digest,
                                             envelope_id=b.envelope_id, site=b.site, fingerprint=b.fingerprint)
+                self.workspace.store(pid, p, b.envelope_id, b.digest, b.site, b.fingerprint, rows)
             reports.append(ImportReport(p, "imported" if state == "new" else "already imported", "", b.site,
                                         b.fingerprint, rows, b.envelope_id, counts))
         control.step(1.0, "import done")

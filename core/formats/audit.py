@@ -70,7 +70,7 @@ def new_log_hint(path: Path) -> str:
 
 
 def _refused(message: str, path: Path, log: Path) -> AuditLogRefused:
-    return AuditLogRefused(message + "; " + new_log_hint(log), path=path, workspace=log.parent)
+    return AuditLogRefused(message + "; " + new_log_hint(log), path=path, workspace=log.parent, problem=message)
 
 
 class WorkspaceBinding(Protocol):

@@ -364,7 +364,7 @@ class AnalystWorkspace(_Workspace):
         # project id → (bytes of registry.jsonl read and verified, file identity, entries by envelope id,
         #               envelope id by site fingerprint): appends cost O(1), a changed file is read again
         self._registries: dict[str, tuple[int, tuple, dict[str, dict], dict[str, str]]] = {}
-        self._confirmed: dict[str, tuple[tuple, dict]] = {}
+        self._confirmed: dict[str, tuple[tuple, dict, frozenset[str]]] = {}
 
     def registry_path(self, project_id: str) -> Path:
         return self.project_dir(project_id) / REGISTRY
@@ -387,7 +387,7 @@ class AnalystWorkspace(_Workspace):
             st = os.stat(path)
         except FileNotFoundError:
             return 0, (), {}, {}
-        ident = (st.st_dev, st.st_ino)
+        ident = (st.st_dev, st.st_ino, card.signing_key)
         done, seen_ident, entries, by_site = self._registries.get(project_id, (0, (), {}, {}))
         if seen_ident != ident or st.st_size < done:
             done, entries, by_site = 0, {}, {}
@@ -420,17 +420,26 @@ class AnalystWorkspace(_Workspace):
         try:
             st = os.stat(path)
         except FileNotFoundError:
+            self._confirmed.pop(project_id, None)
             return {}
-        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        card = self._card(owner)
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_ctime_ns, card.signing_key)
         cached = self._confirmed.get(project_id)
         if cached is not None and cached[0] == key:
             return dict(cached[1])
-        value = read_state(path, "confirmed-sites", self.where(path), self._card(owner),
+        self._confirmed.pop(project_id, None)
+        value = read_state(path, "confirmed-sites", self.where(path), card,
                            f"the confirmed site keys of project {project_id[:8]}… (confirmed.json)", CONFIRM_REMEDY)
         if not isinstance(value, dict) or not all(is_fingerprint(k) and isinstance(v, dict) for k, v in value.items()):
             raise FormatError("workspace file is not what this program wrote", path=path)
-        self._confirmed[project_id] = (key, value)
+        self._confirmed[project_id] = (key, value, frozenset(value))
         return dict(value)
+
+    def confirmed_keys(self, project_id: str) -> frozenset[str]:
+        """The confirmed fingerprints (from the signed file, read again only when it changed)."""
+        self.confirmed(project_id)
+        cached = self._confirmed.get(project_id)
+        return frozenset() if cached is None else cached[2]
 
     def confirm(self, project_id: str, fingerprint: str, name: str, how: str) -> bool:
         """Record that the analyst confirmed this site key (True if it is new); an audit line says how. A file of
@@ -476,12 +485,14 @@ class AnalystWorkspace(_Workspace):
             shutil.copyfileobj(src, fh)
         entry = {"envelope_id": envelope_id, "digest": digest, "site": site, "fingerprint": fingerprint,
                  "rows": rows, "file": dest.name, "imported": utc_now()}
-        self._registry(project_id, None)  # verified up to here
+        done = self._registry(project_id, None)[0]  # verified up to here
         path = self.registry_path(project_id)
         line = sign_line(self.owner(), self.where(path), entry) + b"\n"
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         with contextlib.suppress(OSError):
             os.fchmod(fd, 0o600)
+        if os.fstat(fd).st_size > done:  # a line torn by a kill: never complete, never read; cut before appending
+            os.ftruncate(fd, done)
         with os.fdopen(fd, "ab") as fh:
             fh.write(line)
             fh.flush()

@@ -160,11 +160,13 @@ class KitPage(Page):
     def _pinned_problem(self, kit: Kit) -> str:
         """Trust on first use: a kit for a project this workspace knows must carry the analyst key it pinned."""
         workspace = self.wizard().workspace() if self.wizard() is not None else None
+        identity = self.wizard().identity() if self.wizard() is not None else None
         self.first_use = True
-        if workspace is None:
+        if workspace is None or identity is None:
             return ""
         try:
-            self.first_use = check_analyst_pin(workspace, kit) == "new"  # raises on another key, naming both
+            # "new" also when the pin there is not signed by this identity: the fingerprint is asked again
+            self.first_use = check_analyst_pin(workspace, kit, identity.card) == "new"  # another key: refused
         except DCError as exc:
             return str(exc)
         return ""

@@ -46,6 +46,7 @@ from core.learn.threshold import rates_at, threshold_for
 from core.participant import ApplyResult, apply_package
 from core.wording import KEPT_OWN_WORDS
 
+from ..audit_restart import AuditRestartButton, refusal_text, restarted_text
 from ..plots import GREY, PALETTE, make_plot
 from ..screen import fit_window
 from ..widgets import EmptyNote, JobPanel, MessageLabel, passphrase_edit
@@ -177,6 +178,10 @@ class ResultsWindow(QWidget):
         self.apply_button.setDefault(True)
         self.apply_button.clicked.connect(self.apply)
         self.message = MessageLabel()
+        self.audit_restart_button = AuditRestartButton()  # offered when the workspace's audit log is refused
+        self.audit_restart_button.restarted.connect(
+            lambda result: self.message.show_message("ok", restarted_text(result)))
+        self.audit_restart_button.failed.connect(lambda text: self.message.show_message("error", text))
         self.jobs = JobPanel()
 
         left = QVBoxLayout()
@@ -185,6 +190,7 @@ class ResultsWindow(QWidget):
         left.addWidget(csv_box)
         left.addWidget(self.apply_button, 0, Qt.AlignRight)
         left.addWidget(self.message)
+        left.addWidget(self.audit_restart_button, 0, Qt.AlignLeft)
         left.addWidget(self.jobs)
         left.addStretch(1)
         left_w = QWidget()
@@ -410,11 +416,14 @@ class ResultsWindow(QWidget):
     # -- apply
     def _run(self, fn, title: str, ok) -> None:
         self.message.clear_message()
+        self.audit_restart_button.offer(None, None)
         def hide_panel(*_) -> None:
             self.jobs.setVisible(False)
 
         def failed(text: str) -> None:
-            self.message.show_message("error", text)
+            error = self.job.exception if self.job is not None else None
+            offered = self.audit_restart_button.offer(error, self.identity)
+            self.message.show_message("error", refusal_text(error) if offered else text)
 
         self._busy = True
         job = run_job(self.jobs, fn, title, [ok, hide_panel], [failed, hide_panel], self._job_ended)
