@@ -29,7 +29,7 @@ def refusal_text(error: AuditLogRefused) -> str:
 
 class RestartDialog(QDialog):
     """Asks why the log is restarted; says which workspace and which identity (filled in) sign the new log.
-    Test hooks: ``reason_edit``, ``buttons`` (OK is enabled once a reason is typed)."""
+    Test hooks: ``reason_edit``, ``ok_button`` (enabled once a reason is typed)."""
 
     def __init__(self, workspace: Path, identity: Identity, parent: QWidget | None = None):
         super().__init__(parent)
@@ -43,6 +43,8 @@ class RestartDialog(QDialog):
         self.reason_edit = QLineEdit()
         self.reason_edit.setPlaceholderText(self.tr("Why, in a few words (kept in the new log)"))
         self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        self.ok_button = self.buttons.button(QDialogButtonBox.Ok)
+        self.ok_button.setText(self.tr("Start the new log"))
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         self.reason_edit.textChanged.connect(self._changed)
@@ -53,7 +55,7 @@ class RestartDialog(QDialog):
         self._changed("")
 
     def _changed(self, text: str) -> None:
-        self.buttons.button(QDialogButtonBox.Ok).setEnabled(bool(text.strip()))
+        self.ok_button.setEnabled(bool(text.strip()))
 
     def reason(self) -> str:
         return self.reason_edit.text().strip()

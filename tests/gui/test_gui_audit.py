@@ -1,5 +1,6 @@
-"""The desktop app appends to the audit log through core: a damaged log's refusal (one sentence naming
-`dcstudio audit new`) reaches the user in the results window and in the analyst window, and nothing is written."""
+"""The desktop app appends to the audit log through core: a damaged log's refusal reaches the user in the results
+window and in the analyst window, nothing is written, and the window offers "Start a new audit log…" with the
+identity it holds (no terminal command to type), after which the work goes on."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def test_results_window_shows_the_refusal_of_a_deleted_log(qtbot, project, round
         r.apply_button.click()
         wait_job(qtbot, r.job)
         assert r.outcome is None and r.message.kind == "error"
-        assert "dcstudio audit new" in r.message.text() and "head file" in r.message.text()
+        assert "start a new audit log" in r.message.text() and "head file" in r.message.text()
+        assert r.audit_restart_button.isVisible()
         assert not out.exists() and not log.exists()
     finally:
         log.write_bytes(kept)
@@ -53,7 +55,93 @@ def test_analyst_window_shows_the_refusal_of_an_edited_log(qtbot, project, round
         page.open_passphrase.setText(PASS)
         page.unlock_button.click()
         qtbot.waitUntil(lambda: page.kit_message.kind == "error", timeout=HANG)
-        assert "wrong signature" in page.kit_message.text() and "dcstudio audit new" in page.kit_message.text()
-        assert aw.state.session is None
+        assert "wrong signature" in page.kit_message.text() and "start a new audit log" in page.kit_message.text()
+        assert aw.state.session is None and page.audit_restart_button.isVisible()
     finally:
         log.write_bytes(kept)
+
+
+# ---- the way on from a refused log (issue #33 item 9, issue #32) ----------------------------------------------
+
+def _restart_through_the_button(qtbot, button, reason: str) -> None:
+    """Click "Start a new audit log…", type the reason in its dialog, accept, and wait for the new log."""
+    assert button.isVisible() and button.text().startswith("Start a new audit log")
+    button.click()
+    dialog = button.dialog
+    assert dialog is not None and dialog.isVisible()
+    ok = dialog.ok_button
+    assert not ok.isEnabled()  # a reason is required
+    dialog.reason_edit.setText(reason)
+    assert ok.isEnabled()
+    with qtbot.waitSignal(button.restarted, timeout=HANG):
+        ok.click()
+
+
+def test_results_window_offers_a_new_log_with_its_identity_and_then_applies(qtbot, project, round_packages,
+                                                                            tmp_path):  # noqa: F811
+    """A deleted site log: the window says what is wrong without a terminal command or "YOUR.dcid", offers "Start a
+    new audit log…" with the unlocked identity filled in, asks why, starts the log (nothing exported removed), and
+    the package then applies."""
+    from core.formats.audit import AuditLog
+
+    d = project["dir"]
+    ws = default_workspace(d / "site1.dcid")
+    log, head = ws / "audit.jsonl", ws / "audit.head"
+    kept = log.read_bytes(), head.read_bytes()
+    exports = sorted(p.name for p in ws.glob("projects/*/exports/*"))
+    log.unlink()
+    try:
+        r = ResultsWindow()
+        qtbot.addWidget(r)
+        r.show()
+        results_unlock(qtbot, r, d / "site1.dcid", PASS)
+        assert not r.audit_restart_button.isVisible()
+        r.package_field.set_path(round_packages / "site1.dcpkg")
+        r.csv_field.set_path(project["sites"]["site1"][1])
+        out = tmp_path / "results.csv"
+        r.out_field.set_path(out)
+        r.apply_button.click()
+        wait_job(qtbot, r.job)
+        text = r.message.text()
+        assert r.outcome is None and r.message.kind == "error" and "head file" in text
+        assert "YOUR.dcid" not in text and "no export is removed" in text and "kept beside" not in text
+        assert r.audit_restart_button.identity is r.identity and r.audit_restart_button.workspace == ws
+        _restart_through_the_button(qtbot, r.audit_restart_button, "log deleted (GUI test)")
+        assert not r.audit_restart_button.isVisible() and r.message.kind == "ok"
+        start = AuditLog(log).entries()[0]
+        assert start["reason"] == "log deleted (GUI test)" and start["owner"]["name"] == "site1"
+        assert "no old log" in r.message.text()
+        assert sorted(p.name for p in ws.glob("projects/*/exports/*")) == exports
+        r.apply_button.click()
+        wait_job(qtbot, r.job)
+        assert r.outcome is not None and out.exists()
+    finally:
+        log.write_bytes(kept[0])
+        head.write_bytes(kept[1])
+
+
+def test_analyst_window_offers_a_new_log_and_opens_the_project(qtbot, project, round_packages):  # noqa: F811
+    from gui.analyst.window import AnalystWindow
+
+    d = project["dir"]
+    ws = default_workspace(d / "analyst.dcid")
+    log, head = ws / "audit.jsonl", ws / "audit.head"
+    kept = log.read_bytes(), head.read_bytes()
+    log.write_bytes(kept[0].replace(b'"event":"import"', b'"event":"imp0rt"', 1))
+    try:
+        aw = AnalystWindow(kit_path=str(project["kit_path"]))
+        qtbot.addWidget(aw)
+        aw.show()
+        page = aw.project_page
+        page.identity_path_edit.setText(str(d / "analyst.dcid"))
+        page.open_passphrase.setText(PASS)
+        page.unlock_button.click()
+        qtbot.waitUntil(lambda: page.kit_message.kind == "error", timeout=HANG)
+        assert "wrong signature" in page.kit_message.text() and "YOUR.dcid" not in page.kit_message.text()
+        assert page.audit_restart_button.isVisible() and aw.state.session is None
+        _restart_through_the_button(qtbot, page.audit_restart_button, "edited log (GUI test)")
+        assert aw.state.session is not None and page.kit_message.kind == "ok"
+        assert "kept as audit.before-" in page.kit_message.text()
+    finally:
+        log.write_bytes(kept[0])
+        head.write_bytes(kept[1])
