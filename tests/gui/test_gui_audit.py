@@ -77,8 +77,8 @@ def _restart_through_the_button(qtbot, button, reason: str) -> None:
         ok.click()
 
 
-def test_results_window_offers_a_new_log_with_its_identity_and_then_applies(qtbot, project, round_packages,
-                                                                            tmp_path):  # noqa: F811
+def test_results_window_offers_a_new_log_with_its_identity_and_then_applies(  # noqa: F811
+        qtbot, project, round_packages, tmp_path):  # noqa: F811
     """A deleted site log: the window says what is wrong without a terminal command or "YOUR.dcid", offers "Start a
     new audit log…" with the unlocked identity filled in, asks why, starts the log (nothing exported removed), and
     the package then applies."""
