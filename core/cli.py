@@ -227,7 +227,16 @@ def cmd_audit_verify(args) -> None:
         if state.owner is None or binding.sender.key_id != state.owner.key_id:
             raise VerificationError(f"{sealed} was sealed by {binding.sender.name!r} "
                                     f"({binding.sender.fingerprint}), not by this log's owner")
-        n, m = log.find_sealed(binding.audit_head, file_digest(sealed))
+        try:
+            n, m = log.find_sealed(binding.audit_head, file_digest(sealed))
+        except VerificationError as exc:  # sealed before a declared restart? then the kept copy records it
+            try:
+                name, n, m = log.find_sealed_before_restart(state, binding.audit_head, file_digest(sealed))
+            except VerificationError:
+                raise exc from None
+            say(f"{sealed}: sealed after line {n} of the log this one replaced ({name}), recorded in its line {m}; "
+                f"that log was replaced on {state.start['time']} ({state.start['reason']!r})")
+            continue
         say(f"{sealed}: sealed after line {n}, recorded in line {m}")
 
 

@@ -565,6 +565,28 @@ class AuditLog:
         raise VerificationError(f"no line after line {n} of this audit log records the file (SHA-256 "
                                 f"{digest[:16]}…): lines were cut from the log", path=self.path)
 
+    def find_sealed_before_restart(self, state: Verified, audit_head: str, digest: str) -> tuple[str, int, int]:
+        """Where the log this one replaced records a file its owner sealed (for ``audit verify --against`` after a
+        declared restart): ``(copy's name, n, m)`` as :meth:`find_sealed` says them for the copy ``audit new`` kept,
+        which must still be exactly what line 1 recorded (verified, its entries and head) and signed by the same
+        owner. VerificationError when there is no such copy or it does not hold the file."""
+        previous = (state.start or {}).get("previous") or {}
+        name = previous.get("file")
+        if not isinstance(name, str) or previous.get("verified") is not True or "/" in name or "\\" in name:
+            raise VerificationError("this log's first entry names no verified log it replaced", path=self.path)
+        copy = AuditLog(self.path.with_name(name))
+        try:
+            old = copy.check(check_head=False)
+        except DCError as exc:
+            raise VerificationError(f"the copy of the log this one replaced ({name}) does not verify: {exc.message}",
+                                    path=copy.path) from exc
+        if (old.entries, old.head) != (previous.get("entries"), previous.get("head")) or old.owner is None \
+                or state.owner is None or old.owner.key_id != state.owner.key_id:
+            raise VerificationError(f"the copy of the log this one replaced ({name}) is not the log line 1 "
+                                    "recorded", path=copy.path)
+        n, m = copy.find_sealed(audit_head, digest)
+        return name, n, m
+
     def position(self) -> tuple[str, int, str]:
         """``(log id, entries, head)`` now: what a file sealed now carries as ``audit_head`` and the workspace keeps
         as its sealed record. From the checkpoint (O(1)) when the files still match it, else verified whole."""

@@ -105,11 +105,16 @@ def load_arrays(folder: Path, names: list[str], digests: dict[str, str] | None =
     for name in names:
         path = folder / f"{name}.npy"
         try:
-            data = path.read_bytes()
-            if digests is not None and hashlib.sha256(data).hexdigest() != digests.get(name):
-                raise VerificationError("workspace array does not match the SHA-256 its signed state.json records: "
-                                        "it was edited or replaced", path=path)
-            out[name] = np.load(io.BytesIO(data), allow_pickle=False)
+            with open(path, "rb") as fh:  # hashed, then read, through one open file (no second copy in memory)
+                if digests is not None:
+                    h = hashlib.sha256()
+                    for chunk in iter(lambda: fh.read(1 << 20), b""):
+                        h.update(chunk)
+                    if h.hexdigest() != digests.get(name):
+                        raise VerificationError("workspace array does not match the SHA-256 its signed state.json "
+                                                "records: it was edited or replaced", path=path)
+                    fh.seek(0)
+                out[name] = np.load(fh, allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise FormatError(f"workspace array is missing or unreadable ({exc.__class__.__name__})",
                               path=path) from exc

@@ -222,6 +222,13 @@ def test_a_rolled_back_log_is_refused_and_a_restart_after_it_is_reported(rnd, tm
     restart_audit(ok, rnd.sites[0], "restarted on purpose")
     assert run("audit", "verify", ok) == 0
     assert "replace another" in capsys.readouterr().out
+    # and a bundle sealed before it is found in the copy of the log it replaced, named as such
+    assert run("audit", "verify", ok, "--against", rnd.d / "bundles" / "a.dcbundle") == 0
+    assert "of the log this one replaced (audit.before-" in capsys.readouterr().out
+    copy = next(ok.glob("audit.before-*.jsonl"))
+    copy.write_bytes(b"".join(copy.read_bytes().splitlines(keepends=True)[:-1]))  # the kept copy cut
+    assert run("audit", "verify", ok, "--against", rnd.d / "bundles" / "a.dcbundle") == 1
+    capsys.readouterr()
 
 
 # ---- finding 4: every file the product trusts later is signed -----------------------------------------------
