@@ -562,15 +562,13 @@ def workspace_audit(root: str | Path) -> AuditLog:
     return open_workspace(root).audit
 
 
-def clean_orphan_exports(exports: Path, audit: Any = None) -> int:
+def clean_orphan_exports(exports: Path) -> int:
     """Remove the private state of exports killed before they were published; returns how many folders.
 
     An export writes its state into ``.<digest16>.PID.staging``, appends its audit line, and only then renames the
     folder to ``<digest16>`` (and publishes the bundle). So a staging folder whose writer is gone was never
     published (no bundle can answer to it) and is removed; every other folder is kept, whatever any log says — no
-    log, verified or not, is read here. A set-aside ``.old`` folder whose replacement never appeared is put back.
-    ``audit`` is ignored (kept for callers of earlier versions)."""
-    del audit
+    log, verified or not, is read here. A set-aside ``.old`` folder whose replacement never appeared is put back."""
     if not exports.is_dir():
         return 0
     removed = 0
