@@ -235,7 +235,7 @@ class Page(QWizardPage):
 
     def failed(self, text: str) -> None:
         error = self.job.exception if self.job is not None else None
-        identity = self.wizard().identity() if self.wizard() is not None else None
+        identity = self.wizard().identity if self.wizard() is not None else None
         offered = self.audit_restart_button.offer(error, identity)
         self.message.show_message("error", refusal_text(error) if offered else text)
 

@@ -4,6 +4,8 @@ identity it holds (no terminal command to type), after which the work goes on.""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("pytestqt")
@@ -142,6 +144,56 @@ def test_analyst_window_offers_a_new_log_and_opens_the_project(qtbot, project, r
         _restart_through_the_button(qtbot, page.audit_restart_button, "edited log (GUI test)")
         assert aw.state.session is not None and page.kit_message.kind == "ok"
         assert "kept as audit.before-" in page.kit_message.text()
+    finally:
+        log.write_bytes(kept[0])
+        head.write_bytes(kept[1])
+
+
+def test_kit_page_asks_the_fingerprint_again_when_the_pin_is_not_signed(qtbot, project, round_packages):  # noqa: F811
+    """A pin re-pointed by hand (or an earlier version's unsigned one) is not trusted: the kit page says so and asks
+    for the analyst's fingerprint as on first use (issue #32 finding 4)."""
+    from tests.support.gui import new_wizard, open_identity
+
+    d = project["dir"]
+    pin = next(default_workspace(d / "site1.dcid").glob("projects/*/analyst.json"))
+    kept = pin.read_bytes()
+    pin.write_text(json.dumps(json.loads(kept)["body"]))  # the plain form: nobody's signature
+    try:
+        w = new_wizard(qtbot)
+        open_identity(qtbot, w, d / "site1.dcid")
+        w.next()
+        kp = w.kit_page
+        kp.kit_field.set_path(project["kit_path"])
+        assert kp.kit is not None and kp.first_use and not kp.isComplete()
+        assert kp.message.kind == "warning" and "analyst pin" in kp.message.text()
+        assert "earlier version" in kp.message.text()
+        kp.fingerprint_edit.setText(project["analyst"].card.fingerprint)
+        assert kp.isComplete()
+    finally:
+        pin.write_bytes(kept)
+
+
+def test_a_wizard_page_offers_a_new_log_when_its_job_is_refused(qtbot, project, round_packages):  # noqa: F811
+    """Every wizard page runs its jobs through one base class: a job refused by the audit log (here the export's first
+    step, binding the owner, with the log deleted) shows the refusal and the button with the wizard's identity."""
+    from core.formats.workspace import SiteWorkspace
+    from tests.support.gui import new_wizard, open_identity, wait_page
+
+    d = project["dir"]
+    ws = default_workspace(d / "site1.dcid")
+    log, head = ws / "audit.jsonl", ws / "audit.head"
+    kept = log.read_bytes(), head.read_bytes()
+    log.unlink()
+    try:
+        w = new_wizard(qtbot)
+        open_identity(qtbot, w, d / "site1.dcid")
+        page = w.identity_page
+        page.start(lambda control: SiteWorkspace(ws).audit.bind(w.identity), "binding", lambda _: None)
+        wait_page(qtbot, page, lambda: page.message.kind == "error")
+        assert page.audit_restart_button.isVisible() and "YOUR.dcid" not in page.message.text()
+        assert page.audit_restart_button.identity is w.identity
+        _restart_through_the_button(qtbot, page.audit_restart_button, "wizard test")
+        assert page.message.kind == "info" and SiteWorkspace(ws).audit.verify() == 1
     finally:
         log.write_bytes(kept[0])
         head.write_bytes(kept[1])
