@@ -67,9 +67,15 @@ REGISTRY = "registry.jsonl"
 MAX_REGISTRY_LINE = 64 << 10
 
 PIN_REMEDY = ("confirm the analyst's fingerprint with them by phone and give it again (participant export or "
-              "apply --analyst-fingerprint FINGERPRINT; in the app: the kit page of the export wizard)")
+              "apply --analyst-fingerprint FINGERPRINT; in the app: the export wizard's kit page, or the results "
+              "window's analyst fingerprint field)")
 CONFIRM_REMEDY = ("compare each site's fingerprint with the site again and confirm it (analyst import|run --confirm "
                   "FINGERPRINT or SITE.dcpub; in the app: the Bundles page)")
+
+
+class UntrustedPin(VerificationError):
+    """The site holds no analyst pin it can trust for the project (none, an earlier version's unsigned one, or one
+    edited or re-pointed): the analyst's fingerprint must be confirmed again."""
 
 
 def adopt_remedy(root: Path) -> str:
@@ -278,7 +284,7 @@ class SiteWorkspace(_Workspace):
         """The pin, signed by the owner; None when there is none; VerificationError when it cannot be trusted."""
         pin, problem = self.pin_state(project_id, owner)
         if problem is not None:
-            raise VerificationError(problem)
+            raise UntrustedPin(problem)
         return pin
 
     def pin_analyst(self, project_id: str, card: PublicCard, *, record: bool = True, how: str = "",
@@ -317,8 +323,8 @@ class SiteWorkspace(_Workspace):
         path = self.kit_path(project_id)
         pin = self.pinned_analyst(project_id, owner)
         if pin is None:
-            raise VerificationError(f"this workspace holds no analyst pin for project {project_id[:8]}…, so its kit "
-                                    f"cannot be trusted; {PIN_REMEDY}", path=path)
+            raise UntrustedPin(f"this workspace holds no analyst pin for project {project_id[:8]}…, so its kit "
+                               f"cannot be trusted; {PIN_REMEDY}", path=path)
         kit = Kit.load(path)
         if kit.project_id != project_id or kit.analyst.key_id != pin["key_id"]:
             raise VerificationError(f"this kit is not project {project_id[:8]}…'s kit signed by the analyst this site "

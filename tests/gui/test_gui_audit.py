@@ -197,3 +197,32 @@ def test_a_wizard_page_offers_a_new_log_when_its_job_is_refused(qtbot, project, 
     finally:
         log.write_bytes(kept[0])
         head.write_bytes(kept[1])
+
+
+def test_results_window_asks_the_analyst_fingerprint_when_the_pin_is_not_signed(qtbot, project, round_packages,  # noqa: F811
+                                                                                tmp_path):
+    """An earlier version's unsigned pin: apply is refused with the way on, the window shows the analyst fingerprint
+    field, and the fingerprint the analyst reads out lets the package apply (the pin is signed again)."""
+    d = project["dir"]
+    pin = next(default_workspace(d / "site1.dcid").glob("projects/*/analyst.json"))
+    kept = pin.read_bytes()
+    pin.write_text(json.dumps(json.loads(kept)["body"]))
+    try:
+        r = ResultsWindow()
+        qtbot.addWidget(r)
+        r.show()
+        results_unlock(qtbot, r, d / "site1.dcid", PASS)
+        assert r.fingerprint_edit.isHidden()
+        r.package_field.set_path(round_packages / "site1.dcpkg")
+        r.csv_field.set_path(project["sites"]["site1"][1])
+        r.out_field.set_path(tmp_path / "results.csv")
+        r.apply_button.click()
+        wait_job(qtbot, r.job)
+        assert r.outcome is None and "analyst pin" in r.message.text() and not r.fingerprint_edit.isHidden()
+        assert not r.audit_restart_button.isVisible()  # not an audit refusal
+        r.fingerprint_edit.setText(project["analyst"].card.fingerprint)
+        r.apply_button.click()
+        wait_job(qtbot, r.job)
+        assert r.outcome is not None and json.loads(pin.read_text())["format"] == "dcstudio/signed-state/v1"
+    finally:
+        pin.write_bytes(kept)
