@@ -82,17 +82,17 @@ def measure(sites: int, folder: Path, template) -> dict:
              sender=s, recipient=kit.analyst)
         paths.append(path)
     session = AnalystRound(kit, analyst, AnalystWorkspace(folder / "analyst.ws"))
-    verified: list[float] = []  # the clock at each bundle's verification step (the import's first pass)
-    stored: list[float] = []  # the clock after each bundle's audit line and registry entry (its second pass)
+    verified: list[tuple[float, float]] = []  # (wall, CPU) at each bundle's verification step (the first pass)
+    stored: list[tuple[float, float]] = []  # (wall, CPU) after each bundle's audit line and registry entry
     store = session.workspace.store
 
     def timed_store(*args, **kwargs):
         out = store(*args, **kwargs)
-        stored.append(time.perf_counter())
+        stored.append((time.perf_counter(), time.process_time()))
         return out
 
     session.workspace.store = timed_store
-    control = JobControl(lambda fraction, text: verified.append(time.perf_counter()))
+    control = JobControl(lambda fraction, text: verified.append((time.perf_counter(), time.process_time())))
     cpu0, wall0 = time.process_time(), time.perf_counter()
     reports = session.import_bundles(paths, control)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
@@ -104,14 +104,18 @@ def measure(sites: int, folder: Path, template) -> dict:
             "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
-def _tenths(name: str, marks: list[float]) -> dict:
-    """Milliseconds per bundle between consecutive marks, over the first and the last tenth of the bundles."""
-    steps = np.diff(np.asarray(marks))
-    tenth = max(1, len(steps) // 10)
-    if not len(steps):
+def _tenths(name: str, marks: list[tuple[float, float]]) -> dict:
+    """Milliseconds per bundle (wall, and CPU) between consecutive marks, over the first and the last tenth of the
+    bundles."""
+    if len(marks) < 2:
         return {}
-    return {f"{name}_ms_first_tenth": round(1000 * float(steps[:tenth].mean()), 3),
-            f"{name}_ms_last_tenth": round(1000 * float(steps[-tenth:].mean()), 3)}
+    steps = np.diff(np.asarray(marks), axis=0)
+    tenth = max(1, len(steps) // 10)
+    out = {}
+    for k, what in ((0, "ms"), (1, "cpu_ms")):
+        out[f"{name}_{what}_first_tenth"] = round(1000 * float(steps[:tenth, k].mean()), 3)
+        out[f"{name}_{what}_last_tenth"] = round(1000 * float(steps[-tenth:, k].mean()), 3)
+    return out
 
 
 def run(sites: list[int], say: Callable[[str], None] | None = None) -> dict:
@@ -127,9 +131,10 @@ def run(sites: list[int], say: Callable[[str], None] | None = None) -> dict:
             rows.append(row)
             if say is not None:
                 say(f"{s:>6} bundles: {row['ms_per_bundle']:.2f} ms per bundle wall ({row['cpu_ms_per_bundle']:.2f} "
-                    f"CPU), whole import {row['wall_seconds']:.1f} s; audit line + registry entry per bundle "
-                    f"{row.get('record_ms_first_tenth')} ms over the first tenth, {row.get('record_ms_last_tenth')} "
-                    "ms over the last")
+                    f"CPU), whole import {row['wall_seconds']:.1f} s; CPU ms per bundle, first / last tenth: "
+                    f"verify {row.get('verify_cpu_ms_first_tenth')} / {row.get('verify_cpu_ms_last_tenth')}, audit "
+                    f"line + registry entry {row.get('record_cpu_ms_first_tenth')} / "
+                    f"{row.get('record_cpu_ms_last_tenth')}")
     return {"experiment": "import-scale", "version": __version__, "machine": machine(), "rows": rows}
 
 

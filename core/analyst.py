@@ -129,6 +129,7 @@ class AnalystRound:
         self.kit, self.identity, self.workspace = kit, identity, workspace
         self.method = get_method(kit.method, kit.settings)  # checks every bundle; fixes the bundle family
         self._roster = frozenset(e["fingerprint"] for e in kit.roster or [])
+        self._kit_digest = kit.digest()  # once: it hashes the whole kit, roster included (O(sites))
         self._sealed_at: tuple[str, int, str] | None = None  # the audit position the last packages carry
         self._open: dict[str, ReceivedBundle] = {}  # envelope id → bundle decrypted in this round
         self._flags: dict[tuple[str, ...], list[ScaleFlag]] = {}
@@ -183,10 +184,10 @@ class AnalystRound:
 
     def _received(self, opened: Opened, path: Path) -> ReceivedBundle:
         card: PublicCard = opened.binding.sender
-        if not self.kit.roster_allows(card):
+        if self.kit.roster is not None and card.fingerprint not in self._roster:  # the kit's roster, as a set
             raise VerificationError(f"sender '{card.name}' ({card.fingerprint}) is not on the kit's roster", path=path)
         m = opened.payload.manifest
-        if m.get("kit_digest") != self.kit.digest():
+        if m.get("kit_digest") != self._kit_digest:
             raise FormatError("bundle was made from a different version of the kit", path=path)
         if m.get("schema_digest") != self.kit.schema.digest():
             raise FormatError("bundle's columns do not match the kit's schema", path=path)
@@ -385,7 +386,7 @@ class AnalystRound:
         sealed = []
         for k, (b, (manifest, arrays), name) in enumerate(zip(bundles, result.packages, names, strict=True)):
             control.step(k / len(bundles), f"sealing the package for {b.site}")
-            manifest = {**manifest, "site": b.site, "kit_digest": self.kit.digest(), "software": __version__,
+            manifest = {**manifest, "site": b.site, "kit_digest": self._kit_digest, "software": __version__,
                         "run_id": run_id, "run_created": run_created, "run_seq": run_seq}
             sealed.append(seal(out_dir / f"{name}.dcpkg", Payload(manifest, arrays), kind="package",
                                project_id=self.kit.project_id, sender=self.identity, recipient=b.card,

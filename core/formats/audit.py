@@ -176,7 +176,7 @@ class AuditLog:
             raise ConfigError("the audit log needs the workspace owner's identity to sign an entry")
         if state.owner is not None and state.owner.key_id != self._owner.card.key_id:
             raise _refused(f"this audit log is kept by {state.owner.name!r} ({state.owner.fingerprint}), not by "
-                           f"{self._owner.name!r} ({self._owner.card.fingerprint}); use that identity, or",
+                           f"{self._owner.name!r} ({self._owner.card.fingerprint}); use that identity",
                            self.path, self.path)
         if state.head_file == "one behind":  # a kill between the fsynced line and its head: repair it first
             data, lines = self._read()
