@@ -128,7 +128,7 @@ class AnalystRound:
         workspace.audit.bind(identity)  # starts a new workspace's log; refuses a missing, cut or edited one
         self.kit, self.identity, self.workspace = kit, identity, workspace
         self.method = get_method(kit.method, kit.settings)  # checks every bundle; fixes the bundle family
-        self._roster = frozenset(e["fingerprint"] for e in kit.roster or [])
+        self._roster = frozenset(e.get("fingerprint") for e in kit.roster or [])
         self._kit_digest = kit.digest()  # once: it hashes the whole kit, roster included (O(sites))
         self._sealed_at: tuple[str, int, str] | None = None  # the audit position the last packages carry
         self._open: dict[str, ReceivedBundle] = {}  # envelope id → bundle decrypted in this round
