@@ -212,15 +212,16 @@ class AnalystRound:
         """
         control = ensure(control)
         pid = self.kit.project_id
-        checked, seen = [], {}
+        checked, seen, senders = [], {}, set()
         for k, p in enumerate(paths):
             control.step(k / max(1, len(paths)), f"verifying {Path(p).name}")
             b = self.open_bundle(p)
             if b.envelope_id in seen:
                 raise DuplicateError(f"duplicate of {seen[b.envelope_id].name}: the same bundle was offered twice",
                                      path=p)
-            if any(c[1].fingerprint == b.fingerprint for c in checked):
+            if b.fingerprint in senders:
                 raise DuplicateError(f"a second bundle from site '{b.site}' in the same import", path=p)
+            senders.add(b.fingerprint)
             try:
                 state = self.workspace.check_new(pid, b.envelope_id, b.digest, b.fingerprint)
             except DuplicateError as exc:

@@ -492,7 +492,8 @@ class AnalystWorkspace(_Workspace):
         folder = self.project_dir(project_id) / "bundles"
         dest = folder / f"{envelope_id}.dcbundle"
         private_dir(folder)
-        with atomic_writer(dest, private=True) as fh, open(source, "rb") as src:
+        # the folder was cleaned when the workspace was opened: no scan of (thousands of) bundles per bundle
+        with atomic_writer(dest, private=True, clean=False) as fh, open(source, "rb") as src:
             shutil.copyfileobj(src, fh)
         entry = {"envelope_id": envelope_id, "digest": digest, "site": site, "fingerprint": fingerprint,
                  "rows": rows, "file": dest.name, "imported": utc_now()}
