@@ -408,7 +408,6 @@ class AnalystWorkspace(_Workspace):
                 data = fh.read(st.st_size - done)
             if not data.endswith(b"\n"):
                 data = data[:data.rfind(b"\n") + 1]  # a line being written (or torn by a kill) is not read yet
-            entries, by_site = dict(entries), dict(by_site)
             where = self.where(path)
             for line in data.split(b"\n")[:-1]:
                 what = f"line {len(entries) + 1} of the bundle registry of project {project_id[:8]}…"
@@ -497,7 +496,7 @@ class AnalystWorkspace(_Workspace):
             shutil.copyfileobj(src, fh)
         entry = {"envelope_id": envelope_id, "digest": digest, "site": site, "fingerprint": fingerprint,
                  "rows": rows, "file": dest.name, "imported": utc_now()}
-        done = self._registry(project_id, None)[0]  # verified up to here
+        done, _, entries, by_site = self._registry(project_id, None)  # verified up to here
         path = self.registry_path(project_id)
         line = sign_line(self.owner(), self.where(path), entry) + b"\n"
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
@@ -509,7 +508,12 @@ class AnalystWorkspace(_Workspace):
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
-        self._registry(project_id, None)  # reads just the new line
+            st = os.fstat(fh.fileno())
+        if st.st_size == done + len(line):  # nobody else wrote meanwhile: the line just signed joins the cache
+            entries[envelope_id] = entry  # in place: O(1) (readers copy under the GIL)
+            by_site.setdefault(fingerprint, envelope_id)
+            self._registries[project_id] = (st.st_size, (st.st_dev, st.st_ino, self.owner().card.signing_key),
+                                             entries, by_site)
         return dest
 
     def stored(self, project_id: str) -> list[Path]:
