@@ -305,12 +305,12 @@ class AuditLog:
             stamp = utc_now().replace(":", "").replace("-", "")
             if self.path.exists():
                 previous.update(self._describe_old())
-                aside = _free_name(self.path.with_name(f"{self.path.stem}.before-{stamp}.jsonl"))
+                aside = free_name(self.path.with_name(f"{self.path.stem}.before-{stamp}.jsonl"))
                 write_bytes_atomic(aside, self.path.read_bytes(), private=True)
                 previous["file"] = aside.name
             if self.head_path.exists():
                 previous["head_file"] = self._describe_old_head(owner)
-                aside = _free_name(self.head_path.with_name(f"{self.head_path.stem}.before-{stamp}.head"))
+                aside = free_name(self.head_path.with_name(f"{self.head_path.stem}.before-{stamp}.head"))
                 write_bytes_atomic(aside, self.head_path.read_bytes(), private=True)
                 previous["head_file"]["file"] = aside.name
             if not previous:
@@ -620,7 +620,7 @@ def _previous_reach(previous: dict[str, Any]) -> tuple[int, str | None] | None:
     return max(known, key=lambda k: k[0]) if known else None
 
 
-def _free_name(path: Path) -> Path:
+def free_name(path: Path) -> Path:
     """``path``, or ``path`` with ``-2``, ``-3`` … before its suffix when that name is taken."""
     k, out = 2, path
     while out.exists():

@@ -51,10 +51,11 @@ from ..fileio import (
     publish_folder,
     staging_folder,
     utc_now,
+    write_bytes_atomic,
     write_json_atomic,
     writer_gone,
 )
-from .audit import AuditLog, new_log_hint
+from .audit import AuditLog, free_name, new_log_hint
 from .identity import Identity, PublicCard, is_fingerprint, is_hex, is_utc_time
 from .kit import Kit
 from .signed_state import UnsignedState, check_line, read_state, sign_line, write_state
@@ -161,9 +162,10 @@ class _Workspace:
             known = self.workspace_id(owner.card)
             if known is not None:
                 return known
-        if path.exists():
-            aside = path.with_name(f"workspace.before-{utc_now().replace(':', '').replace('-', '')}.json")
-            shutil.copyfile(path, aside)
+        if path.exists():  # not this owner's, or not valid: kept for whoever looks into it
+            stamp = utc_now().replace(":", "").replace("-", "")
+            write_bytes_atomic(free_name(path.with_name(f"workspace.before-{stamp}.json")), path.read_bytes(),
+                               private=True)
         new = secrets.token_hex(16)
         write_state(path, owner, "workspace", WORKSPACE_FILE, {"id": new, "created": utc_now()})
         return new
@@ -201,6 +203,7 @@ class _Workspace:
             raise FormatError("malformed project id")
         private_dir(self.root / "projects")
         return self.root / "projects" / project_id
+
 
 def _record(body: Any) -> dict[str, Any] | None:
     ok = (isinstance(body, dict) and is_hex(body.get("log"), 16) and type(body.get("seq")) is int
