@@ -171,7 +171,7 @@ class Corpus:
         self.package_path = out.packages[0].path
         self.card_path = folder / "site0.dcpub"
         self.sites[0].card.save(self.card_path)
-        meta, private = self.site_ws[0].load_export(self.kit.project_id, self.bundle_digest)
+        meta, private = self.site_ws[0].load_export(self.kit.project_id, self.bundle_digest, self.sites[0].card)
         self.meta, self.private = meta, private
         block = meta.get("block")
         self.site_X = read_table(folder / "site0.csv", schema.block_schema(block) if block else schema,

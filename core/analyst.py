@@ -12,6 +12,7 @@ import os
 import secrets
 import shutil
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -108,6 +109,23 @@ class AnalystRun:
         return ([Text(" ".join(formal), tone="warning")] if formal else []) + self.method.views(self.result)
 
 
+@dataclass(frozen=True)
+class _Senders(Collection):
+    """The kit's roster and the confirmed keys, as one collection of fingerprints (membership only)."""
+
+    roster: frozenset[str]
+    confirmed: frozenset[str]
+
+    def __contains__(self, fingerprint: object) -> bool:
+        return fingerprint in self.roster or fingerprint in self.confirmed
+
+    def __iter__(self):
+        return iter(self.roster | self.confirmed)
+
+    def __len__(self) -> int:
+        return len(self.roster | self.confirmed)
+
+
 OUTPUT_SUFFIXES = (".dcpkg",)
 OUTPUT_NAMES = ("report.html", "report.pdf", "summary.json")
 
@@ -132,6 +150,9 @@ class AnalystRound:
         workspace.audit.bind(identity)  # starts a new workspace's log; refuses a missing, cut or edited one
         self.kit, self.identity, self.workspace = kit, identity, workspace
         self.method = get_method(kit.method, kit.settings)  # checks every bundle; fixes the bundle family
+        self._roster = frozenset(e.get("fingerprint") for e in kit.roster or [])
+        self._kit_digest = kit.digest()  # once: it hashes the whole kit, roster included (O(sites))
+        self._sealed_at: tuple[str, int, str] | None = None  # the audit position the last packages carry
         self._open: dict[str, ReceivedBundle] = {}  # envelope id → bundle decrypted in this round
         self._paths: dict[str, Path] = {}  # envelope id → the file it was opened from
         self._flags: dict[tuple[str, ...], list[ScaleFlag]] = {}
@@ -140,8 +161,11 @@ class AnalystRound:
 
     # ---- confirmed senders -----------------------------------------------------------------------
     def confirmed_fingerprints(self) -> set[str]:
-        roster = {e["fingerprint"] for e in self.kit.roster or []}
-        return roster | set(self.workspace.confirmed(self.kit.project_id))
+        return self._roster | set(self.workspace.confirmed(self.kit.project_id))  # signed by the owner
+
+    def _senders(self) -> _Senders:
+        """The confirmed fingerprints as a view (no union copied per bundle: an import of S bundles stays O(S))."""
+        return _Senders(self._roster, self.workspace.confirmed_keys(self.kit.project_id))
 
     def confirm(self, who: PublicCard | str, name: str = "", how: str = "confirmed by the analyst") -> str:
         """Confirm a site key (a card, or a fingerprint the analyst compared with the site); returns its
@@ -175,13 +199,13 @@ class AnalystRound:
         The sender is checked against the confirmed set from the clear header first (UnconfirmedSender)."""
         try:
             opened = open_sealed(path, self.identity, expect_kind="bundle", expect_project=self.kit.project_id,
-                                 expect_senders=self.confirmed_fingerprints(), control=control,
+                                 expect_senders=self._senders(), control=control,
                                  project_names={self.kit.project_id: self.kit.name})
         except UnconfirmedSender as exc:
             exc.path = Path(path)
             raise
         card: PublicCard = opened.binding.sender
-        if not self.kit.roster_allows(card):
+        if self.kit.roster is not None and card.fingerprint not in self._roster:  # the kit's roster, as a set
             raise VerificationError(f"sender '{card.name}' ({card.fingerprint}) is not on the kit's roster", path=path)
         try:  # the sender is verified from here on: a refusal names the site
             bundle = self._received(opened, self.method)
@@ -196,7 +220,7 @@ class AnalystRound:
         arrays, rules; only the declared members are kept), the site's own-model scores, the method's own checks."""
         card: PublicCard = opened.binding.sender
         m = opened.payload.manifest
-        if not isinstance(m, dict) or m.get("kit_digest") != self.kit.digest():
+        if not isinstance(m, dict) or m.get("kit_digest") != self._kit_digest:
             raise FormatError("bundle was made from a different version of the kit")
         if m.get("schema_digest") != self.kit.schema.digest():
             raise FormatError("bundle's columns do not match the kit's schema")
@@ -219,15 +243,16 @@ class AnalystRound:
         """
         control = ensure(control)
         pid = self.kit.project_id
-        checked, seen, replaced = [], {}, []
+        checked, seen, senders, replaced = [], {}, set(), []
         for k, p in enumerate(paths):
             control.step(k / max(1, len(paths)), f"verifying {Path(p).name}")
             b = self.open_bundle(p)
             if b.envelope_id in seen:
                 raise DuplicateError(f"duplicate of {seen[b.envelope_id].name}: the same bundle was offered twice",
                                      path=p)
-            if any(c[1].fingerprint == b.fingerprint for c in checked):
+            if b.fingerprint in senders:
                 raise DuplicateError(f"a second bundle from site '{b.site}' in the same import", path=p)
+            senders.add(b.fingerprint)
             try:
                 state = self.workspace.check_new(pid, b.envelope_id, b.digest, b.fingerprint)
             except DuplicateError as exc:
@@ -249,10 +274,10 @@ class AnalystRound:
             rows = int(b.manifest.get("n_rows") or 0)  # checked by _check_common_manifest: a whole number or absent
             counts = b.arrays["label_counts"].tolist() if "label_counts" in b.arrays else []
             self._open[b.envelope_id] = b
-            if state == "new":
-                self.workspace.store(pid, p, b.envelope_id, b.digest, b.site, b.fingerprint, rows)
+            if state == "new":  # the audit line first: no bundle is kept that the log does not record
                 self.workspace.audit.append("import", project=pid, file=str(p.resolve()), digest=b.digest,
                                             envelope_id=b.envelope_id, site=b.site, fingerprint=b.fingerprint)
+                self.workspace.store(pid, p, b.envelope_id, b.digest, b.site, b.fingerprint, rows)
             reports.append(ImportReport(p, "imported" if state == "new" else "already imported", "", b.site,
                                         b.fingerprint, rows, b.envelope_id, counts))
         control.step(1.0, "import done")
@@ -501,6 +526,7 @@ class AnalystRound:
                                              "in_reply_to": b.digest} for b, s in zip(bundles, outputs[0].packages,
                                                                                       strict=True)],
                                         **({"refused": run.refused_entries()} if run.refused else {}))
+            self.workspace.record_sealed(self.identity, self._sealed_at, outputs[1])  # rollback evidence (§5)
             publish_folder(stage, out_dir)
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)
@@ -514,15 +540,16 @@ class AnalystRound:
 
         result, bundles, excluded = run.result, run.bundles, run.excluded
         run_id, run_created = secrets.token_hex(8), utc_now()
-        run_seq = self.workspace.audit.verify()  # the audit log only grows: orders runs made within one second
-        audit_head = self.workspace.audit.head()
+        self.workspace.audit.verify()  # the whole log, once per run
+        self._sealed_at = self.workspace.audit.position()  # the packages carry its head; the workspace keeps it
+        _, run_seq, audit_head = self._sealed_at  # the audit log only grows: run_seq orders runs within one second
         names = unique_names([portable_name(b.site) for b in bundles], [b.fingerprint[:4] for b in bundles])
         sealed = []
         for k, (b, (manifest, arrays), name) in enumerate(zip(bundles, result.packages, names, strict=True)):
             control.step(k / len(bundles), f"sealing the package for {b.site}")
             # written only as the package's declaration allows, checked as the site will check it
             manifest = run.method.write_package_manifest({
-                **manifest, "site": b.site, "kit_digest": self.kit.digest(), "software": __version__,
+                **manifest, "site": b.site, "kit_digest": self._kit_digest, "software": __version__,
                 "run_id": run_id, "run_created": run_created, "run_seq": run_seq})
             sealed.append(seal(out_dir / f"{name}.dcpkg", Payload(manifest, arrays), kind="package",
                                project_id=self.kit.project_id, sender=self.identity, recipient=b.card,

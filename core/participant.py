@@ -79,14 +79,23 @@ def needs_anchor(kit: Kit) -> bool:
     return method_class(kit.method).needs_anchor
 
 
-def check_analyst_pin(workspace_root: str | Path, kit: Kit) -> str:
+def check_analyst_pin(workspace_root: str | Path, kit: Kit, owner: PublicCard) -> str:
     """Trust on first use, checked without writing: ``"new"`` when this workspace has never seen the project
-    (or does not exist yet), ``"known"`` when the kit carries the analyst key it pinned; VerificationError naming
-    both fingerprints when the kit is signed by another key."""
+    (or does not exist yet) or holds no pin signed by ``owner`` (the workspace's owner) — then the site confirms
+    the fingerprint (again) before anything is sealed —, ``"known"`` when the kit carries the analyst key it
+    pinned; VerificationError naming both fingerprints when the kit is signed by another key."""
+    return analyst_pin_status(workspace_root, kit, owner)[0]
+
+
+def analyst_pin_status(workspace_root: str | Path, kit: Kit, owner: PublicCard) -> tuple[str, str | None]:
+    """:func:`check_analyst_pin` and, when a pin is there but cannot be trusted (an earlier version's unsigned pin,
+    or one edited or re-pointed), the sentence saying so."""
     root = Path(workspace_root)
     if not root.is_dir():
-        return "new"
-    return SiteWorkspace(root).pin_analyst(kit.project_id, kit.analyst, record=False)
+        return "new", None
+    ws = SiteWorkspace(root)
+    problem = ws.pin_state(kit.project_id, owner)[1]
+    return ws.pin_analyst(kit.project_id, kit.analyst, record=False, owner=owner), problem
 
 
 def load_anchor(path: str | Path, kit: Kit, identity: Identity) -> AnchorFile:
@@ -121,7 +130,8 @@ class ParticipantRound:
     def __init__(self, kit: Kit, kit_path: str | Path, identity: Identity, workspace: SiteWorkspace | str | Path, *,
                  anchor: AnchorFile | str | Path | None = None, site_settings: dict | None = None):
         root = workspace.root if isinstance(workspace, SiteWorkspace) else Path(workspace)
-        self.first_use = check_analyst_pin(root, kit) == "new"  # refuses a kit signed by another analyst key
+        status, self.pin_problem = analyst_pin_status(root, kit, identity.card)  # refuses another analyst key
+        self.first_use = status == "new"  # no pin, or none this site's owner signed: confirm the fingerprint
         self.anchor_path = None
         if isinstance(anchor, str | Path):
             self.anchor_path, anchor = Path(anchor), load_anchor(anchor, kit, identity)
@@ -325,6 +335,9 @@ class ParticipantRound:
         so a kill at any moment leaves no bundle without its state. A failure leaves no workspace this round made."""
         control = ensure(control)
         self.check_target(out_path, replace=replace)
+        if self.first_use and self.analyst_confirmed is None and self.pin_problem:
+            raise VerificationError(f"{self.pin_problem}; nothing is sealed to the kit's signer "
+                                    f"'{self.kit.analyst.name}' ({self.kit.analyst.fingerprint}) until you do")
         if self.first_use and self.analyst_confirmed is None:
             raise ConfigError(
                 f"this workspace has never worked on project '{self.kit.name}': before anything is sealed to its "
@@ -360,23 +373,29 @@ class ParticipantRound:
         manifest = self.method.write_bundle_manifest(manifest, ex.arrays, self.kit)
 
         def keep_state(sealed: SealedFile) -> None:
-            """Runs before the bundle gets its final name."""
-            self.workspace.save_export(self.kit_path, self.kit.project_id, sealed.digest, ex.private_arrays,
-                                       {**ex.private_meta, "method": self.method.name, "csv": str(self.table.source),
-                                        "rows": int(self.table.n_rows), "envelope_id": sealed.binding.envelope_id,
-                                        "fill_values": dict(self.table.fill_values)}, privacy=assessment)
-            self.workspace.audit.append("export", project=self.kit.project_id, file=str(out_path.resolve()),
-                                        digest=sealed.digest, envelope_id=sealed.binding.envelope_id,
-                                        rows=int(self.table.n_rows), arrays=sorted(ex.arrays),
-                                        privacy=assessment,
-                                        **({"formal": {k: formal[k] for k in ("epsilon", "delta")}} if formal
-                                           else {}))  # the ε ledger adds these up (core/privacy/ledger.py)
+            """Runs before the bundle gets its final name: the private state staged whole, the audit line, then
+            the state published (one rename), so no published state lacks its line and a kill before the line
+            leaves only a staging folder, which the next opening of the workspace removes."""
+            ws, pid = self.workspace, self.kit.project_id
+            stage = ws.stage_export(self.kit_path, pid, sealed.digest, ex.private_arrays,
+                                    {**ex.private_meta, "method": self.method.name, "csv": str(self.table.source),
+                                     "rows": int(self.table.n_rows), "envelope_id": sealed.binding.envelope_id,
+                                     "fill_values": dict(self.table.fill_values)}, privacy=assessment,
+                                    sealed_at=position)
+            ws.audit.append("export", project=pid, file=str(out_path.resolve()), digest=sealed.digest,
+                            envelope_id=sealed.binding.envelope_id, rows=int(self.table.n_rows),
+                            arrays=sorted(ex.arrays), privacy=assessment,
+                            **({"formal": {k: formal[k] for k in ("epsilon", "delta")}} if formal
+                               else {}))  # the ε ledger adds these up (core/privacy/ledger.py)
+            ws.publish_export(stage, pid, sealed.digest)
+            ws.record_sealed(self.identity, position, sealed.digest)
 
         self.workspace.audit.bind(self.identity)  # starts a new workspace's log; refuses a damaged one
         self.workspace.pin_analyst(self.kit.project_id, self.kit.analyst,  # trust on first use, recorded
                                    how=self.analyst_confirmed or "already pinned")
+        position = self.workspace.audit.position()  # (log, entries, head): the bundle carries the head
         return seal(out_path, Payload(manifest, ex.arrays), kind="bundle", project_id=self.kit.project_id,
-                    sender=self.identity, recipient=self.kit.analyst, audit_head=self.workspace.audit.head(),
+                    sender=self.identity, recipient=self.kit.analyst, audit_head=position[2],
                     before_publish=keep_state, control=control)
 
     def tidy(self) -> None:
@@ -528,6 +547,27 @@ def apply_checked(method, manifest: dict, arrays: dict[str, np.ndarray], private
     return columns
 
 
+def reconfirm_analyst(workspace: SiteWorkspace, project_id: str, given: str | PublicCard,
+                      how: str = "fingerprint given again at apply") -> str:
+    """Confirm again the analyst of a project whose kit this workspace keeps: ``given`` (a fingerprint the analyst
+    read out, or their card) must be that of the key that signed the kept kit; a pin that cannot be trusted (an
+    earlier version's, or edited) is then replaced by a signed one (``"pinned"``); a trusted pin of that key is
+    ``"known"``; a trusted pin of another key is refused naming both."""
+    kit = Kit.load(workspace.kit_path(project_id))
+    if kit.project_id != project_id:
+        raise VerificationError(f"the kit kept for project {project_id[:8]}… is another project's: it was replaced",
+                                path=workspace.kit_path(project_id))
+    fingerprint = given.fingerprint if isinstance(given, PublicCard) else read_fingerprint(given)
+    if fingerprint is None:
+        raise ConfigError(f"'{given}' is not a fingerprint (16 characters like K8ZA-XT1E-2PKR-1GNP)")
+    if fingerprint != kit.analyst.fingerprint:
+        raise VerificationError(
+            f"the fingerprint you were given ({fingerprint}) is not that of the key that signed this project's kit "
+            f"({kit.analyst.fingerprint}, '{kit.analyst.name}'); call the analyst on a number you already know and "
+            "ask which key is genuine")
+    return workspace.pin_analyst(project_id, kit.analyst, how=how)
+
+
 def _run_order(created: str, seq) -> tuple[str, int]:
     """When an analyst run happened: its time, then its place in the analyst's audit log (runs in one second)."""
     return str(created), seq if isinstance(seq, int) and not isinstance(seq, bool) else -1
@@ -556,7 +596,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                   control: JobControl | None = None, with_representation: bool = False,
                   out_options: CsvOptions | None = None, validate: bool = False,
                   threshold: float | None = None, threshold_target: tuple[str, float] | None = None,
-                  allow_older: bool = False) -> ApplyResult:
+                  allow_older: bool = False, analyst_fingerprint: str | PublicCard | None = None) -> ApplyResult:
     """Verify a package against the kit's analyst, map this site's rows with it and write RESULT.csv.
 
     RESULT.csv is the input CSV (its cells unchanged) plus the result columns, written in the input's own
@@ -577,7 +617,11 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     (:func:`core.learn.threshold.threshold_for`; needs ``validate``).
 
     A package older (by its analyst run) than one already applied for the same bundle is refused unless
-    ``allow_older`` (no silent rollback)."""
+    ``allow_older`` (no silent rollback).
+
+    The package is verified against the kit this workspace keeps, which must be signed by the analyst key of the
+    site's signed pin; ``analyst_fingerprint`` (the fingerprint the analyst read out, or their card) confirms that
+    key again when the pin cannot be trusted (:func:`reconfirm_analyst`)."""
     control = ensure(control)
     if threshold is not None:
         threshold = check_threshold(threshold)
@@ -596,8 +640,9 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     kit_path = workspace.kit_path(binding.project_id)
     if not kit_path.exists():
         raise FormatError("this package is for a project this site's workspace does not know", path=package_path)
-    kit = Kit.load(kit_path)
-    workspace.pin_analyst(kit.project_id, kit.analyst)
+    if analyst_fingerprint is not None:
+        reconfirm_analyst(workspace, binding.project_id, analyst_fingerprint)
+    kit = workspace.kit(binding.project_id)  # the kept kit, signed by the analyst key of the site's signed pin
     # the export the package answers, read once: its rows set the caps before anything is decrypted; without it the
     # package is refused after its envelope checks, with the sentence saying so
     export, no_export = None, None

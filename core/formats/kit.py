@@ -144,7 +144,10 @@ class Kit:
         return lines
 
     def roster_allows(self, card: PublicCard) -> bool:
-        return self.roster is None or any(e.get("fingerprint") == card.fingerprint for e in self.roster)
+        if self.roster is None:
+            return True
+        fingerprint = card.fingerprint  # a hash: worked out once, not once per roster entry
+        return any(e.get("fingerprint") == fingerprint for e in self.roster)
 
 
 def _privacy_block(d) -> dict:

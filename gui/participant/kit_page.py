@@ -12,7 +12,7 @@ from core.formats.identity import read_fingerprint
 from core.formats.kit import Kit
 from core.learn.reduction import default_dimension
 from core.methods import METHODS, get_method
-from core.participant import check_analyst_pin
+from core.participant import analyst_pin_status
 
 from ..widgets import FingerprintView, esc
 from .common import ANCHOR_WORDS, LABELS_LEAVE_WORDS, Page, PathField
@@ -94,6 +94,7 @@ class KitPage(Page):
         self.project_label.setWordWrap(True)
         self.analyst_view = FingerprintView()
         self.first_use = True
+        self.pin_warning: str | None = None  # why a pin there is not trusted (the fingerprint is asked again)
         self.fingerprint_edit = QLineEdit()
         self.fingerprint_edit.setPlaceholderText(self.tr("e.g. K8ZA-XT1E-2PKR-1GNP"))
         self.fingerprint_edit.setToolTip(self.tr("Ask the analyst to read you their fingerprint by phone or in "
@@ -154,16 +155,21 @@ class KitPage(Page):
         self.kit_path = Path(path)
         self.kit_field.remember()
         self._show(kit)
+        if self.pin_warning:  # a pin is there but cannot be trusted: say why the fingerprint is asked again
+            self.message.show_message("warning", self.pin_warning)
         self._check_roster()
 
     def _pinned_problem(self, kit: Kit) -> str:
         """Trust on first use: a kit for a project this workspace knows must carry the analyst key it pinned."""
         workspace = self.wizard().workspace() if self.wizard() is not None else None
-        self.first_use = True
-        if workspace is None:
+        identity = self.wizard().identity if self.wizard() is not None else None
+        self.first_use, self.pin_warning = True, None
+        if workspace is None or identity is None:
             return ""
         try:
-            self.first_use = check_analyst_pin(workspace, kit) == "new"  # raises on another key, naming both
+            # "new" also when the pin there is not signed by this identity: the fingerprint is asked again
+            status, self.pin_warning = analyst_pin_status(workspace, kit, identity.card)  # another key: refused
+            self.first_use = status == "new"
         except DCError as exc:
             return str(exc)
         return ""

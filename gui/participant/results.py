@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QLineEdit,
     QPushButton,
     QSplitter,
     QTableView,
@@ -37,7 +38,7 @@ from core.errors import ConfigError, DCError
 from core.formats.envelope import inspect
 from core.formats.identity import Identity
 from core.formats.kit import Kit
-from core.formats.workspace import SiteWorkspace, default_workspace
+from core.formats.workspace import SiteWorkspace, UntrustedPin, default_workspace
 from core.learn.clinical_metrics import calibration_points, roc_points
 from core.learn.figure_table import figure_rows
 from core.learn.intervals import describe
@@ -45,6 +46,7 @@ from core.learn.threshold import rates_at, threshold_for
 from core.participant import ApplyResult, apply_package
 from core.wording import KEPT_OWN_WORDS
 
+from ..audit_restart import AuditRestartButton, refusal_text, restarted_text
 from ..plots import GREY, PALETTE, make_plot
 from ..screen import fit_window
 from ..widgets import EmptyNote, JobPanel, MessageLabel, esc, passphrase_edit, plain
@@ -68,13 +70,13 @@ THRESHOLD_MODES = (("threshold", "Threshold"), ("sensitivity", "Reach sensitivit
 def _apply_and_read(package: Path, identity: Identity, csv: Path, out: Path, workspace: Path, impute: bool,
                     control, out_options: CsvOptions | None = None, validate: bool = False,
                     threshold: float | None = None, threshold_target: tuple[str, float] | None = None,
-                    allow_older: bool = False) -> dict:
+                    allow_older: bool = False, analyst_fingerprint: str | None = None) -> dict:
     """The job: apply the package (core), then read the first rows and the result column's counts back."""
     result: ApplyResult = apply_package(package, identity, csv, out, workspace=SiteWorkspace(workspace),
                                         options=CsvOptions(impute="mean" if impute else None),
                                         control=control.sub(0.0, 0.9), out_options=out_options, validate=validate,
                                         threshold=threshold, threshold_target=threshold_target,
-                                        allow_older=allow_older)
+                                        allow_older=allow_older, analyst_fingerprint=analyst_fingerprint)
     control.step(0.92, "reading the results")
     fmt = result.output_format
     written = CsvOptions(encoding=fmt.encoding, delimiter=fmt.delimiter, decimal=fmt.decimal)
@@ -150,6 +152,15 @@ class ResultsWindow(QWidget):
         self.older_check.setToolTip(self.tr("A package from an earlier analyst run than one already applied to the "
                                             "same bundle is refused unless you tick this (going back on purpose)."))
         f.addRow("", self.older_check)
+        # shown only when the workspace's analyst pin cannot be trusted (an earlier version's, or edited): the
+        # fingerprint the analyst reads out by phone confirms the key again (core: apply's analyst_fingerprint)
+        self.fingerprint_edit = QLineEdit()
+        self.fingerprint_edit.setPlaceholderText(self.tr("as the analyst reads it to you by phone"))
+        self.fingerprint_label = QLabel(self.tr("Analyst's &fingerprint:"))
+        self.fingerprint_label.setBuddy(self.fingerprint_edit)
+        f.addRow(self.fingerprint_label, self.fingerprint_edit)
+        self.fingerprint_label.setVisible(False)
+        self.fingerprint_edit.setVisible(False)
 
         # -- 3. rows
         self.csv_field = PathField("csv", "open", self.tr("CSV files (*.csv *.txt *.tsv);;All files (*)"),
@@ -176,6 +187,10 @@ class ResultsWindow(QWidget):
         self.apply_button.setDefault(True)
         self.apply_button.clicked.connect(self.apply)
         self.message = MessageLabel()
+        self.audit_restart_button = AuditRestartButton()  # offered when the workspace's audit log is refused
+        self.audit_restart_button.restarted.connect(
+            lambda result: self.message.show_message("ok", restarted_text(result)))
+        self.audit_restart_button.failed.connect(lambda text: self.message.show_message("error", text))
         self.jobs = JobPanel()
 
         left = QVBoxLayout()
@@ -184,6 +199,7 @@ class ResultsWindow(QWidget):
         left.addWidget(csv_box)
         left.addWidget(self.apply_button, 0, Qt.AlignRight)
         left.addWidget(self.message)
+        left.addWidget(self.audit_restart_button, 0, Qt.AlignLeft)
         left.addWidget(self.jobs)
         left.addStretch(1)
         left_w = QWidget()
@@ -409,11 +425,18 @@ class ResultsWindow(QWidget):
     # -- apply
     def _run(self, fn, title: str, ok) -> None:
         self.message.clear_message()
+        self.audit_restart_button.offer(None, None)
         def hide_panel(*_) -> None:
             self.jobs.setVisible(False)
 
         def failed(text: str) -> None:
-            self.message.show_message("error", text)
+            error = self.job.exception if self.job is not None else None
+            if isinstance(error, UntrustedPin):  # ask for the fingerprint, as the first export did
+                self.fingerprint_label.setVisible(True)
+                self.fingerprint_edit.setVisible(True)
+                self.fingerprint_edit.setFocus()
+            offered = self.audit_restart_button.offer(error, self.identity)
+            self.message.show_message("error", refusal_text(error) if offered else text)
 
         self._busy = True
         job = run_job(self.jobs, fn, title, [ok, hide_panel], [failed, hide_panel], self._job_ended)
@@ -449,8 +472,9 @@ class ResultsWindow(QWidget):
         out_options = self.out_format_combo.currentData()
         last = {"package": package, "identity": ident, "csv": csv, "out": out, "workspace": ws, "impute": impute,
                 "out_options": out_options, "validate": validate, "allow_older": older}
+        fingerprint = None if self.fingerprint_edit.isHidden() else (self.fingerprint_edit.text().strip() or None)
         self._run(lambda control: _apply_and_read(package, ident, csv, out, ws, impute, control, out_options,
-                                                  validate, allow_older=older),
+                                                  validate, allow_older=older, analyst_fingerprint=fingerprint),
                   self.tr("Applying the package…"), lambda outcome: (self._remember(last), ok(outcome)))
 
     def _remember(self, last: dict) -> None:
