@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 
 from .formats.kit import Kit
 from .learn.intervals import WEAK_ROWS, WEAK_WIDTH, describe
 from .methods import Method
+from .safe_text import MAX_LINE, shown
 
 FEW_EVENTS = 10  # fewer events (or non-events) than this: the AUC and sensitivity rest on too few rows
 CARD_SUFFIX = ".model_card.md"
@@ -52,29 +54,41 @@ class ModelCard:
     sections: list[Section]
 
     def markdown(self) -> str:
-        """The card as Markdown (tables escaped, numbers already rounded)."""
-        out = [f"# {self.title}", ""]
+        """The card as Markdown (numbers already rounded). Every text it holds — its own sentences and what they
+        quote: site, project, column and class names, notes — is escaped (:func:`markdown_text`), so what a site
+        named itself shows as text in a Markdown previewer, never as HTML, a link or formatting."""
+        out = [f"# {markdown_text(self.title)}", ""]
         for w in self.warnings:
-            out += [f"> **Warning:** {w}", ""]
+            out += [f"> **Warning:** {markdown_text(w)}", ""]
         for s in self.sections:
-            out += [f"## {s.heading}", ""]
+            out += [f"## {markdown_text(s.heading)}", ""]
             for p in s.paragraphs:
-                out += [p, ""]
+                out += [markdown_text(p), ""]
             if s.bullets:
-                out += [f"- {b}" for b in s.bullets] + [""]
+                out += [f"- {markdown_text(b)}" for b in s.bullets] + [""]
             if s.table:
                 head, rows = s.table
-                out.append("| " + " | ".join(_cell(c) for c in head) + " |")
+                out.append("| " + " | ".join(markdown_text(c) for c in head) + " |")
                 out.append("|" + "---|" * len(head))
-                out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+                out += ["| " + " | ".join(markdown_text(c) for c in row) + " |" for row in rows]
                 out.append("")
             if s.code:
-                out += ["```", *s.code, "```", ""]
+                lines = [shown(line) for line in s.code]
+                fence = "`" * max(3, 1 + max((len(run) for line in lines for run in re.findall("`+", line)), default=0))
+                out += [fence, *lines, fence, ""]
         return "\n".join(out).rstrip() + "\n"
 
 
-def _cell(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]|~])")
+
+
+def markdown_text(text) -> str:
+    """Text as Markdown shows it literally: through the one sanitiser (:func:`core.safe_text.shown`: no control or
+    bidi character, no line break), then HTML's ``& < >`` as entities (no raw HTML, no autolink) and Markdown's
+    ``\\ ` * _ [ ] | ~`` escaped by a backslash (no emphasis, code, link, image, table cell or strike)."""
+    text = shown(text, MAX_LINE)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", text)
 
 
 def _num(v, digits: int = 2) -> str:

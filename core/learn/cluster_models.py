@@ -19,6 +19,7 @@ import numpy as np
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError
+from ..formats.fields import site_rows
 from .alignment import AnchorBasis, DCAlignment, SiteMapping
 from .clinical_metrics import SELECTION_METRICS, hanley_mcneil_se, selection_score
 from .intervals import WEAK_ROWS, estimate, mcnemar_p
@@ -451,8 +452,9 @@ def selection_metric(metric: str | None, n_classes: int) -> str:
 
 
 def bundle_own_cv(bundle, n_classes: int | None = None) -> dict | None:
-    """A bundle's own-model scores (``own_cv``, checked by :func:`~core.learn.own_cv.read_own_cv`), or None."""
-    return read_own_cv(bundle.manifest, int(bundle.arrays["x_tilde"].shape[0]), n_classes)
+    """A bundle's own-model scores (``own_cv``, checked by :func:`~core.learn.own_cv.read_own_cv`) against the rows
+    behind it (:func:`~core.formats.fields.site_rows`, the rule import uses too), or None."""
+    return read_own_cv(bundle.manifest, site_rows(bundle.manifest), n_classes)
 
 
 def cross_validate(sel: Selection, bundles: list, clusters, n_classes: int, settings: dict, basis: AnchorBasis, *,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import FormatError
-from ..formats.fields import check_fields
+from ..formats.fields import check_fields, write_fields
 from .local_model import fit_local_model, local_predict_proba
 
 MAX_ROWS = 20000  # as fit_local_model's default cap
@@ -114,7 +114,8 @@ def own_out_of_fold(X: np.ndarray, y: np.ndarray, n_classes: int, *, max_rows: i
     out.update({"rows": int(len(y)), "folds": int(folds), "repeats": int(repeats), "model": MODEL_NAME})
     if K == 2:
         out["events"] = int(np.sum(y == 1))
-    return OwnOutOfFold(out, rows, proba.mean(axis=0), y)
+    # as its declaration allows (core/formats/fields.py)
+    return OwnOutOfFold(write_fields("own_cv", out), rows, proba.mean(axis=0), y)
 
 
 OOF_ARRAYS = ("own_oof", "own_oof_rows", "own_oof_y")  # the workspace's private arrays of :class:`OwnOutOfFold`
@@ -166,15 +167,6 @@ def alone_estimate(cv: dict | None) -> dict | None:
 def accuracy_se(p: float, n: int) -> float:
     """√(p(1 − p)/n): the standard error of an accuracy p measured on n rows."""
     return math.sqrt(max(p * (1.0 - p), 0.0) / max(int(n), 1))
-
-
-def site_rows(manifest: dict) -> int | None:
-    """All the rows a site's ``own_cv`` may rest on: its exported ``n_rows`` plus the rows a site-scored method
-    kept out of its export to check the package (``rows_kept_at_site``, :mod:`core.methods.promise`)."""
-    n, kept = manifest.get("n_rows"), manifest.get("rows_kept_at_site", 0)
-    if type(kept) is not int or kept < 0:
-        raise FormatError(f"the bundle gives 'rows_kept_at_site' as {kept!r}, not a whole number")
-    return None if n is None else int(n) + kept
 
 
 def read_own_cv(manifest: dict, n_rows: int | None, n_classes: int | None = None) -> dict | None:

@@ -54,7 +54,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..control import JobControl, ensure
-from ..formats.fields import CLUSTER_PACKAGE_FIELDS, DC_BUNDLE_ARRAYS, DC_BUNDLE_FIELDS
+from ..formats.fields import CLUSTER_PACKAGE_FIELDS
 from ..learn.alignment import AnchorBasis
 from ..learn.client_clustering import LabelDistributionClustering
 from ..learn.cluster_models import (
@@ -93,7 +93,14 @@ from .dc_analysis import (
     site_metrics,
     site_views,
 )
-from .dc_site import LABELLED_DC_LEAVES, SITE_SETTINGS, LabelledDCSite
+from .dc_site import (
+    DC_BUNDLE_FIELDS,
+    LABELLED_DC_LEAVES,
+    LABELLED_DC_RULES,
+    SITE_SETTINGS,
+    LabelledDCSite,
+    dc_bundle_arrays,
+)
 from .settings import Setting
 from .views import Curve, Heatmap, PageTexts, View
 
@@ -110,7 +117,8 @@ class DCCFL(LabelledDCSite, Method):
     labels_leave = "rows"
     family = "dc"
     bundle_fields = DC_BUNDLE_FIELDS
-    bundle_arrays = {k: v for k, v in DC_BUNDLE_ARRAYS.items() if k != "id_hash"}
+    bundle_arrays = dc_bundle_arrays(labelled=True)
+    bundle_rules = LABELLED_DC_RULES
     package_fields = CLUSTER_PACKAGE_FIELDS
     own_model_choice = "analyst"  # cross-validates every candidate on each site's received rows
     what_leaves = LABELLED_DC_LEAVES

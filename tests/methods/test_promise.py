@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from core.errors import FormatError
+from core.formats.fields import SCHEMAS, check_fields, site_rows
 from core.learn.local_model import fit_local_model
-from core.learn.own_cv import MARGIN_SE, beats_own, read_own_cv, site_rows
+from core.learn.own_cv import MARGIN_SE, beats_own, read_own_cv
 from core.methods.promise import check_shared_oof, check_state, paired_se, promised_columns, split_check_rows
 
 
@@ -127,5 +128,10 @@ def test_own_cv_may_rest_on_the_rows_set_aside_but_no_more():
     assert site_rows(manifest) == 40 and read_own_cv(manifest, site_rows(manifest), 2)["rows"] == 40
     with pytest.raises(FormatError, match=r"own-model scores \(own_cv\) give 'rows'"):
         read_own_cv({**manifest, "rows_kept_at_site": 9}, site_rows({**manifest, "rows_kept_at_site": 9}), 2)
+    for name in ("hfldd", "meta-lr"):  # the site-scored methods declare the count: never negative
+        kept = next(f for f in SCHEMAS[f"bundle:{name}"] if f.name == "rows_kept_at_site")
+        assert kept.type == "int" and kept.low == 0
     with pytest.raises(FormatError, match="rows_kept_at_site"):
-        site_rows({**manifest, "rows_kept_at_site": -1})
+        check_fields("bundle:meta-lr", {"n_rows": 30, "n_features": 2, "n_classes": 2, "estimate": "none",
+                                        "method": "meta-lr", "family": "meta-lr", "kit_digest": "0" * 64,
+                                        "schema_digest": "0" * 64, "rows_kept_at_site": -1}, "the bundle's manifest")

@@ -35,7 +35,7 @@ import numpy as np
 
 from ...control import JobControl, ensure
 from ...errors import FormatError
-from ...formats.fields import CLUSTER_PACKAGE_FIELDS, DC_BUNDLE_ARRAYS, DC_BUNDLE_FIELDS, Field
+from ...formats.fields import CLUSTER_PACKAGE_FIELDS, Field
 from ...learn.alignment import SiteMapping
 from ...learn.client_clustering import cut_tree, label_histograms
 from ...learn.cluster_models import adjust_proba, prior_logit, site_note
@@ -56,7 +56,15 @@ from ..dc_analysis import (
     site_metrics,
     site_views,
 )
-from ..dc_site import LABELLED_DC_LEAVES, SITE_SETTINGS, LabelledDCSite, site_map
+from ..dc_site import (
+    DC_BUNDLE_FIELDS,
+    LABELLED_DC_LEAVES,
+    LABELLED_DC_RULES,
+    SITE_SETTINGS,
+    LabelledDCSite,
+    dc_bundle_arrays,
+    site_map,
+)
 from ..settings import Setting
 from ..views import Curve, Heatmap, PageTexts, Table, Text, View
 from . import similarity as fd
@@ -81,7 +89,8 @@ class FedDAG(LabelledDCSite, Method):
     task = "classification"
     family = "dc"
     bundle_fields = DC_BUNDLE_FIELDS
-    bundle_arrays = {k: v for k, v in DC_BUNDLE_ARRAYS.items() if k != "id_hash"}
+    bundle_arrays = dc_bundle_arrays(labelled=True)
+    bundle_rules = LABELLED_DC_RULES
     package_fields = (*CLUSTER_PACKAGE_FIELDS, Field("encoder", "text", choices=("single", "dual")))
     own_model_choice = "analyst"  # cross-validates every candidate on each site's received rows
     labels_leave = "rows"

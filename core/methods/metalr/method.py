@@ -58,9 +58,9 @@ import numpy as np
 
 from ...control import JobControl, ensure
 from ...errors import ConfigError, FormatError
-from ...formats.fields import Field
+from ...formats.fields import Array, Field, Rule, site_rows
 from ...learn.intervals import describe
-from ...learn.own_cv import alone_estimate, read_own_cv, site_rows
+from ...learn.own_cv import alone_estimate, read_own_cv
 from ..base import (
     Disclosure,
     FitContext,
@@ -158,6 +158,30 @@ def _contrasts(classes: list[str]) -> list[str]:
     return [f"{c} vs {classes[0]}" for c in classes[1:]]
 
 
+def _fitted(m, f) -> bool:
+    return m.get("estimate") == "fitted"
+
+
+def _formal(m, f) -> bool:
+    """a bundle exported under the formal option (it ships the noise's covariance)"""
+    return isinstance(m.get("privacy"), dict)
+
+
+def _contrasts_fitted(m, f) -> int:
+    """the classes fitted − 1"""
+    fitted = m.get("classes_fitted")
+    return (len(fitted) if isinstance(fitted, list) else f.classes) - 1
+
+
+def _parameters(m, f) -> int:
+    """n_features + 1"""
+    return m["n_features"] + 1
+
+
+def _coefficients(m, f) -> int:
+    return _contrasts_fitted(m, f) * _parameters(m, f)
+
+
 class MetaLR(Method):
     name = "meta-lr"
     title = "Meta-analysed logistic regression (one round, coefficients only)"
@@ -168,9 +192,20 @@ class MetaLR(Method):
                      Field("n_classes", "int", required=True, low=2),
                      Field("estimate", "text", required=True, choices=("fitted", "none")), Field("reason", "text"),
                      Field("classes_fitted", "list", items="int"),
-                     Field("ridge", "number", low=0), Field("penalty_scale", "text"), Field("iterations", "int", low=0),
-                     Field("converged", "bool"))
-    bundle_arrays = {"coef": ("<f8", 2), "cov": ("<f8", 2), "noise_cov": ("<f8", 2)}  # noise_cov: formal option
+                     Field("ridge", "number", low=0),
+                     Field("penalty_scale", "text", choices=("public", "spread", "raw")),
+                     Field("iterations", "int", low=0), Field("converged", "bool"))
+    bundle_arrays = (Array("coef", "<f8", (_contrasts_fitted, _parameters), present=_fitted),
+                     Array("cov", "<f8", (_coefficients, _coefficients), present=_fitted),
+                     Array("noise_cov", "<f8", (_coefficients, _coefficients), present=_formal))  # formal option
+    bundle_rules = (
+        Rule("n_features and n_classes are the kit's", lambda m, a, f: m["n_features"] == f.width
+             and m["n_classes"] == f.classes),
+        Rule("ridge is the kit's ridge penalty (under the formal option: the option's)", lambda m, a, f:
+             _formal(m, f) or m.get("ridge", f.settings["ridge"]) == float(f.settings["ridge"])),
+        Rule("a fitted estimate converged within the kit's max_iter Newton steps", lambda m, a, f: not _fitted(m, f)
+             or (m.get("converged", True) is True and m.get("iterations", 0) <= int(f.settings["max_iter"]))),
+    )
     package_fields = (Field("classes", "list", required=True, items="text"), Field("reference", "text"),
                       Field("features", "int", low=1), Field("sites_combined", "int", low=0),
                       Field("intercepts", "text"), Field("note", "text"),
