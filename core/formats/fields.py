@@ -429,7 +429,8 @@ register_fields("formal_privacy", (
     Field("epsilon", "number", required=True, low=0), Field("delta", "number", required=True, low=0, high=1),
     Field("epsilon_rows", "number", low=0), Field("epsilon_labels", "number", low=0),
     Field("label_keep", "number", low=0, high=1), Field("sigma", "number", low=0), Field("clip", "number", low=0),
-    *(Field(k, "text") for k in ("mechanism", "calibration", "composition", "adjacency"))))
+    *(Field(k, "text") for k in ("mechanism", "calibration", "composition", "adjacency")),
+    Field("not_covered", "list", items="text")))
 register(Declaration("bundle", BUNDLE_FIELDS, None, BUNDLE_RULES))
 register_fields("package", PACKAGE_FIELDS)
 
