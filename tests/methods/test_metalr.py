@@ -325,9 +325,11 @@ def test_whole_cli_round_then_validate_against_the_sites_own_model(tmp_path, mon
         result = pd.read_csv(d / f"{name}-result.csv")
         P = result[[f"prob_{c}" for c in CLASSES]].to_numpy()
         assert np.allclose(P.sum(axis=1), 1.0, atol=1e-6)
-        if "your own model (the package)" in text:  # the site chose its own model on its set-aside rows
-            assert "local_prediction" not in result.columns
+        # the site chose on all its rows, paired with the shared model recomputed there (issue #37), and says so
+        assert "note: you use " in text and "cross-validated on your" in text
+        if "the model you use (your own model)" in text:
+            assert "local_prediction" not in result.columns and "shared, as sent" in text
         else:
-            assert "the analyst's package:" in text and "your own-rows model:" in text
+            assert "the model you use (" in text and "your own-rows model:" in text
             assert {"prediction", "local_prediction", "recommended"} <= set(result.columns)
         assert np.mean(result["prediction"] == result["label"]) > 0.5
