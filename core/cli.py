@@ -436,7 +436,7 @@ def cmd_participant_apply(args) -> None:
                         allow_older=args.allow_older, analyst_fingerprint=_analyst_given(args.analyst_fingerprint))
     say(*apply_lines(res, Path(args.csv).name, validation=False))
     if res.validation:
-        _say_validation(res.validation, [str(c) for c in res.summary.get("classes", [])])
+        _say_validation(res.validation, [str(c) for c in res.summary.get("classes", [])], res.choice)
     if res.summary.get("note"):
         say(f"note: {res.summary['note']}")
 
@@ -470,12 +470,21 @@ def _analyst_given(given: str | None):
     return given
 
 
-def _say_validation(v: dict, classes: list[str]) -> None:
+def _in_use(choice: dict | None, own_package: bool) -> str:
+    """What the results are, in words: the model the site uses (its own, the package, or an update of it)."""
+    from .learn.site_update import UPDATE_WORDS
+
+    kind = (choice or {}).get("kind")
+    if kind in UPDATE_WORDS:
+        return "the model you use (" + UPDATE_WORDS[kind] + ")"
+    return "your own model (the package)" if own_package else "the analyst's package"
+
+
+def _say_validation(v: dict, classes: list[str], choice: dict | None = None) -> None:
     from .learn.intervals import describe
 
     say(f"checked on {v['rows']} labelled row(s) of yours (95 % Wilson intervals):",
-        f"  {'your own model (the package)' if v.get('own_model_package') else 'the analyst' + chr(39) + 's package'}"
-        f": {describe(v['package'])}")
+        f"  {_in_use(choice, bool(v.get('own_model_package')))}: {describe(v['package'])}")
     if v.get("analyst_expected"):
         say(f"  (the analyst expected {describe(v['analyst_expected'])} from your bundle)")
     if v.get("local"):
@@ -489,11 +498,16 @@ def _say_validation(v: dict, classes: list[str]) -> None:
 
 
 def _say_figures(v: dict, classes: list[str]) -> None:
-    """Both models' clinical figures, each with the rows it was counted on; DeLong's test; never-predicts flags."""
+    """The models' clinical figures (the one in use, the site's own, and the shared model as sent when the site
+    uses another), each with the rows it was counted on; DeLong's tests; never-predicts flags."""
     from .learn.figure_table import confusion_lines, figure_rows
 
     models = [v["package_metrics"]] + ([v["local_metrics"]] if v.get("local_metrics") else [])
-    rows = [["", "package"] + (["your own model"] if len(models) > 1 else []) + ["counted on"]]
+    names = ["in use"] + (["your own model"] if v.get("local_metrics") else [])
+    if v.get("sent_metrics"):
+        models.append(v["sent_metrics"])
+        names.append("shared, as sent")
+    rows = [["", *names, "counted on"]]
     rows += figure_rows(models, classes)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     say("clinical figures on the same rows" + (f" ('{classes[1]}', the kit's second class, is the positive class)"
@@ -501,14 +515,15 @@ def _say_figures(v: dict, classes: list[str]) -> None:
     for r in rows:
         say("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     if len(classes) > 2:
-        for name, m in zip(("the package", "your own model"), models, strict=False):
+        for name, m in zip(names, models, strict=True):
             say(f"  confusion matrix of {name} (rows = true class, columns = predicted):",
                 *("    " + line for line in confusion_lines(m, classes)))
-    d = v.get("delong")
-    if d and d.get("p_value") is not None and d["p_value"] == d["p_value"]:
-        say(f"AUC difference (package − your own model): {d['difference']:+.3f}, 95 % interval "
-            f"{d['low']:+.3f} to {d['high']:+.3f}, DeLong's paired test p = {d['p_value']:.3f} "
-            f"({models[0]['rows']} rows, {models[0]['events']} '{classes[1]}')")
+    for key, what in (("delong", "in use"), ("delong_sent", "shared as sent")):
+        d = v.get(key)
+        if d and d.get("p_value") is not None and d["p_value"] == d["p_value"]:
+            say(f"AUC difference ({what} − your own model): {d['difference']:+.3f}, 95 % interval "
+                f"{d['low']:+.3f} to {d['high']:+.3f}, DeLong's paired test p = {d['p_value']:.3f} "
+                f"({models[0]['rows']} rows, {models[0]['events']} '{classes[1]}')")
     for flag in v.get("flags", []):
         say(f"warning: {flag} — its accuracy says nothing about that class")
 

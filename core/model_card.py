@@ -127,7 +127,7 @@ def model_card(kit: Kit, method: Method, summary: dict, site: dict) -> ModelCard
     limits = _limits(kit, summary, site, metrics)
     warnings = [text for text, urgent in limits if urgent]
     sections = [_predicts(kit, metrics), _columns(kit), _trained_on(kit, summary, site),
-                _performance(kit, summary, site, metrics), _method(method, summary),
+                _performance(kit, summary, site, metrics), *_site_choice(site), _method(method, summary),
                 Section("What left each site", [method.what_leaves or "(the method does not say)"]
                         + (["Each site also sent a few numbers about its own model: its cross-validated accuracy and "
                             "AUC, with their row counts."] if _own(site).get("source") == "site" else [])),
@@ -135,6 +135,22 @@ def model_card(kit: Kit, method: Method, summary: dict, site: dict) -> ModelCard
                 Section("Known limits", bullets=[text for text, _ in limits] or ["None found by the checks above."])]
     title = f"Model card — package for {name} ({kit.name})"
     return ModelCard(name, title, warnings, sections)
+
+
+def _site_choice(site: dict) -> list[Section]:
+    """How the site chooses the model it uses (issue #37), with the analyst's estimate of that choice."""
+    update = site.get("update")
+    if not isinstance(update, dict):
+        return []
+    text = ["The package carries the shared model and, for each of this site's rows, that model's prediction from "
+            "a model that never saw the row. The site pairs them with its own model's predictions of the same rows "
+            "and, on its own labelled rows, uses its own model, the shared model as sent, the shared model with its "
+            "baseline risk (and slope) re-estimated, or a blend of the two: the shared model unless another is "
+            "clearly better there, never one that is clearly worse than its own (one-sided 5 %). "
+            "`participant apply` says which it uses and why."]
+    if update.get("sentence"):
+        text.append("The analyst's estimate of that choice, " + str(update["sentence"]) + ".")
+    return [Section("Which model this site uses", text)]
 
 
 def _formal(summary: dict, site: dict) -> list[Section]:

@@ -29,12 +29,11 @@ from .formats.kit import Kit
 from .formats.workspace import SiteWorkspace, remove_empty_workspace
 from .learn.clinical_metrics import delong, json_safe, metrics_for
 from .learn.intervals import estimate, mcnemar_p
-from .learn.local_model import fit_local_model, has_local_model, local_predict_proba
+from .learn.local_model import has_local_model, local_predict_proba
 from .learn.own_cv import MODEL_NAME as OWN_MODEL_NAME
-from .learn.own_cv import cross_validate_own
 from .learn.threshold import DEFAULT_THRESHOLD, check_threshold, rates_at, threshold_for
 from .methods import METHODS, Disclosure, SiteExport, SiteInput, get_method, method_class
-from .methods.promise import export_with_check, promised_columns
+from .methods.promise import check_shared_oof, export_with_check, own_model_state, promised_columns
 from .privacy.assessment import PrivacyAssessment, assess_export
 from .privacy.ledger import Ledger, spent
 from .privacy.protective import is_formal
@@ -305,15 +304,16 @@ class ParticipantRound:
         formal = isinstance(self.export_.manifest.get("privacy"), dict)  # formal noise: no unaccounted scores
         if self.local_baseline and self.kit.task == "classification" and t.y is not None \
                 and len(np.unique(t.y)) >= 2:
-            # The site's own-rows baseline (issue #15): kept in the workspace beside f_i, never in the bundle.
-            self.export_.private_arrays.update(fit_local_model(t.X, t.y, len(self.kit.schema.classes)))
+            # The site's own-rows baseline (issue #15) and its out-of-fold probabilities (issue #37): kept in the
+            # workspace beside f_i, never in the bundle; its cross-validated scores are the only part that leaves
+            scores, private = own_model_state(self.method, t.X, t.y, len(self.kit.schema.classes), scale=site.scale,
+                                              settings=self.site_settings)
+            self.export_.private_arrays.update(private)
             self.export_.private_meta["local_model"] = {"kind": OWN_MODEL_NAME, "rows": int(min(t.n_rows, 20000))}
             self.export_.stays.append("a logistic regression trained on these rows (to check the package against)")
-            # ... and its cross-validated scores, the only part of it that leaves (issue #22)
-            own_cv = None if formal else cross_validate_own(t.X, t.y, len(self.kit.schema.classes))
-            if own_cv is not None:
-                self.export_.manifest["own_cv"] = own_cv
-                self.export_.disclosures.append(own_cv_disclosure(own_cv))
+            if scores is not None and not formal:
+                self.export_.manifest["own_cv"] = scores
+                self.export_.disclosures.append(own_cv_disclosure(scores))
         return self.export_
 
     def check_target(self, out_path: str | Path, *, replace: bool = False) -> None:
@@ -427,7 +427,10 @@ class ApplyResult:
         from .wording import KEPT_OWN_WORDS
 
         if self.choice and self.choice.get("by") == "site":
-            return self.choice["reason"]
+            from .learn.site_update import UPDATE_WORDS
+
+            kind = self.choice.get("kind")
+            return (f"you use {UPDATE_WORDS[kind]}: " if kind in UPDATE_WORDS else "") + self.choice["reason"]
         return KEPT_OWN_WORDS if self.kept_own else ""
 
 
@@ -516,6 +519,8 @@ def check_package(kit: Kit, manifest: dict, arrays: dict[str, np.ndarray], rows:
     scale = arrays.get("scaler_scale")
     if scale is not None and (scale.ndim != 1 or not np.all(np.abs(scale) > 1e-300)):
         raise FormatError("the package's scaler has a zero or malformed scale, which would give no predictions")
+    if kit.task == "classification":
+        check_shared_oof(arrays, rows, len(kit.schema.classes))
     for name in ("labels", "z"):
         if name in arrays and (arrays[name].ndim < 1 or arrays[name].shape[0] != rows):
             raise FormatError(f"the package's '{name}' has {arrays[name].shape[0] if arrays[name].ndim else 0} "
@@ -677,9 +682,11 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     table = read_table(csv_path, schema, options=options, labels=validate,
                        fill_values=fills if isinstance(fills, dict) else None)
     control.step(0.6, "applying the package")
-    columns, choice = promised_columns(
-        method, manifest, private, table.X, lambda rows: apply_checked(method, manifest, arrays, private, rows,
-                                                                       package_path))
+    def as_sent(rows: np.ndarray) -> dict[str, np.ndarray]:
+        return apply_checked(method, manifest, arrays, private, rows, package_path)
+
+    columns, choice = promised_columns(method, manifest, private, table.X, as_sent, arrays=arrays,
+                                       metric=kit.settings.get("metric", "auto"))
     classes = [str(c) for c in manifest.get("classes", [])] if kit.task == "classification" else []
     binary = len(classes) == 2 and f"prob_{classes[1]}" in columns
     if not binary and (threshold is not None or threshold_target is not None):
@@ -694,9 +701,10 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
         columns["decision"] = np.where(risk >= chosen["value"], classes[1], classes[0]).astype(object)
     validation, scored = None, None
     if validate:
+        sent = _probabilities(as_sent(table.X), classes) if choice and choice["model"] != "package" else None
         validation, scored = _validate(columns, private, table, classes, manifest,
                                        chosen["value"] if chosen else DEFAULT_THRESHOLD,
-                                       own_used=bool(choice) and choice["model"] == "own")
+                                       own_used=bool(choice) and choice["model"] == "own", sent=sent)
     rep = method.representation(arrays, private) if with_representation else None
     if rep is not None:
         Z, _ = rep
@@ -718,7 +726,9 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                            out=str(Path(out_path).resolve()), warnings=warnings,
                            **({"threshold": {k: chosen[k] for k in ("value", "how", "target", "positive")}}
                               if chosen else {}),
-                           **({"model_used": {k: choice[k] for k in ("model", "by", "reason")}} if choice else {}),
+                           **({"model_used": {k: choice[k] for k in ("model", "by", "reason", "kind", "weight",
+                                                                     "rows", "paired_on") if k in choice}}
+                              if choice else {}),
                            **({"validation": json_safe({k: validation.get(k) for k in (
                                "package", "local", "recommend", "package_metrics", "local_metrics", "delong")})}
                               if validation else {}))
@@ -779,10 +789,14 @@ def _never_predicts(m: dict, classes: list[str]) -> list[str]:
 
 
 def _validate(columns: dict, private: dict, table: LocalTable, classes: list[str], manifest: dict,
-              threshold: float = DEFAULT_THRESHOLD, *, own_used: bool = False) -> tuple[dict, dict]:
+              threshold: float = DEFAULT_THRESHOLD, *, own_used: bool = False,
+              sent: np.ndarray | None = None) -> tuple[dict, dict]:
     """Score the package and the site's own model on labelled rows; add ``local_prediction`` and
     ``recommended`` to ``columns``; return the numbers (every accuracy with n and a 95 % interval, both models'
-    clinical figures at ``threshold``, DeLong's paired AUC test for two classes) and the scored probabilities."""
+    clinical figures at ``threshold``, DeLong's paired AUC test for two classes) and the scored probabilities.
+    ``sent``: when the site uses its own model or an update of the shared one, the shared model's probabilities as
+    sent, scored too (``sent_metrics``; with two classes DeLong against the own model, ``delong_sent``), so the site
+    sees what its choice left aside."""
     truth = np.asarray(classes, dtype=object)[table.y]
     pkg_ok = columns["prediction"] == truth
     n = int(len(truth))
@@ -793,7 +807,11 @@ def _validate(columns: dict, private: dict, table: LocalTable, classes: list[str
     y = np.asarray(table.y, np.int64)
     out["package_metrics"] = metrics_for(y, P_pkg, classes, threshold)
     out["flags"] = [f"the package {s}" for s in _never_predicts(out["package_metrics"], classes)]
-    scored = {"y": y, "classes": list(classes), "package": P_pkg, "local": None}
+    scored = {"y": y, "classes": list(classes), "package": P_pkg, "local": None, "sent": sent}
+    if sent is not None:
+        out["sent_metrics"] = metrics_for(y, sent, classes, threshold)
+        if len(classes) == 2 and has_local_model(private):
+            out["delong_sent"] = delong(y, sent[:, 1], local_predict_proba(private, table.X)[:, 1])
     if own_used:  # the result is the site's own model (the analyst's or the site's choice): nothing to compare
         out.update({"recommend": "local", "own_model_package": True,
                     "reason": "the package is your own model (no shared model beat it clearly), so there is no "

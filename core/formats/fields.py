@@ -429,7 +429,8 @@ register_fields("formal_privacy", (
     Field("epsilon", "number", required=True, low=0), Field("delta", "number", required=True, low=0, high=1),
     Field("epsilon_rows", "number", low=0), Field("epsilon_labels", "number", low=0),
     Field("label_keep", "number", low=0, high=1), Field("sigma", "number", low=0), Field("clip", "number", low=0),
-    *(Field(k, "text") for k in ("mechanism", "calibration", "composition", "adjacency"))))
+    *(Field(k, "text") for k in ("mechanism", "calibration", "composition", "adjacency")),
+    Field("not_covered", "list", items="text")))
 register(Declaration("bundle", BUNDLE_FIELDS, None, BUNDLE_RULES))
 register_fields("package", PACKAGE_FIELDS)
 
@@ -446,6 +447,10 @@ register_fields("own_cv", (  # a site's own model cross-validated at the site (F
     *(Field(k, "number", required=True, low=0, high=1) for k in ("accuracy", "balanced_accuracy", "auc")),
     Field("log_loss", "number", required=True, low=0, high=1e6), Field("events", "int", low=0),
     Field("model", "text")))
+register_fields("update", (  # a package's word on the site's paired comparison (issue #37; core/learn/site_update.py)
+    Field("by", "text", required=True, choices=("site",)), Field("rows", "int", low=0),
+    Field("estimate", "text", choices=("own", "shared", "intercept", "recalibrated", "blend")),
+    Field("weight", "number", low=0.0, high=1.0), Field("sentence", "text")))
 register_fields("kit", (  # the signed body of a .dckit (FORMAT §8); schema, analyst and settings have their own readers
     *(Field(k, "text", required=True) for k in ("name", "method", "project_id", "created")),
     Field("task", "text", required=True, choices=("classification", "clustering")),
@@ -474,7 +479,9 @@ CLUSTER_PACKAGE_FIELDS = (
     Field("own_kind", "text", nullable=True), Field("expected", "object", nullable=True, schema="estimate"),
     Field("cluster_model", "object", nullable=True, schema="estimate"),
     Field("own_model", "object", nullable=True, schema="estimate"),
-    Field("expected_gain", "number", nullable=True), Field("classes", "list", required=True, items="text"))
+    Field("expected_gain", "number", nullable=True), Field("classes", "list", required=True, items="text"),
+    Field("shared_kind", "text", choices=("mlp", "site-intercepts")), Field("expected_auc", "number", nullable=True),
+    Field("update", "object", nullable=True, schema="update"))
 
 
 def method_schemas(name: str, bundle: tuple[Field, ...], package: tuple[Field, ...], *, family: str | None = None,

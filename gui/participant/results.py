@@ -42,6 +42,7 @@ from core.formats.workspace import SiteWorkspace, UntrustedPin, default_workspac
 from core.learn.clinical_metrics import calibration_points, roc_points
 from core.learn.figure_table import figure_rows
 from core.learn.intervals import describe
+from core.learn.site_update import UPDATE_WORDS
 from core.learn.threshold import rates_at, threshold_for
 from core.participant import ApplyResult, apply_package
 from core.wording import KEPT_OWN_WORDS
@@ -514,7 +515,7 @@ class ResultsWindow(QWidget):
                                                    shown=shown))
         note = self.tr(KEPT_OWN_WORDS) if result.model_note == KEPT_OWN_WORDS else result.model_note
         kept = ("<p>" + esc(note[:1].upper() + note[1:]) + ".</p>") if note else ""
-        self.validation_label.setText(kept + self._validation_text(result.validation))
+        self.validation_label.setText(kept + self._validation_text(result.validation, result.choice))
         if result.warnings:  # the same package again, or one superseded by a newer run
             self.message.show_message("warning", self.tr("Done: {path}. Note: {warnings}").format(
                 path=result.out_path, warnings=" ".join(result.warnings)))
@@ -524,8 +525,16 @@ class ResultsWindow(QWidget):
         self._show_check(result, keep_threshold)
         self.save_button.setEnabled(True)
 
-    def _validation_text(self, v: dict | None) -> str:
-        """The package beside the site's own-rows model on its labelled rows, each with n and a 95 % interval."""
+    def _in_use(self, choice: dict | None) -> str:
+        """The model the results come from, in words (issue #37: own, the package as sent, or an update)."""
+        kind = (choice or {}).get("kind")
+        if kind in UPDATE_WORDS:
+            return self.tr("the model you use ({what})").format(what=self.tr(UPDATE_WORDS[kind]))
+        return self.tr("the analyst's package")
+
+    def _validation_text(self, v: dict | None, choice: dict | None = None) -> str:
+        """The model in use beside the site's own-rows model (and the shared model as sent) on its labelled rows,
+        each with n and a 95 % interval."""
         if not v:
             return ""
         if v.get("own_model_package"):  # the package is the site's own model: no self-comparison
@@ -534,7 +543,8 @@ class ResultsWindow(QWidget):
                 self.tr("your own model (what the package told this site to keep): <b>{a}</b>").format(
                     a=esc(describe(v["package"])))])
         lines = [self.tr("<b>Checked on {n} labelled row(s) of yours</b> (95 % Wilson intervals):").format(
-            n=v["rows"]), self.tr("the analyst's package: <b>{a}</b>").format(a=esc(describe(v["package"])))]
+            n=v["rows"]), self.tr("{what}: <b>{a}</b>").format(what=esc(self._in_use(choice)),
+                                                                 a=esc(describe(v["package"])))]
         if v.get("analyst_expected"):
             lines.append(self.tr("the analyst expected: {a}").format(a=esc(describe(v["analyst_expected"]))))
         if v.get("local"):
@@ -580,8 +590,12 @@ class ResultsWindow(QWidget):
         own = bool(v.get("own_model_package"))
         models = [("package", self.tr("your own model") if own else self.tr("the package"), v["package_metrics"],
                    scored["package"])]
+        if not own and result.choice and result.choice.get("kind") in UPDATE_WORDS:
+            models[0] = ("package", self.tr("in use"), v["package_metrics"], scored["package"])
         if v.get("local_metrics"):
             models.append(("local", self.tr("your own model"), v["local_metrics"], scored["local"]))
+        if v.get("sent_metrics") and scored.get("sent") is not None:
+            models.append(("sent", self.tr("shared, as sent"), v["sent_metrics"], scored["sent"]))
         self._fill_figures(models, scored["classes"])
         if binary:
             self._draw_curves(scored["y"], models)

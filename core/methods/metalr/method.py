@@ -60,7 +60,6 @@ from ...control import JobControl, ensure
 from ...errors import ConfigError, FormatError
 from ...formats.fields import Array, Field, Rule, site_rows
 from ...learn.intervals import describe
-from ...learn.local_model import keeps_local_model, local_predict_proba
 from ...learn.own_cv import alone_estimate, read_own_cv
 from ..base import (
     Disclosure,
@@ -78,6 +77,7 @@ from ..views import Bars, PageTexts, Table, Text, View
 from .fixed_effect import combine, site_deviation
 from .private_site import PRIVATE_SETTINGS, private_site_compute, total_covariance
 from .random_effects import combine_random, deviation_from_prior, posterior, prior_from, prior_without
+from .shared_oof import shared_oof_at_site
 from .site_logit import fit_site_logit, predict_proba
 
 Z95 = 1.959963984540054
@@ -218,6 +218,7 @@ class MetaLR(Method):
     # fit (core/methods/promise.py), beside the analyst's coefficient test (step 3), which a label-skewed site whose
     # slopes agree but whose rows the combined model fits worse can pass (tests/methods/test_method_contract.py).
     own_model_choice = "site"
+    pairs_at_site = True  # the site recomputes the shared model's out-of-fold predictions (shared_oof.py)
     labels_leave = "none"
     labels_at_site = True
     needs_anchor = False
@@ -658,16 +659,33 @@ class MetaLR(Method):
         exact_arrays(arrays, {"coef": ((K - 1, m + 1), "<f8"), **prior},
                      optional=frozenset(prior) if not set(prior) & set(arrays) else frozenset())
 
+    def shared_oof_at_site(self, manifest: dict, arrays: dict[str, np.ndarray], private: dict[str, np.ndarray]
+                           ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(rows, n × K probabilities): the package's shared model out of fold on the rows the site kept at export
+        (``pair_x``, ``pair_y``; :func:`.shared_oof.shared_oof_at_site`), stratified 5-fold seeded from the rows;
+        None without them (an export made under the formal option or before issue #37) or with a package that
+        carries no prior."""
+        from ...learn.own_cv import rows_seed
+        from ...learn.site_update import folds_of, plan
+
+        if not all(k in private for k in ("pair_x", "pair_y", "own_oof_rows")):
+            return None
+        X, y = np.asarray(private["pair_x"], np.float64), np.asarray(private["pair_y"], np.int64)
+        rows = np.asarray(private["own_oof_rows"], np.int64)
+        if X.ndim != 2 or y.shape != (len(X),) or rows.shape != y.shape or len(np.unique(y)) < 2:
+            return None
+        folds = folds_of(y, plan(y)[0], rows_seed(X, y))
+        try:
+            P = shared_oof_at_site(manifest, arrays, X, y, folds, private.get("pair_scale"))
+        except (ConfigError, FormatError):
+            return None
+        return rows, P
+
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
-        """p(k | x) = softmax(0, θ₁ᵀz, …, θ_{K−1}ᵀz), z = [1, x]; the prediction is the most probable class. A package
-        that says "keep your own" (``model`` = own) is applied with the logistic regression the site kept at export
-        (:func:`core.learn.local_model.keeps_local_model`), when its workspace holds it."""
+        """p(k | x) = softmax(0, θ₁ᵀz, …, θ_{K−1}ᵀz), z = [1, x]; the prediction is the most probable class: the
+        shared model as sent (which model the site uses is decided beside it, :mod:`core.methods.promise`)."""
         classes = [str(c) for c in manifest.get("classes", [])]
-        if keeps_local_model(manifest, private_arrays):
-            proba = local_predict_proba(private_arrays, np.asarray(X, dtype=np.float64))
-            return {"prediction": np.asarray(classes, dtype=object)[proba.argmax(axis=1)],
-                    **{f"prob_{c}": proba[:, k] for k, c in enumerate(classes)}}
         X = np.asarray(X, dtype=np.float64)
         coef = np.asarray(arrays.get("coef"))
         if len(classes) < 2 or coef.dtype.kind != "f" or coef.shape != (len(classes) - 1, X.shape[1] + 1):
