@@ -257,9 +257,10 @@ class ParticipantRound:
 
     def privacy_spent(self) -> Ledger:
         """The formal privacy this site has spent on the kit's project so far (core/privacy/ledger.py), read from
-        the workspace's audit log (none when the workspace does not exist yet)."""
-        entries = self.workspace.audit.entries() if self.workspace_root.exists() else []
-        return spent(entries, self.kit.project_id)
+        the signed states of the exports the workspace keeps (none when the workspace does not exist yet)."""
+        states = (self.workspace.export_states(self.kit.project_id, self.identity.card)
+                  if self.workspace_root.exists() else [])
+        return spent(states, self.kit.project_id)
 
     def ledger_lines(self) -> list[str]:
         """What is shown before the next export: the budget spent so far and what this export adds."""
@@ -380,8 +381,10 @@ class ParticipantRound:
             stage = ws.stage_export(self.kit_path, pid, sealed.digest, ex.private_arrays,
                                     {**ex.private_meta, "method": self.method.name, "csv": str(self.table.source),
                                      "rows": int(self.table.n_rows), "envelope_id": sealed.binding.envelope_id,
-                                     "fill_values": dict(self.table.fill_values)}, privacy=assessment,
-                                    sealed_at=position)
+                                     "fill_values": dict(self.table.fill_values),
+                                     **({"formal": {k: formal[k] for k in ("epsilon", "delta")}} if formal
+                                        else {})},  # the ε ledger adds these up (core/privacy/ledger.py)
+                                    privacy=assessment, sealed_at=position)
             ws.audit.append("export", project=pid, file=str(out_path.resolve()), digest=sealed.digest,
                             envelope_id=sealed.binding.envelope_id, rows=int(self.table.n_rows),
                             arrays=sorted(ex.arrays), privacy=assessment,

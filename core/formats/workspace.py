@@ -366,6 +366,18 @@ class SiteWorkspace(_Workspace):
             raise FormatError("workspace state does not match the bundle digest", path=state_path)
         return meta, load_arrays(folder, arrays, digests)
 
+    def export_states(self, project_id: str, owner: PublicCard | None = None) -> list[dict]:
+        """The signed state (``state.json``, without its arrays) of every export of ``project_id`` this workspace
+        keeps, each verified against the owner's signature (VerificationError naming a file that fails): what was
+        exported, whatever happened to the audit log since (the ε ledger, core/privacy/ledger.py)."""
+        out = []
+        for folder in sorted((self.project_dir(project_id) / "exports").glob("[0-9a-f]*")):
+            path = folder / "state.json"
+            if path.is_file():
+                out.append(read_state(path, "export-state", self.where(path), self._card(owner),
+                                      "the private state of this export", adopt_remedy(self.root)))
+        return out
+
     def kit_path(self, project_id: str) -> Path:
         return self.project_dir(project_id) / "kit.dckit"
 
