@@ -35,11 +35,12 @@ instead). Then:
    never chosen, whatever its accuracy).
 2. A site with fewer than :data:`SMALL_CLASS_ROWS` rows of some class it holds cannot tell one model from another
    (a switch would rest on noise): it chooses between its own model and the blend, the hedge, by the score.
-3. Otherwise the shared model (as sent, or with the site's baseline risk or slope re-estimated, whichever scores
-   best) is used unless the own model or the blend scores better by more than :data:`SWITCH_Z` (1.645) paired
-   standard errors of the per-row difference: the one-sided 5 % level, the guard's mirror. The analyst's
-   out-of-fold predictions come from models trained on fewer rows than the one it ships, so they understate it;
-   a difference the site's rows cannot resolve goes to the shared model.
+3. A site of fewer than :data:`LARGE_SITE_ROWS` rows uses the shared model (as sent, or with the site's baseline
+   risk or slope re-estimated, whichever scores best) unless the own model or the blend scores better by more
+   than :data:`SWITCH_Z` (1.645) paired standard errors of the per-row difference: the one-sided 5 % level, the
+   guard's mirror. The analyst's out-of-fold predictions come from models trained on fewer rows than the one it
+   ships, so they understate it; a difference the site's rows cannot resolve goes to the shared model. A larger
+   site resolves the differences that matter, and uses the candidate that scores best.
 
 So a site moves away from its own model only to something its own rows do not show to be worse (5 %), and away
 from the shared model only to something its own rows show to be better (5 %). Measured on the clinical tables
@@ -59,6 +60,7 @@ GUARD_LEVEL = 0.05  # one-sided level of the "not significantly worse than own" 
 MIN_ROWS = 30  # fewer paired rows than this (the product's WEAK_ROWS) cannot tell two models apart: own model
 SMALL_CLASS_ROWS = 25  # below this many rows of some class a site only blends (rule 2)
 SWITCH_Z = 1.645  # a departure from the shared model needs this many paired standard errors (rule 3)
+LARGE_SITE_ROWS = 500  # from this many paired rows the site simply uses the best-scoring candidate (rule 3)
 SHARED_FAMILY = ("shared", "intercept", "recalibrated")
 W_GRID = np.linspace(0.0, 1.0, 21)  # the blend weights the posterior is taken over
 KINDS = ("own", "shared", "intercept", "recalibrated", "blend")
@@ -352,7 +354,7 @@ def choose_update(y: np.ndarray, P_own: np.ndarray, P_sh: np.ndarray, n_classes:
         return min(ks, key=lambda k: (sign * scores[k][metric], KINDS.index(k)))
     kind = best(allowed)
     family = [k for k in allowed if k in SHARED_FAMILY]
-    if not small and family and kind not in SHARED_FAMILY:
+    if not small and len(y) < LARGE_SITE_ROWS and family and kind not in SHARED_FAMILY:
         shared = best(family)
         if not clearly_better(row_losses(metric, y, cv[kind]), row_losses(metric, y, cv[shared])):
             kind = shared
