@@ -344,6 +344,7 @@ def cmd_participant_export(args) -> None:
         *([f"feature block: '{job.block}' ({', '.join(kit.schema.block_columns(job.block))})"] if job.block else []),
         f"rows: {table.n_rows:,}, encoded in the kit's {table.X.shape[1]} matrix column(s)",
         *filled_lines(table),
+        *(f"note: {n}" for n in table.notes),
         "leaves this site: " + (ex.plain or leaves_sentence(  # the method's own words when it gives them
             table.n_rows, table.X.shape[1], int(ex.arrays["x_tilde"].shape[1]) if "x_tilde" in ex.arrays else 0,
             labels="rows" if "y" in ex.arrays else "counts" if "label_counts" in ex.arrays else "none",

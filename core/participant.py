@@ -222,7 +222,7 @@ class ParticipantRound:
         self.table = read_table(csv_path, schema, options=options,
                                 labels=self.method.reads_labels() and schema.label is not None,
                                 ids=needs_ids, control=control)
-        self.unit_warnings = unit_warnings(schema, self.table.X)
+        self.unit_warnings = unit_warnings(schema, self.table.X, self.table.y, self.table.unseen)
         self.export_ = None
         return self.table
 
@@ -396,8 +396,24 @@ def _line_ending(path: str | Path) -> str:
         return "\r\n" if b"\r\n" in fh.read(1 << 16) else "\n"
 
 
+PROBABILITY_DIGITS = 6  # significant digits of RESULT.csv's probabilities (a model is not surer than that)
+
+
+def rounded_probabilities(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with its result probabilities (float columns ``prob_…`` and ``risk_…``) rounded to
+    :data:`PROBABILITY_DIGITS` significant digits; the input's own cells (text) are untouched."""
+    out = frame
+    for name in frame.columns:
+        if str(name).startswith(("prob_", "risk_")) and frame[name].dtype.kind == "f":
+            if out is frame:
+                out = frame.copy()
+            out[name] = [float(f"{v:.{PROBABILITY_DIGITS}g}") for v in frame[name].to_numpy()]
+    return out
+
+
 def write_result_csv(frame: pd.DataFrame, out_path: str | Path, fmt: CsvFormat, line_ending: str = "\n") -> None:
     """Write ``frame`` atomically in ``fmt``; a character the encoding cannot hold is a clear error."""
+    frame = rounded_probabilities(frame)
     try:
         text = frame.to_csv(index=False, sep=fmt.delimiter, decimal=fmt.decimal, lineterminator=line_ending)
         data = text.encode(fmt.encoding)
@@ -584,6 +600,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     fills = meta.get("fill_values")  # the export's, so that these rows are encoded exactly as its rows were
     table = read_table(csv_path, schema, options=options, labels=validate,
                        fill_values=fills if isinstance(fills, dict) else None)
+    warnings += table.notes  # rows predicted from an unseen bucket, columns filled with the kit's value
     control.step(0.6, "applying the package")
     columns, choice = promised_columns(
         method, manifest, private, table.X, lambda rows: apply_checked(method, manifest, arrays, private, rows,
