@@ -57,8 +57,8 @@ class FeatureColumn:
     does not know goes to an explicit extra level instead of being refused. ``min``/``max``/``mean``/``std``
     (numeric), ``frequencies`` (share of each level, in ``levels`` order) and ``missing_share`` are the
     analyst's sample statistics, published in the kit (optional). ``class_mean``/``class_std`` (numeric): the
-    sample's mean and spread within each label class, in the schema's class order (null for a class with fewer
-    than :data:`MIN_CLASS_ROWS` sample rows), so a site's units check can tell a unit from label skew
+    sample's mean and standard deviation within each label class, in the schema's class order (null for a class
+    with fewer than :data:`MIN_CLASS_ROWS` sample rows), so a site's units check can tell a unit from label skew
     (:mod:`core.data.harmony`). ``merged``: kit level → the other raw
     values that mean it (e.g. ``{"treated": ["Lev", "Lev+5FU"]}``, ``{"M": ["m", "male"]}``); a cell holding
     one of them is read as that level, so the matrix still has one column per kit level. Fields at their
@@ -770,6 +770,7 @@ _MAX_NUMBERS = 1_000  # distinct numbers tracked per numeric column (beyond, a c
 # probability (1 − RARE_SHARE)^n; SETTLE_ROWS rows make that under 5 % (the "rule of three": about 3 / RARE_SHARE).
 RARE_SHARE = 0.01
 SETTLE_ROWS = math.ceil(math.log(0.05) / math.log(1 - RARE_SHARE))  # 299
+_MAX_KEPT = 1_000_000  # sample values kept per numeric column for its per-class statistics
 FEW_NUMBERS = 5  # a numeric column with at most this many distinct whole numbers in a small sample may be codes
 MIN_CLASS_ROWS = 5  # a class's mean and spread are published only from at least this many sample rows
 _PRIOR_ROWS = 10  # a class's published spread is its own, pulled toward the pooled within-class spread as if
@@ -991,8 +992,8 @@ def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[
     if with_ranges or with_statistics:
         feature.missing_share = st.missing / (st.count + st.missing)
         if kind == "numeric":
-            if with_ranges:
-                feature.min, feature.max = st.lo, st.hi
+            if with_ranges or (st.numbers is not None and len(st.numbers) == 2):
+                feature.min, feature.max = st.lo, st.hi  # two numbers only: their coding (0/1), published
             feature.mean, feature.std = st.mean_std()
             if 2 <= len(classes) <= _MANY_CLASSES and st.by_class:
                 feature.class_mean, feature.class_std = st.class_mean_std(classes)
@@ -1024,7 +1025,8 @@ class _ColumnStats:
     texts: Counter | None = None  # stripped text → rows, once the column is known not to be all numbers
     overflow: int = 0  # the distinct-value limit a text column went past (its texts are then None)
     decimal: str = "."
-    by_class: dict[str, list[float]] | None = field(default_factory=dict)  # label → [rows, Σ(x − shift), Σ(x − shift)²]
+    by_class: dict[str, list[np.ndarray]] | None = field(default_factory=dict)  # label → its rows' values
+    kept: int = 0  # values kept in by_class (beyond _MAX_KEPT, none: no per-class statistics)
 
     def add(self, raw: Any, decimal: str, tokens: frozenset[str], groups: np.ndarray | None = None) -> None:
         """One chunk of the column (text cells; ``groups``: each row's label, None where it has none). Text values
@@ -1061,12 +1063,9 @@ class _ColumnStats:
         if groups is not None and self.by_class is not None:
             g = groups[~missing]
             for key in {k for k in g.tolist() if k is not None}:
-                v = d[g == key]
-                acc = self.by_class.setdefault(key, [0, 0.0, 0.0])
-                acc[0] += int(v.size)
-                acc[1] += float(v.sum())
-                acc[2] += float((v * v).sum())
-            if len(self.by_class) > _MANY_CLASSES:
+                self.by_class.setdefault(key, []).append(present[g == key])
+            self.kept += present.size
+            if len(self.by_class) > _MANY_CLASSES or self.kept > _MAX_KEPT:
                 self.by_class = None
         self.integers = self.integers and bool(np.all(present == np.rint(present)))
         self.increasing = self.increasing and present[0] > self.last and bool(np.all(np.diff(present) > 0))
@@ -1093,30 +1092,6 @@ class _ColumnStats:
                 out[level_text(v)] += k
             return out
         return Counter(self.texts or {})
-
-    def class_mean_std(self, classes: list[str]) -> tuple[list[float | None], list[float | None]]:
-        """Per class (in ``classes`` order), the sample's mean and spread; None for a class with fewer than
-        :data:`MIN_CLASS_ROWS` rows. A class's spread s_c is pulled toward the pooled within-class spread s_w:
-        √(((n_c − 1)·s_c² + k·s_w²) / (n_c − 1 + k)), k = :data:`_PRIOR_ROWS`."""
-        acc = self.by_class or {}
-        shift = self.shift or 0.0
-        var: dict[str, float] = {}
-        for c, (n, t, tt) in acc.items():
-            if n >= 2:
-                var[c] = max(tt / n - (t / n) ** 2, 0.0) * n / (n - 1)
-        dof = sum(acc[c][0] - 1 for c in var)
-        pooled = sum((acc[c][0] - 1) * var[c] for c in var) / dof if dof > 0 else 0.0
-        means: list[float | None] = []
-        stds: list[float | None] = []
-        for c in classes:
-            n, t, _ = acc.get(c, (0, 0.0, 0.0))
-            if n < MIN_CLASS_ROWS:
-                means.append(None)
-                stds.append(None)
-                continue
-            means.append(shift + t / n)
-            stds.append(math.sqrt(((n - 1) * var[c] + _PRIOR_ROWS * pooled) / (n - 1 + _PRIOR_ROWS)))
-        return means, stds
 
     def ignore_reason(self, numeric: bool, levels: list[str] | None) -> str | None:
         """Why a column is left out by default (identifier, free text, a single value), or None."""
@@ -1153,6 +1128,27 @@ class _ColumnStats:
                   for lv in levels]
         total = sum(counts) or 1
         return [k / total for k in counts]
+
+    def class_mean_std(self, classes: list[str]) -> tuple[list[float | None], list[float | None]]:
+        """Per class (in ``classes`` order), the sample's mean and standard deviation; None for a class with fewer
+        than :data:`MIN_CLASS_ROWS` rows. A class's standard deviation s_c, a noisy estimate from a few rows (a 0/1
+        column may show no 1 among them), is pulled toward the pooled within-class one s_w:
+        √(((n_c − 1)·s_c² + k·s_w²) / (n_c − 1 + k)), k = :data:`_PRIOR_ROWS`."""
+        values = {c: np.concatenate(parts) for c, parts in (self.by_class or {}).items()}
+        var = {c: float(np.var(v, ddof=1)) for c, v in values.items() if v.size >= 2}
+        dof = sum(values[c].size - 1 for c in var)
+        pooled = sum((values[c].size - 1) * var[c] for c in var) / dof if dof > 0 else 0.0
+        means: list[float | None] = []
+        stds: list[float | None] = []
+        for c in classes:
+            n = values[c].size if c in values else 0
+            if n < MIN_CLASS_ROWS:
+                means.append(None)
+                stds.append(None)
+                continue
+            means.append(float(values[c].mean()))
+            stds.append(math.sqrt(((n - 1) * var[c] + _PRIOR_ROWS * pooled) / (n - 1 + _PRIOR_ROWS)))
+        return means, stds
 
 
 def _sample_text(value: str, numeric: bool) -> str:
