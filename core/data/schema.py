@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import ConfigError, DataError, FormatError
 from ..fileio import canonical_json
-from .encoding import UNSEEN_LEVEL, level_text, looks_missing, missing_token_hint, missing_token_set
+from .encoding import UNSEEN_LEVEL, level_text, looks_missing, missing_token_set
 from .ordering import level_order, natural_sorted
 from .tabular import (
     MISSING_TOKENS,
@@ -1216,8 +1216,10 @@ def _missing_code_notes(name: str, st: _ColumnStats) -> list[str]:
     if not codes or len(codes) > 3 or numbers < 0.8 * st.count or not all(looks_missing(v) for v in codes):
         return []
     shown = ", ".join(f"{_quote(v)} ({k:,} rows)" for v, k in codes.items())
-    return [f"column {_quote(name)} holds numbers but for {shown}: {missing_token_hint(next(iter(codes)))} when "
-            "making the kit; the kit then tells every site to read it as missing, and the column is numeric"]
+    first = next(iter(codes))
+    return [f"column {_quote(name)} holds numbers but for {shown}: if {_quote(first)} means a missing value, make the "
+            f"kit with --missing-token {_quote(first)}; the kit then tells every site to read it as missing, and the "
+            "column is numeric"]
 
 
 def _as_number(text: str, decimal: str) -> float | None:
