@@ -69,15 +69,19 @@ def hospital_frame(n: int, rng: np.random.Generator, *, older: float = 0.0, rare
     return frame
 
 
-def hospital_sites(seed: int) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    """The kit's sample and each site's rows (module docstring): the registry never records ``chol``; stage IV only
-    at the clinic; the lyon site's lab writes ``NA_NA`` for a missing bmi or chol (so does part of the sample,
-    pooled from every source)."""
+def hospital_sites(seed: int, scale: float = 1.0) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The kit's sample and each site's rows (module docstring; ``scale`` shrinks the sites for tests): the registry
+    never records ``chol``; stage IV only at the clinic (at least 3 rows); the lyon site's lab writes ``NA_NA`` for a
+    missing bmi or chol (so does part of the sample, pooled from every source)."""
     rng = np.random.default_rng([33, seed])
-    sites = {"city": hospital_frame(HOSPITAL_SITES["city"], rng),
-             "registry": hospital_frame(HOSPITAL_SITES["registry"], rng, older=6.0),
-             "clinic": hospital_frame(HOSPITAL_SITES["clinic"], rng, older=-4.0, rare=RARE_LEVEL_SHARE),
-             "lyon": hospital_frame(HOSPITAL_SITES["lyon"], rng)}
+    n = {name: int(rows * scale) for name, rows in HOSPITAL_SITES.items()}
+    sites = {"city": hospital_frame(n["city"], rng),
+             "registry": hospital_frame(n["registry"], rng, older=6.0),
+             "clinic": hospital_frame(n["clinic"], rng, older=-4.0, rare=RARE_LEVEL_SHARE),
+             "lyon": hospital_frame(n["lyon"], rng)}
+    clinic = sites["clinic"]
+    if (clinic["stage"] == "IV").sum() < 3:
+        clinic.loc[clinic.index[[1, 2, 3]], "stage"] = "IV"
     sites["registry"]["chol"] = None
     for col in ("bmi", "chol"):
         lyon = sites["lyon"]
@@ -206,17 +210,28 @@ def public_cells(case_name: str, data_dir: str | None, seed: int, root: Path) ->
     return cells
 
 
-def hospital_cells(seed: int, root: Path) -> list[dict[str, Any]]:
+def write_hospital(root: Path, seed: int, scale: float = 1.0) -> list[tuple[str, Path, Path]]:
+    """The hospital table's sample (``root/sample.csv``) and each site's training and test CSV, in its own format
+    (lyon: French); returns (site, training CSV, test CSV), the lead (city) first."""
     from sklearn.model_selection import train_test_split
 
-    sample, frames = hospital_sites(seed)
+    sample, frames = hospital_sites(seed, scale)
     sample.to_csv(root / "sample.csv", index=False, na_rep="")
     csvs = []
     for name, frame in frames.items():
         tr, te = train_test_split(frame, test_size=0.25, random_state=seed, stratify=frame["died"])
+        if name == "clinic":  # its rare level both in the rows it exports and in its new rows
+            rare = frame.index[frame["stage"] == "IV"]
+            tr = pd.concat([tr.drop(rare, errors="ignore"), frame.loc[rare[: max(1, len(rare) - 1)]]])
+            te = pd.concat([te.drop(rare, errors="ignore"), frame.loc[rare[-1:]]])
         for part, rows in (("train", tr), ("test", te)):
             write_site_csv(rows, root / f"{name}-{part}.csv", french=name == "lyon")
         csvs.append((name, root / f"{name}-train.csv", root / f"{name}-test.csv"))
+    return csvs
+
+
+def hospital_cells(seed: int, root: Path) -> list[dict[str, Any]]:
+    csvs = write_hospital(root, seed)
     folder = root / "round"
     folder.mkdir()
     return [{"case": "hospital", "variant": "own table", "seed": seed,
@@ -356,4 +371,4 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
 
 
 __all__ = ["hospital_frame", "hospital_sites", "kit_with_said_fixes", "product_round", "run", "run_from_args",
-           "write_site_csv"]
+           "write_hospital", "write_site_csv"]
