@@ -795,7 +795,7 @@ class _TableReader:
         self.first_empty_id: int | None = None
         self.unknown: dict[str, int] = {}  # unknown label -> rows
         self.unseen: list[dict[str, int]] = [{} for _ in typed]  # per typed column: unknown value -> rows
-        self.label_coder = LevelCoder.of_levels(schema.classes, self.tokens)  # the label is read like a level
+        self.label_coder = LevelCoder.of_levels(schema.classes, self.tokens, fmt.decimal)  # read like a level
 
     def _used(self) -> set[int]:
         return {*self.feat_pos, *self.typed_pos, *(p for p in (self.label_pos, self.id_pos) if p is not None)}
