@@ -59,9 +59,19 @@ def test_the_venv_app_says_the_problem_instead_of_starting_qt(monkeypatch, capsy
     """`dcstudio gui` (the installed `dcstudio-gui`, gui.app.main) checks before Qt starts, as the launcher does."""
     import gui.app
 
+    class NoQt:
+        """Stands for QApplication: none yet, and making one means Qt started before the check."""
+
+        @staticmethod
+        def instance():
+            return None
+
+        def __init__(self, *args):
+            raise AssertionError("Qt was started before the display check")
+
     monkeypatch.setattr(display, "check_display", lambda: "DC Studio cannot open its window: the system library "
                                                            "libxcb-icccm.so.4 is missing")
-    monkeypatch.setattr(gui.app.QApplication, "instance", staticmethod(lambda: None))
+    monkeypatch.setattr(gui.app, "QApplication", NoQt)
     assert gui.app.main([]) == 3
     assert "libxcb-icccm.so.4 is missing" in capsys.readouterr().err
 
