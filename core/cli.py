@@ -599,7 +599,8 @@ def _csv_args(p, *, out: bool = False) -> None:
     g.add_argument("--decimal", choices=[".", ","], help="decimal mark of the numbers")
     g.add_argument("--missing-token", action="append", metavar="TEXT",
                    help="also read cells of this text as missing (repeatable; case and surrounding spaces do not "
-                   "matter) [always: empty, NA, N/A, NaN, ?, null]")
+                   "matter) [always: empty, NA, N/A, NaN, ?, null, and the kit's own]; given to kit new, the kit "
+                   "carries it to every site")
     g.add_argument("--impute", action="store_true",
                    help="older kits whose columns refuse missing values: fill them with this site's column mean "
                    "(kits made now decide missing values per column themselves)")
@@ -710,8 +711,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse, impute or impute+indicator (default: impute, with an indicator when the sample "
                    "has missing cells in the column); repeatable")
     p.add_argument("--other", action="append", metavar="COL",
-                   help="a categorical/ordinal column whose values the kit does not know go to an 'other' level "
-                   "instead of being refused; repeatable")
+                   help="no longer needed: a value a column with levels does not know always goes to the column's "
+                   "unseen bucket (none of its levels) and is counted at each site; accepted for scripts")
     p.add_argument("--anchor-kind", choices=["smote", "uniform", "gaussian"],
                    help="default: uniform for clustering (in the public ranges), smote otherwise")
     p.add_argument("--anchor-rows", type=int, default=1000, help="rows of the shared anchor (default 1000)")
