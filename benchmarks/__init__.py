@@ -61,6 +61,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
                 "and a pooled LR"),
     "clinical": ("clinical", "whole product rounds on real clinical tables (text, missing cells): package vs each "
                  "site's own and the pooled models"),
+    "summary-stats": ("summary_stats", "one round from each site's fit (one-step, random effects) vs the pooled "
+                      "logistic regression with site intercepts, on the clinical tables"),
     "privacy": ("privacy", "privacy–utility curve: colluding-site reconstruction, membership AUC and accuracy as the "
                 "dimension, the noise and ε vary (DC-CFL/DC, distillation, GOLD)"),
     "units": ("units_check", "the site's units check on the clinical tables and DC-CFL's label-skewed clients: false "

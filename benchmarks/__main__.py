@@ -44,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sites", help="scale: comma-separated site counts (default 10,30,100,300,1000)")
     p.add_argument("--method", action="append",
                    help="clinical, small-sites, fuzz, privacy --rows: a method to run (repeatable; default clinical: "
-                   "dccfl, dc; small-sites: every classification method; fuzz: all; privacy --rows: dccfl)")
+                   "dccfl, dc, meta-lr, and clinical takes NAME:key=value,… for kit settings, e.g. "
+                   "meta-lr:effects=fixed; small-sites: every classification method; fuzz: all; privacy --rows: "
+                   "dccfl)")
     p.add_argument("--site-impute", choices=("auto", "mean", "none"), default="auto",
                    help="clinical: how sites read empty cells (auto: as the product's error says, only if needed)")
     p.add_argument("--debug", action="store_true", help="show the full traceback of an error")

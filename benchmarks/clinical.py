@@ -13,15 +13,21 @@ Protocol, per (case, seed):
 2. References, all scored on each site's test rows: the site's own logistic regression on its raw training rows
    (text one-hot, numbers median-imputed with a missing indicator, all standardised; L2, C = 1), and the same
    logistic regression and a histogram gradient-boosting model fitted on every site's training rows pooled
-   (upper references: no one-shot collaboration can see the pooled rows).
+   (upper references: no one-shot collaboration can see the pooled rows); issue #37: the same pooled logistic
+   regression with one intercept per site (a one-hot site column), scored with the site's own intercept.
 3. The product round (:func:`product_round`), as users would run it: the schema inferred from a pooled sample
    (:data:`SCHEMA_SAMPLE_ROWS` rows drawn from all sites' training rows: a stand-in for the public reference
    sample a kit is made from), the kit built with the method's defaults and the seed, the lead site's (the
    first site's) anchor made from its training CSV as ``dcstudio anchor new --csv`` does (extended SMOTE seeded
    by synthetic rows from that CSV's column statistics), every site's export of its raw training CSV, the
    analyst's import, run and export of packages, and every site's ``participant apply --validate`` on its test
-   CSV (the product's class probabilities ``prob_<class>`` give its AUC; ``--validate`` also scores the
-   logistic regression the site kept at export on the kit's columns).
+   CSV (the product's class probabilities ``prob_<class>`` give its AUC: the model the site uses, whichever
+   ``apply`` chose; ``--validate`` also scores the logistic regression the site kept at export on the kit's
+   columns). Issue #37's oracle, the package as sent without any gate: for the DC family the same imported
+   bundles analysed again with ``own_model=false``, for other methods the round's own package, each opened in the
+   site's workspace and applied to the test rows without "keep your own" or the site's check
+   (:func:`ungated_proba`). ``--method NAME:key=value,…`` runs a method with kit settings
+   (e.g. ``meta-lr:effects=fixed``).
 4. Scores: accuracy and AUC (binary: ROC AUC of the second class in the kit's order; more classes: macro
    one-vs-rest), averaged over seeds per site.
 The seed fixes the splits, the references and the method's seed setting, but every round draws fresh keys, a
@@ -49,6 +55,9 @@ import numpy as np
 import pandas as pd
 
 from core.errors import ConfigError, DataError
+
+from . import clinical_gains
+from .clinical_gains import check_lines, gains_table, must_show, site_gains, smallest_line, smallest_third
 
 DEFAULT_METHODS = ("dccfl", "dc", "meta-lr")  # the product's methods for a classification kit
 DEFAULT_SEEDS = 5
@@ -223,7 +232,40 @@ def fitted_scores(model, test: pd.DataFrame, label: str) -> dict[str, float]:
     return scores(test[label], proba, [str(c) for c in model.classes_])
 
 
+def event_risk(model, test: pd.DataFrame, label: str, event: str) -> np.ndarray:
+    """A fitted model's probability of the class ``event`` for each test row."""
+    proba = model.predict_proba(test.drop(columns=label))
+    return proba[:, [str(c) for c in model.classes_].index(str(event))]
+
+
+SITE_COLUMN = "(site)"
+
+
+def with_site_column(parts: list[tuple[str, pd.DataFrame, pd.DataFrame]]) -> pd.DataFrame:
+    """Every site's training rows pooled with a text column naming the site: :func:`raw_logistic_regression` one-hots
+    it, so the pooled logistic regression gets one intercept per site (issue #37's reference; a test row is scored
+    with its own site's name, i.e. its own intercept)."""
+    return pd.concat([tr.assign(**{SITE_COLUMN: name}) for name, tr, _ in parts], ignore_index=True)
+
+
 # ---- the product round ---------------------------------------------------------------------------------------
+def method_spec(text: str) -> tuple[str, dict[str, Any]]:
+    """``NAME`` or ``NAME:key=value,key=value`` (a method with kit settings, e.g. ``meta-lr:effects=fixed``) →
+    (method name, settings); an unknown method or setting, or a value out of range, is one ConfigError sentence."""
+    from core.methods import method_class
+
+    name, _, rest = text.partition(":")
+    cls = method_class(name)
+    settings: dict[str, Any] = {}
+    for part in filter(None, rest.split(",")):
+        key, eq, value = part.partition("=")
+        spec = cls.setting(key.strip())
+        if not eq or spec is None:
+            raise ConfigError(f"'{part}' in --method {text} is not a setting of {name} (key=value)")
+        settings[spec.name] = spec.parse(value.strip())
+    return name, settings
+
+
 @dataclass
 class RoundOptions:
     """How the harness drives the product. ``site_impute``: today (before issue #22's typed columns) the product
@@ -244,6 +286,7 @@ class RoundOutcome:
     analyst_seconds: float
     summary: dict = field(default_factory=dict)
     figures: dict = field(default_factory=dict)  # metrics_agreement: per-site figures checked against sklearn
+    oracle: str = ""  # how the package without any gate was read (issue #37)
 
 
 def _read_with(load: Callable, site_impute: str):
@@ -278,11 +321,12 @@ def product_round(folder: Path, sample_csv: Path, sites: list[tuple[str, Path, P
     from .metrics_agreement import check_run
 
     o = options or RoundOptions()
+    method, extra = method_spec(method)
     cls = method_class(method)
     imputed = False
     analyst = Identity.generate("analyst")
     schema, notes = infer_schema(sample_csv, label=label)
-    settings = {"seed": seed} if "seed" in cls.default_settings() else {}
+    settings = {**({"seed": seed} if "seed" in cls.default_settings() else {}), **extra}
     kit, kit_notes = build_kit(name=f"clinical {label}", schema=schema, analyst=analyst.card, method=method,
                                settings=settings, anchor_rows=o.anchor_rows if cls.needs_anchor else None)
     kit_path = folder / "project.dckit"
@@ -316,6 +360,12 @@ def product_round(folder: Path, sample_csv: Path, sites: list[tuple[str, Path, P
                         [str(c) for c in kit.schema.classes], outputs.report.read_text()).to_dict()
     per_site = {str(x.get("site")): x for x in run.result.summary.get("sites", [])}
     classes = list(kit.schema.classes)
+    # the oracle (issue #37): the package as sent without any gate. A method whose analyst chooses own models (the
+    # DC family) analyses the same bundles again with own_model=false; any other method's package is read as sent.
+    oracle_dir, oracle_how = folder / "to-sites", "the package as sent, before the site's check"
+    if "own_model" in cls.default_settings() and cls.own_model_choice == "analyst":
+        oracle_dir, oracle_how = folder / "to-sites-oracle", "the same bundles analysed with own_model=false"
+        analysis.export(analysis.run(bundles, settings={"own_model": False}), oracle_dir)
     out: dict[str, dict[str, Any]] = {}
     for name, _, test_csv in sites:
         res, imp = _read_with(
@@ -331,12 +381,52 @@ def product_round(folder: Path, sample_csv: Path, sites: list[tuple[str, Path, P
             proba = (result["prediction"].to_numpy(object)[:, None] == np.asarray(classes, object)).astype(float)
         local = (res.validation or {}).get("local") or {}
         info = per_site.get(name, {})
+        oracle, _ = _read_with(lambda opt, name=name, test_csv=test_csv: ungated_proba(
+            oracle_dir / f"{name}.dcpkg", idents[name], SiteWorkspace(folder / name), test_csv, opt), o.site_impute)
+        choice = res.choice or {}
         out[name] = {**scores(result[label], proba, classes), "kept_own_accuracy": local.get("accuracy"),
                      "sent": info.get("model"), "kept_own": res.kept_own,
+                     "used": str(choice.get("kind") or choice.get("model") or "package"),
+                     "used_by": choice.get("by"),
                      "expected": (info.get("expected") or {}).get("accuracy"),
-                     "expected_own": (info.get("own_model") or {}).get("accuracy")}
+                     "expected_own": (info.get("own_model") or {}).get("accuracy"),
+                     "oracle": scores(result[label], oracle, classes),
+                     "_proba": {"classes": [str(c) for c in classes], "in_use": proba, "oracle": oracle}}
     return RoundOutcome(out, list(kit.schema.feature_names), notes + kit_notes, imputed, analyst_seconds,
-                        {k: v for k, v in run.result.summary.items() if k in ("t", "n_clusters")}, figures)
+                        {k: v for k, v in run.result.summary.items() if k in ("t", "n_clusters")}, figures,
+                        oracle_how)
+
+
+def ungated_proba(package_path: Path, identity, workspace, csv_path: Path, options=None) -> np.ndarray:
+    """The class probabilities of a package's own model on the rows of ``csv_path``, as the analyst sent it: the
+    site's workspace opens and checks it as ``participant apply`` does, but neither a "keep your own" in its manifest
+    nor the site's own check is applied (issue #37's oracle). Rows in the CSV's order, columns in the kit's class
+    order."""
+    from core.data.tabular import read_table
+    from core.formats.envelope import inspect, open_sealed
+    from core.formats.kit import Kit
+    from core.methods import get_method
+    from core.methods.promise import proba_of
+    from core.participant import apply_checked, check_package, package_limits
+
+    binding = inspect(package_path)
+    kit = Kit.load(workspace.kit_path(binding.project_id))
+    meta, private = workspace.load_export(kit.project_id, binding.in_reply_to)
+    rows = meta.get("rows") if type(meta.get("rows")) is int else None
+    opened = open_sealed(package_path, identity, expect_kind="package", expect_project=kit.project_id,
+                         expect_sender=kit.analyst, expect_in_reply_to=binding.in_reply_to,
+                         limits=package_limits(kit, rows))
+    manifest, arrays = opened.payload.manifest, opened.payload.arrays
+    check_package(kit, manifest, arrays, rows if rows is not None else -1, private)
+    as_sent = {k: v for k, v in manifest.items() if k not in ("model", "own_kind")} \
+        if manifest.get("model") == "own" else manifest
+    method = get_method(manifest["method"])
+    schema = kit.schema.block_schema(meta["block"]) if meta.get("block") else kit.schema
+    fills = meta.get("fill_values")
+    table = read_table(csv_path, schema, options=options, labels=False,
+                       fill_values=fills if isinstance(fills, dict) else None)
+    columns = apply_checked(method, as_sent, arrays, private, table.X, package_path)
+    return proba_of(columns, [str(c) for c in kit.schema.classes])
 
 
 # ---- one (case, seed) ----------------------------------------------------------------------------------------
@@ -353,10 +443,13 @@ def run_cell(case: Case, frame: pd.DataFrame, sites: pd.Series, seed: int, metho
         warnings.simplefilter("ignore")  # convergence chatter of small sites; the scores say what matters
         pooled_lr = raw_logistic_regression(pooled, label).fit(pooled.drop(columns=label), pooled[label])
         pooled_hgb = raw_gradient_boosting(pooled, label, seed).fit(pooled.drop(columns=label), pooled[label])
+        with_sites = with_site_column(parts)
+        pooled_si = raw_logistic_regression(with_sites, label).fit(with_sites.drop(columns=label), with_sites[label])
         rows = {}
         classes = sorted(pooled[label].unique())
         for name, tr, te in parts:
             own = raw_logistic_regression(tr, label).fit(tr.drop(columns=label), tr[label])
+            te_site = te.assign(**{SITE_COLUMN: name})
             rows[name] = {
                 "train_rows": len(tr), "test_rows": len(te),
                 "train_events": {c: int((tr[label] == c).sum()) for c in classes},
@@ -365,8 +458,12 @@ def run_cell(case: Case, frame: pd.DataFrame, sites: pd.Series, seed: int, metho
                 "encoded_columns": int(len(own[:-1].get_feature_names_out())),
                 "own_lr": fitted_scores(own, te, label),
                 "pooled_lr": fitted_scores(pooled_lr, te, label),
+                "pooled_si_lr": fitted_scores(pooled_si, te_site, label),
                 "pooled_hgb": fitted_scores(pooled_hgb, te, label),
-                "methods": {}}
+                "methods": {},
+                "_risk": {"y": (te[label].to_numpy(object) == classes[-1]).astype(np.int64),
+                          "own": event_risk(own, te, label, classes[-1]),
+                          "reference": event_risk(pooled_si, te_site, label, classes[-1])}}
     references_seconds = time.perf_counter() - started
     methods_out = {}
     with tempfile.TemporaryDirectory(prefix=f"clinical-{case.name}-") as tmp:
@@ -381,16 +478,21 @@ def run_cell(case: Case, frame: pd.DataFrame, sites: pd.Series, seed: int, metho
         pooled.sample(n=min(SCHEMA_SAMPLE_ROWS, len(pooled)), random_state=seed).to_csv(sample_csv, index=False,
                                                                                       na_rep="")
         for method in methods:
-            folder = root / method
+            folder = root / "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in method)
             folder.mkdir()
             t0 = time.perf_counter()
             r = product_round(folder, sample_csv, csvs, label, method, seed, options)
             for name in rows:
-                rows[name]["methods"][method] = r.sites[name]
+                site = dict(r.sites[name])
+                proba = site.pop("_proba")
+                rows[name]["methods"][method] = site
+                if len(proba["classes"]) == 2:  # issue #37's paired measures: binary outcomes
+                    k = proba["classes"].index(str(classes[-1]))
+                    rows[name]["_risk"][method] = {"in_use": proba["in_use"][:, k], "oracle": proba["oracle"][:, k]}
             methods_out[method] = {"kit_columns": r.kit_columns, "schema_notes": r.schema_notes,
                                    "imputed": r.imputed, "analyst_seconds": r.analyst_seconds,
                                    "round_seconds": time.perf_counter() - t0, "figures": r.figures,
-                                   **r.summary}
+                                   "oracle": r.oracle, **r.summary}
     return {"case": case.name, "seed": seed, "sites": rows, "methods": methods_out,
             "references_seconds": references_seconds, "seconds": time.perf_counter() - started}
 
@@ -431,18 +533,26 @@ def summarise(cells: list[dict], methods: Sequence[str]) -> dict[str, Any]:
                  "train_events": {c: _mean(r["train_events"][c] for r in rs) for c in rs[0]["train_events"]},
                  "test_events": {c: _mean(r["test_events"][c] for r in rs) for c in rs[0]["test_events"]},
                  "raw_columns": rs[0]["raw_columns"], "encoded_columns": _mean(r["encoded_columns"] for r in rs)}
-            for ref in ("own_lr", "pooled_lr", "pooled_hgb"):
-                s[ref] = {k: _mean(r[ref][k] for r in rs) for k in ("accuracy", "auc")}
+            for ref in REFERENCES:
+                s[ref] = {k: _mean(r[ref][k] for r in rs if ref in r) for k in ("accuracy", "auc")}
             s["methods"] = {m: {"accuracy": _mean(r["methods"][m]["accuracy"] for r in rs),
                                 "auc": _mean(r["methods"][m]["auc"] for r in rs),
                                 "kept_own_accuracy": _mean(r["methods"][m]["kept_own_accuracy"] for r in rs),
                                 "sent_own": int(sum(r["methods"][m]["sent"] == "own" for r in rs)),
+                                "used": _counts(r["methods"][m].get("used") for r in rs),
+                                "oracle": {k: _mean(r["methods"][m]["oracle"][k] for r in rs if "oracle" in
+                                                    r["methods"][m]) for k in ("accuracy", "auc")},
                                 **{f"delta_{k}_se": _se([r["methods"][m][k] - r["own_lr"][k] for r in rs])
                                    for k in ("accuracy", "auc")}}
                             for m in methods}
+            if all("_risk" in r and all(m in r["_risk"] for m in methods) for r in rs):  # issue #37, binary
+                events = list(s["train_events"].values())[-1] + list(s["test_events"].values())[-1]  # the outcome's
+                s["gains"] = {m: site_gains([{"y": r["_risk"]["y"], "own": r["_risk"]["own"],
+                                              "reference": r["_risk"]["reference"], **r["_risk"][m]} for r in rs],
+                                            events) for m in methods}
             sites[n] = s
         mean = {ref: {k: _mean(s[ref][k] for s in sites.values()) for k in ("accuracy", "auc")}
-                for ref in ("own_lr", "pooled_lr", "pooled_hgb")}
+                for ref in REFERENCES}
         info = {m: {"kit_columns": cs[0]["methods"][m]["kit_columns"],
                     "schema_notes": cs[0]["methods"][m]["schema_notes"],
                     "imputed": any(c["methods"][m]["imputed"] for c in cs),
@@ -450,6 +560,30 @@ def summarise(cells: list[dict], methods: Sequence[str]) -> dict[str, Any]:
                                 for k in ("checked", "mismatches")}} for m in methods}
         out[case] = {"seeds": [c["seed"] for c in cs], "sites": sites, "mean": mean, "product": info,
                      "targets": {m: target_check(sites, m) for m in methods}}
+        if all("gains" in x for x in sites.values()):
+            out[case]["must_show"] = {m: must_show(case, {n: x["gains"][m] for n, x in sites.items()})
+                                      for m in methods}
+    return out
+
+
+REFERENCES = ("own_lr", "pooled_lr", "pooled_si_lr", "pooled_hgb")
+
+
+def _counts(values) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        if v is not None:
+            out[str(v)] = out.get(str(v), 0) + 1
+    return out
+
+
+def smallest_sites(summary: dict[str, Any], methods: Sequence[str]) -> dict[str, Any]:
+    """Issue #37's check over every table: the smallest third of all sites (by rows) per method."""
+    out = {}
+    for m in methods:
+        sites = {f"{case}/{n}": {"rows": x["train_rows"] + x["test_rows"], **x["gains"][m]}
+                 for case, s in summary.items() for n, x in s["sites"].items() if "gains" in x}
+        out[m] = smallest_third(sites)
     return out
 
 
@@ -511,6 +645,7 @@ def markdown(out: dict, command: str) -> str:
              "Means over seeds; Δ = package − the site's own raw-row logistic regression; ± is the standard "
              "error of the worst site's Δ over seeds.", ""]
     lines += [f"- {target_line(case, m, s['targets'][m])}" for case, s in out["summary"].items() for m in methods]
+    lines += issue37_markdown(out)
     lines += ["", "## Per-site figures against scikit-learn (issue #23)", "",
               "Every per-site figure of each round's summary.json and report.html, recomputed with scikit-learn on the "
               "out-of-fold predictions it was computed on (`benchmarks/metrics_agreement.py`; summed over seeds):", ""]
@@ -525,7 +660,8 @@ def markdown(out: dict, command: str) -> str:
                          + ("; the sites' CSVs needed `impute = mean`" if p["imputed"] else ""))
         head = ["site", "train rows (events)", "test rows (events)", "columns raw / encoded",
                 "own LR acc / AUC", *[f"{m} acc / AUC" for m in methods], "pooled LR acc / AUC",
-                "pooled GBM acc / AUC", *[f"{m}: kept LR acc · sent own" for m in methods]]
+                "pooled LR + site intercepts acc / AUC", "pooled GBM acc / AUC",
+                *[f"{m}: kept LR acc · sent own" for m in methods]]
         lines += ["", "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
         for n, x in s["sites"].items():
             ev = list(x["train_events"])[-1]
@@ -534,6 +670,7 @@ def markdown(out: dict, command: str) -> str:
                      f"{_f(x['own_lr']['accuracy'])} / {_f(x['own_lr']['auc'])}",
                      *[f"{_f(x['methods'][m]['accuracy'])} / {_f(x['methods'][m]['auc'])}" for m in methods],
                      f"{_f(x['pooled_lr']['accuracy'])} / {_f(x['pooled_lr']['auc'])}",
+                     f"{_f(x['pooled_si_lr']['accuracy'])} / {_f(x['pooled_si_lr']['auc'])}",
                      f"{_f(x['pooled_hgb']['accuracy'])} / {_f(x['pooled_hgb']['auc'])}",
                      *[f"{_f(x['methods'][m]['kept_own_accuracy'])} · {x['methods'][m]['sent_own']}/"
                        f"{len(s['seeds'])}" for m in methods]]
@@ -545,12 +682,40 @@ def markdown(out: dict, command: str) -> str:
             [f"{_f(mean['own_lr']['accuracy'])} / {_f(mean['own_lr']['auc'])}",
              *[f"{_f(pk[m][0])} / {_f(pk[m][1])}" for m in methods],
              f"{_f(mean['pooled_lr']['accuracy'])} / {_f(mean['pooled_lr']['auc'])}",
+             f"{_f(mean['pooled_si_lr']['accuracy'])} / {_f(mean['pooled_si_lr']['auc'])}",
              f"{_f(mean['pooled_hgb']['accuracy'])} / {_f(mean['pooled_hgb']['auc'])}", *["" for _ in methods]])
                      + " |")
         lines += ["", "Rows and events (rows of the last class, the outcome): means over seeds. \"kept LR\": the "
                   "logistic regression the site keeps at export on the kit's columns, scored by `apply --validate`; "
                   "\"sent own\": seeds in which the analyst sent the site \"keep your own model\"."]
     return "\n".join(lines) + "\n"
+
+
+def issue37_markdown(out: dict) -> list[str]:
+    """The record's issue #37 section: the checks, then per case and method the per-site gains table."""
+    methods, summary = out["methods"], out["summary"]
+    if not any("must_show" in s for s in summary.values()):
+        return []
+    lines = ["", "## Collaboration that pays (issue #37)", "",
+             (clinical_gains.__doc__ or "").split("\n\n", 1)[1].strip(),
+             "", "### Must show", ""]
+    lines += [f"- {line}" for line in issue37_lines(out)]
+    how = {m: next((c["methods"][m].get("oracle") for c in out.get("cells", []) if m in c["methods"]), "")
+           for m in methods}
+    lines += ["", "Oracle per method: " + "; ".join(f"`{m}`: {how[m]}" for m in methods) + "."]
+    for case, s in summary.items():
+        if "must_show" not in s:
+            continue
+        for m in methods:
+            used = {n: x["methods"][m].get("used", {}) for n, x in s["sites"].items()}
+            lines += ["", f"### {case} / {m}", "",
+                      *gains_table({n: x["gains"][m] for n, x in s["sites"].items()}, used, len(s["seeds"]))]
+    lines += ["", "AUCs: means over seeds of each seed's test-row AUC. Differences: paired over the same test rows, "
+              "stratified DeLong over seeds with a 95 % interval. \"used\": which model `participant apply` used, "
+              "seeds per kind (package = the package as sent; own = the site's own model). Events: the site's "
+              "outcome rows, training and test. Calibration slope: logistic recalibration of the model in use on "
+              "all seeds' test rows."]
+    return lines
 
 
 def _commit() -> str | None:
@@ -570,11 +735,10 @@ def _commit() -> str | None:
 def run(cases: Sequence[str], seeds: Sequence[int], methods: Sequence[str], *, data_dir: str | None = None,
         options: RoundOptions | None = None, jobs: int = 1, say: Callable[[str], None] = print) -> dict[str, Any]:
     """Every (case, seed) cell (in ``jobs`` processes), the summary and the target check."""
-    from core.methods import method_class
 
     options = options or RoundOptions()
     for m in methods:
-        method_class(m)  # an unknown method is one sentence before any work
+        method_spec(m)  # an unknown method or setting is one sentence before any work
     unknown = [c for c in cases if c not in CASES]
     if unknown:
         raise ConfigError(f"unknown clinical case '{unknown[0]}'; the cases are {', '.join(CASES)}")
@@ -604,8 +768,9 @@ def run(cases: Sequence[str], seeds: Sequence[int], methods: Sequence[str], *, d
     cells.sort(key=lambda c: (list(cases).index(c["case"]), c["seed"]))
     return {"experiment": "clinical", "cases": list(cases), "seeds": list(seeds), "methods": list(methods),
             "site_impute": options.site_impute, "jobs": jobs, "rules": {c: CASES[c].rule for c in cases},
-            "summary": summarise(cells, methods), "cells": cells, "wall_seconds": time.perf_counter() - started,
-            "load": os.getloadavg()[0], "commit": _commit()}
+            "summary": (summary := summarise(cells, methods)), "smallest": smallest_sites(summary, methods),
+            "cells": cells, "wall_seconds": time.perf_counter() - started, "load": os.getloadavg()[0],
+            "commit": _commit()}
 
 
 def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
@@ -630,11 +795,28 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
         *(target_line(c, m, s["targets"][m]) for c, s in out["summary"].items() for m in methods),
         *(f"{c} / {m}: figures checked: {s['product'][m]['figures']['checked']}, mismatches: "
           f"{s['product'][m]['figures']['mismatches']}" for c, s in out["summary"].items() for m in methods),
+        "", "Collaboration that pays (issue #37):", *issue37_lines(out),
         f"wall time {out['wall_seconds'] / 60:.1f} min")
     if args.json:
-        write_json_atomic(args.json, _finite(json.loads(json.dumps(out, default=_jsonable))))
+        write_json_atomic(args.json, _finite(json.loads(json.dumps(_public(out), default=_jsonable))))
         write_text_atomic(Path(args.json).with_suffix(".md"), markdown(out, out["command"]))
     return out
+
+
+def issue37_lines(out: dict) -> list[str]:
+    """Issue #37's "Must show" checks, one line each (:mod:`benchmarks.clinical_gains`)."""
+    lines = [line for case, s in out["summary"].items() for m in out["methods"] if "must_show" in s
+             for line in check_lines(case, m, s["must_show"][m])]
+    return lines + [smallest_line(m, x) for m, x in out.get("smallest", {}).items()]
+
+
+def _public(o: Any) -> Any:
+    """The tree without the in-memory arrays (keys starting with '_': each test row's risks)."""
+    if isinstance(o, dict):
+        return {k: _public(v) for k, v in o.items() if not str(k).startswith("_")}
+    if isinstance(o, list):
+        return [_public(v) for v in o]
+    return o
 
 
 def _jsonable(o: Any) -> Any:

@@ -409,6 +409,10 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     from benchmarks import worker_count
     from core.fileio import write_json_atomic, write_text_atomic
 
+    if not getattr(args, "rows", None) and (args.method or []) == ["meta-lr"]:  # the summary path (issue #35)
+        from benchmarks.summary_privacy import run_from_args as summary_path
+
+        return summary_path(args, say)
     if getattr(args, "rows", None):
         methods = args.method or ["dccfl"]
         tables = args.dataset or [None]

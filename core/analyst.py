@@ -35,7 +35,9 @@ from .formats.workspace import AnalystWorkspace
 from .learn.own_cv import read_own_cv, site_rows
 from .methods import FitContext, Method, MethodResult, ReceivedBundle, get_method
 from .methods.base import canonical_order
+from .methods.views import Text
 from .model_card import CARD_SUFFIX, card_for, model_cards
+from .privacy.formal_summary import formal_block, formal_lines
 from .robustness import ScaleFlag, scale_flags
 
 
@@ -80,10 +82,12 @@ class AnalystRun:
                 for r in self.refused]
 
     def summary_lines(self) -> list[str]:
-        return self.method.summary_lines(self.result.summary)
+        return self.method.summary_lines(self.result.summary) + formal_lines(self.result.summary.get("formal_privacy"))
 
     def views(self) -> list:
-        return self.method.views(self.result)
+        """The method's views, after the formal option's statement when a site used it (the Models page)."""
+        formal = formal_lines(self.result.summary.get("formal_privacy"))
+        return ([Text(" ".join(formal), tone="warning")] if formal else []) + self.method.views(self.result)
 
 
 OUTPUT_SUFFIXES = (".dcpkg",)
@@ -311,6 +315,9 @@ class AnalystRound:
         # its packages go back in the caller's order (the result's summary and details keep the canonical one).
         order = canonical_order(bundles)
         result = m.fit([bundles[i] for i in order], context)
+        formal = formal_block([bundles[i] for i in order])  # (ε, δ) per site, what it covers, what figures rest on
+        if formal:
+            result.summary["formal_privacy"] = formal
         back = np.argsort(order)
         result.packages = [result.packages[j] for j in back]
         return AnalystRun(m, result, list(bundles), list(excluded or []), self.scale_flags(bundles),

@@ -128,7 +128,7 @@ def cmd_kit_new(args) -> None:
                              other=args.other)
     schema, notes = infer_schema(args.schema_from, label=args.label, id_column=args.id_column,
                                  with_ranges=ranges, with_statistics=args.statistics, options=csv_options(args),
-                                 choices=choices)
+                                 choices=choices, min_group=_min_group(args.min_group))
     roster = [PublicCard.load(p) for p in args.roster] if args.roster else None
     kit, more = build_kit(name=args.name, schema=schema, analyst=ident.card, task=task, method=method,
                           settings=parse_sets(args.set, cls), blocks=args.blocks, anchor_kind=args.anchor_kind,
@@ -143,16 +143,30 @@ def cmd_kit_new(args) -> None:
     else:
         what = f"{len(schema.features)} features, label '{schema.label}' with classes {', '.join(schema.classes)}"
     chosen = get_settings_text(cls, kit.settings)
-    say(*notes, *more, *schema.describe_columns(), f"kit: {args.out}", f"project id: {kit.project_id}", what,
+    published = ([f"public statistics of the sample: shares over groups of at least {args.min_group} rows"
+                  + (", ranges rounded outward (no row's exact min or max)" if ranges else "")]
+                 if args.statistics or ranges else [])
+    say(*notes, *more, *schema.describe_columns(), *published, f"kit: {args.out}", f"project id: {kit.project_id}",
+        what,
         f"method {method} ({cls.title}){chosen}",
         *([] if cls.needs_anchor else ["this method needs no anchor: skip `dcstudio anchor new`"]),
         f"analyst fingerprint (participants compare this): {ident.card.fingerprint}")
 
 
-def filled_lines(table) -> list[str]:
-    """What export and apply say about missing cells filled, per column (also in the bundle's manifest)."""
+def _min_group(n: int) -> int:
+    if not 1 <= n <= 1000:
+        raise ConfigError(f"--min-group takes a number of rows from 1 to 1000, got {n}")
+    return n
+
+
+def filled_lines(table, formal: bool = False) -> list[str]:
+    """What export and apply say about missing cells filled, per column (also in the bundle's manifest, except under
+    the formal option, whose fills are the kit's public values and whose counts stay at the site)."""
     if not table.filled:
         return []
+    if formal:
+        return [f"missing cells filled: {table.n_imputed:,}, with the kit's public values (formal option: the "
+                "counts stay here)"]
     parts = [f"{name} {k:,} (with {value:.6g})" if isinstance(value := table.fill_values.get(name), float)
              else f"{name} {k:,} (with {value!r})" for name, k in table.filled.items()]
     return [f"missing cells filled: {table.n_imputed:,} ({'; '.join(parts)})"]
@@ -299,6 +313,7 @@ def cmd_participant_assess(args) -> None:
         job.load(args.csv, csv_options(args), block=args.block)
         job.compute()
         assessment = job.assess()
+        ledger = job.ledger_lines()
         levers = None
         if args.levers:
             from .privacy.levers import measure_levers
@@ -312,7 +327,7 @@ def cmd_participant_assess(args) -> None:
             out["levers"] = levers.to_dict()
         print(json.dumps(out, indent=2, ensure_ascii=False, default=float))
     else:
-        say(*privacy_lines(assessment), *(levers.lines() if levers is not None else []))
+        say(*privacy_lines(assessment), *ledger, *(levers.lines() if levers is not None else []))
     if args.require_ok and assessment.verdict == "poor":
         raise PoorPrivacy(f"the privacy assessment is poor on {len(assessment.poor)} attack(s) "
                           f"({', '.join(f.attack for f in assessment.poor)}); see the lines above for the levers")
@@ -329,7 +344,7 @@ def cmd_participant_export(args) -> None:
             say(*(f"warning: {w} (you said you checked it: --units-checked)" for w in job.unit_warnings))
         job.check_target(args.out, replace=args.force)
         ex = job.compute()
-        say(*privacy_lines(job.assess()))
+        say(*privacy_lines(job.assess()), *job.ledger_lines())  # the ε spent so far, before this export seals
         sealed = job.seal(args.out, replace=args.force)
     except BaseException:
         job.tidy()
@@ -343,8 +358,8 @@ def cmd_participant_export(args) -> None:
         f"bundle: {sealed.path} ({sealed.size:,} bytes, sha256 {sealed.digest})",
         *([f"feature block: '{job.block}' ({', '.join(kit.schema.block_columns(job.block))})"] if job.block else []),
         f"rows: {table.n_rows:,}, encoded in the kit's {table.X.shape[1]} matrix column(s)",
-        *filled_lines(table),
-        *(f"note: {n}" for n in table.notes),
+        *filled_lines(job.table, "privacy" in ex.manifest),
+        *(f"note: {n}" for n in job.table.notes),
         "leaves this site: " + (ex.plain or leaves_sentence(  # the method's own words when it gives them
             table.n_rows, table.X.shape[1], int(ex.arrays["x_tilde"].shape[1]) if "x_tilde" in ex.arrays else 0,
             labels="rows" if "y" in ex.arrays else "counts" if "label_counts" in ex.arrays else "none",
@@ -693,11 +708,15 @@ def build_parser() -> argparse.ArgumentParser:
                    + " (default: the task's first method)")
     p.add_argument("--blocks", help='clustering: feature blocks, e.g. "clinical=a,b,c;lifestyle=d,e"')
     p.add_argument("--ranges", action=argparse.BooleanOptionalAction, default=None,
-                   help="publish each numeric column's min/max of the sample in the kit (default: on for "
+                   help="publish each numeric column's range in the kit, rounded outward (never a real row's "
+                   "exact min or max; default: on for "
                    "clustering)")
     p.add_argument("--statistics", action=argparse.BooleanOptionalAction, default=True,
                    help="publish the sample's per-column mean and spread, level shares and missing shares in the "
                    "kit, so every site can check its units before export (default: on)")
+    p.add_argument("--min-group", type=int, default=10, metavar="N",
+                   help="publish shares only over groups of at least N rows (counts rounded to multiples of N, a "
+                   "smaller group counted as N) and means and spreads only over N rows or more (default: 10)")
     p.add_argument("--ignore", action="append", metavar="COL[,COL]",
                    help="leave columns out of the project (e.g. ones that leak the outcome); repeatable")
     p.add_argument("--type", action="append", metavar="COL=TYPE",

@@ -117,9 +117,18 @@ def model_card(kit: Kit, method: Method, summary: dict, site: dict) -> ModelCard
                 Section("What left each site", [method.what_leaves or "(the method does not say)"]
                         + (["Each site also sent a few numbers about its own model: its cross-validated accuracy and "
                             "AUC, with their row counts."] if _own(site).get("source") == "site" else [])),
+                *_formal(summary, site),
                 Section("Known limits", bullets=[text for text, _ in limits] or ["None found by the checks above."])]
     title = f"Model card — package for {name} ({kit.name})"
     return ModelCard(name, title, warnings, sections)
+
+
+def _formal(summary: dict, site: dict) -> list[Section]:
+    """The formal (ε, δ) option, when a site of the run used it: this site's budget and what the figures rest on."""
+    from .privacy.formal_summary import site_lines
+
+    lines = site_lines(summary.get("formal_privacy"), str(site.get("fingerprint", "")))
+    return [Section("Formal privacy", lines)] if lines else []
 
 
 def _own(site: dict) -> dict:

@@ -18,6 +18,7 @@ from . import __version__
 from .control import JobControl, ensure
 from .data.encoding import encoded_means, encoded_scales
 from .data.harmony import unit_warnings
+from .data.public_stats import formal_scales, public_fill_values
 from .data.tabular import CsvFormat, CsvOptions, LocalTable, preview, read_table
 from .errors import ConfigError, DataError, DCError, FormatError, VerificationError
 from .fileio import atomic_writer, safe_cell, utc_now
@@ -35,6 +36,8 @@ from .learn.threshold import DEFAULT_THRESHOLD, check_threshold, rates_at, thres
 from .methods import METHODS, Disclosure, SiteExport, SiteInput, get_method, method_class
 from .methods.promise import export_with_check, promised_columns
 from .privacy.assessment import PrivacyAssessment, assess_export
+from .privacy.ledger import Ledger, spent
+from .privacy.protective import is_formal
 from .privacy.thresholds import PrivacyThresholds
 from .wording import ARRAY_WORDS
 
@@ -138,6 +141,7 @@ class ParticipantRound:
         self._workspace = workspace if isinstance(workspace, SiteWorkspace) else None
         self._made_workspace = False
         self.table: LocalTable | None = None
+        self._read: tuple | None = None  # how ``table`` was read (a formal export reads it again with public fills)
         self.block: str | None = None
         self.export_: SiteExport | None = None
         self.local_baseline = True  # train the own-rows model that ``apply --validate`` compares with
@@ -219,17 +223,48 @@ class ParticipantRound:
             schema = schema.block_schema(block)
         linked = self.kit.task == "clustering" and len(self.kit.schema.block_names) > 1
         needs_ids = bool(schema.id_column) and linked
-        self.table = read_table(csv_path, schema, options=options,
-                                labels=self.method.reads_labels() and schema.label is not None,
-                                ids=needs_ids, control=control)
+        self._read = (csv_path, schema, options, self.method.reads_labels() and schema.label is not None, needs_ids)
+        self.table = read_table(csv_path, schema, options=options, labels=self._read[3], ids=needs_ids,
+                                control=control)
         self.unit_warnings = unit_warnings(schema, self.table.X, self.table.y, self.table.unseen)
         self.export_ = None
         return self.table
+
+    def _public_fills(self) -> None:
+        """Under the formal option, empty cells are filled from the kit's public values, never from this site's own
+        rows (core/data/public_stats.py): the table is read again with them when it filled any cell otherwise."""
+        t = self.table
+        if self._read is None:
+            return
+        path, schema, options, labels, ids = self._read
+        fills, lacking = public_fill_values(schema)
+        if not t.filled or all(t.fill_values.get(k) == fills.get(k) for k in t.filled):
+            return
+        if any(k in lacking for k in t.filled):
+            raise ConfigError("the formal privacy option fills empty cells from the kit's public values only, and "
+                              "the kit publishes none for " + ", ".join(repr(k) for k in t.filled if k in lacking)
+                              + "; ask the analyst for a kit made with --statistics, or export without it")
+        self.table = read_table(path, schema, options=options, labels=labels, ids=ids, fill_values=fills)
+
+    def privacy_spent(self) -> Ledger:
+        """The formal privacy this site has spent on the kit's project so far (core/privacy/ledger.py), read from
+        the workspace's audit log (none when the workspace does not exist yet)."""
+        entries = self.workspace.audit.entries() if self.workspace_root.exists() else []
+        return spent(entries, self.kit.project_id)
+
+    def ledger_lines(self) -> list[str]:
+        """What is shown before the next export: the budget spent so far and what this export adds."""
+        acc = self.export_.manifest.get("privacy") if self.export_ is not None else None
+        formal = is_formal(self.site_settings)
+        return self.privacy_spent().lines(acc if isinstance(acc, dict) else None, formal_export=formal)
 
     def compute(self, control: JobControl | None = None) -> SiteExport:
         """The private reduction of the loaded rows (what would leave, shown before sealing)."""
         if self.table is None:
             raise ConfigError("load a CSV first")
+        formal = is_formal(self.site_settings)
+        if formal:
+            self._public_fills()
         t = self.table
         ids_hashed = None
         if t.ids is not None:
@@ -246,9 +281,14 @@ class ParticipantRound:
         anchor = None if self.anchor is None else self.anchor.generate()
         if anchor is not None and self.block is not None:
             anchor = anchor[:, self.kit.schema.block_indices(self.block)]  # the anchor split by the same blocks
+        schema, width = self.kit.schema, t.X.shape[1]
+        scale, centre = public_scale(schema, width), public_centre(schema, width)
+        if formal:  # the block's own public statistics; a rare or unseen 0/1 column must not block the option
+            schema = schema.block_schema(self.block) if self.block else schema
+            scale, centre = public_scale(schema, width), public_centre(schema, width)
+            scale = formal_scales(schema) if scale is None else scale
         site = SiteInput(t.X, t.y, list(self.kit.schema.classes), anchor, ids_hashed, self.site_settings,
-                         block=self.block, scale=public_scale(self.kit.schema, t.X.shape[1]),
-                         centre=public_centre(self.kit.schema, t.X.shape[1]))
+                         block=self.block, scale=scale, centre=centre)
         self.assessment_ = None
         self.export_ = export_with_check(self.method, site, control)  # rows kept out when the site must choose
         self._site_input = site
@@ -313,8 +353,9 @@ class ParticipantRound:
         manifest = {**ex.manifest, "method": self.method.name, "family": self.method.family,
                     "kit_digest": self.kit.digest(), "schema_digest": self.kit.schema.digest(),
                     "site": self.identity.card.name, "software": __version__}
-        if self.table.filled:  # cells filled per column (kit policy "impute"), shown to the site before export
-            manifest["filled"] = dict(self.table.filled)
+        formal = ex.manifest.get("privacy") if isinstance(ex.manifest.get("privacy"), dict) else None
+        if self.table.filled and formal is None:  # cells filled per column (kit policy "impute"), shown to the site
+            manifest["filled"] = dict(self.table.filled)  # before export; left out under the formal option
 
         def keep_state(sealed: SealedFile) -> None:
             """Runs before the bundle gets its final name."""
@@ -325,7 +366,9 @@ class ParticipantRound:
             self.workspace.audit.append("export", project=self.kit.project_id, file=str(out_path.resolve()),
                                         digest=sealed.digest, envelope_id=sealed.binding.envelope_id,
                                         rows=int(self.table.n_rows), arrays=sorted(ex.arrays),
-                                        privacy=assessment)
+                                        privacy=assessment,
+                                        **({"formal": {k: formal[k] for k in ("epsilon", "delta")}} if formal
+                                           else {}))  # the ε ledger adds these up (core/privacy/ledger.py)
 
         self.workspace.audit.bind(self.identity)  # starts a new workspace's log; refuses a damaged one
         self.workspace.pin_analyst(self.kit.project_id, self.kit.analyst,  # trust on first use, recorded

@@ -428,6 +428,15 @@ def card_html(card: ModelCard) -> str:
     return "".join(parts) + "</section>"
 
 
+def _formal_html(summary: dict) -> str:
+    """The formal (ε, δ) option's statement (core.privacy.formal_summary), first, when a site used it."""
+    from .privacy.formal_summary import formal_lines
+
+    lines = formal_lines(summary.get("formal_privacy"))
+    return ("<div class=\"flag\"><b>Formal privacy</b><ul>" + "".join(f"<li>{_esc(x)}</li>" for x in lines)
+            + "</ul></div>") if lines else ""
+
+
 def render_report(kit: Kit, method: Method, result: MethodResult, summary: dict) -> str:
     """The whole report: what was run on what, any model that never predicts the minority class (first), the
     method's own views, the model card of every package, then settings, versions and digests."""
@@ -451,7 +460,7 @@ def render_report(kit: Kit, method: Method, result: MethodResult, summary: dict)
 <h1>DC Studio report — {_esc(kit.name)}</h1>
 <p>Project <code>{_esc(kit.project_id)}</code>, task {_esc(kit.task)}, method <b>{_esc(result.method)}</b>
 ({_esc(method.title)}), {len(s.get("sites", []))} sites.</p>
-{flag_html}{tables}
+{_formal_html(s)}{flag_html}{tables}
 <p>Clusters are numbered from 1.</p>
 <h2>Plots</h2>{figures or "<p>(none for this run)</p>"}
 {"<h2>Model cards (one per package)</h2>" + cards if cards else ""}

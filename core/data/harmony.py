@@ -25,9 +25,9 @@ and only the shift and range tests apply, the shift only when it is also at leas
 this site's own mean (one extreme row of a heavy-tailed column moves a small site's mean; a unit moves every
 row). A spread compared with a class's σ_c from a few sample rows alarms on every heavy-tailed column
 (measured: the spread test flagged 37 % of DC-CFL's gesture clients with their own data), so it is not made.
-The rows of a class the kit publishes nothing for (fewer than 5 sample rows) are left out; a site with fewer
-than 10 rows left has only the range test. A column whose values here are the kit sample's two values only (its
-published 0/1 coding) has no unit to be in, with or without labels. Measured on the DC-CFL benchmark's
+The rows of a class the kit publishes nothing for (fewer than its ``min_group``, 10, sample rows) are left out;
+a site with fewer than 10 rows left has only the range test. A column whose values here are the kit sample's two
+values only (its published 0/1 coding) has no unit to be in, with or without labels. Measured on the DC-CFL benchmark's
 label-skewed clients and on the clinical tables (``python -m benchmarks units``, docs/results/units/): 0 of
 2,700 DC-CFL clients flagged class by class (603 on the whole sample), 2,697 of 2,700 caught when every column is
 x·2.54 + 10; on the clinical tables 0 false alarms and 17 of 17 converted sites caught.

@@ -21,6 +21,7 @@ from ..errors import ConfigError, DataError, FormatError
 from ..fileio import canonical_json
 from .encoding import UNSEEN_LEVEL, level_text, looks_missing, missing_token_set
 from .ordering import level_order, natural_sorted
+from .public_stats import MIN_GROUP, rounded_range, rounded_share, rounded_shares
 from .tabular import (
     MISSING_TOKENS,
     CsvFormat,
@@ -58,8 +59,8 @@ class FeatureColumn:
     (numeric), ``frequencies`` (share of each level, in ``levels`` order) and ``missing_share`` are the
     analyst's sample statistics, published in the kit (optional). ``class_mean``/``class_std`` (numeric): the
     sample's mean and standard deviation within each label class, in the schema's class order (null for a class
-    with fewer than :data:`MIN_CLASS_ROWS` sample rows), so a site's units check can tell a unit from label skew
-    (:mod:`core.data.harmony`). ``merged``: kit level → the other raw
+    with fewer than the kit's ``min_group`` sample rows, 10 by default), so a site's units check can tell a unit
+    from label skew (:mod:`core.data.harmony`). ``merged``: kit level → the other raw
     values that mean it (e.g. ``{"treated": ["Lev", "Lev+5FU"]}``, ``{"M": ["m", "male"]}``); a cell holding
     one of them is read as that level, so the matrix still has one column per kit level. Fields at their
     default are left out of :meth:`to_dict`, so kits made before these fields existed keep their digests.
@@ -772,7 +773,6 @@ RARE_SHARE = 0.01
 SETTLE_ROWS = math.ceil(math.log(0.05) / math.log(1 - RARE_SHARE))  # 299
 _MAX_KEPT = 1_000_000  # sample values kept per numeric column for its per-class statistics
 FEW_NUMBERS = 5  # a numeric column with at most this many distinct whole numbers in a small sample may be codes
-MIN_CLASS_ROWS = 5  # a class's mean and spread are published only from at least this many sample rows
 _PRIOR_ROWS = 10  # a class's published spread is its own, pulled toward the pooled within-class spread as if
 # this many more rows had it (a small class's spread is a noisy estimate)
 
@@ -786,6 +786,7 @@ def infer_schema(
     with_statistics: bool = False,
     options: CsvOptions | None = None,
     choices: ColumnChoices | None = None,
+    min_group: int = MIN_GROUP,
 ) -> tuple[Schema, list[str]]:
     """Build a schema from a sample CSV; returns it with notes (plain sentences) on what was decided.
 
@@ -799,7 +800,9 @@ def infer_schema(
     the label's distinct non-missing values, in natural order. ``with_statistics`` publishes the sample's
     aggregate statistics in the kit (mean and standard deviation of numeric columns, level frequencies,
     missing shares: what a site's units check compares with, :mod:`core.data.harmony`); ``with_ranges``
-    publishes them too, and each numeric column's min/max.
+    publishes them too, and each numeric column's range. Only what is safe to publish of real rows
+    (:mod:`core.data.public_stats`): shares over counts rounded to groups of ``min_group`` rows, ranges rounded
+    outward (never a real row's exact min or max), means and spreads over at least ``min_group`` rows.
     """
     path = Path(path)
     options = options or CsvOptions()
@@ -809,7 +812,8 @@ def infer_schema(
         raise ConfigError(f"column {_quote(label)} cannot be both the label and the id column")
     return _with_format(
         path, options,
-        lambda opened: _infer(path, opened, label, id_column, (with_ranges, with_statistics), options, choices),
+        lambda opened: _infer(path, opened, label, id_column, (with_ranges, with_statistics, int(min_group)), options,
+                              choices),
     )
 
 
@@ -818,7 +822,7 @@ def _infer(
     opened: tuple[CsvFormat, list[str], int],
     label: str | None,
     id_column: str | None,
-    publish: tuple[bool, bool],
+    publish: tuple[bool, bool, int],
     options: CsvOptions,
     choices: ColumnChoices,
 ) -> tuple[Schema, list[str]]:
@@ -912,7 +916,7 @@ def _infer(
     return schema, notes
 
 
-def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[bool, bool],
+def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[bool, bool, int],
             notes: list[str], classes: list[str] = ()) -> FeatureColumn | IgnoredColumn:
     """One column's type, levels, missing policy and public statistics (detected, then the analyst's choices),
     with a warning where the sample is too small to trust them (:func:`_small_sample_notes`)."""
@@ -988,17 +992,18 @@ def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[
         else:
             notes.append(f"column {col}: {what}: sites fill them with {how}"
                          + (" and add a 'was missing' column" if feature.indicator else ""))
-    with_ranges, with_statistics = publish
-    if with_ranges or with_statistics:
-        feature.missing_share = st.missing / (st.count + st.missing)
+    with_ranges, with_statistics, min_group = publish
+    if with_ranges or with_statistics:  # only what is safe to publish of real rows (core/data/public_stats.py)
+        feature.missing_share = rounded_share(st.missing, st.count + st.missing, min_group)
         if kind == "numeric":
-            if with_ranges or (st.numbers is not None and len(st.numbers) == 2):
-                feature.min, feature.max = st.lo, st.hi  # two numbers only: their coding (0/1), published
-            feature.mean, feature.std = st.mean_std()
-            if 2 <= len(classes) <= _MANY_CLASSES and st.by_class:
-                feature.class_mean, feature.class_std = st.class_mean_std(classes)
+            if with_ranges or (st.numbers is not None and len(st.numbers) == 2):  # two numbers: their coding (0/1)
+                feature.min, feature.max = rounded_range(st.lo, st.hi)  # (a whole-number coding stays as it is)
+            if st.count >= min_group:
+                feature.mean, feature.std = st.mean_std()
+                if 2 <= len(classes) <= _MANY_CLASSES and st.by_class:
+                    feature.class_mean, feature.class_std = st.class_mean_std(classes, min_group)
         else:
-            feature.frequencies = st.frequencies(numeric, feature.levels, feature.merged)
+            feature.frequencies = rounded_shares(st.level_counts(numeric, feature.levels, feature.merged), min_group)
     try:
         _check_feature(feature)
     except FormatError as exc:
@@ -1084,15 +1089,6 @@ class _ColumnStats:
             return None if self.numbers is None else [level_text(v) for v in sorted(self.numbers)]
         return None if self.texts is None else level_order(self.texts)
 
-    def level_counts(self, numeric: bool) -> Counter:
-        """Rows per distinct value, values written as levels are."""
-        if numeric:
-            out: Counter = Counter()
-            for v, k in (self.numbers or {}).items():
-                out[level_text(v)] += k
-            return out
-        return Counter(self.texts or {})
-
     def ignore_reason(self, numeric: bool, levels: list[str] | None) -> str | None:
         """Why a column is left out by default (identifier, free text, a single value), or None."""
         if numeric:
@@ -1118,20 +1114,26 @@ class _ColumnStats:
                     ) -> list[float]:
         """Each level's share of the sample's non-missing cells, in ``levels`` order; the cells of the raw values
         merged into a level count as that level's."""
+        counts = self.level_counts(numeric, levels, merged)
+        total = sum(counts) or 1
+        return [k / total for k in counts]
+
+    def level_counts(self, numeric: bool, levels: list[str], merged: dict[str, list[str]] | None = None
+                     ) -> list[int]:
+        """Each level's count of the sample's non-missing cells, in ``levels`` order (merged raw values included)."""
         per: Counter = Counter()
         if numeric:
             for v, k in (self.numbers or {}).items():
                 per[level_text(v)] += k
         else:
             per.update(self.texts or {})
-        counts = [per[lv] + sum(per[_sample_text(v, numeric)] for v in (merged or {}).get(lv, []))
-                  for lv in levels]
-        total = sum(counts) or 1
-        return [k / total for k in counts]
+        return [per[lv] + sum(per[_sample_text(v, numeric)] for v in (merged or {}).get(lv, [])) for lv in levels]
 
-    def class_mean_std(self, classes: list[str]) -> tuple[list[float | None], list[float | None]]:
+    def class_mean_std(self, classes: list[str], min_group: int = MIN_GROUP
+                       ) -> tuple[list[float | None], list[float | None]]:
         """Per class (in ``classes`` order), the sample's mean and standard deviation; None for a class with fewer
-        than :data:`MIN_CLASS_ROWS` rows. A class's standard deviation s_c, a noisy estimate from a few rows (a 0/1
+        than ``min_group`` rows (the kit's rule for every mean it publishes, :mod:`core.data.public_stats`). A
+        class's standard deviation s_c, a noisy estimate from a few rows (a 0/1
         column may show no 1 among them), is pulled toward the pooled within-class one s_w:
         √(((n_c − 1)·s_c² + k·s_w²) / (n_c − 1 + k)), k = :data:`_PRIOR_ROWS`."""
         values = {c: np.concatenate(parts) for c, parts in (self.by_class or {}).items()}
@@ -1142,7 +1144,7 @@ class _ColumnStats:
         stds: list[float | None] = []
         for c in classes:
             n = values[c].size if c in values else 0
-            if n < MIN_CLASS_ROWS:
+            if n < max(min_group, 2):
                 means.append(None)
                 stds.append(None)
                 continue
@@ -1191,9 +1193,7 @@ def _small_sample_notes(name: str, kind: str, chosen: bool, st: _ColumnStats, nu
                 f"(a third level held by 1 % of patients is missed by {missed} of samples this size); a value the "
                 f"kit does not know goes to the unseen bucket {UNSEEN_LEVEL}, read halfway between the two; {settle}"]
     if kind in ("categorical", "ordinal"):
-        counts = st.level_counts(numeric)
-        raw_of = {lv: [lv, *((merged or {}).get(lv, []))] for lv in levels or []}
-        rows = {lv: sum(counts.get(_sample_text(v, numeric), 0) for v in raw) for lv, raw in raw_of.items()}
+        rows = dict(zip(levels or [], st.level_counts(numeric, levels or [], merged), strict=True))
         once = [lv for lv, k in rows.items() if k == 1]
         unseen_share = len(once) / n if n else 0.0
         if once and (small or unseen_share >= RARE_SHARE):

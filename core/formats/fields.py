@@ -193,6 +193,7 @@ BUNDLE_FIELDS = (
     Field("variance_kept", "number", low=0, high=1),
     Field("own_cv", "object", schema="own_cv"),
     Field("filled", "object"),
+    Field("privacy", "object", schema="formal_privacy"),  # a formal (ε, δ) option's accounting (FORMAT §7)
 )
 PACKAGE_FIELDS = (
     Field("method", "text", required=True),
@@ -204,6 +205,13 @@ PACKAGE_FIELDS = (
     Field("run_seq", "int", low=-1),
     Field("classes", "list", items="text"),
 )
+# The accounting a formal (ε, δ) option ships (core/privacy/mechanism.py, core/methods/metalr/private_fit.py): what
+# the analyst's summary, report and model cards state about it.
+register_fields("formal_privacy", (
+    Field("epsilon", "number", required=True, low=0), Field("delta", "number", required=True, low=0, high=1),
+    Field("epsilon_rows", "number", low=0), Field("epsilon_labels", "number", low=0),
+    Field("label_keep", "number", low=0, high=1), Field("sigma", "number", low=0), Field("clip", "number", low=0),
+    *(Field(k, "text") for k in ("mechanism", "calibration", "composition", "adjacency"))))
 register_fields("bundle", BUNDLE_FIELDS)
 register_fields("package", PACKAGE_FIELDS)
 
@@ -251,7 +259,8 @@ CLUSTER_PACKAGE_FIELDS = (
 # A DC-family bundle (§7): the members the analyst reads besides the arrays.
 DC_BUNDLE_FIELDS = (
     Field("n_rows", "int", required=True, low=0), Field("n_features", "int", required=True, low=1),
-    Field("dimension", "int", low=1), Field("reduction", "text", choices=("pca", "lpp", "random")),
+    Field("dimension", "int", low=1),
+    Field("reduction", "text", choices=("pca", "lpp", "random", "random-orthogonal")),  # the last: formal noise
     Field("anchor_rows", "int", low=1))
 
 

@@ -21,6 +21,7 @@ from ..learn.reduction import (
     largest_dimension,
 )
 from ..privacy import mechanism as dp
+from ..privacy.protective import protective_rng
 from ..wording import ARRAY_WORDS, REDUCTION_DETAILS, REDUCTION_WORDS, STAYS_WORDS, leaves_sentence
 from .base import Disclosure, ReceivedBundle, SiteExport, SiteInput
 from .settings import Setting
@@ -42,7 +43,8 @@ SITE_SETTINGS = (
             none_help="off", side="site", advanced=True),  # the wizard's levers (gui/) decide how to offer it
     Setting("privacy_delta", "float", None, "formal privacy: the δ of (ε, δ)", label="Formal privacy (δ)",
             low=1e-15, high=1e-3, optional=True, none_help="min(1e-5, 1/rows²)", side="site", advanced=True),
-    Setting("seed", "int", None, "random seed of the reduction and the shuffle (none: fresh each export)",
+    Setting("seed", "int", None, "random seed of the reduction and the shuffle (none: fresh each export; under "
+            "formal privacy the map, shuffle and noise come from the operating system whatever the seed)",
             label="Seed", low=0, optional=True, none_help="fresh randomness", side="site", advanced=True),
 )
 SITE_DEFAULTS = {s.name: s.default for s in SITE_SETTINGS}
@@ -70,10 +72,12 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
     top = largest_dimension(opts["reduction"], n, m)
     if opts["dimension"] is not None and not 1 <= int(opts["dimension"]) <= top:
         raise ConfigError(dimension_refusal(int(opts["dimension"]), n, m, top, opts["reduction"], default))
-    rng = np.random.default_rng(opts["seed"])
+    formal = opts["privacy_epsilon"] is not None
+    # Under the formal option every protective draw (the map, the shuffle, the noise, the label flips) comes from
+    # the operating system, never from the seed (core/privacy/protective.py); without it the seed fixes them all.
+    rng = protective_rng() if formal else np.random.default_rng(opts["seed"])
     control.step(0.05, "fitting the private reduction")
     dimension = default if opts["dimension"] is None else int(opts["dimension"])
-    formal = opts["privacy_epsilon"] is not None
     if formal:
         red = _formal_map(site, dimension, rng)
     else:

@@ -303,7 +303,7 @@ def _assess(site: SiteInput, export: SiteExport, method: Method, thresholds: Pri
     acc = export.manifest.get("privacy")
     formal = {**acc, "sentence": describe(acc)} if isinstance(acc, dict) else None
     return PrivacyAssessment(method.name, n, findings, th, round(time.perf_counter() - t0, 4), seed, formal,
-                             list(NOT_COVERED) if formal else [])
+                             list(acc.get("not_covered", NOT_COVERED)) if formal else [])
 
 
 def _released_rows(method: Method, site: SiteInput, sim: SiteExport) -> np.ndarray:

@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 
+MECHANISM = ("per row (local): public-scale standardising, a random orthogonal map, clipping and the Gaussian "
+             "mechanism on every shipped row; k-ary randomised response on its class")
 LABEL_SHARE = 0.25  # share of ε spent on the label when labels ship (symmetric label noise keeps the best rule)
 
 
@@ -89,7 +91,8 @@ def accounting(epsilon: float, delta: float, *, labels: bool, k: int, clip: floa
     sigma = analytic_gaussian_sigma(eps_rows, delta, 2 * clip)
     out = {"epsilon": float(epsilon), "delta": float(delta), "epsilon_rows": eps_rows, "epsilon_labels": eps_labels,
            "clip": float(clip), "sensitivity": 2 * float(clip), "sigma": sigma,
-           "calibration": "analytic Gaussian (Balle & Wang 2018)", "composition": "basic: ε = ε_rows + ε_labels",
+           "mechanism": MECHANISM, "calibration": "analytic Gaussian (Balle & Wang 2018)",
+           "composition": "basic: ε = ε_rows + ε_labels",
            "adjacency": "one row replaced (each row's output is (ε, δ)-DP for that row)"}
     if labels:
         out["label_keep"] = math.exp(eps_labels) / (math.exp(eps_labels) + k - 1)
@@ -104,7 +107,10 @@ NOT_COVERED = (
 
 
 def describe(acc: dict) -> str:
-    """One plain sentence of what the formal noise guarantees."""
+    """One plain sentence of what the formal noise guarantees (per row, or a summary's central release)."""
+    if "clip" not in acc:  # a summary released once per site (meta-lr: core/methods/metalr/private_fit.py)
+        return (f"Formal privacy: what leaves is (ε = {acc['epsilon']:.3g}, δ = {acc['delta']:.1e}) differentially "
+                f"private for every row — {acc.get('mechanism', 'noise added once for the site')}.")
     labels = (f"; each row's class is kept with probability {acc['label_keep']:.2f} (ε = {acc['epsilon_labels']:.2g})"
               if "label_keep" in acc else "")
     return (f"Formal noise: each shipped row is (ε = {acc['epsilon']:.3g}, δ = {acc['delta']:.1e}) differentially "

@@ -620,7 +620,8 @@ class ProjectPage(QWidget):
         shares = [f"{f.name} {100 * f.missing_share:.0f} %" if f.missing_share >= 0.01 else f"{f.name} < 1 %"
                   for f in s.features if f.missing_share]
         if shares:
-            summary += " " + self.tr("Missing in the sample: {shares}.").format(shares=", ".join(shares))
+            summary += " " + self.tr("Missing in the sample, as the kit publishes it (over groups of at least 10 "
+                                     "rows): {shares}.").format(shares=", ".join(shares))
         # a note on a feature or left-out column is in its row (the Note cell's tooltip); the rest are said here
         in_grid = s.feature_names + [c.name for c in s.ignored if c.name]
         rest = [n for n in self.notes if not any(f"'{c}'" in n for c in in_grid)]

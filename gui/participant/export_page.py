@@ -41,6 +41,9 @@ class ExportPage(Page):
         form.addRow(self.tr("&Folder or drive:"), self.folder_field)
         form.addRow(self.tr("File &name:"), self.name_edit)
         form.addRow("", self.target_label)
+        self.ledger_label = QLabel()  # the ε ledger: the privacy spent on this project so far (core/privacy/ledger.py)
+        self.ledger_label.setWordWrap(True)
+        form.addRow("", self.ledger_label)
         form.addRow("", self.export_button)
         self.body.addLayout(form)
         note = QLabel(self.tr("Only the analyst's key can open this file, and it carries your signature. "
@@ -65,7 +68,17 @@ class ExportPage(Page):
             self.sealed = None  # the data or the settings changed since: export again
             self.message.clear_message()
         self._update_target()
+        self._show_ledger(exporter)
         self.export_button.setDefault(True)
+
+    def _show_ledger(self, exporter) -> None:
+        """The privacy budget spent on this project from this workspace, and what this export adds."""
+        try:
+            lines = exporter.ledger_lines() if exporter is not None and exporter.export_ is not None else []
+        except Exception:  # noqa: BLE001 - a damaged audit log is refused, with its sentence, when sealing
+            lines = []
+        text = "; ".join(lines)
+        self.ledger_label.setText(html.escape(text[0].upper() + text[1:] + ".", quote=False) if text else "")
 
     def target(self) -> Path | None:
         folder, name = self.folder_field.path(), self.name_edit.text().strip()

@@ -131,3 +131,21 @@ def test_levers_that_cannot_be_measured_never_block_the_export(qtbot, project, m
     wait_page(qtbot, pp)
     assert pp.isComplete() and pp.check.verdict_of(0) == "poor" and not pp.check.levers_box.isVisibleTo(pp)
     assert pp.message.kind == "warning" and "no lever today" in pp.message.text()
+
+
+def test_export_page_shows_the_privacy_budget_before_a_formal_export(qtbot, project):
+    """Issue #35: the ε ledger (spent so far and what this export adds) is on the export page before sealing."""
+    w = wizard_with_new_identity(qtbot, "Site A", project / "ids")
+    accept_kit(w, project / "p.dckit")
+    import_anchor(qtbot, w, project / "a.dcanchor")
+    w.next()
+    read_csv(qtbot, w, project / "site.csv")
+    w.next()
+    pp = w.privacy_page
+    wait_page(qtbot, pp)
+    w.exporter.set_site_settings({**w.exporter.site_settings, "privacy_epsilon": 1.0})
+    w.exporter.compute()
+    w.next()
+    assert w.page_name() == "export"
+    text = w.export_page.ledger_label.text()
+    assert text.startswith("Privacy budget: no earlier export") and "this export adds ε = 1" in text

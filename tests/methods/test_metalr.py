@@ -82,7 +82,7 @@ def test_separated_classes_at_a_small_site_still_give_finite_estimates():
 def test_combination_of_iid_sites_matches_the_pooled_fit(K, intercepts):
     X, y = _data(K, n=8000)
     parts = np.array_split(np.random.default_rng(0).permutation(len(y)), 4)
-    method, bundles = _bundles(X, y, K, parts, intercepts=intercepts)
+    method, bundles = _bundles(X, y, K, parts, intercepts=intercepts, effects="fixed")
     res = method.fit(bundles, FitContext([str(k) for k in range(K)]))
     pooled = fit_site_logit(X, y, K, lam=4.0, scale=X.std(axis=0))  # four sites' penalty, once
     coef = np.asarray(res.summary["combined"]["coef"])
@@ -302,7 +302,8 @@ def test_whole_cli_round_then_validate_against_the_sites_own_model(tmp_path, mon
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
                "--bundles", d / "bundles", "--out", d / "out", *confirm(d, sites)) == 0
     out = capsys.readouterr().out
-    assert "fixed-effect meta-analysis" in out and "Cochran's Q" in out and "cannot score" in out
+    assert "random-effects meta-analysis" in out and "Cochran's Q" in out and "cannot score" in out
+    assert "DerSimonian–Laird τ²" in out
     summary = json.loads((d / "out/summary.json").read_text())
     assert summary["method"] == NAME and summary["names"] == ["intercept", *FEATURES]
     assert "Forest plot data" in (d / "out/report.html").read_text()

@@ -27,8 +27,15 @@
    them, âᵢ + V̂ᵢ,aβ V̂ᵢ,ββ⁻¹ (β̂ − β̂ᵢ) — a site-stratified model, as when sites differ in how common each class is
    (Q and I² then measure the slopes); ``"common"``: every coefficient combined, every site the same model.
    With every site's penalty λ, the combination is close to one pooled fit with penalty S·λ.
+   ``effects = "random"`` (default, issue #37; :mod:`.random_effects`): sites' slopes may differ by a
+   DerSimonian–Laird τ² per coefficient, and each site gets its empirical-Bayes slopes — the posterior mean given
+   its own estimate and the prior the other sites imply (their random-effects combination without it, its
+   covariance plus their τ²) — with its intercepts given them; the package carries that prior so the site can
+   recompute its model from any part of its rows (:mod:`.shared_oof`). ``"fixed"``: T = 0, every site the
+   combined slopes (the model above).
 3. Never worse than alone, as far as the coefficients can tell: a site whose own coefficients differ from the
-   combined ones (:func:`.fixed_effect.site_deviation`, χ² test at 5 %) is told to keep its own model
+   combined ones (:func:`.fixed_effect.site_deviation`, χ² test at 5 %; with random effects, from its prior:
+   :func:`.random_effects.deviation_from_prior`) is told to keep its own model
    (``model`` = own, ``own_kind`` = linear, as the DC family does), and ``apply`` then uses the logistic
    regression the site kept at export.
 4. ``apply`` gives ``prediction`` and ``prob_<class>`` from the package's coefficients.
@@ -68,7 +75,9 @@ from ..base import (
 from ..dc_analysis import exact_arrays
 from ..settings import Setting
 from ..views import Bars, PageTexts, Table, Text, View
-from .fixed_effect import combine, site_deviation, stratified
+from .fixed_effect import combine, site_deviation
+from .private_site import PRIVATE_SETTINGS, private_site_compute, total_covariance
+from .random_effects import combine_random, deviation_from_prior, posterior, prior_from, prior_without
 from .site_logit import fit_site_logit, predict_proba
 
 Z95 = 1.959963984540054
@@ -128,6 +137,23 @@ def only_classes(theta: np.ndarray, keep: list[int]) -> np.ndarray:
     return np.ascontiguousarray(full[1:] - full[0])
 
 
+def _per_coefficient(values: np.ndarray, own_intercepts: bool, q: int, p: int) -> np.ndarray:
+    """A value per common coefficient as (q, p), the intercepts' column 0 when they are the sites' own."""
+    if not own_intercepts:
+        return np.asarray(values, np.float64).reshape(q, p)
+    out = np.zeros((q, p))
+    out[:, 1:] = np.asarray(values, np.float64).reshape(q, p - 1)
+    return out
+
+
+RANDOM_WORDS = ("random effects (DerSimonian–Laird τ²): each site gets its own coefficients, between its own and "
+                "the other sites' combined ones")
+
+
+def _kind(summary: dict) -> str:
+    return "random-effects" if summary.get("effects") == "random" else "fixed-effect"
+
+
 def _contrasts(classes: list[str]) -> list[str]:
     return [f"{c} vs {classes[0]}" for c in classes[1:]]
 
@@ -144,10 +170,13 @@ class MetaLR(Method):
                      Field("classes_fitted", "list", items="int"),
                      Field("ridge", "number", low=0), Field("penalty_scale", "text"), Field("iterations", "int", low=0),
                      Field("converged", "bool"))
-    bundle_arrays = {"coef": ("<f8", 2), "cov": ("<f8", 2)}
+    bundle_arrays = {"coef": ("<f8", 2), "cov": ("<f8", 2), "noise_cov": ("<f8", 2)}  # noise_cov: formal option
     package_fields = (Field("classes", "list", required=True, items="text"), Field("reference", "text"),
                       Field("features", "int", low=1), Field("sites_combined", "int", low=0),
                       Field("intercepts", "text"), Field("note", "text"),
+                      Field("effects", "text", choices=("random", "fixed")), Field("ridge", "number", low=0),
+                      Field("penalty_scale", "text"), Field("max_iter", "int", low=1),
+                      Field("prior_sites", "int", low=0),
                       Field("model", "text", choices=("cluster", "own", "global")),
                       Field("own_kind", "text", nullable=True))
     # No row leaves, so the analyst cannot score the combined model: each site checks it on rows it kept out of its
@@ -164,6 +193,16 @@ class MetaLR(Method):
         Setting("ridge", "float", 1.0, "ridge penalty λ on each site's slopes (not the intercept), in the columns' "
                 "own units (per public standard deviation when the kit gives one); keeps small sites' estimates "
                 "finite", label="Ridge penalty λ", low=1e-6, high=1e6),
+        Setting("effects", "choice", "random", "how the sites' coefficients are combined and what each site gets",
+                label="Effects", choices=("random", "fixed"),
+                choice_help=("random effects: sites may differ; each site gets its own coefficients between its "
+                             "own and the others' (empirical Bayes, DerSimonian–Laird τ²)",
+                             "fixed effect: one set of slopes for every site (inverse-variance weighted)")),
+        Setting("tau", "choice", "proportional", "how the spread between sites (random effects) is estimated",
+                label="Between-site spread", choices=("proportional", "per-coefficient"),
+                choice_help=("one DerSimonian–Laird τ² for all coefficients, relative to a typical site's sampling "
+                             "variance (stable with few sites)",
+                             "one DerSimonian–Laird τ² per coefficient"), advanced=True),
         Setting("intercepts", "choice", "site", "whether each site keeps its own intercept (baseline risk)",
                 label="Intercepts", choices=("site", "common"),
                 choice_help=("each site's own, given the combined slopes (a site-stratified model: sites may differ "
@@ -174,6 +213,7 @@ class MetaLR(Method):
                 choice_help=("per standard deviation of the column at the site (coefficients stay in the "
                              "columns' own units)", "the columns' own units"), advanced=True),
         Setting("max_iter", "int", 100, "Newton steps of a site's fit at most", low=5, high=1000, advanced=True),
+        *PRIVATE_SETTINGS,
     )
 
     # ---- site ----------------------------------------------------------------------------------
@@ -187,6 +227,8 @@ class MetaLR(Method):
         K = len(site.classes)
         if K < 2:
             raise ConfigError("a logistic regression needs at least two classes in the kit")
+        if (site.settings or {}).get("privacy_epsilon") is not None:  # central (ε, δ)-DP: .private_site
+            return private_site_compute(site, control)
         public = site.scale is not None and np.shape(site.scale) == (m,)
         scale = (np.asarray(site.scale, dtype=np.float64) if public else
                  np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0) if self.settings["penalty_scale"] == "spread"
@@ -273,19 +315,24 @@ class MetaLR(Method):
                               f"from 0 to {K - 1}")
         q, p = len(fitted) - 1, m + 1
         coef, cov = a.get("coef"), a.get("cov")
-        if set(a) != {"coef", "cov"}:
+        shipped = {"coef", "cov", "noise_cov"} if isinstance(man.get("privacy"), dict) else {"coef", "cov"}
+        if set(a) != shipped:
             raise FormatError(f"bundle ships {', '.join(sorted(a)) or 'no arrays'}; this method ships exactly "
-                              "'coef' and 'cov'")
+                              + " and ".join(f"'{k}'" for k in sorted(shipped)))
         if coef.dtype.kind != "f" or coef.shape != (q, p):
             raise FormatError(f"bundle's 'coef' has shape {coef.shape}; {m} column(s) and {q + 1} classes fitted "
                               f"need a float array of shape ({q}, {p})")
         if cov.dtype.kind != "f" or cov.shape != (q * p, q * p):
             raise FormatError(f"bundle's 'cov' has shape {cov.shape}; the kit needs a float array of shape "
                               f"({q * p}, {q * p})")
-        for key in ("coef", "cov"):
+        noise = a.get("noise_cov")
+        if noise is not None and (noise.dtype.kind != "f" or noise.shape != cov.shape):
+            raise FormatError(f"bundle's 'noise_cov' has shape {noise.shape}; it must be a float array of the shape "
+                              f"of 'cov', {cov.shape}")
+        for key in shipped:
             if not np.all(np.isfinite(a[key])):
                 raise FormatError(f"bundle's '{key}' holds non-finite values")
-        C = np.asarray(cov, dtype=np.float64)
+        C = total_covariance(a)  # with the formal option's noise added: what the combination weights by
         if not np.allclose(C, C.T, rtol=1e-9, atol=1e-12 * float(np.abs(C).max(initial=0.0))):
             raise FormatError("bundle's covariance matrix 'cov' is not symmetric")
         try:
@@ -315,49 +362,66 @@ class MetaLR(Method):
         fitted = {i: [int(k) for k in bundles[i].manifest.get("classes_fitted", range(K))] for i in used}
         D = {i: contrast_map(fitted[i], K) for i in used}
         coefs = [bundles[i].arrays["coef"] for i in used]
-        covs = [bundles[i].arrays["cov"] for i in used]
+        covs = [total_covariance(bundles[i].arrays) for i in used]  # a formal option's noise added (.private_site)
         full_maps = [np.kron(D[i], np.eye(p)) for i in used]
         everything = combine(coefs, covs, full_maps)  # every coefficient common: the plain fixed-effect model
         own_intercepts = self.settings["intercepts"] == "site"
+        random = self.settings["effects"] == "random"
         if own_intercepts:  # the slopes common, each site's intercepts its own given them (a stratified fit)
             commons = [np.array([r * p + j for r in range(len(fitted[i]) - 1) for j in range(1, p)]) for i in used]
             maps = [np.kron(D[i], np.eye(m)) for i in used]
-            comb, sent = stratified(coefs, covs, commons, maps)
         else:
             commons = [np.arange((len(fitted[i]) - 1) * p) for i in used]
-            maps, comb, sent = full_maps, everything, [a @ everything.coef for a in full_maps]
+            maps = full_maps
+        parts = [np.asarray(b, np.float64).ravel()[c] for b, c in zip(coefs, commons, strict=True)]
+        part_covs = [np.asarray(v, np.float64)[np.ix_(c, c)] for v, c in zip(covs, commons, strict=True)]
+        comb = combine(parts, part_covs, maps) if own_intercepts else everything  # fixed effect: Q and I²
+        how = self.settings["tau"]
+        mean_model = combine_random(parts, part_covs, maps, how) if random else None  # every site, random effects
+        centre, centre_cov = (mean_model.coef, mean_model.cov) if mean_model else (comb.coef, comb.cov)
         coef = everything.coef.reshape(q, p).copy()
         se = np.sqrt(np.diag(everything.cov)).reshape(q, p)
         if own_intercepts:  # the common intercepts given the combined slopes (the same step as a site's own)
             a_, b_ = np.arange(q) * p, np.array([k * p + j for k in range(q) for j in range(1, p)])
             V = everything.cov
-            coef[:, 0] += V[np.ix_(a_, b_)] @ np.linalg.lstsq(V[np.ix_(b_, b_)], comb.coef - everything.coef[b_],
+            coef[:, 0] += V[np.ix_(a_, b_)] @ np.linalg.lstsq(V[np.ix_(b_, b_)], centre - everything.coef[b_],
                                                                rcond=None)[0]
-            coef[:, 1:] = comb.coef.reshape(q, m)
-            se[:, 1:] = np.sqrt(np.diag(comb.cov)).reshape(q, m)
-        deviates = {}  # never worse than alone: a site whose own slopes differ from the combined keeps its model
-        for i, b_i, v_i, c_i, a_i in zip(used, coefs, covs, commons, maps, strict=True):
-            q_i, df_i, p_i = site_deviation(np.asarray(b_i, np.float64).ravel()[c_i], np.asarray(v_i)[np.ix_(c_i, c_i)],
-                                            comb, a_i)
+            coef[:, 1:] = centre.reshape(q, m)
+            se[:, 1:] = np.sqrt(np.diag(centre_cov)).reshape(q, m)
+        elif random:
+            coef, se = centre.reshape(q, p).copy(), np.sqrt(np.diag(centre_cov)).reshape(q, p)
+        # each site's prior from the other sites only (random_effects.py), and its coefficients given its own
+        priors = {i: prior_without(k, parts, part_covs, maps, random, how) for k, i in enumerate(used)}
+        deviates = {}  # never worse than alone: a site whose own slopes differ from the others' keeps its model
+        for k, i in enumerate(used):
+            q_i, df_i, p_i = (deviation_from_prior(coefs[k], covs[k], commons[k], maps[k], priors[i]) if random
+                              else site_deviation(parts[k], part_covs[k], comb, maps[k]))
             if df_i and p_i < DEVIATION_P:
                 deviates[i] = (q_i, df_i, p_i)
         linked = linked_classes([fitted[i] for i in used], K)
         seen = sorted({k for i in used for k in fitted[i]})
         sent_of = {}
-        for i, theta_i in zip(used, sent, strict=True):
-            theta = coef.copy()  # the combined slopes
-            if own_intercepts:  # its classes' intercepts its own (alpha: class k vs the kit's first), placed so
-                # that on average they sit where the combined ones do
+        for k, i in enumerate(used):
+            beta_i, theta_i = posterior(coefs[k], covs[k], commons[k], maps[k], priors[i])
+            if own_intercepts:  # its slopes, and its classes' intercepts its own (alpha: class k vs the kit's
+                # first), placed so that on average they sit where the combined ones do
+                theta = coef.copy()
+                theta[:, 1:] = beta_i.reshape(q, m)
                 alpha = np.concatenate([[0.0], coef[:, 0]])
                 own = np.concatenate([[0.0], theta_i.reshape(-1, p)[:, 0]])
                 alpha[fitted[i]] = own + np.mean(alpha[fitted[i]] - own)
                 theta[:, 0] = alpha[1:] - alpha[0]
+            else:
+                theta = beta_i.reshape(q, p).copy()
             # site intercepts: a class with no row here has the maximum-likelihood intercept −∞ (no probability);
             # common ones: only classes the sites' contrasts link to this site's are comparable with them
             sent_of[i] = only_classes(theta, fitted[i] if own_intercepts else linked[fitted[i][0]])
+        everyone = prior_from(parts, part_covs, maps, random, len(centre), how)  # of a site in no estimate
         sites, packages = [], [None] * len(bundles)
         manifest = {"method": self.name, "classes": classes, "reference": classes[0], "features": m,
-                    "sites_combined": len(used), "intercepts": self.settings["intercepts"], "note": PACKAGE_NOTE}
+                    "sites_combined": len(used), "intercepts": self.settings["intercepts"], "note": PACKAGE_NOTE,
+                    "effects": self.settings["effects"], "ridge": float(self.settings["ridge"]),
+                    "penalty_scale": self.settings["penalty_scale"], "max_iter": int(self.settings["max_iter"])}
         for i in order:
             b = bundles[i]
             entry = {"site": b.site, "fingerprint": b.fingerprint, "bundle_digest": b.digest,
@@ -368,7 +432,7 @@ class MetaLR(Method):
             theta = sent_of[i] if i in sent_of else only_classes(coef, seen)
             if i in used:
                 entry["coef"] = np.asarray(b.arrays["coef"], dtype=np.float64).tolist()
-                entry["se"] = np.sqrt(np.diag(b.arrays["cov"])).reshape(-1, p).tolist()
+                entry["se"] = np.sqrt(np.diag(total_covariance(b.arrays))).reshape(-1, p).tolist()
                 if len(fitted[i]) < K:
                     entry["classes_fitted"] = [classes[k] for k in fitted[i]]
                     entry["note"] = (f"combined over the {len(fitted[i])} classes it has (no row of "
@@ -389,7 +453,11 @@ class MetaLR(Method):
                 entry.update(own, note=f"{said}its coefficients differ from the combined ones (Q = {q_i:.1f} on "
                              f"{df_i} df, p = {p_i:.2g}): it keeps its own model")
             sites.append(entry)
-            packages[i] = ({**manifest, **own}, {"coef": np.ascontiguousarray(theta, dtype=np.float64)})
+            prior = priors.get(i, everyone)
+            packages[i] = ({**manifest, **own, "prior_sites": len(used) - (i in priors)},
+                           {"coef": np.ascontiguousarray(theta, dtype=np.float64),
+                            "prior_mean": np.ascontiguousarray(prior.mean, dtype=np.float64),
+                            "prior_precision": np.ascontiguousarray(prior.precision, dtype=np.float64)})
         summary = {
             "method": self.name, "task": self.task, "sites": sites, "sites_combined": len(used),
             "reference": classes[0], "intercepts": self.settings["intercepts"],
@@ -398,6 +466,8 @@ class MetaLR(Method):
             "heterogeneity": {"q": comb.q, "df": comb.df, "p_value": comb.p_value, "i2": comb.i2,
                               "of": "slopes" if own_intercepts else "all coefficients",
                               "i2_each": everything.i2_each.reshape(q, p).tolist()},
+            "effects": self.settings["effects"], **({"tau": how} if random else {}),
+            **({"tau2": _per_coefficient(mean_model.tau2, own_intercepts, q, p).tolist()} if mean_model else {}),
             "scored": False, "not_scored": NOT_SCORED, "settings": self.settings,
             "own_model_sites": len(deviates),
             "classes_in_no_estimate": [c for k, c in enumerate(classes) if k not in seen],
@@ -452,11 +522,13 @@ class MetaLR(Method):
         if s.get("nothing_combined"):
             return [f"method {self.name}: {NOTHING_COMBINED}",
                     *(f"  {x['site']}: {x['rows']:,} rows, {x.get('note', '')}" for x in sites)]
-        lines = [f"method {self.name}: fixed-effect meta-analysis of the logistic regressions of "
+        lines = [f"method {self.name}: {_kind(s)} meta-analysis of the logistic regressions of "
                  f"{s.get('sites_combined')} of {_plural(len(sites), 'site')}, {s.get('parameters')} coefficients each",
                  "heterogeneity: " + self._heterogeneity_text(h)
                  + (" — the sites' coefficients differ more than chance allows: one model for all sites is "
                     "doubtful" if h.get("df") and h.get("p_value", 1.0) < 0.05 else "")]
+        if s.get("effects") == "random":
+            lines.append(RANDOM_WORDS)
         for x in sites:
             what = ("combined" + (f"; {x['note']}" if x.get("note") else "") if x["combined"] == "yes"
                     else x.get("note", "left out"))
@@ -495,9 +567,9 @@ class MetaLR(Method):
         coef, se = np.asarray(s["combined"]["coef"]), np.asarray(s["combined"]["se"])
         i2 = np.asarray(h.get("i2_each", np.zeros_like(coef)))
         out: list[View] = [Text(
-            f"Fixed-effect meta-analysis of the logistic regressions of {s.get('sites_combined')} of "
-            f"{_plural(len(sites), 'site')} ({s.get('parameters')} coefficients each, inverse-variance weighted). "
-            "Only coefficients, "
+            f"{_kind(s).capitalize()} meta-analysis of the logistic regressions of {s.get('sites_combined')} of "
+            f"{_plural(len(sites), 'site')} ({s.get('parameters')} coefficients each, inverse-variance weighted"
+            + (f"; {RANDOM_WORDS}" if s.get("effects") == "random" else "") + "). Only coefficients, "
             "their covariance and row counts left the sites; no row and no label did. " + NOT_SCORED[0].upper()
             + NOT_SCORED[1:] + ".")]
         doubtful = bool(h.get("df")) and h.get("p_value", 1.0) < 0.05
@@ -514,11 +586,13 @@ class MetaLR(Method):
                          [[x["site"], x.get("fingerprint", ""), x["rows"], x["combined"], describe(x.get("own_model")),
                            x.get("note", "")] for x in sites]))
         rows, forest = [], []
+        tau2 = np.asarray(s["tau2"]) if "tau2" in s else None
         for k in range(coef.shape[0]):
             for j in range(coef.shape[1]):
                 label, b, e = self._label(s, k, j), float(coef[k, j]), float(se[k, j])
                 rows.append([label, round(b, 6), f"[{b - Z95 * e:.4g}, {b + Z95 * e:.4g}]",
-                             f"{np.exp(b):.4g}" if abs(b) < 700 else "—", f"{100 * float(i2[k, j]):.0f} %"])
+                             f"{np.exp(b):.4g}" if abs(b) < 700 else "—", f"{100 * float(i2[k, j]):.0f} %",
+                             *([f"{float(tau2[k, j]):.3g}"] if tau2 is not None else [])])
                 weights = [1.0 / float(x["se"][k][j]) ** 2 for x in whole]
                 total = sum(weights) or 1.0
                 for x, w in zip(whole, weights, strict=True):
@@ -528,7 +602,8 @@ class MetaLR(Method):
                 forest.append([label, "combined", round(b, 6), round(b - Z95 * e, 6), round(b + Z95 * e, 6), "100 %"])
         out.append(Table(f"Combined coefficients (log-odds against class '{s.get('reference', '')}'), with 95 % "
                          "intervals and heterogeneity",
-                         ["coefficient", "estimate", "95 % interval", "odds ratio", "I²"], rows))
+                         ["coefficient", "estimate", "95 % interval", "odds ratio", "I²",
+                          *(["τ² (between sites)"] if tau2 is not None else [])], rows))
         out.append(Table("Forest plot data: each site's coefficient (sites with every class) and the combined one, "
                          "with 95 % intervals",
                          ["coefficient", "site", "estimate", "low", "high", "weight"], forest))
@@ -539,9 +614,14 @@ class MetaLR(Method):
     # ---- site, after the round -----------------------------------------------------------------
     def check_package(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
                       kit) -> None:
-        """§7.3: exactly one finite ``coef`` <f8 (K − 1, m + 1), whatever ``model`` says."""
+        """§7.3: a finite ``coef`` <f8 (K − 1, m + 1), whatever ``model`` says, and either both or neither of the
+        site's prior from the other sites, ``prior_mean`` <f8 (d,) and ``prior_precision`` <f8 (d, d), d = (K − 1)·m
+        with site intercepts, (K − 1)·(m + 1) with common ones."""
         K, m = len(kit.schema.classes), kit.schema.width
-        exact_arrays(arrays, {"coef": ((K - 1, m + 1), "<f8")})
+        d = (K - 1) * (m if manifest.get("intercepts", "site") == "site" else m + 1)
+        prior = {"prior_mean": ((d,), "<f8"), "prior_precision": ((d, d), "<f8")}
+        exact_arrays(arrays, {"coef": ((K - 1, m + 1), "<f8"), **prior},
+                     optional=frozenset(prior) if not set(prior) & set(arrays) else frozenset())
 
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
