@@ -21,7 +21,7 @@ from .data.harmony import unit_warnings
 from .data.public_stats import formal_scales, public_fill_values
 from .data.tabular import CsvFormat, CsvOptions, LocalTable, preview, read_table
 from .errors import ConfigError, DataError, DCError, FormatError, VerificationError
-from .fileio import atomic_writer, safe_cell, utc_now
+from .fileio import atomic_writer, safe_cell, significant, utc_now
 from .formats.anchor import AnchorFile
 from .formats.envelope import DEFAULT_LIMITS, Limits, Payload, SealedFile, inspect, open_sealed, seal
 from .formats.identity import Identity, PublicCard, read_fingerprint
@@ -442,21 +442,17 @@ def _line_ending(path: str | Path) -> str:
 PROBABILITY_DIGITS = 6  # significant digits of RESULT.csv's probabilities (a model is not surer than that)
 
 
-def rounded_probabilities(frame: pd.DataFrame) -> pd.DataFrame:
-    """The frame with its result probabilities (float columns ``prob_…`` and ``risk_…``) rounded to
-    :data:`PROBABILITY_DIGITS` significant digits; the input's own cells (text) are untouched."""
-    out = frame
-    for name in frame.columns:
-        if str(name).startswith(("prob_", "risk_")) and frame[name].dtype.kind == "f":
-            if out is frame:
-                out = frame.copy()
-            out[name] = [float(f"{v:.{PROBABILITY_DIGITS}g}") for v in frame[name].to_numpy()]
-    return out
+def rounded_probabilities(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The result columns with every class probability (``prob_…``) rounded to :data:`PROBABILITY_DIGITS`
+    significant digits (:func:`core.fileio.significant`): what RESULT.csv shows is what the risk, the decision, the
+    threshold and the validation use."""
+    return {name: significant(values, PROBABILITY_DIGITS)
+            if str(name).startswith("prob_") and np.asarray(values).dtype.kind == "f" else values
+            for name, values in columns.items()}
 
 
 def write_result_csv(frame: pd.DataFrame, out_path: str | Path, fmt: CsvFormat, line_ending: str = "\n") -> None:
     """Write ``frame`` atomically in ``fmt``; a character the encoding cannot hold is a clear error."""
-    frame = rounded_probabilities(frame)
     try:
         text = frame.to_csv(index=False, sep=fmt.delimiter, decimal=fmt.decimal, lineterminator=line_ending)
         data = text.encode(fmt.encoding)
@@ -648,6 +644,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     columns, choice = promised_columns(
         method, manifest, private, table.X, lambda rows: apply_checked(method, manifest, arrays, private, rows,
                                                                        package_path))
+    columns = rounded_probabilities(columns)
     classes = [str(c) for c in manifest.get("classes", [])] if kit.task == "classification" else []
     binary = len(classes) == 2 and f"prob_{classes[1]}" in columns
     if not binary and (threshold is not None or threshold_target is not None):

@@ -283,8 +283,9 @@ class Schema:
         w = max([20, *(len(f.name) for f in self.features)])  # the name column fits the longest name
         lines = [f"{'column':<{w}} {'type':<12} {'levels or range':<40} missing values"]
         lines += [f.describe(w) for f in self.features]
-        lines.append(f"matrix: {self.width} encoded column(s) from {len(self.features)} column(s); a value a "
-                     f"column with levels does not know goes to its unseen bucket {UNSEEN_LEVEL}")
+        lines.append(f"matrix: {self.width} encoded column(s) from {len(self.features)} column(s)")
+        if any(f.typed for f in self.features):
+            lines.append(f"a value a column with levels does not know: its unseen bucket {UNSEEN_LEVEL}")
         if self.missing_tokens:
             lines.append(f"also read as missing at every site: {_quote_list(self.missing_tokens, 20)}")
         lines += [f"left out: {_quote(c.name) if c.name else '(no name)'}: {c.reason}" for c in self.ignored]

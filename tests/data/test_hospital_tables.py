@@ -15,6 +15,7 @@ from core.data.harmony import unit_warnings
 from core.data.schema import ColumnChoices, FeatureColumn, Schema, infer_schema
 from core.data.tabular import MISSING_TOKENS, CsvFormat, CsvOptions, read_table
 from core.errors import DataError
+from core.fileio import significant
 from core.formats.anchor import anchor_for_kit
 from core.formats.identity import Identity
 from core.kit_builder import build_kit, column_choices
@@ -248,10 +249,15 @@ def test_ordinal_text_is_ordered_by_the_numbers_it_holds_and_by_the_analyst(tmp_
 
 
 # ---- 8. RESULT.csv ------------------------------------------------------------------------------------------
-def test_result_probabilities_are_written_to_six_significant_digits(tmp_path):
-    frame = pd.DataFrame({"id": ["0.123456789"], "prob_yes": [0.123456789012], "risk_yes": [1 / 3],
-                          "prob_no": [1.23456789e-7]})
-    out = tmp_path / "r.csv"
-    write_result_csv(frame, out, CsvFormat("utf-8", ";", ","))
-    assert out.read_text().splitlines()[1] == "0.123456789;0,123457;0,333333;1,23457e-07"
-    assert rounded_probabilities(frame)["prob_yes"].iloc[0] == 0.123457 and frame["prob_yes"].iloc[0] != 0.123457
+def test_result_probabilities_are_rounded_to_six_significant_digits_before_anything_uses_them(tmp_path):
+    columns = {"prediction": np.array(["yes", "no"], dtype=object),
+               "prob_yes": np.array([0.123456789012, 1 / 3]), "prob_no": np.array([0.876543210988, 2 / 3]),
+               "z1": np.array([0.123456789012, np.nan])}
+    out = rounded_probabilities(columns)
+    assert out["prob_yes"].tolist() == [0.123457, 0.333333] and out["prob_no"].tolist() == [0.876543, 0.666667]
+    assert out["z1"][0] == 0.123456789012 and out["prediction"] is columns["prediction"]  # only probabilities
+    assert significant([1.23456789e-7, 0.0, 9.9999996e-1, 1.234567e-20, np.inf]).tolist() == [
+        1.23457e-07, 0.0, 1.0, 1.23457e-20, np.inf]
+    frame = pd.DataFrame({"id": ["0.123456789"], "prob_yes": out["prob_yes"][:1], "prob_no": [1.23457e-07]})
+    write_result_csv(frame, tmp_path / "r.csv", CsvFormat("utf-8", ";", ","))
+    assert (tmp_path / "r.csv").read_text().splitlines()[1] == "0.123456789;0,123457;1,23457e-07"
