@@ -42,7 +42,10 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "dccfl": ("dccfl", "DC-CFL paper Tables 2-3 and Figure 2 through the product's code"),
     "dcclustering": ("dcclustering", "DC-Clustering paper Tables 2, 4, 6 with oracle bounds and baselines"),
     "fuzz": ("fuzz", "mutated bundles, packages, kits, cards and anchors: only the product's errors escape"),
-    "kill": ("kill", "SIGKILL during export and analyst run: nothing partial under a final name"),
+    "kill": ("kill", "SIGKILL during export, audit new, kit new, analyst import, analyst run and apply: nothing "
+             "partial under a final name, no export lost, no orphan"),
+    "import-scale": ("import_scale", "the analyst's import of 100 to 3,000 small bundles: time per bundle, first "
+                     "and last tenth (--sites)"),
     "gold": ("gold", "GOLD paper Tables III-IV on re-implemented Non-ICD partitions, with k-FED and ablations"),
     "gold-server": ("gold_server", "GOLD's analyst step (k-means vs MCPL + REMC) on small non-IID sites, beside "
                     "DC-Clustering, k-FED and pooled k-means"),

@@ -411,7 +411,7 @@ def ungated_proba(package_path: Path, identity, workspace, csv_path: Path, optio
 
     binding = inspect(package_path)
     kit = Kit.load(workspace.kit_path(binding.project_id))
-    meta, private = workspace.load_export(kit.project_id, binding.in_reply_to)
+    meta, private = workspace.load_export(kit.project_id, binding.in_reply_to, identity.card)
     rows = meta.get("rows") if type(meta.get("rows")) is int else None
     opened = open_sealed(package_path, identity, expect_kind="package", expect_project=kit.project_id,
                          expect_sender=kit.analyst, expect_in_reply_to=binding.in_reply_to,

@@ -55,9 +55,9 @@ from core import __version__
 from core.errors import ConfigError
 from core.fileio import write_json_atomic, write_text_atomic
 from core.formats.anchor import extended_smote
-from core.learn.local_model import fit_local_model
 from core.methods.base import FitContext, ReceivedBundle, SiteInput
 from core.methods.dccfl import DC, DCCFL
+from core.methods.promise import own_model_state, promised_columns
 
 # ----------------------------------------------------------------------------------------------------------
 # The paper's published numbers (Sugawara, Kawamata et al., Tables 2 and 3). Used ONLY to fill the "paper"
@@ -233,9 +233,10 @@ def site_bundles(cell: Cell) -> tuple[list[ReceivedBundle], list[dict], float]:
         secs.append(time.perf_counter() - t0)
         bundles.append(ReceivedBundle(site=f"client-{i:03d}", fingerprint="", digest="", envelope_id="",
                                       manifest=exp.manifest, arrays=exp.arrays))
-        # the site's own-rows baseline, kept in its workspace as `participant export` does (used by a package
-        # that tells the site to keep its own linear model)
-        private.append({**exp.private_arrays, **fit_local_model(Xtr, ytr, len(cell.classes))})
+        # the site's own-rows model and its out-of-fold probabilities, kept in its workspace as `participant
+        # export` does (the site's half of its paired choice, issue #37)
+        _, own = own_model_state(method, Xtr, ytr.astype(np.int64), len(cell.classes))
+        private.append({**exp.private_arrays, **own})
     return bundles, private, float(np.mean(secs))
 
 
@@ -249,7 +250,8 @@ def run_dc(method, cell: Cell, bundles: list[ReceivedBundle], private: list[dict
     for (manifest, arrays), priv, (_Xtr, _ytr, Xte, yte) in zip(result.packages, private, cell.clients, strict=True):
         if len(yte) == 0:
             continue
-        pred = method.apply(manifest, arrays, priv, Xte)["prediction"]
+        pred = promised_columns(method, manifest, priv, Xte, lambda r, m=manifest, a=arrays, p=priv:
+                                method.apply(m, a, p, r), arrays=arrays)[0]["prediction"]
         accs.append(float(np.mean(pred == names[yte])))
     s = result.summary
     return {"accuracy": float(np.mean(accs)), "fit_seconds": fit_s, "t": s.get("t"),

@@ -1,5 +1,5 @@
-"""``python -m benchmarks kill --kills N --seed S``: SIGKILL a site's export, an analyst's run and a site's
-apply at many moments.
+"""``python -m benchmarks kill --kills N --seed S``: SIGKILL a site's export, ``audit new``, ``kit new``, an analyst's
+import and run, and a site's apply at many moments.
 
 Each case forks a child that performs one operation, and the parent kills it with SIGKILL:
 
@@ -8,20 +8,24 @@ Each case forks a child that performs one operation, and the parent kills it wit
 * **random moments** — the parent kills the child after a delay drawn uniformly from the operation's
   measured duration.
 
-After every kill the invariants are checked: no file under a final name is partial (every ``.dcbundle`` and
-``.dcpkg`` opens; an output folder holds a complete set — summary.json lists exactly its packages, with
+After every kill the invariants are checked: no file under a final name is partial (every ``.dcbundle``, ``.dcpkg``
+and ``.dckit`` opens; an output folder holds a complete set — summary.json lists exactly its packages, with
 matching SHA-256, and report.html is there); every bundle a site shows has its private state in the site's
-workspace; no private state is orphaned (no export folder without its state.json; once the workspace is opened
-again, no staging folder and no state of a bundle the audit log never recorded); every bundle in the analyst's
-registry is stored intact; both audit logs verify. The next run
-must then succeed and leave no ``.part``, ``.staging`` or ``.old`` behind.
+workspace; **no export is lost** (every complete export folder the site's workspace held before the case is there
+after it, its signed state intact, once the workspace is opened again); no private state is orphaned (no export
+folder without its state.json; once the workspace is opened again, no staging folder, and no state of a bundle no
+log — the current one or a copy ``audit new`` kept — records); every bundle in an analyst's registry is stored
+intact and recorded by an ``import`` line; the audit logs verify (after ``audit new`` is killed, the next ``audit
+new`` must make it verify). The next run must then succeed and leave no ``.part``, ``.staging`` or ``.old`` behind.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
+import shutil
 import signal
 import tempfile
 import time
@@ -30,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.errors import DCError
+from core.errors import AuditLogRefused, DCError
 
 _CALLS = ("fsync", "replace", "rename", "unlink")
 
@@ -89,6 +93,8 @@ def _run_child(op: Callable[[], None], k: int = 0, when: str = "before", delay: 
 class _Round:
     """A small classification round: two sites' exports ready to seal, the analyst's result ready to export."""
 
+    PASSPHRASE = "kill benchmark passphrase"
+
     def __init__(self, folder: Path, seed: int):
         import pandas as pd
 
@@ -108,6 +114,8 @@ class _Round:
         df = pd.DataFrame(frame)
         df.iloc[:20].to_csv(folder / "sample.csv", index=False)
         self.analyst = Identity.generate("analyst")
+        self.analyst_file = folder / "analyst.dcid"
+        self.analyst.save(self.analyst_file, self.PASSPHRASE, log_n=14)  # for `dcstudio kit new`
         self.site = Identity.generate("site0")
         other = Identity.generate("site1")
         schema, _ = infer_schema(folder / "sample.csv", label="label")
@@ -136,27 +144,155 @@ class _Round:
         session = AnalystRound(self.kit, self.analyst, AnalystWorkspace(folder / "analyst0.ws"))
         received = [session.open_bundle(p) for p in bundles]
         self.result, self.received = session.run(received), received  # an AnalystRun
+        # an analyst workspace that already holds site0's bundle: each import case adds site1's to a copy of it
+        self.import_base = folder / "import-base.ws"
+        AnalystRound(self.kit, self.analyst, AnalystWorkspace(self.import_base)).import_bundles(bundles[:1])
         self.out = folder / "out"
         self.exports = folder / "exports"
-        self.n_analyst = 0
-        self.n_export = 0
-        self.n_apply = 0
+        self.kits = folder / "kits"
+        self.n = {"analyst": 0, "export": 0, "apply": 0, "restart": 0, "kit": 0, "import": 0}
         self.site_csv = folder / "site0.csv"
         self.package = session.export(self.result, folder / "packages").packages[0].path
         self.applied = folder / "applied"
+        self.kept: dict[str, bytes] = {}  # export folder → its state.json, before the case (lost exports)
 
-    # ---- the two operations ----------------------------------------------------------------------------
+    # ---- the operations ---------------------------------------------------------------------------------
     def export_op(self) -> Callable[[], None]:
-        self.n_export += 1
-        out = self.exports / f"case{self.n_export}.dcbundle"
+        self.n["export"] += 1
+        out = self.exports / f"case{self.n['export']}.dcbundle"
         return lambda: self.jobs[0].seal(out)
+
+    def restart_op(self) -> Callable[[], None]:
+        """``dcstudio audit new`` on the site's workspace (which holds every export of this campaign)."""
+        from core.formats.audit_restart import restart_audit
+
+        self.n["restart"] += 1
+        reason = f"kill benchmark restart {self.n['restart']}"
+        return lambda: restart_audit(self.folder / "site.ws", self.site, reason)
+
+    def kit_op(self) -> Callable[[], None]:
+        """``dcstudio kit new`` as the analyst runs it (identity file, sample CSV, the kit written atomically)."""
+        from core.cli import main
+
+        self.n["kit"] += 1
+        out = self.kits / f"kit{self.n['kit']}.dckit"
+        argv = ["kit", "new", "--identity", str(self.analyst_file), "--name", "kill", "--schema-from",
+                str(self.folder / "sample.csv"), "--label", "label", "--method", "dc", "--out", str(out)]
+
+        def op() -> None:
+            os.environ["DCSTUDIO_PASSPHRASE"] = self.PASSPHRASE
+            with contextlib.redirect_stdout(io.StringIO()):
+                if main(argv) != 0:
+                    raise RuntimeError("kit new failed")
+        return op
+
+    def import_op(self) -> Callable[[], None]:
+        """``dcstudio analyst import`` of site1's bundle into a copy of a workspace that holds site0's."""
+        from core.analyst import AnalystRound
+        from core.formats.workspace import AnalystWorkspace
+
+        self.n["import"] += 1
+        ws = self.folder / f"import{self.n['import']}.ws"
+        shutil.copytree(self.import_base, ws)
+        return lambda: AnalystRound(self.kit, self.analyst, AnalystWorkspace(ws)).import_bundles(self.bundle_files[1:])
 
     def apply_op(self) -> Callable[[], None]:
         from core.participant import apply_package
 
-        self.n_apply += 1
-        out = self.applied / f"result{self.n_apply}.csv"
+        self.n["apply"] += 1
+        out = self.applied / f"result{self.n['apply']}.csv"
         return lambda: apply_package(self.package, self.site, self.site_csv, out, workspace=self.site_ws)
+
+    def analyst_op(self) -> Callable[[], None]:
+        from core.analyst import AnalystRound
+        from core.formats.workspace import AnalystWorkspace
+
+        self.n["analyst"] += 1
+        ws = self.folder / f"analyst{self.n['analyst']}.ws"
+
+        def op():
+            session = AnalystRound(self.kit, self.analyst, AnalystWorkspace(ws))
+            session.import_bundles(self.bundle_files)
+            session.export(self.result, self.out)
+        return op
+
+    # ---- invariants ---------------------------------------------------------------------------------
+    def remember_exports(self) -> None:
+        """The complete export folders the site holds now (a case may add some, never lose one)."""
+        root = self.folder / "site.ws"
+        self.kept = {str(d.relative_to(root)): (d / "state.json").read_bytes()
+                     for d in root.glob("projects/*/exports/*") if (d / "state.json").is_file()}
+
+    def lost_exports(self) -> list[str]:
+        """Export folders held before the case and gone (or changed, or no longer trusted) after it, once the
+        workspace has been opened again (which cleans up)."""
+        from core.formats.workspace import SiteWorkspace
+
+        root = self.folder / "site.ws"
+        ws = SiteWorkspace(root)
+        lost = []
+        for rel, state in self.kept.items():
+            folder = root / rel
+            if not (folder / "state.json").is_file() or (folder / "state.json").read_bytes() != state:
+                lost.append(f"LOST export {rel}")
+                continue
+            try:
+                ws.load_export(folder.parent.parent.name, "", self.site.card, folder=folder)
+            except DCError as exc:
+                lost.append(f"LOST export {rel}: {exc.message}")
+        return lost
+
+    def check_site(self) -> list[str]:
+        from core.formats.envelope import inspect
+
+        problems = []
+        for bundle in sorted(self.exports.glob("*.dcbundle")):
+            try:
+                binding = inspect(bundle)
+                digest = _digest(bundle)
+                self.site_ws.load_export(binding.project_id, digest, self.site.card)
+            except DCError as exc:
+                problems.append(f"{bundle.name}: {exc.message}")
+        try:
+            self.site_ws.audit.verify()
+        except DCError as exc:
+            problems.append(f"site audit log: {exc.message}")
+        return problems + self.orphans()
+
+    def check_restart(self) -> list[str]:
+        """After a killed ``audit new`` the exports are all there and nothing is orphaned; the log may need the next
+        ``audit new`` (it is refused with the sentence saying so, never half-trusted)."""
+        from core.formats.workspace import SiteWorkspace
+
+        problems = self.orphans()
+        try:
+            SiteWorkspace(self.folder / "site.ws").audit.verify()
+        except AuditLogRefused:
+            pass  # the next `audit new` (the next case, or the final run) starts it again
+        except DCError as exc:
+            problems.append(f"site audit log after audit new: not an audit refusal: {exc.message}")
+        return problems
+
+    def check_kit(self) -> list[str]:
+        from core.formats.kit import Kit
+
+        problems = []
+        for kit in sorted(self.kits.glob("*.dckit")):
+            try:
+                Kit.load(kit, expect_analyst=self.analyst.card)
+            except DCError as exc:
+                problems.append(f"{kit.name} is not a whole kit: {exc.message}")
+        return problems
+
+    def check_import(self) -> list[str]:
+        """Every import workspace: its log verifies, every registry line is signed, its bundle stored intact and
+        recorded by an ``import`` line."""
+        from core.formats.workspace import AnalystWorkspace
+
+        problems = []
+        for ws_dir in sorted(self.folder.glob("import*.ws")):
+            problems += _registry_problems(ws_dir, self.analyst, AnalystWorkspace)
+        return problems
 
     def check_apply(self) -> list[str]:
         """Every RESULT.csv under its final name is whole (all rows, the result column filled); the site's
@@ -170,59 +306,36 @@ class _Round:
             if len(frame) != rows or "prediction" not in frame or frame["prediction"].isna().any():
                 problems.append(f"{result.name} is not a complete result ({len(frame)} of {rows} rows)")
         try:
-            self.site_ws.applied(self.kit.project_id, _digest(self.bundle_files[0]))
+            self.site_ws.applied(self.kit.project_id, _digest(self.bundle_files[0]), self.site.card)
             self.site_ws.audit.verify()
         except DCError as exc:
             problems.append(f"site workspace after apply: {exc.message}")
         return problems
 
-    def analyst_op(self) -> Callable[[], None]:
-        from core.analyst import AnalystRound
-        from core.formats.workspace import AnalystWorkspace
-
-        self.n_analyst += 1
-        ws = self.folder / f"analyst{self.n_analyst}.ws"
-
-        def op():
-            session = AnalystRound(self.kit, self.analyst, AnalystWorkspace(ws))
-            session.import_bundles(self.bundle_files)
-            session.export(self.result, self.out)
-        return op
-
-    # ---- invariants ---------------------------------------------------------------------------------
-    def check_site(self) -> list[str]:
-        from core.formats.envelope import inspect
-
-        problems = []
-        for bundle in sorted(self.exports.glob("*.dcbundle")):
-            try:
-                binding = inspect(bundle)
-                digest = _digest(bundle)
-                self.site_ws.load_export(binding.project_id, digest)
-            except DCError as exc:
-                problems.append(f"{bundle.name}: {exc.message}")
-        try:
-            self.site_ws.audit.verify()
-        except DCError as exc:
-            problems.append(f"site audit log: {exc.message}")
-        return problems + self.orphans()
-
     def orphans(self) -> list[str]:
         """Private state no bundle can answer to: right after a kill, no export folder may lack its state.json;
         once the workspace is opened again (it cleans up), no staging folder is left and every export folder
-        is named by an audit ``export`` line (its bundle may have been published)."""
+        is named by an ``export`` line of the log or of a copy ``audit new`` kept (its bundle may have been
+        published)."""
         from core.formats.workspace import SiteWorkspace
 
         root = self.folder / "site.ws"
         problems = [f"{d.relative_to(self.folder)} has no state.json" for d in root.glob("projects/*/exports/*")
                     if d.is_dir() and not d.name.startswith(".") and not (d / "state.json").is_file()]
-        ws = SiteWorkspace(root)
-        exported = {e.get("digest") for e in ws.audit.entries() if e.get("event") == "export"}
+        SiteWorkspace(root)
+        exported = set()
+        for log in [root / "audit.jsonl", *root.glob("audit.before-*.jsonl")]:
+            with contextlib.suppress(OSError):
+                for line in log.read_bytes().splitlines():
+                    with contextlib.suppress(ValueError):
+                        entry = json.loads(line)
+                        if entry.get("event") == "export":
+                            exported.add(entry.get("digest"))
         for d in root.glob("projects/*/exports/*"):
             if d.name.startswith("."):
                 problems.append(f"{d.relative_to(self.folder)} left after the workspace was opened again")
-            elif (d / "state.json").is_file() and json.loads((d / "state.json").read_text())["bundle_digest"] \
-                    not in exported:
+            elif (d / "state.json").is_file() and \
+                    json.loads((d / "state.json").read_text())["body"]["bundle_digest"] not in exported:
                 problems.append(f"{d.relative_to(self.folder)}: private state of a bundle never exported")
         return problems
 
@@ -244,21 +357,32 @@ class _Round:
                     if (self.out / name).is_file() and _digest(self.out / name) != digest:
                         problems.append(f"{name} does not match its digest in the summary")
         for ws_dir in self.folder.glob("analyst*.ws"):
-            ws = AnalystWorkspace(ws_dir)
-            try:
-                ws.audit.verify()
-                for pid_dir in (ws_dir / "projects").glob("*"):
-                    for entry in ws.registry(pid_dir.name).values():
-                        stored = pid_dir / "bundles" / entry["file"]
-                        if not stored.is_file() or _digest(stored) != entry["digest"]:
-                            problems.append(f"{ws_dir.name}: registry lists {entry['file']}, not stored intact")
-            except DCError as exc:
-                problems.append(f"{ws_dir.name}: {exc.message}")
+            problems += _registry_problems(ws_dir, self.analyst, AnalystWorkspace)
         return problems
 
     def leftovers(self) -> list[str]:
         return sorted(str(p.relative_to(self.folder)) for p in self.folder.rglob("*")
                       if p.name.endswith((".part", ".staging", ".old")))
+
+
+def _registry_problems(ws_dir: Path, owner, workspace_class) -> list[str]:
+    """An analyst workspace after a kill: the log verifies, every registry line is signed by the owner, every
+    registered bundle is stored intact and an ``import`` line of the log records it."""
+    problems = []
+    ws = workspace_class(ws_dir)
+    try:
+        ws.audit.verify()
+        imported = {e.get("digest") for e in ws.audit.entries() if e.get("event") == "import"}
+        for pid_dir in (ws_dir / "projects").glob("*"):
+            for entry in ws.registry(pid_dir.name, owner.card).values():
+                stored = pid_dir / "bundles" / entry["file"]
+                if not stored.is_file() or _digest(stored) != entry["digest"]:
+                    problems.append(f"{ws_dir.name}: registry lists {entry['file']}, not stored intact")
+                if entry["digest"] not in imported:
+                    problems.append(f"{ws_dir.name}: registry lists {entry['file']}, which no import line records")
+    except DCError as exc:
+        problems.append(f"{ws_dir.name}: {exc.message}")
+    return problems
 
 
 def _digest(path: Path) -> str:
@@ -267,19 +391,25 @@ def _digest(path: Path) -> str:
     return file_digest(path)
 
 
+OPERATIONS = ("export", "audit new", "kit new", "analyst import", "analyst run", "apply")
+
+
 def run_kill(random_kills: int = 10, seed: int = 0, say: Callable[[str], None] | None = None,
-             whens: tuple[str, ...] = ("before", "after")) -> dict:
-    """Kill export and analyst run at every counted call (``whens``: just before and/or just after it) and at
-    ``random_kills`` random moments each; return counts and every invariant that broke (none expected)."""
+             whens: tuple[str, ...] = ("before", "after"), operations: tuple[str, ...] = OPERATIONS) -> dict:
+    """Kill each operation at every counted call (``whens``: just before and/or just after it) and at
+    ``random_kills`` random moments; return counts and every invariant that broke (none expected)."""
     rng = np.random.default_rng(seed)
     shm = Path("/dev/shm")
-    stats: dict = {"seed": seed, "ops": {}, "problems": []}
+    stats: dict = {"seed": seed, "ops": {}, "problems": [], "lost_exports": 0, "orphans": 0}
     start_all = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dcstudio-kill-", dir=shm if shm.is_dir() else None) as tmp:
         r = _Round(Path(tmp), seed)
-        for name, make, check in (("export", r.export_op, r.check_site), ("analyst run", r.analyst_op,
-                                                                            r.check_analyst),
-                                  ("apply", r.apply_op, r.check_apply)):
+        table = {"export": (r.export_op, r.check_site), "audit new": (r.restart_op, r.check_restart),
+                 "kit new": (r.kit_op, r.check_kit), "analyst import": (r.import_op, r.check_import),
+                 "analyst run": (r.analyst_op, r.check_analyst), "apply": (r.apply_op, r.check_apply)}
+        for name in operations:
+            make, check = table[name]
+            r.remember_exports()
             t0 = time.perf_counter()
             calls = _run_child(make())
             duration = time.perf_counter() - t0
@@ -287,13 +417,19 @@ def run_kill(random_kills: int = 10, seed: int = 0, say: Callable[[str], None] |
             plan = [(k, when, None) for k in range(1, calls + 1) for when in whens]
             plan += [(0, "", float(rng.uniform(0.0, duration))) for _ in range(random_kills)]
             for k, when, delay in plan:
+                r.remember_exports()
                 if _run_child(make(), k, when or "before", delay) == -1:
                     kills += 1
                 moment = f"call {k} {when}" if k else f"{delay:.3f} s"
-                for problem in check():
+                found = check() + r.lost_exports()
+                stats["lost_exports"] += sum(p.startswith("LOST") for p in found)
+                stats["orphans"] += sum("orphan" in p or "never exported" in p or "left after" in p
+                                        or "no state.json" in p for p in found)
+                for problem in found:
                     stats["problems"].append(f"{name}, kill at {moment}: {problem}")
+            r.remember_exports()
             _run_child(make())  # the next run completes and cleans up after the killed ones
-            for problem in check():
+            for problem in check() + r.lost_exports():
                 stats["problems"].append(f"{name}, after the final run: {problem}")
             stats["ops"][name] = {"counted_calls": calls, "cases": len(plan), "killed": kills,
                                   "seconds_per_run": round(duration, 3)}
@@ -305,13 +441,18 @@ def run_kill(random_kills: int = 10, seed: int = 0, say: Callable[[str], None] |
         from core.formats.workspace import AnalystWorkspace, SiteWorkspace
 
         SiteWorkspace(r.folder / "site.ws")
-        for ws_dir in r.folder.glob("analyst*.ws"):
+        for ws_dir in [*r.folder.glob("analyst*.ws"), *r.folder.glob("import*.ws")]:
             AnalystWorkspace(ws_dir)
+        if "audit new" in operations:
+            r.restart_op()()
         r.jobs[0].seal(r.exports / "final.dcbundle")
         recover_outputs(r.out)
         r.analyst_op()()
         r.apply_op()()
+        r.kit_op()()
+        SiteWorkspace(r.folder / "site.ws").audit.verify()
         stats["leftovers"] = r.leftovers()
+    stats["kills"] = sum(o["killed"] for o in stats["ops"].values())
     stats["seconds"] = round(time.perf_counter() - start_all, 1)
     return stats
 
@@ -319,7 +460,8 @@ def run_kill(random_kills: int = 10, seed: int = 0, say: Callable[[str], None] |
 def run_from_args(args, say: Callable[[str], None]) -> dict:
     kills = args.kills if args.kills is not None else 50
     stats = run_kill(kills, args.seed, say)
-    say(f"kill: {sum(o['cases'] for o in stats['ops'].values())} cases in {stats['seconds']} s, "
+    say(f"kill: {sum(o['cases'] for o in stats['ops'].values())} cases ({stats['kills']} killed mid-way) in "
+        f"{stats['seconds']} s, {stats['lost_exports']} lost export(s), {stats['orphans']} orphan(s), "
         f"{len(stats['problems'])} broken invariant(s), leftovers {stats['leftovers'] or 'none'}")
     for p in stats["problems"][:20]:
         say(f"  PROBLEM {p}")

@@ -87,18 +87,16 @@ def export_site(method, X: np.ndarray, y: np.ndarray, classes: list[str], anchor
     """What ``participant export`` makes of a site's rows, in memory: the method's export with the promise's check
     rows (:func:`core.methods.promise.export_with_check`), the ``own_cv`` scores in the manifest and the own-rows
     model in the private state. Returns (manifest, arrays, private arrays)."""
-    from core.learn.local_model import fit_local_model
-    from core.learn.own_cv import cross_validate_own
     from core.methods.base import SiteInput
-    from core.methods.promise import export_with_check
+    from core.methods.promise import export_with_check, own_model_state
 
     known = {st.name for st in method.site_settings_spec()}
     site = SiteInput(X, y.astype(np.int64), classes, anchor if method.needs_anchor else None,
                      settings={k: v for k, v in settings.items() if k in known})
     ex = export_with_check(method, site)
-    cv = cross_validate_own(X, y, len(classes))
+    cv, private = own_model_state(method, X, y.astype(np.int64), len(classes), settings=site.settings)
     manifest = {**ex.manifest, "method": method.name, "family": method.family, **({"own_cv": cv} if cv else {})}
-    return manifest, ex.arrays, {**ex.private_arrays, **fit_local_model(X, y, len(classes))}
+    return manifest, ex.arrays, {**ex.private_arrays, **private}
 
 
 def run_round(method, sites: list, classes: list[str], anchor: np.ndarray | None, seed: int,
@@ -126,13 +124,13 @@ def run_round(method, sites: list, classes: list[str], anchor: np.ndarray | None
     for b, (manifest, arrays), private, (_, ytr, Xte, yte) in zip(bundles, result.packages, state, sites,
                                                                      strict=True):
         columns, choice = promised_columns(method, manifest, private, Xte,
-                                           lambda r, m=manifest, a=arrays, p=private: method.apply(m, a, p, r))
+                                           lambda r, m=manifest, a=arrays, p=private: method.apply(m, a, p, r),
+                                           arrays=arrays)
         pkg_ok = np.asarray(columns["prediction"], dtype=object) == names[yte]
         own_ok = local_predict_proba(private, Xte).argmax(1) == yte
         x = entries.get(b.site, {})
         cv = b.manifest.get("own_cv") or {}
-        if method.own_model_choice == "site":  # the package as sent, before the site's check chooses
-            sent_ok = np.asarray(method.apply(manifest, arrays, private, Xte)["prediction"], dtype=object) == names[yte]
+        sent_ok = np.asarray(method.apply(manifest, arrays, private, Xte)["prediction"], dtype=object) == names[yte]
         rows.append({"train_rows": int(len(ytr)), "test_rows": int(len(yte)), "classes": sorted(set(ytr.tolist())),
                      "package": float(pkg_ok.mean()), "own_model": float(own_ok.mean()),
                      "diff_pt": 100 * float(pkg_ok.mean() - own_ok.mean()),
@@ -141,10 +139,10 @@ def run_round(method, sites: list, classes: list[str], anchor: np.ndarray | None
                      "expected": (x.get("expected") or {}).get("accuracy"),
                      "expected_own": (x.get("own_model") or {}).get("accuracy"),
                      "own_cv": cv.get("accuracy"), "right": pkg_ok, "own_right": own_ok,
-                     # the site's own check (site-scored methods): both models on its set-aside rows
-                     **({"check_rows": choice["rows"], "check_package": choice["package"]["accuracy"],
-                         "check_own": choice["own"]["accuracy"]} if choice and "rows" in choice else {}),
-                     **({"as_sent": float(sent_ok.mean())} if method.own_model_choice == "site" else {})})
+                     # the site's own choice (core.learn.site_update): what it uses, on how many paired rows
+                     **({"kind": choice["kind"], "weight": choice["weight"], "paired_rows": choice["rows"],
+                         "paired_on": choice["paired_on"]} if choice and "kind" in choice else {}),
+                     "as_sent": float(sent_ok.mean())})
     return rows, result, fit_s
 
 
@@ -289,14 +287,9 @@ def markdown(out: dict, command: str) -> str:
                          f"{w['below_minus_2pt']} |")
     used = [(c.get("method"), x) for c in out["cells"] for x in c["sites"]]
     lines += ["", "Who kept what (sites): " + "; ".join(
-        f"{m}: package {sum(1 for mm, x in used if mm == m and x.get('used') == 'package')}, own "
+        f"{m}: package {sum(1 for mm, x in used if mm == m and x.get('used') == 'package')}, updated "
+        f"{sum(1 for mm, x in used if mm == m and x.get('used') == 'updated')}, own "
         f"{sum(1 for mm, x in used if mm == m and x.get('used') == 'own')}" for m in s.get("per_method", {}))]
-    checks = [x for _, x in used if "check_rows" in x]
-    if checks:
-        lines += ["", "The site's own check (site-scored methods), on the rows each site set aside: package "
-                  f"{np.mean([x['check_package'] for x in checks]):.3f} vs own model "
-                  f"{np.mean([x['check_own'] for x in checks]):.3f} (mean accuracy, {len(checks)} sites, "
-                  f"{int(np.median([x['check_rows'] for x in checks]))} rows each at the median)."]
     for m in s.get("per_method", {}):
         sent = [100 * (x["as_sent"] - x["own_model"]) for mm, x in used if mm == m and "as_sent" in x]
         if sent:

@@ -16,6 +16,7 @@ from pathlib import Path
 from . import version_string
 from .errors import ConfigError, DCError
 from .privacy.thresholds import DIRECTIONS, PrivacyThresholds, parse_threshold_args
+from .safe_text import shown_lines
 
 
 # ---- helpers ------------------------------------------------------------------------------------------
@@ -72,8 +73,9 @@ def parse_sets(pairs: list[str] | None, method=None) -> dict:
 
 
 def say(*lines: str) -> None:
+    """Print lines, each through the one sanitiser (core.safe_text): text from files is never printed raw."""
     for line in lines:
-        print(line)
+        print(shown_lines(line))
 
 
 # ---- commands -----------------------------------------------------------------------------------------
@@ -182,8 +184,8 @@ def cmd_kit_show(args) -> None:
     say(*Kit.load(args.kit).describe())
 
 
-def _audit_log(where: str):
-    from .formats.workspace import workspace_audit
+def _workspace_at(where: str):
+    from .formats.workspace import open_workspace
 
     path = Path(where)
     if path.name == "audit.jsonl":
@@ -192,30 +194,47 @@ def _audit_log(where: str):
         raise ConfigError(f"{where} is not a workspace (give a workspace folder or its audit.jsonl)")
     if not (path / "audit.jsonl").exists() and not (path / "audit.head").exists() and not (path / "projects").is_dir():
         raise ConfigError(f"{path} is not a workspace: it holds no audit log (give a workspace folder)")
-    return workspace_audit(path)
+    return open_workspace(path)
 
 
 def cmd_audit_verify(args) -> None:
+    """The log (chain, signatures, head file, its workspace, the heads of files sealed there), then every signed
+    file of the workspace; exit 1 on the first problem, on an earlier version's log and on a restart that
+    followed a rollback."""
     from .errors import VerificationError
+    from .formats.audit import new_log_hint
     from .formats.envelope import file_digest, inspect
 
-    log = _audit_log(args.log)
+    ws = _workspace_at(args.log)
+    log = ws.audit
     state = log.check()
-    if state.legacy:
-        say(f"audit log {log.path}: {state.entries} entries, chain intact, head {state.head}",
-            "note: written by an earlier version of DC Studio: the entries are not signed and there is no head "
-            "file, so an edit that rebuilt the chain, or lines cut from its end, cannot be ruled out. It is not "
-            f"extended; start a signed log with: dcstudio audit new {log.path.parent} --identity YOUR.dcid "
-            "--reason \"…\" (the old log is kept beside it)")
-        if args.against:
-            raise ConfigError("--against needs a signed log: start one with dcstudio audit new")
-        return
+    if state.earlier_version:
+        what = ("the entries are not signed and there is no head file, so an edit that rebuilt the chain, or lines "
+                "cut from its end, cannot be ruled out" if state.legacy else
+                "it is signed but names no workspace, so an exchange with another workspace's log cannot be ruled "
+                "out")
+        say(f"audit log {log.path}: {state.entries} entries, chain intact, head {state.head}")
+        raise VerificationError(f"this audit log was written by an earlier version of DC Studio: {what}; it is not "
+                                "extended; " + new_log_hint(log.path), path=log.path)
     owner = f"{state.owner.name!r} ({state.owner.fingerprint})" if state.owner else "nobody yet"
     behind = " (its head file was one entry behind: the last write was interrupted; the next entry repairs it)" \
         if state.head_file == "one behind" else ""
     entries = f"{state.entries} entr{'y' if state.entries == 1 else 'ies'}"
+    bound = f", bound to this workspace ({state.workspace[:8]}…)" if state.workspace else ""
     say(f"audit log {log.path}: {entries}, chain intact, every entry signed by {owner}, "
-        f"head file matches{behind}", f"head: {state.head}")
+        f"head file matches{behind}{bound}", f"head: {state.head}")
+    previous = (state.start or {}).get("previous")
+    if isinstance(previous, dict):
+        say(f"this log was started on {state.start['time']} to replace another: {state.start['reason']!r}")
+    if state.restart_after_rollback:
+        raise VerificationError(state.restart_after_rollback, path=log.path)
+    problems = ws.check_files(state.owner) if state.owner is not None else []
+    if problems:
+        for p in problems[1:]:
+            say(f"refused: {p}")
+        raise VerificationError(f"{len(problems)} file(s) of this workspace cannot be trusted: {problems[0]}")
+    if state.owner is not None:
+        say("every pin, kit, export state, confirmation and registry line of the workspace is signed by its owner")
     if not args.against:
         say("(each bundle or package this workspace sealed carries the head of its time as audit_head: check "
             "the log against one with --against FILE)")
@@ -224,17 +243,35 @@ def cmd_audit_verify(args) -> None:
         if state.owner is None or binding.sender.key_id != state.owner.key_id:
             raise VerificationError(f"{sealed} was sealed by {binding.sender.name!r} "
                                     f"({binding.sender.fingerprint}), not by this log's owner")
-        n, m = log.find_sealed(binding.audit_head, file_digest(sealed))
+        try:
+            n, m = log.find_sealed(binding.audit_head, file_digest(sealed))
+        except VerificationError as exc:  # sealed before a declared restart? then the kept copy records it
+            try:
+                name, n, m = log.find_sealed_before_restart(state, binding.audit_head, file_digest(sealed))
+            except VerificationError:
+                raise exc from None
+            say(f"{sealed}: sealed after line {n} of the log this one replaced ({name}), recorded in its line {m}; "
+                f"that log was replaced on {state.start['time']} ({state.start['reason']!r})")
+            continue
         say(f"{sealed}: sealed after line {n}, recorded in line {m}")
 
 
 def cmd_audit_new(args) -> None:
-    log = _audit_log(args.log)
-    entry = log.start_new(load_identity(args.identity), args.reason)
+    from .formats.audit_restart import restart_audit
+
+    ws = _workspace_at(args.log)
+    done = restart_audit(ws.root, load_identity(args.identity), args.reason,
+                         adopt_unsigned=True if args.adopt_unsigned else None)
+    entry = done.start
     prev = entry.get("previous", {})
-    kept = f"the old log is kept as {prev['file']}" if prev.get("file") else "there was no old log"
-    say(f"new audit log {log.path}, started by {entry['owner']['name']!r} ({entry['owner']['fingerprint']}); "
-        f"{kept}; its first entry records the reason and the old head as far as it is known")
+    kept = (f"the old log was copied to {prev['file']}" if prev.get("file") else "there was no old log")
+    say(f"new audit log {ws.audit.path}, started by {entry['owner']['name']!r} ({entry['owner']['fingerprint']}); "
+        f"{kept}; its first entry records the reason and the old head as far as it is known; no export was removed")
+    if done.adopted:
+        say(f"signed {len(done.adopted)} file(s) an earlier version wrote unsigned (listed in the log): "
+            + ", ".join(done.adopted[:5]) + (" …" if len(done.adopted) > 5 else ""))
+    for sentence in done.reconfirm:
+        say(f"still refused: {sentence}")
 
 
 def _anchor_recipients(args) -> list:
@@ -325,7 +362,7 @@ def cmd_participant_assess(args) -> None:
         out = assessment.to_dict()
         if levers is not None:
             out["levers"] = levers.to_dict()
-        print(json.dumps(out, indent=2, ensure_ascii=False, default=float))
+        print(json.dumps(out, indent=2, ensure_ascii=True, default=float))  # no raw control character
     else:
         say(*privacy_lines(assessment), *ledger, *(levers.lines() if levers is not None else []))
     if args.require_ok and assessment.verdict == "poor":
@@ -397,32 +434,58 @@ def cmd_participant_apply(args) -> None:
     res = apply_package(args.package, ident, args.csv, args.out, workspace=ws, options=csv_options(args),
                         with_representation=args.representation, out_options=out_options, validate=args.validate,
                         threshold=args.threshold, threshold_target=_threshold_target(args),
-                        allow_older=args.allow_older)
-    for w in res.warnings:
-        say(f"warning: {w}")
-    say(f"read {Path(args.csv).name}: {res.input_format.describe()}",
-        f"results: {res.out_path} ({res.rows:,} rows; columns {', '.join(res.columns)})",
-        f"written as {res.output_format.describe()}"
-        + (" (like the input)" if res.output_format == res.input_format else ""))
-    if res.threshold:
-        t = res.threshold
-        classes = res.summary.get("classes", [])
-        say(f"decision: '{t['positive']}' (the kit's second class; column risk_{t['positive']} is its probability) "
-            f"when the risk ≥ {t['value']:.3f}, else '{classes[0]}' — {t['sentence']}")
-    if res.model_note:
-        say(f"note: {res.model_note}")
+                        allow_older=args.allow_older, analyst_fingerprint=_analyst_given(args.analyst_fingerprint))
+    say(*apply_lines(res, Path(args.csv).name, validation=False))
     if res.validation:
-        _say_validation(res.validation, [str(c) for c in res.summary.get("classes", [])])
+        _say_validation(res.validation, [str(c) for c in res.summary.get("classes", [])], res.choice)
     if res.summary.get("note"):
         say(f"note: {res.summary['note']}")
 
 
-def _say_validation(v: dict, classes: list[str]) -> None:
+def apply_lines(res, csv_name: str, *, validation: bool = True) -> list[str]:
+    """What ``participant apply`` prints of an applied package (the package's text is its declared members only;
+    :func:`say` shows each line through the one sanitiser)."""
+    lines = [f"warning: {w}" for w in res.warnings]
+    lines += [f"read {csv_name}: {res.input_format.describe()}",
+              f"results: {res.out_path} ({res.rows:,} rows; columns {', '.join(res.columns)})",
+              f"written as {res.output_format.describe()}"
+              + (" (like the input)" if res.output_format == res.input_format else "")]
+    if res.threshold:
+        t = res.threshold
+        classes = res.summary.get("classes", [])
+        lines.append(f"decision: '{t['positive']}' (the kit's second class; column risk_{t['positive']} is its "
+                     f"probability) when the risk ≥ {t['value']:.3f}, else '{classes[0]}' — {t['sentence']}")
+    if res.model_note:
+        lines.append(f"note: {res.model_note}")
+    if validation and res.summary.get("note"):
+        lines.append(f"note: {res.summary['note']}")
+    return lines
+
+
+def _analyst_given(given: str | None):
+    """``--analyst-fingerprint`` at apply: a fingerprint, or the analyst's .dcpub card."""
+    from .formats.identity import PublicCard
+
+    if given and (given.endswith(".dcpub") or Path(given).is_file()):
+        return PublicCard.load(given)
+    return given
+
+
+def _in_use(choice: dict | None, own_package: bool) -> str:
+    """What the results are, in words: the model the site uses (its own, the package, or an update of it)."""
+    from .learn.site_update import UPDATE_WORDS
+
+    kind = (choice or {}).get("kind")
+    if kind in UPDATE_WORDS:
+        return "the model you use (" + UPDATE_WORDS[kind] + ")"
+    return "your own model (the package)" if own_package else "the analyst's package"
+
+
+def _say_validation(v: dict, classes: list[str], choice: dict | None = None) -> None:
     from .learn.intervals import describe
 
     say(f"checked on {v['rows']} labelled row(s) of yours (95 % Wilson intervals):",
-        f"  {'your own model (the package)' if v.get('own_model_package') else 'the analyst' + chr(39) + 's package'}"
-        f": {describe(v['package'])}")
+        f"  {_in_use(choice, bool(v.get('own_model_package')))}: {describe(v['package'])}")
     if v.get("analyst_expected"):
         say(f"  (the analyst expected {describe(v['analyst_expected'])} from your bundle)")
     if v.get("local"):
@@ -436,11 +499,16 @@ def _say_validation(v: dict, classes: list[str]) -> None:
 
 
 def _say_figures(v: dict, classes: list[str]) -> None:
-    """Both models' clinical figures, each with the rows it was counted on; DeLong's test; never-predicts flags."""
+    """The models' clinical figures (the one in use, the site's own, and the shared model as sent when the site
+    uses another), each with the rows it was counted on; DeLong's tests; never-predicts flags."""
     from .learn.figure_table import confusion_lines, figure_rows
 
     models = [v["package_metrics"]] + ([v["local_metrics"]] if v.get("local_metrics") else [])
-    rows = [["", "package"] + (["your own model"] if len(models) > 1 else []) + ["counted on"]]
+    names = ["in use"] + (["your own model"] if v.get("local_metrics") else [])
+    if v.get("sent_metrics"):
+        models.append(v["sent_metrics"])
+        names.append("shared, as sent")
+    rows = [["", *names, "counted on"]]
     rows += figure_rows(models, classes)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     say("clinical figures on the same rows" + (f" ('{classes[1]}', the kit's second class, is the positive class)"
@@ -448,14 +516,15 @@ def _say_figures(v: dict, classes: list[str]) -> None:
     for r in rows:
         say("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     if len(classes) > 2:
-        for name, m in zip(("the package", "your own model"), models, strict=False):
+        for name, m in zip(names, models, strict=True):
             say(f"  confusion matrix of {name} (rows = true class, columns = predicted):",
                 *("    " + line for line in confusion_lines(m, classes)))
-    d = v.get("delong")
-    if d and d.get("p_value") is not None and d["p_value"] == d["p_value"]:
-        say(f"AUC difference (package − your own model): {d['difference']:+.3f}, 95 % interval "
-            f"{d['low']:+.3f} to {d['high']:+.3f}, DeLong's paired test p = {d['p_value']:.3f} "
-            f"({models[0]['rows']} rows, {models[0]['events']} '{classes[1]}')")
+    for key, what in (("delong", "in use"), ("delong_sent", "shared as sent")):
+        d = v.get(key)
+        if d and d.get("p_value") is not None and d["p_value"] == d["p_value"]:
+            say(f"AUC difference ({what} − your own model): {d['difference']:+.3f}, 95 % interval "
+                f"{d['low']:+.3f} to {d['high']:+.3f}, DeLong's paired test p = {d['p_value']:.3f} "
+                f"({models[0]['rows']} rows, {models[0]['events']} '{classes[1]}')")
     for flag in v.get("flags", []):
         say(f"warning: {flag} — its accuracy says nothing about that class")
 
@@ -517,21 +586,17 @@ def _import_and_run(args, *, classification_only: bool = False):
     files = sorted(folder.glob("*.dcbundle")) if folder.is_dir() else []
     if files and len(analysis.unconfirmed(files)) == len(files):
         _no_senders_hint(analysis, files)  # no usable bundle at all: refused, with the way out
-    reports, received = analysis.import_folder(folder, skip_unconfirmed=True)
-    refused = [r for r in reports if r.status == "unconfirmed"]
-    for r in refused:  # one line per file left out; the summary and the audit log name it too
-        _say_left_out(r.path, r.site, r.fingerprint, "run")
+    # a file that cannot be used (sender not confirmed, empty, unreadable, refused by a check) is left out, not fatal
+    reports, received = analysis.import_folder(folder, leave_out=True)
+    refused = [r for r in reports if r.status in ("unconfirmed", "refused")]
     bundles, excluded = analysis.split_excluded(received, getattr(args, "exclude", None) or [])
     name = args.method or analysis.kit.method
     if classification_only and method_class(name).task != "classification":
         raise ConfigError("estimate compares classification models; this kit clusters")
-    return analysis, [r for r in reports if r.status != "unconfirmed"], analysis.run(
-        bundles, args.method, parse_sets(args.set, method_class(name)), excluded=excluded, refused=refused)
-
-
-def _say_left_out(path: Path, site: str, fingerprint: str, what: str) -> None:
-    say(f"refused: {path.name} from '{site}' ({fingerprint}): sender not confirmed for this project, so it is left "
-        f"out of this {what}; compare the fingerprint with the site and {what} again with --confirm")
+    run = analysis.run(bundles, args.method, parse_sets(args.set, method_class(name)), excluded=excluded,
+                       refused=refused)
+    say(*run.refused_lines())  # one line per file left out; the summary and the audit log name it too
+    return analysis, [r for r in reports if r not in refused], run
 
 
 def cmd_analyst_import(args) -> None:
@@ -542,11 +607,18 @@ def cmd_analyst_import(args) -> None:
     pending = analysis.unconfirmed(files)
     if len(pending) == len(files):
         _no_senders_hint(analysis, files)
+    from .analyst import ImportReport, left_out_line
+
     left_out = {p for p, _ in pending}
     for p, card in pending:
-        _say_left_out(p, card.name, card.fingerprint, "import")
+        say(left_out_line(ImportReport(p, "unconfirmed", "", card.name, card.fingerprint), "import"))
     for r in analysis.import_bundles([f for f in files if f not in left_out]):
-        say(f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows")
+        say(import_line(r))
+
+
+def import_line(r) -> str:
+    """The line ``analyst import`` and ``analyst run`` print for a bundle they used."""
+    return f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows"
 
 
 def cmd_analyst_run(args) -> None:
@@ -555,7 +627,7 @@ def cmd_analyst_run(args) -> None:
     analysis, reports, run = _import_and_run(args)
     out = analysis.export(run, args.out)
     for r in reports:
-        say(f"{r.status}: {r.path.name} from '{r.site}' ({r.fingerprint}), {r.rows} rows")
+        say(import_line(r))
     for b in run.excluded:
         say(f"excluded: '{b.site}' ({b.fingerprint}) — no package")
     for f in run.scale_flags:
@@ -816,6 +888,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workspace", help="the workspace the bundle was exported from (default: beside the identity)")
     p.add_argument("--allow-older", action="store_true",
                    help="apply a package older than one already applied for the same bundle (going back on purpose)")
+    p.add_argument("--analyst-fingerprint", metavar="FINGERPRINT|CARD.dcpub",
+                   help="confirm the analyst's key again (the fingerprint they read to you by phone, or their card) "
+                        "when this workspace's pin of it cannot be trusted (an earlier version's, or edited)")
     p.add_argument("--validate", action="store_true",
                    help="the CSV's rows carry labels: score the package beside this site's own-rows model and "
                         "recommend the better")
@@ -859,11 +934,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--against", nargs="+", metavar="FILE", help="bundles or packages this workspace sealed: the "
                    "log must hold the audit head each carries and the line recording it (a rolled-back log fails)")
     p.set_defaults(func=cmd_audit_verify)
-    p = aud.add_parser("new", help="start a new audit log after a damaged, deleted or earlier-version one; the "
-                                   "old log is kept beside it and the break is the new log's first entry")
+    p = aud.add_parser("new", help="start a new audit log after a damaged, deleted or earlier-version one; "
+                                   "whatever is left of the old log is copied beside it, the break is the new log's "
+                                   "first entry, and no export is removed")
     p.add_argument("log", help="a workspace folder or its audit.jsonl")
     p.add_argument("--identity", required=True, help="the workspace owner's .dcid (signs the new log)")
     p.add_argument("--reason", required=True, help="why, in a few words (recorded in the new log)")
+    p.add_argument("--adopt-unsigned", action="store_true",
+                   help="also sign the export states, applied lists and bundle registry an earlier version wrote "
+                        "unsigned (done by itself when the old log is an earlier version's); analyst pins and "
+                        "confirmed sites are never adopted: confirm those fingerprints again")
     p.set_defaults(func=cmd_audit_new)
     p = ana.add_parser("estimate", help="expected accuracy per site against its own-rows model, before any "
                                         "package is sent")
@@ -895,6 +975,11 @@ def main(argv: list[str] | None = None) -> int:
                      interrupted="interrupted; nothing was written")
 
 
+def error_line(prog: str, exc: DCError) -> str:
+    """The one line an error prints on stderr, through the one sanitiser (it may quote a file's text)."""
+    return shown_lines(f"{prog}: error: {exc}")
+
+
 def exit_code(call, prog: str, *, debug: bool = False, interrupted: str = "interrupted") -> int:
     """Run ``call``; a product error or a file-system error becomes one line on stderr and exit 1 (``debug``:
     the traceback), Ctrl-C exit 130."""
@@ -903,7 +988,7 @@ def exit_code(call, prog: str, *, debug: bool = False, interrupted: str = "inter
     except DCError as exc:
         if debug:
             raise
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(error_line(prog, exc), file=sys.stderr)
         return getattr(exc, "exit_code", 1)
     except KeyboardInterrupt:
         print(f"{prog}: {interrupted}", file=sys.stderr)
@@ -912,7 +997,7 @@ def exit_code(call, prog: str, *, debug: bool = False, interrupted: str = "inter
         if debug:
             raise
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"{prog}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(shown_lines(f"{prog}: error: {where}{exc.strerror or exc}"), file=sys.stderr)
         return 1
     return 0
 

@@ -1,12 +1,15 @@
 """``dcstudio demo``: a whole round on embedded data, through the same objects as the CLI and the GUI.
 
-Data: scikit-learn's bundled Wisconsin breast-cancer set (569 rows, 30 features, no download). A public
-reference sample of 60 rows seeds the extended-SMOTE anchor; the other rows are split over five simulated
-hospitals with label skew (two mostly-malignant referral centres, three mostly-benign screening sites).
-Each hospital keeps a quarter of its rows back to test the package it receives; its baseline is its real own
-model — the logistic regression it trains on its own rows at export and keeps — scored on the same held-out
-rows (``participant apply --validate``). The kit asks for affine alignment, which is exact for centred private
-maps such as PCA (DC-Clustering, appendix; algorithms.md §1.4).
+Data: simulated patients, embedded (scikit-learn's ``make_classification``, seeded; no download): 16 laboratory
+values, six of which carry the signal, and a yes/no outcome. A public reference sample of 60 rows seeds the
+extended-SMOTE anchor and types the kit's columns; five simulated clinics with label skew (the outcome in 50 %
+down to 15 % of their patients) each hold only :data:`TRAIN_ROWS` labelled rows to learn from — the setting where a
+one-shot collaboration pays: a logistic regression of 80 rows and 16 columns overfits, and the few rows of the
+rarer outcome teach it little. Each clinic's :data:`TEST_ROWS` further rows are held back to test what it ends up
+using (``participant apply --validate``): its real own model (the logistic regression it trains on its own rows at
+export and keeps) beside the model it chooses on its own rows from the package (issue #37: its own, the shared
+one, a recalibration or a blend, :mod:`core.learn.site_update`). The kit asks for affine alignment, which is exact
+for centred private maps such as PCA (DC-Clustering, appendix; algorithms.md §1.4).
 
 Reproducible: every random choice is seeded. The data split and each site's private map use fixed seeds, the
 anchor's secret is a fixed demo value (a real anchor's is fresh), and the analysis is seeded from the bundles'
@@ -24,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.datasets import load_breast_cancer
+from sklearn.datasets import make_classification
 
 from .analyst import AnalystRound
 from .data.schema import infer_schema
@@ -35,57 +38,66 @@ from .formats.workspace import AnalystWorkspace, SiteWorkspace
 from .kit_builder import build_kit
 from .participant import ParticipantRound, apply_package
 
-SITES = [("north-referral", 0.70), ("east-referral", 0.60), ("south-screening", 0.15),
-         ("west-screening", 0.10), ("central-clinic", 0.20)]  # (name, share of malignant rows)
-SITE_ROWS = 100
+SITES = [("north-clinic", 0.50), ("east-clinic", 0.40), ("south-clinic", 0.30),
+         ("west-clinic", 0.20), ("central-clinic", 0.15)]  # (name, share of patients with the event)
+TRAIN_ROWS = 80  # each clinic's labelled rows to learn from
+TEST_ROWS = 300  # each clinic's held-back rows that test what it uses
+PUBLIC_ROWS = 60
+FEATURES = 16
+TOTAL_ROWS = 4000
+LABEL = "outcome"
 DEMO_PASSPHRASE = "demo passphrase (not secret)"
 SEED = 7
 ANCHOR_SECRET = hashlib.sha256(b"dcstudio demo anchor (not secret)").digest()  # a real anchor's secret is fresh
 
 
 def _data(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, pd.DataFrame]]:
-    raw = load_breast_cancer(as_frame=True)
-    df = raw.frame.rename(columns=lambda c: c.replace(" ", "_"))
-    df["diagnosis"] = np.where(raw.target == 0, "malignant", "benign")
-    df = df.drop(columns="target")
+    """(the public reference sample's frame for the kit, the public reference sample, each clinic's rows): simulated
+    patients (module docstring), the outcome ``event`` or ``no event``."""
+    X, y = make_classification(n_samples=TOTAL_ROWS, n_features=FEATURES, n_informative=6, n_redundant=2,
+                               n_clusters_per_class=2, class_sep=0.8, flip_y=0.03, random_state=seed)
+    df = pd.DataFrame(np.round(X * 10 + 50, 1), columns=[f"lab_{j + 1:02d}" for j in range(FEATURES)])
+    df[LABEL] = np.where(y == 1, "event", "no event")
     rng = np.random.default_rng(seed)
-    idx = {c: list(rng.permutation(np.flatnonzero(df["diagnosis"] == c))) for c in ("malignant", "benign")}
-    public = [idx[c].pop() for c in ("malignant", "benign") for _ in range(30)]
+    idx = {c: list(rng.permutation(np.flatnonzero(df[LABEL] == c))) for c in ("event", "no event")}
+    public = [idx[c].pop() for c in ("event", "no event") for _ in range(PUBLIC_ROWS // 2)]
     sites = {}
     for name, share in SITES:
-        n_mal = int(round(share * SITE_ROWS))
-        rows = [idx["malignant"].pop() for _ in range(n_mal)] + [idx["benign"].pop() for _ in range(SITE_ROWS - n_mal)]
+        n = TRAIN_ROWS + TEST_ROWS
+        n_pos = int(round(share * n))
+        rows = [idx["event"].pop() for _ in range(n_pos)] + [idx["no event"].pop() for _ in range(n - n_pos)]
         sites[name] = df.iloc[rng.permutation(rows)].reset_index(drop=True)
     return df, df.iloc[public].reset_index(drop=True), sites
 
 
-def why(site: dict) -> str:
-    """One plain sentence: which model the site was sent and why (from the analyst's summary of the site)."""
-    own, exp = site.get("own_model") or {}, site.get("expected") or {}
-    if site.get("model") == "own" and site.get("own_kind"):
-        return (f"keeps its own model: the shared model's cross-validated accuracy "
-                f"({(site.get('cluster_model') or {}).get('accuracy', float('nan')):.3f}) did not beat its own "
-                f"({own.get('accuracy', float('nan')):.3f}, {own.get('what', 'its own rows')}) clearly (by more than "
-                "1.645 standard errors, a one-sided test at 5 %)")
-    return (f"uses the shared model of cluster {site.get('cluster')}: it cross-validated at "
-            f"{exp.get('accuracy', float('nan')):.3f} against {own.get('accuracy', float('nan')):.3f} for its own "
-            "model")
+def why(choice: dict | None) -> str:
+    """One plain sentence: which model the site uses and why (its own choice on its own rows)."""
+    from .learn.site_update import UPDATE_WORDS
+
+    if not choice:
+        return "uses the package as sent"
+    kind = choice.get("kind")
+    return (f"uses {UPDATE_WORDS[kind]}" if kind in UPDATE_WORDS else f"uses {choice.get('model')}") + \
+        f": {choice.get('reason', '')}"
 
 
-def result_sentence(sites: list[dict], own_mean: float, pkg_mean: float) -> str:
-    """The demo's conclusion in one plain sentence: the mean gain, and why there is none when every site keeps
-    its own model (how many sites' shared model cross-validated below their own, how many not clearly above)."""
-    text = (f"Result: the packages score {pkg_mean:.3f} on average against {own_mean:.3f} for the sites' own models "
-            f"({100 * (pkg_mean - own_mean):+.1f} pt); ")
-    kept = [x for x in sites if x.get("model") == "own" and x.get("own_kind")]
-    if len(kept) < len(sites):
-        return text + f"{len(sites) - len(kept)} of {len(sites)} sites use a shared model."
-    below = sum((x.get("cluster_model") or {}).get("accuracy", 0.0) < (x.get("own_model") or {}).get("accuracy", 0.0)
-                for x in sites)
-    return text + (f"every site keeps its own model, so there is no gain to show: the shared model cross-validated "
-                   f"below the site's own logistic regression at {below} of {len(sites)} sites and not clearly above "
-                   "it at the others — each site's own model already separates these two classes well, and the "
-                   "compressed, aligned rows of the other sites do not add enough to beat it.")
+def result_sentence(rows: list[dict]) -> str:
+    """The demo's conclusion: the mean gain over the sites' own models (AUC and accuracy), how many sites use a
+    shared or updated model, and why they gained."""
+    shared = sum(1 for r in rows if (r["choice"] or {}).get("model") in ("package", "updated"))
+    d_auc = float(np.mean([r["use_auc"] - r["own_auc"] for r in rows]))
+    d_acc = float(np.mean([r["use_acc"] - r["own_acc"] for r in rows]))
+    text = (f"Result: {shared} of {len(rows)} clinics use a shared or updated model; on their held-out rows the "
+            f"models in use score AUC {np.mean([r['use_auc'] for r in rows]):.3f} against "
+            f"{np.mean([r['own_auc'] for r in rows]):.3f} for their own ({d_auc:+.3f}) and accuracy "
+            f"{np.mean([r['use_acc'] for r in rows]):.3f} against {np.mean([r['own_acc'] for r in rows]):.3f} "
+            f"({100 * d_acc:+.1f} pt). ")
+    if shared:
+        return text + (f"Why: each clinic learns from only {TRAIN_ROWS} patients with {FEATURES} measurements, few of "
+                       "them with the rarer outcome, so its own model overfits; the shared model learned from every "
+                       "clinic's compressed rows, and each clinic checked it against its own model on its own rows "
+                       "(paired, out of fold) before using it.")
+    return text + "Every clinic keeps its own model: on its own rows no shared or updated model did better."
 
 
 def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
@@ -103,9 +115,9 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
         analyst.save(analyst_dir / "analyst.dcid", pw)
         analyst.card.save(analyst_dir / "analyst.dcpub")
         sample = analyst_dir / "schema-sample.csv"
-        full.head(20).to_csv(sample, index=False)  # column names and classes only; no site rows
-        schema, _ = infer_schema(sample, label="diagnosis")
-        kit, _ = build_kit(name="Breast-cancer demo", schema=schema, analyst=analyst.card,
+        public.to_csv(sample, index=False)  # the public reference sample: column names, types and classes
+        schema, _ = infer_schema(sample, label=LABEL)
+        kit, _ = build_kit(name="Simulated clinics demo", schema=schema, analyst=analyst.card,
                            settings={"seed": SEED, "alignment": "affine"}, anchor_kind="smote", anchor_rows=1020)
         kit_path = out / "shared" / "demo.dckit"
         kit.save(kit_path, analyst)
@@ -135,7 +147,7 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
         for k, (name, _) in enumerate(SITES):
             folder = out / name
             df = sites[name]
-            cut = int(0.75 * len(df))
+            cut = TRAIN_ROWS
             folder.mkdir(parents=True, exist_ok=True)
             df.iloc[:cut].to_csv(folder / "local-data.csv", index=False)
             df.iloc[cut:].to_csv(folder / "held-out.csv", index=False)
@@ -155,34 +167,34 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
         _, bundles = analysis.import_folder(bundles_dir)
         run = analysis.run(bundles)
         outputs = analysis.export(run, out / "to-sites")
-        s = run.result.summary
         say(*(f"analyst: {line}" for line in run.summary_lines()),
             f"analyst: packages in {out / 'to-sites'}, report {outputs.report}")
 
         step = "sites: apply"
         rows = []
-        by_site = {x["site"]: x for x in s["sites"]}
         for name, _ in SITES:
             folder = out / name
             res = apply_package(out / "to-sites" / f"{name}.dcpkg", idents[name], folder / "held-out.csv",
                                 folder / "results.csv", workspace=SiteWorkspace(folder / f"{name}.workspace"),
                                 validate=True)
-            v = res.validation  # the package and the site's own model (kept at export) on the held-out rows
-            own = v["package"] if v.get("own_model_package") else v["local"]  # the package may be the own model
+            v = res.validation  # the model in use and the site's own model (kept at export) on the held-out rows
+            own = v["package_metrics"] if v.get("own_model_package") else v["local_metrics"]
             train, test = held_out[name]
-            mal = int((train["diagnosis"] == "malignant").sum())
-            rows.append((name, len(train), len(test), f"{mal}/{len(train) - mal}", by_site[name].get("cluster", ""),
-                         own["accuracy"], v["package"]["accuracy"], by_site[name]))
-        say("", "Per-site accuracy on each hospital's held-out rows (its own model: the logistic regression it "
-            "trained on its rows at export):",
-            f"{'site':<17}{'train':>6}{'test':>6}  {'mal/ben':>8}{'cluster':>8}{'own model':>11}{'package':>9}")
-        for name, ntr, nte, mb, cl, loc, acc, _ in rows:
-            say(f"{name:<17}{ntr:>6}{nte:>6}  {mb:>8}{cl:>8}{loc:>11.3f}{acc:>9.3f}")
-        own_mean, pkg_mean = np.mean([r[5] for r in rows]), np.mean([r[6] for r in rows])
-        say(f"{'mean':<45}{own_mean:>11.3f}{pkg_mean:>9.3f}", "")
+            mal = int((train[LABEL] == "event").sum())
+            rows.append({"site": name, "train": len(train), "test": len(test), "mix": f"{mal}",
+                         "own_auc": own["auc"], "use_auc": v["package_metrics"]["auc"],
+                         "own_acc": own["accuracy"], "use_acc": v["package_metrics"]["accuracy"],
+                         "choice": res.choice})
+        say("", "Per-site AUC and accuracy on each clinic's held-out rows: its own model (the logistic regression it "
+            "trained on its rows at export) and the model it uses (chosen on its own rows from the package):",
+            f"{'site':<17}{'train':>6}{'test':>6}  {'events':>8}{'own AUC':>9}{'in use':>8}{'own acc':>9}"
+            f"{'in use':>8}  uses")
         for r in rows:
-            say(f"{r[0]}: {why(r[7])}.")
-        say("", result_sentence([r[7] for r in rows], own_mean, pkg_mean), "", f"Everything is under {out.resolve()}")
+            kind = (r["choice"] or {}).get("kind", "package")
+            say(f"{r['site']:<17}{r['train']:>6}{r['test']:>6}  {r['mix']:>8}{r['own_auc']:>9.3f}{r['use_auc']:>8.3f}"
+                f"{r['own_acc']:>9.3f}{r['use_acc']:>8.3f}  {kind}")
+        say("", *(f"{r['site']}: {why(r['choice'])}." for r in rows))
+        say("", result_sentence(rows), "", f"Everything is under {out.resolve()}")
         return True
     except Exception as exc:  # the demo reports any failure as a failed step and a non-zero exit
         say(f"demo failed during '{step}': {exc}")

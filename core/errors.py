@@ -43,6 +43,20 @@ class UnconfirmedSender(VerificationError):
         return (UnconfirmedSender, (self.card, self.what), dict(self.__dict__))
 
 
+class AuditLogRefused(VerificationError):
+    """A workspace's audit log (or what binds it to its workspace) does not verify, so nothing is appended to it;
+    ``workspace`` is its folder (the way on is ``dcstudio audit new``; the app offers it as a button)."""
+
+    def __init__(self, message: str, *, path: str | Path | None = None, workspace: str | Path | None = None,
+                 problem: str | None = None):
+        super().__init__(message, path=path)
+        self.workspace = None if workspace is None else Path(workspace)
+        self.problem = problem or message  # the refusal without the command line that follows it
+
+    def __reduce__(self):  # copy.copy must not re-run __init__ without the workspace
+        return (AuditLogRefused, (self.message,), dict(self.__dict__))
+
+
 class DuplicateError(DCError):
     """The same bundle (by id) was already imported."""
 

@@ -25,17 +25,20 @@ PART_SUFFIX = ".part"
 
 @contextlib.contextmanager
 def atomic_writer(path: str | Path, mode: str = "wb", *, before_rename: Callable[[], None] | None = None,
-                  private: bool = False) -> Iterator[IO[Any]]:
+                  private: bool = False, clean: bool = True) -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path``; on success fsync and rename it into place.
 
     On any exception the temporary file is removed and ``path`` is left as it was. ``before_rename`` runs
     after the fsync and before the rename (state that must exist before the file does). ``private`` files
     are mode 0600 whatever the umask. The temporary name carries this process's id, so a later run can
-    remove what a killed one left behind (:func:`clean_stale_parts`) without touching a live writer's file.
+    remove what a killed one left behind (:func:`clean_stale_parts`, run here first unless ``clean`` is False: a
+    caller that writes many files into one large folder it cleaned already skips the folder scan) without touching
+    a live writer's file.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale_parts(path.parent)
+    if clean:
+        clean_stale_parts(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=PART_SUFFIX, dir=path.parent)
     try:
         if private:

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 
 from .formats.kit import Kit
 from .learn.intervals import WEAK_ROWS, WEAK_WIDTH, describe
 from .methods import Method
+from .safe_text import MAX_LINE, shown
 
 FEW_EVENTS = 10  # fewer events (or non-events) than this: the AUC and sensitivity rest on too few rows
 CARD_SUFFIX = ".model_card.md"
@@ -52,29 +54,41 @@ class ModelCard:
     sections: list[Section]
 
     def markdown(self) -> str:
-        """The card as Markdown (tables escaped, numbers already rounded)."""
-        out = [f"# {self.title}", ""]
+        """The card as Markdown (numbers already rounded). Every text it holds — its own sentences and what they
+        quote: site, project, column and class names, notes — is escaped (:func:`markdown_text`), so what a site
+        named itself shows as text in a Markdown previewer, never as HTML, a link or formatting."""
+        out = [f"# {markdown_text(self.title)}", ""]
         for w in self.warnings:
-            out += [f"> **Warning:** {w}", ""]
+            out += [f"> **Warning:** {markdown_text(w)}", ""]
         for s in self.sections:
-            out += [f"## {s.heading}", ""]
+            out += [f"## {markdown_text(s.heading)}", ""]
             for p in s.paragraphs:
-                out += [p, ""]
+                out += [markdown_text(p), ""]
             if s.bullets:
-                out += [f"- {b}" for b in s.bullets] + [""]
+                out += [f"- {markdown_text(b)}" for b in s.bullets] + [""]
             if s.table:
                 head, rows = s.table
-                out.append("| " + " | ".join(_cell(c) for c in head) + " |")
+                out.append("| " + " | ".join(markdown_text(c) for c in head) + " |")
                 out.append("|" + "---|" * len(head))
-                out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+                out += ["| " + " | ".join(markdown_text(c) for c in row) + " |" for row in rows]
                 out.append("")
             if s.code:
-                out += ["```", *s.code, "```", ""]
+                lines = [shown(line) for line in s.code]
+                fence = "`" * max(3, 1 + max((len(run) for line in lines for run in re.findall("`+", line)), default=0))
+                out += [fence, *lines, fence, ""]
         return "\n".join(out).rstrip() + "\n"
 
 
-def _cell(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]|~])")
+
+
+def markdown_text(text) -> str:
+    """Text as Markdown shows it literally: through the one sanitiser (:func:`core.safe_text.shown`: no control or
+    bidi character, no line break), then HTML's ``& < >`` as entities (no raw HTML, no autolink) and Markdown's
+    ``\\ ` * _ [ ] | ~`` escaped by a backslash (no emphasis, code, link, image, table cell or strike)."""
+    text = shown(text, MAX_LINE)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", text)
 
 
 def _num(v, digits: int = 2) -> str:
@@ -113,7 +127,7 @@ def model_card(kit: Kit, method: Method, summary: dict, site: dict) -> ModelCard
     limits = _limits(kit, summary, site, metrics)
     warnings = [text for text, urgent in limits if urgent]
     sections = [_predicts(kit, metrics), _columns(kit), _trained_on(kit, summary, site),
-                _performance(kit, summary, site, metrics), _method(method, summary),
+                _performance(kit, summary, site, metrics), *_site_choice(site), _method(method, summary),
                 Section("What left each site", [method.what_leaves or "(the method does not say)"]
                         + (["Each site also sent a few numbers about its own model: its cross-validated accuracy and "
                             "AUC, with their row counts."] if _own(site).get("source") == "site" else [])),
@@ -121,6 +135,22 @@ def model_card(kit: Kit, method: Method, summary: dict, site: dict) -> ModelCard
                 Section("Known limits", bullets=[text for text, _ in limits] or ["None found by the checks above."])]
     title = f"Model card — package for {name} ({kit.name})"
     return ModelCard(name, title, warnings, sections)
+
+
+def _site_choice(site: dict) -> list[Section]:
+    """How the site chooses the model it uses (issue #37), with the analyst's estimate of that choice."""
+    update = site.get("update")
+    if not isinstance(update, dict):
+        return []
+    text = ["The package carries the shared model and, for each of this site's rows, that model's prediction from "
+            "a model that never saw the row. The site pairs them with its own model's predictions of the same rows "
+            "and, on its own labelled rows, uses its own model, the shared model as sent, the shared model with its "
+            "baseline risk (and slope) re-estimated, or a blend of the two: the shared model unless another is "
+            "clearly better there, never one that is clearly worse than its own (one-sided 5 %). "
+            "`participant apply` says which it uses and why."]
+    if update.get("sentence"):
+        text.append("The analyst's estimate of that choice, " + str(update["sentence"]) + ".")
+    return [Section("Which model this site uses", text)]
 
 
 def _formal(summary: dict, site: dict) -> list[Section]:

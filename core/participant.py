@@ -29,12 +29,11 @@ from .formats.kit import Kit
 from .formats.workspace import SiteWorkspace, remove_empty_workspace
 from .learn.clinical_metrics import delong, json_safe, metrics_for
 from .learn.intervals import estimate, mcnemar_p
-from .learn.local_model import fit_local_model, has_local_model, local_predict_proba
+from .learn.local_model import has_local_model, local_predict_proba
 from .learn.own_cv import MODEL_NAME as OWN_MODEL_NAME
-from .learn.own_cv import cross_validate_own
 from .learn.threshold import DEFAULT_THRESHOLD, check_threshold, rates_at, threshold_for
 from .methods import METHODS, Disclosure, SiteExport, SiteInput, get_method, method_class
-from .methods.promise import export_with_check, promised_columns
+from .methods.promise import check_shared_oof, export_with_check, own_model_state, promised_columns
 from .privacy.assessment import PrivacyAssessment, assess_export
 from .privacy.ledger import Ledger, spent
 from .privacy.protective import is_formal
@@ -79,14 +78,23 @@ def needs_anchor(kit: Kit) -> bool:
     return method_class(kit.method).needs_anchor
 
 
-def check_analyst_pin(workspace_root: str | Path, kit: Kit) -> str:
+def check_analyst_pin(workspace_root: str | Path, kit: Kit, owner: PublicCard) -> str:
     """Trust on first use, checked without writing: ``"new"`` when this workspace has never seen the project
-    (or does not exist yet), ``"known"`` when the kit carries the analyst key it pinned; VerificationError naming
-    both fingerprints when the kit is signed by another key."""
+    (or does not exist yet) or holds no pin signed by ``owner`` (the workspace's owner) — then the site confirms
+    the fingerprint (again) before anything is sealed —, ``"known"`` when the kit carries the analyst key it
+    pinned; VerificationError naming both fingerprints when the kit is signed by another key."""
+    return analyst_pin_status(workspace_root, kit, owner)[0]
+
+
+def analyst_pin_status(workspace_root: str | Path, kit: Kit, owner: PublicCard) -> tuple[str, str | None]:
+    """:func:`check_analyst_pin` and, when a pin is there but cannot be trusted (an earlier version's unsigned pin,
+    or one edited or re-pointed), the sentence saying so."""
     root = Path(workspace_root)
     if not root.is_dir():
-        return "new"
-    return SiteWorkspace(root).pin_analyst(kit.project_id, kit.analyst, record=False)
+        return "new", None
+    ws = SiteWorkspace(root)
+    problem = ws.pin_state(kit.project_id, owner)[1]
+    return ws.pin_analyst(kit.project_id, kit.analyst, record=False, owner=owner), problem
 
 
 def load_anchor(path: str | Path, kit: Kit, identity: Identity) -> AnchorFile:
@@ -121,7 +129,8 @@ class ParticipantRound:
     def __init__(self, kit: Kit, kit_path: str | Path, identity: Identity, workspace: SiteWorkspace | str | Path, *,
                  anchor: AnchorFile | str | Path | None = None, site_settings: dict | None = None):
         root = workspace.root if isinstance(workspace, SiteWorkspace) else Path(workspace)
-        self.first_use = check_analyst_pin(root, kit) == "new"  # refuses a kit signed by another analyst key
+        status, self.pin_problem = analyst_pin_status(root, kit, identity.card)  # refuses another analyst key
+        self.first_use = status == "new"  # no pin, or none this site's owner signed: confirm the fingerprint
         self.anchor_path = None
         if isinstance(anchor, str | Path):
             self.anchor_path, anchor = Path(anchor), load_anchor(anchor, kit, identity)
@@ -248,9 +257,10 @@ class ParticipantRound:
 
     def privacy_spent(self) -> Ledger:
         """The formal privacy this site has spent on the kit's project so far (core/privacy/ledger.py), read from
-        the workspace's audit log (none when the workspace does not exist yet)."""
-        entries = self.workspace.audit.entries() if self.workspace_root.exists() else []
-        return spent(entries, self.kit.project_id)
+        the signed states of the exports the workspace keeps (none when the workspace does not exist yet)."""
+        states = (self.workspace.export_states(self.kit.project_id, self.identity.card)
+                  if self.workspace_root.exists() else [])
+        return spent(states, self.kit.project_id)
 
     def ledger_lines(self) -> list[str]:
         """What is shown before the next export: the budget spent so far and what this export adds."""
@@ -295,15 +305,16 @@ class ParticipantRound:
         formal = isinstance(self.export_.manifest.get("privacy"), dict)  # formal noise: no unaccounted scores
         if self.local_baseline and self.kit.task == "classification" and t.y is not None \
                 and len(np.unique(t.y)) >= 2:
-            # The site's own-rows baseline (issue #15): kept in the workspace beside f_i, never in the bundle.
-            self.export_.private_arrays.update(fit_local_model(t.X, t.y, len(self.kit.schema.classes)))
+            # The site's own-rows baseline (issue #15) and its out-of-fold probabilities (issue #37): kept in the
+            # workspace beside f_i, never in the bundle; its cross-validated scores are the only part that leaves
+            scores, private = own_model_state(self.method, t.X, t.y, len(self.kit.schema.classes), scale=site.scale,
+                                              settings=self.site_settings)
+            self.export_.private_arrays.update(private)
             self.export_.private_meta["local_model"] = {"kind": OWN_MODEL_NAME, "rows": int(min(t.n_rows, 20000))}
             self.export_.stays.append("a logistic regression trained on these rows (to check the package against)")
-            # ... and its cross-validated scores, the only part of it that leaves (issue #22)
-            own_cv = None if formal else cross_validate_own(t.X, t.y, len(self.kit.schema.classes))
-            if own_cv is not None:
-                self.export_.manifest["own_cv"] = own_cv
-                self.export_.disclosures.append(own_cv_disclosure(own_cv))
+            if scores is not None and not formal:
+                self.export_.manifest["own_cv"] = scores
+                self.export_.disclosures.append(own_cv_disclosure(scores))
         return self.export_
 
     def check_target(self, out_path: str | Path, *, replace: bool = False) -> None:
@@ -325,6 +336,9 @@ class ParticipantRound:
         so a kill at any moment leaves no bundle without its state. A failure leaves no workspace this round made."""
         control = ensure(control)
         self.check_target(out_path, replace=replace)
+        if self.first_use and self.analyst_confirmed is None and self.pin_problem:
+            raise VerificationError(f"{self.pin_problem}; nothing is sealed to the kit's signer "
+                                    f"'{self.kit.analyst.name}' ({self.kit.analyst.fingerprint}) until you do")
         if self.first_use and self.analyst_confirmed is None:
             raise ConfigError(
                 f"this workspace has never worked on project '{self.kit.name}': before anything is sealed to its "
@@ -356,25 +370,35 @@ class ParticipantRound:
         formal = ex.manifest.get("privacy") if isinstance(ex.manifest.get("privacy"), dict) else None
         if self.table.filled and formal is None:  # cells filled per column (kit policy "impute"), shown to the site
             manifest["filled"] = dict(self.table.filled)  # before export; left out under the formal option
+        # written only as the bundle's declaration allows, checked as the analyst will check it
+        manifest = self.method.write_bundle_manifest(manifest, ex.arrays, self.kit)
 
         def keep_state(sealed: SealedFile) -> None:
-            """Runs before the bundle gets its final name."""
-            self.workspace.save_export(self.kit_path, self.kit.project_id, sealed.digest, ex.private_arrays,
-                                       {**ex.private_meta, "method": self.method.name, "csv": str(self.table.source),
-                                        "rows": int(self.table.n_rows), "envelope_id": sealed.binding.envelope_id,
-                                        "fill_values": dict(self.table.fill_values)}, privacy=assessment)
-            self.workspace.audit.append("export", project=self.kit.project_id, file=str(out_path.resolve()),
-                                        digest=sealed.digest, envelope_id=sealed.binding.envelope_id,
-                                        rows=int(self.table.n_rows), arrays=sorted(ex.arrays),
-                                        privacy=assessment,
-                                        **({"formal": {k: formal[k] for k in ("epsilon", "delta")}} if formal
-                                           else {}))  # the ε ledger adds these up (core/privacy/ledger.py)
+            """Runs before the bundle gets its final name: the private state staged whole, the audit line, then
+            the state published (one rename), so no published state lacks its line and a kill before the line
+            leaves only a staging folder, which the next opening of the workspace removes."""
+            ws, pid = self.workspace, self.kit.project_id
+            stage = ws.stage_export(self.kit_path, pid, sealed.digest, ex.private_arrays,
+                                    {**ex.private_meta, "method": self.method.name, "csv": str(self.table.source),
+                                     "rows": int(self.table.n_rows), "envelope_id": sealed.binding.envelope_id,
+                                     "fill_values": dict(self.table.fill_values),
+                                     **({"formal": {k: formal[k] for k in ("epsilon", "delta")}} if formal
+                                        else {})},  # the ε ledger adds these up (core/privacy/ledger.py)
+                                    privacy=assessment, sealed_at=position)
+            ws.audit.append("export", project=pid, file=str(out_path.resolve()), digest=sealed.digest,
+                            envelope_id=sealed.binding.envelope_id, rows=int(self.table.n_rows),
+                            arrays=sorted(ex.arrays), privacy=assessment,
+                            **({"formal": {k: formal[k] for k in ("epsilon", "delta")}} if formal
+                               else {}))  # the ε ledger adds these up (core/privacy/ledger.py)
+            ws.publish_export(stage, pid, sealed.digest)
+            ws.record_sealed(self.identity, position, sealed.digest)
 
         self.workspace.audit.bind(self.identity)  # starts a new workspace's log; refuses a damaged one
         self.workspace.pin_analyst(self.kit.project_id, self.kit.analyst,  # trust on first use, recorded
                                    how=self.analyst_confirmed or "already pinned")
+        position = self.workspace.audit.position()  # (log, entries, head): the bundle carries the head
         return seal(out_path, Payload(manifest, ex.arrays), kind="bundle", project_id=self.kit.project_id,
-                    sender=self.identity, recipient=self.kit.analyst, audit_head=self.workspace.audit.head(),
+                    sender=self.identity, recipient=self.kit.analyst, audit_head=position[2],
                     before_publish=keep_state, control=control)
 
     def tidy(self) -> None:
@@ -406,7 +430,10 @@ class ApplyResult:
         from .wording import KEPT_OWN_WORDS
 
         if self.choice and self.choice.get("by") == "site":
-            return self.choice["reason"]
+            from .learn.site_update import UPDATE_WORDS
+
+            kind = self.choice.get("kind")
+            return (f"you use {UPDATE_WORDS[kind]}: " if kind in UPDATE_WORDS else "") + self.choice["reason"]
         return KEPT_OWN_WORDS if self.kept_own else ""
 
 
@@ -481,19 +508,20 @@ def package_limits(kit: Kit, rows: int | None) -> Limits:
 
 
 def check_package(kit: Kit, manifest: dict, arrays: dict[str, np.ndarray], rows: int,
-                  private: dict[str, np.ndarray] | None = None) -> None:
+                  private: dict[str, np.ndarray] | None = None) -> dict:
     """Checks of a package against the kit and this site's kept export, before any of it is used: its manifest's
     fields typed by the schema of its method (``package:<method>``, core/formats/fields.py), a method of the kit's
     family, the class list the kit's, arrays finite (``z`` may hold NaN for rows left out), a scaler that never
     divides by zero, per-row arrays with one entry per exported row; then (with ``private``) the method's own
-    shape/dtype rules for every package kind (:meth:`core.methods.Method.check_package`, FORMAT.md §6–§7)."""
+    shape/dtype rules for every package kind (:meth:`core.methods.Method.check_package`, FORMAT.md §6–§7).
+    Returns the manifest's declared members: the only ones the site reads."""
     name = manifest.get("method") if isinstance(manifest, dict) else None
     if not isinstance(name, str):
         raise FormatError("the package does not name its method")
     if name not in METHODS or METHODS[name].family != method_class(kit.method).family:
         raise FormatError(f"the package was made by method {name[:40]!r}, which cannot answer this kit's bundles")
     cls = METHODS[name]
-    cls.check_package_fields(manifest)
+    manifest = cls.check_package_fields(manifest)  # the declared members only: nothing else is read
     if kit.task == "classification":
         classes = manifest.get("classes")
         if classes != list(kit.schema.classes):
@@ -506,12 +534,15 @@ def check_package(kit: Kit, manifest: dict, arrays: dict[str, np.ndarray], rows:
     scale = arrays.get("scaler_scale")
     if scale is not None and (scale.ndim != 1 or not np.all(np.abs(scale) > 1e-300)):
         raise FormatError("the package's scaler has a zero or malformed scale, which would give no predictions")
+    if kit.task == "classification":
+        check_shared_oof(arrays, rows, len(kit.schema.classes))
     for name in ("labels", "z"):
         if name in arrays and (arrays[name].ndim < 1 or arrays[name].shape[0] != rows):
             raise FormatError(f"the package's '{name}' has {arrays[name].shape[0] if arrays[name].ndim else 0} "
                               f"rows, but this site exported {rows}")
     if private is not None:
         get_method(cls.name).check_package(manifest, arrays, private, kit)
+    return manifest
 
 
 def apply_checked(method, manifest: dict, arrays: dict[str, np.ndarray], private: dict[str, np.ndarray],
@@ -534,6 +565,27 @@ def apply_checked(method, manifest: dict, arrays: dict[str, np.ndarray], private
                                         and not np.all(np.isfinite(v))):
             raise FormatError(f"the package gives no valid '{name}' for this site's rows", path=path)
     return columns
+
+
+def reconfirm_analyst(workspace: SiteWorkspace, project_id: str, given: str | PublicCard,
+                      how: str = "fingerprint given again at apply") -> str:
+    """Confirm again the analyst of a project whose kit this workspace keeps: ``given`` (a fingerprint the analyst
+    read out, or their card) must be that of the key that signed the kept kit; a pin that cannot be trusted (an
+    earlier version's, or edited) is then replaced by a signed one (``"pinned"``); a trusted pin of that key is
+    ``"known"``; a trusted pin of another key is refused naming both."""
+    kit = Kit.load(workspace.kit_path(project_id))
+    if kit.project_id != project_id:
+        raise VerificationError(f"the kit kept for project {project_id[:8]}… is another project's: it was replaced",
+                                path=workspace.kit_path(project_id))
+    fingerprint = given.fingerprint if isinstance(given, PublicCard) else read_fingerprint(given)
+    if fingerprint is None:
+        raise ConfigError(f"'{given}' is not a fingerprint (16 characters like K8ZA-XT1E-2PKR-1GNP)")
+    if fingerprint != kit.analyst.fingerprint:
+        raise VerificationError(
+            f"the fingerprint you were given ({fingerprint}) is not that of the key that signed this project's kit "
+            f"({kit.analyst.fingerprint}, '{kit.analyst.name}'); call the analyst on a number you already know and "
+            "ask which key is genuine")
+    return workspace.pin_analyst(project_id, kit.analyst, how=how)
 
 
 def _run_order(created: str, seq) -> tuple[str, int]:
@@ -564,7 +616,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                   control: JobControl | None = None, with_representation: bool = False,
                   out_options: CsvOptions | None = None, validate: bool = False,
                   threshold: float | None = None, threshold_target: tuple[str, float] | None = None,
-                  allow_older: bool = False) -> ApplyResult:
+                  allow_older: bool = False, analyst_fingerprint: str | PublicCard | None = None) -> ApplyResult:
     """Verify a package against the kit's analyst, map this site's rows with it and write RESULT.csv.
 
     RESULT.csv is the input CSV (its cells unchanged) plus the result columns, written in the input's own
@@ -585,7 +637,11 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     (:func:`core.learn.threshold.threshold_for`; needs ``validate``).
 
     A package older (by its analyst run) than one already applied for the same bundle is refused unless
-    ``allow_older`` (no silent rollback)."""
+    ``allow_older`` (no silent rollback).
+
+    The package is verified against the kit this workspace keeps, which must be signed by the analyst key of the
+    site's signed pin; ``analyst_fingerprint`` (the fingerprint the analyst read out, or their card) confirms that
+    key again when the pin cannot be trusted (:func:`reconfirm_analyst`)."""
     control = ensure(control)
     if threshold is not None:
         threshold = check_threshold(threshold)
@@ -604,8 +660,9 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     kit_path = workspace.kit_path(binding.project_id)
     if not kit_path.exists():
         raise FormatError("this package is for a project this site's workspace does not know", path=package_path)
-    kit = Kit.load(kit_path)
-    workspace.pin_analyst(kit.project_id, kit.analyst)
+    if analyst_fingerprint is not None:
+        reconfirm_analyst(workspace, binding.project_id, analyst_fingerprint)
+    kit = workspace.kit(binding.project_id)  # the kept kit, signed by the analyst key of the site's signed pin
     # the export the package answers, read once: its rows set the caps before anything is decrypted; without it the
     # package is refused after its envelope checks, with the sentence saying so
     export, no_export = None, None
@@ -627,7 +684,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     rows = meta.get("rows") if type(meta.get("rows")) is int else -1
     manifest, arrays = opened.payload.manifest, opened.payload.arrays
     try:
-        check_package(kit, manifest, arrays, rows, private)
+        manifest = check_package(kit, manifest, arrays, rows, private)
     except FormatError as exc:
         raise FormatError(exc.message, path=package_path) from exc
     warnings = _package_warnings(workspace, kit.project_id, opened.binding.in_reply_to, opened.digest,
@@ -641,9 +698,11 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                        fill_values=fills if isinstance(fills, dict) else None)
     warnings += table.notes  # rows predicted from an unseen bucket, columns filled with the kit's value
     control.step(0.6, "applying the package")
-    columns, choice = promised_columns(
-        method, manifest, private, table.X, lambda rows: apply_checked(method, manifest, arrays, private, rows,
-                                                                       package_path))
+    def as_sent(rows: np.ndarray) -> dict[str, np.ndarray]:
+        return apply_checked(method, manifest, arrays, private, rows, package_path)
+
+    columns, choice = promised_columns(method, manifest, private, table.X, as_sent, arrays=arrays,
+                                       metric=kit.settings.get("metric", "auto"))
     columns = rounded_probabilities(columns)
     classes = [str(c) for c in manifest.get("classes", [])] if kit.task == "classification" else []
     binary = len(classes) == 2 and f"prob_{classes[1]}" in columns
@@ -659,9 +718,10 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
         columns["decision"] = np.where(risk >= chosen["value"], classes[1], classes[0]).astype(object)
     validation, scored = None, None
     if validate:
+        sent = _probabilities(as_sent(table.X), classes) if choice and choice["model"] != "package" else None
         validation, scored = _validate(columns, private, table, classes, manifest,
                                        chosen["value"] if chosen else DEFAULT_THRESHOLD,
-                                       own_used=bool(choice) and choice["model"] == "own")
+                                       own_used=bool(choice) and choice["model"] == "own", sent=sent)
     rep = method.representation(arrays, private) if with_representation else None
     if rep is not None:
         Z, _ = rep
@@ -683,7 +743,9 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                            out=str(Path(out_path).resolve()), warnings=warnings,
                            **({"threshold": {k: chosen[k] for k in ("value", "how", "target", "positive")}}
                               if chosen else {}),
-                           **({"model_used": {k: choice[k] for k in ("model", "by", "reason")}} if choice else {}),
+                           **({"model_used": {k: choice[k] for k in ("model", "by", "reason", "kind", "weight",
+                                                                     "rows", "paired_on") if k in choice}}
+                              if choice else {}),
                            **({"validation": json_safe({k: validation.get(k) for k in (
                                "package", "local", "recommend", "package_metrics", "local_metrics", "delong")})}
                               if validation else {}))
@@ -744,10 +806,14 @@ def _never_predicts(m: dict, classes: list[str]) -> list[str]:
 
 
 def _validate(columns: dict, private: dict, table: LocalTable, classes: list[str], manifest: dict,
-              threshold: float = DEFAULT_THRESHOLD, *, own_used: bool = False) -> tuple[dict, dict]:
+              threshold: float = DEFAULT_THRESHOLD, *, own_used: bool = False,
+              sent: np.ndarray | None = None) -> tuple[dict, dict]:
     """Score the package and the site's own model on labelled rows; add ``local_prediction`` and
     ``recommended`` to ``columns``; return the numbers (every accuracy with n and a 95 % interval, both models'
-    clinical figures at ``threshold``, DeLong's paired AUC test for two classes) and the scored probabilities."""
+    clinical figures at ``threshold``, DeLong's paired AUC test for two classes) and the scored probabilities.
+    ``sent``: when the site uses its own model or an update of the shared one, the shared model's probabilities as
+    sent, scored too (``sent_metrics``; with two classes DeLong against the own model, ``delong_sent``), so the site
+    sees what its choice left aside."""
     truth = np.asarray(classes, dtype=object)[table.y]
     pkg_ok = columns["prediction"] == truth
     n = int(len(truth))
@@ -758,7 +824,11 @@ def _validate(columns: dict, private: dict, table: LocalTable, classes: list[str
     y = np.asarray(table.y, np.int64)
     out["package_metrics"] = metrics_for(y, P_pkg, classes, threshold)
     out["flags"] = [f"the package {s}" for s in _never_predicts(out["package_metrics"], classes)]
-    scored = {"y": y, "classes": list(classes), "package": P_pkg, "local": None}
+    scored = {"y": y, "classes": list(classes), "package": P_pkg, "local": None, "sent": sent}
+    if sent is not None:
+        out["sent_metrics"] = metrics_for(y, sent, classes, threshold)
+        if len(classes) == 2 and has_local_model(private):
+            out["delong_sent"] = delong(y, sent[:, 1], local_predict_proba(private, table.X)[:, 1])
     if own_used:  # the result is the site's own model (the analyst's or the site's choice): nothing to compare
         out.update({"recommend": "local", "own_model_package": True,
                     "reason": "the package is your own model (no shared model beat it clearly), so there is no "

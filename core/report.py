@@ -17,11 +17,13 @@ from .formats.kit import Kit
 from .methods import Method, MethodResult
 from .methods.views import Bars, Curve, Heatmap, Scatter, Table, Text, View
 from .model_card import ModelCard, model_cards
+from .safe_text import shown_lines
 
 
 def _esc(x) -> str:
-    """Text-node escaping (the report puts no escaped value inside an attribute)."""
-    return html.escape(str(x), quote=False)
+    """Text-node escaping through the one sanitiser (core.safe_text): no control or bidi character, then HTML's
+    ``& < >`` (the report puts no escaped value inside an attribute)."""
+    return html.escape(shown_lines(x), quote=False)
 
 
 def heatmap_svg(M: np.ndarray, labels: list[str], *, size: int = 360, title: str = "", low: float = 0.0,
@@ -302,6 +304,12 @@ def _trust_section(s: dict) -> str:
                        for e in s.get("excluded", []))
     if excluded:
         out += f"<h2>Sites excluded by the analyst</h2><ul>{excluded}</ul>\n"
+    refused = "".join(f"<tr><td>{_esc(r.get('file', ''))}</td><td>{_esc(r.get('site') or '–')}</td>"
+                      f"<td>{_esc(r.get('reason', ''))}</td></tr>" for r in s.get("refused", []))
+    if refused:
+        out += ("<h2>Files left out of this run</h2><p>These files were not used (one site never blocks a run); "
+                "each site named can send its bundle again.</p>" + _TABLE
+                + f"<thead><tr><th>file</th><th>site</th><th>why</th></tr></thead>{refused}</table>\n")
     run = s.get("run")
     if run:
         out += (f"<p>Run <code>{_esc(run['id'])}</code> at {_esc(run['created'])}; analyst audit-log head "

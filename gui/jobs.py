@@ -37,6 +37,7 @@ class Job(QObject):
         self.running = False
         self.result: Any = None
         self.error: str | None = None
+        self.exception: BaseException | None = None  # what ``error`` says, for a window that offers a way on
 
     def _report(self, fraction: float, text: str) -> None:
         self.progress.emit(fraction, text)
@@ -66,7 +67,7 @@ class Job(QObject):
             self._finish(self.cancelled.emit)
             return
         except DCError as exc:
-            self.error = str(exc)
+            self.error, self.exception = str(exc), exc
             self._finish(lambda: self.failed.emit(self.error))
             return
         except Exception as exc:  # an unexpected error still reaches the user as one line

@@ -27,12 +27,13 @@ from PySide6.QtWidgets import (
 from core.methods.views import Bars, Curve, Heatmap, Scatter, Table, Text, View
 
 from .plots import category_ticks, cluster_color, make_plot
+from .widgets import esc, plain, plain_tip
 
 MAX_POINTS = 20000  # drawn; the projection itself uses every row
 
 
 def _text(v: Text) -> QWidget:
-    label = QLabel(v.text)
+    label = QLabel(plain(v.text))
     label.setWordWrap(True)
     label.setTextFormat(Qt.PlainText)
     if v.tone == "warning":
@@ -44,10 +45,10 @@ def _table(v: Table) -> QWidget:
     box = QWidget()
     lay = QVBoxLayout(box)
     lay.setContentsMargins(0, 0, 0, 0)
-    title = QLabel(f"<b>{v.title}</b>")
+    title = QLabel(f"<b>{esc(v.title)}</b>")
     lay.addWidget(title)
     t = QTableWidget(len(v.rows), len(v.columns))
-    t.setHorizontalHeaderLabels(v.columns)
+    t.setHorizontalHeaderLabels([plain(c) for c in v.columns])
     t.setEditTriggers(QAbstractItemView.NoEditTriggers)
     t.verticalHeader().setVisible(False)
     bar_cols = {v.columns.index(c) for c in v.bars if c in v.columns}
@@ -58,8 +59,8 @@ def _table(v: Table) -> QWidget:
                 text = ", ".join(f"{n}: {x}" for n, x in zip(names, cell, strict=False))
             else:
                 text = str(cell)
-            item = QTableWidgetItem(text)
-            item.setToolTip(text)
+            item = QTableWidgetItem(plain(text))  # site names and notes: text the sites' files carried
+            item.setToolTip(plain_tip(text))
             t.setItem(r, c, item)
     t.resizeColumnsToContents()
     t.horizontalHeader().setSectionResizeMode(len(v.columns) - 1, QHeaderView.Stretch)
@@ -78,9 +79,9 @@ def _heatmap(v: Heatmap) -> pg.PlotWidget:
     n = len(M)
     item = w.getPlotItem()
     item.invertY(True)
-    ticks = [[(i + 0.5, str(name)) for i, name in enumerate(v.row_labels)]]
+    ticks = [[(i + 0.5, plain(name)) for i, name in enumerate(v.row_labels)]]
     item.getAxis("left").setTicks(ticks)
-    category_ticks(w, "bottom", [(j + 0.5, str(name)) for j, name in enumerate(v.col_labels)])
+    category_ticks(w, "bottom", [(j + 0.5, plain(name)) for j, name in enumerate(v.col_labels)])
     if n <= 12:
         for i in range(n):
             for j in range(M.shape[1]):

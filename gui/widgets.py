@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import QCoreApplication, QEvent, Qt, Signal
 from PySide6.QtGui import QFont, QImage, QPixmap
 from PySide6.QtWidgets import (
@@ -15,8 +17,25 @@ from PySide6.QtWidgets import (
 )
 
 from core.formats.identity import passphrase_score
+from core.safe_text import shown_lines
 
 from .jobs import Job
+
+
+def plain(value) -> str:
+    """Text that came in a file (a name, a reason, a note, an error quoting them) for a plain-text widget — a table
+    cell, a plain label, a title: through core's one sanitiser (:mod:`core.safe_text`)."""
+    return shown_lines(value)
+
+
+def esc(value, quote: bool = True) -> str:
+    """The same text for a rich-text label (one that also shows markup of its own): sanitised, then HTML-escaped."""
+    return html.escape(shown_lines(value), quote=quote)
+
+
+def plain_tip(value) -> str:
+    """Text from a file as a tooltip, which Qt reads as rich text when it looks like HTML: always rich, escaped."""
+    return "<qt>" + esc(value).replace("\n", "<br>") + "</qt>"
 
 
 def passphrase_edit(on_enter=None) -> QLineEdit:
@@ -38,11 +57,12 @@ class MessageLabel(QLabel):
         super().__init__(parent)
         self.setWordWrap(True)
         self.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.setTextFormat(Qt.PlainText)  # a message may quote a file's text: never read as markup
         self.clear_message()
 
     def show_message(self, kind: str, text: str) -> None:
         self.setStyleSheet(self.STYLES.get(kind, ""))
-        self.setText(text)
+        self.setText(plain(text))
         self.setVisible(bool(text))
         self.kind = kind
 
@@ -106,6 +126,7 @@ class JobPanel(QWidget):
         self.bar.setRange(0, 1000)
         self.status = QLabel()
         self.status.setWordWrap(True)
+        self.status.setTextFormat(Qt.PlainText)  # progress and failures may quote a file's text
         self.cancel_button = QPushButton(self.tr("Cancel"))
         self.cancel_button.clicked.connect(self.cancel)
         row = QHBoxLayout()
@@ -133,7 +154,7 @@ class JobPanel(QWidget):
     def _progress(self, fraction: float, text: str) -> None:
         self.bar.setValue(int(fraction * 1000))
         if text:
-            self.status.setText(text)
+            self.status.setText(plain(text))
 
     def _done(self, how: str, text: str = "") -> None:
         self.cancel_button.setEnabled(False)
@@ -141,7 +162,7 @@ class JobPanel(QWidget):
             self.bar.setValue(1000)
             self.status.setText(self.tr("Done."))
         else:
-            self.status.setText(text)
+            self.status.setText(plain(text))
         self.finished.emit(how)
 
     def cancel(self) -> None:

@@ -35,7 +35,7 @@ import pyrage
 from ..data.encoding import encode, encoded_ranges, level_shares
 from ..errors import ConfigError, FormatError, VerificationError, project_label
 from ..fileio import canonical_json, loads_checked, read_bytes_capped, utc_now, write_bytes_atomic, write_json_atomic
-from .fields import check_fields
+from .fields import check_fields, declaration
 from .kit import ANCHOR_KINDS
 
 FORMAT = "dcstudio/anchor/v1"
@@ -88,8 +88,10 @@ class AnchorFile:
 
     # ---- file -------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        return {"format": FORMAT, "project_id": self.project_id, "kind": self.kind, "rows": self.rows,
-                "secret": self.secret.hex(), "params": self.params, "created": self.created}
+        """The file's content, written only as its declaration (``anchor``, FORMAT §9) allows."""
+        return declaration("anchor").write({"format": FORMAT, "project_id": self.project_id, "kind": self.kind,
+                                            "rows": self.rows, "secret": self.secret.hex(), "params": self.params,
+                                            "created": self.created})
 
     def save(self, path: str | Path, recipients: list | None = None) -> None:
         """Write the anchor encrypted to ``recipients`` (the participants' public cards, the lead's

@@ -19,7 +19,7 @@ from ..data.schema import Schema
 from ..errors import ConfigError, FormatError, VerificationError
 from ..fileio import canonical_json, read_json_capped, utc_now, write_json_atomic
 from ..privacy.thresholds import PrivacyThresholds
-from .fields import check_fields
+from .fields import declaration
 from .identity import Identity, PublicCard
 
 FORMAT = "dcstudio/kit/v1"
@@ -69,9 +69,7 @@ class Kit:
 
     @classmethod
     def from_dict(cls, d: dict) -> Kit:
-        check_fields("kit", d, "the kit")
-        for k, entry in enumerate(d.get("roster") or []):
-            check_fields("kit:roster", entry, f"the kit's roster entry {k + 1}")
+        d = declaration("kit").check(d, "the kit")  # its declared members only (FORMAT §8)
         try:
             return cls(name=str(d["name"]), task=str(d["task"]), schema=Schema.from_dict(d["schema"]),
                        method=str(d["method"]), analyst=PublicCard.from_dict(d["analyst"]),
@@ -90,7 +88,7 @@ class Kit:
         """Sign with the analyst's identity (which must be the kit's analyst) and write atomically."""
         if analyst.card.key_id != self.analyst.key_id:
             raise ConfigError("the kit must be signed by the analyst it names")
-        body = self.to_dict()
+        body = declaration("kit").write(self.to_dict())  # as its declaration allows, checked as a site will
         sig = analyst.sign(SIGNATURE_DOMAIN + canonical_json(body))
         write_json_atomic(path, {"format": FORMAT, "kit": body, "signature": base64.b64encode(sig).decode()})
 
@@ -146,7 +144,10 @@ class Kit:
         return lines
 
     def roster_allows(self, card: PublicCard) -> bool:
-        return self.roster is None or any(e.get("fingerprint") == card.fingerprint for e in self.roster)
+        if self.roster is None:
+            return True
+        fingerprint = card.fingerprint  # a hash: worked out once, not once per roster entry
+        return any(e.get("fingerprint") == fingerprint for e in self.roster)
 
 
 def _privacy_block(d) -> dict:

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError
+from ..formats.fields import site_rows
 from .alignment import AnchorBasis, DCAlignment, SiteMapping
 from .clinical_metrics import SELECTION_METRICS, hanley_mcneil_se, selection_score
 from .intervals import WEAK_ROWS, estimate, mcnemar_p
@@ -31,7 +32,8 @@ LEARNER_DEFAULTS: dict = {"epochs": 50, "hidden": [64, 32], "lr": 0.01, "momentu
 ALIGNMENT_DEFAULTS: dict = {"alignment": "affine", "threshold": 1e-2, "relative_threshold": False,
                             "scale": "identity"}
 PRIOR_DEFAULTS: dict = {"prior_correction": True, "prior_smoothing": 0.5, "prior_in_selection": True}
-SELECTION_DEFAULTS: dict = {"cv_folds": "auto", "cv_repeats": "auto", "own_model": True, "metric": "accuracy",
+SELECTION_DEFAULTS: dict = {"cv_folds": "auto", "cv_repeats": "auto", "own_model": True, "metric": "auto",
+                            "site_intercepts": True,
                             "selection_max_rows": 10000, "selection_site_rows": 500, "max_epoch_rows": 20000}
 
 
@@ -124,7 +126,7 @@ def site_note(info: dict) -> str:
     e = info.get("expected")
     if e and e["weak"]:
         notes.append(f"only {e['rows']} rows: the estimate is uncertain (95 % CI {e['low']:.2f}–{e['high']:.2f})")
-    if info.get("model") == "own" and info.get("own_kind"):
+    if info.get("model") == "own" and info.get("own_kind") and not info.get("update"):
         small = bool(e) and e["rows"] < WEAK_ROWS
         at_site = (info.get("own_model") or {}).get("source") == "site"
         notes.append(("its cluster's model did not beat the site's own model (cross-validated at the site) by more "
@@ -133,6 +135,33 @@ def site_note(info: dict) -> str:
                       "site's own" if small else "the site's own-rows model cross-validated better than its cluster's")
                      + "; the site keeps its own model")
     return "; ".join(notes)
+
+
+def group_rows(bundles: list, members: tuple[int, ...], rows: list | None, mp: dict, *, seed: int, g: int,
+               site_rows: int | None = None, max_rows: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(X̂, y, position): a group's members' rows aligned by the group's maps ``mp`` (float64), their labels, and
+    each row's member position (0 … len(members) − 1). ``rows[i]`` restricts site i (``None`` = all); ``site_rows``
+    and ``max_rows`` cap the rows per member and in total by seeded subsamples (``g`` numbers the group)."""
+    Xs, ys, pos = [], [], []
+    for p, i in enumerate(members):
+        sel = np.arange(bundles[i].arrays["y"].shape[0]) if rows is None else np.asarray(rows[i])
+        if site_rows and len(sel) > site_rows:
+            sel = np.sort(np.random.default_rng([seed, g, i, 5]).choice(sel, site_rows, replace=False))
+        Xs.append(mp[i].transform(bundles[i].arrays["x_tilde"][sel].astype(np.float64)))
+        ys.append(bundles[i].arrays["y"][sel].astype(np.int64))
+        pos.append(np.full(len(sel), p, np.int64))
+    Xh, y, position = np.vstack(Xs), np.concatenate(ys), np.concatenate(pos)
+    if max_rows and len(y) > max_rows:
+        keep = np.sort(np.random.default_rng([seed, g, 7]).choice(len(y), max_rows, replace=False))
+        Xh, y, position = Xh[keep], y[keep], position[keep]
+    return Xh, y, position
+
+
+def standardiser(Xh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, scale) of aligned rows; a constant column gets scale 1."""
+    mean, scale = Xh.mean(axis=0), Xh.std(axis=0)
+    scale[~(scale > 1e-12)] = 1.0
+    return mean, scale
 
 
 def fit_groups(bundles: list, groups: list[tuple[tuple[int, ...], list | None]], n_classes: int,
@@ -153,19 +182,8 @@ def fit_groups(bundles: list, groups: list[tuple[tuple[int, ...], list | None]],
         if members not in maps:
             maps[members] = basis.align(members, settings)
         mp = maps[members]
-        Xs, ys = [], []
-        for i in members:
-            sel = np.arange(bundles[i].arrays["y"].shape[0]) if rows is None else np.asarray(rows[i])
-            if site_rows and len(sel) > site_rows:
-                sel = np.sort(np.random.default_rng([seed, g, i, 5]).choice(sel, site_rows, replace=False))
-            Xs.append(mp[i].transform(bundles[i].arrays["x_tilde"][sel].astype(np.float64)))
-            ys.append(bundles[i].arrays["y"][sel].astype(np.int64))
-        Xh, y = np.vstack(Xs), np.concatenate(ys)
-        if max_rows and len(y) > max_rows:
-            keep = np.sort(np.random.default_rng([seed, g, 7]).choice(len(y), max_rows, replace=False))
-            Xh, y = Xh[keep], y[keep]
-        mean, scale = Xh.mean(axis=0), Xh.std(axis=0)
-        scale[~(scale > 1e-12)] = 1.0
+        Xh, y, _ = group_rows(bundles, members, rows, mp, seed=seed, g=g, site_rows=site_rows, max_rows=max_rows)
+        mean, scale = standardiser(Xh)
         aligned.append((members, mp, mean, scale))
         prepared.append((((Xh - mean) / scale).astype(np.float32), y))
     control.step(0.05, f"training {len(groups)} model(s)")
@@ -175,6 +193,45 @@ def fit_groups(bundles: list, groups: list[tuple[tuple[int, ...], list | None]],
     learner.fit(prepared, n_classes, control=control.sub(0.05, 1.0), on_epoch=on_epoch)
     return [ClusterModel(members, mp, mean, scale, model, np.bincount(y, minlength=n_classes))
             for (members, mp, mean, scale), (_, y), model in zip(aligned, prepared, learner.models_, strict=True)]
+
+
+SITE_INTERCEPTS = "site-intercepts"  # the first element of a group's linear candidate's key: (SITE_INTERCEPTS, members)
+
+
+def si_key(members: tuple[int, ...]) -> tuple:
+    """The key of a group's linear model with site intercepts (:mod:`core.learn.site_intercepts`) beside the
+    group's MLP (keyed by its members)."""
+    return (SITE_INTERCEPTS, tuple(members))
+
+
+def is_si_key(key) -> bool:
+    return isinstance(key, tuple) and len(key) == 2 and key[0] == SITE_INTERCEPTS
+
+
+def fit_site_intercept_groups(bundles: list, groups: list[tuple[tuple[int, ...], list | None]], n_classes: int,
+                              settings: dict, basis: AnchorBasis, *, seed: int, maps: dict | None = None,
+                              max_rows: int | None = None, site_rows: int | None = None
+                              ) -> list[dict[int, ClusterModel]]:
+    """Per ``(members, rows)``: the group's linear model with site intercepts (:mod:`core.learn.site_intercepts`)
+    on the same aligned, standardised rows as its MLP, as one one-layer :class:`ClusterModel` per member (the common
+    weights, the member's intercepts)."""
+    from .site_intercepts import fit_site_intercepts
+
+    maps = {} if maps is None else maps
+    out = []
+    for g, (members, rows) in enumerate(groups):
+        if members not in maps:
+            maps[members] = basis.align(members, settings)
+        mp = maps[members]
+        Xh, y, position = group_rows(bundles, members, rows, mp, seed=seed, g=g, site_rows=site_rows,
+                                     max_rows=max_rows)
+        mean, scale = standardiser(Xh)
+        W, C = fit_site_intercepts((Xh - mean) / scale, y, position, len(members), n_classes)
+        counts = np.bincount(y, minlength=n_classes)
+        out.append({i: ClusterModel(members, mp, mean, scale,
+                                    MLPWeights([W.astype(np.float32)], [C[p].astype(np.float32)]), counts)
+                    for p, i in enumerate(members)})
+    return out
 
 
 def train_cluster_models(bundles: list, clusters: list[tuple[int, ...]], n_classes: int,
@@ -355,9 +412,9 @@ class Selection:
         site_acc = np.empty(len(self.n_rows))
         key: list = [None] * len(self.n_rows)
         for c in partition:
-            site_acc[list(c)] = self.score_of(c)[list(c)]
             for i in c:
-                key[i] = c
+                key[i] = shared_key(self, c, i)
+                site_acc[i] = float(self.score_of(key[i])[i])
         if floor is not None:
             better = floor > site_acc
             key = [None if better[i] else key[i] for i in range(len(key))]
@@ -373,9 +430,7 @@ def new_selection(n_rows: list[int], settings: dict, seed: int, site_cv: list | 
                   n_classes: int = 2) -> Selection:
     """The splits of :func:`cv_splits` with :func:`resolve_cv`'s folds and repeats; nothing trained yet.
     ``site_cv``: per site, its checked own-model scores (:func:`bundle_own_cv`) or None."""
-    metric = settings.get("metric", "accuracy")
-    if metric not in SELECTION_METRICS:
-        raise ConfigError(f"metric must be one of {', '.join(SELECTION_METRICS)}, not {metric!r}")
+    metric = selection_metric(settings.get("metric", "auto"), n_classes)
     folds, repeats = resolve_cv(settings, n_rows)
     splits = cv_splits(n_rows, folds, repeats, float(settings["holdout"]), seed)
     tested = np.zeros(len(n_rows))
@@ -386,9 +441,20 @@ def new_selection(n_rows: list[int], settings: dict, seed: int, site_cv: list | 
                      n_classes=int(n_classes))
 
 
+def selection_metric(metric: str | None, n_classes: int) -> str:
+    """The analyst's selection score for the kit's ``metric``: ``auto`` (and ``log_loss``, which the site's update
+    decides on, :mod:`core.learn.site_update`) → AUC with two classes, accuracy with more."""
+    if metric in (None, "auto", "log_loss"):
+        return "auc" if int(n_classes) == 2 else "accuracy"
+    if metric not in SELECTION_METRICS:
+        raise ConfigError(f"metric must be one of auto, log_loss, {', '.join(SELECTION_METRICS)}, not {metric!r}")
+    return metric
+
+
 def bundle_own_cv(bundle, n_classes: int | None = None) -> dict | None:
-    """A bundle's own-model scores (``own_cv``, checked by :func:`~core.learn.own_cv.read_own_cv`), or None."""
-    return read_own_cv(bundle.manifest, int(bundle.arrays["x_tilde"].shape[0]), n_classes)
+    """A bundle's own-model scores (``own_cv``, checked by :func:`~core.learn.own_cv.read_own_cv`) against the rows
+    behind it (:func:`~core.formats.fields.site_rows`, the rule import uses too), or None."""
+    return read_own_cv(bundle.manifest, site_rows(bundle.manifest), n_classes)
 
 
 def cross_validate(sel: Selection, bundles: list, clusters, n_classes: int, settings: dict, basis: AnchorBasis, *,
@@ -418,15 +484,56 @@ def cross_validate(sel: Selection, bundles: list, clusters, n_classes: int, sett
             if use_prior:
                 fit_counts = np.bincount(bundles[i].arrays["y"][tr[i]], minlength=n_classes)
                 prior = prior_logit(fit_counts, model.class_counts, smoothing)
-            p = model.predict_proba(i, bundles[i].arrays["x_tilde"][te[i]].astype(np.float64), prior)
-            h = p.argmax(axis=1) == bundles[i].arrays["y"][te[i]]
-            sel.correct[c][i] += int(h.sum())
-            sel.oof.setdefault((c, i), []).append((te[i], p.astype(np.float32)))
-            if sel.n_rows[i] < WEAK_ROWS:
-                sel.paired.setdefault((c, i), []).append(h)
+            _record(sel, c, i, te[i], model.predict_proba(i, bundles[i].arrays["x_tilde"][te[i]].astype(np.float64),
+                                                          prior), bundles)
     if sel.metric != "accuracy":
         for c in distinct:
             sel.metric_scores[c] = _metric_per_site(sel, bundles, c)
+
+
+def _record(sel: Selection, key, i: int, rows: np.ndarray, p: np.ndarray, bundles: list) -> None:
+    """Score candidate ``key``'s probabilities ``p`` on site i's test rows ``rows`` into ``sel`` (correct count,
+    out-of-fold probabilities, and the paired hits of a small site)."""
+    h = p.argmax(axis=1) == bundles[i].arrays["y"][rows]
+    sel.correct[key][i] += int(h.sum())
+    sel.oof.setdefault((key, i), []).append((rows, p.astype(np.float32)))
+    if sel.n_rows[i] < WEAK_ROWS:
+        sel.paired.setdefault((key, i), []).append(h)
+
+
+def cross_validate_si(sel: Selection, bundles: list, clusters, n_classes: int, settings: dict, basis: AnchorBasis,
+                      *, seed: int, maps: dict | None = None) -> None:
+    """Add to ``sel`` each group's linear model with site intercepts (key :func:`si_key`), trained on its members'
+    training folds of every split and scored on each member's test fold (selection row caps, as the MLPs)."""
+    distinct = [c for c in clusters if si_key(c) not in sel.correct]
+    if not distinct:
+        return
+    splits = sel.splits
+    jobs = [(si, c) for si, (tr, _) in enumerate(splits) for c in distinct if sum(len(tr[i]) for i in c) > 0]
+    models = fit_site_intercept_groups(bundles, [(c, splits[si][0]) for si, c in jobs], n_classes, settings, basis,
+                                       seed=seed, maps=maps, max_rows=opt_int(settings["selection_max_rows"]),
+                                       site_rows=opt_int(settings["selection_site_rows"]))
+    for c in distinct:
+        sel.correct[si_key(c)] = np.zeros(len(bundles))
+    for (si, c), per_site in zip(jobs, models, strict=True):
+        te = splits[si][1]
+        for i in c:
+            if len(te[i]):
+                _record(sel, si_key(c), i, te[i],
+                        per_site[i].predict_proba(i, bundles[i].arrays["x_tilde"][te[i]].astype(np.float64)), bundles)
+    if sel.metric != "accuracy":
+        for c in distinct:
+            sel.metric_scores[si_key(c)] = _metric_per_site(sel, bundles, si_key(c))
+
+
+def shared_key(sel: Selection, members: tuple[int, ...], i: int):
+    """Site i's shared candidate of the group ``members``: its MLP (key ``members``) or, when that was
+    cross-validated too and scores better for site i, its linear model with site intercepts (:func:`si_key`)."""
+    alt = si_key(members)
+    if alt in sel.correct and (sel.metric == "accuracy" or alt in sel.metric_scores) \
+            and float(sel.score_of(alt)[i]) > float(sel.score_of(members)[i]) + 1e-12:
+        return alt
+    return members
 
 
 def cross_validate_linear(sel: Selection, bundles: list, n_classes: int, settings: dict, basis: AnchorBasis,

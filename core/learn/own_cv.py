@@ -22,11 +22,12 @@ from __future__ import annotations
 import hashlib
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import FormatError
-from ..formats.fields import check_fields
+from ..formats.fields import check_fields, write_fields
 from .local_model import fit_local_model, local_predict_proba
 
 MAX_ROWS = 20000  # as fit_local_model's default cap
@@ -56,14 +57,35 @@ def rows_seed(X: np.ndarray, y: np.ndarray) -> int:
 def cross_validate_own(X: np.ndarray, y: np.ndarray, n_classes: int, *, max_rows: int = MAX_ROWS) -> dict | None:
     """The ``own_cv`` manifest entry of a site's rows (module docstring), or None with fewer than two classes
     or fewer than two rows in some fold's training part."""
+    got = own_out_of_fold(X, y, n_classes, max_rows=max_rows)
+    return None if got is None else got.scores
+
+
+@dataclass
+class OwnOutOfFold:
+    """The own model cross-validated at the site: ``scores`` (the ``own_cv`` entry), and per row it rests on
+    (``rows``, indices into the site's table, sorted) the out-of-fold probabilities averaged over the repeats
+    (``proba``, n × K) and the labels (``y``) — the site's half of the paired comparison of issue #37
+    (:mod:`core.learn.site_update`), kept in its workspace, never shipped."""
+
+    scores: dict
+    rows: np.ndarray
+    proba: np.ndarray
+    y: np.ndarray
+
+
+def own_out_of_fold(X: np.ndarray, y: np.ndarray, n_classes: int, *, max_rows: int = MAX_ROWS
+                    ) -> OwnOutOfFold | None:
+    """:func:`cross_validate_own` with the out-of-fold probabilities it scores (:class:`OwnOutOfFold`)."""
     from sklearn.metrics import balanced_accuracy_score, log_loss, roc_auc_score
     from sklearn.model_selection import RepeatedStratifiedKFold
 
     X = np.asarray(X, np.float64)
     y = np.asarray(y, np.int64)
+    rows = np.arange(len(y))
     if len(y) > max_rows:  # the rows the kept model is fitted on (fit_local_model's seeded subsample)
-        keep = np.sort(np.random.default_rng([0, 11]).choice(len(y), max_rows, replace=False))
-        X, y = X[keep], y[keep]
+        rows = np.sort(np.random.default_rng([0, 11]).choice(len(y), max_rows, replace=False))
+        X, y = X[rows], y[rows]
     present = np.unique(y)
     if len(present) < 2 or len(y) < 4:
         return None
@@ -92,7 +114,31 @@ def cross_validate_own(X: np.ndarray, y: np.ndarray, n_classes: int, *, max_rows
     out.update({"rows": int(len(y)), "folds": int(folds), "repeats": int(repeats), "model": MODEL_NAME})
     if K == 2:
         out["events"] = int(np.sum(y == 1))
-    return out
+    # as its declaration allows (core/formats/fields.py)
+    return OwnOutOfFold(write_fields("own_cv", out), rows, proba.mean(axis=0), y)
+
+
+OOF_ARRAYS = ("own_oof", "own_oof_rows", "own_oof_y")  # the workspace's private arrays of :class:`OwnOutOfFold`
+
+
+def own_oof_arrays(own: OwnOutOfFold) -> dict[str, np.ndarray]:
+    """The private arrays an export keeps of :class:`OwnOutOfFold` (probabilities float32, rows int64, labels
+    int32)."""
+    return {"own_oof": own.proba.astype(np.float32), "own_oof_rows": own.rows.astype(np.int64),
+            "own_oof_y": own.y.astype(np.int32)}
+
+
+def read_own_oof(private: dict[str, np.ndarray], n_classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(rows, probabilities, labels) of an export's kept :func:`own_oof_arrays`, or None when it keeps none (an
+    export made before issue #37) or they do not fit together (a damaged workspace: the site then falls back)."""
+    if not all(k in private for k in OOF_ARRAYS):
+        return None
+    P, rows, y = (np.asarray(private[k]) for k in OOF_ARRAYS)
+    n = len(rows)
+    if P.shape != (n, int(n_classes)) or y.shape != (n,) or n == 0 or not np.all(np.isfinite(P)) \
+            or (n > 1 and not np.all(np.diff(rows) > 0)) or rows.min() < 0 or y.min() < 0 or y.max() >= n_classes:
+        return None
+    return rows.astype(np.int64), P.astype(np.float64), y.astype(np.int64)
 
 
 MARGIN_SE = 1.645  # a shared model must beat the site's own model by this many standard errors: one-sided 5 %
@@ -121,15 +167,6 @@ def alone_estimate(cv: dict | None) -> dict | None:
 def accuracy_se(p: float, n: int) -> float:
     """√(p(1 − p)/n): the standard error of an accuracy p measured on n rows."""
     return math.sqrt(max(p * (1.0 - p), 0.0) / max(int(n), 1))
-
-
-def site_rows(manifest: dict) -> int | None:
-    """All the rows a site's ``own_cv`` may rest on: its exported ``n_rows`` plus the rows a site-scored method
-    kept out of its export to check the package (``rows_kept_at_site``, :mod:`core.methods.promise`)."""
-    n, kept = manifest.get("n_rows"), manifest.get("rows_kept_at_site", 0)
-    if type(kept) is not int or kept < 0:
-        raise FormatError(f"the bundle gives 'rows_kept_at_site' as {kept!r}, not a whole number")
-    return None if n is None else int(n) + kept
 
 
 def read_own_cv(manifest: dict, n_rows: int | None, n_classes: int | None = None) -> dict | None:

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
-from ..formats.fields import Field, check_arrays, check_fields, method_schemas
+from ..formats.fields import Array, Facts, Field, Rule, check_fields, declaration, method_schemas
 from .settings import Setting, check_settings
 from .views import Heatmap, PageTexts, View
 
@@ -151,17 +151,21 @@ class Method(ABC):
     kit_carries_aux: ClassVar[bool] = False  # the kit holds public auxiliary data for the analyst (never X^anc)
     what_leaves: ClassVar[str] = ""  # one sentence for people, before anything is computed
     settings_spec: ClassVar[tuple[Setting, ...]] = ()
-    # The manifest members this method's bundles and packages carry beyond the shared ones
-    # (core/formats/fields.py): checked by the pipelines before check_bundle / check_package / apply see them.
+    # The method's part of its files' declarations (core/formats/fields.py), used to write them and to check them:
+    # the manifest members its bundles and packages carry beyond the shared ones (adding one is one line here), the
+    # arrays its bundles hold (dtype, and shape from the manifest and the kit; None leaves them to check_bundle) and
+    # the rules between them. The pipelines check them before check_bundle / check_package / apply see a file.
     bundle_fields: ClassVar[tuple[Field, ...]] = ()
     package_fields: ClassVar[tuple[Field, ...]] = ()
-    # The arrays its bundles may hold: name → (§4.6 dtype, number of dimensions); None leaves them to check_bundle.
-    bundle_arrays: ClassVar[dict[str, tuple[str, int]] | None] = None
+    bundle_arrays: ClassVar[tuple[Array, ...] | None] = None
+    bundle_rules: ClassVar[tuple[Rule, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any):
         super().__init_subclass__(**kwargs)
         if isinstance(cls.__dict__.get("name"), str):
-            method_schemas(cls.name, cls.bundle_fields, cls.package_fields)
+            method_schemas(cls.name, cls.bundle_fields, cls.package_fields, family=cls.family,
+                           arrays=cls.bundle_arrays, rules=cls.bundle_rules,
+                           site_scored=cls.task == "classification" and cls.own_model_choice == "site")
     # Classification: who can score a site's candidates, its own model among them (:mod:`core.methods.promise`).
     # "analyst": the analyst chooses per site from what it received; "site": it cannot, so the site keeps some rows
     # out of its export and chooses at apply. A new method is "site" unless it says it can score.
@@ -218,17 +222,39 @@ class Method(ABC):
     def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport: ...
 
     @classmethod
-    def check_bundle_fields(cls, manifest: dict, arrays: dict[str, np.ndarray] | None = None) -> None:
-        """The bundle manifest's members typed and ranged (``bundle:<name>``), and each array's dtype and number of
-        dimensions the declared ones (:attr:`bundle_arrays`): FormatError naming the field or array."""
-        check_fields(f"bundle:{cls.name}", manifest, "the bundle's manifest")
-        if arrays is not None and cls.bundle_arrays is not None:
-            check_arrays(cls.bundle_arrays, arrays, "the bundle")
+    def bundle_facts(cls, kit, manifest: dict) -> Facts:
+        """What the kit fixes about a bundle of this method (its members typed before): the encoded width, the class
+        count, the raw column names, whether rows are linked by id, and this method's settings in the kit."""
+        schema = kit.schema
+        return Facts(width=schema.width, classes=len(schema.classes) if kit.task == "classification" else 0,
+                     features=tuple(schema.feature_names), linked=len(schema.block_names) > 1,
+                     settings={**cls.default_settings(), **(kit.settings if kit.method == cls.name else {})})
 
     @classmethod
-    def check_package_fields(cls, manifest: dict) -> None:
-        """The package manifest's members typed and ranged (``package:<name>``): FormatError naming the field."""
-        check_fields(f"package:{cls.name}", manifest, "the package's manifest")
+    def check_bundle_declared(cls, manifest: dict, arrays: dict[str, np.ndarray], kit) -> dict:
+        """The bundle checked against its declaration (``bundle:<name>``): members typed and ranged, arrays of the
+        declared dtypes and shapes, rules between them and the kit; FormatError naming the member, array or rule.
+        Returns the declared members only (what the analyst may read)."""
+        kind = f"bundle:{cls.name}"
+        check_fields(kind, manifest, "the bundle's manifest")
+        return declaration(kind).check(manifest, "the bundle's manifest", arrays, cls.bundle_facts(kit, manifest))
+
+    @classmethod
+    def write_bundle_manifest(cls, manifest: dict, arrays: dict[str, np.ndarray], kit) -> dict:
+        """``manifest`` as the site writes it, checked first against the bundle's declaration exactly as the analyst
+        will check it (an undeclared member or a value outside the declaration is a FormatError here)."""
+        return declaration(f"bundle:{cls.name}").write(manifest, arrays, cls.bundle_facts(kit, manifest))
+
+    @classmethod
+    def check_package_fields(cls, manifest: dict) -> dict:
+        """The package manifest's members typed and ranged (``package:<name>``): FormatError naming the field.
+        Returns the declared members only (what the site may read)."""
+        return declaration(f"package:{cls.name}").check(manifest, "the package's manifest")
+
+    @classmethod
+    def write_package_manifest(cls, manifest: dict) -> dict:
+        """``manifest`` as the analyst writes it, checked against the package's declaration (as the site will)."""
+        return declaration(f"package:{cls.name}").write(manifest)
 
     def check_bundle(self, bundle: ReceivedBundle, kit) -> None:
         """Raise FormatError if a bundle does not fit the kit (``core.formats.kit.Kit``) and this method.

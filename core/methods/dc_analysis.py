@@ -30,11 +30,11 @@ from ..learn.cluster_models import (
     linear_oof,
     oof_proba,
 )
-from ..learn.intervals import describe
-from ..learn.local_model import keeps_local_model, local_predict_proba
+from ..learn.intervals import describe, estimate
 from ..learn.mlp import MLPWeights
 from .base import MethodResult, ReceivedBundle, canonical_order, content_digest
 from .dc_site import check_anchor_width, site_map
+from .promise import SHARED_OOF
 from .settings import Setting
 from .views import Bars, Curve, Heatmap, Table, Text, View
 
@@ -83,13 +83,19 @@ SELECTION_SETTINGS = (
             "repetitions of the cross-validation", low=1, high=50, auto=True,
             auto_help="more for small sites", advanced=True),
     Setting("metric", "choice", SELECTION_DEFAULTS["metric"],
-            "what the cross-validated choice of each site's model maximises", label="Selection metric",
-            choices=("accuracy", "balanced_accuracy", "auc"),
-            choice_help=("accuracy", "balanced accuracy (mean recall over the classes)",
+            "what decides each site's model: the site's update on its own rows and the analyst's choice of groups",
+            label="Decision metric",
+            choices=("auto", "log_loss", "accuracy", "balanced_accuracy", "auc"),
+            choice_help=("auto: the site decides on log-loss (with an AUC or accuracy guard), the analyst on AUC "
+                         "(two classes) or accuracy", "log-loss (a proper score)", "accuracy",
+                         "balanced accuracy (mean recall over the classes)",
                          "ROC AUC (macro one-vs-rest with more than two classes)")),
     Setting("own_model", "bool", SELECTION_DEFAULTS["own_model"],
-            "offer every site a model of its own rows as a candidate (never worse than "
-            "alone)", label="Own-rows candidate"),
+            "let each site compare the shared model with its own on its own rows and use the better, or a blend "
+            "or recalibration of the two (never significantly worse than alone); off: the package is used as sent",
+            label="Site's own check"),
+    Setting("site_intercepts", "bool", SELECTION_DEFAULTS["site_intercepts"],
+            "offer each group a linear model with one intercept per site beside its MLP", advanced=True),
     Setting("selection_max_rows", "int", SELECTION_DEFAULTS["selection_max_rows"],
             "rows a selection model trains on at most", low=1, optional=True,
             none_help="no cap", advanced=True),
@@ -130,9 +136,9 @@ def site_line(x: dict, extra: str = "") -> str:
     """One summary line of a site: rows, cluster, what it is sent, its expected accuracy (n, 95 % CI) against
     its own model's (n, 95 % CI, and where that number comes from: cross-validated at the site on its raw rows,
     or estimated from its reduced rows), and its note (shared by the DC-family methods)."""
-    own = x.get("model") == "own" and x.get("own_kind")
+    own = x.get("model") == "own" and x.get("own_kind") and not x.get("update")
     line = f"  {x['site']}: {x['rows']:,} rows, cluster {x['cluster']}" + extra + (
-        ", keeps its own model" if own else "")
+        ", keeps its own model" if own else f", {update_words(x['update'])}" if x.get("update") else "")
     if x.get("expected"):
         line += f", expected accuracy {describe(x['expected'])}"
     if x.get("own_model"):
@@ -140,6 +146,16 @@ def site_line(x: dict, extra: str = "") -> str:
     if x.get("metrics"):
         line += f"; {metrics_words(x['metrics'])}"
     return line + (f" — {x['note']}" if x.get("note") else "")
+
+
+def update_words(update: dict) -> str:
+    """The analyst's estimate of a site's own choice (issue #37), in a few words."""
+    from ..learn.site_update import UPDATE_WORDS
+
+    est = update.get("estimate")
+    return ("chooses on its own rows" + (f" (estimated: {UPDATE_WORDS[est]}" + (
+        f", {update['weight']:.0%} shared" if est == "blend" and update.get("weight") is not None else "") + ")"
+        if est in UPDATE_WORDS else ""))
 
 
 def own_model_words(e: dict) -> str:
@@ -159,6 +175,8 @@ def site_views(result: MethodResult, extra: tuple[tuple[str, Callable[[dict], ob
     def word(x):
         if model_word is not None:
             return model_word(x)
+        if x.get("update"):
+            return "shared; " + update_words(x["update"])
         return "own rows" if x.get("model") == "own" and x.get("own_kind") else "cluster"
 
     rows = [[x["site"], x.get("fingerprint", ""), x["rows"], x["cluster"], *[f(x) for _, f in extra], word(x),
@@ -263,17 +281,13 @@ def check_cluster_package(manifest: dict, arrays: dict[str, np.ndarray], private
     expected.update({"map_matrix": ((m_tilde, m_hat), "<f8"), "map_offset": ((m_hat,), "<f8"),
                      "scaler_mean": ((m_hat,), "<f8"), "scaler_scale": ((m_hat,), "<f8"),
                      "prior_logit": ((K,), "<f8")})
-    exact_arrays(arrays, expected, frozenset({"prior_logit"}))
+    exact_arrays({k: v for k, v in arrays.items() if k not in SHARED_OOF}, expected, frozenset({"prior_logit"}))
 
 
 def apply_cluster_package(manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
           X: np.ndarray) -> dict[str, np.ndarray]:
-    """The package's model on f(X); when the analyst chose the site's own linear model (``model`` = own,
-    ``own_kind`` = linear) and the workspace keeps the site's own-rows model (the logistic regression on its
-    raw rows trained at export, :mod:`core.learn.local_model`), that model itself: the package's linear
-    model is its twin on the reduced rows, the kept one is what the site would have alone, exactly."""
-    if keeps_local_model(manifest, private_arrays):
-        return _columns(list(manifest["classes"]), local_predict_proba(private_arrays, X))
+    """The package's model on f(X): the shared model as sent (which model the site uses is decided beside it,
+    :func:`core.methods.promise.promised_columns`)."""
     f = site_map(private_arrays)
     mapping = SiteMapping.from_arrays(arrays)
     model = MLPWeights.from_arrays(arrays, "mlp")
@@ -315,6 +329,41 @@ def chosen_oof(sel: Selection, bundles: list, keys: list, n_classes: int, settin
     if not keep:
         sel.oof.clear()
     return out
+
+
+def site_gate(sel: Selection, bundles: list, i: int, key, n_classes: int, settings: dict, basis,
+              maps: dict | None = None) -> tuple[dict[str, np.ndarray], dict] | None:
+    """The analyst's half of site i's paired comparison (issue #37, :mod:`core.learn.site_update`): the
+    out-of-fold probabilities of the shared model ``key`` it is sent, for each of its received rows the selection
+    tested (``shared_oof``, float32, rows in bundle order ``shared_oof_rows``). Each comes from a model trained on
+    the other folds only, so it is unbiased for a model of the group trained without that row; the site pairs it
+    with its own model's out-of-fold probability of the same row (it knows the bundle's row order). The manifest's
+    ``update`` is the analyst's estimate of what the site will choose, made with the site's linear twin on its
+    reduced rows in place of its own model; ``expected`` its cross-validated accuracy. None when nothing was
+    tested."""
+    from ..learn.site_update import choose_update
+
+    got = oof_proba(sel, key, i, n_classes)
+    if got is None:
+        return None
+    rows, P = got
+    arrays = {"shared_oof": P.astype(np.float32), "shared_oof_rows": rows.astype(np.int64)}
+    if (OWN, i) not in sel.oof:
+        linear_oof(sel, bundles, i, n_classes, settings, basis, maps)
+    twin = oof_proba(sel, OWN, i, n_classes)
+    info: dict = {"update": {"by": "site", "rows": int(len(rows))}}
+    if twin is not None:
+        common, a, b = np.intersect1d(rows, twin[0], return_indices=True)
+        y = np.asarray(bundles[i].arrays["y"], np.int64)[common]
+        est = choose_update(y, twin[1][b], P[a], n_classes, metric=settings.get("metric", "auto"))
+        chosen = est["scores"].get(est["kind"])
+        info["update"].update({"estimate": est["kind"], "weight": round(float(est["weight"]), 4),
+                               "sentence": "estimated with a twin of the site's own model on its reduced rows: "
+                                           + est["reason"]})
+        if chosen:
+            info["expected"] = estimate(float(chosen["accuracy"]), int(len(y)))
+            info["expected_auc"] = json_safe(float(chosen["auc"]))
+    return arrays, info
 
 
 def site_metrics(oof: tuple[np.ndarray, np.ndarray], y: np.ndarray, classes: list[str], kept_own: bool) -> dict:

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
+from ..formats.fields import Array, Field, Rule
 from ..learn.reduction import (
     FULL_DIMENSION_MAX,
     AffineMap,
@@ -27,6 +28,7 @@ from .base import Disclosure, ReceivedBundle, SiteExport, SiteInput
 from .settings import Setting
 
 REDUCTIONS = ("pca", "lpp", "random")
+FORMAL_REDUCTION = "random-orthogonal"  # the map of the formal noise option (the manifest's ``reduction``)
 SITE_SETTINGS = (
     Setting("reduction", "choice", "pca", "the private map that compresses this site's rows (kept here): "
             + "; ".join(REDUCTION_DETAILS[r] for r in REDUCTIONS), label="Compression", choices=REDUCTIONS,
@@ -39,10 +41,12 @@ SITE_SETTINGS = (
             label="Noise", low=0.0, high=2.0, side="site"),
     Setting("privacy_epsilon", "float", None, "formal privacy: each shipped row is (ε, δ)-differentially private "
             "(public-scale standardising, a random orthogonal map, clipping, Gaussian noise; classes by randomised "
-            "response); smaller ε = more noise", label="Formal privacy (ε)", low=0.01, high=100.0, optional=True,
+            "response); smaller ε = more noise", label="Formal privacy (ε)", low=dp.EPSILON_RANGE[0],
+            high=dp.EPSILON_RANGE[1], optional=True,
             none_help="off", side="site", advanced=True),  # the wizard's levers (gui/) decide how to offer it
     Setting("privacy_delta", "float", None, "formal privacy: the δ of (ε, δ)", label="Formal privacy (δ)",
-            low=1e-15, high=1e-3, optional=True, none_help="min(1e-5, 1/rows²)", side="site", advanced=True),
+            low=dp.DELTA_RANGE[0], high=dp.DELTA_RANGE[1], optional=True, none_help="min(1e-5, 1/rows²)",
+            side="site", advanced=True),
     Setting("seed", "int", None, "random seed of the reduction and the shuffle (none: fresh each export; under "
             "formal privacy the map, shuffle and noise come from the operating system whatever the seed)",
             label="Seed", low=0, optional=True, none_help="fresh randomness", side="site", advanced=True),
@@ -128,7 +132,7 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
     manifest = {"n_rows": n, "n_features": m, "dimension": k, "reduction": opts["reduction"],
                 "noise": float(opts["noise"]), "anchor_rows": int(A_tilde.shape[0]), "standardised": standardise}
     if formal:
-        manifest["reduction"] = "random-orthogonal"
+        manifest["reduction"] = FORMAL_REDUCTION
         manifest["privacy"] = accounting
     if red.variance_kept_ is not None and not formal:
         manifest["variance_kept"] = round(red.variance_kept_, 4)
@@ -145,6 +149,65 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
         plain += " " + dp.describe(accounting)
     return SiteExport(arrays, manifest, {**red.map_.to_arrays(), "permutation": perm.astype(np.int64)},
                       {"reduction": opts["reduction"], "dimension": k}, disclosures, stays, plain)
+
+
+# ---- the DC family's bundle declaration (FORMAT.md §6, §7, §7.1): what dc_site_compute writes, what the analyst checks
+NOISE_HIGH = next(s.high for s in SITE_SETTINGS if s.name == "noise")
+DC_BUNDLE_FIELDS = (
+    Field("n_rows", "int", required=True, low=0), Field("n_features", "int", required=True, low=1),
+    Field("dimension", "int", required=True, low=1),
+    Field("reduction", "text", required=True, choices=(*REDUCTIONS, FORMAL_REDUCTION)),
+    Field("anchor_rows", "int", required=True, low=1), Field("noise", "number", low=0.0, high=NOISE_HIGH),
+    Field("privacy", "object", schema="privacy"))
+
+
+def _formal(m) -> bool:
+    return "privacy" in m
+
+
+DC_REDUCED_RULES = (  # every bundle whose rows (or distilled rows) come from dc_site_compute
+    Rule("n_features is the kit's number of encoded columns (of the bundle's feature block)",
+         lambda m, a, f: m["n_features"] == f.width),
+    Rule("dimension (the numbers per row) is at most n_features", lambda m, a, f: m["dimension"] <= m["n_features"]),
+    Rule(f"reduction is '{FORMAL_REDUCTION}' exactly when the bundle carries formal noise (privacy)",
+         lambda m, a, f: (m["reduction"] == FORMAL_REDUCTION) == _formal(m)),
+    Rule("the formal noise's accounting (privacy) is the one its ε and δ give for the bundle's dimension and the kit's "
+         "classes (clip √dimension, sensitivity 2 × clip, σ, the split of ε)",
+         lambda m, a, f: not _formal(m) or dp.accounting_agrees(m["privacy"], m["dimension"], f.classes)),
+    Rule("under formal noise every anchor row is clipped to privacy.clip", lambda m, a, f: not _formal(m)
+         or dp.rows_clipped(a["anchor_tilde"], m["privacy"]["clip"])),
+    Rule("under formal noise no figure its ε does not cover leaves (no own_cv, no variance_kept)",
+         lambda m, a, f: not _formal(m) or not ({"own_cv", "variance_kept"} & set(m))),
+)
+DC_ROWS_RULES = (  # bundles that ship every reduced row
+    *DC_REDUCED_RULES,
+    Rule("under formal noise the rows (x_tilde) carry at least the noise privacy.sigma says",
+         lambda m, a, f: not _formal(m) or dp.noise_present(a["x_tilde"], m["privacy"]["sigma"],
+                                                            m["privacy"]["clip"])),
+)
+
+
+def _counts_of_y(m, a, f) -> bool:
+    y, counts = a["y"].astype(np.int64), a["label_counts"]
+    if len(y) and (y.min() < 0 or y.max() >= f.classes):
+        return True  # labels outside the class list: check_dc_bundle names that
+    return bool(np.array_equal(counts, np.bincount(y, minlength=f.classes)))
+
+
+LABELLED_DC_RULES = (*DC_ROWS_RULES, Rule("label_counts counts the classes of y, one count per class of the kit",
+                                          _counts_of_y))
+
+
+def dc_bundle_arrays(*, labelled: bool, ids: bool = False) -> tuple[Array, ...]:
+    """The arrays of a DC-family bundle: x_tilde (n_rows, dimension) and anchor_tilde (anchor_rows, dimension)
+    float32; labelled: y (n_rows,) int32 and label_counts (classes,) int64; ids: id_hash (n_rows, 32) uint8, present
+    exactly when the kit links feature blocks by row id."""
+    out = [Array("x_tilde", "<f4", ("n_rows", "dimension")), Array("anchor_tilde", "<f4", ("anchor_rows", "dimension"))]
+    if labelled:
+        out += [Array("y", "<i4", ("n_rows",)), Array("label_counts", "<i8", ("classes",))]
+    if ids:
+        out.append(Array("id_hash", "|u1", ("n_rows", 32), present=lambda m, f: f.linked))
+    return tuple(out)
 
 
 def dimension_refusal(asked: int, n: int, m: int, top: int, reduction: str, default: int) -> str:

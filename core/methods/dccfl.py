@@ -54,20 +54,23 @@ from __future__ import annotations
 import numpy as np
 
 from ..control import JobControl, ensure
-from ..formats.fields import CLUSTER_PACKAGE_FIELDS, DC_BUNDLE_ARRAYS, DC_BUNDLE_FIELDS
+from ..formats.fields import CLUSTER_PACKAGE_FIELDS
 from ..learn.alignment import AnchorBasis
 from ..learn.client_clustering import LabelDistributionClustering
 from ..learn.cluster_models import (
-    OWN,
     bundle_own_cv,
     cross_validate,
     cross_validate_linear,
+    cross_validate_si,
     fit_groups,
-    fit_linear,
+    fit_site_intercept_groups,
+    is_si_key,
     new_selection,
     opt_int,
     pick_own,
     prior_logit,
+    shared_key,
+    si_key,
     site_estimates,
     site_note,
 )
@@ -85,11 +88,19 @@ from .dc_analysis import (
     chosen_oof,
     derived_seed,
     metric_views,
+    site_gate,
     site_line,
     site_metrics,
     site_views,
 )
-from .dc_site import LABELLED_DC_LEAVES, SITE_SETTINGS, LabelledDCSite
+from .dc_site import (
+    DC_BUNDLE_FIELDS,
+    LABELLED_DC_LEAVES,
+    LABELLED_DC_RULES,
+    SITE_SETTINGS,
+    LabelledDCSite,
+    dc_bundle_arrays,
+)
 from .settings import Setting
 from .views import Curve, Heatmap, PageTexts, View
 
@@ -106,7 +117,8 @@ class DCCFL(LabelledDCSite, Method):
     labels_leave = "rows"
     family = "dc"
     bundle_fields = DC_BUNDLE_FIELDS
-    bundle_arrays = {k: v for k, v in DC_BUNDLE_ARRAYS.items() if k != "id_hash"}
+    bundle_arrays = dc_bundle_arrays(labelled=True)
+    bundle_rules = LABELLED_DC_RULES
     package_fields = CLUSTER_PACKAGE_FIELDS
     own_model_choice = "analyst"  # cross-validates every candidate on each site's received rows
     what_leaves = LABELLED_DC_LEAVES
@@ -165,20 +177,25 @@ class DCCFL(LabelledDCSite, Method):
                           else "step 1 of 2, checking each site's own-rows model")
             control.step(0.0, f"cross-validating {len(distinct)} candidate model(s) over {len(sel.splits)} split(s)")
             cross_validate(sel, bundles, distinct, K, s, basis, seed=seed, maps=maps, control=control.sub(0.0, 0.6))
+            if s.get("site_intercepts", True):  # each group's linear model with one intercept per site
+                cross_validate_si(sel, bundles, distinct, K, s, basis, seed=seed, maps=maps)
             if own_on:  # the site's own rows, linear: a logistic regression (what the site checks against)
                 cross_validate_linear(sel, bundles, K, s, basis, maps)
         curve: dict[float, float] = {t: sel.score(part, own_on) for t, part in partitions.items()} if sel else {}
         best = max(curve, key=lambda t: (round(curve[t], 12), t)) if len(curve) > 1 else next(iter(partitions))
         final = partitions[best]
         cluster_of = {i: k for k, members in enumerate(final) for i in members}
-        # Per site: its cluster's model, or its own-rows model when that cross-validates better (pick_own).
-        cluster_acc = np.array([sel.acc(final[cluster_of[i]])[i] for i in range(S)]) if sel else np.zeros(S)
-        cluster_score = np.array([sel.score_of(final[cluster_of[i]])[i] for i in range(S)]) if sel else cluster_acc
-        own_pick, linear = (pick_own(sel, cluster_score, own_on, [final[cluster_of[i]] for i in range(S)]) if sel
-                            else ([False] * S, [False] * S))
+        # Per site: its group's shared model (the MLP, or the linear model with site intercepts when that
+        # cross-validates better for the site), always sent; the site then compares it with its own model on its own
+        # rows (issue #37, dc_analysis.site_gate). own_pick is the analyst's own guess, kept in the package for a
+        # site whose workspace predates the paired comparison.
+        keys = [shared_key(sel, final[cluster_of[i]], i) if sel else final[cluster_of[i]] for i in range(S)]
+        cluster_acc = np.array([sel.acc(keys[i])[i] for i in range(S)]) if sel else np.zeros(S)
+        cluster_score = np.array([sel.score_of(keys[i])[i] for i in range(S)]) if sel else cluster_acc
+        own_pick, _ = pick_own(sel, cluster_score, own_on, keys) if sel else ([False] * S, [False] * S)
         acc = sel is not None
-        need = [c for c in final if any(not own_pick[i] for i in c)]
-        need += [(i,) for i in range(S) if own_pick[i] and not linear[i] and (i,) not in need]
+        need = sorted({k for k in keys if not is_si_key(k)})
+        need_si = sorted({k[1] for k in keys if is_si_key(k)})
         control.phase(("step 2 of 2, " if acc else "") + f"training the final model{'s' if len(need) > 1 else ''}"
                       + f" at t = {best:g}")
         control.step(0.6, "starting")
@@ -186,26 +203,33 @@ class DCCFL(LabelledDCSite, Method):
                              epoch_rows=opt_int(s["max_epoch_rows"]), control=control.sub(0.6, 1.0),
                              on_epoch=on_epoch) if need else []
         model_of: dict = dict(zip(need, trained, strict=True))
-        for i in range(S):
-            if linear[i]:
-                model_of[("linear", i)] = fit_linear(bundles, i, np.arange(n_rows[i]), maps, basis, s, K)
-        oof = chosen_oof(sel, bundles, [OWN if own_pick[i] else final[cluster_of[i]] for i in range(S)], K, s,
-                         basis, maps) if sel else None
+        for c, per_site in zip(need_si, fit_site_intercept_groups(bundles, [(c, None) for c in need_si], K, s, basis,
+                                                                  seed=seed, maps=maps), strict=True):
+            for i in c:
+                model_of[(si_key(c), i)] = per_site[i]
+        gates = [site_gate(sel, bundles, i, keys[i], K, s, basis, maps) if acc and own_on else None
+                 for i in range(S)]
+        oof = chosen_oof(sel, bundles, keys, K, s, basis, maps) if sel else None
         packages, sites = [], []
         for i, b in enumerate(bundles):
-            key = ("linear", i) if linear[i] else (i,) if own_pick[i] else final[cluster_of[i]]
-            cm = model_of[key]
+            si = is_si_key(keys[i])
+            cm = model_of[(keys[i], i)] if si else model_of[keys[i]]
             arrays = {**cm.mappings[i].to_arrays(), "scaler_mean": cm.mean, "scaler_scale": cm.scale,
                       **cm.model.to_arrays("mlp")}
-            if s["prior_correction"]:
+            if s["prior_correction"] and not si:  # a site-intercept model carries the site's base rate already
                 arrays["prior_logit"] = prior_logit(counts[i], cm.class_counts, smoothing)
-            info = {"model": "own" if own_pick[i] or len(final[cluster_of[i]]) == 1 else "cluster"}
+            members = final[cluster_of[i]]
+            info = {"model": "own" if own_pick[i] else "cluster" if len(members) > 1 else "own",
+                    "shared_kind": "site-intercepts" if si else "mlp"}
             if own_pick[i]:
-                info["own_kind"] = "linear" if linear[i] else "mlp"
+                info["own_kind"] = "linear"
             if acc:
-                info.update(site_estimates(sel, i, sel.own_acc()[i] if own_pick[i] else cluster_acc[i],
-                                           cluster_acc[i], own_on, kept_own=own_pick[i]))
-            manifest = {"method": self.name, "cluster": cluster_of[i], "cluster_size": len(cm.members),
+                info.update(site_estimates(sel, i, cluster_acc[i], cluster_acc[i], own_on))
+            if gates[i] is not None:
+                gate_arrays, gate_info = gates[i]
+                arrays.update(gate_arrays)
+                info.update(gate_info)
+            manifest = {"method": self.name, "cluster": cluster_of[i], "cluster_size": len(members),
                         "t": best, "classes": list(classes), "architecture": cm.model.architecture(),
                         "alignment": s["alignment"], "dimension": int(cm.mappings[i].G.shape[1]), **info}
             packages.append((manifest, arrays))
@@ -214,7 +238,7 @@ class DCCFL(LabelledDCSite, Method):
                           "label_counts": counts[i].tolist(),
                           **info, **({"holdout_accuracy": info["expected"]["accuracy"]} if acc else {}),
                           **({"note": site_note(info)} if acc and site_note(info) else {}),
-                          **({"metrics": site_metrics(oof[i], b.arrays["y"], classes, own_pick[i])}
+                          **({"metrics": site_metrics(oof[i], b.arrays["y"], classes, False)}
                              if oof and oof[i] is not None else {})})
         control.step(1.0, "done")
         unorder = np.argsort(order)   # packages go back in the caller's bundle order
@@ -230,7 +254,7 @@ class DCCFL(LabelledDCSite, Method):
                           if own_on else "mean over sites of the cluster model's "
                                          f"{(sel.metric if sel else 'accuracy').replace('_', ' ')}"},
             "n_clusters": len(final),
-            "own_model_sites": int(sum(own_pick)),
+            "own_model_sites": int(sum(1 for x in sites if (x.get("update") or {}).get("estimate") == "own")),
             "final_models": len(need),
             "sites": sites,
             "settings": s,

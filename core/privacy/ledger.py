@@ -1,10 +1,12 @@
 """The ε ledger: how much formal privacy a site has spent on a project, export by export.
 
 Every export draws fresh noise, so two exports of the same rows under (ε, δ) each are (2ε, 2δ)-DP together (basic
-sequential composition, Dwork & Roth 2014 Thm 3.16): the budget adds up. The ledger is read from the site's signed
-audit log (core/formats/audit.py), whose ``export`` entries record each export's accounting (``formal``; logs
-written before carry it in the assessment's ``privacy.formal``), so it cannot be cut or edited unnoticed. An
-export without the formal option has no bound at all: after one, no total ε holds for the project's rows.
+sequential composition, Dwork & Roth 2014 Thm 3.16): the budget adds up. The ledger is read from the signed state
+every export keeps in the workspace (``state.json``, core/formats/signed_state.py: it records the export's
+accounting as ``formal``), so it cannot be edited unnoticed, and it survives ``audit new`` (which starts a new log
+but never removes an export); an export whose state records no ``formal`` (none, or one written before the ledger)
+counts as unbounded. An export without the formal option has no bound at all: after one, no total ε holds for the
+project's rows.
 """
 
 from __future__ import annotations
@@ -50,21 +52,19 @@ class Ledger:
 
 
 def export_accounting(entry: dict) -> dict | None:
-    """The formal accounting an ``export`` audit entry records, or None (no formal option)."""
+    """The formal accounting an export's state (or its ``export`` audit entry) records, or None (no formal
+    option)."""
     formal = entry.get("formal")
-    if not isinstance(formal, dict):
-        privacy = entry.get("privacy")
-        formal = privacy.get("formal") if isinstance(privacy, dict) else None
     ok = isinstance(formal, dict) and isinstance(formal.get("epsilon"), int | float) \
         and isinstance(formal.get("delta"), int | float)
     return formal if ok else None
 
 
-def spent(entries: list[dict], project_id: str) -> Ledger:
-    """The ledger of ``project_id`` from a workspace's audit entries."""
+def spent(states: list[dict], project_id: str) -> Ledger:
+    """The ledger of ``project_id`` from its exports' signed states (:meth:`SiteWorkspace.export_states`)."""
     out = Ledger(project_id)
-    for e in entries:
-        if e.get("event") != "export" or e.get("project") != project_id:
+    for e in states:
+        if not isinstance(e, dict):
             continue
         out.exports += 1
         acc = export_accounting(e)

@@ -17,9 +17,27 @@ import math
 
 import numpy as np
 
+from ..formats.fields import Field, register_fields
+
 MECHANISM = ("per row (local): public-scale standardising, a random orthogonal map, clipping and the Gaussian "
              "mechanism on every shipped row; k-ary randomised response on its class")
 LABEL_SHARE = 0.25  # share of ε spent on the label when labels ship (symmetric label noise keeps the best rule)
+EPSILON_RANGE = (0.01, 100.0)  # the site setting privacy_epsilon (core/methods/dc_site.py)
+DELTA_RANGE = (1e-15, 1e-3)  # privacy_delta; the default min(1e-5, 1/n²) lies in it below 3·10⁷ rows
+TEXTS = {"mechanism": MECHANISM, "calibration": "analytic Gaussian (Balle & Wang 2018)",
+         "composition": "basic: ε = ε_rows + ε_labels",
+         "adjacency": "one row replaced (each row's output is (ε, δ)-DP for that row)"}
+# The bundle manifest's ``privacy`` block (FORMAT.md §7): made by :func:`accounting`, written and checked as a member
+# of the bundle's declaration (its fields here; its agreement with the bundle: :func:`accounting_agrees` and the DC
+# family's rules). A study may compute an accounting outside these ranges (benchmarks/privacy.py, ε = 1000); no
+# bundle carries one.
+register_fields("privacy", (
+    Field("epsilon", "number", required=True, low=EPSILON_RANGE[0], high=EPSILON_RANGE[1]),
+    Field("delta", "number", required=True, low=0.0, high=DELTA_RANGE[1]),
+    *(Field(k, "number", required=True, low=0.0) for k in ("epsilon_rows", "epsilon_labels", "clip", "sensitivity",
+                                                           "sigma")),
+    Field("label_keep", "number", low=0.0, high=1.0),
+    *(Field(k, "text", required=True, choices=(v,)) for k, v in TEXTS.items())))
 
 
 def default_delta(n: int) -> float:
@@ -90,13 +108,47 @@ def accounting(epsilon: float, delta: float, *, labels: bool, k: int, clip: floa
     eps_rows = epsilon - eps_labels
     sigma = analytic_gaussian_sigma(eps_rows, delta, 2 * clip)
     out = {"epsilon": float(epsilon), "delta": float(delta), "epsilon_rows": eps_rows, "epsilon_labels": eps_labels,
-           "clip": float(clip), "sensitivity": 2 * float(clip), "sigma": sigma,
-           "mechanism": MECHANISM, "calibration": "analytic Gaussian (Balle & Wang 2018)",
-           "composition": "basic: ε = ε_rows + ε_labels",
-           "adjacency": "one row replaced (each row's output is (ε, δ)-DP for that row)"}
+           "clip": float(clip), "sensitivity": 2 * float(clip), "sigma": sigma, **TEXTS}
     if labels:
         out["label_keep"] = math.exp(eps_labels) / (math.exp(eps_labels) + k - 1)
-    return out
+    return out  # written in a bundle only through the bundle's declaration (which checks it as ``privacy``)
+
+
+def accounting_agrees(acc: dict, dimension: int, classes: int) -> bool:
+    """Whether a bundle's ``privacy`` block (fields checked) is exactly what :func:`accounting` gives for its ε and δ,
+    a clip C = √m̃ of its ``dimension`` m̃ and its kit's ``classes`` (labels ship when there are any): the split of ε,
+    Δ = 2C, σ (recomputed, to 10⁻⁶ relative) and the label's keep probability."""
+    want = accounting(float(acc["epsilon"]), float(acc["delta"]), labels=classes > 0, k=classes,
+                      clip=float(np.sqrt(dimension)))
+    if set(acc) != set(want):
+        return False
+    return all(math.isclose(float(acc[k]), float(v), rel_tol=1e-6, abs_tol=1e-12) if not isinstance(v, str)
+               else acc[k] == v for k, v in want.items())
+
+
+def rows_clipped(Z: np.ndarray, bound: float) -> bool:
+    """Whether every row of Z has L2 norm at most ``bound`` (float32 rounding allowed): the anchor image under formal
+    noise is clipped and carries no noise."""
+    norms = np.linalg.norm(np.asarray(Z, np.float64), axis=1)
+    return bool(np.all(norms <= bound * (1 + 1e-4) + 1e-6))
+
+
+NOISE_TAIL = 30.0  # t of the χ² bound below: a bundle carrying its stated noise fails the check with chance < e^−30
+
+
+def noise_present(X: np.ndarray, sigma: float, clip: float) -> bool:
+    """Whether rows X (n × m̃) can be clipped rows (‖sᵢ‖ ≤ C) plus N(0, σ²) noise on every number: with E the noise,
+    ‖X − X̄‖_F ≥ ‖E − Ē‖_F − ‖S − S̄‖_F ≥ σ·√(d − 2√(d·t)) − √n·C, d = (n − 1)·m̃, since ‖E − Ē‖²_F / σ² ~ χ²_d and
+    P(χ²_d ≤ d − 2√(d·t)) ≤ e^−t (Laurent & Massart 2000, Lemma 1), t = :data:`NOISE_TAIL`. A bundle that claims more
+    noise than its rows carry fails it; more noise than claimed (the ``noise`` option on top) passes."""
+    X = np.asarray(X, np.float64)
+    n, m = X.shape
+    d = (n - 1) * m
+    low = d - 2.0 * math.sqrt(d * NOISE_TAIL)
+    if n < 2 or low <= 0:
+        return True
+    spread = math.sqrt(float(((X - X.mean(axis=0)) ** 2).sum()))
+    return spread >= sigma * math.sqrt(low) - math.sqrt(n) * clip
 
 
 NOT_COVERED = (

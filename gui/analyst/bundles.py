@@ -40,7 +40,7 @@ from core.robustness import scale_flags
 from .. import settings as app_settings
 from ..jobs import Job
 from ..screen import keep_rows
-from ..widgets import JobPanel, MessageLabel
+from ..widgets import JobPanel, MessageLabel, plain, plain_tip
 from .common import (
     COUNTS_ROLE,
     NAMES_ROLE,
@@ -156,6 +156,7 @@ class BundlesPage(QWidget):
         hide_when_done(self.job_panel)
         self.message = MessageLabel()
         self.summary_label = QLabel()
+        self.summary_label.setTextFormat(Qt.PlainText)  # names the sites (their cards' text)
         lay = QVBoxLayout(self)
         lay.addWidget(heading)
         lay.addWidget(self.drop_area)
@@ -205,7 +206,7 @@ class BundlesPage(QWidget):
 
         def work(control):
             with self.state.workspace_lock:
-                return session.received(control=control)
+                return session.received(control=control), list(session.left_out.values())
 
         job = ThrottledJob(work, self.tr("Opening the bundles imported earlier"))
         job.succeeded.connect(self._stored_ready)
@@ -213,8 +214,13 @@ class BundlesPage(QWidget):
         self._job = job
         self.job_panel.run(job)
 
-    def _stored_ready(self, bundles) -> None:
+    def _stored_ready(self, result) -> None:
+        """The bundles imported earlier, opened and checked again; one that no longer passes is listed as refused
+        with its reason (left out of every run; its site's next bundle replaces it) and the page goes on."""
+        bundles, left_out = result
         reg = self.state.session.workspace.registry(self.state.session.kit.project_id)
+        for r in left_out:
+            self._add_row(r)
         for b in bundles:
             entry = reg.get(b.envelope_id, {})
             report = ImportReport(Path(entry.get("file", "")), "imported earlier", "", b.site, b.fingerprint,
@@ -301,7 +307,7 @@ class BundlesPage(QWidget):
         t.insertRow(row)
         refused = r.status == "refused"
         waiting = r.status == "unconfirmed"
-        site = QTableWidgetItem(r.site or "—")
+        site = QTableWidgetItem(plain(r.site) if r.site else "—")
         site.setData(Qt.UserRole, r.envelope_id)
         fp = QTableWidgetItem(r.fingerprint or "—")
         fp.setFont(_mono(fp.font()))
@@ -342,8 +348,8 @@ class BundlesPage(QWidget):
             file_text = self.tr("{name}: not opened — sender not confirmed").format(name=name)
         else:
             file_text = f"{name}: {r.reason}" if refused else (f"{name} — {note}" if note else name)
-        file_item = QTableWidgetItem(file_text)
-        file_item.setToolTip(f"{r.path}\n{r.reason}" if refused or waiting else str(r.path))
+        file_item = QTableWidgetItem(plain(file_text))  # a refusal's reason may quote the file's text
+        file_item.setToolTip(plain_tip(f"{r.path}\n{r.reason}" if refused or waiting else str(r.path)))
         if refused:
             file_item.setForeground(QColor("#b91c1c"))
         scale = QTableWidgetItem("")
@@ -479,7 +485,7 @@ class BundlesPage(QWidget):
             text += self.tr("; every fingerprint confirmed")
         if self.state.excluded:
             text += self.tr("; excluded: {sites}").format(sites=", ".join(sorted(self.state.excluded)))
-        self.summary_label.setText(text + ".")
+        self.summary_label.setText(plain(text + "."))
 
 
 def _mono(font):

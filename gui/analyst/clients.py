@@ -16,7 +16,6 @@ companion matrix), ``chosen_label``.
 
 from __future__ import annotations
 
-import html
 from dataclasses import replace
 
 import numpy as np
@@ -41,7 +40,7 @@ from core.methods.views import PageTexts
 
 from ..plots import GREY, category_ticks, cluster_color, make_plot, set_title
 from ..views_panel import render_view
-from ..widgets import MessageLabel
+from ..widgets import MessageLabel, esc, plain, plain_tip
 from .common import label_counts
 from .state import QtAnalystState
 
@@ -209,7 +208,7 @@ class ClientsPage(QWidget):
         if chosen and not text:
             text = self.tr("How the sites differ, and the groups of sites this project's method will train together "
                            "(listed under the dendrogram).")
-        return "<h2>" + self.tr("Clients") + "</h2>" + (f"<p>{html.escape(text)}</p>" if text else "")
+        return "<h2>" + self.tr("Clients") + "</h2>" + (f"<p>{esc(text)}</p>" if text else "")
 
     # ---- state → widgets ---------------------------------------------------------------------------------
     @property
@@ -381,8 +380,8 @@ class ClientsPage(QWidget):
         names = [self.names[i] for i in order]
         item = self.heatmap_plot.getPlotItem()
         item.getAxis("bottom").setTicks([[(i + 0.5, str(i + 1)) for i in range(len(names))]])
-        item.getAxis("left").setTicks([[(i + 0.5, f"{_short(n, 14)}  {i + 1}") for i, n in enumerate(names)]])
-        item.getAxis("left").setToolTip("\n".join(f"{i + 1}: {n}" for i, n in enumerate(names)))
+        item.getAxis("left").setTicks([[(i + 0.5, f"{_short(plain(n), 14)}  {i + 1}") for i, n in enumerate(names)]])
+        item.getAxis("left").setToolTip(plain_tip("\n".join(f"{i + 1}: {n}" for i, n in enumerate(names))))
         for t in self._cell_texts:
             self.heatmap_plot.removeItem(t)
         self._cell_texts = []
@@ -437,7 +436,8 @@ class ClientsPage(QWidget):
         numbers instead when there are too many sites to name."""
         if len(names) > 10:
             return [(x, str(i + 1)) for i, x in enumerate(self._leaf_x)]
-        return [(x, n if i % 2 == 0 else "\n" + n) for i, (x, n) in enumerate(zip(self._leaf_x, names, strict=True))]
+        return [(x, plain(n) if i % 2 == 0 else "\n" + plain(n))
+                for i, (x, n) in enumerate(zip(self._leaf_x, names, strict=True))]
 
     def recut(self) -> None:
         """Cut at the line's t (or take the method's chosen groups) and recolour links, leaves, bars and the
@@ -471,7 +471,7 @@ class ClientsPage(QWidget):
             groups = [", ".join(self.names[i] for i in np.flatnonzero(self.labels == g)) for g in range(n)]
             self.chosen_label.setText("<br>".join(
                 f'<span style="color:{cluster_color(g).name()};font-size:14pt">■</span> '
-                + self.tr("group {g}: {sites}").format(g=g + 1, sites=s) for g, s in enumerate(groups)))
+                + self.tr("group {g}: {sites}").format(g=g + 1, sites=esc(s)) for g, s in enumerate(groups)))
             self.chosen_label.show()
             return
         self.chosen_label.hide()

@@ -18,7 +18,6 @@ predicts the minority class), ``result_label``, ``message``, ``last_outcome``
 from __future__ import annotations
 
 import contextlib
-import html
 import threading
 
 import numpy as np
@@ -47,7 +46,7 @@ from ..jobs import Job
 from ..plots import cluster_color, make_plot, set_title
 from ..settings_form import SettingsForm
 from ..views_panel import ViewsPanel
-from ..widgets import EmptyNote, JobPanel, MessageLabel
+from ..widgets import EmptyNote, JobPanel, MessageLabel, esc, plain
 from .common import TERMS, ThrottledJob, hide_when_done
 from .state import QtAnalystState, training_threads
 
@@ -201,7 +200,7 @@ class ModelsPage(QWidget):
         kit = self.state.kit
         cls = self._method()
         texts = self.texts = cls.page_texts() if cls is not None else PageTexts(models="")
-        self.heading.setText("<h2>" + self.tr("Models") + "</h2>" + (f"<p>{html.escape(texts.models)}</p>"
+        self.heading.setText("<h2>" + self.tr("Models") + "</h2>" + (f"<p>{esc(texts.models)}</p>"
                                                                      if texts.models else ""))
         self.train_button.setText(texts.train)
         # only the plots the method declares: no empty loss plot for a method that trains nothing
@@ -443,7 +442,7 @@ class ModelsPage(QWidget):
             weak = [x["site"] for x in sites if (x.get("expected") or {}).get("weak")]
             if weak:
                 parts.append(self.tr("<span style='color:#b45309'>too few rows for a firm estimate: {s}</span>")
-                             .format(s=html.escape(", ".join(weak))))
+                             .format(s=esc(", ".join(weak))))
         elif accs:
             parts.append(self.tr("mean hold-out accuracy <b>{a:.3f}</b>").format(a=float(np.mean(accs))))
         self.result_label.setText(" · ".join(parts) + "<br>" + self.tr("Next: write the packages on the Export "
@@ -489,6 +488,6 @@ class ModelsPage(QWidget):
                                                        labelOpts={"position": 0.03, "color": "#374151",
                                                                   "fill": (255, 255, 255, 210)}))
             self.accuracy_plot.getPlotItem().getAxis("left").setTicks(
-                [[(int(yy), x["site"]) for yy, x in zip(y, sites, strict=True)]])
+                [[(int(yy), plain(x["site"])) for yy, x in zip(y, sites, strict=True)]])
             self.accuracy_plot.setXRange(0, 1.0, padding=0.02)
             self.accuracy_plot.setYRange(-0.6, len(sites) - 0.4, padding=0)

@@ -24,7 +24,6 @@ through ``QFileDialog.getSaveFileName``), ``build_kit() -> Kit``. Objects: ``ide
 
 from __future__ import annotations
 
-import html
 import shutil
 from copy import deepcopy
 from dataclasses import replace
@@ -59,9 +58,10 @@ from core.kit_builder import build_kit, default_anchor_kind
 from core.methods import METHODS, methods_for
 
 from .. import settings as app_settings
+from ..audit_restart import AuditRestartButton, refusal_text, restarted_text
 from ..jobs import Job
 from ..settings_form import SettingsForm
-from ..widgets import FingerprintView, JobPanel, MessageLabel, passphrase_edit, passphrase_strength
+from ..widgets import FingerprintView, JobPanel, MessageLabel, esc, passphrase_edit, passphrase_strength
 from .common import TERMS, ThrottledJob
 from .schema_grid import SchemaGrid
 from .state import QtAnalystState
@@ -217,6 +217,9 @@ class ProjectPage(QWidget):
         form.addRow(self.tr("Existing kit:"),
                     _path_row(self.kit_path_edit, self.kit_browse_button, self.open_kit_button))
         self.kit_message = MessageLabel()
+        self.audit_restart_button = AuditRestartButton()  # offered when the workspace's audit log is refused
+        self.audit_restart_button.restarted.connect(self._audit_restarted)
+        self.audit_restart_button.failed.connect(lambda text: self.kit_message.show_message("error", text))
         self.kit_info = QLabel(self.tr("No kit open. Open one, or create one on the right."))
         self.kit_info.setWordWrap(True)
         self.kit_info.setTextInteractionFlags(Qt.TextSelectableByMouse)
@@ -227,6 +230,7 @@ class ProjectPage(QWidget):
         lay = QVBoxLayout(box)
         lay.addLayout(form)
         lay.addWidget(self.kit_message)
+        lay.addWidget(self.audit_restart_button, 0, Qt.AlignLeft)
         lay.addWidget(self.kit_info)
         lay.addWidget(_spin_row(self.export_kit_button))
         return box
@@ -480,7 +484,7 @@ class ProjectPage(QWidget):
         s = kit.schema
         chosen = ", ".join(f"{k} = {v}" for k, v in kit.settings.items())
         left = self.tr(", {k} left out ({names})").format(
-            k=len(s.ignored), names=html.escape(", ".join(c.name or "(no name)" for c in s.ignored))) \
+            k=len(s.ignored), names=esc(", ".join(c.name or "(no name)" for c in s.ignored))) \
             if s.ignored else ""
         self.kit_info.setText(self.tr(
             "<b>{name}</b> — {task}, method <b>{method}</b>{t}<br>{n} feature columns ({w} matrix columns){left}; "
@@ -515,12 +519,21 @@ class ProjectPage(QWidget):
             ws = AnalystWorkspace(default_workspace(self.identity_path))
             session = AnalystRound(self.kit, self.identity, ws)
         except (DCError, OSError) as exc:
-            self.kit_message.show_message("error", str(exc))
+            offered = self.audit_restart_button.offer(exc, self.identity)
+            self.kit_message.show_message("error", refusal_text(exc) if offered else str(exc))
             return
+        self.audit_restart_button.offer(None, None)
         app_settings.remember("projects", str(self.kit_path))
         self.kit_message.show_message("ok", self.tr("Project open. Workspace: {ws}. Next: import the bundles.")
                                       .format(ws=ws.root))
         self.state.set_session(session, self.kit_path, self.identity_path)
+
+    def _audit_restarted(self, result) -> None:
+        """The new log is written: say so, and open the project again."""
+        self.kit_message.show_message("ok", restarted_text(result))
+        self._try_session()
+        if self.state.session is not None:
+            self.kit_message.show_message("ok", restarted_text(result).replace(" Try again.", " The project is open."))
 
     # ---- kit: create ------------------------------------------------------------------------------------
     def _browse_sample(self) -> None:

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from .. import settings as app_settings
 from ..screen import fit_window, scrolling, window_fits
-from ..widgets import JobPanel
+from ..widgets import JobPanel, plain
 from .state import QtAnalystState, training_threads
 
 
@@ -88,6 +88,7 @@ class AnalystWindow(QMainWindow):
         self.nav.currentRowChanged.connect(self._row_changed)
         self.project_label = QLabel()
         self.project_label.setWordWrap(True)
+        self.project_label.setTextFormat(Qt.PlainText)
         self.project_label.setStyleSheet("color:#4b5563;")
         left = QWidget()
         lay = QVBoxLayout(left)
@@ -157,8 +158,8 @@ class AnalystWindow(QMainWindow):
         self._items["clustering"].setHidden(not clustering and not has_clustering)
         if has_session:
             kit = s.session.kit
-            self.setWindowTitle(self.tr("DC Studio — analyst — %1").replace("%1", kit.name))
-            self.project_label.setText(self.tr("%1\n%2 · %3 site(s)").replace("%1", kit.name)
+            self.setWindowTitle(self.tr("DC Studio — analyst — %1").replace("%1", plain(kit.name)))
+            self.project_label.setText(self.tr("%1\n%2 · %3 site(s)").replace("%1", plain(kit.name))
                                        .replace("%2", kit.method).replace("%3", str(n)))
         else:
             self.setWindowTitle(self.tr("DC Studio — analyst"))

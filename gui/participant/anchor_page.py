@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
@@ -27,7 +28,7 @@ from core.formats.identity import PublicCard
 from core.participant import load_anchor
 
 from .. import settings as app_settings
-from ..widgets import MessageLabel
+from ..widgets import MessageLabel, plain
 from .common import ANCHOR_WORDS, Page, PathField
 
 SEED_ROWS = 100
@@ -90,6 +91,7 @@ class AnchorPage(Page):
         self.cards: list[PublicCard] = []
         self.cards_label = QLabel(self.tr("none yet: only this site could open the file"))
         self.cards_label.setWordWrap(True)
+        self.cards_label.setTextFormat(Qt.PlainText)  # the cards' names are other parties' text
         self.add_cards_button = QPushButton(self.tr("Add the other sites' &cards…"))
         self.add_cards_button.clicked.connect(self._pick_cards)
         cards_row = QHBoxLayout()
@@ -178,7 +180,7 @@ class AnchorPage(Page):
                 return
             if all(c.key_id != card.key_id for c in self.cards):
                 self.cards.append(card)
-        self.cards_label.setText("; ".join(f"{c.name} ({c.fingerprint})" for c in self.cards))
+        self.cards_label.setText(plain("; ".join(f"{c.name} ({c.fingerprint})" for c in self.cards)))
 
     def load_anchor(self, path: str) -> None:
         self.message.clear_message()

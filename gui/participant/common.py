@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLineEdit, QMenu, QToolB
 from core.wording import ANCHOR_WORDS  # noqa: F401 (plain words, shared)
 
 from .. import settings as app_settings
+from ..audit_restart import AuditRestartButton, refusal_text, restarted_text
 from ..jobs import Job
 from ..screen import scrolling
 from ..widgets import JobPanel, MessageLabel
@@ -185,6 +186,10 @@ class Page(QWizardPage):
         if subtitle:
             self.setSubTitle(subtitle)
         self.message = MessageLabel()
+        self.audit_restart_button = AuditRestartButton()  # offered when the workspace's audit log is refused
+        self.audit_restart_button.restarted.connect(
+            lambda result: self.message.show_message("info", restarted_text(result)))
+        self.audit_restart_button.failed.connect(lambda text: self.message.show_message("error", text))
         self.jobs = JobPanel()
         self.job: Job | None = None
         self._busy = False
@@ -195,6 +200,7 @@ class Page(QWizardPage):
         self.scroll = scrolling(content)  # the page scrolls, rather than being squeezed, on a small or scaled screen
         outer.addWidget(self.scroll, 1)
         outer.addWidget(self.message)
+        outer.addWidget(self.audit_restart_button, 0, Qt.AlignLeft)
         outer.addWidget(self.jobs)
 
     @property
@@ -210,6 +216,7 @@ class Page(QWizardPage):
     def start(self, fn, title: str, on_success, on_failure=None, on_end=None) -> Job:
         """Run ``fn(control)`` in a job shown on this page. ``busy`` stays True until every outcome slot ran."""
         self.message.clear_message()
+        self.audit_restart_button.offer(None, None)
         self._busy = True
 
         def ended() -> None:
@@ -227,7 +234,10 @@ class Page(QWizardPage):
         return self.job
 
     def failed(self, text: str) -> None:
-        self.message.show_message("error", text)
+        error = self.job.exception if self.job is not None else None
+        identity = self.wizard().identity if self.wizard() is not None else None
+        offered = self.audit_restart_button.offer(error, identity)
+        self.message.show_message("error", refusal_text(error) if offered else text)
 
     def cleanupPage(self) -> None:  # Back: stop what this page was doing
         if self.busy:

@@ -3,7 +3,6 @@ problem shown at its cell with the core's own sentence."""
 
 from __future__ import annotations
 
-import html
 import re
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from core.participant import ParticipantRound
 
 from ..jobs import Job
 from ..screen import rows_height
+from ..widgets import esc
 from .common import Page, PathField, TextFrameModel
 
 PREVIEW_ROWS = 50
@@ -374,12 +374,12 @@ class DataPage(Page):
         if table.n_imputed:
             parts.append(self.tr("{k:,} missing cells were filled with this site's own values ({detail}); only these "
                                  "counts leave.").format(k=table.n_imputed, detail=", ".join(
-                                     f"{html.escape(c)} {k:,}" for c, k in table.filled.items())))
-        parts += [html.escape(n[0].upper() + n[1:] + ".", quote=False) for n in table.notes]  # said before export
+                                     f"{c} {k:,}" for c, k in table.filled.items())))
+        parts += [n[0].upper() + n[1:] + "." for n in table.notes]  # said before export (shown as plain text)
         if table.y is not None and kit.schema.classes:
             counts = np.bincount(table.y, minlength=len(kit.schema.classes))
             parts.append(self.tr("Rows by class: {counts}.").format(counts=", ".join(
-                f"{html.escape(c)} {int(k):,}" for c, k in zip(kit.schema.classes, counts, strict=True))))
+                f"{c} {int(k):,}" for c, k in zip(kit.schema.classes, counts, strict=True))))
         return " ".join(parts)
 
     # -- the units check (core.data.harmony): columns that do not look like the kit's sample
@@ -397,7 +397,7 @@ class DataPage(Page):
             "{n} column(s) of your file do not look like the project's sample. A column in another unit (inches "
             "for centimetres) or coding (1/2 for 0/1) would mislead every model: check them in your file.")
             .format(n=len(warnings)) + "<ul style='margin:2px 0 0 -20px'>" + "".join(
-                f"<li>{html.escape(w[0].upper() + w[1:], quote=False)}.</li>" for w in warnings) + "</ul>")
+                f"<li>{esc(w[0].upper() + w[1:], quote=False)}.</li>" for w in warnings) + "</ul>")
         flagged = {m.group(1) for w in warnings for m in [_COLUMN.search(w)] if m}
         for r in range(self.columns_table.rowCount()):
             if self.columns_table.item(r, 0).text() in flagged:

@@ -11,8 +11,6 @@ Test hooks: ``verdict_of(row)``, ``findings_table``, ``numbers_table``, ``levers
 
 from __future__ import annotations
 
-import html
-
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
@@ -28,6 +26,8 @@ from PySide6.QtWidgets import (
 )
 
 from core.privacy.levers import LEVER_WORDS, LeverOption, Levers, finding_key
+
+from ..widgets import esc
 
 BADGES = {"ok": ("OK", "#bbf7d0", "the measured number is within the kit's limit"),
           "poor": ("Poor", "#fecaca", "the measured number passes the kit's limit: see the levers below"),
@@ -137,7 +137,7 @@ class DisclosureCheck(QGroupBox):
         self.findings_table.setRowCount(len(self.findings))
         self.numbers_table.setRowCount(0)
         if findings is None:
-            self.summary_label.setText(html.escape(waiting))
+            self.summary_label.setText(esc(waiting))
             self.findings_table.setVisible(False)
             self.numbers_table.setVisible(False)
             self._show_levers(None)
@@ -198,11 +198,11 @@ class DisclosureCheck(QGroupBox):
         if stubborn:  # poor here and under every lever (Levers.stubborn)
             self.levers_label.setText(self.levers_label.text() + self.tr(
                 " No lever here changes <i>{checks}</i>: ask the analyst about the kit's columns or limits.").format(
-                checks=html.escape(", ".join(CHECK_WORDS.get(a, a) for a in stubborn), quote=False)))
+                checks=esc(", ".join(CHECK_WORDS.get(a, a) for a in stubborn), quote=False)))
         if best is not None:
             self.levers_label.setText(self.levers_label.text() + self.tr(
                 " The cheapest that passes every {other}check is in bold: <b>{label}</b>.").format(
-                other=self.tr("other ") if levers.stubborn() else "", label=html.escape(best.label, quote=False)))
+                other=self.tr("other ") if levers.stubborn() else "", label=esc(best.label, quote=False)))
         formal = []
         for r, o in enumerate(options):
             item = QTableWidgetItem(o.label)
@@ -234,9 +234,9 @@ class DisclosureCheck(QGroupBox):
                 formal.append(o)
         if formal:  # the guarantee in words once (each option's own in its tooltip)
             o = formal[-1]
-            self.formal_label.setText(html.escape(quote=False, s=self.tr(
+            self.formal_label.setText(esc(self.tr(
                 "Formal noise, e.g. {words}. Smaller ε = a stronger guarantee and more noise.").format(
-                words=o.formal)))
+                words=o.formal), quote=False))
         self.formal_label.setVisible(bool(formal))
         fit_rows(self.levers_table)
         self.levers_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import shutil
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from core.fileio import safe_name
 from core.formats.envelope import SealedFile
 
 from .. import settings as app_settings
+from ..widgets import esc
 from .common import Page, PathField, human_size
 from .privacy_page import ENVELOPE_OVERHEAD
 
@@ -78,7 +78,7 @@ class ExportPage(Page):
         except Exception:  # noqa: BLE001 - a damaged audit log is refused, with its sentence, when sealing
             lines = []
         text = "; ".join(lines)
-        self.ledger_label.setText(html.escape(text[0].upper() + text[1:] + ".", quote=False) if text else "")
+        self.ledger_label.setText(esc(text[0].upper() + text[1:] + ".") if text else "")
 
     def target(self) -> Path | None:
         folder, name = self.folder_field.path(), self.name_edit.text().strip()
@@ -94,9 +94,9 @@ class ExportPage(Page):
             self.target_label.setText(self.tr("Choose a folder and a file name."))
         elif t.exists():
             self.target_label.setText(self.tr("<span style='color:#92400e'>{file} already exists and will be "
-                                              "replaced.</span>").format(file=html.escape(str(t), quote=False)))
+                                              "replaced.</span>").format(file=esc(str(t), quote=False)))
         else:
-            self.target_label.setText(self.tr("Will write {file}").format(file=html.escape(str(t), quote=False)))
+            self.target_label.setText(self.tr("Will write {file}").format(file=esc(str(t), quote=False)))
         if t is not None:
             exporter = self.state.exporter if self.wizard() is not None else None
             ex = exporter.export_ if exporter is not None else None
@@ -200,11 +200,11 @@ class DonePage(Page):
         sealed = self.state.export_page.sealed
         if sealed is None:
             return
-        name, folder = (html.escape(str(x), quote=False) for x in (sealed.path.name, sealed.path.parent))
+        name, folder = (esc(str(x), quote=False) for x in (sealed.path.name, sealed.path.parent))
         self.file_label.setText(f"<b>{name}</b><br>{folder}")
         self.size_label.setText(human_size(sealed.size))
         self.digest_edit.setText(sealed.digest)
-        self.workspace_label.setText(html.escape(str(self.state.workspace()), quote=False))
+        self.workspace_label.setText(esc(str(self.state.workspace()), quote=False))
         self.next_label.setText(self.tr(
             "<h3>What to do next</h3><ol>"
             "<li>Carry <b>{file}</b> to the analyst. If you like, read them the first characters of the SHA-256 "
@@ -213,4 +213,4 @@ class DonePage(Page):
             "be used.</li>"
             "<li>Do not give the anchor file to the analyst.</li>"
             "<li>When the analyst's package (.dcpkg) arrives, open DC Studio and choose "
-            "<i>Apply a package (results)</i>.</li></ol>").format(file=html.escape(sealed.path.name, quote=False)))
+            "<i>Apply a package (results)</i>.</li></ol>").format(file=esc(sealed.path.name, quote=False)))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 from PySide6.QtCore import QObject
@@ -13,9 +12,9 @@ from core.formats.identity import read_fingerprint
 from core.formats.kit import Kit
 from core.learn.reduction import default_dimension
 from core.methods import METHODS, get_method
-from core.participant import check_analyst_pin
+from core.participant import analyst_pin_status
 
-from ..widgets import FingerprintView
+from ..widgets import FingerprintView, esc
 from .common import ANCHOR_WORDS, LABELS_LEAVE_WORDS, Page, PathField
 
 
@@ -24,12 +23,12 @@ def kit_request_html(kit: Kit, tr=QObject.tr) -> str:
     schema = kit.schema
     names = schema.feature_names
     typed = {f.name: f.type for f in schema.features}
-    shown = ", ".join(html.escape(n) + ("" if typed[n] == "numeric" else f" ({typed[n]})") for n in names[:30]) \
+    shown = ", ".join(esc(n) + ("" if typed[n] == "numeric" else f" ({typed[n]})") for n in names[:30]) \
         + (", …" if len(names) > 30 else "")
     lines = [tr("<b>{m} columns</b>: {names}").format(m=len(names), names=shown)]
     if schema.ignored:
         lines.append(tr("<b>Left out</b>: {cols}").format(cols="; ".join(
-            f"{html.escape(c.name or '(no name)')} ({html.escape(c.reason)})" for c in schema.ignored[:20])))
+            f"{esc(c.name or '(no name)')} ({esc(c.reason)})" for c in schema.ignored[:20])))
     try:
         method = get_method(kit.method, kit.settings)
         title, labels_leave = method.title, method.labels_leave
@@ -38,33 +37,33 @@ def kit_request_html(kit: Kit, tr=QObject.tr) -> str:
     except DCError:
         title, labels_leave = kit.method, "rows"
     if schema.label:
-        classes = ", ".join(html.escape(c) for c in schema.classes[:20]) + (", …" if len(schema.classes) > 20 else "")
+        classes = ", ".join(esc(c) for c in schema.classes[:20]) + (", …" if len(schema.classes) > 20 else "")
         lines.append(tr("<b>Label column</b> {label} with the classes {classes}").format(
-            label=html.escape(schema.label), classes=classes))
+            label=esc(schema.label), classes=classes))
     else:
         lines.append(tr("<b>No label column</b>: the project groups rows without labels"))
     if schema.id_column:
         lines.append(tr("<b>Row id column</b> {col} (it leaves only as keyed hashes the analyst cannot reverse)")
-                     .format(col=html.escape(schema.id_column)))
+                     .format(col=esc(schema.id_column)))
     blocks = getattr(schema, "block_names", None) or []
     if len(blocks) > 1:
         lines.append(tr("<b>Feature blocks</b> (each site holds the columns of one): {blocks}").format(
-            blocks=html.escape(schema.describe_blocks())))
+            blocks=esc(schema.describe_blocks())))
     plain = getattr(METHODS.get(kit.method), "plain_title", "")
-    lines.append(tr("<b>What the analyst will build</b>: {what}").format(what=html.escape(tr(plain)))
-                 + f' <span style="color:#6b7280" title="{html.escape(title)}">({html.escape(kit.method)})</span>'
-                 if plain else tr("<b>Method</b>: {title}").format(title=html.escape(title)))
+    lines.append(tr("<b>What the analyst will build</b>: {what}").format(what=esc(tr(plain)))
+                 + f' <span style="color:#6b7280" title="{esc(title)}">({esc(kit.method)})</span>'
+                 if plain else tr("<b>Method</b>: {title}").format(title=esc(title)))
     lines.append(tr("Your rows are compressed and scrambled on this computer (usually to {d} numbers per row) "
                     "before anything leaves; the secret key that does it never leaves.").format(
                         d=default_dimension(len(names))))
     if schema.label:
         lines.append(tr("Labels that leave: {what}").format(
-            what=html.escape(tr(LABELS_LEAVE_WORDS.get(labels_leave, labels_leave)))))
+            what=esc(tr(LABELS_LEAVE_WORDS.get(labels_leave, labels_leave)))))
     anchor = kit.anchor or {}
     if anchor:
         kind = str(anchor.get("kind", ""))
         lines.append(tr("Shared anchor data: {kind}, {rows:,} rows (made by one lead site, never seen by the "
-                        "analyst)").format(kind=html.escape(tr(ANCHOR_WORDS.get(kind, kind))),
+                        "analyst)").format(kind=esc(tr(ANCHOR_WORDS.get(kind, kind))),
                                            rows=int(anchor.get("rows", 0))))
     return "<ul>" + "".join(f"<li>{line}</li>" for line in lines) + "</ul>"
 
@@ -95,6 +94,7 @@ class KitPage(Page):
         self.project_label.setWordWrap(True)
         self.analyst_view = FingerprintView()
         self.first_use = True
+        self.pin_warning: str | None = None  # why a pin there is not trusted (the fingerprint is asked again)
         self.fingerprint_edit = QLineEdit()
         self.fingerprint_edit.setPlaceholderText(self.tr("e.g. K8ZA-XT1E-2PKR-1GNP"))
         self.fingerprint_edit.setToolTip(self.tr("Ask the analyst to read you their fingerprint by phone or in "
@@ -155,16 +155,21 @@ class KitPage(Page):
         self.kit_path = Path(path)
         self.kit_field.remember()
         self._show(kit)
+        if self.pin_warning:  # a pin is there but cannot be trusted: say why the fingerprint is asked again
+            self.message.show_message("warning", self.pin_warning)
         self._check_roster()
 
     def _pinned_problem(self, kit: Kit) -> str:
         """Trust on first use: a kit for a project this workspace knows must carry the analyst key it pinned."""
         workspace = self.wizard().workspace() if self.wizard() is not None else None
-        self.first_use = True
-        if workspace is None:
+        identity = self.wizard().identity if self.wizard() is not None else None
+        self.first_use, self.pin_warning = True, None
+        if workspace is None or identity is None:
             return ""
         try:
-            self.first_use = check_analyst_pin(workspace, kit) == "new"  # raises on another key, naming both
+            # "new" also when the pin there is not signed by this identity: the fingerprint is asked again
+            status, self.pin_warning = analyst_pin_status(workspace, kit, identity.card)  # another key: refused
+            self.first_use = status == "new"
         except DCError as exc:
             return str(exc)
         return ""
@@ -215,7 +220,7 @@ class KitPage(Page):
         else:
             self.project_label.setText(
                 self.tr("<h2>{name}</h2>Signed by the analyst <b>{analyst}</b>. Its signature checks out.").format(
-                    name=html.escape(kit.name), analyst=html.escape(kit.analyst.name))
+                    name=esc(kit.name), analyst=esc(kit.analyst.name))
                 + (self.tr(" This is the first kit of this project on this computer: type the fingerprint the "
                            "analyst reads to you (by phone or in person) below.") if self.first_use else ""))
             self.known_label.setText(self.tr("This computer already works with this analyst on this project: the "

@@ -3,8 +3,6 @@ disclosure check of it (with the levers to pull when a check is poor)."""
 
 from __future__ import annotations
 
-import html
-
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -30,6 +28,7 @@ from core.privacy.levers import EPSILON_SETTING, formal_words, measure_levers, s
 
 from ..screen import keep_rows
 from ..settings_form import SettingsForm
+from ..widgets import esc
 from .common import Page, human_size
 from .disclosure_check import DisclosureCheck
 
@@ -187,7 +186,7 @@ class PrivacyPage(Page):
             settings = exporter.set_site_settings(self.settings())
         except DCError as exc:
             self._show(None)
-            self.leaves_label.setText(html.escape(str(exc)))
+            self.leaves_label.setText(esc(str(exc)))
             return
         exporter.export_ = None
         self.site_export = None
@@ -241,7 +240,7 @@ class PrivacyPage(Page):
         if epsilon is None:
             return
         dp = ex.manifest.get("privacy") if ex is not None and isinstance(ex.manifest.get("privacy"), dict) else {}
-        self.formal_label.setText(html.escape(self.tr("Formal noise is on: {words}.").format(
+        self.formal_label.setText(esc(self.tr("Formal noise is on: {words}.").format(
             words=formal_words(float(epsilon), dp.get("delta"))), quote=False))
 
     def _ended(self) -> None:
@@ -266,7 +265,7 @@ class PrivacyPage(Page):
         self.disclosure_table.resizeColumnsToContents()
         self.disclosure_table.horizontalHeader().setSectionResizeMode(3, QHeaderView.Stretch)
         names = {d.name for d in ex.disclosures}
-        self.plain_label.setText(html.escape(ex.plain or self.tr("What leaves: {w}.").format(
+        self.plain_label.setText(esc(ex.plain or self.tr("What leaves: {w}.").format(
             w=method_class(self.state.kit.method).what_leaves)))
         cls = method_class(self.state.kit.method)
         labels = {"rows": self.tr("<b>Yes</b>: the class of every row (shuffled with the rows)."),
@@ -286,11 +285,11 @@ class PrivacyPage(Page):
         table = self.state.exporter.table if self.state.exporter is not None else None
         if table is not None and table.filled:
             lines.append(self.tr("Missing cells filled with your own values (only these counts leave): "
-                                 "{detail}.").format(detail=", ".join(f"{html.escape(c)} {k:,}"
+                                 "{detail}.").format(detail=", ".join(f"{esc(c)} {k:,}"
                                                                       for c, k in table.filled.items())))
         lines.append(self.tr("Approximate file size: <b>{size}</b>").format(size=size))
         self.leaves_label.setText("<br>".join(lines))
-        self.stays_label.setText("<ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in ex.stays) + "</ul>")
+        self.stays_label.setText("<ul>" + "".join(f"<li>{esc(s)}</li>" for s in ex.stays) + "</ul>")
 
     def isComplete(self) -> bool:
         exporter = self.state.exporter if self.wizard() is not None else None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import html
 import shutil
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QLineEdit,
     QPushButton,
     QSplitter,
     QTableView,
@@ -38,17 +38,19 @@ from core.errors import ConfigError, DCError
 from core.formats.envelope import inspect
 from core.formats.identity import Identity
 from core.formats.kit import Kit
-from core.formats.workspace import SiteWorkspace, default_workspace
+from core.formats.workspace import SiteWorkspace, UntrustedPin, default_workspace
 from core.learn.clinical_metrics import calibration_points, roc_points
 from core.learn.figure_table import figure_rows
 from core.learn.intervals import describe
+from core.learn.site_update import UPDATE_WORDS
 from core.learn.threshold import rates_at, threshold_for
 from core.participant import ApplyResult, apply_package
 from core.wording import KEPT_OWN_WORDS
 
+from ..audit_restart import AuditRestartButton, refusal_text, restarted_text
 from ..plots import GREY, PALETTE, make_plot
 from ..screen import fit_window
-from ..widgets import EmptyNote, JobPanel, MessageLabel, passphrase_edit
+from ..widgets import EmptyNote, JobPanel, MessageLabel, esc, passphrase_edit, plain
 from .common import PathField, TextFrameModel, identity_file_field, run_job
 
 RESULT_ROWS = 200
@@ -69,13 +71,13 @@ THRESHOLD_MODES = (("threshold", "Threshold"), ("sensitivity", "Reach sensitivit
 def _apply_and_read(package: Path, identity: Identity, csv: Path, out: Path, workspace: Path, impute: bool,
                     control, out_options: CsvOptions | None = None, validate: bool = False,
                     threshold: float | None = None, threshold_target: tuple[str, float] | None = None,
-                    allow_older: bool = False) -> dict:
+                    allow_older: bool = False, analyst_fingerprint: str | None = None) -> dict:
     """The job: apply the package (core), then read the first rows and the result column's counts back."""
     result: ApplyResult = apply_package(package, identity, csv, out, workspace=SiteWorkspace(workspace),
                                         options=CsvOptions(impute="mean" if impute else None),
                                         control=control.sub(0.0, 0.9), out_options=out_options, validate=validate,
                                         threshold=threshold, threshold_target=threshold_target,
-                                        allow_older=allow_older)
+                                        allow_older=allow_older, analyst_fingerprint=analyst_fingerprint)
     control.step(0.92, "reading the results")
     fmt = result.output_format
     written = CsvOptions(encoding=fmt.encoding, delimiter=fmt.delimiter, decimal=fmt.decimal)
@@ -151,6 +153,15 @@ class ResultsWindow(QWidget):
         self.older_check.setToolTip(self.tr("A package from an earlier analyst run than one already applied to the "
                                             "same bundle is refused unless you tick this (going back on purpose)."))
         f.addRow("", self.older_check)
+        # shown only when the workspace's analyst pin cannot be trusted (an earlier version's, or edited): the
+        # fingerprint the analyst reads out by phone confirms the key again (core: apply's analyst_fingerprint)
+        self.fingerprint_edit = QLineEdit()
+        self.fingerprint_edit.setPlaceholderText(self.tr("as the analyst reads it to you by phone"))
+        self.fingerprint_label = QLabel(self.tr("Analyst's &fingerprint:"))
+        self.fingerprint_label.setBuddy(self.fingerprint_edit)
+        f.addRow(self.fingerprint_label, self.fingerprint_edit)
+        self.fingerprint_label.setVisible(False)
+        self.fingerprint_edit.setVisible(False)
 
         # -- 3. rows
         self.csv_field = PathField("csv", "open", self.tr("CSV files (*.csv *.txt *.tsv);;All files (*)"),
@@ -177,6 +188,10 @@ class ResultsWindow(QWidget):
         self.apply_button.setDefault(True)
         self.apply_button.clicked.connect(self.apply)
         self.message = MessageLabel()
+        self.audit_restart_button = AuditRestartButton()  # offered when the workspace's audit log is refused
+        self.audit_restart_button.restarted.connect(
+            lambda result: self.message.show_message("ok", restarted_text(result)))
+        self.audit_restart_button.failed.connect(lambda text: self.message.show_message("error", text))
         self.jobs = JobPanel()
 
         left = QVBoxLayout()
@@ -185,6 +200,7 @@ class ResultsWindow(QWidget):
         left.addWidget(csv_box)
         left.addWidget(self.apply_button, 0, Qt.AlignRight)
         left.addWidget(self.message)
+        left.addWidget(self.audit_restart_button, 0, Qt.AlignLeft)
         left.addWidget(self.jobs)
         left.addStretch(1)
         left_w = QWidget()
@@ -330,7 +346,7 @@ class ResultsWindow(QWidget):
             self.identity, self.identity_path = ident, path
             self.identity_field.remember()
             self.who_label.setText(self.tr("Unlocked: <b>{name}</b> ({fp})").format(
-                name=html.escape(ident.name), fp=ident.card.fingerprint))
+                name=esc(ident.name), fp=ident.card.fingerprint))
             self.workspace_field.set_path(str(default_workspace(path)), emit=False)
             self.message.clear_message()
             self._describe_package()
@@ -367,8 +383,8 @@ class ResultsWindow(QWidget):
                     with contextlib.suppress(DCError):
                         project = Kit.load(kit_path).name
             text = self.tr("From the analyst <b>{name}</b> ({fp}), made {created}, for the project <b>{project}</b>.")\
-                .format(name=html.escape(binding.sender.name), fp=binding.sender.fingerprint,
-                        created=binding.created[:10], project=html.escape(project))
+                .format(name=esc(binding.sender.name), fp=binding.sender.fingerprint,
+                        created=binding.created[:10], project=esc(project))
             self.package_label.setText(text)
             if self.identity is not None and binding.recipient != self.identity.card.key_id:
                 self._refuse_package(self.tr("It is addressed to another site, not to {name}: choose the package "
@@ -389,7 +405,7 @@ class ResultsWindow(QWidget):
     def _refuse_package(self, reason: str, described: str = "") -> None:
         self._package_problem = reason
         self.package_label.setText((described + "<br>" if described else "")
-                                   + f"<span style='color:#b91c1c'>{html.escape(reason)}</span>")
+                                   + f"<span style='color:#b91c1c'>{esc(reason)}</span>")
 
     # -- rows
     def _csv_changed(self, path: str) -> None:
@@ -410,11 +426,18 @@ class ResultsWindow(QWidget):
     # -- apply
     def _run(self, fn, title: str, ok) -> None:
         self.message.clear_message()
+        self.audit_restart_button.offer(None, None)
         def hide_panel(*_) -> None:
             self.jobs.setVisible(False)
 
         def failed(text: str) -> None:
-            self.message.show_message("error", text)
+            error = self.job.exception if self.job is not None else None
+            if isinstance(error, UntrustedPin):  # ask for the fingerprint, as the first export did
+                self.fingerprint_label.setVisible(True)
+                self.fingerprint_edit.setVisible(True)
+                self.fingerprint_edit.setFocus()
+            offered = self.audit_restart_button.offer(error, self.identity)
+            self.message.show_message("error", refusal_text(error) if offered else text)
 
         self._busy = True
         job = run_job(self.jobs, fn, title, [ok, hide_panel], [failed, hide_panel], self._job_ended)
@@ -450,8 +473,9 @@ class ResultsWindow(QWidget):
         out_options = self.out_format_combo.currentData()
         last = {"package": package, "identity": ident, "csv": csv, "out": out, "workspace": ws, "impute": impute,
                 "out_options": out_options, "validate": validate, "allow_older": older}
+        fingerprint = None if self.fingerprint_edit.isHidden() else (self.fingerprint_edit.text().strip() or None)
         self._run(lambda control: _apply_and_read(package, ident, csv, out, ws, impute, control, out_options,
-                                                  validate, allow_older=older),
+                                                  validate, allow_older=older, analyst_fingerprint=fingerprint),
                   self.tr("Applying the package…"), lambda outcome: (self._remember(last), ok(outcome)))
 
     def _remember(self, last: dict) -> None:
@@ -485,13 +509,13 @@ class ResultsWindow(QWidget):
         shown = min(len(frame), result.rows)
         self.results_label.setText(self.tr(
             "<b>Results</b>: {rows:,} rows written to <b>{file}</b> with the new column(s) {cols}. "
-            "The first {shown} are shown.").format(rows=result.rows, file=html.escape(result.out_path.name),
-                                                   cols=html.escape(", ".join(result.columns[:4]) + (
+            "The first {shown} are shown.").format(rows=result.rows, file=esc(result.out_path.name),
+                                                   cols=esc(", ".join(result.columns[:4]) + (
                                                        ", …" if len(result.columns) > 4 else "")),
                                                    shown=shown))
         note = self.tr(KEPT_OWN_WORDS) if result.model_note == KEPT_OWN_WORDS else result.model_note
-        kept = ("<p>" + html.escape(note[:1].upper() + note[1:]) + ".</p>") if note else ""
-        self.validation_label.setText(kept + self._validation_text(result.validation))
+        kept = ("<p>" + esc(note[:1].upper() + note[1:]) + ".</p>") if note else ""
+        self.validation_label.setText(kept + self._validation_text(result.validation, result.choice))
         if result.warnings:  # the same package again, or one superseded by a newer run
             self.message.show_message("warning", self.tr("Done: {path}. Note: {warnings}").format(
                 path=result.out_path, warnings=" ".join(result.warnings)))
@@ -501,23 +525,32 @@ class ResultsWindow(QWidget):
         self._show_check(result, keep_threshold)
         self.save_button.setEnabled(True)
 
-    def _validation_text(self, v: dict | None) -> str:
-        """The package beside the site's own-rows model on its labelled rows, each with n and a 95 % interval."""
+    def _in_use(self, choice: dict | None) -> str:
+        """The model the results come from, in words (issue #37: own, the package as sent, or an update)."""
+        kind = (choice or {}).get("kind")
+        if kind in UPDATE_WORDS:
+            return self.tr("the model you use ({what})").format(what=self.tr(UPDATE_WORDS[kind]))
+        return self.tr("the analyst's package")
+
+    def _validation_text(self, v: dict | None, choice: dict | None = None) -> str:
+        """The model in use beside the site's own-rows model (and the shared model as sent) on its labelled rows,
+        each with n and a 95 % interval."""
         if not v:
             return ""
         if v.get("own_model_package"):  # the package is the site's own model: no self-comparison
             return "<br>".join([
                 self.tr("<b>Checked on {n} labelled row(s) of yours</b> (95 % Wilson interval):").format(n=v["rows"]),
                 self.tr("your own model (what the package told this site to keep): <b>{a}</b>").format(
-                    a=html.escape(describe(v["package"])))])
+                    a=esc(describe(v["package"])))])
         lines = [self.tr("<b>Checked on {n} labelled row(s) of yours</b> (95 % Wilson intervals):").format(
-            n=v["rows"]), self.tr("the analyst's package: <b>{a}</b>").format(a=html.escape(describe(v["package"])))]
+            n=v["rows"]), self.tr("{what}: <b>{a}</b>").format(what=esc(self._in_use(choice)),
+                                                                 a=esc(describe(v["package"])))]
         if v.get("analyst_expected"):
-            lines.append(self.tr("the analyst expected: {a}").format(a=html.escape(describe(v["analyst_expected"]))))
+            lines.append(self.tr("the analyst expected: {a}").format(a=esc(describe(v["analyst_expected"]))))
         if v.get("local"):
-            lines.append(self.tr("your own-rows model: <b>{a}</b>").format(a=html.escape(describe(v["local"]))))
+            lines.append(self.tr("your own-rows model: <b>{a}</b>").format(a=esc(describe(v["local"]))))
         which = self.tr("the package") if v["recommend"] == "package" else self.tr("your own model")
-        lines.append(self.tr("Recommended: <b>{w}</b> — {why}").format(w=which, why=html.escape(v["reason"])) + (
+        lines.append(self.tr("Recommended: <b>{w}</b> — {why}").format(w=which, why=esc(v["reason"])) + (
             self.tr(" (column <i>recommended</i>)") if v.get("local") else ""))
         if v.get("weak"):
             lines.append(self.tr("<span style='color:#b45309'>Too few labelled rows for these numbers to mean "
@@ -557,8 +590,12 @@ class ResultsWindow(QWidget):
         own = bool(v.get("own_model_package"))
         models = [("package", self.tr("your own model") if own else self.tr("the package"), v["package_metrics"],
                    scored["package"])]
+        if not own and result.choice and result.choice.get("kind") in UPDATE_WORDS:
+            models[0] = ("package", self.tr("in use"), v["package_metrics"], scored["package"])
         if v.get("local_metrics"):
             models.append(("local", self.tr("your own model"), v["local_metrics"], scored["local"]))
+        if v.get("sent_metrics") and scored.get("sent") is not None:
+            models.append(("sent", self.tr("shared, as sent"), v["sent_metrics"], scored["sent"]))
         self._fill_figures(models, scored["classes"])
         if binary:
             self._draw_curves(scored["y"], models)
@@ -662,7 +699,7 @@ class ResultsWindow(QWidget):
             label = pg.TextItem(f"{int(h):,}", color="#111827", anchor=(0.5, 1.0))
             label.setPos(i, h)
             self.plot.addItem(label)
-        self.plot.getAxis("bottom").setTicks([[(i, n) for i, n in enumerate(names)]])
+        self.plot.getAxis("bottom").setTicks([[(i, plain(n)) for i, n in enumerate(names)]])
         what = self.tr("cluster") if column == "cluster" else self.tr("predicted class")
         self.plot.setTitle(self.tr("Rows per {what}").format(what=what), color="#111827")
         self.plot.setLabel("bottom", what)

@@ -127,7 +127,7 @@ def test_summary_stats_and_the_clinical_record_on_a_tiny_table(tmp_path, monkeyp
         assert 0.5 <= site["pooled_si_lr"]["auc"] <= 1.0
         gains = site["gains"]["meta-lr"]
         assert gains["delivered"]["difference"] == pytest.approx(gains["in_use"] - gains["own"])
-        assert set(site["methods"]["meta-lr"]["used"]) <= {"own", "package"}
+        assert set(site["methods"]["meta-lr"]["used"]) <= {"own", "shared", "intercept", "recalibrated", "blend"}
     checks = case["must_show"]["meta-lr"]
     assert {"pass_share", "pass_no_harm", "pass_calibration"} <= set(checks)
     md = rec.with_suffix(".md").read_text()

@@ -10,6 +10,7 @@ import pytest
 
 from core.fileio import canonical_json
 from core.formats.audit import START_EVENT, AuditLog
+from tests.support.audit import write_head_for
 from tests.support.cli import confirm, export_dccfl_round, refused, run
 from tests.support.roundkit import make_sites
 
@@ -62,7 +63,7 @@ def test_verify_against_a_sealed_file_shows_a_rollback(round_dir, capsys):
         lines = kept[0].splitlines(keepends=True)
         assert json.loads(lines[-1])["event"] == "export"
         log.path.write_bytes(b"".join(lines[:-1]))
-        log._write_head(len(lines) - 1, log.head())
+        write_head_for(log.path, log.owner)
         assert run("audit", "verify", ws) == 0
         capsys.readouterr()
         refused(capsys, "audit", "verify", ws, "--against", bundle, expect="lines were cut")

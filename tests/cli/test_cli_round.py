@@ -143,7 +143,15 @@ def test_same_bundle_twice_is_refused_as_duplicate(round_dir, capsys):
     d, _ = round_dir
     folder = _one_bundle_dir(d, "dup", (d / "bundles/site2.dcbundle").read_bytes())
     shutil.copy(d / "bundles/site2.dcbundle", folder / "y.dcbundle")
-    _analyst_run_refused(capsys, d, folder, expect="duplicate")
+    # the copy is left out with one line naming it; the run goes on with the first (one file never blocks a run)
+    shutil.rmtree(d / "dup-out", ignore_errors=True)
+    assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid", "--bundles",
+               folder, "--out", d / "dup-out", "--workspace", d / "dup-ws",
+               *confirm(d, [f"site{i}" for i in range(4)])) == 0
+    out = capsys.readouterr().out
+    assert "refused: y.dcbundle from 'site2'" in out and "duplicate of x.dcbundle" in out
+    summary = json.loads((d / "dup-out/summary.json").read_text())
+    assert [r["file"] for r in summary["refused"]] == ["y.dcbundle"] and len(summary["sites"]) == 1
     # and importing a bundle the workspace already holds is reported as a duplicate
     refused(capsys, "analyst", "import", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
             "--bundle", d / "bundles/site2.dcbundle", expect="already imported")
@@ -151,6 +159,25 @@ def test_same_bundle_twice_is_refused_as_duplicate(round_dir, capsys):
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
                "--bundles", d / "bundles", "--out", d / "rerun") == 0
     assert "already imported" in capsys.readouterr().out
+
+
+def test_an_empty_or_unreadable_file_in_the_folder_is_left_out_of_the_run_in_one_line(round_dir, capsys):
+    """As the app lists such a file and goes on, `analyst run` leaves it out with one line naming it (issue #32)."""
+    d, _ = round_dir
+    folder = _one_bundle_dir(d, "with-empty", (d / "bundles/site2.dcbundle").read_bytes())
+    (folder / "empty.dcbundle").write_bytes(b"")
+    (folder / "folder.dcbundle").mkdir()
+    shutil.rmtree(d / "with-empty-out", ignore_errors=True)
+    capsys.readouterr()
+    assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid", "--bundles",
+               folder, "--out", d / "with-empty-out", "--workspace", d / "with-empty-ws",
+               *confirm(d, [f"site{i}" for i in range(4)])) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("refused:")]
+    assert len(lines) == 2 and any("empty.dcbundle: the file is empty (0 bytes)" in line for line in lines)
+    assert any("folder.dcbundle" in line and "is a folder" in line for line in lines)
+    assert all(line.endswith("it is left out of this run") for line in lines)
+    summary = json.loads((d / "with-empty-out/summary.json").read_text())
+    assert sorted(r["file"] for r in summary["refused"]) == ["empty.dcbundle", "folder.dcbundle"]
 
 
 def test_bundle_for_another_project_or_analyst_is_refused(round_dir, capsys):

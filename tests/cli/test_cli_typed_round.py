@@ -79,7 +79,7 @@ def test_export_fills_missing_cells_and_says_how_many(typed_round):
         assert f"age {int(frame['age'].isna().sum())} (with " in text and "encoded in the kit's 10 matrix" in text
         states = list((d / name).glob("*.workspace/projects/*/exports/*/state.json"))
         assert len(states) == 1
-        fills = json.loads(states[0].read_text())["fill_values"]
+        fills = json.loads(states[0].read_text())["body"]["fill_values"]  # signed by the site (FORMAT §10.1)
         assert set(fills) == {"age", "sex", "creat"} and fills["sex"] in ("F", "M")
         assert fills["age"] == float(frame["age"].median())
 

@@ -13,6 +13,7 @@ from core.formats.identity import Identity
 from core.formats.kit import Kit
 from core.formats.workspace import SiteWorkspace
 from core.learn.local_model import NAMES, fit_local_model, local_predict_proba
+from core.learn.own_cv import OOF_ARRAYS
 from core.participant import ParticipantRound
 from tests.support.cli import confirm, export_dccfl_round, run
 from tests.support.roundkit import make_sites
@@ -75,7 +76,8 @@ def test_bundle_carries_nothing_extra(round_dir):
     assert "own_cv" in [x.name for x in made[1].disclosures] and "own_cv" not in [x.name for x in made[0].disclosures]
     assert sorted(made[0].arrays) == sorted(made[1].arrays)
     assert all(np.array_equal(made[0].arrays[k], made[1].arrays[k]) for k in made[0].arrays)
-    assert set(made[1].private_arrays) - set(made[0].private_arrays) == set(NAMES)
+    # the own-rows model and its out-of-fold probabilities (the site's half of its paired choice, issue #37)
+    assert set(made[1].private_arrays) - set(made[0].private_arrays) == set(NAMES) | set(OOF_ARRAYS)
 
 
 def test_apply_validate_scores_package_beside_own_model(round_dir, capsys):
@@ -101,8 +103,8 @@ def test_apply_validate_scores_package_beside_own_model(round_dir, capsys):
 
 @pytest.mark.slow
 def test_a_package_that_says_keep_your_own_applies_the_sites_own_model(tmp_path, monkeypatch, capsys):
-    """Sites of 21 training rows: each keeps its own model unless its cluster's is clearly better; applying such
-    a package gives exactly the own-rows model's predictions, and the site is told so."""
+    """Sites of 21 training rows: each keeps its own model (fewer than 30 paired rows cannot tell two models apart);
+    applying the package gives exactly the own-rows model's predictions, and the site is told so."""
     import json
 
     monkeypatch.setenv("DCSTUDIO_PASSPHRASE", PASS)
@@ -119,8 +121,10 @@ def test_a_package_that_says_keep_your_own_applies_the_sites_own_model(tmp_path,
         assert run("participant", "apply", "--package", tmp_path / "out" / f"{name}.dcpkg", "--identity",
                    tmp_path / name / f"{name}.dcid", "--csv", sites[name][1], "--out", out_csv, "--validate") == 0
         out = capsys.readouterr().out
-        assert "did not find the shared model clearly better for your rows" in out
-        # the package IS the own model: scored once, never compared with itself (issue #27 point 6)
-        assert "your own model (the package):" in out and "your own-rows model:" not in out
+        assert "cannot be told apart" in out and "you keep your own model" in out
+        # the model in use IS the own model: scored once, never compared with itself (issue #27 point 6); the shared
+        # model as sent is scored beside it (what the site's choice left aside)
+        assert "the model you use (your own model):" in out and "your own-rows model:" not in out
+        assert "shared, as sent" in out
         res = pd.read_csv(out_csv)
         assert "local_prediction" not in res and res["prediction"].notna().all()

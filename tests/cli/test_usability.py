@@ -263,7 +263,8 @@ def test_dccfl_training_reports_its_phases():
         ids = [r.envelope_id for r in session.import_bundles(p.bundles)]
         seen = []
         m = get_method("dccfl", {**kit.settings, "t": "auto", "t_grid": [0.2, 0.6, 1.0], "epochs": 3,
-                                 "own_model": False})  # every site gets a cluster model: epochs are reported
+                                 "own_model": False, "site_intercepts": False})  # every site gets a group MLP:
+        # its epochs are reported
         m.fit(session.received(ids), FitContext(list(kit.schema.classes),
                                                control=JobControl(lambda f, t: seen.append((f, t)))))
     fractions = [f for f, _ in seen]

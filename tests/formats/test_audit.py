@@ -13,6 +13,7 @@ from core.errors import ConfigError, VerificationError
 from core.fileio import canonical_json
 from core.formats.audit import ENTRY_DOMAIN, GENESIS, START_EVENT, AuditLog
 from core.formats.identity import Identity
+from tests.support.audit import write_head_for
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +52,11 @@ def rebuild(raw: list[bytes], signer: Identity) -> list[bytes]:
         out.append(resign(entry, signer))
         prev = hashlib.sha256(out[-1].rstrip(b"\n")).hexdigest()
     return out
+
+
+def write_head(path, signer: Identity, seq: int | None = None) -> None:
+    """A head file signed by ``signer`` for the log at ``path`` as it now stands (through line ``seq``)."""
+    write_head_for(path, signer, seq)
 
 
 def test_append_signs_chains_and_keeps_the_head_outside(tmp_path, owner):
@@ -141,7 +147,7 @@ def test_log_rebuilt_under_another_owner_is_refused_by_the_owner(tmp_path, owner
     raw[0] = canonical_json({**first, "owner": insider.card.to_dict()}) + b"\n"
     log.path.write_bytes(b"".join(rebuild(raw, insider)))
     fake = AuditLog(log.path, insider)
-    fake._write_head(5, fake.head())
+    write_head(log.path, insider)
     assert fake.check().owner.key_id == insider.card.key_id
     with pytest.raises(VerificationError) as err:
         AuditLog(log.path).bind(owner)

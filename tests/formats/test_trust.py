@@ -393,10 +393,10 @@ def test_large_plaintext_is_decrypted_to_a_file_and_capped(rnd):
 
 # ---- private state after a kill (issue #26 finding 5) -------------------------------------------------------
 
-def test_an_export_folder_appears_whole_and_orphans_are_cleaned(rnd, tmp_path):
-    """The export's private state is written into a staging folder that one rename makes final, so a kill leaves
-    no folder without state.json; what a killed export (or an earlier version) left is removed when the
-    workspace is opened again — but never the state of a bundle the audit log says was exported."""
+def test_an_export_folder_appears_whole_and_only_dead_staging_folders_are_removed(rnd, tmp_path):
+    """The export's private state is staged whole, recorded in the audit log and only then renamed final, so a kill
+    leaves no final folder without its line; opening the workspace again removes the staging folder of a killed
+    export (never published) and nothing else: no log is read to decide (issue #32 finding 1)."""
     import shutil
 
     from core.fileio import STAGING_SUFFIX
@@ -406,22 +406,25 @@ def test_an_export_folder_appears_whole_and_orphans_are_cleaned(rnd, tmp_path):
     kept = sorted(p.name for p in exports.iterdir())
     assert kept and all((exports / k / "state.json").is_file() for k in kept)
     template = exports / kept[0]
-    # what older versions left when killed mid-way: the arrays without state.json
+    # what older versions left when killed mid-way: the arrays without state.json (kept: never removed unasked)
     half = exports / "0123456789abcdef"
     half.mkdir()
     for npy in template.glob("*.npy"):
         shutil.copy(npy, half / npy.name)
-    # a killed export's staging folder (its process is gone: pid 1 is never ours to write with, use a dead pid)
+    # a killed export's staging folder (its process is gone)
     dead = _dead_pid()
     staging = exports / f".fedcba9876543210.{dead}{STAGING_SUFFIX}"
     shutil.copytree(template, staging)
-    # a whole folder whose export was killed before its audit line (so before its bundle could exist)
+    # a live writer's staging folder is left alone
+    live = exports / f".fedcba9876543211.{os.getpid()}{STAGING_SUFFIX}"
+    shutil.copytree(template, live)
+    # a whole folder that no export line of the log names (an earlier version killed before its line): kept
     unexported = exports / "00000000aaaaaaaa"
     shutil.copytree(template, unexported)
-    state = json.loads((unexported / "state.json").read_text())
-    (unexported / "state.json").write_text(json.dumps({**state, "bundle_digest": "ab" * 32, "writer": dead}))
     SiteWorkspace(ws.root)
-    assert sorted(p.name for p in exports.iterdir()) == kept
+    assert sorted(p.name for p in exports.iterdir()) == sorted(
+        [*kept, half.name, unexported.name, live.name])
+    shutil.rmtree(half), shutil.rmtree(unexported), shutil.rmtree(live)
 
 
 def _dead_pid() -> int:
@@ -453,7 +456,7 @@ def test_a_first_kit_is_refused_until_the_analyst_fingerprint_is_confirmed(rnd, 
         job.confirm_analyst("K8ZA-XT1E", how="typed")
     job.confirm_analyst(" " + rnd.kit.analyst.fingerprint.lower().replace("-", " "), how="typed")
     job.seal(tmp_path / "b.dcbundle")
-    pin = json.loads(next(root.glob("projects/*/analyst.json")).read_text())
+    pin = json.loads(next(root.glob("projects/*/analyst.json")).read_text())["body"]  # signed by the site (§10.1)
     assert pin["fingerprint"] == rnd.kit.analyst.fingerprint and pin["confirmed"] == "typed"
     log = AuditLog(root / "audit.jsonl").entries()
     assert any(e["event"] == "pin-analyst" and e.get("confirmed") == "typed" for e in log)

@@ -6,6 +6,7 @@ tampered, a duplicate and a foreign bundle); every test works on its own copy of
 
 from __future__ import annotations
 
+import html
 import shutil
 import sys
 import time
@@ -302,8 +303,9 @@ def test_import_shows_refusals_with_reasons(qtbot, project):
     assert bp.table.item(ok[0], COL_LABELS).data(NAMES_ROLE) == list(w.state.classes)  # bars name their classes
     # a refusal's whole reason is shown: wrapped, never elided with "…"
     assert bp.table.wordWrap() and bp.table.textElideMode() == Qt.ElideNone
-    assert bp.table.item(refused[0], COL_FILE).toolTip().endswith(bp.table.item(refused[0], COL_FILE).text()
-                                                                   .split(": ", 1)[1])
+    tip = bp.table.item(refused[0], COL_FILE).toolTip()  # rich text, escaped: a reason quoting a file is never markup
+    assert tip.startswith("<qt>") and html.unescape(tip.removeprefix("<qt>").removesuffix("</qt>")).endswith(
+        bp.table.item(refused[0], COL_FILE).text().split(": ", 1)[1])
     assert "2 file(s) refused" in bp.summary_label.text()
     # confirming a fingerprint is an explicit action, remembered in the project's workspace
     assert all(bp.table.item(r, COL_CONFIRMED).checkState() == Qt.Checked for r in ok)

@@ -90,7 +90,15 @@ def test_selection_metric_is_a_kit_setting_and_chooses_by_it(metric):
         DCCFL(metric="f1")
 
 
-def test_default_metric_is_accuracy():
+def test_default_metric_fits_the_outcome():
+    """``auto``: the analyst selects on AUC with two classes and accuracy with more; the site's update decides on
+    log-loss (core.learn.site_update); every earlier choice still works."""
+    from core.learn.cluster_models import selection_metric
+    from core.learn.site_update import resolve_metric
+
     spec = {s.name: s for s in DCCFL.settings_spec}
-    assert spec["metric"].default == "accuracy" and spec["metric"].choices == ("accuracy", "balanced_accuracy",
-                                                                               "auc")
+    assert spec["metric"].default == "auto"
+    assert spec["metric"].choices == ("auto", "log_loss", "accuracy", "balanced_accuracy", "auc")
+    assert selection_metric("auto", 2) == "auc" and selection_metric("auto", 3) == "accuracy"
+    assert selection_metric("accuracy", 2) == "accuracy" and resolve_metric("auto") == "log_loss"
+    assert resolve_metric("accuracy") == "accuracy"

@@ -17,6 +17,7 @@ import pytest
 from core.formats import workspace
 from core.formats.envelope import open_sealed
 from core.formats.identity import Identity
+from core.learn.site_update import KINDS
 from core.methods import METHODS
 from core.methods.base import canonical_cluster_numbers
 from tests.support.cli import WF, analyst_of, confirm, export_dccfl_round, run
@@ -205,8 +206,9 @@ def test_estimate_reports_expected_gain_per_site(exported, tmp_path, capsys):
     for x in est["sites"]:
         e, own = x["expected"], x["own_model"]
         assert e["rows"] == x["rows"] and e["low"] <= e["accuracy"] <= e["high"]
-        # never worse than alone, by construction: the sent model cross-validates at least as well as its own
-        assert e["accuracy"] >= own["accuracy"]
+        # the analyst's estimate of the site's own choice (issue #37), never clearly worse than alone
+        assert x["update"]["by"] == "site" and x["update"]["estimate"] in KINDS
+        assert e["accuracy"] >= own["accuracy"] - 0.05
         assert f"{x['site']}: " in out and "expected accuracy" in out and "95 % CI" in out
 
 

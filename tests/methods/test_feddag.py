@@ -136,9 +136,11 @@ def test_data_distance_separates_concepts_that_label_histograms_cannot():
     res = fd.fit(bundles, classes, {"view": "data", "encoder": "single", "own_model": False, **FAST})
     assert sorted(res.clusters) == [tuple(range(5)), tuple(range(5, 10))]
     assert len(res.loss) == len(fd.ALPHA_GRID) and res.curve                  # the loss is reported per α
-    # with them (the product default), no site is sent a model that cross-validates worse than its own rows'
+    # with them (the product default), every site is sent the shared model and the analyst's estimate of what the
+    # site will choose on its own rows: never clearly worse than its own rows' model (issue #37)
     res = fd.fit(bundles, classes, {"view": "data", "encoder": "single", **FAST})
-    assert all(x["expected"]["accuracy"] >= x["own_model"]["accuracy"] for x in res.site_info)
+    assert all(x["update"]["by"] == "site" and "gate_arrays" in x for x in res.site_info)
+    assert all(x["expected"]["accuracy"] >= x["own_model"]["accuracy"] - 0.05 for x in res.site_info)
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ import pytest
 from sklearn.datasets import make_classification
 
 from core.errors import FormatError
+from core.learn.site_update import KINDS
 from core.methods import FitContext, SiteInput, get_method, method_class
 from core.methods.base import ReceivedBundle
 from core.methods.views import Curve, Heatmap, Table
@@ -191,7 +192,9 @@ def test_feddag_reports_epochs_and_shows_each_sites_estimate_against_its_own_row
     s = res.summary
     for x in s["sites"]:   # DC-CFL's per-site numbers: expected vs own rows, each with n and a 95 % interval
         assert x["expected"]["rows"] > 0 and x["expected"]["low"] <= x["expected"]["accuracy"] <= x["expected"]["high"]
-        assert "own_model" in x and x["expected"]["accuracy"] >= x["own_model"]["accuracy"] - 1e-12
+        # the analyst's estimate of the site's own choice (issue #37): an update never clearly worse than alone
+        assert "own_model" in x and x["update"]["by"] == "site" and x["update"]["estimate"] in KINDS
+        assert x["expected"]["accuracy"] >= x["own_model"]["accuracy"] - 0.05
     lines = m.summary_lines(s)
     assert sum("expected accuracy" in x and "95 % CI" in x and "alone" in x for x in lines) == len(s["sites"])
     sites_table = next(v for v in m.views(res) if isinstance(v, Table) and v.title == "Sites")

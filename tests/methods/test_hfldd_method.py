@@ -188,8 +188,10 @@ def test_a_whole_cli_round_in_distillation_mode(tmp_path, monkeypatch, capsys):
     assert "as DC-CFL (bytes)" in report
     accs = []
     apply_packages(d, {name: test for name, (_, test) in sites.items()})
-    # each site chose between the package and its own model on the rows it set aside, and says why
-    assert capsys.readouterr().out.count("rows your site set aside at export, the package was right on") == 4
+    # each site chose between the package and its own model on the rows it set aside (28 here: too few to tell two
+    # models apart, so each keeps its own), and says why
+    out = capsys.readouterr().out
+    assert out.count("note: you use ") == 4 and out.count("cannot be told apart") == 4
     for name, (_, test) in sites.items():
         res = pd.read_csv(d / name / "result.csv")
         assert len(res) == len(pd.read_csv(test))

@@ -17,6 +17,7 @@ from core.learn.local_model import fit_local_model
 from core.methods import METHODS, FitContext, ReceivedBundle, SiteInput, default_method, get_method
 from core.methods.metalr.fixed_effect import combine
 from core.methods.metalr.site_logit import fit_site_logit, predict_proba
+from core.methods.promise import promised_columns
 from tests.support.cli import WF, analyst_of, confirm, run
 from tests.support.roundkit import CLASSES, FEATURES, make_sites
 
@@ -108,8 +109,11 @@ def test_heterogeneous_sites_are_flagged():
 
 
 def test_a_site_unlike_the_others_keeps_its_own_model():
-    """Never worse than alone: the one site whose relation is reversed is told to keep its own model (and apply
-    then uses the model it kept at export)."""
+    """Never worse than alone: the one site whose relation is reversed keeps its own model — by its own choice,
+    paired on its rows with the shared model recomputed there, and by the analyst's word for a workspace without
+    that (apply then uses the model it kept at export)."""
+    from core.methods.promise import own_model_state, promised_columns
+
     X, y = _data(2)
     y2 = y.copy()
     y2[3000:] = 1 - y2[3000:]  # a smaller fourth site with the opposite relation
@@ -117,16 +121,21 @@ def test_a_site_unlike_the_others_keeps_its_own_model():
     X, y2 = X[:3300], y2[:3300]
     method, bundles = _bundles(X, y2, 2, parts)
     res = method.fit(bundles, FitContext(["0", "1"]))
-    sent = [x.get("model") for x in sorted(res.summary["sites"], key=lambda x: x["site"])]
-    assert sent[3] == "own"  # (the others may be too: the reversed site pulls the combined slopes away from them)
     manifest, arrays = res.packages[3]
-    assert manifest["model"] == "own" and "coef" in arrays
-    kept = fit_local_model(X[3000:], y2[3000:], 2)
-    own = method.apply(manifest, arrays, kept, X[3000:])
-    assert np.mean(own["prediction"] == y2[3000:].astype(str)) > 0.8  # the site's own relation, not the others'
-    combined = method.apply(manifest, arrays, {}, X[3000:])  # no kept model: the package's coefficients
+    assert "coef" in arrays and "prior_mean" in arrays
+    combined = method.apply(manifest, arrays, {}, X[3000:])  # the package as sent: the others' relation
     assert np.mean(combined["prediction"] == y2[3000:].astype(str)) < 0.5
-    assert any("keeps its own model" in line for line in method.summary_lines(res.summary))
+    _, kept = own_model_state(method, X[3000:], y2[3000:], 2)
+
+    def as_sent(r):
+        return method.apply(manifest, arrays, kept, r)
+    cols, choice = promised_columns(method, manifest, kept, X[3000:], as_sent, arrays=arrays)
+    assert choice["by"] == "site" and choice["paired_on"] == "all" and choice["kind"] == "own"
+    assert np.mean(cols["prediction"] == y2[3000:].astype(str)) > 0.8  # the site's own relation, not the others'
+    if manifest.get("model") == "own":  # the analyst's word, for a workspace that predates the paired comparison
+        old = {k: v for k, v in kept.items() if not k.startswith(("own_oof", "pair_"))}
+        cols, choice = promised_columns(method, manifest, old, X[3000:], as_sent, arrays=arrays)
+        assert choice["by"] == "analyst" and np.mean(cols["prediction"] == y2[3000:].astype(str)) > 0.8
 
 
 def test_fixed_effect_of_two_scalars_is_the_inverse_variance_mean():
@@ -232,11 +241,13 @@ def test_nothing_to_combine_tells_every_site_to_keep_its_own_model():
     method, bundles = _bundles(X, y, 2, [np.flatnonzero(y == 0), np.flatnonzero(y == 1)])
     res = method.fit(bundles, FitContext(["0", "1"]))
     assert res.summary["nothing_combined"] and res.summary["sites_combined"] == 0
-    kept = fit_local_model(X, y, 2)  # a model the site kept at export: apply uses it, not the zero coefficients
+    kept = fit_local_model(X, y, 2)  # a model the site kept at export: used, not the zero coefficients
     for manifest, arrays in res.packages:
         assert manifest["model"] == "own" and manifest["own_kind"] == "linear"
         method.check_package(manifest, arrays, {}, _kit(5, 2))
-        assert np.mean(method.apply(manifest, arrays, kept, X)["prediction"] == y.astype(str)) > 0.8
+        cols, choice = promised_columns(method, manifest, kept, X, lambda r, m=manifest, a=arrays:
+                                        method.apply(m, a, kept, r), arrays=arrays)
+        assert choice["model"] == "own" and np.mean(cols["prediction"] == y.astype(str)) > 0.8
     lines = method.summary_lines(res.summary)
     assert "nothing could be combined: every site keeps its own model" in lines[0]
     assert "keeps its own model" in lines[1]
@@ -314,9 +325,11 @@ def test_whole_cli_round_then_validate_against_the_sites_own_model(tmp_path, mon
         result = pd.read_csv(d / f"{name}-result.csv")
         P = result[[f"prob_{c}" for c in CLASSES]].to_numpy()
         assert np.allclose(P.sum(axis=1), 1.0, atol=1e-6)
-        if "your own model (the package)" in text:  # the site chose its own model on its set-aside rows
-            assert "local_prediction" not in result.columns
+        # the site chose on all its rows, paired with the shared model recomputed there (issue #37), and says so
+        assert "note: you use " in text and "cross-validated on your" in text
+        if "the model you use (your own model)" in text:
+            assert "local_prediction" not in result.columns and "shared, as sent" in text
         else:
-            assert "the analyst's package:" in text and "your own-rows model:" in text
+            assert "the model you use (" in text and "your own-rows model:" in text
             assert {"prediction", "local_prediction", "recommended"} <= set(result.columns)
         assert np.mean(result["prediction"] == result["label"]) > 0.5

@@ -99,6 +99,11 @@ def test_the_ledger_adds_up_every_export_and_is_shown_before_the_next(tmp_path):
     third = job_of(tmp_path, kit, me, anchor, {"seed": 1})
     third.compute()
     assert third.privacy_spent().epsilon == 2.0 and "no formal bound" in " ".join(third.ledger_lines())
+    # a new audit log (after an upgrade, or a refusal) forgets nothing: the ledger reads the exports' signed states
+    third.workspace.audit.start_new(me, "test: a new log")
+    again = job_of(tmp_path, kit, me, anchor, {"privacy_epsilon": 1.0})
+    again.compute()
+    assert (again.privacy_spent().formal, again.privacy_spent().epsilon) == (2, 2.0)
 
 
 def test_the_assessment_reports_the_summary_paths_guarantee(tmp_path):

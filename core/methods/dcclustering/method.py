@@ -34,7 +34,7 @@ import numpy as np
 from ...control import JobControl
 from ...data.schema import ALL_COLUMNS
 from ...errors import ConfigError, FormatError
-from ...formats.fields import DC_BUNDLE_ARRAYS, DC_BUNDLE_FIELDS, Field
+from ...formats.fields import Field
 from ...learn.alignment import DCAlignment
 from ..base import (
     FitContext,
@@ -48,7 +48,15 @@ from ..base import (
     rows_digest,
 )
 from ..dc_analysis import declared_width, exact_arrays
-from ..dc_site import SITE_SETTINGS, check_anchor_width, check_dc_bundle, dc_site_compute
+from ..dc_site import (
+    DC_BUNDLE_FIELDS,
+    DC_ROWS_RULES,
+    SITE_SETTINGS,
+    check_anchor_width,
+    check_dc_bundle,
+    dc_bundle_arrays,
+    dc_site_compute,
+)
 from ..settings import Setting
 from ..views import Curve, PageTexts, Scatter, Table, Text, View, cluster_sizes, principal_axes_2d
 from .data_clustering import ALGORITHMS, EMBEDDINGS, DataClustering, best_k, k_curve
@@ -68,11 +76,14 @@ class DCClustering(Method):
     labels_leave = "none"
     family = "dcclustering"
     bundle_fields = (*DC_BUNDLE_FIELDS, Field("block", "text", required=True))
-    bundle_arrays = {k: DC_BUNDLE_ARRAYS[k] for k in ("x_tilde", "anchor_tilde", "id_hash")}
-    package_fields = (Field("k", "int", required=True, low=1), Field("k_auto", "bool"), Field("algorithm", "text"),
-                      Field("alignment", "text"), Field("scaling", "text"), Field("dimension", "int", low=1),
+    bundle_arrays = dc_bundle_arrays(labelled=False, ids=True)
+    bundle_rules = DC_ROWS_RULES
+    package_fields = (Field("k", "int", required=True, low=1), Field("k_auto", "bool"),
+                      Field("algorithm", "text", choices=ALGORITHMS),
+                      Field("alignment", "text", choices=("linear", "affine")),
+                      Field("scaling", "text", choices=SCALINGS), Field("dimension", "int", low=1),
                       Field("block", "text"), *(Field(k, "int", low=0) for k in ("rows", "clustered", "not_clustered")),
-                      Field("sizes", "list", items="int"), Field("note", "text"))
+                      Field("groups", "list", items="int"), Field("sizes", "list", items="int"), Field("note", "text"))
     what_leaves = ("a privately reduced, shuffled copy of every row (no labels), the shared anchor rows after "
                    "the same private reduction, and keyed hashes of the row ids when blocks are linked")
     settings_spec = (
@@ -111,6 +122,17 @@ class DCClustering(Method):
         ex.private_arrays["row_digest"] = rows_digest(site.X)
         ex.private_meta["block"] = block
         return ex
+
+    @classmethod
+    def bundle_facts(cls, kit, manifest: dict):
+        """The facts of the feature block the bundle holds: its encoded width and its columns (FormatError naming
+        the kit's blocks when it names none of them)."""
+        schema, block = kit.schema, manifest.get("block")
+        if block not in schema.block_names:
+            raise FormatError(f"bundle holds feature block {block!r}, which the kit does not declare (its blocks "
+                              f"are {schema.describe_blocks()})")
+        return replace(super().bundle_facts(kit, manifest), width=len(schema.block_indices(block)),
+                       features=tuple(schema.block_columns(block)))
 
     def check_bundle(self, bundle: ReceivedBundle, kit) -> None:
         """A DC bundle without labels, holding one of the kit's feature blocks with that block's columns."""

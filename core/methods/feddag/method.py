@@ -35,7 +35,7 @@ import numpy as np
 
 from ...control import JobControl, ensure
 from ...errors import FormatError
-from ...formats.fields import CLUSTER_PACKAGE_FIELDS, DC_BUNDLE_ARRAYS, DC_BUNDLE_FIELDS, Field
+from ...formats.fields import CLUSTER_PACKAGE_FIELDS, Field
 from ...learn.alignment import SiteMapping
 from ...learn.client_clustering import cut_tree, label_histograms
 from ...learn.cluster_models import adjust_proba, prior_logit, site_note
@@ -56,7 +56,15 @@ from ..dc_analysis import (
     site_metrics,
     site_views,
 )
-from ..dc_site import LABELLED_DC_LEAVES, SITE_SETTINGS, LabelledDCSite, site_map
+from ..dc_site import (
+    DC_BUNDLE_FIELDS,
+    LABELLED_DC_LEAVES,
+    LABELLED_DC_RULES,
+    SITE_SETTINGS,
+    LabelledDCSite,
+    dc_bundle_arrays,
+    site_map,
+)
 from ..settings import Setting
 from ..views import Curve, Heatmap, PageTexts, Table, Text, View
 from . import similarity as fd
@@ -81,7 +89,8 @@ class FedDAG(LabelledDCSite, Method):
     task = "classification"
     family = "dc"
     bundle_fields = DC_BUNDLE_FIELDS
-    bundle_arrays = {k: v for k, v in DC_BUNDLE_ARRAYS.items() if k != "id_hash"}
+    bundle_arrays = dc_bundle_arrays(labelled=True)
+    bundle_rules = LABELLED_DC_RULES
     package_fields = (*CLUSTER_PACKAGE_FIELDS, Field("encoder", "text", choices=("single", "dual")))
     own_model_choice = "analyst"  # cross-validates every candidate on each site's received rows
     labels_leave = "rows"
@@ -200,12 +209,17 @@ class FedDAG(LabelledDCSite, Method):
                                 "classes": K}
             arrays.update({**mapping.to_arrays(), "scaler_mean": np.asarray(mean, np.float64),
                            "scaler_scale": np.asarray(scale, np.float64)})
-            if s["prior_correction"]:
+            site_intercepts = kind in ("site-intercepts", "global-si")
+            if s["prior_correction"] and not site_intercepts:  # site intercepts carry the site's base rate already
                 arrays["prior_logit"] = prior_logit(g.counts[i], trained_counts, smoothing)
-            info = {"model": "own" if kind in ("own", "linear") or (len(members) == 1 and kind != "global") else
-                    "global" if kind == "global" else "cluster",
-                    **({"own_kind": "linear" if kind == "linear" else "mlp"} if kind in ("own", "linear") else {}),
-                    **res.site_info[i]}
+            extra = dict(res.site_info[i])
+            arrays.update(extra.pop("gate_arrays", {}))
+            own_pick = extra.pop("own_pick", False)
+            is_global = kind in ("global", "global-si")
+            info = {"model": "own" if own_pick or (len(members) == 1 and not is_global) else
+                    "global" if is_global else "cluster",
+                    **({"own_kind": "linear"} if own_pick else {}),
+                    "shared_kind": "site-intercepts" if site_intercepts else "mlp", **extra}
             manifest = {"method": self.name, "encoder": "dual" if kind == "dual" else "single", "cluster": z,
                         "cluster_size": len(members), "t": res.alpha, "classes": list(classes),
                         "architecture": architecture, "alignment": s["alignment"],
@@ -219,7 +233,7 @@ class FedDAG(LabelledDCSite, Method):
                           **({"holdout_accuracy": info["expected"]["accuracy"]} if info.get("expected") else {}),
                           **({"note": note} if note else {}),
                           **({"metrics": site_metrics(res.oof[i], b.arrays["y"], classes,
-                                                      kind in ("own", "linear"))}
+                                                      False)}
                              if res.oof and res.oof[i] is not None else {})})
         edges = [{"source": q + 1, "target": p + 1, "weight": float(res.H[p, q])}
                  for p, qs in enumerate(res.sources) for q in qs]
@@ -234,7 +248,7 @@ class FedDAG(LabelledDCSite, Method):
                           f"{res.selection['metric'].replace('_', ' ')} of the better of the cluster's and the "
                           "site's own model" if res.selection["own_model"] else "mean over sites of the cluster "
                           f"model's {res.selection['metric'].replace('_', ' ')}"},
-            "own_model_sites": int(sum(x["model"] == "own" and "own_kind" in x for x in sites)),
+            "own_model_sites": int(sum(1 for x in sites if (x.get("update") or {}).get("estimate") == "own")),
             "validation_curve": {f"{a:g}": float(v) for a, v in sorted(res.curve.items())},
             "paper_loss": {f"{a:g}": {"L": res.loss[a][0], "L1": res.loss[a][1], "L2": res.loss[a][2],
                                       "clusters": res.n_clusters[a]} for a in grid},

@@ -52,7 +52,6 @@ from ...learn.clinical_metrics import selection_score
 from ...learn.cluster_models import (
     ALIGNMENT_DEFAULTS,
     LEARNER_DEFAULTS,
-    OWN,
     PRIOR_DEFAULTS,
     SELECTION_DEFAULTS,
     Selection,
@@ -60,17 +59,21 @@ from ...learn.cluster_models import (
     bundle_own_cv,
     cross_validate,
     cross_validate_linear,
+    cross_validate_si,
     fit_groups,
-    fit_linear,
+    fit_site_intercept_groups,
+    is_si_key,
     new_selection,
     oof_proba,
     opt_int,
     pick_own,
     prior_logit,
+    shared_key,
+    si_key,
     site_estimates,
 )
 from ...learn.mlp import BatchedMLP, MLPWeights, init_weights
-from ..dc_analysis import chosen_oof
+from ..dc_analysis import chosen_oof, site_gate
 
 ALPHA_GRID = tuple(round(0.05 * i, 2) for i in range(1, 21))
 LINKAGES = ("single", "complete", "weighted", "average")
@@ -696,8 +699,9 @@ class FedDAGResult:
     """Clusters, the curve behind α, the paper's loss per α, the cluster models and what each site is sent.
 
     ``site_models[i]`` = (kind, model): ``"single"`` (its cluster's one-encoder model, a ClusterModel),
-    ``"dual"`` (its cluster's dual encoder), ``"global"`` (the model of all sites), ``"own"`` / ``"linear"`` (a
-    model of its own rows); all but ``"dual"`` are ClusterModels.
+    ``"dual"`` (its cluster's dual encoder), ``"global"`` (the model of all sites), ``"site-intercepts"`` /
+    ``"global-si"`` (its cluster's or all sites' linear model with site intercepts); all but ``"dual"`` are
+    ClusterModels. The shared model is always sent: the site compares it with its own (issue #37).
     ``site_info[i]``: the cross-validated estimates of site i (expected, cluster_model, own_model; may be empty).
     ``oof[i]``: (rows, float32 probabilities) of the model site i is sent, out-of-fold over the selection's splits
     (:func:`~core.methods.dc_analysis.chosen_oof`), or None without a selection."""
@@ -845,9 +849,12 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
         control.step(0.2, f"cross-validating {len(distinct)} candidate model(s) over {len(sel.splits)} split(s)")
         cross_validate(sel, bundles, distinct, K, s, g.basis, seed=seed, maps=maps,
                        control=_stage(control, 0.2, 0.5, "choosing the groups of sites"))
+        if s.get("site_intercepts", True):  # each group's linear model with one intercept per site
+            cross_validate_si(sel, bundles, distinct, K, s, g.basis, seed=seed, maps=maps)
         if own_on:
             cross_validate_linear(sel, bundles, K, s, g.basis, maps)
-        g_score = sel.score_of(everyone) if glob_on else None
+        # the model of all sites: its MLP, or its linear model with site intercepts where that scores better
+        g_score = np.array([sel.score_of(shared_key(sel, everyone, i))[i] for i in range(S)]) if glob_on else None
         floor = g_score if s["alpha_rule"].startswith("best_per_site") else None
         site_curve = {a: sel.site_scores(p, own_on, floor) for a, p in keyed.items()} if len(keyed) > 1 else {}
     else:
@@ -888,25 +895,34 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
             [dual_score(sel, bundles, cluster_of[i], [i])[0] if kind[cluster_of[i]] == "dual"
              else sel.score_of(clusters[cluster_of[i]])[i] for i in range(S)])
         # the global model is a further candidate of every site: sent where it cross-validates strictly better
-        use_global = [bool(glob_on and len(clusters[cluster_of[i]]) < S
-                           and sel.score_of(everyone)[i] > cluster_score[i] + 1e-12) for i in range(S)]
-        group_acc = np.where(use_global, sel.acc(everyone), cluster_acc) if glob_on else cluster_acc
-        group_score = np.where(use_global, sel.score_of(everyone), cluster_score) if glob_on else cluster_score
-        keys = [everyone if use_global[i] else None if kind[cluster_of[i]] == "dual" else clusters[cluster_of[i]]
+        use_global = [bool(glob_on and len(clusters[cluster_of[i]]) < S and g_score[i] > cluster_score[i] + 1e-12)
+                      for i in range(S)]
+        group_acc = np.where(use_global, sel.acc(everyone), cluster_acc) if glob_on else cluster_acc.copy()
+        group_score = np.where(use_global, g_score, cluster_score) if glob_on else cluster_score.copy()
+        keys = [shared_key(sel, everyone, i) if use_global[i] else None if kind[cluster_of[i]] == "dual"
+                else shared_key(sel, clusters[cluster_of[i]], i)
                 for i in range(S)]   # (no paired CV rows are kept for a dual encoder: strict comparison there)
-        own_pick, linear = pick_own(sel, group_score, own_on, keys)
+        for i, key in enumerate(keys):   # a group's linear model with site intercepts, where it scores better
+            if key is not None and is_si_key(key):
+                group_acc[i], group_score[i] = sel.acc(key)[i], sel.score_of(key)[i]
+        own_pick, _ = pick_own(sel, group_score, own_on, keys)  # the analyst's guess, for an old workspace
     else:
-        cluster_acc, own_pick, linear = np.zeros(S), [False] * S, [False] * S
+        cluster_acc, own_pick = np.zeros(S), [False] * S
         group_acc, use_global = cluster_acc, [False] * S
+        keys = [None] * S
     t4 = time.perf_counter()
     # ---- final models: one-encoder clusters and own MLPs (cached by members), dual encoders, linear own models
     finals = cache.setdefault("final", {})
-    sent_cluster = [not own_pick[i] and not use_global[i] for i in range(S)]
+    si = [keys[i] is not None and is_si_key(keys[i]) for i in range(S)]
+    sent_cluster = [not use_global[i] and not si[i] for i in range(S)]
     need = [clusters[z] for z in range(Z) if kind[z] == "single" and any(sent_cluster[i] for i in clusters[z])]
-    if any(use_global[i] and not own_pick[i] for i in range(S)) and everyone not in need:
+    if any(use_global[i] and not si[i] for i in range(S)) and everyone not in need:
         need.append(everyone)
-    need += [(i,) for i in range(S) if own_pick[i] and not linear[i] and (i,) not in need]
     todo = [c for c in need if c not in finals]
+    si_todo = sorted({keys[i][1] for i in range(S) if si[i]} - {k[1] for k in finals if is_si_key(k)})
+    for c, per_site in zip(si_todo, fit_site_intercept_groups(bundles, [(c, None) for c in si_todo], K, s, g.basis,
+                                                              seed=seed, maps=maps), strict=True):
+        finals[si_key(c)] = per_site
     dual_z = [z for z in range(Z) if kind[z] == "dual" and any(sent_cluster[i] for i in clusters[z])]
     losses_single: list[np.ndarray] = []
 
@@ -945,13 +961,8 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     site_info: list[dict] = []
     for i in range(S):
         z = cluster_of[i]
-        if linear[i]:
-            key = ("linear", i)
-            if key not in finals:
-                finals[key] = fit_linear(bundles, i, np.arange(n_rows[i]), maps, g.basis, s, K)
-            site_models.append(("linear", finals[key]))
-        elif own_pick[i]:
-            site_models.append(("own", finals[(i,)]))
+        if si[i]:
+            site_models.append(("global-si" if use_global[i] else "site-intercepts", finals[keys[i]][i]))
         elif use_global[i]:
             site_models.append(("global", finals[everyone]))
         elif kind[z] == "dual":
@@ -960,13 +971,18 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
             site_models.append(("single", finals[clusters[z]]))
         info: dict = {}
         if sel is not None:
-            info = site_estimates(sel, i, sel.own_acc()[i] if own_pick[i] else group_acc[i], cluster_acc[i],
-                                  own_on, kept_own=own_pick[i])
+            info = site_estimates(sel, i, group_acc[i], cluster_acc[i], own_on)
+            if own_pick[i]:
+                info.update({"own_pick": True})
         site_info.append(info)
     oof = None
     if sel is not None:
-        sent = [OWN if own_pick[i] else everyone if use_global[i] else dual_key(cluster_of[i])
-                if kind[cluster_of[i]] == "dual" else clusters[cluster_of[i]] for i in range(S)]
+        sent = [keys[i] if keys[i] is not None else dual_key(cluster_of[i]) for i in range(S)]
+        for i in range(S):   # the analyst's half of each site's paired comparison (issue #37)
+            gate = site_gate(sel, bundles, i, sent[i], K, s, g.basis, maps) if own_on else None
+            if gate is not None:
+                site_info[i]["gate_arrays"], gate_info = gate
+                site_info[i].update(gate_info)
         oof = chosen_oof(sel, bundles, sent, K, s, g.basis, maps, keep=caller_cache)
     t5 = time.perf_counter()
     selection = {"kind": ("cv" if sel.folds > 1 else "holdout") if sel else "none",

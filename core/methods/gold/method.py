@@ -52,7 +52,7 @@ import numpy as np
 from ...control import JobControl, ensure
 from ...data.schema import ALL_COLUMNS
 from ...errors import ConfigError, FormatError
-from ...formats.fields import Field
+from ...formats.fields import Array, Field, Rule
 from ..base import (
     Disclosure,
     FitContext,
@@ -87,11 +87,24 @@ class Gold(Method):
     task = "clustering"
     family = "gold"
     bundle_fields = (Field("n_rows", "int", required=True, low=0), Field("n_features", "int", required=True, low=1),
-                     *(Field(k, "int", low=0) for k in ("micro_clusters", "candidates", "found", "min_cluster_rows",
-                                                        "guard_rows", "guard_clusters", "dropped_rows", "epochs")),
-                     Field("small_clusters", "text"))
-    bundle_arrays = {"centroids": ("<f8", 2), "counts": ("<i8", 1), "col_sum": ("<f8", 1), "col_sumsq": ("<f8", 1)}
-    package_fields = (Field("k", "int", required=True, low=1), Field("k_auto", "bool"), Field("scaling", "text"),
+                     Field("micro_clusters", "int", required=True, low=1),
+                     *(Field(k, "int", low=0) for k in ("candidates", "found", "min_cluster_rows", "guard_rows",
+                                                        "guard_clusters", "dropped_rows", "epochs")),
+                     Field("small_clusters", "text", choices=G.GUARDS), Field("noise", "number", low=0.0, high=2.0))
+    bundle_arrays = (Array("centroids", "<f8", ("micro_clusters", "width")),
+                     Array("counts", "<i8", ("micro_clusters",)),
+                     Array("col_sum", "<f8", ("width",)), Array("col_sumsq", "<f8", ("width",)))
+    bundle_rules = (
+        Rule("n_features is the kit's number of encoded columns", lambda m, a, f: m["n_features"] == f.width),
+        Rule("min_cluster_rows and small_clusters are the kit's settings", lambda m, a, f: m.get(
+            "min_cluster_rows", f.settings["min_cluster_rows"]) == f.settings["min_cluster_rows"] and m.get(
+            "small_clusters", f.settings["small_clusters"]) == f.settings["small_clusters"]),
+        Rule("the rows in the shipped groups (counts) plus the rows left out (dropped_rows) are n_rows, and the guard "
+             "touched at most n_rows rows", lambda m, a, f: int(a["counts"].sum()) + m.get("dropped_rows", 0)
+             == m["n_rows"] and m.get("guard_rows", 0) <= m["n_rows"]),
+    )
+    package_fields = (Field("k", "int", required=True, low=1), Field("k_auto", "bool"),
+                      Field("scaling", "text", choices=SCALINGS), Field("server_step", "text", choices=G.SERVER_STEPS),
                       Field("level_sizes", "list", items="int"), Field("sizes", "list", items="int"),
                       Field("micro_clusters", "int", low=0), Field("rows", "int", low=0),
                       Field("block", "text", nullable=True))

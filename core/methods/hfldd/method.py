@@ -34,12 +34,12 @@ import numpy as np
 
 from ...control import JobControl, ensure
 from ...errors import ConfigError, FormatError
-from ...formats.fields import CLUSTER_PACKAGE_FIELDS, DC_BUNDLE_FIELDS, Field, register_fields
+from ...formats.fields import CLUSTER_PACKAGE_FIELDS, Array, Field, Rule, register_fields, site_rows
 from ...learn.alignment import AnchorBasis
 from ...learn.client_clustering import LabelDistributionClustering
 from ...learn.cluster_models import prior_logit, train_cluster_models
 from ...learn.intervals import describe
-from ...learn.own_cv import alone_estimate, read_own_cv, site_rows
+from ...learn.own_cv import alone_estimate, read_own_cv
 from ...parallel import one_blas_thread
 from ..base import (
     ClientDistances,
@@ -59,7 +59,7 @@ from ..dc_analysis import (
     apply_cluster_package,
     check_cluster_package,
 )
-from ..dc_site import MIN_ROWS, SITE_SETTINGS, dc_site_compute
+from ..dc_site import DC_BUNDLE_FIELDS, DC_REDUCED_RULES, MIN_ROWS, SITE_SETTINGS, dc_site_compute
 from ..settings import Setting
 from ..views import Heatmap, PageTexts, Table, Text, View
 from .kip import KIPSettings, distill_sites, kl_clusters, kl_matrix, local_soft_labels, nn_disclosure
@@ -99,6 +99,15 @@ register_fields("nn_disclosure", (  # measured at export, shown to the analyst (
     Field("copies", "int", low=0)))
 
 
+register_fields("near_copies", (Field("fraction", "number", low=0), Field("moved", "int", low=0),
+                                Field("dropped", "int", low=0)))
+
+
+def _counts_sum(m, a, f) -> bool:
+    c = a["label_counts"]
+    return bool(c.min(initial=0) >= 0 and int(c.sum()) == m["n_rows"])
+
+
 class HFLDD(Method):
     name = "hfldd"
     title = "DC with distilled sets: sites ship a few synthetic rows per class (HFLDD, one-shot)"
@@ -106,11 +115,29 @@ class HFLDD(Method):
     task = "classification"
     family = "hfldd"
     distilled = True
-    bundle_fields = (*DC_BUNDLE_FIELDS, Field("n_distilled", "int", low=0), Field("dccfl_bundle_bytes", "int", low=0),
-                     Field("anchor_rows_total", "int", low=1), Field("nn_disclosure", "object", schema="nn_disclosure"))
+    bundle_fields = (*DC_BUNDLE_FIELDS, Field("n_distilled", "int", required=True, low=0),
+                     Field("dccfl_bundle_bytes", "int", low=0), Field("bundle_bytes", "int", low=0),
+                     Field("anchor_rows_total", "int", required=True, low=1),
+                     Field("nn_disclosure", "object", schema="nn_disclosure"),
+                     Field("rows_per_class", "int", low=1), Field("rows_share", "number", low=0, high=1),
+                     Field("kip_steps", "int", low=1), Field("kip_best_step", "int", low=-1),
+                     Field("init", "text", choices=("herding", "real", "means")),
+                     Field("objective", "text", choices=("match", "kip")),
+                     Field("near_copies", "object", schema="near_copies"))
     package_fields = CLUSTER_PACKAGE_FIELDS
-    bundle_arrays = {"x_distilled": ("<f4", 2), "y_distilled": ("<i4", 1), "soft_labels": ("<f4", 2),
-                     "anchor_tilde": ("<f4", 2), "label_counts": ("<i8", 1)}
+    bundle_arrays = (Array("x_distilled", "<f4", ("n_distilled", "dimension")),
+                     Array("y_distilled", "<i4", ("n_distilled",)),
+                     Array("soft_labels", "<f4", ("anchor_rows", "classes")),
+                     Array("anchor_tilde", "<f4", ("anchor_rows", "dimension")),
+                     Array("label_counts", "<i8", ("classes",)))
+    bundle_rules = (
+        *DC_REDUCED_RULES,
+        Rule("label_counts are non-negative and count n_rows rows", _counts_sum),
+        Rule("anchor_rows is the kit's anchor_rows setting, or anchor_rows_total when the anchor has fewer rows",
+             lambda m, a, f: m["anchor_rows"] == min(int(f.settings["anchor_rows"]), m["anchor_rows_total"])),
+        Rule("bundle_bytes is the size of the arrays shipped",
+             lambda m, a, f: "bundle_bytes" not in m or m["bundle_bytes"] == sum(int(x.nbytes) for x in a.values())),
+    )
     labels_leave = "counts"
     what_leaves = ("a few made-up rows per class that summarise the site's compressed rows, their classes, the "
                    "site's model's answers on the shared anchor rows, those anchor rows after the site's private "

@@ -58,10 +58,9 @@ import numpy as np
 
 from ...control import JobControl, ensure
 from ...errors import ConfigError, FormatError
-from ...formats.fields import Field
+from ...formats.fields import Array, Field, Rule, site_rows
 from ...learn.intervals import describe
-from ...learn.local_model import keeps_local_model, local_predict_proba
-from ...learn.own_cv import alone_estimate, read_own_cv, site_rows
+from ...learn.own_cv import alone_estimate, read_own_cv
 from ..base import (
     Disclosure,
     FitContext,
@@ -78,6 +77,7 @@ from ..views import Bars, PageTexts, Table, Text, View
 from .fixed_effect import combine, site_deviation
 from .private_site import PRIVATE_SETTINGS, private_site_compute, total_covariance
 from .random_effects import combine_random, deviation_from_prior, posterior, prior_from, prior_without
+from .shared_oof import shared_oof_at_site
 from .site_logit import fit_site_logit, predict_proba
 
 Z95 = 1.959963984540054
@@ -158,6 +158,30 @@ def _contrasts(classes: list[str]) -> list[str]:
     return [f"{c} vs {classes[0]}" for c in classes[1:]]
 
 
+def _fitted(m, f) -> bool:
+    return m.get("estimate") == "fitted"
+
+
+def _formal(m, f) -> bool:
+    """a bundle exported under the formal option (it ships the noise's covariance)"""
+    return isinstance(m.get("privacy"), dict)
+
+
+def _contrasts_fitted(m, f) -> int:
+    """the classes fitted − 1"""
+    fitted = m.get("classes_fitted")
+    return (len(fitted) if isinstance(fitted, list) else f.classes) - 1
+
+
+def _parameters(m, f) -> int:
+    """n_features + 1"""
+    return m["n_features"] + 1
+
+
+def _coefficients(m, f) -> int:
+    return _contrasts_fitted(m, f) * _parameters(m, f)
+
+
 class MetaLR(Method):
     name = "meta-lr"
     title = "Meta-analysed logistic regression (one round, coefficients only)"
@@ -168,9 +192,20 @@ class MetaLR(Method):
                      Field("n_classes", "int", required=True, low=2),
                      Field("estimate", "text", required=True, choices=("fitted", "none")), Field("reason", "text"),
                      Field("classes_fitted", "list", items="int"),
-                     Field("ridge", "number", low=0), Field("penalty_scale", "text"), Field("iterations", "int", low=0),
-                     Field("converged", "bool"))
-    bundle_arrays = {"coef": ("<f8", 2), "cov": ("<f8", 2), "noise_cov": ("<f8", 2)}  # noise_cov: formal option
+                     Field("ridge", "number", low=0),
+                     Field("penalty_scale", "text", choices=("public", "spread", "raw")),
+                     Field("iterations", "int", low=0), Field("converged", "bool"))
+    bundle_arrays = (Array("coef", "<f8", (_contrasts_fitted, _parameters), present=_fitted),
+                     Array("cov", "<f8", (_coefficients, _coefficients), present=_fitted),
+                     Array("noise_cov", "<f8", (_coefficients, _coefficients), present=_formal))  # formal option
+    bundle_rules = (
+        Rule("n_features and n_classes are the kit's", lambda m, a, f: m["n_features"] == f.width
+             and m["n_classes"] == f.classes),
+        Rule("ridge is the kit's ridge penalty (under the formal option: the option's)", lambda m, a, f:
+             _formal(m, f) or m.get("ridge", f.settings["ridge"]) == float(f.settings["ridge"])),
+        Rule("a fitted estimate converged within the kit's max_iter Newton steps", lambda m, a, f: not _fitted(m, f)
+             or (m.get("converged", True) is True and m.get("iterations", 0) <= int(f.settings["max_iter"]))),
+    )
     package_fields = (Field("classes", "list", required=True, items="text"), Field("reference", "text"),
                       Field("features", "int", low=1), Field("sites_combined", "int", low=0),
                       Field("intercepts", "text"), Field("note", "text"),
@@ -183,6 +218,7 @@ class MetaLR(Method):
     # fit (core/methods/promise.py), beside the analyst's coefficient test (step 3), which a label-skewed site whose
     # slopes agree but whose rows the combined model fits worse can pass (tests/methods/test_method_contract.py).
     own_model_choice = "site"
+    pairs_at_site = True  # the site recomputes the shared model's out-of-fold predictions (shared_oof.py)
     labels_leave = "none"
     labels_at_site = True
     needs_anchor = False
@@ -623,16 +659,33 @@ class MetaLR(Method):
         exact_arrays(arrays, {"coef": ((K - 1, m + 1), "<f8"), **prior},
                      optional=frozenset(prior) if not set(prior) & set(arrays) else frozenset())
 
+    def shared_oof_at_site(self, manifest: dict, arrays: dict[str, np.ndarray], private: dict[str, np.ndarray]
+                           ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(rows, n × K probabilities): the package's shared model out of fold on the rows the site kept at export
+        (``pair_x``, ``pair_y``; :func:`.shared_oof.shared_oof_at_site`), stratified 5-fold seeded from the rows;
+        None without them (an export made under the formal option or before issue #37) or with a package that
+        carries no prior."""
+        from ...learn.own_cv import rows_seed
+        from ...learn.site_update import folds_of, plan
+
+        if not all(k in private for k in ("pair_x", "pair_y", "own_oof_rows")):
+            return None
+        X, y = np.asarray(private["pair_x"], np.float64), np.asarray(private["pair_y"], np.int64)
+        rows = np.asarray(private["own_oof_rows"], np.int64)
+        if X.ndim != 2 or y.shape != (len(X),) or rows.shape != y.shape or len(np.unique(y)) < 2:
+            return None
+        folds = folds_of(y, plan(y)[0], rows_seed(X, y))
+        try:
+            P = shared_oof_at_site(manifest, arrays, X, y, folds, private.get("pair_scale"))
+        except (ConfigError, FormatError):
+            return None
+        return rows, P
+
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
-        """p(k | x) = softmax(0, θ₁ᵀz, …, θ_{K−1}ᵀz), z = [1, x]; the prediction is the most probable class. A package
-        that says "keep your own" (``model`` = own) is applied with the logistic regression the site kept at export
-        (:func:`core.learn.local_model.keeps_local_model`), when its workspace holds it."""
+        """p(k | x) = softmax(0, θ₁ᵀz, …, θ_{K−1}ᵀz), z = [1, x]; the prediction is the most probable class: the
+        shared model as sent (which model the site uses is decided beside it, :mod:`core.methods.promise`)."""
         classes = [str(c) for c in manifest.get("classes", [])]
-        if keeps_local_model(manifest, private_arrays):
-            proba = local_predict_proba(private_arrays, np.asarray(X, dtype=np.float64))
-            return {"prediction": np.asarray(classes, dtype=object)[proba.argmax(axis=1)],
-                    **{f"prob_{c}": proba[:, k] for k, c in enumerate(classes)}}
         X = np.asarray(X, dtype=np.float64)
         coef = np.asarray(arrays.get("coef"))
         if len(classes) < 2 or coef.dtype.kind != "f" or coef.shape != (len(classes) - 1, X.shape[1] + 1):
