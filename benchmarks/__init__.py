@@ -68,8 +68,10 @@ REGISTRY: dict[str, tuple[str, str]] = {
                       "logistic regression with site intercepts, on the clinical tables"),
     "privacy": ("privacy", "privacy–utility curve: colluding-site reconstruction, membership AUC and accuracy as the "
                 "dimension, the noise and ε vary (DC-CFL/DC, distillation, GOLD)"),
-    "units": ("units_check", "the site's units check on the clinical tables: false alarms at natural sites, columns "
-              "given as x·2.54 + 10 caught"),
+    "units": ("units_check", "the site's units check on the clinical tables and DC-CFL's label-skewed clients: false "
+              "alarms, columns given as x·2.54 + 10 caught"),
+    "tables": ("tables", "rounds with kit defaults on the clinical tables and a table with an empty column, a rare "
+               "level, a source's missing code and a French 0/1 column: no site left out"),
 }
 EXPERIMENTS = {name: text for name, (_, text) in REGISTRY.items()}
 

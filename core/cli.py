@@ -396,6 +396,7 @@ def cmd_participant_export(args) -> None:
         *([f"feature block: '{job.block}' ({', '.join(kit.schema.block_columns(job.block))})"] if job.block else []),
         f"rows: {table.n_rows:,}, encoded in the kit's {table.X.shape[1]} matrix column(s)",
         *filled_lines(job.table, "privacy" in ex.manifest),
+        *(f"note: {n}" for n in job.table.notes),
         "leaves this site: " + (ex.plain or leaves_sentence(  # the method's own words when it gives them
             table.n_rows, table.X.shape[1], int(ex.arrays["x_tilde"].shape[1]) if "x_tilde" in ex.arrays else 0,
             labels="rows" if "y" in ex.arrays else "counts" if "label_counts" in ex.arrays else "none",
@@ -685,7 +686,8 @@ def _csv_args(p, *, out: bool = False) -> None:
     g.add_argument("--decimal", choices=[".", ","], help="decimal mark of the numbers")
     g.add_argument("--missing-token", action="append", metavar="TEXT",
                    help="also read cells of this text as missing (repeatable; case and surrounding spaces do not "
-                   "matter) [always: empty, NA, N/A, NaN, ?, null]")
+                   "matter) [always: empty, NA, N/A, NaN, ?, null, and the kit's own]; given to kit new, the kit "
+                   "carries it to every site")
     g.add_argument("--impute", action="store_true",
                    help="older kits whose columns refuse missing values: fill them with this site's column mean "
                    "(kits made now decide missing values per column themselves)")
@@ -800,8 +802,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse, impute or impute+indicator (default: impute, with an indicator when the sample "
                    "has missing cells in the column); repeatable")
     p.add_argument("--other", action="append", metavar="COL",
-                   help="a categorical/ordinal column whose values the kit does not know go to an 'other' level "
-                   "instead of being refused; repeatable")
+                   help="no longer needed: a value a column with levels does not know always goes to the column's "
+                   "unseen bucket (none of its levels) and is counted at each site; accepted for scripts")
     p.add_argument("--anchor-kind", choices=["smote", "uniform", "gaussian"],
                    help="default: uniform for clustering (in the public ranges), smote otherwise")
     p.add_argument("--anchor-rows", type=int, default=1000, help="rows of the shared anchor (default 1000)")

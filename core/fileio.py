@@ -234,6 +234,32 @@ def safe_cell(value: Any) -> Any:
     return value
 
 
+def significant(values: Any, digits: int = 6) -> Any:
+    """``values`` rounded to ``digits`` significant digits, each the double nearest its short decimal (so a CSV shows
+    ``0.123457``, not ``0.12345678901234567``); 0, inf and NaN unchanged. Vectorised per power of ten: x rounded to
+    digits − 1 − ⌊log₁₀|x|⌋ decimals (numpy's round divides an exact integer by an exact power of ten); below
+    10⁻¹⁵, where that power is no longer exact, by formatting. Returns a float64 array."""
+    import numpy as np  # here: this module is imported where numpy is not yet needed
+
+    v = np.asarray(values, dtype=np.float64)
+    out = v.copy()
+    at = np.flatnonzero(np.isfinite(v) & (v != 0))
+    x = v[at]
+    exponent = np.floor(np.log10(np.abs(x))).astype(np.int64)
+    rounded = np.empty_like(x)
+    for e in np.unique(exponent):
+        m = exponent == e
+        decimals = int(digits - 1 - e)
+        if e < -15:
+            rounded[m] = [float(f"{z:.{digits}g}") for z in x[m]]
+        elif decimals >= 0:
+            rounded[m] = np.round(x[m], decimals)
+        else:
+            rounded[m] = np.round(x[m] / 10.0 ** -decimals) * 10.0 ** -decimals
+    out[at] = rounded
+    return out
+
+
 def utc_now() -> str:
     """The current UTC time as ``YYYY-MM-DDTHH:MM:SSZ``: the one time form in every file the product writes."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

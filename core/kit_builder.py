@@ -7,6 +7,8 @@ are for clustering, a uniform anchor needs published ranges, and a method that n
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .data.schema import (
     COLUMN_TYPES,
     MISSING_CHOICES,
@@ -89,7 +91,8 @@ def build_kit(*, name: str, schema: Schema, analyst: PublicCard, task: str | Non
         raise ConfigError(f"method '{method}' is for {cls.task}, not {task}")
     if task == "clustering" and schema.label is not None:
         notes.append(f"column '{schema.label}' is left out: labels never leave a site in a clustering project")
-        schema = Schema(schema.features, id_column=schema.id_column, ignored=[
+        schema = Schema([replace(f, class_mean=None, class_std=None) for f in schema.features],
+                        id_column=schema.id_column, missing_tokens=list(schema.missing_tokens), ignored=[
             *schema.ignored, IgnoredColumn(schema.label, "a label: labels never leave a site in a clustering project")])
     if blocks:
         if task != "clustering":

@@ -21,7 +21,7 @@ from .data.harmony import unit_warnings
 from .data.public_stats import formal_scales, public_fill_values
 from .data.tabular import CsvFormat, CsvOptions, LocalTable, preview, read_table
 from .errors import ConfigError, DataError, DCError, FormatError, VerificationError
-from .fileio import atomic_writer, safe_cell, utc_now
+from .fileio import atomic_writer, safe_cell, significant, utc_now
 from .formats.anchor import AnchorFile
 from .formats.envelope import DEFAULT_LIMITS, Limits, Payload, SealedFile, inspect, open_sealed, seal
 from .formats.identity import Identity, PublicCard, read_fingerprint
@@ -235,7 +235,7 @@ class ParticipantRound:
         self._read = (csv_path, schema, options, self.method.reads_labels() and schema.label is not None, needs_ids)
         self.table = read_table(csv_path, schema, options=options, labels=self._read[3], ids=needs_ids,
                                 control=control)
-        self.unit_warnings = unit_warnings(schema, self.table.X)
+        self.unit_warnings = unit_warnings(schema, self.table.X, self.table.y, self.table.unseen)
         self.export_ = None
         return self.table
 
@@ -466,6 +466,18 @@ def _line_ending(path: str | Path) -> str:
         return "\r\n" if b"\r\n" in fh.read(1 << 16) else "\n"
 
 
+PROBABILITY_DIGITS = 6  # significant digits of RESULT.csv's probabilities (a model is not surer than that)
+
+
+def rounded_probabilities(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The result columns with every class probability (``prob_…``) rounded to :data:`PROBABILITY_DIGITS`
+    significant digits (:func:`core.fileio.significant`): what RESULT.csv shows is what the risk, the decision, the
+    threshold and the validation use."""
+    return {name: significant(values, PROBABILITY_DIGITS)
+            if str(name).startswith("prob_") and np.asarray(values).dtype.kind == "f" else values
+            for name, values in columns.items()}
+
+
 def write_result_csv(frame: pd.DataFrame, out_path: str | Path, fmt: CsvFormat, line_ending: str = "\n") -> None:
     """Write ``frame`` atomically in ``fmt``; a character the encoding cannot hold is a clear error."""
     try:
@@ -684,12 +696,14 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     fills = meta.get("fill_values")  # the export's, so that these rows are encoded exactly as its rows were
     table = read_table(csv_path, schema, options=options, labels=validate,
                        fill_values=fills if isinstance(fills, dict) else None)
+    warnings += table.notes  # rows predicted from an unseen bucket, columns filled with the kit's value
     control.step(0.6, "applying the package")
     def as_sent(rows: np.ndarray) -> dict[str, np.ndarray]:
         return apply_checked(method, manifest, arrays, private, rows, package_path)
 
     columns, choice = promised_columns(method, manifest, private, table.X, as_sent, arrays=arrays,
                                        metric=kit.settings.get("metric", "auto"))
+    columns = rounded_probabilities(columns)
     classes = [str(c) for c in manifest.get("classes", [])] if kit.task == "classification" else []
     binary = len(classes) == 2 and f"prob_{classes[1]}" in columns
     if not binary and (threshold is not None or threshold_target is not None):

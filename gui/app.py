@@ -189,6 +189,13 @@ class StartWindow(QMainWindow):
 
 
 def main(argv: list[str] | None = None) -> int:
+    if QApplication.instance() is None:
+        from core.display import check_display
+
+        problem = check_display()  # a missing system library: one sentence naming it and its package, not Qt's abort
+        if problem:
+            print(problem, file=sys.stderr)
+            return 3
     app = QApplication.instance() or QApplication(sys.argv if argv is None else ["dcstudio-gui", *argv])
     app.setOrganizationName(app_settings.ORG)
     app.setApplicationName(app_settings.APP)

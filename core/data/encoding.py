@@ -9,11 +9,19 @@ For each feature column of the schema, in kit order (:attr:`core.data.schema.Sch
   (L-1)/2 and a 0/1 ``other`` column marks it;
 - then, when the column's ``indicator`` is set, 1 on the rows whose cell was missing (and filled).
 
-Missing cells are filled before encoding, per column, with the site's own fill value
-(:func:`fill_value`: the median of its numbers, or its most frequent level), unless given one (``apply``
-reuses the export's). A level is matched after stripping surrounding spaces; a numeric-looking cell also
-matches a numeric-looking level of equal value ("1.0" is level "1"). A raw value the kit merges into a level
-(``FeatureColumn.merged``) is matched the same way and read as that level ("Lev+5FU" is level "treated").
+A value the kit does not know goes to the column's *unseen bucket* (:data:`UNSEEN_LEVEL`), which is none of its
+levels and has no matrix column of its own, so no real level (not even one named "other") can clash with it: a
+categorical column's one-hot row is all zeros (the one point no kit level takes: the bucket's 0/1 column would be
+1 − the sum of the others), a binary or ordinal column takes the middle of its scale ((L-1)/2; 0.5 for binary).
+A column whose kit still carries the older ``other`` flag keeps its explicit ``other`` column instead.
+
+Missing cells are filled before encoding, per column, by :func:`fill_for` (the one missing-value rule): the
+value given (``apply`` reuses the export's), else the site's own (:func:`fill_value`: the median of its numbers,
+or its most frequent level), else, for a column this site has no value of at all, the kit's published one
+(:func:`kit_fill_value`). A level is matched after stripping surrounding spaces; a numeric-looking cell also
+matches a numeric-looking level of equal value, whatever its written form ("1.0", "01", and "1,0" in a
+decimal-comma file are level "1"). A raw value the kit merges into a level (``FeatureColumn.merged``) is matched
+the same way and read as that level ("Lev+5FU" is level "treated").
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ class FeatureColumn(Protocol):
     missing: str
     min: float | None
     max: float | None
+    mean: float | None
     std: float | None
     frequencies: list[float] | None
     missing_share: float | None
@@ -63,8 +72,10 @@ class Schema(Protocol):
     def encoded_positions(self) -> dict[str, list[int]]: ...
 
 MISSING = -1  # level code of a missing cell
-UNKNOWN = -2  # level code of a value the kit does not know (and the column has no ``other`` level)
+UNKNOWN = -2  # level code of a value the kit does not know: the unseen bucket (unless the column has ``other``)
+UNSEEN_LEVEL = "(unseen)"  # how the unseen bucket is named to people; never a level (the kit refuses it as one)
 _NUMBER = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$")
+_COMMA_NUMBER = re.compile(r"^\s*[+-]?\d*,\d+\s*$")
 
 
 @dataclass(frozen=True)
@@ -88,13 +99,14 @@ class LevelCoder:
     marker, :data:`UNKNOWN` otherwise."""
 
     @classmethod
-    def of_levels(cls, levels: list[str], tokens: Iterable[str]) -> LevelCoder:
+    def of_levels(cls, levels: list[str], tokens: Iterable[str], decimal: str = ".") -> LevelCoder:
         """A coder for plain levels (no merges, no "other"): e.g. the label column read against the kit's classes."""
-        return cls(_PlainLevels(list(levels)), tokens)
+        return cls(_PlainLevels(list(levels)), tokens, decimal)
 
-    def __init__(self, column: FeatureColumn, tokens: Iterable[str]):
+    def __init__(self, column: FeatureColumn, tokens: Iterable[str], decimal: str = "."):
         self.column = column
         self.tokens = missing_token_set(tokens)
+        self.decimal = decimal  # a file with a decimal comma writes level 1 as "1,0"
         levels = list(column.levels or [])
         code_of = {lv: i for i, lv in enumerate(levels)}
         spellings = [(lv, i) for i, lv in enumerate(levels)]
@@ -121,8 +133,8 @@ class LevelCoder:
             code = MISSING
         elif s in self.index:
             code = self.index[s]
-        elif _NUMBER.match(s) and float(s) in self.by_value:
-            code = self.by_value[float(s)]
+        elif (x := _as_number(s, self.decimal)) is not None and x in self.by_value:
+            code = self.by_value[x]
         else:
             code = self.unknown_code
         self._cache[value] = code
@@ -136,6 +148,16 @@ class LevelCoder:
         for k, u in enumerate(uniques):
             lut[k] = self.code(u)
         return lut[codes]
+
+
+def _as_number(text: str, decimal: str) -> float | None:
+    """The number a stripped cell writes ("01" and "1.0" are 1; "1,0" too when the file's decimal mark is a
+    comma), or None."""
+    if _NUMBER.match(text):
+        return float(text)
+    if decimal == "," and _COMMA_NUMBER.match(text):
+        return float(text.replace(",", "."))
+    return None
 
 
 def fill_value(column: FeatureColumn, values: np.ndarray) -> float | str:
@@ -153,6 +175,88 @@ def fill_value(column: FeatureColumn, values: np.ndarray) -> float | str:
     return float(np.median(present))
 
 
+def kit_fill_value(column: FeatureColumn) -> float | str | None:
+    """What the kit publishes to fill a column a site has no value of: a numeric column's sample mean (or the
+    middle of its published range when only that is published), a typed column's most frequent sample level; None
+    when the kit publishes neither (a kit made with ``--no-statistics``)."""
+    if column.typed:
+        if not column.frequencies or not column.levels:
+            return None
+        return column.levels[int(np.argmax(column.frequencies))]
+    if column.mean is not None:
+        return float(column.mean)
+    if column.min is not None and column.max is not None:
+        return (float(column.min) + float(column.max)) / 2
+    return None
+
+
+@dataclass(frozen=True)
+class Fill:
+    """The value a column's missing cells get and where it came from: "given" (``apply`` reuses the export's),
+    "site" (this file's own median, most frequent level or, for older kits, mean) or "kit" (the kit's published
+    value, for a column with no value in this file)."""
+
+    value: float | str
+    source: str
+
+
+def fill_for(column: FeatureColumn, values: np.ndarray, given: float | str | None = None, *,
+             mean: bool = False) -> Fill | None:
+    """The missing-value rule, the one both readers use (:func:`core.data.tabular.read_table`, :func:`encode_frame`):
+    ``given`` if any; else this site's own value (:func:`fill_value`; ``mean``: the mean of its numbers, the older
+    kits' imputation); else, when no cell of the column holds a value here, the kit's (:func:`kit_fill_value`).
+    None when nothing can fill it: the caller names every such column in one sentence (:func:`unfillable_error`).
+    ``values``: float64 with NaN where missing (numeric), or level codes (typed)."""
+    if given is not None:
+        return Fill(given, "given")
+    present = values >= 0 if column.typed else ~np.isnan(values)
+    if present.any():
+        if mean and not column.typed:
+            return Fill(float(np.mean(values[present])), "site")
+        return Fill(fill_value(column, values), "site")
+    kit = kit_fill_value(column)
+    return None if kit is None else Fill(kit, "kit")
+
+
+def kit_fill_note(column: FeatureColumn, fill: Fill) -> str:
+    """The sentence a site reads when a column it has no value of is filled with the kit's value."""
+    what = (f"the kit's most frequent level {fill.value!r}" if column.typed
+            else f"the kit's sample value {float(fill.value):.6g}")
+    marked = f" and marked in its '{column.name} (missing)' column" if column.indicator else ""
+    return f"column '{column.name}' has no value in any row of this file: filled with {what}{marked}"
+
+
+def unfillable_error(names: list[str], path: Any = None) -> DataError:
+    """One sentence for every column that has no value in any row and nothing to fill it with, and one remedy."""
+    shown = ", ".join(f"'{n}'" for n in names)
+    columns = f"column {shown} has" if len(names) == 1 else f"columns {shown} have"
+    return DataError(f"{columns} no value in any row of this file, and the kit publishes no sample value to fill "
+                     f"{'it' if len(names) == 1 else 'them'} with; ask the analyst for a kit that publishes the "
+                     "sample's statistics (kit new --statistics, the default) or that leaves "
+                     f"{'it' if len(names) == 1 else 'them'} out (kit new --ignore {','.join(names)})", path=path)
+
+
+def looks_missing(value: str) -> bool:
+    """Whether a cell looks like a missing-value code a source wrote (``NA_NA``, ``n.a.``, ``#N/A``, ``missing``,
+    ``unknown``, ``.``, ``-``, ``-999``): such a value is named with the option that reads it as missing."""
+    s = value.strip().casefold()
+    if not s:
+        return False
+    if re.fullmatch(r"[-.?*#/_\s]+", s) or re.fullmatch(r"-?9{2,}(?:\.0+)?", s):
+        return True
+    letters = re.sub(r"[^a-z]", "", s)
+    return letters in {"na", "nana", "nan", "nd", "nk", "null", "none", "nil", "missing", "unknown", "unk",
+                       "notavailable", "notknown", "notdone", "blank", "empty", "void"}
+
+
+def missing_token_hint(value: str, *, named: bool = True) -> str:
+    """How a site reads a value as missing: the command-line option and the app's box (``named``: the sentence
+    names the value again, where the sentence before it did not)."""
+    which = f"'{value}'" if named else "it"
+    return (f"if {which} means a missing value, add it to the missing-value markers (CLI: --missing-token "
+            f"'{value}'; in the app: 'Also treat as missing')")
+
+
 def fill_code(column: FeatureColumn, value: float | str) -> float | int:
     """A fill value as the column holds it: a finite number, or the level's code. DataError if it does not fit."""
     if column.typed:
@@ -167,8 +271,9 @@ def fill_code(column: FeatureColumn, value: float | str) -> float | int:
 def encode(schema: Schema, columns: list[np.ndarray], missing: list[np.ndarray | None]) -> np.ndarray:
     """The encoded matrix (n, schema.width) from filled raw columns, one per feature in kit order.
 
-    ``columns[j]``: float64 values (numeric) or int64 level codes 0..len(known_levels)-1 (typed), no missing
-    cell left; ``missing[j]``: the rows that were filled (needed only when the column has an indicator).
+    ``columns[j]``: float64 values (numeric) or int64 level codes 0..len(known_levels)-1 or :data:`UNKNOWN` (the
+    unseen bucket) (typed), no missing cell left; ``missing[j]``: the rows that were filled (needed only when the
+    column has an indicator).
     """
     n = len(columns[0]) if columns else 0
     X = np.empty((n, schema.width), dtype=np.float64)
@@ -178,12 +283,13 @@ def encode(schema: Schema, columns: list[np.ndarray], missing: list[np.ndarray |
             X[:, at] = values
             at += 1
         elif f.type == "binary":
-            X[:, at] = values
+            X[:, at] = np.where(values == UNKNOWN, 0.5, values)  # the unseen bucket: halfway
             at += 1
         elif f.type == "categorical":
             k = len(f.known_levels)
             X[:, at:at + k] = 0.0
-            X[np.arange(n), at + values] = 1.0
+            known = np.flatnonzero(values >= 0)  # the unseen bucket: no level's column
+            X[known, at + values[known]] = 1.0
             at += k
         else:  # ordinal
             L = len(f.levels or [])
@@ -193,7 +299,7 @@ def encode(schema: Schema, columns: list[np.ndarray], missing: list[np.ndarray |
                 X[:, at + 1] = is_other
                 at += 2
             else:
-                X[:, at] = values
+                X[:, at] = np.where(values == UNKNOWN, (L - 1) / 2, values)  # the unseen bucket: the middle rank
                 at += 1
         if f.indicator:
             X[:, at] = 0.0 if was_missing is None else was_missing
@@ -284,15 +390,17 @@ def encoded_means(schema: Schema) -> np.ndarray | None:
 
 def level_shares(schema: Schema, X: np.ndarray) -> dict[str, np.ndarray]:
     """Per typed column, the share of each of its levels (``known_levels`` order) among the rows of an encoded
-    matrix ``X``; a column with no rows gets the kit's published frequencies, else equal shares."""
+    matrix ``X`` (rows in the unseen bucket left out); a column with no such rows gets the kit's published
+    frequencies, else equal shares."""
     out: dict[str, np.ndarray] = {}
     positions = schema.encoded_positions()
     for f in schema.features:
         if not f.typed:
             continue
         k = len(f.known_levels)
-        if len(X):
-            codes = _codes_of(f, X[:, positions[f.name]])
+        codes = _codes_of(f, X[:, positions[f.name]]) if len(X) else np.zeros(0, np.int64)
+        codes = codes[codes >= 0]
+        if codes.size:
             counts = np.bincount(codes, minlength=k).astype(np.float64)
         elif f.frequencies is not None:
             counts = np.array(list(f.frequencies) + [0.0] * (k - len(f.frequencies)))
@@ -303,21 +411,29 @@ def level_shares(schema: Schema, X: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def _codes_of(f: FeatureColumn, cols: np.ndarray) -> np.ndarray:
-    """Level codes of a typed column from its encoded columns (the inverse of :func:`encode` for one column)."""
+    """Level codes of a typed column from its encoded columns (the inverse of :func:`encode` for one column);
+    :data:`UNKNOWN` for the unseen bucket (a categorical row of zeros, a binary 0.5, an ordinal half rank)."""
     if f.type == "binary":
-        return (cols[:, 0] >= 0.5).astype(np.int64)
+        v = cols[:, 0]
+        return np.where(v >= 0.75, 1, np.where(v <= 0.25, 0, UNKNOWN)).astype(np.int64)
     if f.type == "categorical":
-        return np.argmax(cols[:, :len(f.known_levels)], axis=1)
+        k = len(f.known_levels)
+        return np.where(cols[:, :k].max(axis=1) >= 0.5, np.argmax(cols[:, :k], axis=1), UNKNOWN).astype(np.int64)
     L = len(f.levels or [])
-    codes = np.clip(np.rint(cols[:, 0]), 0, L - 1).astype(np.int64)
+    r = cols[:, 0]
+    codes = np.clip(np.rint(r), 0, L - 1).astype(np.int64)
     if f.other:
         codes = np.where(cols[:, 1] >= 0.5, L, codes)
+    else:
+        codes = np.where(np.abs(r - np.rint(r)) >= 0.25, UNKNOWN, codes)
     return codes
 
 
 def decode(schema: Schema, X: np.ndarray) -> dict[str, np.ndarray]:
     """The inverse of :func:`encode` for rows it made: raw column name → float values or level strings
-    (object array; "other" for the other level). Indicator columns are not inverted."""
+    (object array; "other" for the other level, :data:`UNSEEN_LEVEL` for the unseen bucket — an ordinal column
+    with an odd number of levels puts its bucket on its middle level, so that one reads as the level).
+    Indicator columns are not inverted."""
     out: dict[str, np.ndarray] = {}
     positions = schema.encoded_positions()
     for f in schema.features:
@@ -325,7 +441,9 @@ def decode(schema: Schema, X: np.ndarray) -> dict[str, np.ndarray]:
         if f.type == "numeric":
             out[f.name] = cols[:, 0].copy()
             continue
-        out[f.name] = np.array(f.known_levels, dtype=object)[_codes_of(f, cols)]
+        names = np.array([*f.known_levels, UNSEEN_LEVEL], dtype=object)
+        codes = _codes_of(f, cols)
+        out[f.name] = names[np.where(codes == UNKNOWN, len(f.known_levels), codes)]
     return out
 
 
@@ -333,21 +451,17 @@ def encode_frame(schema: Schema, frame: pd.DataFrame, *, tokens: Iterable[str] =
                  fill_values: dict[str, float | str] | None = None
                  ) -> tuple[np.ndarray, dict[str, int], dict[str, float | str]]:
     """Encode a small in-memory table (text or numbers, columns by name): (X, cells filled per column, fill
-    values used). A missing cell is refused or filled per the column's policy; an unknown level is refused.
-    For files use :func:`core.data.tabular.read_table`, which names the line of each problem."""
+    values used). A missing cell is refused or filled per the column's policy (:func:`fill_for`, as files are); a
+    value the kit does not know goes to the unseen bucket. For files use :func:`core.data.tabular.read_table`,
+    which names the line of each problem."""
     tokens = missing_token_set(tokens)
-    columns, masks, filled, used = [], [], {}, {}
+    columns, masks, filled, used, unfillable = [], [], {}, {}, []
     for f in schema.features:
         raw = frame[f.name]
         if f.typed:
-            codes = LevelCoder(f, tokens).codes(raw.map(lambda v: v if isinstance(v, str) or pd.isna(v)
-                                                        else level_text(v)))
-            if (codes == UNKNOWN).any():
-                bad = raw.iloc[int(np.flatnonzero(codes == UNKNOWN)[0])]
-                raise DataError(f"column '{f.name}' has {str(bad).strip()!r}, which the project does not know "
-                                f"(its levels are {f.levels_text})")
-            miss = codes == MISSING
-            values: np.ndarray = codes
+            values: np.ndarray = LevelCoder(f, tokens).codes(raw.map(
+                lambda v: v if isinstance(v, str) or pd.isna(v) else level_text(v)))
+            miss = values == MISSING
         else:
             values = pd.to_numeric(raw.map(lambda v: np.nan if isinstance(v, str) and v.strip().casefold() in tokens
                                            else v), errors="raise").to_numpy(dtype=np.float64)
@@ -356,13 +470,17 @@ def encode_frame(schema: Schema, frame: pd.DataFrame, *, tokens: Iterable[str] =
             if f.missing != "impute":
                 raise DataError(f"column '{f.name}' has {int(miss.sum())} missing cell(s) and the project refuses "
                                 "missing values in it")
-            given = (fill_values or {}).get(f.name)
-            value = fill_value(f, values) if given is None else given
-            values = values.copy()
-            values[miss] = fill_code(f, value)
-            filled[f.name], used[f.name] = int(miss.sum()), value
+            fill = fill_for(f, values, (fill_values or {}).get(f.name))
+            if fill is None:
+                unfillable.append(f.name)
+            else:
+                values = values.copy()
+                values[miss] = fill_code(f, fill.value)
+                filled[f.name], used[f.name] = int(miss.sum()), fill.value
         columns.append(values)
         masks.append(miss)
+    if unfillable:
+        raise unfillable_error(unfillable)
     return encode(schema, columns, masks), filled, used
 
 
@@ -372,5 +490,6 @@ def level_text(v: Any) -> str:
     return str(int(x)) if x.is_integer() else repr(x)
 
 
-__all__ = ["MISSING", "UNKNOWN", "LevelCoder", "decode", "encode", "encode_frame", "fill_code",
-           "encoded_ranges", "fill_value", "level_shares", "level_text"]
+__all__ = ["MISSING", "UNKNOWN", "UNSEEN_LEVEL", "Fill", "LevelCoder", "decode", "encode", "encode_frame", "fill_code",
+           "encoded_ranges", "fill_for", "fill_value", "kit_fill_note", "kit_fill_value", "level_shares", "level_text",
+           "looks_missing", "missing_token_hint", "unfillable_error"]

@@ -19,10 +19,11 @@ import numpy as np
 
 from ..errors import ConfigError, DataError, FormatError
 from ..fileio import canonical_json
-from .encoding import level_text, missing_token_set
-from .ordering import natural_sorted
+from .encoding import UNSEEN_LEVEL, level_text, looks_missing, missing_token_set
+from .ordering import level_order, natural_sorted
 from .public_stats import MIN_GROUP, rounded_range, rounded_share, rounded_shares
 from .tabular import (
+    MISSING_TOKENS,
     CsvFormat,
     CsvOptions,
     _check_options,
@@ -56,10 +57,15 @@ class FeatureColumn:
     its most frequent level); ``indicator`` adds a 0/1 "was missing" column. ``other``: a value the kit
     does not know goes to an explicit extra level instead of being refused. ``min``/``max``/``mean``/``std``
     (numeric), ``frequencies`` (share of each level, in ``levels`` order) and ``missing_share`` are the
-    analyst's sample statistics, published in the kit (optional). ``merged``: kit level → the other raw
+    analyst's sample statistics, published in the kit (optional). ``class_mean``/``class_std`` (numeric): the
+    sample's mean and standard deviation within each label class, in the schema's class order (null for a class
+    with fewer than the kit's ``min_group`` sample rows, 10 by default), so a site's units check can tell a unit
+    from label skew (:mod:`core.data.harmony`). ``merged``: kit level → the other raw
     values that mean it (e.g. ``{"treated": ["Lev", "Lev+5FU"]}``, ``{"M": ["m", "male"]}``); a cell holding
     one of them is read as that level, so the matrix still has one column per kit level. Fields at their
     default are left out of :meth:`to_dict`, so kits made before these fields existed keep their digests.
+    A value the kit does not know goes to the column's unseen bucket (:mod:`core.data.encoding`); ``other``, an
+    explicit 0/1 column for it, is read in kits made before the bucket and no longer written.
     """
 
     name: str
@@ -75,6 +81,8 @@ class FeatureColumn:
     frequencies: list[float] | None = None
     missing_share: float | None = None
     merged: dict[str, list[str]] | None = None
+    class_mean: list[float | None] | None = None
+    class_std: list[float | None] | None = None
 
     @property
     def typed(self) -> bool:
@@ -124,6 +132,9 @@ class FeatureColumn:
             d["frequencies"] = [float(v) for v in self.frequencies]
         if self.merged is not None:
             d["merged"] = {level: list(raw) for level, raw in self.merged.items()}
+        for key in ("class_mean", "class_std"):
+            if getattr(self, key) is not None:
+                d[key] = [None if v is None else float(v) for v in getattr(self, key)]
         return d
 
     def level_label(self, level: str) -> str:
@@ -194,6 +205,8 @@ class Schema:
     blocks : feature blocks (vertical partition, DC-Clustering): named groups of columns that together hold
         every feature exactly once, in feature order; None means one block of all columns.
     ignored : the sample's columns the kit leaves out, each with its reason (nothing is dropped silently).
+    missing_tokens : cell texts every site reads as missing besides the built-in markers (a source's own code such
+        as ``NA_NA``, given to ``kit new --missing-token``), so no site is stopped by it.
 
     The matrix every method sees is the ENCODED one (:attr:`encoded_names`, :attr:`width`), built by
     :mod:`core.data.encoding`; ``features`` are the CSV's raw columns.
@@ -205,6 +218,7 @@ class Schema:
     id_column: str | None = None
     blocks: list[FeatureBlock] | None = None
     ignored: list[IgnoredColumn] = field(default_factory=list)
+    missing_tokens: list[str] = field(default_factory=list)
 
     @property
     def feature_names(self) -> list[str]:
@@ -260,7 +274,8 @@ class Schema:
     def block_schema(self, name: str) -> Schema:
         """The schema a site of block ``name`` reads its CSV with: that block's columns and the id column."""
         cols = set(self.block_columns(name))
-        return Schema([f for f in self.features if f.name in cols], id_column=self.id_column)
+        return Schema([f for f in self.features if f.name in cols], id_column=self.id_column,
+                      missing_tokens=list(self.missing_tokens))
 
     def describe_columns(self) -> list[str]:
         """The kit's columns as a small table for confirmation: each feature's type, levels or range and missing
@@ -269,6 +284,10 @@ class Schema:
         lines = [f"{'column':<{w}} {'type':<12} {'levels or range':<40} missing values"]
         lines += [f.describe(w) for f in self.features]
         lines.append(f"matrix: {self.width} encoded column(s) from {len(self.features)} column(s)")
+        if any(f.typed for f in self.features):
+            lines.append(f"a value a column with levels does not know: its unseen bucket {UNSEEN_LEVEL}")
+        if self.missing_tokens:
+            lines.append(f"also read as missing at every site: {_quote_list(self.missing_tokens, 20)}")
         lines += [f"left out: {_quote(c.name) if c.name else '(no name)'}: {c.reason}" for c in self.ignored]
         return lines
 
@@ -301,6 +320,8 @@ class Schema:
             d["blocks"] = [b.to_dict() for b in self.blocks]
         if self.ignored:  # absent when empty, for the same reason
             d["ignored"] = [c.to_dict() for c in self.ignored]
+        if self.missing_tokens:  # absent when empty, for the same reason
+            d["missing_tokens"] = list(self.missing_tokens)
         return d
 
     @classmethod
@@ -308,7 +329,8 @@ class Schema:
         """Parse the dict form strictly: FormatError on a missing, unknown or ill-typed field."""
         if not isinstance(d, dict):
             raise FormatError("the schema is not a JSON object")
-        _exact_keys(d, {"features", "label", "classes", "id_column"}, "the schema", optional={"blocks", "ignored"})
+        _exact_keys(d, {"features", "label", "classes", "id_column"}, "the schema",
+                    optional={"blocks", "ignored", "missing_tokens"})
         feats = d["features"]
         if not isinstance(feats, list):
             raise FormatError("the schema's 'features' is not a list")
@@ -349,8 +371,11 @@ class Schema:
                 if not isinstance(c["name"], str) or not isinstance(c["reason"], str):
                     raise FormatError(f"{where}'s name or reason is not text")
                 ignored.append(IgnoredColumn(c["name"], c["reason"]))
+        tokens = d.get("missing_tokens", [])
+        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+            raise FormatError("the schema's 'missing_tokens' is not a list of text values")
         schema = cls(features=features, label=label, classes=list(classes), id_column=id_column, blocks=blocks,
-                     ignored=ignored)
+                     ignored=ignored, missing_tokens=list(tokens))
         schema.validate()
         return schema
 
@@ -389,6 +414,18 @@ class Schema:
             raise FormatError("the schema lists a label class more than once")
         if self.blocks is not None:
             _check_blocks(self.blocks, self.feature_names)
+        for t in self.missing_tokens:
+            if not t.strip() or t != t.strip() or len(t) > 100:
+                raise FormatError("a missing-value marker of the schema is empty, has surrounding spaces or is "
+                                  "longer than 100 characters")
+        if len(set(self.missing_tokens)) != len(self.missing_tokens):
+            raise FormatError("the schema lists a missing-value marker more than once")
+        for f in self.features:
+            for key in ("class_mean", "class_std"):
+                values = getattr(f, key)
+                if values is not None and len(values) != len(self.classes):
+                    raise FormatError(f"feature {_quote(f.name)} has {len(values)} {key} value(s) for "
+                                      f"{len(self.classes)} label class(es)")
 
     def digest(self) -> str:
         """SHA-256 (hex) of the canonical JSON of :meth:`to_dict`."""
@@ -462,7 +499,8 @@ def with_blocks(schema: Schema, blocks: list[tuple[str, list[str]]]) -> tuple[Sc
     notes = [f"column {_quote(c)} is in no feature block and was left out" for c in feats if c not in used]
     ignored = list(schema.ignored) + [IgnoredColumn(c, "in no feature block") for c in feats if c not in used]
     out = Schema([feats[c] for c in used], label=schema.label, classes=list(schema.classes),
-                 id_column=schema.id_column, blocks=[FeatureBlock(n, list(c)) for n, c in blocks], ignored=ignored)
+                 id_column=schema.id_column, blocks=[FeatureBlock(n, list(c)) for n, c in blocks], ignored=ignored,
+                 missing_tokens=list(schema.missing_tokens))
     try:
         out.validate()
     except FormatError as exc:
@@ -471,7 +509,7 @@ def with_blocks(schema: Schema, blocks: list[tuple[str, list[str]]]) -> tuple[Sc
 
 
 _FEATURE_KEYS = {"min", "max", "type", "levels", "missing", "indicator", "other", "mean", "std", "frequencies",
-                 "missing_share", "merged"}
+                 "missing_share", "merged", "class_mean", "class_std"}
 
 
 def _feature_from_dict(f: Any, where: str) -> FeatureColumn:
@@ -502,6 +540,14 @@ def _feature_from_dict(f: Any, where: str) -> FeatureColumn:
         if not isinstance(freqs, list):
             raise FormatError(f"{where}'s frequencies are not a list of numbers")
         freqs = [_bound(v, f"a frequency of {where}") for v in freqs]
+    per_class = {}
+    for key in ("class_mean", "class_std"):
+        values = f.get(key)
+        if values is not None:
+            if not isinstance(values, list):
+                raise FormatError(f"{where}'s {key} is not a list of numbers")
+            values = [_bound(v, f"a {key} value of {where}") for v in values]
+        per_class[key] = values
     merged = f.get("merged")
     if merged is not None and (not isinstance(merged, dict) or not all(
             isinstance(raw, list) and all(isinstance(v, str) for v in raw) for raw in merged.values())):
@@ -511,7 +557,7 @@ def _feature_from_dict(f: Any, where: str) -> FeatureColumn:
         type=kind, levels=None if levels is None else list(levels), missing=missing, indicator=flags["indicator"],
         other=flags["other"], mean=_bound(f.get("mean"), f"{where}'s mean"), std=_bound(f.get("std"), f"{where}'s std"),
         frequencies=freqs, missing_share=_bound(f.get("missing_share"), f"{where}'s missing_share"),
-        merged=None if merged is None else {level: list(raw) for level, raw in merged.items()})
+        merged=None if merged is None else {level: list(raw) for level, raw in merged.items()}, **per_class)
 
 
 def _check_feature(f: FeatureColumn) -> None:
@@ -534,6 +580,11 @@ def _check_feature(f: FeatureColumn) -> None:
     share = _bound(f.missing_share, f"the missing share of {where}")
     if share is not None and not 0 <= share <= 1:
         raise FormatError(f"{where} has a missing share outside 0 to 1")
+    if (f.class_mean is None) != (f.class_std is None) or (
+            f.class_mean is not None and len(f.class_mean) != len(f.class_std)):
+        raise FormatError(f"{where} has per-class means and spreads that do not pair up")
+    if any(v is not None and v < 0 for v in f.class_std or []):
+        raise FormatError(f"{where} has a negative per-class std")
     if f.type == "numeric":
         stray = [k for k in ("levels", "frequencies", "merged") if getattr(f, k) is not None]
         if f.other:
@@ -542,7 +593,8 @@ def _check_feature(f: FeatureColumn) -> None:
             raise FormatError(f"{where} is numeric but has {' and '.join(map(repr, stray))}, which only columns "
                               "with levels have")
         return
-    if f.min is not None or f.max is not None or f.mean is not None or f.std is not None:
+    if f.min is not None or f.max is not None or f.mean is not None or f.std is not None \
+            or f.class_mean is not None:
         raise FormatError(f"{where} is {f.type} but has a numeric range or mean, which only numeric columns have")
     levels = f.levels
     if not isinstance(levels, list) or not all(isinstance(v, str) for v in levels):
@@ -560,6 +612,9 @@ def _check_feature(f: FeatureColumn) -> None:
     for v in levels:
         if not v.strip() or v != v.strip():
             raise FormatError(f"{where} has an empty level or one with surrounding spaces")
+        if v == UNSEEN_LEVEL:
+            raise FormatError(f"{where} has a level named {_quote(UNSEEN_LEVEL)}, the name of the unseen bucket; "
+                              "rename that level")
     if f.other and OTHER_LEVEL in levels:
         raise FormatError(f"{where} has a level named {_quote(OTHER_LEVEL)} and also sends unknown values to an "
                           "'other' level; rename that level")
@@ -713,6 +768,14 @@ MAX_LEVELS = 20  # a text column with at most this many distinct values (and few
 _MIN_ID_ROWS = 10  # increasing integers in fewer rows than this are not taken for a row number
 _MAX_DISTINCT = 100_000  # distinct text values tracked per text column while inferring
 _MAX_NUMBERS = 1_000  # distinct numbers tracked per numeric column (beyond, a column of numbers has no levels)
+# A sample too small to trust: a value held by RARE_SHARE of the patients is absent from a sample of n rows with
+# probability (1 − RARE_SHARE)^n; SETTLE_ROWS rows make that under 5 % (the "rule of three": about 3 / RARE_SHARE).
+RARE_SHARE = 0.01
+SETTLE_ROWS = math.ceil(math.log(0.05) / math.log(1 - RARE_SHARE))  # 299
+_MAX_KEPT = 1_000_000  # sample values kept per numeric column for its per-class statistics
+FEW_NUMBERS = 5  # a numeric column with at most this many distinct whole numbers in a small sample may be codes
+_PRIOR_ROWS = 10  # a class's published spread is its own, pulled toward the pooled within-class spread as if
+# this many more rows had it (a small class's spread is a noisy estimate)
 
 
 def infer_schema(
@@ -807,8 +870,7 @@ def _infer(
     usecols = candidates + ([label_pos] if label_pos is not None else [])
     chunks = _iter_chunks(path, fmt, len(header), usecols) if usecols else iter(())
     for _, chunk in chunks:
-        for i, st in state.items():
-            st.add(chunk[i], fmt.decimal, tokens)
+        groups = None
         if label_pos is not None:
             raw = chunk[label_pos]
             for v, count in raw.value_counts(dropna=False).items():
@@ -817,19 +879,22 @@ def _infer(
                     label_missing += int(count)
                 else:
                     label_values.add(s)
+            groups = np.array([v.strip() if isinstance(v, str) and v.strip() and v.strip().casefold() not in tokens
+                               else None for v in raw.to_numpy(dtype=object)], dtype=object)
+        for i, st in state.items():
+            st.add(chunk[i], fmt.decimal, tokens, groups)
 
+    classes: list[str] = natural_sorted(label_values) if label is not None else []
     features = []
     for i, st in state.items():
-        decided = _decide(names[i], st, choices, publish, notes)
+        decided = _decide(names[i], st, choices, publish, notes, classes)
         if isinstance(decided, IgnoredColumn):
             ignored.append(decided)
         else:
             features.append(decided)
     if not features:
         raise DataError("the file has no usable feature columns besides the label and id columns", path=path)
-    classes: list[str] = []
     if label is not None:
-        classes = natural_sorted(label_values)
         if not classes:
             raise DataError(f"the label column {_quote(label)} has no values", path=path)
         if label_missing:
@@ -841,7 +906,10 @@ def _infer(
                 f"the label column {_quote(label)} has {len(classes)} distinct values; "
                 "check that it is a class label"
             )
-    schema = Schema(features=features, label=label, classes=classes, id_column=id_column, ignored=ignored)
+    built_in = missing_token_set(MISSING_TOKENS)
+    extra = [t.strip() for t in options.missing_tokens if t.strip() and t.strip().casefold() not in built_in]
+    schema = Schema(features=features, label=label, classes=classes, id_column=id_column, ignored=ignored,
+                    missing_tokens=list(dict.fromkeys(extra)))  # the analyst's markers, read at every site too
     try:
         schema.validate()
     except FormatError as exc:
@@ -850,8 +918,9 @@ def _infer(
 
 
 def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[bool, bool, int],
-            notes: list[str]) -> FeatureColumn | IgnoredColumn:
-    """One column's type, levels, missing policy and public statistics (detected, then the analyst's choices)."""
+            notes: list[str], classes: list[str] = ()) -> FeatureColumn | IgnoredColumn:
+    """One column's type, levels, missing policy and public statistics (detected, then the analyst's choices),
+    with a warning where the sample is too small to trust them (:func:`_small_sample_notes`)."""
     col = _quote(name)
     numeric = st.bad is None and st.count > 0
     wanted = "ignored" if name in choices.ignore else choices.types.get(name)
@@ -864,6 +933,8 @@ def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[
     if st.count == 0:
         notes.append(f"column {col} has no values and was left out")
         return IgnoredColumn(name, "no values in the sample")
+    if not numeric:
+        notes += _missing_code_notes(name, st)
     levels = st.levels(numeric)
     merged = {level: list(raw) for level, raw in choices.merged.get(name, {}).items()}
     order = list(choices.levels.get(name, []))
@@ -880,8 +951,8 @@ def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[
             notes.append(f"column {col} was left out ({reason})")
             return IgnoredColumn(name, reason)
         seen = kit_levels if merged else levels  # merging values (m, M, male → M) leaves fewer levels to count
-        if numeric:
-            kind = "binary" if seen is not None and len(seen) == 2 and 2 < st.count / 2 else "numeric"
+        if numeric:  # two numbers make a binary column only in a sample big enough to have shown a third
+            kind = "binary" if seen is not None and len(seen) == 2 and st.count >= SETTLE_ROWS else "numeric"
         else:
             kind = "binary" if len(seen) == 2 else "categorical"
     if kind == "numeric" and not numeric:
@@ -900,7 +971,10 @@ def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[
                          "put last")
         feature.levels = kit_levels
         feature.merged = merged or None
-    feature.other = name in choices.other
+    if name in choices.other:  # kept for scripts: what it asked for is now every column's default
+        notes.append(f"column {col}: --other is no longer needed: a value the kit does not know goes to the "
+                     f"column's unseen bucket {UNSEEN_LEVEL}, which is no level (a level named 'other' stays a level)")
+    notes += _small_sample_notes(name, kind, wanted is not None, st, numeric, feature.levels, feature.merged)
     policy = choices.missing.get(name)
     if policy is None:
         feature.missing, feature.indicator = "impute", st.missing > 0
@@ -923,10 +997,12 @@ def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[
     if with_ranges or with_statistics:  # only what is safe to publish of real rows (core/data/public_stats.py)
         feature.missing_share = rounded_share(st.missing, st.count + st.missing, min_group)
         if kind == "numeric":
-            if with_ranges:
-                feature.min, feature.max = rounded_range(st.lo, st.hi)
+            if with_ranges or (st.numbers is not None and len(st.numbers) == 2):  # two numbers: their coding (0/1)
+                feature.min, feature.max = rounded_range(st.lo, st.hi)  # (a whole-number coding stays as it is)
             if st.count >= min_group:
                 feature.mean, feature.std = st.mean_std()
+                if 2 <= len(classes) <= _MANY_CLASSES and st.by_class:
+                    feature.class_mean, feature.class_std = st.class_mean_std(classes, min_group)
         else:
             feature.frequencies = rounded_shares(st.level_counts(numeric, feature.levels, feature.merged), min_group)
     try:
@@ -954,10 +1030,15 @@ class _ColumnStats:
     numbers: Counter | None = field(default_factory=Counter)  # number → rows (None: too many to track)
     texts: Counter | None = None  # stripped text → rows, once the column is known not to be all numbers
     overflow: int = 0  # the distinct-value limit a text column went past (its texts are then None)
+    decimal: str = "."
+    by_class: dict[str, list[np.ndarray]] | None = field(default_factory=dict)  # label → its rows' values
+    kept: int = 0  # values kept in by_class (beyond _MAX_KEPT, none: no per-class statistics)
 
-    def add(self, raw: Any, decimal: str, tokens: frozenset[str]) -> None:
-        """One chunk of the column (text cells). Text values are counted only once a cell is not a number, so
-        a column of numbers costs a parse and a count of its distinct numbers (capped)."""
+    def add(self, raw: Any, decimal: str, tokens: frozenset[str], groups: np.ndarray | None = None) -> None:
+        """One chunk of the column (text cells; ``groups``: each row's label, None where it has none). Text values
+        are counted only once a cell is not a number, so a column of numbers costs a parse, a count of its
+        distinct numbers (capped) and per-class sums."""
+        self.decimal = decimal
         values, missing, bad = _text_to_numbers(raw, decimal, tokens)
         bad |= ~missing & ~np.isfinite(values)
         self.missing += int(missing.sum())
@@ -985,6 +1066,13 @@ class _ColumnStats:
         d = present - self.shift
         self.total += float(d.sum())
         self.total_sq += float((d * d).sum())
+        if groups is not None and self.by_class is not None:
+            g = groups[~missing]
+            for key in {k for k in g.tolist() if k is not None}:
+                self.by_class.setdefault(key, []).append(present[g == key])
+            self.kept += present.size
+            if len(self.by_class) > _MANY_CLASSES or self.kept > _MAX_KEPT:
+                self.by_class = None
         self.integers = self.integers and bool(np.all(present == np.rint(present)))
         self.increasing = self.increasing and present[0] > self.last and bool(np.all(np.diff(present) > 0))
         self.last = float(present[-1])
@@ -995,10 +1083,12 @@ class _ColumnStats:
                 self.numbers = None
 
     def levels(self, numeric: bool) -> list[str] | None:
-        """The distinct values in natural order (numbers written as levels are); None when too many."""
+        """The distinct values in order: numbers by value (written as levels are), text by the numbers it holds
+        ("LT 8 yrs" < "8-12 yrs" < "MT 12 yrs") or else naturally (:func:`core.data.ordering.level_order`); None
+        when too many."""
         if numeric:
             return None if self.numbers is None else [level_text(v) for v in sorted(self.numbers)]
-        return None if self.texts is None else natural_sorted(self.texts)
+        return None if self.texts is None else level_order(self.texts)
 
     def ignore_reason(self, numeric: bool, levels: list[str] | None) -> str | None:
         """Why a column is left out by default (identifier, free text, a single value), or None."""
@@ -1040,7 +1130,104 @@ class _ColumnStats:
             per.update(self.texts or {})
         return [per[lv] + sum(per[_sample_text(v, numeric)] for v in (merged or {}).get(lv, [])) for lv in levels]
 
+    def class_mean_std(self, classes: list[str], min_group: int = MIN_GROUP
+                       ) -> tuple[list[float | None], list[float | None]]:
+        """Per class (in ``classes`` order), the sample's mean and standard deviation; None for a class with fewer
+        than ``min_group`` rows (the kit's rule for every mean it publishes, :mod:`core.data.public_stats`). A
+        class's standard deviation s_c, a noisy estimate from a few rows (a 0/1
+        column may show no 1 among them), is pulled toward the pooled within-class one s_w:
+        √(((n_c − 1)·s_c² + k·s_w²) / (n_c − 1 + k)), k = :data:`_PRIOR_ROWS`."""
+        values = {c: np.concatenate(parts) for c, parts in (self.by_class or {}).items()}
+        var = {c: float(np.var(v, ddof=1)) for c, v in values.items() if v.size >= 2}
+        dof = sum(values[c].size - 1 for c in var)
+        pooled = sum((values[c].size - 1) * var[c] for c in var) / dof if dof > 0 else 0.0
+        means: list[float | None] = []
+        stds: list[float | None] = []
+        for c in classes:
+            n = values[c].size if c in values else 0
+            if n < max(min_group, 2):
+                means.append(None)
+                stds.append(None)
+                continue
+            means.append(float(values[c].mean()))
+            stds.append(math.sqrt(((n - 1) * var[c] + _PRIOR_ROWS * pooled) / (n - 1 + _PRIOR_ROWS)))
+        return means, stds
+
 
 def _sample_text(value: str, numeric: bool) -> str:
     """How the sample's counts name a raw value: a number as a level is written in a column of numbers."""
     return level_text(float(value)) if numeric and _NUMBER.match(value) else value
+
+
+def _missed_share(rows: int) -> float:
+    """How often a sample of ``rows`` rows shows no row of a value held by :data:`RARE_SHARE` of the patients."""
+    return (1 - RARE_SHARE) ** rows
+
+
+def _small_sample_notes(name: str, kind: str, chosen: bool, st: _ColumnStats, numeric: bool,
+                        levels: list[str] | None, merged: dict[str, list[str]] | None) -> list[str]:
+    """Where the sample is too small to trust a column's type or levels, one warning saying why and how many rows
+    would settle it (:data:`SETTLE_ROWS`: a value held by 1 % of the patients then shows with 95 % probability):
+    two numbers only (typed numeric, so another number at a site is just a number); a binary column's two levels;
+    levels seen on one row (by Good–Turing, about n₁/n of the patients hold a level the sample lacks); a numeric
+    column with a few whole numbers only (codes?)."""
+    col = _quote(name)
+    n = st.count
+    small = n < SETTLE_ROWS
+    missed = f"{_missed_share(n):.0%}"
+    settle = f"about {SETTLE_ROWS} rows would settle it"
+    if kind == "numeric" and numeric and st.numbers is not None:
+        values = sorted(st.numbers)
+        shown = ", ".join(level_text(v) for v in values)
+        if len(values) == 2 and small and not chosen and n > 4:  # (fewer rows were never taken for binary)
+            return [f"column {col}: only two numbers ({shown}) in the sample's {n:,} rows, too few to call it binary "
+                    f"(a third value held by 1 % of patients is missed by {missed} of samples this size): it is "
+                    f"numeric, so another number at a site is read as a number; if it is a yes/no column, give "
+                    f"--type {name}=binary; {settle}"]
+        if 2 < len(values) <= FEW_NUMBERS and small and st.integers and n >= 4 * len(values):  # repeated: codes?
+            return [f"column {col}: only {len(values)} whole numbers ({shown}) in the sample's {n:,} rows: it is "
+                    f"numeric (each step counts the same); if they are codes, give --type {name}=categorical (or "
+                    f"ordinal); {settle}"]
+        return []
+    if kind == "binary" and small:
+        return [f"column {col}: two levels ({', '.join(levels or [])}) in the sample's {n:,} rows, too few to trust "
+                f"(a third level held by 1 % of patients is missed by {missed} of samples this size); a value the "
+                f"kit does not know goes to the unseen bucket {UNSEEN_LEVEL}, read halfway between the two; {settle}"]
+    if kind in ("categorical", "ordinal"):
+        rows = dict(zip(levels or [], st.level_counts(numeric, levels or [], merged), strict=True))
+        once = [lv for lv, k in rows.items() if k == 1]
+        unseen_share = len(once) / n if n else 0.0
+        if once and (small or unseen_share >= RARE_SHARE):
+            rows_needed = max(SETTLE_ROWS, math.ceil(len(once) / RARE_SHARE))
+            return [f"column {col}: level{'s' if len(once) > 1 else ''} {_quote_list(once)} "
+                    f"appear{'s' if len(once) == 1 else ''} on one row{' each' if len(once) > 1 else ''} of the "
+                    f"sample's {n:,}: about {unseen_share:.1%} of patients hold a level the sample lacks "
+                    f"(Good–Turing); such levels go to the unseen bucket {UNSEEN_LEVEL} at each site; about "
+                    f"{rows_needed:,} rows would settle it"]
+    return []
+
+
+def _missing_code_notes(name: str, st: _ColumnStats) -> list[str]:
+    """A column of numbers but for a few cells that look like a source's missing-value code ("NA_NA", "n.a.",
+    "-999"): one note naming them and the option that reads them as missing, before any site meets them."""
+    if st.texts is None:
+        return []
+    codes = {v: k for v, k in st.texts.items() if _as_number(v, st.decimal) is None}
+    numbers = st.count - sum(codes.values())
+    if not codes or len(codes) > 3 or numbers < 0.8 * st.count or not all(looks_missing(v) for v in codes):
+        return []
+    shown = ", ".join(f"{_quote(v)} ({k:,} rows)" for v, k in codes.items())
+    first = next(iter(codes))
+    return [f"column {_quote(name)} holds numbers but for {shown}: if {_quote(first)} means a missing value, make the "
+            f"kit with --missing-token {_quote(first)}; the kit then tells every site to read it as missing, and the "
+            "column is numeric"]
+
+
+def _as_number(text: str, decimal: str) -> float | None:
+    """The number a sample cell writes with the file's decimal mark, or None."""
+    t = text.strip()
+    if decimal == ",":
+        if "." in t:
+            return None
+        t = t.replace(",", ".")
+    return float(t) if _NUMBER.match(t) else None

@@ -29,7 +29,20 @@ import pandas as pd
 from ..control import JobControl, ensure
 from ..errors import ConfigError, DataError
 from ..parallel import for_row_blocks
-from .encoding import MISSING, UNKNOWN, LevelCoder, encode, fill_code, fill_value, missing_token_set
+from .encoding import (
+    MISSING,
+    UNKNOWN,
+    UNSEEN_LEVEL,
+    LevelCoder,
+    encode,
+    fill_code,
+    fill_for,
+    kit_fill_note,
+    looks_missing,
+    missing_token_hint,
+    missing_token_set,
+    unfillable_error,
+)
 from .ordering import natural_sorted
 
 
@@ -43,6 +56,7 @@ class Schema(Protocol):
     id_column: str | None
     width: int
     all_numeric: bool
+    missing_tokens: list[str]
 
     def validate(self) -> None: ...
 
@@ -119,8 +133,12 @@ class LocalTable:
     source : the file that was read.
     filled : cells filled per raw column name (only columns with filled cells).
     fill_values : per imputed column, the value its missing cells get at this site (median or most frequent
-        level, or the mean under the legacy ``CsvOptions.impute``); pass it back to :func:`read_table` to
-        encode another file of this site exactly the same way.
+        level, or the mean under the legacy ``CsvOptions.impute``, or the kit's value for a column with no value
+        in the file); pass it back to :func:`read_table` to encode another file of this site exactly the same way.
+    unseen : per typed column, the values the kit does not know and on how many rows each (they went to the
+        column's unseen bucket, :mod:`core.data.encoding`).
+    notes : plain sentences on what reading did that the site should hear before anything leaves: columns with no
+        value filled with the kit's value, values sent to an unseen bucket.
     """
 
     X: np.ndarray
@@ -131,6 +149,8 @@ class LocalTable:
     source: Path
     filled: dict[str, int] = field(default_factory=dict)
     fill_values: dict[str, float | str] = field(default_factory=dict)
+    unseen: dict[str, dict[str, int]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def n_rows(self) -> int:
@@ -754,10 +774,11 @@ class _TableReader:
         self.feat_pos = [positions[f.name] for f in numeric]  # the numeric columns (the fast path's)
         self.typed_cols = typed
         self.typed_pos = [positions[f.name] for f in typed]
-        self.coders = [LevelCoder(f, options.missing_tokens) for f in typed]
+        tokens = (*options.missing_tokens, *schema.missing_tokens)  # the site's markers and the kit's
+        self.coders = [LevelCoder(f, tokens, fmt.decimal) for f in typed]
         self.label_pos = positions[label_col] if label_col is not None else None
         self.id_pos = positions[id_col] if id_col is not None else None
-        self.tokens = missing_token_set(options.missing_tokens)  # compared stripped and case-folded
+        self.tokens = missing_token_set(tokens)  # compared stripped and case-folded
         n_used = len(self._used())
         self.fast_rows = 8 * max(100, _CHUNK_CELLS // 8 // n_used)
         self._cursor: tuple[int, int] | None = None  # a (data row, byte offset) pair already found
@@ -773,7 +794,8 @@ class _TableReader:
         self.first_missing_label: int | None = None
         self.first_empty_id: int | None = None
         self.unknown: dict[str, int] = {}  # unknown label -> rows
-        self.label_coder = LevelCoder.of_levels(schema.classes, self.tokens)  # the label is read like a level
+        self.unseen: list[dict[str, int]] = [{} for _ in typed]  # per typed column: unknown value -> rows
+        self.label_coder = LevelCoder.of_levels(schema.classes, self.tokens, fmt.decimal)  # read like a level
 
     def _used(self) -> set[int]:
         return {*self.feat_pos, *self.typed_pos, *(p for p in (self.label_pos, self.id_pos) if p is not None)}
@@ -935,24 +957,18 @@ class _TableReader:
             self._typed(start, chunk)
 
     def _typed(self, start: int, chunk: pd.DataFrame) -> None:
-        """Level codes of the typed columns (stored); a value the kit does not know is refused with its line."""
+        """Level codes of the typed columns (stored); a value the kit does not know goes to the column's unseen
+        bucket and is counted (:attr:`LocalTable.unseen`)."""
         k = len(chunk)
         cols = np.empty((len(self.typed_pos), k), dtype=np.int64)
         for j, (pos, coder) in enumerate(zip(self.typed_pos, self.coders, strict=True)):
-            cols[j] = coder.codes(chunk[pos].to_numpy(dtype=object))
-        unknown = cols == UNKNOWN
-        if unknown.any():
-            r = int(np.flatnonzero(unknown.any(axis=0))[0])
-            j = min(np.flatnonzero(unknown[:, r]).tolist(), key=lambda jj: self.typed_pos[jj])
-            value = chunk[self.typed_pos[j]].iloc[r]
-            line, _ = _locate(self.path, self.fmt, start + r)
-            f = self.typed_cols[j]
-            coded = f"; the kit codes it {'/'.join(f.levels)}" if self.coders[j].numeric_levels else ""
-            raise DataError(
-                f"line {line}, column {_quote(f.name)} has {_quote(str(value).strip())}, which the project does not "
-                f"know (its levels are {f.levels_text}){coded}",
-                path=self.path,
-            )
+            raw = chunk[pos].to_numpy(dtype=object)
+            cols[j] = coder.codes(raw)
+            hit = cols[j] == UNKNOWN
+            if hit.any():
+                seen = self.unseen[j]
+                for value, n in pd.Series(raw[hit]).astype(str).str.strip().value_counts().items():
+                    seen[value] = seen.get(value, 0) + int(n)
         if self.first_missing_typed is None:
             refusing = [j for j, f in enumerate(self.typed_cols) if f.missing == "refuse"]
             miss = cols[refusing] == MISSING
@@ -1003,11 +1019,11 @@ class _TableReader:
         row, pos, j = best
         value = chunk[pos].iloc[row]
         line, _ = _locate(self.path, self.fmt, start + row)
+        text = str(value).strip()
+        point_number = self.fmt.decimal == "," and _NUMBER.match(text) is not None  # "1.5" in a decimal-comma file
         raise DataError(
             f"line {line}, column {_quote(self.num_names[j])}: {_quote(value)} is not a number"
-            + (" (the decimal mark here is ',')" if self.fmt.decimal == "," and "." in str(value) else
-               f"; if it means a missing value, add it to the missing-value markers (CLI: --missing-token "
-               f"{_quote(str(value).strip())}; in the app: 'Also treat as missing')"),
+            + (" (the decimal mark here is ',')" if point_number else f"; {missing_token_hint(text, named=False)}"),
             path=self.path,
         )
 
@@ -1071,23 +1087,31 @@ class _TableReader:
                 col = _quote(self.schema.id_column)
                 raise DataError(f"line {line}: the id column {col} is empty", path=path)
             id_array = np.concatenate(self.id_parts) if self.id_parts else np.empty(0, dtype=str)
-        filled, used, masks = self._fill(X, codes, fill_values)
+        filled, used, masks, notes = self._fill(X, codes, fill_values)
         if not self.schema.all_numeric:
             num = iter(range(X.shape[1]))
             typ = iter(range(codes.shape[1]))
             columns = [codes[:, next(typ)] if f.typed else X[:, next(num)] for f in self.schema.features]
             X = encode(self.schema, columns, [masks.get(f.name) for f in self.schema.features])
+        unseen = {f.name: dict(sorted(seen.items(), key=lambda kv: (-kv[1], kv[0])))
+                  for f, seen in zip(self.typed_cols, self.unseen, strict=True) if seen}
+        notes += [unseen_note(by_name, unseen[by_name.name]) for by_name in self.typed_cols if by_name.name in unseen]
         return LocalTable(X=X, y=y, ids=id_array, format=self.fmt, n_imputed=sum(filled.values()), source=path,
-                          filled=filled, fill_values=used)
+                          filled=filled, fill_values=used, unseen=unseen, notes=notes)
 
     def _fill(self, X: np.ndarray, codes: np.ndarray, given: dict[str, float | str]
-              ) -> tuple[dict[str, int], dict[str, float | str], dict[str, np.ndarray]]:
-        """Fill missing cells in place per column policy: (cells filled per column, the value used per filled
-        column, the filled rows of each column with an indicator). ``given`` values win over this file's own
-        (a column without missing cells here needs none, so none is computed: a median costs a pass)."""
+              ) -> tuple[dict[str, int], dict[str, float | str], dict[str, np.ndarray], list[str]]:
+        """Fill missing cells in place per column policy by the one missing-value rule
+        (:func:`core.data.encoding.fill_for`): (cells filled per column, the value used per filled column, the
+        filled rows of each column with an indicator, notes on columns filled with the kit's value). ``given``
+        values win over this file's own (a column without missing cells here needs none, so none is computed: a
+        median costs a pass). Every column that has no value here and nothing to fill it with is named in one
+        DataError."""
         filled: dict[str, int] = {}
         used: dict[str, float | str] = {}
         masks: dict[str, np.ndarray] = {}
+        notes: dict[str, str] = {}
+        unfillable: list[str] = []
         legacy = self.options.impute == "mean"
         for j, f in enumerate(self.num_cols):
             name = f.name
@@ -1098,21 +1122,15 @@ class _TableReader:
                 continue
             col = X[:, j]
             nan = np.isnan(col)
-            if name in given:
-                value = float(given[name])
-            elif f.missing == "refuse":  # the legacy mean imputation of kits that do not decide missing values
-                count = X.shape[0] - k
-                if count == 0:
-                    raise DataError(f"column {_quote(name)} has no values at all, so it cannot be imputed",
-                                    path=self.path)
-                value = float(self.sums[j] / count)
-            else:
-                if k == X.shape[0]:
-                    raise DataError(f"column {_quote(name)} has no values at all, so it cannot be imputed",
-                                    path=self.path)
-                value = fill_value(f, col)
-            used[name] = value
-            col[nan] = value
+            # the legacy mean imputation of kits that do not decide missing values
+            fill = fill_for(f, col, given.get(name), mean=f.missing == "refuse")
+            if fill is None:
+                unfillable.append(name)
+                continue
+            if fill.source == "kit":
+                notes[name] = kit_fill_note(f, fill)
+            used[name] = float(fill.value)
+            col[nan] = float(fill.value)
             filled[name] = k
             if f.indicator:
                 masks[name] = nan
@@ -1124,19 +1142,21 @@ class _TableReader:
                 masks[f.name] = miss
             if f.missing == "refuse" or not k:
                 continue
-            if f.name in given:
-                value = given[f.name]
-            else:
-                if k == len(col):
-                    raise DataError(f"column {_quote(f.name)} has no values at all, so it cannot be imputed",
-                                    path=self.path)
-                value = fill_value(f, col)
-            used[f.name] = value
-            col[miss] = fill_code(f, value)
+            fill = fill_for(f, col, given.get(f.name))
+            if fill is None:
+                unfillable.append(f.name)
+                continue
+            if fill.source == "kit":
+                notes[f.name] = kit_fill_note(f, fill)
+            used[f.name] = fill.value
+            col[miss] = fill_code(f, fill.value)
             filled[f.name] = k
         order = {n: i for i, n in enumerate(self.schema.feature_names)}
+        if unfillable:
+            raise unfillable_error(sorted(unfillable, key=order.__getitem__), path=self.path)
         by_kit = sorted(filled, key=order.__getitem__)
-        return {n: filled[n] for n in by_kit}, {n: used[n] for n in by_kit}, masks
+        return ({n: filled[n] for n in by_kit}, {n: used[n] for n in by_kit}, masks,
+                [notes[n] for n in by_kit if n in notes])
 
     def _refuse_missing(self, codes: np.ndarray) -> None:
         """Raise for the first missing cell, in file order, of a column whose kit policy refuses missing cells
@@ -1169,9 +1189,35 @@ class _TableReader:
         others = n_missing - 1
         verb = "cells are" if others != 1 else "cell is"
         more = f", and {others:,} other {verb} missing too" if others else ""
-        fix = ("fix the file or choose mean imputation for missing values" if numeric and self.schema.all_numeric
-               else "fix the file (the kit refuses missing values in this column)")
+        columns = [f.name for j, f in enumerate(self.num_cols) if self.refusing[j] and self.missing_per_col[j]
+                   and not legacy] + [self.typed_cols[j].name for j in typed_refusing
+                                      if (codes[:, j] == MISSING).any()]
+        if len(columns) > 1:  # every column that refuses a missing cell here, named once
+            order = {n: i for i, n in enumerate(self.schema.feature_names)}
+            more += f" (in columns {_quote_list(sorted(columns, key=order.__getitem__), len(columns))})"
+        if numeric and self.schema.all_numeric:
+            fix = ("fix the file or fill missing values with your own column's mean (CLI: --impute; in the app: "
+                   "'Older kits: fill missing values with the mean of my own column')")
+        else:
+            fix = "fix the file (the kit refuses missing values in this column)"
         raise DataError(f"line {line}, column {_quote(name)} {what}{more}; {fix}", path=path)
+
+
+def unseen_note(column: Any, seen: dict[str, int]) -> str:
+    """The sentence a site reads for a typed column with values the kit does not know: which, on how many rows,
+    that they went to the unseen bucket, and how to read one that is a missing-value code as missing."""
+    rows = sum(seen.values())
+    shown = ", ".join(f"{_quote(v)} ({k:,})" for v, k in list(seen.items())[:5]) + (
+        f" and {len(seen) - 5} more" if len(seen) > 5 else "")
+    where = {"categorical": "none of its levels", "binary": "read halfway between its two levels",
+             "ordinal": "read at the middle of its scale"}.get(column.type, "its 'other' level")
+    if getattr(column, "other", False):
+        where = "its 'other' level"
+    out = (f"column {_quote(column.name)}: {rows:,} row{'s' if rows != 1 else ''} hold{'s' if rows == 1 else ''} "
+           f"a value the kit does not know ({shown}; its levels are {column.levels_text}): "
+           f"{'they go' if rows != 1 else 'it goes'} to the column's unseen bucket {UNSEEN_LEVEL} ({where})")
+    codes = [v for v in seen if looks_missing(v)]
+    return out + (f"; {missing_token_hint(codes[0])}" if codes else "")
 
 
 # ------------------------------------------------------------------------------------- locating problems

@@ -703,10 +703,14 @@ class ProjectPage(QWidget):
         if not ranges:  # the sample's ranges stay unpublished
             feats = [replace(f, min=None, max=None) for f in feats]
         if not ranges and not self.statistics_check.isChecked():  # nor its statistics; types and policies stay
-            feats = [replace(f, mean=None, std=None, frequencies=None, missing_share=None) for f in feats]
+            feats = [replace(f, mean=None, std=None, frequencies=None, missing_share=None, class_mean=None,
+                             class_std=None) for f in feats]
         label = self.schema.label
+        if not label:
+            feats = [replace(f, class_mean=None, class_std=None) for f in feats]
         schema = Schema(features=feats, label=label, classes=list(self.schema.classes) if label else [],
-                        id_column=self.schema.id_column, ignored=list(self.schema.ignored))
+                        id_column=self.schema.id_column, ignored=list(self.schema.ignored),
+                        missing_tokens=list(self.schema.missing_tokens))
         kit, _ = build_kit(name=self.project_name.text(), schema=schema, analyst=self.identity.card,
                            task=self.task_combo.currentData(), method=self.method_combo.currentData(),
                            settings=self.method_settings(), blocks=self.blocks_edit.text().strip() or None,

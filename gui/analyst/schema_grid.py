@@ -12,8 +12,9 @@ label and the row id are shown as text); its levels, comma-separated in the kit'
 the reference, encoded 0; ordinal: low to high), each with the raw values merged into it ("Obs, treated (= Lev,
 Lev+5FU)"), edited in core's text form ("Obs, treated=Lev|Lev+5FU", :func:`core.data.schema.parse_level_list`),
 or, for a number, its sample range; its
-missing-value policy (a combo); and "other" (unknown values → an extra level 'other': a tick, categorical and
-ordinal only). The page says under the grid how many cells each column misses in the sample. A left-out
+missing-value policy (a combo); and "unseen" (a value the kit does not know goes to the column's unseen bucket:
+always, so its tick is shown set and cannot be changed; columns with levels only). The page says under the grid
+how many cells each column misses in the sample. A left-out
 row is grey, says why in its levels cell and keeps its type combo, so the column can be brought back.
 Core's notes on a column are its name's tooltip.
 
@@ -73,7 +74,7 @@ class SchemaGrid(QTableWidget):
         self._rows: dict[str, int] = {}
         self._filling = False
         self.setHorizontalHeaderLabels([self.tr("Column"), self.tr("Type"), self.tr("Levels or range"),
-                                        self.tr("Missing values"), self.tr("Other")])
+                                        self.tr("Missing values"), self.tr("Unseen")])
         header = self.horizontalHeader()
         for c in (COL_NAME, COL_TYPE, COL_MISSING, COL_OTHER):
             header.setSectionResizeMode(c, QHeaderView.ResizeToContents)
@@ -88,8 +89,8 @@ class SchemaGrid(QTableWidget):
             "refuse: a missing cell stops a site's export. impute: each site fills it with its own median (or "
             "most frequent level). indicator: a 0/1 “was missing” column also says which cells were filled."))
         self.horizontalHeaderItem(COL_OTHER).setToolTip(self.tr(
-            "Unknown values → other. Ticked: a value the kit does not know goes to an extra level 'other' instead "
-            "of being refused"))
+            "Unseen values → bucket. A value the kit does not know goes to the column's unseen bucket (none of its "
+            "levels; halfway for a binary or ordinal column) and is counted at each site: it never stops a site"))
         self.verticalHeader().setVisible(False)
         self.setEditTriggers(QAbstractItemView.DoubleClicked | QAbstractItemView.EditKeyPressed
                              | QAbstractItemView.SelectedClicked)
@@ -217,9 +218,8 @@ class SchemaGrid(QTableWidget):
         else:
             self.setItem(r, COL_MISSING, self._item("", grey))
         other = self._item("", grey)
-        if f is not None and f.type in ("categorical", "ordinal"):
-            other.setFlags(other.flags() | Qt.ItemIsUserCheckable)
-            other.setCheckState(Qt.Checked if f.other else Qt.Unchecked)
+        if f is not None and f.typed:  # always on: shown ticked, not a choice (an older kit's 'other' is the same)
+            other.setCheckState(Qt.Checked)
             other.setToolTip(self.horizontalHeaderItem(COL_OTHER).toolTip())
         self.setItem(r, COL_OTHER, other)
 

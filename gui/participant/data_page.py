@@ -375,6 +375,7 @@ class DataPage(Page):
             parts.append(self.tr("{k:,} missing cells were filled with this site's own values ({detail}); only these "
                                  "counts leave.").format(k=table.n_imputed, detail=", ".join(
                                      f"{c} {k:,}" for c, k in table.filled.items())))
+        parts += [n[0].upper() + n[1:] + "." for n in table.notes]  # said before export (shown as plain text)
         if table.y is not None and kit.schema.classes:
             counts = np.bincount(table.y, minlength=len(kit.schema.classes))
             parts.append(self.tr("Rows by class: {counts}.").format(counts=", ".join(

@@ -14,7 +14,7 @@ import pytest
 import core.participant
 from core.data.public_stats import rounded_shares
 from core.formats.kit import Kit
-from tests.support.cli import WF, analyst_of, anchor_to, apply_packages, confirm, refused, run
+from tests.support.cli import WF, analyst_of, anchor_to, apply_packages, confirm, run
 from tests.support.typedkit import make_typed_sites
 
 
@@ -62,11 +62,12 @@ def test_kit_new_and_show_confirm_types_policies_and_left_out_columns(typed_roun
     for text in (said["kit"], said["show"]):
         assert "sex                  binary       F (reference), M" in text
         assert "rx                   categorical  Lev, Lev+5FU, Obs" in text
-        assert "nodes                binary       0 (reference), 1" in text
+        assert "nodes                numeric" in text  # two numbers in a 120-row sample: too few to call binary
         assert "impute + indicator" in text and "matrix: 10 encoded column(s) from 5 column(s)" in text
         assert "left out: 'pid': identifier: every value is different" in text
         assert "left out: 'note': left out by the analyst" in text
     assert "column 'age': 15 of 120 cells missing in the sample (12 %)" in said["kit"]
+    assert "column 'nodes': only two numbers (0, 1) in the sample's 120 rows" in said["kit"]
 
 
 def test_export_fills_missing_cells_and_says_how_many(typed_round):
@@ -96,16 +97,22 @@ def test_apply_reuses_the_exports_fill_values_and_predicts_every_row(typed_round
     assert correct / total > 0.65  # the outcome depends on the text columns: a model that dropped them does worse
 
 
-def test_apply_refuses_a_level_the_kit_does_not_know(typed_round, capsys, tmp_path):
+def test_apply_predicts_a_level_the_kit_does_not_know_from_the_unseen_bucket(typed_round, capsys, tmp_path):
+    """Apply never refuses a file for one row: the row is predicted from the column's unseen bucket, counted and
+    said (and recorded in the audit line's warnings)."""
     d, sites, _, _ = typed_round
     frame = pd.read_csv(sites["site1"][1], keep_default_na=False)
     frame.loc[3, "rx"] = "Placebo"
     bad = tmp_path / "bad.csv"
     frame.to_csv(bad, index=False)
-    refused(capsys, "participant", "apply", "--package", d / "out/site1.dcpkg", "--identity",
-            d / "site1/site1.dcid", "--csv", bad, "--out", tmp_path / "r.csv",
-            expect="line 5, column 'rx' has 'Placebo', which the project does not know (its levels are Lev, "
-                   "Lev+5FU, Obs)")
+    capsys.readouterr()
+    assert run("participant", "apply", "--package", d / "out/site1.dcpkg", "--identity", d / "site1/site1.dcid",
+               "--csv", bad, "--out", tmp_path / "r.csv") == 0
+    out = capsys.readouterr().out
+    assert ("warning: column 'rx': 1 row holds a value the kit does not know ('Placebo' (1); its levels are Lev, "
+            "Lev+5FU, Obs): it goes to the column's unseen bucket (unseen) (none of its levels)") in out
+    result = pd.read_csv(tmp_path / "r.csv")
+    assert len(result) == len(frame) and result["prediction"].notna().all()
 
 
 @pytest.fixture(scope="module")
@@ -158,14 +165,15 @@ def test_a_site_with_raw_values_exports_and_applies_as_the_kits_levels(merged_ro
         assert len(result) == len(pd.read_csv(test)) and result["prediction"].notna().all()
     frame = pd.read_csv(sites["site1"][1], keep_default_na=False)
     assert set(frame["sex"]) <= {"male", "female", "NA"} and "Lev+5FU" in set(frame["rx"])
-    frame.loc[2, "sex"] = "M"  # the kit's level itself is read too; a spelling it does not know is refused
+    frame.loc[2, "sex"] = "M"  # the kit's level itself is read too; a spelling it does not know is bucketed
     frame.loc[4, "sex"] = "Male"
     bad = tmp_path / "bad.csv"
     frame.to_csv(bad, index=False)
-    refused(capsys, "participant", "apply", "--package", d / "out/site1.dcpkg", "--identity",
-            d / "site1/site1.dcid", "--csv", bad, "--out", tmp_path / "r.csv",
-            expect="line 6, column 'sex' has 'Male', which the project does not know (its levels are "
-                   "F (= female), M (= male, m))")
+    capsys.readouterr()
+    assert run("participant", "apply", "--package", d / "out/site1.dcpkg", "--identity", d / "site1/site1.dcid",
+               "--csv", bad, "--out", tmp_path / "r.csv") == 0
+    assert ("column 'sex': 1 row holds a value the kit does not know ('Male' (1); its levels are F (= female), M "
+            "(= male, m))") in capsys.readouterr().out
 
 
 def test_a_small_three_class_table_with_many_missing_cells_runs_a_round_with_kit_defaults(tmp_path, monkeypatch):

@@ -42,7 +42,7 @@ def test_inference_types_every_column_and_says_why_a_column_is_left_out(tmp_path
     kinds = {f.name: (f.type, f.levels, f.missing, f.indicator) for f in schema.features}
     assert kinds == {"sex": ("binary", ["F", "M"], "impute", True),
                      "rx": ("categorical", ["Lev", "Lev+5FU", "Obs"], "impute", False),
-                     "nodes": ("binary", ["0", "1"], "impute", False),
+                     "nodes": ("numeric", None, "impute", False),  # two numbers in 24 rows: too few for binary
                      "creat": ("numeric", None, "impute", True)}
     assert [(c.name, c.reason) for c in schema.ignored] == [
         ("", "column 1 has no name"), ("pid", "identifier: every value is different"),
@@ -58,8 +58,12 @@ def test_inference_types_every_column_and_says_why_a_column_is_left_out(tmp_path
     assert (creat.min, creat.max, creat.missing_share) == (0.5, 1.1, pytest.approx(1 / 3))
     assert creat.mean == pytest.approx(np.mean(present)) and creat.std == pytest.approx(np.std(present, ddof=1))
     assert schema.features[1].frequencies == pytest.approx([1 / 3] * 3)
-    assert schema.encoded_names == ["sex=M", "sex (missing)", "rx=Lev", "rx=Lev+5FU", "rx=Obs", "nodes=1", "creat",
+    assert schema.encoded_names == ["sex=M", "sex (missing)", "rx=Lev", "rx=Lev+5FU", "rx=Obs", "nodes", "creat",
                                     "creat (missing)"]
+    # where 24 rows are too few to trust a type or levels, the note says so and how many rows would settle it
+    assert "column 'nodes': only two numbers (0, 1) in the sample's 24 rows, too few to call it binary" in text
+    assert "give --type nodes=binary; about 299 rows would settle it" in text
+    assert "column 'sex': two levels (F, M) in the sample's 23 rows, too few to trust" in text
 
 
 def test_a_row_number_column_with_a_name_is_an_identifier_but_a_short_one_is_not(tmp_path):
@@ -82,7 +86,8 @@ def test_the_analysts_choices_override_detection(tmp_path):
     schema, notes = infer_schema(p, label="y", choices=choices)
     f = {c.name: c for c in schema.features}
     assert f["sex"].levels == ["M", "F"] and f["sex"].missing == "refuse" and not f["sex"].indicator
-    assert f["rx"].levels == ["Obs", "Lev", "Lev+5FU"] and f["rx"].other
+    assert f["rx"].levels == ["Obs", "Lev", "Lev+5FU"] and not f["rx"].other  # the unseen bucket is the default
+    assert any(n.startswith("column 'rx': --other is no longer needed") for n in notes)
     assert f["creat"].missing == "impute" and not f["creat"].indicator
     assert f["comment"].type == "categorical" and len(f["comment"].levels) == 15
     assert ("nodes", "left out by the analyst") in [(c.name, c.reason) for c in schema.ignored]
@@ -93,8 +98,7 @@ def test_the_analysts_choices_override_detection(tmp_path):
         infer_schema(p, label="y", choices=ColumnChoices(ignore={"sexe"}))
     with pytest.raises(ConfigError, match="binary but has 3 level"):
         infer_schema(p, label="y", choices=ColumnChoices(levels={"sex": ["F", "M", "X"]}))
-    with pytest.raises(ConfigError, match="cannot send unknown values"):
-        infer_schema(p, label="y", choices=ColumnChoices(other={"sex"}))
+    assert not infer_schema(p, label="y", choices=ColumnChoices(other={"sex"}))[0].features[0].other
     with pytest.raises(ConfigError, match="label or id column"):
         infer_schema(p, label="y", choices=ColumnChoices(ignore={"y"}))
 
@@ -124,16 +128,16 @@ def test_a_site_csv_reads_into_the_encoded_matrix_with_its_own_fill_values(tmp_p
         read_table(p, TYPED, fill_values={"sex": "X"})
 
 
-def test_an_unknown_level_is_one_sentence_naming_line_column_value_and_levels(tmp_path):
-    p = write(tmp_path, "age,sex,rx,nodes,y\n50,F,Obs,1,no\n51,M,Obs,0,no\n52,X,Obs,0,no\n")
-    with pytest.raises(DataError) as info:
-        read_table(p, TYPED)
-    assert info.value.message == "line 4, column 'sex' has 'X', which the project does not know (its levels are F, M)"
-    p = write(tmp_path, "age,sex,rx,nodes,y\n50,F,Obs,1,no\n51,M,Obs,2,no\n")
-    with pytest.raises(DataError) as info:
-        read_table(p, TYPED)
-    assert info.value.message == ("line 3, column 'nodes' has '2', which the project does not know (its levels are "
-                                  "0, 1); the kit codes it 0/1")
+def test_an_unknown_level_goes_to_the_unseen_bucket_counted_and_said(tmp_path):
+    """A value the kit does not know never stops the reading: a categorical row of zeros, a binary 0.5; the values
+    and their rows are counted and said in one sentence per column."""
+    p = write(tmp_path, "age,sex,rx,nodes,y\n50,F,Obs,1,no\n51,M,Placebo,0,no\n52,X,Obs,2,no\n53,F,Placebo,1,no\n")
+    t = read_table(p, TYPED)
+    assert t.X[:, 2:].tolist() == [[0, 1, 0, 0, 1], [1, 0, 0, 0, 0], [0.5, 1, 0, 0, 0.5], [0, 0, 0, 0, 1]]
+    assert t.unseen == {"sex": {"X": 1}, "rx": {"Placebo": 2}, "nodes": {"2": 1}}
+    assert t.notes[1] == ("column 'rx': 2 rows hold a value the kit does not know ('Placebo' (2); its levels are Obs, "
+                          "Lev, Lev+5FU): they go to the column's unseen bucket (unseen) (none of its levels)")
+    assert "read halfway between its two levels" in t.notes[0]
 
 
 def test_other_takes_an_unknown_level(tmp_path):
@@ -147,8 +151,8 @@ def test_missing_cells_per_policy(tmp_path):
     p = write(tmp_path, "age,sex,rx,nodes,y\n50,F,Obs,1,no\n51,M,,0,no\n52,M,Lev,,no\n")
     with pytest.raises(DataError) as info:
         read_table(p, TYPED)
-    assert info.value.message == ("line 3, column 'rx' is empty, and 1 other cell is missing too; fix the file "
-                                  "(the kit refuses missing values in this column)")
+    assert info.value.message == ("line 3, column 'rx' is empty, and 1 other cell is missing too (in columns 'rx', "
+                                  "'nodes'); fix the file (the kit refuses missing values in this column)")
     # the legacy mean imputation is for refusing numeric columns only: typed ones still refuse
     with pytest.raises(DataError, match="column 'rx' is empty"):
         read_table(p, TYPED, options=CsvOptions(impute="mean"))
@@ -159,7 +163,8 @@ def test_missing_cells_per_policy(tmp_path):
     assert t.filled == {"rx": 1, "nodes": 1} and t.fill_values == {"rx": "Obs", "nodes": "0"}
     assert lenient.encoded_names[-2:] == ["nodes=1", "nodes (missing)"] and t.X[:, -1].tolist() == [0, 0, 1]
     empty = write(tmp_path, "age,sex,rx,nodes,y\n50,F,Obs,,no\n51,M,Obs,,no\n")
-    with pytest.raises(DataError, match="column 'nodes' has no values at all"):
+    with pytest.raises(DataError, match="column 'nodes' has no value in any row of this file, and the kit "
+                                        "publishes no sample value"):
         read_table(empty, lenient)
 
 
@@ -168,8 +173,9 @@ def test_legacy_all_numeric_kits_read_as_before(tmp_path):
     p = write(tmp_path, "a,b\n1,2\n3,\n")
     with pytest.raises(DataError) as info:
         read_table(p, schema)
-    assert info.value.message == ("line 3, column 'b' is empty; fix the file or choose mean imputation for missing "
-                                  "values")
+    assert info.value.message == ("line 3, column 'b' is empty; fix the file or fill missing values with your own "
+                                  "column's mean (CLI: --impute; in the app: 'Older kits: fill missing values with "
+                                  "the mean of my own column')")
     t = read_table(p, schema, options=CsvOptions(impute="mean"))
     assert t.X.tolist() == [[1, 2], [3, 2]] and t.filled == {"b": 1} and t.fill_values == {"b": 2.0}
 

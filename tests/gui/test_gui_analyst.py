@@ -203,7 +203,8 @@ def test_schema_grid_types_levels_and_missing_values(qtbot, tmp_path):
     choose(grid.type_combo("rx"), "ordinal")
     assert page.schema_notes.kind != "error" and page.create_kit_button.isEnabled()
     edit(lambda: grid.levels_item("rx").setText("Obs, Lev, Lev+5FU"))  # low to high
-    edit(lambda: grid.other_item("rx").setCheckState(Qt.Checked))
+    assert grid.other_item("rx").checkState() == Qt.Checked  # unseen values: always to the bucket
+    assert not grid.other_item("rx").flags() & Qt.ItemIsUserCheckable
     edit(lambda: grid.levels_item("sex").setText("M, M"))
     assert page.schema_notes.kind == "error"
     assert page.schema_notes.text() == "feature 'sex' lists level 'M' more than once"
@@ -229,25 +230,25 @@ def test_schema_grid_types_levels_and_missing_values(qtbot, tmp_path):
     assert page.schema_notes.kind != "error"
     assert grid.levels_item("rx").text() == "Obs, treated (= Lev, Lev+5FU)"
     assert grid.levels_item("rx").data(Qt.EditRole) == "Obs, treated=Lev|Lev+5FU"
-    assert "rx=other" in grid.item(grid.row_of("rx"), COL_NAME).toolTip()  # the matrix columns: the kit's levels
+    assert "In the matrix: rx" in grid.item(grid.row_of("rx"), COL_NAME).toolTip()  # an ordinal: one column of ranks
 
     page.project_name.setText("Typed")
     kit = page.build_kit()
     f = {c.name: c for c in kit.schema.features}
     assert list(f) == ["age", "sex", "rx", "nodes", "creat"]
     assert f["sex"].type == "binary" and f["sex"].levels == ["M", "F"]
-    assert f["rx"].type == "ordinal" and f["rx"].levels == ["Obs", "treated"] and f["rx"].other
+    assert f["rx"].type == "ordinal" and f["rx"].levels == ["Obs", "treated"] and not f["rx"].other
     assert f["rx"].merged == {"treated": ["Lev", "Lev+5FU"]}
     assert f["nodes"].type == "categorical" and f["nodes"].levels == ["0", "1"]
     assert (f["creat"].missing, f["creat"].indicator) == ("refuse", False)
     assert (f["age"].missing, f["age"].indicator) == ("impute", True)
-    assert kit.schema.encoded_names == ["age", "age (missing)", "sex=F", "sex (missing)", "rx", "rx=other",
-                                        "nodes=0", "nodes=1", "creat"]
+    assert kit.schema.encoded_names == ["age", "age (missing)", "sex=F", "sex (missing)", "rx", "nodes=0", "nodes=1",
+                                        "creat"]
     assert {c.name: c.reason.split(":")[0] for c in kit.schema.ignored} == {"pid": "identifier",
                                                                              "note": "identifier"}
     # a new sample forgets the choices
     wait_job(qtbot, page.load_sample(str(tmp_path / "sample.csv")))
-    assert grid.type_combo("rx").currentData() == "categorical" and grid.type_combo("nodes").currentData() == "binary"
+    assert grid.type_combo("rx").currentData() == "categorical" and grid.type_combo("nodes").currentData() == "numeric"
 
 
 def test_the_analyst_is_never_offered_a_sites_identity(qtbot, tmp_path):

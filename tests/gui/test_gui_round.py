@@ -173,7 +173,7 @@ def test_whole_round_on_text_columns_and_missing_cells_with_kit_defaults(qtbot, 
     kit_path = analyst_makes_kit(qtbot, aw, d, monkeypatch)
     kit = Kit.load(kit_path)
     f = {c.name: c for c in kit.schema.features}
-    assert (f["sex"].type, f["rx"].type, f["nodes"].type) == ("binary", "categorical", "binary")
+    assert (f["sex"].type, f["rx"].type, f["nodes"].type) == ("binary", "categorical", "numeric")  # 0/1, 120 rows
     assert (f["age"].missing, f["age"].indicator) == ("impute", True) and f["age"].mean is not None
     assert {c.name for c in kit.schema.ignored} == {"pid", "note"}
 
