@@ -79,7 +79,8 @@ def build_kit(*, name: str, schema: Schema, analyst: PublicCard, task: str | Non
     """A checked, unsigned kit and notes for the person making it (e.g. a label column left out).
 
     ``threat``: the threat model the kit declares (default: a colluding site counts). ``task`` defaults to the
-    method's, ``method`` to the task's first registered method; ``blocks`` is the text form ``"name=a,b;other=c"``. Raises ConfigError with one sentence on any rule broken."""
+    method's, ``method`` to the task's first registered method; ``blocks`` is the text form ``"name=a,b;other=c"``.
+    Raises ConfigError with one sentence on any rule broken."""
     notes: list[str] = []
     if not name.strip():
         raise ConfigError("give the project a name")
