@@ -120,6 +120,7 @@ class Corpus:
                                    site_settings={k: v for k, v in {"seed": i, "kip_steps": 5, "local_epochs": 2,
                                                                     "max_candidates": 20}.items() if k in site_own})
             job.confirm_analyst(self.kit.analyst, how="benchmark: the kit's own signer")
+            job.accept_privacy_risk("benchmark: a simulated site accepts its poor verdicts")
             job.load(csv)
             bundles.append(job.seal(folder / f"site{i}.dcbundle"))
             self.site_ws.append(ws)

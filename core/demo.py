@@ -144,6 +144,7 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
             job = ParticipantRound(kit, kit_path, ident, folder / f"{name}.workspace", anchor=anchor_path,
                                    site_settings={"seed": SEED + k})
             job.confirm_analyst(kit.analyst, how="demo: the analyst's card")
+            job.accept_privacy_risk("demo: a simulated site accepts its poor verdicts")
             job.load(folder / "local-data.csv")
             sealed = job.seal(bundles_dir / f"{name}.dcbundle")
             say(f"{name}: bundle {sealed.path} ({sealed.size // 1024} KiB)")

@@ -57,13 +57,13 @@ ATTACKS = {
 }
 # the attacks behind each reconstruction finding, in the order tried (``AttackFinding.by_attack``'s keys)
 REBUILDS = {
-    "collusion": {"least_squares": "least squares through the anchor pairs (with Wiener shrinkage under noise)",
+    "collusion": {"least_squares": "least squares through the anchor pairs, shrunk towards the means under noise",
                   "gaussian_prior": "posterior mean, Gaussian prior from the colluding site's rows",
                   "empirical_prior": "posterior mean, the colluding site's rows as the prior"},
     "analyst_alone": {"column_means": "every value guessed as its column's mean",
-                      "moment_matching": "whitened rows coloured by the public statistics (guessed rotations)",
-                      "eigen": "principal axes of a public sample (PCA attack)",
-                      "ica": "independent components matched to a public sample (ICA attack)"},
+                      "moment_matching": "whitened rows coloured by the public statistics, rotations guessed",
+                      "eigen": "the eigenvector (PCA) attack with a public sample",
+                      "ica": "the ICA attack with a public sample"},
 }
 VERDICTS = ("ok", "poor", "not applicable")
 
@@ -174,11 +174,11 @@ def _reconstruction_finding(attack: str, adversary: str, who: str, scored: dict[
     how = REBUILDS.get(attack, {}).get(best, best)
     if poor_share:
         sentence = (f"{who} could rebuild {_pct(share)} of your {n_site:,} rows with every value within 10 % of "
-                    f"its column's spread — above the kit's limit of {_pct(th.recovered_share_max)} ({how}).")
+                    f"its column's spread — above the kit's limit of {_pct(th.recovered_share_max)} (attack: {how}).")
     elif poor_err:
         sentence = (f"{who} could rebuild your values with a median error of {err:.2f} of each column's spread — "
                     f"closer than the kit's limit of {th.reconstruction_error_min:.2f} (guessing every value as its "
-                    f"column's average misses by {base:.2f}; {how}).")
+                    f"column's average misses by {base:.2f}; attack: {how}).")
     else:
         sentence = (f"{who} would rebuild your values with a median error of {err:.2f} of each column's spread "
                     f"and {_pct(share)} of rows within 10 % at best — within the kit's limits (strongest of "
@@ -291,8 +291,8 @@ def _assess(site: SiteInput, export: SiteExport, method: Method, thresholds: Pri
     if dc_rows and "permutation" in export.private_arrays:
         perm = np.asarray(export.private_arrays["permutation"])
         reference = reference_split(n, threat.public_rows, seed)
-        outside = np.flatnonzero(~np.isin(perm, reference))  # shipped positions of rows the attacks may target
-        shipped = np.sort(rng.permutation(outside)[:max_rows])
+        order = rng.permutation(len(perm))  # shipped positions in a seeded order (the membership split draws next)
+        shipped = np.sort(order[~np.isin(perm[order], reference)][:max_rows])  # never a stand-in row
         truth = X[perm[shipped]]
         Y = np.asarray(arrays["x_tilde"][shipped], np.float64)
         noise_var = stated_noise_var(export.manifest, arrays["x_tilde"])

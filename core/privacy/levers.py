@@ -48,6 +48,9 @@ EPSILON_SETTING = "privacy_epsilon"
 LEVER_SETTINGS = ("dimension", "noise", EPSILON_SETTING)
 COMBINED = "dimension+noise"
 USELESS_AUC = 0.55  # two classes: an AUC at or below this on what would leave is a model that has learnt nothing
+SMALL_COST_POINTS = 2.0  # a lever costing more (accuracy points, or 0.02 AUC) is no small price: say so
+SUMMARY_PATH = ("A summary method ships no rows: meta-lr sends a model fitted on your rows (its coefficients and "
+                "their covariance), not a copy of them — ask the analyst whether a meta-lr kit fits the project.")
 
 LEVER_WORDS = {
     "dimension": ("Fewer numbers per row", "a lower dimension m̃ of the private reduction"),
@@ -198,6 +201,20 @@ class Levers:
                 and all(o.verdicts.get(finding_key(f)) == "poor" for o in measured)
                 and (not shown or self.poor_now is None or finding_key(f) in self.poor_now)]
 
+    def advice(self) -> str:
+        """One plain sentence when no lever passes every counted check at a small cost (≤ 2 points of accuracy,
+        or ≤ 0.02 AUC): what that means and the summary path; "" when one does."""
+        best = self.cheapest()
+        if best is None:
+            return ("No lever tried here passes every check the kit counts while your rows still predict the "
+                    "outcome. " + SUMMARY_PATH)
+        small = (best.auc_cost <= SMALL_COST_POINTS / 100 if best.auc_cost is not None
+                 else best.cost_points is None or best.cost_points <= SMALL_COST_POINTS)
+        if small:
+            return ""
+        return (f"The cheapest lever that passes costs more than {SMALL_COST_POINTS:g} points ({best.effect()}). "
+                + SUMMARY_PATH)
+
     def lines(self) -> list[str]:
         """The levers table as text (``participant assess --levers``): one line per option, the cheapest that
         passes every check marked ``*``, then what the marks mean."""
@@ -222,11 +239,11 @@ class Levers:
         if stubborn:
             out.append("  still poor under every lever: " + ", ".join(s.split("/")[0] for s in stubborn)
                        + " (no setting here changes it: ask the analyst about the kit's columns or limits)")
-        out.append("  * the cheapest lever that passes every other check" if best is not None and self.stubborn() else
-                   "  * the cheapest lever that passes every check" if best is not None else
-                   "  no lever tried here passes every check while your rows still predict the outcome: consider a "
-                   "summary method (meta-lr, which ships a model's coefficients, not rows) or ask the analyst about "
-                   "the kit (columns, limits)")
+        if best is not None:
+            out.append("  * the cheapest lever that passes every other check" if self.stubborn() else
+                       "  * the cheapest lever that passes every check")
+        if self.advice():
+            out.append("  " + self.advice())
         formal = [o for o in self.options if o.formal]
         if formal:
             out.append(f"  formal noise, e.g. {formal[-1].formal}")

@@ -54,8 +54,9 @@ def kit_request_html(kit: Kit, tr=QObject.tr) -> str:
     lines.append(tr("<b>What the analyst will build</b>: {what}").format(what=html.escape(tr(plain)))
                  + f' <span style="color:#6b7280" title="{html.escape(title)}">({html.escape(kit.method)})</span>'
                  if plain else tr("<b>Method</b>: {title}").format(title=html.escape(title)))
-    lines.append(tr("Your rows are compressed and scrambled on this computer (usually to {d} numbers per row) "
-                    "before anything leaves; the secret key that does it never leaves.").format(
+    lines.append(tr("Your rows are compressed on this computer (usually to {d} numbers per row) before anything "
+                    "leaves; the map that does it stays here, but it is no secret against someone with rows like "
+                    "yours: the privacy page measures how close they could get.").format(
                         d=default_dimension(len(names))))
     if schema.label:
         lines.append(tr("Labels that leave: {what}").format(
