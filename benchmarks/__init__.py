@@ -63,6 +63,9 @@ REGISTRY: dict[str, tuple[str, str]] = {
                  "site's own and the pooled models"),
     "privacy": ("privacy", "privacy–utility curve: colluding-site reconstruction, membership AUC and accuracy as the "
                 "dimension, the noise and ε vary (DC-CFL/DC, distillation, GOLD)"),
+    "privacy-round": ("privacy_round", "issue #35 on three sites with the default kit (dry bean, flchain, colon): "
+                      "privacy.json against independent eigen and posterior-mean attacks, and the private settings "
+                      "that keep a colluding site's rebuild under 5 % of rows, with their cost"),
     "units": ("units_check", "the site's units check on the clinical tables: false alarms at natural sites, columns "
               "given as x·2.54 + 10 caught"),
 }

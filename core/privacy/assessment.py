@@ -320,11 +320,13 @@ def _assess(site: SiteInput, export: SiteExport, method: Method, thresholds: Pri
         guesses = A.moment_matching_guesses(Y, mean, spread, rng)
         tries = [score(g) for g in guesses]
         alone["moment_matching"] = min(tries, key=lambda e: (e["median_cell_error"], -e["within_10pct"]))
-        if sample is not None:
+        if sample is not None:  # the shipped rows' own statistics from all of them: the analyst holds every one
             standardised = bool(export.manifest.get("standardised", True))
-            tried = {"eigen": lambda: A.eigen_attack(Y, sample, noise_var, standardised=standardised)}
+            every = arrays["x_tilde"]
+            tried = {"eigen": lambda: A.eigen_attack(every, sample, noise_var, standardised=standardised,
+                                                     rows=shipped)}
             if Y.shape[1] >= 2:
-                tried["ica"] = lambda: A.ica_attack(Y, sample, seed=seed, standardised=standardised)
+                tried["ica"] = lambda: A.ica_attack(every, sample, seed=seed, standardised=standardised, rows=shipped)
             for name, attack in tried.items():
                 try:
                     alone[name] = score(attack())

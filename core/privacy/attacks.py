@@ -175,6 +175,7 @@ def smallest_group(counts: np.ndarray) -> int:
 
 # ---- the analyst alone with a public sample (issue #35) ------------------------------------------------------------
 QUANTILES = np.linspace(0.02, 0.98, 49)  # where two 1-D distributions are compared (the tails left out)
+SIGN_MARGIN = 0.95  # an eigenvector is flipped only when that fits the sample's distribution at least 5 % better
 
 
 def quantile_distance(a: np.ndarray, b: np.ndarray) -> float:
@@ -202,7 +203,7 @@ def _principal_axes(M: np.ndarray, k: int | None = None) -> tuple[np.ndarray, np
 
 
 def eigen_attack(x_tilde: np.ndarray, sample: np.ndarray, noise_var: np.ndarray | None = None, *,
-                 standardised: bool = True) -> np.ndarray:
+                 standardised: bool = True, rows: np.ndarray | None = None) -> np.ndarray:
     """The analyst alone with a public sample of rows like the site's: the PCA (eigenvector) attack on a
     distance-preserving map (Liu, Giannella & Kargupta 2006, "An attacker's view of distance preserving maps for
     privacy preserving data mining", PKDD, §4.2 "known sample attack").
@@ -215,11 +216,13 @@ def eigen_attack(x_tilde: np.ndarray, sample: np.ndarray, noise_var: np.ndarray 
         Ẑ = (Y − ȳ) V_Y D V_P[:, :k]ᵀ,   X̂ = μ_P + Ẑ ⊙ σ_P,
 
     D = diag(±1) the signs eigenvectors leave open: component j is flipped when that brings the distribution of
-    (Y V_Y)_j closer to that of (Z_P V_P)_j (:func:`quantile_distance`: skew and tails tell the two signs apart),
-    else the product's own rule (largest loading positive, applied on both sides) stands. With a stated
+    (Y V_Y)_j clearly closer to that of (Z_P V_P)_j (:func:`quantile_distance` smaller by the factor SIGN_MARGIN:
+    skew and tails tell the two signs apart), else the product's own rule (largest loading positive, applied on
+    both sides) stands — a near tie is noise, and the rule is what the site's PCA did. With a stated
     noise variance (the manifest's noise), component j is shrunk by the Wiener factor
     β_j = max(0, 1 − n_j / λ_j), n_j the noise variance along it and λ_j its variance (the linear estimate of
-    least squared error). ``standardised`` False: the site only centred its rows (σ_P = 1)."""
+    least squared error). ``standardised`` False: the site only centred its rows (σ_P = 1). The shipped rows'
+    axes and mean come from every shipped row (the attacker holds them all); ``rows``: rebuild only these."""
     Y = np.asarray(x_tilde, np.float64)
     mu, sd = public_moments(sample, standardised)
     Zp = (np.asarray(sample, np.float64) - mu) / sd
@@ -229,11 +232,13 @@ def eigen_attack(x_tilde: np.ndarray, sample: np.ndarray, noise_var: np.ndarray 
     C = (Y - Y.mean(axis=0)) @ Vy
     Cp = Zp @ Vp
     for j in range(k):
-        if quantile_distance(C[:, j], -Cp[:, j]) < quantile_distance(C[:, j], Cp[:, j]):
+        if quantile_distance(C[:, j], -Cp[:, j]) < SIGN_MARGIN * quantile_distance(C[:, j], Cp[:, j]):
             Vp[:, j] = -Vp[:, j]
     if noise_var is not None:
         n_along = np.einsum("ij,i,ij->j", Vy, np.asarray(noise_var, np.float64), Vy)
         C = C * np.clip(1.0 - n_along / np.where(lam > 0, lam, np.inf), 0.0, 1.0)
+    if rows is not None:
+        C = C[rows]
     return mu + (C @ Vp.T) * sd
 
 
@@ -242,7 +247,8 @@ ICA_FIT_ROWS = 1000  # rows the unmixing is fitted on (it is applied to every ro
 
 
 def ica_attack(x_tilde: np.ndarray, sample: np.ndarray, *, seed: int = 0, standardised: bool = True,
-               max_iter: int = ICA_ITERATIONS, fit_rows: int = ICA_FIT_ROWS) -> np.ndarray:
+               max_iter: int = ICA_ITERATIONS, fit_rows: int = ICA_FIT_ROWS,
+               rows: np.ndarray | None = None) -> np.ndarray:
     """The analyst alone with a public sample, by higher moments: the ICA attack on a linear map (Liu, Kargupta &
     Ryan 2006, "Random projection-based multiplicative data perturbation for privacy preserving distributed data
     mining", IEEE TKDE 18(1), §5; Chen, Sun & Liu 2007, "Towards attack-resilient geometric data perturbation",
@@ -256,7 +262,8 @@ def ica_attack(x_tilde: np.ndarray, sample: np.ndarray, *, seed: int = 0, standa
     the sample's mixing:  Ẑ = S_Y Π (U_Pᵀ)⁻¹ Λ_P^{1/2} V_Pᵀ,  X̂ = μ_P + Ẑ ⊙ σ_P. On Gaussian rows ICA has
     nothing to hold on to (the components' order is arbitrary) and this attack is no better than a guess. The
     unmixing is fitted on at most ``fit_rows`` rows of each (seeded), ``max_iter`` iterations (on Gaussian rows it
-    never converges; on the benchmark tables it settles within 50)."""
+    never converges; on the benchmark tables it settles within 50). Whitening uses every shipped row; ``rows``:
+    rebuild only these."""
     import warnings
 
     from scipy.optimize import linear_sum_assignment
@@ -292,9 +299,11 @@ def ica_attack(x_tilde: np.ndarray, sample: np.ndarray, *, seed: int = 0, standa
     plus = np.mean((qa[:, None, :] - qb[None, :, :]) ** 2, axis=2)
     minus = np.mean((qa[:, None, :] + qb[None, :, ::-1]) ** 2, axis=2)  # −S's quantiles: reversed and negated
     cost, sign = np.minimum(plus, minus), np.where(plus <= minus, 1.0, -1.0)
-    rows, cols = linear_sum_assignment(cost)
-    S_hat = np.zeros((len(Y), k))
-    S_hat[:, cols] = Sy[:, rows] * sign[rows, cols]
+    mine, theirs = linear_sum_assignment(cost)
+    if rows is not None:
+        Sy = Sy[rows]
+    S_hat = np.zeros((len(Sy), k))
+    S_hat[:, theirs] = Sy[:, mine] * sign[mine, theirs]
     Pw_hat = (S_hat * sp) @ np.linalg.pinv(Up.T)
     return mu + (Pw_hat * np.sqrt(lam_p)) @ Vp.T * sd
 

@@ -58,7 +58,7 @@ def test_the_eigen_attack_agrees_with_an_independent_one(name):
     X, _, ex, a = exported(name)  # the default: PCA of the standardised rows, every dimension kept
     attacked, stand_in = attacked_rows(X, ex)
     perm = ex.private_arrays["permutation"]
-    mine = ref.eigen_attack(ex.arrays["x_tilde"][attacked].astype(float), X[stand_in])
+    mine = ref.eigen_attack(ex.arrays["x_tilde"].astype(float), X[stand_in], rows=attacked)
     median, within = ref.rebuild_errors(X[perm[attacked]], mine, ref._population_sd(X))
     found = a.finding("analyst_alone")
     product = found.by_attack["eigen"]
@@ -115,7 +115,7 @@ def test_no_ok_verdict_where_an_independent_attack_gets_below_the_limit(name):
         else:  # the map exactly, from the anchor pairs
             coef = np.linalg.lstsq(np.c_[ex.arrays["anchor_tilde"], np.ones(len(anchor))], anchor, rcond=None)[0]
             colluder = np.c_[shipped[attacked], np.ones(len(attacked))] @ coef
-        rebuilt = {"analyst_alone": ref.eigen_attack(shipped[attacked], X[stand_in]), "collusion": colluder}
+        rebuilt = {"analyst_alone": ref.eigen_attack(shipped, X[stand_in], noise, rows=attacked), "collusion": colluder}
         for attack, X_hat in rebuilt.items():
             median, within = ref.rebuild_errors(truth, X_hat, sd)
             below = within > th.recovered_share_max or (median < th.reconstruction_error_min
