@@ -148,6 +148,9 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
             job.load(folder / "local-data.csv")
             sealed = job.seal(bundles_dir / f"{name}.dcbundle")
             say(f"{name}: bundle {sealed.path} ({sealed.size // 1024} KiB)")
+            if job.assessment_.needs_consent:  # a real site confirms this itself (--accept-poor-privacy, a tick)
+                say(f"  privacy check poor on {', '.join(f.attack for f in job.assessment_.poor)}: a real site "
+                    "would have to accept that risk before exporting; the demo accepts it for its simulated sites")
 
         step = "analyst: import and run"
         analysis = AnalystRound(kit, analyst, AnalystWorkspace(analyst_dir / "analyst.workspace"))

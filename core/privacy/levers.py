@@ -212,7 +212,7 @@ class Levers:
                  else best.cost_points is None or best.cost_points <= SMALL_COST_POINTS)
         if small:
             return ""
-        return (f"The cheapest lever that passes costs more than {SMALL_COST_POINTS:g} points ({best.effect()}). "
+        return (f"The cheapest lever that passes costs more than {SMALL_COST_POINTS:g} points: {best.effect()}. "
                 + SUMMARY_PATH)
 
     def lines(self) -> list[str]:

@@ -67,6 +67,8 @@ def kit_request_html(kit: Kit, tr=QObject.tr) -> str:
         lines.append(tr("Shared anchor data: {kind}, {rows:,} rows (made by one lead site, never seen by the "
                         "analyst)").format(kind=html.escape(tr(ANCHOR_WORDS.get(kind, kind))),
                                            rows=int(anchor.get("rows", 0))))
+    lines.append(tr("<b>Threat model</b> (who your privacy check counts): {who}").format(
+        who=html.escape(" ".join(kit.threat.lines()), quote=False)))
     return "<ul>" + "".join(f"<li>{line}</li>" for line in lines) + "</ul>"
 
 
