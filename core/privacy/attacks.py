@@ -176,6 +176,7 @@ def smallest_group(counts: np.ndarray) -> int:
 # ---- the analyst alone with a public sample (issue #35) ------------------------------------------------------------
 QUANTILES = np.linspace(0.02, 0.98, 49)  # where two 1-D distributions are compared (the tails left out)
 SIGN_MARGIN = 0.95  # an eigenvector is flipped only when that fits the sample's distribution at least 5 % better
+SHAPE_ROWS = 10_000  # shipped rows whose distribution the sign and component matching read (a seeded subsample)
 
 
 def quantile_distance(a: np.ndarray, b: np.ndarray) -> float:
@@ -202,6 +203,12 @@ def _principal_axes(M: np.ndarray, k: int | None = None) -> tuple[np.ndarray, np
     return vals, vecs * np.where(signs == 0, 1.0, signs)
 
 
+def _shape_rows(Y: np.ndarray, seed: int, cap: int = SHAPE_ROWS) -> np.ndarray:
+    """At most ``cap`` of the rows (seeded), as float64: enough to read a distribution's quantiles."""
+    take = Y if len(Y) <= cap else Y[np.sort(np.random.default_rng(seed).choice(len(Y), cap, replace=False))]
+    return np.asarray(take, np.float64)
+
+
 def eigen_attack(x_tilde: np.ndarray, sample: np.ndarray, noise_var: np.ndarray | None = None, *,
                  standardised: bool = True, rows: np.ndarray | None = None) -> np.ndarray:
     """The analyst alone with a public sample of rows like the site's: the PCA (eigenvector) attack on a
@@ -222,23 +229,24 @@ def eigen_attack(x_tilde: np.ndarray, sample: np.ndarray, noise_var: np.ndarray 
     noise variance (the manifest's noise), component j is shrunk by the Wiener factor
     β_j = max(0, 1 − n_j / λ_j), n_j the noise variance along it and λ_j its variance (the linear estimate of
     least squared error). ``standardised`` False: the site only centred its rows (σ_P = 1). The shipped rows'
-    axes and mean come from every shipped row (the attacker holds them all); ``rows``: rebuild only these."""
-    Y = np.asarray(x_tilde, np.float64)
+    axes and mean come from every shipped row (the attacker holds them all), their distributions from at most
+    SHAPE_ROWS of them (seeded: quantiles need no more); ``rows``: rebuild only these."""
+    Y = np.asarray(x_tilde)
     mu, sd = public_moments(sample, standardised)
     Zp = (np.asarray(sample, np.float64) - mu) / sd
     k = min(Y.shape[1], Zp.shape[1])
     lam, Vy = _principal_axes(Y, k)
     _, Vp = _principal_axes(Zp, k)
-    C = (Y - Y.mean(axis=0)) @ Vy
+    centre = Y.mean(axis=0, dtype=np.float64)
     Cp = Zp @ Vp
+    Cs = (_shape_rows(Y, 0) - centre) @ Vy
     for j in range(k):
-        if quantile_distance(C[:, j], -Cp[:, j]) < SIGN_MARGIN * quantile_distance(C[:, j], Cp[:, j]):
+        if quantile_distance(Cs[:, j], -Cp[:, j]) < SIGN_MARGIN * quantile_distance(Cs[:, j], Cp[:, j]):
             Vp[:, j] = -Vp[:, j]
+    C = (np.asarray(Y if rows is None else Y[rows], np.float64) - centre) @ Vy
     if noise_var is not None:
         n_along = np.einsum("ij,i,ij->j", Vy, np.asarray(noise_var, np.float64), Vy)
         C = C * np.clip(1.0 - n_along / np.where(lam > 0, lam, np.inf), 0.0, 1.0)
-    if rows is not None:
-        C = C[rows]
     return mu + (C @ Vp.T) * sd
 
 
@@ -262,14 +270,14 @@ def ica_attack(x_tilde: np.ndarray, sample: np.ndarray, *, seed: int = 0, standa
     the sample's mixing:  Ẑ = S_Y Π (U_Pᵀ)⁻¹ Λ_P^{1/2} V_Pᵀ,  X̂ = μ_P + Ẑ ⊙ σ_P. On Gaussian rows ICA has
     nothing to hold on to (the components' order is arbitrary) and this attack is no better than a guess. The
     unmixing is fitted on at most ``fit_rows`` rows of each (seeded), ``max_iter`` iterations (on Gaussian rows it
-    never converges; on the benchmark tables it settles within 50). Whitening uses every shipped row; ``rows``:
-    rebuild only these."""
+    never converges; on the benchmark tables it settles within 50); the components' distributions are read on at
+    most SHAPE_ROWS shipped rows. Whitening uses every shipped row; ``rows``: rebuild only these."""
     import warnings
 
     from scipy.optimize import linear_sum_assignment
     from sklearn.decomposition import FastICA
 
-    Y = np.asarray(x_tilde, np.float64)
+    Y = np.asarray(x_tilde)
     mu, sd = public_moments(sample, standardised)
     Zp = (np.asarray(sample, np.float64) - mu) / sd
     k = min(Y.shape[1], Zp.shape[1], len(Zp) - 1)
@@ -278,30 +286,34 @@ def ica_attack(x_tilde: np.ndarray, sample: np.ndarray, *, seed: int = 0, standa
     keep = (lam_y > 1e-12 * max(lam_y.max(), 1e-300)) & (lam_p > 1e-12 * max(lam_p.max(), 1e-300))
     lam_y, Vy, lam_p, Vp = lam_y[keep], Vy[:, keep], lam_p[keep], Vp[:, keep]
     k = int(keep.sum())
-    Yw = (Y - Y.mean(axis=0)) @ Vy / np.sqrt(lam_y)
+    centre = Y.mean(axis=0, dtype=np.float64)
+
+    def white(M: np.ndarray) -> np.ndarray:
+        return (np.asarray(M, np.float64) - centre) @ Vy / np.sqrt(lam_y)
+
     Pw = Zp @ Vp / np.sqrt(lam_p)
 
     def unmixing(M: np.ndarray) -> np.ndarray:
-        if len(M) > fit_rows:
-            M = M[np.random.default_rng(seed).choice(len(M), fit_rows, replace=False)]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a slow convergence still gives a usable, if weaker, attack
             ica = FastICA(n_components=None, whiten=False, random_state=seed, max_iter=max_iter, tol=1e-4).fit(M)
         return ica.components_
 
-    Uy, Up = unmixing(Yw), unmixing(Pw)
-    Sy, Sp = Yw @ Uy.T, Pw @ Up.T
-    sy, sp = Sy.std(axis=0), Sp.std(axis=0)
+    Uy = unmixing(white(_shape_rows(Y, seed, fit_rows)))
+    Up = unmixing(Pw if len(Pw) <= fit_rows else
+                  Pw[np.random.default_rng(seed).choice(len(Pw), fit_rows, replace=False)])
+    shape = white(_shape_rows(Y, seed)) @ Uy.T  # the shipped components' distributions, from a subsample
+    Sp = Pw @ Up.T
+    sy, sp = shape.std(axis=0), Sp.std(axis=0)
     sy, sp = np.where(sy > 0, sy, 1.0), np.where(sp > 0, sp, 1.0)
-    Sy, Sp = Sy / sy, Sp / sp
-    qa = np.quantile(Sy, QUANTILES, axis=0).T  # (k, quantiles): each shipped component's quantile function
+    shape, Sp = shape / sy, Sp / sp
+    qa = np.quantile(shape, QUANTILES, axis=0).T  # (k, quantiles): each shipped component's quantile function
     qb = np.quantile(Sp, QUANTILES, axis=0).T
     plus = np.mean((qa[:, None, :] - qb[None, :, :]) ** 2, axis=2)
     minus = np.mean((qa[:, None, :] + qb[None, :, ::-1]) ** 2, axis=2)  # −S's quantiles: reversed and negated
     cost, sign = np.minimum(plus, minus), np.where(plus <= minus, 1.0, -1.0)
     mine, theirs = linear_sum_assignment(cost)
-    if rows is not None:
-        Sy = Sy[rows]
+    Sy = white(Y if rows is None else Y[rows]) @ Uy.T / sy
     S_hat = np.zeros((len(Sy), k))
     S_hat[:, theirs] = Sy[:, mine] * sign[mine, theirs]
     Pw_hat = (S_hat * sp) @ np.linalg.pinv(Up.T)

@@ -314,13 +314,13 @@ class PrivacyPage(Page):
 
 def compute_and_check(exporter, control: JobControl) -> tuple:
     """The page's job: what leaves (:meth:`ParticipantRound.compute`), its disclosure check
-    (:meth:`ParticipantRound.assess`) and, when a verdict is poor, every lever measured
+    (:meth:`ParticipantRound.assess`) and, when a counted verdict is poor, every lever measured
     (:func:`core.privacy.levers.measure_levers`). Returns (export, findings, levers or None)."""
     export = exporter.compute(control.sub(0.0, 0.3))
     assessment = exporter.assess(control=control.sub(0.3, 0.5))
     findings = summarise(assessment)
     levers = None
-    if any(f["verdict"] == "poor" for f in findings):
+    if assessment.needs_consent:  # a poor check the kit counts: measure what each lever would do
         try:
             levers = measure_levers(exporter, thresholds=assessment.thresholds, control=control.sub(0.5, 1.0))
         except DCError as exc:  # the levers are advice: they never stand between the site and its export
