@@ -289,10 +289,10 @@ def summarise(cells: list[dict]) -> dict[str, Any]:
                                      / max(v["reference"][0], v["product"][0], 0.05) for v in mine)}
         grid = {}
         for setting, _ in GRID:
-            rows = [s["grid"][setting] for s in sites]
-            refused = [r["refused"] for r in rows if "refused" in r]
-            if refused:
-                grid[setting] = {"refused": refused[0], "reaches": False}
+            refused = [s["grid"][setting]["refused"] for s in sites if "refused" in s["grid"][setting]]
+            rows = [s["grid"][setting] for s in sites if "refused" not in s["grid"][setting]]
+            if not rows:
+                grid[setting] = {"refused": refused[0], "refused_sites": len(refused), "reaches": False}
                 continue
             colluding = [max(r["privacy"]["collusion"]["within_10pct"],
                              (r["reference"].get("posterior_mean") or r["reference"].get("least_squares"))[1])
@@ -307,7 +307,9 @@ def summarise(cells: list[dict]) -> dict[str, Any]:
                 "alone_within_10pct_max": float(max(r["privacy"]["analyst_alone"]["within_10pct"] for r in rows)),
                 "accuracy_cost_mean": float(np.mean([r["accuracy_cost"] for r in rows])),
                 "auc_cost_mean": float(np.nanmean([r["auc_cost"] for r in rows])),
-                "reaches": bool(max(colluding) < TARGET_SHARE)}
+                "measured_sites": len(rows), "refused_sites": len(refused),
+                **({"refused": refused[0]} if refused else {}),
+                "reaches": bool(max(colluding) < TARGET_SHARE) and not refused}
         reaching = [s for s, g in grid.items() if g["reaches"]]
         binary = all(c["sites"][next(iter(c["sites"]))]["classes"] == 2 for c in cells if c["table"] == name)
         cost_key = "auc_cost_mean" if binary else "accuracy_cost_mean"  # two classes: AUC, as the levers rank
@@ -366,15 +368,21 @@ def markdown(out: dict) -> str:
                   "the strongest colluding rebuild, product or independent):", "",
                   "| setting | collude ≤10% (max) | collude err | strongest | alone err | alone ≤10% (max) | "
                   "accuracy cost (pt) | AUC cost | target |", "|---|---|---|---|---|---|---|---|---|"]
+        refusals = {g["refused"] for g in s["grid"].values() if "refused" in g}
         for setting, g in s["grid"].items():
-            if "refused" in g:
-                lines.append(f"| {setting} | refused: {g['refused']} | | | | | | | |")
+            if "colluding_within_10pct_max" not in g:
+                lines.append(f"| {setting} | refused at every site (below) | | | | | | | |")
                 continue
             lines.append(f"| {setting} | {100 * g['colluding_within_10pct_max']:.1f} % | "
                          f"{_f(g['colluding_median_error_mean'])} | {', '.join(g['colluding_strongest'])} | "
                          f"{_f(g['alone_median_error_mean'])} | {100 * g['alone_within_10pct_max']:.1f} % | "
                          f"{_f(g['accuracy_cost_mean'], 1)} | {_f(g['auc_cost_mean'], 3)} | "
-                         f"{'reached' if g['reaches'] else '—'} |")
+                         f"{'reached' if g['reaches'] else '—'}"
+                         + (f" ({g['refused_sites']} of {g['measured_sites'] + g['refused_sites']} site exports "
+                            "refused)" if g.get("refused_sites") else "") + " |")
+        if refusals:
+            lines += ["", "Refused: " + "; ".join(sorted(refusals)) + " (the kit's 200-row sample left a rare 0/1 "
+                      "column without a public spread; issue #35 part B lets such a kit take the formal option)."]
         b = s["best"]
         if b:
             unit = "0.02 AUC" if s["ranked_by"] == "AUC" else "2 points of accuracy"

@@ -369,7 +369,7 @@ def gaussian_prior_collusion(anchor: np.ndarray, anchor_tilde: np.ndarray, x_til
 
 def empirical_prior_collusion(anchor: np.ndarray, anchor_tilde: np.ndarray, x_tilde: np.ndarray,
                               prior_rows: np.ndarray, noise_var: np.ndarray, clip: float | None = None,
-                              block: int = 256) -> np.ndarray:
+                              block: int = 64) -> np.ndarray:
     """The colluding site's posterior mean with its own rows as the prior (Robbins 1956, "An empirical Bayes
     approach to statistics": the empirical distribution of rows like the victim's as the prior). The colluder
     holds the anchor, so it knows the site's map f, clipping included (:func:`anchor_forward_map`, the stated C);
@@ -378,18 +378,21 @@ def empirical_prior_collusion(anchor: np.ndarray, anchor_tilde: np.ndarray, x_ti
         E[x | x̃] = Σ_i w_i x_i,   w_i ∝ exp(−½ Σ_j (x̃_j − f(x_i)_j)² / v_j),
 
     exactly, for each shipped row x̃ (log-sum-exp in blocks of ``block`` rows). Unlike a linear inverse it is not
-    thrown off by clipping (f(x_i) is clipped like the row was), and it lands on rows that are plausible."""
+    thrown off by clipping (f(x_i) is clipped like the row was), and it lands on rows that are plausible. A column
+    stated without noise (a constant one: the noise scales with each column's spread) carries no information
+    but float32 rounding: its variance is floored at 10⁻⁶ × the largest, so rounding cannot pick the weights."""
     F, b = anchor_forward_map(anchor, anchor_tilde, clip)
     P = np.asarray(prior_rows, np.float64)
-    inv = 1.0 / np.maximum(np.asarray(noise_var, np.float64), 1e-12)
-    scale = np.sqrt(inv)
+    v = np.asarray(noise_var, np.float64)
+    scale = 1.0 / np.sqrt(np.maximum(v, max(1e-6 * float(v.max(initial=0.0)), 1e-12)))
     FP = _forward(P, F, b, clip) * scale
-    fp2 = np.einsum("ij,ij->i", FP, FP)
     Y = np.asarray(x_tilde, np.float64) * scale
     out = np.empty((len(Y), P.shape[1]))
     for start in range(0, len(Y), block):
         Yb = Y[start:start + block]
-        d2 = np.einsum("ij,ij->i", Yb, Yb)[:, None] + fp2[None, :] - 2.0 * Yb @ FP.T
+        # the differences themselves, not ‖y‖² + ‖f‖² − 2 y·f: a nearly noiseless column scales them by up to 10⁶
+        diff = Yb[:, None, :] - FP[None, :, :]
+        d2 = np.einsum("ijk,ijk->ij", diff, diff)
         logw = -0.5 * d2
         logw -= logw.max(axis=1, keepdims=True)
         w = np.exp(logw)

@@ -1,6 +1,6 @@
 """Independent re-implementations of the issue #35 attacks, written for the tests (and the privacy benchmark's
 cross-check) from the papers, not from ``core/privacy/attacks.py``: other libraries where they exist (scikit-learn's
-PCA and linear regression, SciPy's log-sum-exp and quantiles), so that agreement says the product computes what
+PCA, SciPy's least squares, log-sum-exp and quantiles), so that agreement says the product computes what
 the papers, and its docstrings where a paper leaves a choice open, describe.
 
 * :func:`eigen_attack` — Liu, Giannella & Kargupta (2006), the known-sample PCA attack on a distance-preserving
@@ -17,10 +17,10 @@ the papers, and its docstrings where a paper leaves a choice open, describe.
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import lstsq
 from scipy.special import logsumexp
 from scipy.stats.mstats import mquantiles
 from sklearn.decomposition import PCA
-from sklearn.linear_model import LinearRegression
 
 
 def stand_in_rows(n: int, public_rows: int, seed: int = 0) -> np.ndarray:
@@ -90,18 +90,21 @@ def stated_noise_variance(manifest: dict, shipped: np.ndarray) -> np.ndarray:
 def posterior_mean_attack(anchor: np.ndarray, anchor_image: np.ndarray, shipped: np.ndarray, prior: np.ndarray,
                           noise_var: np.ndarray, clip: float | None = None) -> np.ndarray:
     """For each shipped row x̃: Σ_i w_i x_i over the colluder's rows, log w_i = −½ Σ_j (x̃_j − f(x_i)_j)² / v_j − a
-    normaliser (SciPy's log-sum-exp). f is learnt by an ordinary least-squares regression (scikit-learn) of the
-    anchor's images on the anchor rows, on the pairs whose image is strictly shorter than the clipping length C;
-    f(x_i) is then clipped to C like the site's rows were."""
+    normaliser (SciPy's log-sum-exp). f is learnt by least squares (SciPy's ``lstsq``, the minimum-norm solution:
+    a column the anchor holds constant gets the share of the intercept the pseudo-inverse gives it) of the anchor's
+    images on the anchor rows and a column of ones, on the pairs whose image is strictly shorter than the clipping
+    length C; f(x_i) is then clipped to C like the site's rows were."""
     A_img = np.asarray(anchor_image, float)
     unclipped = np.ones(len(A_img), bool) if clip is None else np.linalg.norm(A_img, axis=1) < clip * 0.999999
-    f = LinearRegression().fit(np.asarray(anchor, float)[unclipped], A_img[unclipped])
-    images = f.predict(np.asarray(prior, float))
+    design = np.column_stack([np.asarray(anchor, float)[unclipped], np.ones(int(unclipped.sum()))])
+    coef = lstsq(design, A_img[unclipped])[0]
+    images = np.column_stack([np.asarray(prior, float), np.ones(len(prior))]) @ coef
     if clip is not None:
         length = np.linalg.norm(images, axis=1, keepdims=True)
         images = np.where(length > clip, images * clip / np.maximum(length, 1e-300), images)
     out = np.empty((len(shipped), prior.shape[1]))
-    variance = np.where(np.asarray(noise_var, float) > 0, noise_var, 1e-12)  # a constant column carries no noise
+    # a column stated without noise is a constant one: floored at 10⁻⁶ of the largest variance, as documented
+    variance = np.clip(np.asarray(noise_var, float), max(1e-6 * np.max(noise_var), 1e-12), None)
     for r, row in enumerate(np.asarray(shipped, float)):
         logw = -0.5 * (((row - images) ** 2) / variance).sum(axis=1)
         out[r] = np.exp(logw - logsumexp(logw)) @ prior
