@@ -325,15 +325,21 @@ def anchor_forward_map(anchor: np.ndarray, anchor_tilde: np.ndarray,
                        clip: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The site's map x ↦ x F + b as the colluder learns it: least squares of the anchor's images on the anchor
     rows (with an intercept) over the pairs whose image is shorter than the stated clipping length C (those were
-    not clipped, so the relation is exactly affine there); all pairs when nothing is clipped."""
+    not clipped, so the relation is exactly affine there); all pairs when nothing is clipped. Solved by SVD on the
+    anchor columns centred and scaled by their own spread (raw columns such as an area in pixels would square the
+    condition number of normal equations past float64), so a column the anchor holds constant — a direction its
+    pairs cannot identify — gets no weight."""
     A_ = np.asarray(anchor, np.float64)
     T = np.asarray(anchor_tilde, np.float64)
     keep = np.ones(len(T), bool) if clip is None else np.linalg.norm(T, axis=1) < float(clip) * (1 - 1e-6)
     if keep.sum() <= A_.shape[1]:
         keep[:] = True  # too few unclipped pairs: every pair (the clipped ones bias the map towards shorter rows)
-    design = np.column_stack([A_[keep], np.ones(int(keep.sum()))])
-    coef = np.linalg.pinv(design.T @ design, hermitian=True) @ (design.T @ T[keep])
-    return coef[:-1], coef[-1]
+    mu, sd = A_[keep].mean(axis=0), column_spread(A_[keep])
+    Z = (A_[keep] - mu) / sd
+    Z[:, np.ptp(A_[keep], axis=0) == 0] = 0.0
+    coef, *_ = np.linalg.lstsq(np.column_stack([Z, np.ones(len(Z))]), T[keep], rcond=None)
+    F = coef[:-1] / sd[:, None]
+    return F, coef[-1] - mu @ F
 
 
 def _forward(X: np.ndarray, F: np.ndarray, b: np.ndarray, clip: float | None) -> np.ndarray:

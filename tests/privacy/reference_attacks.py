@@ -1,6 +1,6 @@
 """Independent re-implementations of the issue #35 attacks, written for the tests (and the privacy benchmark's
 cross-check) from the papers, not from ``core/privacy/attacks.py``: other libraries where they exist (scikit-learn's
-PCA, SciPy's least squares, log-sum-exp and quantiles), so that agreement says the product computes what
+PCA and linear regression, SciPy's log-sum-exp and quantiles), so that agreement says the product computes what
 the papers, and its docstrings where a paper leaves a choice open, describe.
 
 * :func:`eigen_attack` — Liu, Giannella & Kargupta (2006), the known-sample PCA attack on a distance-preserving
@@ -17,10 +17,12 @@ the papers, and its docstrings where a paper leaves a choice open, describe.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import lstsq
 from scipy.special import logsumexp
 from scipy.stats.mstats import mquantiles
 from sklearn.decomposition import PCA
+from sklearn.linear_model import LinearRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 
 def stand_in_rows(n: int, public_rows: int, seed: int = 0) -> np.ndarray:
@@ -90,15 +92,15 @@ def stated_noise_variance(manifest: dict, shipped: np.ndarray) -> np.ndarray:
 def posterior_mean_attack(anchor: np.ndarray, anchor_image: np.ndarray, shipped: np.ndarray, prior: np.ndarray,
                           noise_var: np.ndarray, clip: float | None = None) -> np.ndarray:
     """For each shipped row x̃: Σ_i w_i x_i over the colluder's rows, log w_i = −½ Σ_j (x̃_j − f(x_i)_j)² / v_j − a
-    normaliser (SciPy's log-sum-exp). f is learnt by least squares (SciPy's ``lstsq``, the minimum-norm solution:
-    a column the anchor holds constant gets the share of the intercept the pseudo-inverse gives it) of the anchor's
-    images on the anchor rows and a column of ones, on the pairs whose image is strictly shorter than the clipping
-    length C; f(x_i) is then clipped to C like the site's rows were."""
+    normaliser (SciPy's log-sum-exp). f is learnt by an ordinary least-squares regression with an intercept
+    (scikit-learn's, on the anchor columns standardised first: on raw columns such as an area in pixels the
+    solution drifts in the directions the anchor barely spans, and a column the anchor holds constant gets no
+    weight, as the product documents) of the anchor's images on the anchor rows, on the pairs whose image is
+    strictly shorter than the clipping length C; f(x_i) is then clipped to C like the site's rows were."""
     A_img = np.asarray(anchor_image, float)
     unclipped = np.ones(len(A_img), bool) if clip is None else np.linalg.norm(A_img, axis=1) < clip * 0.999999
-    design = np.column_stack([np.asarray(anchor, float)[unclipped], np.ones(int(unclipped.sum()))])
-    coef = lstsq(design, A_img[unclipped])[0]
-    images = np.column_stack([np.asarray(prior, float), np.ones(len(prior))]) @ coef
+    f = make_pipeline(StandardScaler(), LinearRegression()).fit(np.asarray(anchor, float)[unclipped], A_img[unclipped])
+    images = f.predict(np.asarray(prior, float))
     if clip is not None:
         length = np.linalg.norm(images, axis=1, keepdims=True)
         images = np.where(length > clip, images * clip / np.maximum(length, 1e-300), images)
