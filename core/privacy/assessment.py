@@ -323,15 +323,14 @@ def _assess(site: SiteInput, export: SiteExport, method: Method, thresholds: Pri
         if sample is not None:  # the shipped rows' own statistics from all of them: the analyst holds every one
             standardised = bool(export.manifest.get("standardised", True))
             every = arrays["x_tilde"]
-            tried = {"eigen": [lambda: A.eigen_attack(every, sample, noise_var, standardised=standardised,
+            tried = {"eigen": lambda: [A.eigen_attack(every, sample, noise_var, standardised=standardised,
                                                       rows=shipped)]}
             if Y.shape[1] >= 2:  # FastICA from several starting points: the closest rebuild is kept
-                tried["ica"] = [lambda start=start: A.ica_attack(every, sample, seed=start, standardised=standardised,
-                                                                 rows=shipped)
-                                for start in range(seed, seed + A.ICA_STARTS)]
-            for name, runs in tried.items():
+                tried["ica"] = lambda: A.ica_rebuilds(every, sample, seed=seed, standardised=standardised,
+                                                      rows=shipped)
+            for name, rebuilds in tried.items():
                 try:
-                    scored = [score(run()) for run in runs]
+                    scored = [score(X_hat) for X_hat in rebuilds()]
                 except (ValueError, ArithmeticError, np.linalg.LinAlgError):
                     continue  # e.g. a degenerate sample: an attack that cannot run adds nothing (the others stand)
                 alone[name] = min(scored, key=lambda e: (e["median_cell_error"], -e["within_10pct"]))

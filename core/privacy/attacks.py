@@ -258,6 +258,14 @@ ICA_STARTS = 3  # the assessment runs FastICA from this many starting points and
 def ica_attack(x_tilde: np.ndarray, sample: np.ndarray, *, seed: int = 0, standardised: bool = True,
                max_iter: int = ICA_ITERATIONS, fit_rows: int = ICA_FIT_ROWS,
                rows: np.ndarray | None = None) -> np.ndarray:
+    """One rebuild by :func:`ica_rebuilds` (FastICA started from ``seed``)."""
+    return ica_rebuilds(x_tilde, sample, seed=seed, starts=1, standardised=standardised, max_iter=max_iter,
+                        fit_rows=fit_rows, rows=rows)[0]
+
+
+def ica_rebuilds(x_tilde: np.ndarray, sample: np.ndarray, *, seed: int = 0, starts: int = ICA_STARTS,
+                 standardised: bool = True, max_iter: int = ICA_ITERATIONS, fit_rows: int = ICA_FIT_ROWS,
+                 rows: np.ndarray | None = None) -> list[np.ndarray]:
     """The analyst alone with a public sample, by higher moments: the ICA attack on a linear map (Liu, Kargupta &
     Ryan 2006, "Random projection-based multiplicative data perturbation for privacy preserving distributed data
     mining", IEEE TKDE 18(1), §5; Chen, Sun & Liu 2007, "Towards attack-resilient geometric data perturbation",
@@ -271,11 +279,11 @@ def ica_attack(x_tilde: np.ndarray, sample: np.ndarray, *, seed: int = 0, standa
     the sample's mixing:  Ẑ = S_Y Π (U_Pᵀ)⁻¹ Λ_P^{1/2} V_Pᵀ,  X̂ = μ_P + Ẑ ⊙ σ_P. On Gaussian rows ICA has
     nothing to hold on to (the components' order is arbitrary) and this attack is no better than a guess.
 
-    FastICA's answer depends on where it starts (``seed``): the assessment runs it from ICA_STARTS starting points
-    and keeps the rebuild closest to the truth, as it does for moment matching's guesses (an upper bound for the
-    attack; the matched components' total distance, which the attacker could use instead, picks the best start
-    only some of the time on the benchmark tables). The unmixing is fitted on at most ``fit_rows`` rows of each
-    (seeded), ``max_iter``
+    FastICA's answer depends on where it starts: the shipped rows' unmixing is started from ``starts`` points (seeds
+    ``seed``, ``seed`` + 1, …; the sample's once, from ``seed``), one rebuild each; the assessment keeps the one
+    closest to the truth, as it does for moment matching's guesses (an upper bound for the attack; the matched
+    components' total distance, which the attacker could use instead, picks the best start only some of the time
+    on the benchmark tables). The unmixing is fitted on at most ``fit_rows`` rows of each (seeded), ``max_iter``
     iterations (on Gaussian rows it never converges; on the benchmark tables it settles within 50); the
     components' distributions are read on at most SHAPE_ROWS shipped rows. Whitening uses every shipped row;
     ``rows``: rebuild only these."""
@@ -303,28 +311,35 @@ def ica_attack(x_tilde: np.ndarray, sample: np.ndarray, *, seed: int = 0, standa
     Pfit = Pw if len(Pw) <= fit_rows else Pw[np.random.default_rng(seed).choice(len(Pw), fit_rows, replace=False)]
     Yshape = white(_shape_rows(Y, seed))
 
-    def unmixing(M: np.ndarray) -> np.ndarray:
+    def unmixing(M: np.ndarray, start: int) -> np.ndarray:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a slow convergence still gives a usable, if weaker, attack
-            ica = FastICA(n_components=None, whiten=False, random_state=seed, max_iter=max_iter, tol=1e-4).fit(M)
+            ica = FastICA(n_components=None, whiten=False, random_state=start, max_iter=max_iter, tol=1e-4).fit(M)
         return ica.components_
 
-    Uy, Up = unmixing(Yfit), unmixing(Pfit)
-    shape, Sp = Yshape @ Uy.T, Pw @ Up.T
-    sy, sp = shape.std(axis=0), Sp.std(axis=0)
-    sy, sp = np.where(sy > 0, sy, 1.0), np.where(sp > 0, sp, 1.0)
-    qa = np.quantile(shape / sy, QUANTILES, axis=0).T  # (k, quantiles): each shipped component's quantile function
-    qb = np.quantile(Sp / sp, QUANTILES, axis=0).T
-    plus = np.mean((qa[:, None, :] - qb[None, :, :]) ** 2, axis=2)
-    minus = np.mean((qa[:, None, :] + qb[None, :, ::-1]) ** 2, axis=2)  # −S's quantiles: reversed and negated
-    cost, sign = np.minimum(plus, minus), np.where(plus <= minus, 1.0, -1.0)
-    mine, theirs = linear_sum_assignment(cost)
-    signs = sign[mine, theirs]
-    Sy = white(Y if rows is None else Y[rows]) @ Uy.T / sy
-    S_hat = np.zeros((len(Sy), k))
-    S_hat[:, theirs] = Sy[:, mine] * signs
-    Pw_hat = (S_hat * sp) @ np.linalg.pinv(Up.T)
-    return mu + (Pw_hat * np.sqrt(lam_p)) @ Vp.T * sd
+    Up = unmixing(Pfit, seed)
+    Sp = Pw @ Up.T
+    sp = Sp.std(axis=0)
+    sp = np.where(sp > 0, sp, 1.0)
+    qb = np.quantile(Sp / sp, QUANTILES, axis=0).T  # (k, quantiles): each sample component's quantile function
+    back = np.linalg.pinv(Up.T)
+    Yrows = white(Y if rows is None else Y[rows])
+    out = []
+    for start in range(seed, seed + max(1, starts)):
+        Uy = unmixing(Yfit, start)
+        shape = Yshape @ Uy.T
+        sy = shape.std(axis=0)
+        sy = np.where(sy > 0, sy, 1.0)
+        qa = np.quantile(shape / sy, QUANTILES, axis=0).T
+        plus = np.mean((qa[:, None, :] - qb[None, :, :]) ** 2, axis=2)
+        minus = np.mean((qa[:, None, :] + qb[None, :, ::-1]) ** 2, axis=2)  # −S's quantiles: reversed, negated
+        cost, sign = np.minimum(plus, minus), np.where(plus <= minus, 1.0, -1.0)
+        mine, theirs = linear_sum_assignment(cost)
+        Sy = Yrows @ Uy.T / sy
+        S_hat = np.zeros((len(Sy), k))
+        S_hat[:, theirs] = Sy[:, mine] * sign[mine, theirs]
+        out.append(mu + ((S_hat * sp) @ back * np.sqrt(lam_p)) @ Vp.T * sd)
+    return out
 
 
 # ---- the colluding site with its own rows as a prior (issue #35) ---------------------------------------------------
