@@ -44,6 +44,7 @@ COLLUDING = "the analyst with one other site (holds the anchor and rows of its o
 RECORD_HOLDER = "anyone holding a patient's record (with the analyst and one other site)"
 MODEL_HOLDER = "anyone holding a patient's record and outcome, and the shipped model"
 COLLUDING_ADVERSARIES = (COLLUDING, RECORD_HOLDER)  # in scope only when the kit's threat model allows collusion
+NOT_COUNTED = ", not counted: outside the kit's threat model"  # how a finding the kit rules out is marked
 
 ATTACKS = {
     "collusion": "rows rebuilt from the bundle through the anchor pairs: least squares, and the posterior mean "
@@ -131,8 +132,7 @@ class PrivacyAssessment:
 
     def lines(self) -> list[str]:
         """One line per finding, ``[verdict] sentence`` (the CLI and the audit show these)."""
-        out = [f"[{f.verdict}{'' if f.in_scope else ', not counted: outside the kit' + chr(39) + 's threat model'}] "
-               f"{f.sentence}" for f in self.findings]
+        out = [f"[{f.verdict}{'' if f.in_scope else NOT_COUNTED}] {f.sentence}" for f in self.findings]
         if self.formal:
             out.append(f"[formal] {self.formal['sentence']}")
         return out
