@@ -68,6 +68,9 @@ REGISTRY: dict[str, tuple[str, str]] = {
                       "logistic regression with site intercepts, on the clinical tables"),
     "privacy": ("privacy", "privacy–utility curve: colluding-site reconstruction, membership AUC and accuracy as the "
                 "dimension, the noise and ε vary (DC-CFL/DC, distillation, GOLD)"),
+    "privacy-round": ("privacy_round", "issue #35 on three sites with the default kit (dry bean, flchain, colon): "
+                      "privacy.json against independent eigen and posterior-mean attacks, and the private settings "
+                      "that keep a colluding site's rebuild under 5 % of rows, with their cost"),
     "units": ("units_check", "the site's units check on the clinical tables and DC-CFL's label-skewed clients: false "
               "alarms, columns given as x·2.54 + 10 caught"),
     "tables": ("tables", "rounds with kit defaults on the clinical tables and a table with an empty column, a rare "

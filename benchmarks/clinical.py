@@ -345,6 +345,7 @@ def product_round(folder: Path, sample_csv: Path, sites: list[tuple[str, Path, P
         job = ParticipantRound(kit, kit_path, idents[name], folder / name, anchor=anchor,
                                site_settings={"seed": seed * 100 + k} if site_seed else None)
         job.confirm_analyst(kit.analyst, how="benchmark: the kit's own signer")
+        job.accept_privacy_risk("benchmark: a simulated site accepts its poor verdicts")
         _, imp = _read_with(lambda opt, job=job, csv=train_csv: job.load(csv, opt), o.site_impute)
         imputed |= imp
         job.seal(bundles_dir / f"{name}.dcbundle")

@@ -156,6 +156,7 @@ class Corpus:
                                    anchor=self.anchor if cls.needs_anchor else None,
                                    site_settings={**self.site_settings, **({"seed": i} if "seed" in site_own else {})})
             job.confirm_analyst(self.kit.analyst, how="benchmark: the kit's own signer")
+            job.accept_privacy_risk("benchmark: a simulated site accepts its poor verdicts")
             job.load(csv)
             bundles.append(job.seal(folder / f"site{i}.dcbundle"))
             self.site_ws.append(ws)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from . import version_string
 from .errors import ConfigError, DCError
+from .privacy.threat import CHOICES as THREAT_CHOICES
+from .privacy.threat import DEFAULT_PUBLIC_ROWS, ThreatModel
 from .privacy.thresholds import DIRECTIONS, PrivacyThresholds, parse_threshold_args
 from .safe_text import shown_lines
 
@@ -134,7 +136,8 @@ def cmd_kit_new(args) -> None:
     roster = [PublicCard.load(p) for p in args.roster] if args.roster else None
     kit, more = build_kit(name=args.name, schema=schema, analyst=ident.card, task=task, method=method,
                           settings=parse_sets(args.set, cls), blocks=args.blocks, anchor_kind=args.anchor_kind,
-                          anchor_rows=args.anchor_rows, roster=roster)
+                          anchor_rows=args.anchor_rows, roster=roster,
+                          threat=ThreatModel.given(args.threat_model, args.public_rows))
     kit.privacy = PrivacyThresholds.given(parse_threshold_args(args.privacy_threshold)).kit_block()
     kit.save(args.out, ident)
     schema = kit.schema
@@ -151,6 +154,7 @@ def cmd_kit_new(args) -> None:
     say(*notes, *more, *schema.describe_columns(), *published, f"kit: {args.out}", f"project id: {kit.project_id}",
         what,
         f"method {method} ({cls.title}){chosen}",
+        *(f"threat model: {line}" for line in kit.threat.lines()),
         *([] if cls.needs_anchor else ["this method needs no anchor: skip `dcstudio anchor new`"]),
         f"analyst fingerprint (participants compare this): {ident.card.fingerprint}")
 
@@ -338,8 +342,11 @@ def _participant_round(args):
 
 
 def privacy_lines(assessment) -> list[str]:
-    """What ``participant export`` and ``participant assess`` print of a privacy assessment."""
-    return [f"privacy ({assessment.rows:,} rows, measured in {assessment.seconds:.2f} s; verdict "
+    """What ``participant export`` and ``participant assess`` print of a privacy assessment: the kit's threat
+    model first (which adversaries count), then one line per finding."""
+    return ["threat model (the kit's; which adversaries count against this export):",
+            *(f"  {line}" for line in assessment.threat.lines()),
+            f"privacy ({assessment.rows:,} rows, measured in {assessment.seconds:.2f} s; verdict "
             f"{assessment.verdict}):", *(f"  {line}" for line in assessment.lines())]
 
 
@@ -381,7 +388,12 @@ def cmd_participant_export(args) -> None:
             say(*(f"warning: {w} (you said you checked it: --units-checked)" for w in job.unit_warnings))
         job.check_target(args.out, replace=args.force)
         ex = job.compute()
-        say(*privacy_lines(job.assess()), *job.ledger_lines())  # the ε spent so far, before this export seals
+        assessment = job.assess()
+        say(*privacy_lines(assessment), *job.ledger_lines())  # the ε spent so far, before this export seals
+        if assessment.needs_consent and args.accept_poor_privacy:
+            job.accept_privacy_risk("--accept-poor-privacy")
+            say(f"you accept the risk of {len(assessment.poor)} poor verdict(s) (--accept-poor-privacy): recorded in "
+                "the audit log")
         sealed = job.seal(args.out, replace=args.force)
     except BaseException:
         job.tidy()
@@ -813,6 +825,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--privacy-threshold", action="append", metavar="NAME=VALUE",
                    help="a privacy limit every site's assessment is judged by (repeatable; sites may only tighten "
                    "it): " + ", ".join(f"{k} [{v:g}]" for k, v in PrivacyThresholds().to_dict().items()))
+    p.add_argument("--threat-model", choices=THREAT_CHOICES, default=None,
+                   help="which adversaries every site's privacy assessment counts: 'collusion' (default: the analyst "
+                   "may work with one other site, which holds the anchor) or 'no-collusion' (sites do not work with "
+                   "the analyst; their attacks are still shown). Every site sees it before export")
+    p.add_argument("--public-rows", type=int, default=None, metavar="N",
+                   help=f"the rows of a public sample like the sites' the analyst may hold (default "
+                   f"{DEFAULT_PUBLIC_ROWS:,}): the assessment's analyst-alone attacks use that many")
     p.add_argument("--out", required=True, help="the .dckit file to write")
     _csv_args(p)
     p.epilog = settings_help("analyst")
@@ -856,6 +875,9 @@ def build_parser() -> argparse.ArgumentParser:
     for cls in METHODS.values():
         for spec in cls.site_settings_spec():
             site_specs.setdefault(spec.name, spec)
+    p.add_argument("--accept-poor-privacy", action="store_true",
+                   help="export even though an attack the kit's threat model counts finds the export poor (your "
+                   "site accepts that risk; recorded in the audit log). Without it such an export is refused")
     _site_setting_args(p, site_specs, "this site's choices (the method's site-side settings; defaults in brackets)")
     _privacy_args(p)
     _csv_args(p)

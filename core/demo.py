@@ -156,9 +156,13 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> bool:
             job = ParticipantRound(kit, kit_path, ident, folder / f"{name}.workspace", anchor=anchor_path,
                                    site_settings={"seed": SEED + k})
             job.confirm_analyst(kit.analyst, how="demo: the analyst's card")
+            job.accept_privacy_risk("demo: a simulated site accepts its poor verdicts")
             job.load(folder / "local-data.csv")
             sealed = job.seal(bundles_dir / f"{name}.dcbundle")
             say(f"{name}: bundle {sealed.path} ({sealed.size // 1024} KiB)")
+            if job.assessment_.needs_consent:  # a real site confirms this itself (--accept-poor-privacy, a tick)
+                say(f"  privacy check poor on {', '.join(f.attack for f in job.assessment_.poor)}: a real site "
+                    "would have to accept that risk before exporting; the demo accepts it for its simulated sites")
 
         step = "analyst: import and run"
         analysis = AnalystRound(kit, analyst, AnalystWorkspace(analyst_dir / "analyst.workspace"))

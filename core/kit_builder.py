@@ -22,6 +22,7 @@ from .errors import ConfigError
 from .formats.identity import PublicCard
 from .formats.kit import ANCHOR_KINDS, Kit
 from .methods import default_method, get_method, method_class
+from .privacy.threat import ThreatModel
 
 DEFAULT_ANCHOR_ROWS = 1000
 
@@ -75,11 +76,13 @@ def default_anchor_kind(task: str) -> str:
 
 def build_kit(*, name: str, schema: Schema, analyst: PublicCard, task: str | None = None, method: str | None = None,
               settings: dict | None = None, blocks: str | None = None, anchor_kind: str | None = None,
-              anchor_rows: int | None = None, roster: list[PublicCard] | None = None) -> tuple[Kit, list[str]]:
+              anchor_rows: int | None = None, roster: list[PublicCard] | None = None,
+              threat: ThreatModel | None = None) -> tuple[Kit, list[str]]:
     """A checked, unsigned kit and notes for the person making it (e.g. a label column left out).
 
-    ``task`` defaults to the method's, ``method`` to the task's first registered method; ``blocks`` is
-    the text form ``"name=a,b;other=c"``. Raises ConfigError with one sentence on any rule broken."""
+    ``threat``: the threat model the kit declares (default: a colluding site counts). ``task`` defaults to the
+    method's, ``method`` to the task's first registered method; ``blocks`` is the text form ``"name=a,b;other=c"``.
+    Raises ConfigError with one sentence on any rule broken."""
     notes: list[str] = []
     if not name.strip():
         raise ConfigError("give the project a name")
@@ -119,5 +122,5 @@ def build_kit(*, name: str, schema: Schema, analyst: PublicCard, task: str | Non
         notes.append(f"method '{method}' needs no anchor: the anchor settings are not used")
     listed = None if roster is None else [{"name": c.name, "fingerprint": c.fingerprint} for c in roster]
     kit = Kit(name=name.strip(), task=task, schema=schema, method=method, analyst=analyst, settings=settings,
-              anchor=anchor, roster=listed)
+              anchor=anchor, roster=listed, threat_model=(threat or ThreatModel()).kit_block())
     return kit, notes

@@ -159,6 +159,8 @@ class ParticipantRound:
         self.units_checked = False  # the site's staff checked them: sealing goes ahead despite the warnings
         self.privacy_thresholds: PrivacyThresholds = kit.privacy_thresholds  # the kit's, tightened by the site
         self.assessment_: PrivacyAssessment | None = None  # the measured disclosure of ``export_`` (issue #24)
+        # how the site confirmed exporting despite a poor verdict the kit's threat model counts (issue #35)
+        self.privacy_risk_accepted: str | None = None
         self._site_input: SiteInput | None = None
 
     def confirm_analyst(self, who: PublicCard | str, how: str) -> str:
@@ -207,8 +209,14 @@ class ParticipantRound:
         if thresholds is not None:
             self.privacy_thresholds = thresholds
         self.assessment_ = assess_export(self._site_input, self.export_, self.method, self.privacy_thresholds,
-                                         control=control)
+                                         control=control, threat=self.kit.threat)
         return self.assessment_
+
+    def accept_privacy_risk(self, how: str) -> None:
+        """The site's explicit confirmation that it exports even though an attack the kit's threat model counts
+        is poor (``--accept-poor-privacy``, or the tick on the app's privacy page); recorded in the audit log's
+        export entry with the findings it accepted. Sealing such an export without it is refused."""
+        self.privacy_risk_accepted = str(how)
 
     def load(self, csv_path: str | Path, options: CsvOptions | None = None, *, block: str | None = None,
              control: JobControl | None = None) -> LocalTable:
@@ -356,6 +364,8 @@ class ParticipantRound:
             if self.assessment_ is None:
                 self.assess(control=control.sub(0.0, 0.2))
                 control = control.sub(0.2, 1.0)
+            if self.assessment_.needs_consent and self.privacy_risk_accepted is None:
+                raise ConfigError(poor_privacy_refusal(self.assessment_), path=self.table.source)
             return self._seal(Path(out_path), control)
         except BaseException:
             self.tidy()
@@ -364,6 +374,8 @@ class ParticipantRound:
     def _seal(self, out_path: Path, control: JobControl) -> SealedFile:
         ex = self.export_
         assessment = json_safe(self.assessment_.to_dict())
+        consent = ({"accepted": [f"{f.attack}/{f.adversary}" for f in self.assessment_.poor],
+                    "how": self.privacy_risk_accepted} if self.assessment_.needs_consent else None)
         manifest = {**ex.manifest, "method": self.method.name, "family": self.method.family,
                     "kit_digest": self.kit.digest(), "schema_digest": self.kit.schema.digest(),
                     "site": self.identity.card.name, "software": __version__}
@@ -388,6 +400,7 @@ class ParticipantRound:
             ws.audit.append("export", project=pid, file=str(out_path.resolve()), digest=sealed.digest,
                             envelope_id=sealed.binding.envelope_id, rows=int(self.table.n_rows),
                             arrays=sorted(ex.arrays), privacy=assessment,
+                            **({"privacy_consent": consent} if consent else {}),
                             **({"formal": {k: formal[k] for k in ("epsilon", "delta")}} if formal
                                else {}))  # the ε ledger adds these up (core/privacy/ledger.py)
             ws.publish_export(stage, pid, sealed.digest)
@@ -435,6 +448,17 @@ class ApplyResult:
             kind = self.choice.get("kind")
             return (f"you use {UPDATE_WORDS[kind]}: " if kind in UPDATE_WORDS else "") + self.choice["reason"]
         return KEPT_OWN_WORDS if self.kept_own else ""
+
+
+def poor_privacy_refusal(assessment: PrivacyAssessment) -> str:
+    """The one sentence that refuses to seal an export whose assessment is poor against an adversary the kit's
+    threat model counts, saying how to go on."""
+    poor = assessment.poor
+    which = "; ".join(f"{f.attack} ({f.adversary})" for f in poor)
+    return (f"the privacy assessment is poor on {len(poor)} attack(s) the kit's threat model counts: {which}; "
+            "choose a lever (dcstudio participant assess --levers) or, if your site accepts that risk, export again "
+            "with --accept-poor-privacy (in the app: tick 'I accept this risk' on the privacy page); the "
+            "confirmation is recorded in the audit log")
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 # what each shipped array is, for someone who has never heard of Data Collaboration
 ARRAY_WORDS = {
-    "x_tilde": "your rows, compressed and scrambled",
+    "x_tilde": "your rows, compressed (each number a weighted mix of your columns)",
     "anchor_tilde": "the shared made-up rows, compressed the same way (so the analyst can line sites up)",
     "y": "the class of each row (in the same shuffled order)",
     "label_counts": "how many of your rows are in each class",
@@ -22,7 +22,8 @@ ARRAY_WORDS = {
 
 STAYS_WORDS = [
     "your data file and every original value in it",
-    "the secret key that compressed your rows (without it nobody can undo the compression)",
+    "the map that compressed your rows (no secret against someone with rows like yours: the disclosure check "
+    "measures how much they could undo)",
     "the anchor file and its secret",
     "the row order, so the results can be matched back to your rows",
 ]
@@ -36,25 +37,26 @@ ANCHOR_WORDS = {
 REDUCTION_WORDS = {
     "pca": "Keep the main patterns (recommended)",
     "lpp": "Keep which rows are alike",
-    "random": "Secret random mix of the columns",
+    "random": "Random mix of the columns",
 }
 
 REDUCTION_DETAILS = {
     "pca": "PCA (principal components): keeps the directions along which your rows vary most",
     "lpp": "LPP (locality preserving projection): keeps which of your rows are neighbours",
-    "random": "random projection: a secret random map of your columns",
+    "random": "random projection: a random linear map of your columns",
 }
 
 
 def leaves_sentence(n_rows: int, n_columns: int, kept: int, *, labels: str = "none", ids: bool = False,
                     noise: float = 0.0) -> str:
-    """E.g. "A compressed, scrambled copy of your 4,537 rows: 15 numbers per row instead of 16; no names,
-    no original values." plus what else leaves (labels, scrambled ids, noise)."""
+    """E.g. "A compressed copy of your 4,537 rows: 15 numbers per row instead of 16; no names, no original
+    values." plus what else leaves (labels, scrambled ids, noise). A linear map is not a secret against someone
+    with rows like yours (DESIGN §3), so the words never call it one."""
     rows = "row" if n_rows == 1 else "rows"
     nums = "number" if kept == 1 else "numbers"
     per_row = (f"{kept} {nums} per row instead of {n_columns}" if kept < n_columns
-               else f"{kept} {nums} per row, as many as your columns but secretly mixed")
-    text = f"A compressed, scrambled copy of your {n_rows:,} {rows}: {per_row}; no names, no original values."
+               else f"{kept} {nums} per row, as many as your columns, each a weighted mix of them")
+    text = f"A compressed copy of your {n_rows:,} {rows}: {per_row}; no names, no original values."
     extra = []
     if labels == "rows":
         extra.append("the class of each row")

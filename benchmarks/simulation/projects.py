@@ -111,6 +111,7 @@ def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs
                if any(x.name == k for x in method_class(method).site_settings_spec())}
         job = ParticipantRound(kit, kit_path, ident, ws, anchor=anchor, site_settings=own)
         job.confirm_analyst(kit.analyst, how="simulation: the kit's own signer")
+        job.accept_privacy_risk("simulation: a simulated site accepts its poor verdicts")
         job.load(csv)
         out = root / "bundles" / f"site{i}.dcbundle"
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -133,6 +134,7 @@ def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs
         fjob = ParticipantRound(foreign_kit, fk_path, Identity.generate("Stranger"),
                                 SiteWorkspace(other / "stranger.workspace"), anchor=fa, site_settings={"seed": 99})
         fjob.confirm_analyst(foreign_kit.analyst, how="simulation: the kit's own signer")
+        fjob.accept_privacy_risk("simulation: a simulated site accepts its poor verdicts")
         fjob.load(root / "data" / "site0.csv")
         fjob.seal(other / "foreign.dcbundle")
         project.extras = {"tampered": other / "tampered.dcbundle", "duplicate": other / "duplicate.dcbundle",
@@ -180,6 +182,7 @@ def build_clustering_project(root: str | Path, *, n_sites: int = 3, rows: int = 
                                SiteWorkspace(root / "sites" / f"site{i}.workspace"), anchor=anchor,
                                site_settings={"seed": i})
         job.confirm_analyst(kit.analyst, how="simulation: the kit's own signer")
+        job.accept_privacy_risk("simulation: a simulated site accepts its poor verdicts")
         job.load(csv)
         out = root / "bundles" / f"site{i}.dcbundle"
         out.parent.mkdir(parents=True, exist_ok=True)

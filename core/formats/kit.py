@@ -18,6 +18,7 @@ from pathlib import Path
 from ..data.schema import Schema
 from ..errors import ConfigError, FormatError, VerificationError
 from ..fileio import canonical_json, read_json_capped, utc_now, write_json_atomic
+from ..privacy.threat import ThreatModel
 from ..privacy.thresholds import PrivacyThresholds
 from .fields import declaration
 from .identity import Identity, PublicCard
@@ -41,6 +42,8 @@ class Kit:
     # The privacy limits the kit states (core.privacy.thresholds), only those differing from the defaults:
     # omitted from the file when empty, so kits made before it keep their digest.
     privacy: dict = field(default_factory=dict)
+    # The threat model the kit declares (core.privacy.threat): omitted when it is the default, as above.
+    threat_model: dict = field(default_factory=dict)
     project_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     created: str = field(default_factory=utc_now)
 
@@ -55,17 +58,24 @@ class Kit:
             raise ConfigError("a clustering project with several feature blocks needs an id column to link the "
                               "blocks' rows (give one with --id-column)")
         self.privacy = PrivacyThresholds.from_dict(self.privacy or {}).kit_block()
+        self.threat_model = ThreatModel.from_dict(self.threat_model or {}).kit_block()
 
     @property
     def privacy_thresholds(self) -> PrivacyThresholds:
         """The limits every site's privacy assessment is judged by (a site may only tighten them)."""
         return PrivacyThresholds.from_dict(self.privacy)
 
+    @property
+    def threat(self) -> ThreatModel:
+        """Which adversaries every site's privacy assessment counts against an export (shown before export)."""
+        return ThreatModel.from_dict(self.threat_model)
+
     def to_dict(self) -> dict:
         return {"project_id": self.project_id, "name": self.name, "created": self.created, "task": self.task,
                 "schema": self.schema.to_dict(), "method": self.method, "settings": self.settings,
                 "anchor": self.anchor, "analyst": self.analyst.to_dict(), "roster": self.roster,
-                **({"privacy": dict(self.privacy)} if self.privacy else {})}
+                **({"privacy": dict(self.privacy)} if self.privacy else {}),
+                **({"threat_model": dict(self.threat_model)} if self.threat_model else {})}
 
     @classmethod
     def from_dict(cls, d: dict) -> Kit:
@@ -75,7 +85,8 @@ class Kit:
                        method=str(d["method"]), analyst=PublicCard.from_dict(d["analyst"]),
                        settings=dict(d.get("settings") or {}), anchor=dict(d.get("anchor") or {}),
                        roster=d.get("roster"), project_id=str(d["project_id"]), created=str(d["created"]),
-                       privacy=_privacy_block(d.get("privacy")))
+                       privacy=_privacy_block(d.get("privacy")),
+                       threat_model=ThreatModel.from_dict(d.get("threat_model")).kit_block())
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise FormatError(f"kit is incomplete or malformed ({exc.__class__.__name__})") from exc
 
@@ -138,6 +149,8 @@ class Kit:
         if self.privacy:
             lines.append("privacy:     " + ", ".join(f"{k} = {v:g}" for k, v in sorted(self.privacy.items()))
                          + " (sites may only tighten these)")
+        lines += [("threat:      " if i == 0 else "             ") + line
+                  for i, line in enumerate(self.threat.lines())]
         if self.roster is not None:
             lines.append("roster:      " + "; ".join(f"{e['name']} ({e['fingerprint']})" for e in self.roster))
         lines.append(f"kit digest:  {self.digest()}")

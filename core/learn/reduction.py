@@ -112,9 +112,10 @@ def default_dimension(n_features: int, n_rows: int | None = None) -> int:
     different m̃: the DC alignment maps each site's own width to the common space (algorithms.md §1.3).
 
     On a small table the one dropped direction can carry much of what predicts the outcome (measured in
-    docs/results/clinical/dimension.md); a full-dimension PCA is a private rotation of the standardised rows, so
-    the rows' protection then rests on the map's secrecy (the anchor is never given to the analyst), as it
-    largely does at m − 1 (docs/privacy-and-security.md)."""
+    docs/results/clinical/dimension.md); a full-dimension PCA is a rotation of the standardised rows, and no
+    secret one: its axes are the eigenvectors of the columns' correlation, which anyone with rows like these can
+    estimate (the eigenvector attack, core.privacy.attacks), so the rows' protection rests on noise or on what
+    the assessment measures, at m − 1 as at m (docs/privacy-and-security.md)."""
     rule = n_features if n_features <= FULL_DIMENSION_MAX else n_features - 1
     return max(1, rule if n_rows is None else min(rule, n_rows - 1))
 

@@ -35,7 +35,7 @@ SITE_SETTINGS = (
             side="site", choice_help=tuple(REDUCTION_WORDS[r] for r in REDUCTIONS)),
     Setting("dimension", "int", None, "how many numbers each compressed row keeps", label="Numbers per row", low=1,
             optional=True, none_help=f"all your columns when you have at most {FULL_DIMENSION_MAX} (as many "
-            "numbers, secretly mixed), else one fewer; never more than your rows minus one", side="site",
+            "numbers, mixed), else one fewer; never more than your rows minus one", side="site",
             high_from="columns"),
     Setting("noise", "float", 0.0, "random noise added to the compressed rows, times each column's spread",
             label="Noise", low=0.0, high=2.0, side="site"),

@@ -1,12 +1,19 @@
 """The measured disclosure score of one export, run at the site on its own rows before anything leaves.
 
 :func:`assess_export` simulates, for what the method ships, the attacks of :mod:`core.privacy.attacks` with
-what each adversary would hold, and judges each against :class:`~core.privacy.thresholds.PrivacyThresholds`.
+what each adversary would hold, and judges each against :class:`~core.privacy.thresholds.PrivacyThresholds`;
+the kit's :class:`~core.privacy.threat.ThreatModel` says which adversaries count against the export.
 Which attacks apply follows from the shipped arrays: the DC family ships ``x_tilde`` + ``anchor_tilde`` (row
 images and the anchor's image), distillation ships ``x_distilled`` + ``anchor_tilde``, GOLD ships
 ``centroids`` + ``counts``, meta-analysis a model's coefficients (membership by the model's loss). Row sets
 are subsampled to ``max_rows`` (seeded), so the cost does not grow with the table. Nothing here is written into
 a bundle.
+
+Each reconstruction finding is the strongest of several attacks (issue #35): the analyst alone tries the column
+means, moment matching, the eigenvector attack and the ICA attack with a public sample; the colluding site tries
+least squares through the anchor pairs and, when the export is noised, the posterior means under a Gaussian and
+under an empirical prior of its own rows. What the public sample and the colluder's own rows are is stood in for
+by :func:`reference_split`: rows of the site's own, never the rows attacked.
 """
 
 from __future__ import annotations
@@ -22,25 +29,42 @@ from ..methods.base import Method, SiteExport, SiteInput
 from ..parallel import one_blas_thread
 from . import attacks as A
 from .mechanism import NOT_COVERED, describe
+from .threat import ThreatModel
 from .thresholds import PrivacyThresholds
 
 MAX_ROWS = 2000  # rows the reconstruction attacks are measured on (seeded subsample of the shipped rows)
 MEMBERSHIP_SHARE = 2  # the membership test uses max_rows // 2 rows: half members, half hold-out
 MIN_SPLIT_ROWS = 20  # fewer rows: no membership simulation
 BEATS_MEAN_GUESS = 0.9  # a rebuild's error counts as poor only below 90 % of the column-mean guess's
+REFERENCE_STREAM = 35  # the seed stream of :func:`reference_split` (issue #35), apart from the assessment's own
+MIN_REFERENCE_ROWS = 10  # fewer stand-in rows: the sample-based attacks are not tried
 
-ANALYST = "the analyst alone"
-COLLUDING = "the analyst with one other site (holds the anchor)"
+ANALYST = "the analyst alone (with a public sample of rows like yours)"
+COLLUDING = "the analyst with one other site (holds the anchor and rows of its own)"
 RECORD_HOLDER = "anyone holding a patient's record (with the analyst and one other site)"
 MODEL_HOLDER = "anyone holding a patient's record and outcome, and the shipped model"
+COLLUDING_ADVERSARIES = (COLLUDING, RECORD_HOLDER)  # in scope only when the kit's threat model allows collusion
+NOT_COUNTED = ", not counted: outside the kit's threat model"  # how a finding the kit rules out is marked
 
 ATTACKS = {
-    "collusion": "rows rebuilt from the bundle through the anchor pairs (least squares)",
-    "analyst_alone": "rows rebuilt from the bundle and the kit's public statistics, without the anchor",
+    "collusion": "rows rebuilt from the bundle through the anchor pairs: least squares, and the posterior mean "
+                 "with the colluding site's own rows as the prior (Gaussian and empirical)",
+    "analyst_alone": "rows rebuilt from the bundle, the kit's public statistics and a public sample, without the "
+                     "anchor: column means, moment matching, the eigenvector (PCA) attack and the ICA attack",
     "membership": "whether a given patient was in your rows (distance to the closest shipped row, or the shipped "
                   "model's loss on the patient)",
     "nearest_record": "whether a shipped row is a near-copy of a real patient (against rows that never left)",
     "group_size": "the fewest patients behind any shipped average",
+}
+# the attacks behind each reconstruction finding, in the order tried (``AttackFinding.by_attack``'s keys)
+REBUILDS = {
+    "collusion": {"least_squares": "least squares through the anchor pairs, shrunk towards the means under noise",
+                  "gaussian_prior": "posterior mean, Gaussian prior from the colluding site's rows",
+                  "empirical_prior": "posterior mean, the colluding site's rows as the prior"},
+    "analyst_alone": {"column_means": "every value guessed as its column's mean",
+                      "moment_matching": "whitened rows coloured by the public statistics, rotations guessed",
+                      "eigen": "the eigenvector (PCA) attack with a public sample",
+                      "ica": "the ICA attack with a public sample"},
 }
 VERDICTS = ("ok", "poor", "not applicable")
 
@@ -55,10 +79,17 @@ class AttackFinding:
     rows: int
     verdict: str
     sentence: str
+    in_scope: bool = True  # whether the kit's threat model counts this adversary against the export
+    strongest: str = ""  # the attack whose numbers these are (a key of REBUILDS[attack]), for a reconstruction
+    by_attack: dict[str, dict[str, float]] = field(default_factory=dict)  # every attack tried: its numbers
 
     def to_dict(self) -> dict:
-        return {"attack": self.attack, "adversary": self.adversary, "numbers": dict(self.numbers),
-                "rows": int(self.rows), "verdict": self.verdict, "sentence": self.sentence}
+        out = {"attack": self.attack, "adversary": self.adversary, "numbers": dict(self.numbers),
+               "rows": int(self.rows), "verdict": self.verdict, "sentence": self.sentence, "in_scope": self.in_scope}
+        if self.strongest:
+            out["strongest"] = self.strongest
+            out["by_attack"] = {k: dict(v) for k, v in self.by_attack.items()}
+        return out
 
 
 @dataclass
@@ -73,22 +104,35 @@ class PrivacyAssessment:
     seed: int = 0
     formal: dict | None = None  # the (ε, δ) accounting when the export used the formal noise option
     not_covered: list[str] = field(default_factory=list)  # what leaves outside any formal guarantee
+    threat: ThreatModel = field(default_factory=ThreatModel)  # which adversaries count (the kit's)
+    reference_rows: int = 0  # the site's rows that stood in for the public sample and the colluder's rows
 
     @property
     def verdict(self) -> str:
-        """"poor" when any attack's verdict is poor, else "ok"."""
-        return "poor" if any(f.verdict == "poor" for f in self.findings) else "ok"
+        """"poor" when any attack by an adversary the threat model counts is poor, else "ok"."""
+        return "poor" if self.poor else "ok"
 
     @property
     def poor(self) -> list[AttackFinding]:
-        return [f for f in self.findings if f.verdict == "poor"]
+        """The poor findings the threat model counts: an export with any needs the site's confirmation."""
+        return [f for f in self.findings if f.verdict == "poor" and f.in_scope]
+
+    @property
+    def poor_out_of_scope(self) -> list[AttackFinding]:
+        """Poor findings of adversaries the kit rules out (shown, not counted)."""
+        return [f for f in self.findings if f.verdict == "poor" and not f.in_scope]
+
+    @property
+    def needs_consent(self) -> bool:
+        """Whether sealing this export needs the site's explicit confirmation (a poor in-scope verdict)."""
+        return bool(self.poor)
 
     def finding(self, attack: str) -> AttackFinding | None:
         return next((f for f in self.findings if f.attack == attack), None)
 
     def lines(self) -> list[str]:
         """One line per finding, ``[verdict] sentence`` (the CLI and the audit show these)."""
-        out = [f"[{f.verdict}] {f.sentence}" for f in self.findings]
+        out = [f"[{f.verdict}{'' if f.in_scope else NOT_COUNTED}] {f.sentence}" for f in self.findings]
         if self.formal:
             out.append(f"[formal] {self.formal['sentence']}")
         return out
@@ -97,32 +141,52 @@ class PrivacyAssessment:
         return {"method": self.method, "rows": int(self.rows), "verdict": self.verdict, "seconds": self.seconds,
                 "seed": self.seed, "thresholds": self.thresholds.to_dict(),
                 "findings": [f.to_dict() for f in self.findings], "formal": self.formal,
-                "not_covered": list(self.not_covered)}
+                "not_covered": list(self.not_covered), "threat_model": self.threat.to_dict(),
+                "reference_rows": int(self.reference_rows)}
 
 
 def _pct(x: float) -> str:
     return f"{100 * x:.0f} %" if x >= 0.01 or x == 0 else f"{100 * x:.1f} %"
 
 
-def _reconstruction_finding(attack: str, adversary: str, who: str, errors: dict, rows: int, n_site: int,
-                            th: PrivacyThresholds) -> AttackFinding:
+def _poor_by(errors: dict, th: PrivacyThresholds) -> tuple[bool, bool]:
+    """(too many rows rebuilt within 10 %, median error below the limit and below 90 % of the column-mean guess's)."""
     share, err, base = errors["within_10pct"], errors["median_cell_error"], errors["public_mean_error"]
-    poor_share = share > th.recovered_share_max
     # the column-mean guess is what the kit's public statistics already give: no rebuild is judged on beating less
-    poor_err = err < th.reconstruction_error_min and err < BEATS_MEAN_GUESS * base
+    return share > th.recovered_share_max, err < th.reconstruction_error_min and err < BEATS_MEAN_GUESS * base
+
+
+def strongest_rebuild(scored: dict[str, dict], th: PrivacyThresholds) -> str:
+    """The attack among ``scored`` (name → its errors, with ``public_mean_error``) that the verdict rests on: a
+    poor one before any other, then the most rows within 10 %, then the smallest median error."""
+    return max(scored, key=lambda k: (any(_poor_by(scored[k], th)), scored[k]["within_10pct"],
+                                      -scored[k]["median_cell_error"]))
+
+
+def _reconstruction_finding(attack: str, adversary: str, who: str, scored: dict[str, dict], rows: int, n_site: int,
+                            th: PrivacyThresholds) -> AttackFinding:
+    """The finding of the strongest of the attacks ``scored`` (name → errors), every attack's numbers kept."""
+    best = strongest_rebuild(scored, th)
+    errors = scored[best]
+    share, err, base = errors["within_10pct"], errors["median_cell_error"], errors["public_mean_error"]
+    poor_share, poor_err = _poor_by(errors, th)
     verdict = "poor" if poor_share or poor_err else "ok"
+    how = REBUILDS.get(attack, {}).get(best, best)
     if poor_share:
         sentence = (f"{who} could rebuild {_pct(share)} of your {n_site:,} rows with every value within 10 % of "
-                    f"its column's spread — above the kit's limit of {_pct(th.recovered_share_max)}.")
+                    f"its column's spread — above the kit's limit of {_pct(th.recovered_share_max)} (attack: {how}).")
     elif poor_err:
         sentence = (f"{who} could rebuild your values with a median error of {err:.2f} of each column's spread — "
                     f"closer than the kit's limit of {th.reconstruction_error_min:.2f} (guessing every value as its "
-                    f"column's average misses by {base:.2f}).")
+                    f"column's average misses by {base:.2f}; attack: {how}).")
     else:
         sentence = (f"{who} would rebuild your values with a median error of {err:.2f} of each column's spread "
-                    f"and {_pct(share)} of rows within 10 % — within the kit's limits.")
+                    f"and {_pct(share)} of rows within 10 % at best — within the kit's limits (strongest of "
+                    f"{len(scored)} attacks tried: {how}).")
+    keep = ("median_cell_error", "within_10pct")
     return AttackFinding(attack, adversary, {k: round(float(v), 6) for k, v in errors.items()}, rows, verdict,
-                         sentence)
+                         sentence, strongest=best,
+                         by_attack={k: {x: round(float(v[x]), 6) for x in keep} for k, v in scored.items()})
 
 
 def _membership_finding(numbers: dict, rows: int, th: PrivacyThresholds, adversary: str) -> AttackFinding:
@@ -182,20 +246,34 @@ def _anchor_pairs(method: Method, anchor: np.ndarray, anchor_tilde: np.ndarray) 
     return anchor[anchor_subset(len(anchor), len(anchor_tilde))]
 
 
+def reference_split(n: int, public_rows: int, seed: int = 0) -> np.ndarray:
+    """The site's rows that stand in for what the adversaries hold besides the bundle — the analyst's public sample
+    and the colluding site's own rows: min(``public_rows``, n // 2) rows, drawn by
+    ``np.random.default_rng([seed, REFERENCE_STREAM]).permutation(n)`` (the first ones, sorted). Rows of the same
+    population as the attacked ones (a real public cohort or another hospital differs more), so the numbers err
+    towards the attacker; the reconstruction attacks are measured on the other rows only (a row among the stand-in
+    rows would be its own best guess)."""
+    r = min(int(public_rows), int(n) // 2)
+    return np.sort(np.random.default_rng([int(seed), REFERENCE_STREAM]).permutation(int(n))[:r])
+
+
 def assess_export(site: SiteInput, export: SiteExport, method: Method, thresholds: PrivacyThresholds | None = None,
-                  *, max_rows: int = MAX_ROWS, seed: int = 0, control: JobControl | None = None) -> PrivacyAssessment:
+                  *, max_rows: int = MAX_ROWS, seed: int = 0, control: JobControl | None = None,
+                  threat: ThreatModel | None = None) -> PrivacyAssessment:
     """The site's measured disclosure of ``export`` (made by ``method`` from ``site``): see the module doc.
 
-    The collusion and analyst-alone attacks are measured on the export itself (``max_rows`` of its rows,
-    matched to the site's rows through the kept permutation); the membership and nearest-record tests on a
-    simulated export of ``max_rows // 4`` rows (members), as many never leaving (hold-out). Small products
-    only, so BLAS is held to one thread (on a busy machine extra threads only spin)."""
+    The collusion and analyst-alone attacks are measured on the export itself (``max_rows`` of its rows outside
+    :func:`reference_split`, matched to the site's rows through the kept permutation); the membership and
+    nearest-record tests on a simulated export of ``max_rows // 4`` rows (members), as many never leaving
+    (hold-out). ``threat``: the kit's threat model (default: collusion in scope, 1,000 public rows). Small
+    products only, so BLAS is held to one thread (on a busy machine extra threads only spin)."""
     with one_blas_thread():
-        return _assess(site, export, method, thresholds, max_rows=max_rows, seed=seed, control=control)
+        return _assess(site, export, method, thresholds, max_rows=max_rows, seed=seed, control=control,
+                       threat=threat or ThreatModel())
 
 
 def _assess(site: SiteInput, export: SiteExport, method: Method, thresholds: PrivacyThresholds | None,
-            *, max_rows: int, seed: int, control: JobControl | None) -> PrivacyAssessment:
+            *, max_rows: int, seed: int, control: JobControl | None, threat: ThreatModel) -> PrivacyAssessment:
     control = ensure(control)
     t0 = time.perf_counter()
     th = thresholds or PrivacyThresholds()
@@ -209,27 +287,55 @@ def _assess(site: SiteInput, export: SiteExport, method: Method, thresholds: Pri
     distilled = "x_distilled" in arrays and "anchor_tilde" in arrays and site.anchor is not None
     gold = "centroids" in arrays and "counts" in arrays
     control.step(0.1, "rebuilding rows as a colluding site would")
+    reference = np.empty(0, np.int64)
     if dc_rows and "permutation" in export.private_arrays:
         perm = np.asarray(export.private_arrays["permutation"])
-        shipped = np.sort(rng.permutation(len(perm))[: min(len(perm), max_rows)])
+        reference = reference_split(n, threat.public_rows, seed)
+        order = rng.permutation(len(perm))  # shipped positions in a seeded order (the membership split draws next)
+        shipped = np.sort(order[~np.isin(perm[order], reference)][:max_rows])  # never a stand-in row
         truth = X[perm[shipped]]
-        X_hat = A.collusion_reconstruct(site.anchor, arrays["anchor_tilde"], arrays["x_tilde"][shipped],
-                                        stated_noise_var(export.manifest, arrays["x_tilde"]), X.mean(axis=0))
+        Y = np.asarray(arrays["x_tilde"][shipped], np.float64)
+        noise_var = stated_noise_var(export.manifest, arrays["x_tilde"])
+        acc = export.manifest.get("privacy")
+        clip = float(acc["clip"]) if isinstance(acc, dict) and "clip" in acc else None
         mean = X.mean(axis=0)
-        guesses = [A.public_mean_guess(len(truth), mean)]
-        scored = [A.reconstruction_errors(truth, guesses[0], spread, binary)]
-        findings.append(_reconstruction_finding(
-            "collusion", COLLUDING, "With the anchor, another site and the analyst",
-            {**A.reconstruction_errors(truth, X_hat, spread, binary),
-             "public_mean_error": scored[0]["median_cell_error"]}, len(shipped), n, th))
+        base = A.reconstruction_errors(truth, A.public_mean_guess(len(truth), mean), spread, binary)
+        base_error = base["median_cell_error"]
+
+        def score(X_hat: np.ndarray) -> dict:
+            return {**A.reconstruction_errors(truth, X_hat, spread, binary), "public_mean_error": base_error}
+
+        anchor, anchor_tilde = site.anchor, np.asarray(arrays["anchor_tilde"], np.float64)
+        sample = X[reference] if len(reference) >= MIN_REFERENCE_ROWS else None
+        colluder = {"least_squares": score(A.collusion_reconstruct(anchor, anchor_tilde, Y, noise_var, mean))}
+        if noise_var is not None and sample is not None:  # without noise least squares is exact: no prior helps
+            colluder["gaussian_prior"] = score(A.gaussian_prior_collusion(anchor, anchor_tilde, Y, sample, noise_var,
+                                                                          clip))
+            colluder["empirical_prior"] = score(A.empirical_prior_collusion(anchor, anchor_tilde, Y, sample,
+                                                                            noise_var, clip))
+        findings.append(_reconstruction_finding("collusion", COLLUDING, "With the anchor, another site and the "
+                                                "analyst", colluder, len(shipped), n, th))
         control.step(0.3, "rebuilding rows as the analyst alone would")
-        guesses += A.moment_matching_guesses(arrays["x_tilde"][shipped], mean, spread, rng)
-        scored += [A.reconstruction_errors(truth, g, spread, binary) for g in guesses[1:]]
-        best = min(range(len(scored)), key=lambda i: (scored[i]["median_cell_error"], -scored[i]["within_10pct"]))
-        errors = {**scored[best], "public_mean_error": scored[0]["median_cell_error"]}
-        finding = _reconstruction_finding("analyst_alone", ANALYST, "The analyst alone", errors, len(shipped), n, th)
-        finding.numbers["attack_used"] = 0.0 if best == 0 else 1.0  # 0: column means, 1: moment matching
-        findings.append(finding)
+        alone = {"column_means": {**base, "public_mean_error": base_error}}
+        guesses = A.moment_matching_guesses(Y, mean, spread, rng)
+        tries = [score(g) for g in guesses]
+        alone["moment_matching"] = min(tries, key=lambda e: (e["median_cell_error"], -e["within_10pct"]))
+        if sample is not None:  # the shipped rows' own statistics from all of them: the analyst holds every one
+            standardised = bool(export.manifest.get("standardised", True))
+            every = arrays["x_tilde"]
+            tried = {"eigen": lambda: [A.eigen_attack(every, sample, noise_var, standardised=standardised,
+                                                      rows=shipped)]}
+            if Y.shape[1] >= 2:  # FastICA from several starting points: the closest rebuild is kept
+                tried["ica"] = lambda: A.ica_rebuilds(every, sample, seed=seed, standardised=standardised,
+                                                      rows=shipped)
+            for name, rebuilds in tried.items():
+                try:
+                    scored = [score(X_hat) for X_hat in rebuilds()]
+                except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+                    continue  # e.g. a degenerate sample: an attack that cannot run adds nothing (the others stand)
+                alone[name] = min(scored, key=lambda e: (e["median_cell_error"], -e["within_10pct"]))
+        findings.append(_reconstruction_finding("analyst_alone", ANALYST, "The analyst alone", alone, len(shipped),
+                                                n, th))
     elif distilled:
         findings.append(not_applicable("collusion", COLLUDING, "the bundle holds no image of your rows, only "
                                        "distilled rows (see the near-copy test)"))
@@ -300,10 +406,12 @@ def _assess(site: SiteInput, export: SiteExport, method: Method, thresholds: Pri
     else:
         findings.append(not_applicable("group_size", ANALYST, "no averages of groups are shipped"))
     control.step(1.0, "privacy assessment done")
+    for f in findings:
+        f.in_scope = threat.in_scope(f.adversary in COLLUDING_ADVERSARIES)
     acc = export.manifest.get("privacy")
     formal = {**acc, "sentence": describe(acc)} if isinstance(acc, dict) else None
     return PrivacyAssessment(method.name, n, findings, th, round(time.perf_counter() - t0, 4), seed, formal,
-                             list(acc.get("not_covered", NOT_COVERED)) if formal else [])
+                             list(acc.get("not_covered", NOT_COVERED)) if formal else [], threat, len(reference))
 
 
 def _released_rows(method: Method, site: SiteInput, sim: SiteExport) -> np.ndarray:

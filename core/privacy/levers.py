@@ -5,12 +5,15 @@ subsample of the site's rows (at most ``MAX_ROWS``, so each option stays well un
 
 1. the method's own site computation runs again with the changed setting (:meth:`Method.site_compute`);
 2. the disclosure check runs again on what that would ship (:func:`core.privacy.assessment.assess_export`);
-3. the accuracy it costs *at the site*: the site's own learner, cross-validated
+3. what it costs *at the site*: the site's own learner, cross-validated
    (:func:`core.learn.own_cv.cross_validate_own`), on the rows that would leave (reduced, noised, in their
-   shuffled order with their labels) against the same on the site's raw rows. The cost in points is
-   100 × (accuracy on raw rows − accuracy on the rows that would leave): the accuracy a site's own model loses
-   when it can only see what the analyst sees. With m̃ = m and no noise the map is invertible and the cost is
-   about 0 (the L2 penalty sees rescaled columns, so not exactly 0).
+   shuffled order with their labels) against the same on the site's raw rows: what a site's own model loses
+   when it can only see what the analyst sees. For two classes the cost is in AUC, raw AUC − AUC on the rows
+   that would leave (``auc_cost``; accuracy hides a lost minority class: on a 69 %-"died" site a lever can
+   keep the accuracy while the AUC falls from 0.64 to 0.58, issue #35); for more classes in accuracy points,
+   100 × (raw accuracy − accuracy) (``cost_points``, also kept for two classes). A negative cost is a gain and
+   is said so (:func:`effect_words`). With m̃ = m and no noise the map is invertible and the cost is about 0
+   (the L2 penalty sees rescaled columns, so not exactly 0).
 
 Levers (those the method declares as site settings): a lower dimension (``dimension``: "numbers per row"),
 noise (``noise``, × each reduced column's spread), both at once (milder each), the formal DP option
@@ -19,7 +22,9 @@ the signed kit fixes them: fewer or coarser columns, and the distilled mode (syn
 real rows).
 
 :func:`cheapest_lever` picks the option that reaches a stated :class:`LeverTarget` (e.g. the colluding
-site's reconstruction error ≥ 50 % of the columns' spread) at the smallest accuracy cost.
+site's reconstruction error ≥ 50 % of the columns' spread) at the smallest cost — never one whose rows no longer
+predict a two-class outcome (AUC ≤ :data:`USELESS_AUC`): such a lever protects by teaching nothing, so it is
+never shown as "OK" nor recommended.
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ EPSILON_VALUES = (8.0, 4.0, 2.0, 1.0, 0.5)
 EPSILON_SETTING = "privacy_epsilon"
 LEVER_SETTINGS = ("dimension", "noise", EPSILON_SETTING)
 COMBINED = "dimension+noise"
+USELESS_AUC = 0.55  # two classes: an AUC at or below this on what would leave is a model that has learnt nothing
+SMALL_COST_POINTS = 2.0  # a lever costing more (accuracy points, or 0.02 AUC) is no small price: say so
+SUMMARY_PATH = ("A summary method ships no rows: meta-lr sends a model fitted on your rows (its coefficients and "
+                "their covariance), not a copy of them — ask the analyst whether a meta-lr kit fits the project.")
 
 LEVER_WORDS = {
     "dimension": ("Fewer numbers per row", "a lower dimension m̃ of the private reduction"),
@@ -69,9 +78,9 @@ class LeverTarget:
 
     def reached(self, findings: list[dict]) -> bool:
         """Whether a findings summary (:attr:`LeverOption.findings`) meets this target."""
-        if not self.attack:
+        if not self.attack:  # every finding the kit's threat model counts (out-of-scope ones are shown only)
             return bool(findings) and all(f["verdict"] != "poor" for f in findings
-                                          if finding_key(f) not in self.ignore)
+                                          if finding_key(f) not in self.ignore and f.get("in_scope", True))
         hits = [f for f in findings if f["attack"] == self.attack and (not self.adversary
                                                                       or f["adversary"] == self.adversary)]
         values = [f["numbers"].get(self.number) for f in hits]
@@ -103,7 +112,8 @@ class LeverOption:
     ``findings`` : per finding ``{attack, adversary, verdict, numbers, sentence}`` (the disclosure check's).
     ``accuracy`` / ``auc`` : the site's own learner cross-validated on the rows that would leave (AUC: two
         classes); ``raw_accuracy`` / ``raw_auc`` the same on the raw rows; ``cost_points`` =
-        100 × (raw − this accuracy). None when not measured (no labels, no per-row array, information only).
+        100 × (raw − this accuracy); :attr:`auc_cost` = raw − this AUC. None when not measured (no labels, no
+        per-row array, information only).
     ``rows`` : the rows measured; ``seconds`` the time it took; ``note`` one plain sentence for information-only
         levers or a lever that could not be measured.
     """
@@ -129,17 +139,38 @@ class LeverOption:
         return bool(self.changes)
 
     @property
+    def auc_cost(self) -> float | None:
+        """Raw AUC − AUC on the rows that would leave (two classes; None otherwise or when not measured)."""
+        return None if self.auc is None or self.raw_auc is None else round(self.raw_auc - self.auc, 4)
+
+    @property
+    def cost(self) -> float | None:
+        """What the options are ranked by: :attr:`auc_cost` for two classes, else ``cost_points``."""
+        return self.auc_cost if self.auc_cost is not None else self.cost_points
+
+    @property
+    def useless(self) -> bool:
+        """Two classes and AUC ≤ USELESS_AUC on what would leave: never "OK", never recommended."""
+        return self.auc is not None and self.auc <= USELESS_AUC
+
+    def effect(self) -> str:
+        """What the lever does to the site's own model, as a loss or a gain in plain words (:func:`effect_words`)."""
+        return effect_words(self)
+
+    @property
     def verdicts(self) -> dict[str, str]:
         return {finding_key(f): f["verdict"] for f in self.findings}
 
     @property
     def poor(self) -> int:
-        return sum(f["verdict"] == "poor" for f in self.findings)
+        """The poor findings the kit's threat model counts."""
+        return sum(f["verdict"] == "poor" and f.get("in_scope", True) for f in self.findings)
 
     def to_dict(self) -> dict:
         return {"lever": self.lever, "value": self.value, "label": self.label, "changes": dict(self.changes),
                 "findings": self.findings, "accuracy": self.accuracy, "auc": self.auc,
                 "raw_accuracy": self.raw_accuracy, "raw_auc": self.raw_auc, "cost_points": self.cost_points,
+                "auc_cost": self.auc_cost, "useless": self.useless, "effect": self.effect(),
                 "rows": self.rows, "seconds": round(self.seconds, 3), "note": self.note, "formal": self.formal}
 
 
@@ -166,38 +197,60 @@ class Levers:
         if not measured:
             return []
         return [finding_key(f) for f in self.current.findings
-                if f["verdict"] == "poor" and all(o.verdicts.get(finding_key(f)) == "poor" for o in measured)
+                if f["verdict"] == "poor" and f.get("in_scope", True)
+                and all(o.verdicts.get(finding_key(f)) == "poor" for o in measured)
                 and (not shown or self.poor_now is None or finding_key(f) in self.poor_now)]
+
+    def advice(self) -> str:
+        """One plain sentence when no lever passes every counted check at a small cost (≤ 2 points of accuracy,
+        or ≤ 0.02 AUC): what that means and the summary path; "" when one does."""
+        best = self.cheapest()
+        if best is None:
+            return ("No lever tried here passes every check the kit counts while your rows still predict the "
+                    "outcome. " + SUMMARY_PATH)
+        small = (best.auc_cost <= SMALL_COST_POINTS / 100 if best.auc_cost is not None
+                 else best.cost_points is None or best.cost_points <= SMALL_COST_POINTS)
+        if small:
+            return ""
+        return (f"The cheapest lever that passes costs more than {SMALL_COST_POINTS:g} points: {best.effect()}. "
+                + SUMMARY_PATH)
 
     def lines(self) -> list[str]:
         """The levers table as text (``participant assess --levers``): one line per option, the cheapest that
         passes every check marked ``*``, then what the marks mean."""
-        raw = self.current.raw_accuracy
+        raw, raw_auc = self.current.raw_accuracy, self.current.raw_auc
+        now = "not measured" if raw is None else f"accuracy {raw:.3f}" + (
+            f", AUC {raw_auc:.3f}" if raw_auc is not None else "")
         out = [f"levers, each tried on {self.rows:,} of your {self.total_rows:,} rows (your own model on the raw "
-               f"rows: accuracy {'not measured' if raw is None else f'{raw:.3f}'}):"]
+               f"rows: {now}):"]
         best = self.cheapest()
-        rows = [("", "lever", "checks still poor", "expected accuracy", "cost (points)")]
+        rows = [("", "lever", "checks still poor", "your model on what would leave", "effect on your model")]
         for o in [self.current, *self.options]:
             if not o.applicable and o is not self.current:
                 rows.append(("", o.label, o.note.split(":")[0], "ask the analyst", "—"))
                 continue
-            acc = "—" if o.accuracy is None else f"{o.accuracy:.3f}" + (f" (AUC {o.auc:.3f})" if o.auc else "")
-            cost = "—" if o.cost_points is None else f"{o.cost_points:.1f}"
-            rows.append(("*" if o is best else "", o.label, str(o.poor), acc, cost))
+            acc = "—" if o.accuracy is None else f"accuracy {o.accuracy:.3f}" + (
+                f", AUC {o.auc:.3f}" if o.auc is not None else "")
+            poor = str(o.poor) + (f" + learns nothing (AUC ≤ {USELESS_AUC:.2f})" if o.useless else "")
+            rows.append(("*" if o is best else "", o.label, poor, acc, o.effect()))
         widths = [max(len(r[c]) for r in rows) for c in range(5)]
         out += ["  " + "  ".join(r[c].ljust(widths[c]) for c in range(5)).rstrip() for r in rows]
         stubborn = self.stubborn(shown=True)
         if stubborn:
             out.append("  still poor under every lever: " + ", ".join(s.split("/")[0] for s in stubborn)
                        + " (no setting here changes it: ask the analyst about the kit's columns or limits)")
-        out.append("  * the cheapest lever that passes every other check" if best is not None and self.stubborn() else
-                   "  * the cheapest lever that passes every check" if best is not None else
-                   "  no lever tried here passes every check: ask the analyst about the kit (columns, limits, method)")
-        formal = [o.formal for o in self.options if o.formal]
+        if best is not None:
+            out.append("  * the cheapest lever that passes every other check" if self.stubborn() else
+                       "  * the cheapest lever that passes every check")
+        if self.advice():
+            out.append("  " + self.advice())
+        formal = [o for o in self.options if o.formal]
         if formal:
-            out.append(f"  formal noise, e.g. {formal[-1]}")
-        out.append("  cost = 100 × (accuracy on your raw rows − accuracy on the rows that would leave), your own "
-                   "model cross-validated on each")
+            out.append(f"  formal noise, e.g. {formal[-1].formal}")
+        out.append("  ranked by " + ("AUC (two classes: accuracy hides a lost minority class)" if raw_auc is not None
+                                     else "accuracy") + ", your own model cross-validated on your raw rows and on "
+                   "the rows that would leave; a lever whose rows predict at AUC ≤ "
+                   f"{USELESS_AUC:.2f} is never recommended")
         return out
 
     def to_dict(self) -> dict:
@@ -214,17 +267,36 @@ def summarise(assessment) -> list[dict]:
     out = []
     for f in assessment.findings:
         out.append({"attack": str(f.attack), "adversary": str(f.adversary), "verdict": str(f.verdict),
-                    "numbers": dict(f.numbers), "rows": int(f.rows), "sentence": str(f.sentence)})
+                    "numbers": dict(f.numbers), "rows": int(f.rows), "sentence": str(f.sentence),
+                    "in_scope": bool(getattr(f, "in_scope", True)), "strongest": str(getattr(f, "strongest", ""))})
     return out
 
 
+def effect_words(o: LeverOption) -> str:
+    """The lever's effect on the site's own model, read as a loss or a gain: "AUC −0.06 (0.64 → 0.58)",
+    "AUC +0.02 (0.64 → 0.66), a gain", "loses 3.0 points of accuracy", "gains 3.0 points of accuracy"."""
+    if o.auc is not None and o.raw_auc is not None:
+        d = o.auc - o.raw_auc
+        if abs(d) < 0.005:
+            return f"AUC unchanged ({o.auc:.2f})"
+        gain = ", a gain" if d > 0 else ""
+        return f"AUC {'+' if d > 0 else '−'}{abs(d):.2f} ({o.raw_auc:.2f} → {o.auc:.2f}){gain}"
+    if o.cost_points is None:
+        return "—"
+    if abs(o.cost_points) < 0.05:
+        return "accuracy unchanged"
+    return (f"loses {o.cost_points:.1f} points of accuracy" if o.cost_points > 0
+            else f"gains {-o.cost_points:.1f} points of accuracy")
+
+
 def cheapest_lever(options: list[LeverOption], target: LeverTarget | None = None) -> LeverOption | None:
-    """The applicable option that reaches ``target`` (default: every finding ok) at the smallest accuracy cost
-    (an unmeasured cost ranks last); among equal costs the first listed (the mildest change)."""
-    reaching = [o for o in options if o.applicable and (target or LeverTarget()).reached(o.findings)]
+    """The applicable option that reaches ``target`` (default: every finding ok) at the smallest cost
+    (:attr:`LeverOption.cost`: AUC for two classes, else accuracy; an unmeasured cost ranks last), never one whose
+    rows predict a two-class outcome at AUC ≤ USELESS_AUC; among equal costs the first listed (the mildest)."""
+    reaching = [o for o in options if o.applicable and not o.useless and (target or LeverTarget()).reached(o.findings)]
     if not reaching:
         return None
-    return min(reaching, key=lambda o: (math.inf if o.cost_points is None else o.cost_points))
+    return min(reaching, key=lambda o: (math.inf if o.cost is None else o.cost))
 
 
 def lever_values(spec_by_name: dict, settings: dict, m: int) -> list[tuple[str, object]]:
@@ -352,7 +424,8 @@ def measure_levers(job, *, thresholds=None, cap: int = MAX_ROWS, values: list[tu
                 raise
             return LeverOption(lever, None, LEVER_WORDS[lever][0], {}, rows=len(keep),
                                note=f"not possible here: {exc}")
-        assessment = assess_export(trial, ex, job.method, thresholds, control=step.sub(0.3, 0.8))
+        assessment = assess_export(trial, ex, job.method, thresholds, control=step.sub(0.3, 0.8),
+                                   threat=job.kit.threat)
         opt = LeverOption(lever, value, label, changes, summarise(assessment), raw_accuracy=raw_acc,
                           raw_auc=raw_auc, rows=len(keep))
         rows = shipped_rows(ex, site.y) if labelled else None

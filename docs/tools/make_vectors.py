@@ -136,6 +136,7 @@ def make(out: Path) -> dict:
         export = ParticipantRound(kit, kit_path, site, SiteWorkspace(tmp / "site.workspace"), anchor=anchor,
                                   site_settings=dict(SITE_SETTINGS))
         export.confirm_analyst(kit.analyst, how="test vectors: the kit's own signer")
+        export.accept_privacy_risk("test vectors: a simulated site accepts its poor verdicts")
         export.load(csv_path)
         bundle = export.seal(out / "site.dcbundle").path
 

@@ -112,6 +112,7 @@ def _binary_round(work: Path) -> dict:
         job = ParticipantRound(kit, kit_path, ident, SiteWorkspace(default_workspace(idents[name])), anchor=anchor,
                                site_settings={"seed": 2})
         job.confirm_analyst(kit.analyst, how="screenshots: the kit's own signer")
+        job.accept_privacy_risk("screenshots: a simulated site accepts its poor verdicts")
         job.load(data / csv)
         bundles.append(job.seal(data / f"{idents[name].stem}.dcbundle").path)
     session = AnalystRound(kit, analyst, AnalystWorkspace(data / "analyst.workspace"))
@@ -228,6 +229,8 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
         pp.scroll.ensureWidgetVisible(pp.check.findings_table, 0, 0)  # the disclosure check and its levers
         pp.scroll.ensureWidgetVisible(pp.check.levers_table if pp.check.levers_box.isVisibleTo(pp)
                                       else pp.check.numbers_table, 0, 0)
+        if pp.check.needs_consent:  # a poor check the kit counts: the site accepts it (issue #35), ticked
+            pp.check.consent_check.setChecked(True)
         save_shot(w, out_dir, "participant-7-privacy-check", shots)
         pp.scroll.verticalScrollBar().setValue(0)
 
@@ -251,6 +254,7 @@ def render(out_dir: Path, workdir: Path) -> list[Path]:
                                  SiteWorkspace(default_workspace(workdir / "northside.dcid")), anchor=anchor,
                                  site_settings={"seed": 2})
         other.confirm_analyst(kit.analyst, how="screenshots: the kit's own signer")
+        other.accept_privacy_risk("screenshots: a simulated site accepts its poor verdicts")
         other.load(data / "other-site.csv")
         other_bundle = other.seal(workdir / "northside.dcbundle").path
         session = AnalystRound(kit, p["analyst"], AnalystWorkspace(workdir / "analyst.workspace"))

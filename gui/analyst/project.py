@@ -17,7 +17,7 @@ re-infers the schema in ``schema_job`` with the grid's choices), ``classes_label
 grid's message area), ``schema_job_panel``, ``method_combo``, ``method_about``, ``settings_form`` (a
 :class:`gui.settings_form.SettingsForm` generated from the method's declared settings:
 ``settings_form.set_value(name, value)``), ``anchor_box``, ``anchor_kind_combo``, ``anchor_rows_spin``,
-``create_kit_button`` (asks the path
+``collusion_check`` (the kit's threat model), ``create_kit_button`` (asks the path
 through ``QFileDialog.getSaveFileName``), ``build_kit() -> Kit``. Objects: ``identity``, ``kit``,
 ``schema``.
 """
@@ -56,6 +56,7 @@ from core.formats.kit import Kit
 from core.formats.workspace import AnalystWorkspace, default_workspace
 from core.kit_builder import build_kit, default_anchor_kind
 from core.methods import METHODS, methods_for
+from core.privacy.threat import ThreatModel
 
 from .. import settings as app_settings
 from ..audit_restart import AuditRestartButton, refusal_text, restarted_text
@@ -312,6 +313,14 @@ class ProjectPage(QWidget):
         self.anchor_rows_spin.setRange(10, 100000)
         self.anchor_rows_spin.setValue(1000)
         aform.addRow(self.tr("Rows:"), self.anchor_rows_spin)
+        self.collusion_check = QCheckBox(self.tr("A site may work with me (count a colluding site's attacks)"))
+        self.collusion_check.setToolTip(self.tr(
+            "The kit's threat model, shown to every site before export. Ticked (the default): each site's privacy "
+            "check counts what the analyst and one other site, which holds the anchor, could rebuild. Unticked: "
+            "the kit declares that sites do not work with the analyst; those attacks are still shown to the "
+            "sites, not counted."))
+        self.collusion_check.setChecked(True)
+        aform.addRow("", self.collusion_check)
 
         self.create_kit_button = QPushButton(self.tr("Create and &sign kit…"))
         self.create_kit_button.clicked.connect(self.create_kit)
@@ -715,7 +724,8 @@ class ProjectPage(QWidget):
                            task=self.task_combo.currentData(), method=self.method_combo.currentData(),
                            settings=self.method_settings(), blocks=self.blocks_edit.text().strip() or None,
                            anchor_kind=self.anchor_kind_combo.currentData(),
-                           anchor_rows=self.anchor_rows_spin.value())
+                           anchor_rows=self.anchor_rows_spin.value(),
+                           threat=ThreatModel(collusion=self.collusion_check.isChecked()))
         return kit
 
     def create_kit(self) -> bool:

@@ -113,7 +113,14 @@ class ExportPage(Page):
         unchecked = exporter is not None and bool(exporter.unit_warnings) and not exporter.units_checked
         if unchecked:  # sealing would refuse: the data page's units check is not ticked
             self.target_label.setText(self.tr("Go back to the data page and check the columns it names first."))
-        self.export_button.setEnabled(t is not None and not self.busy and not unchecked)
+        assessment = exporter.assessment_ if exporter is not None else None
+        unconsented = (assessment is not None and assessment.needs_consent
+                       and exporter.privacy_risk_accepted is None)
+        if unconsented and not unchecked:  # sealing would refuse: a poor check the kit counts, not accepted
+            self.target_label.setText(self.tr(
+                "Go back to the privacy page: {k} check(s) the kit counts are poor. Choose a lever there, or tick "
+                "'I accept this risk' (recorded in your audit log).").format(k=len(assessment.poor)))
+        self.export_button.setEnabled(t is not None and not self.busy and not unchecked and not unconsented)
 
     def export(self) -> None:
         if self.busy:

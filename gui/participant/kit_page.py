@@ -53,8 +53,9 @@ def kit_request_html(kit: Kit, tr=QObject.tr) -> str:
     lines.append(tr("<b>What the analyst will build</b>: {what}").format(what=esc(tr(plain)))
                  + f' <span style="color:#6b7280" title="{esc(title)}">({esc(kit.method)})</span>'
                  if plain else tr("<b>Method</b>: {title}").format(title=esc(title)))
-    lines.append(tr("Your rows are compressed and scrambled on this computer (usually to {d} numbers per row) "
-                    "before anything leaves; the secret key that does it never leaves.").format(
+    lines.append(tr("Your rows are compressed on this computer (usually to {d} numbers per row) before anything "
+                    "leaves; the map that does it stays here, but it is no secret against someone with rows like "
+                    "yours: the privacy page measures how close they could get.").format(
                         d=default_dimension(len(names))))
     if schema.label:
         lines.append(tr("Labels that leave: {what}").format(
@@ -65,6 +66,8 @@ def kit_request_html(kit: Kit, tr=QObject.tr) -> str:
         lines.append(tr("Shared anchor data: {kind}, {rows:,} rows (made by one lead site, never seen by the "
                         "analyst)").format(kind=esc(tr(ANCHOR_WORDS.get(kind, kind))),
                                            rows=int(anchor.get("rows", 0))))
+    lines.append(tr("<b>Threat model</b> (who your privacy check counts): {who}").format(
+        who=esc(" ".join(kit.threat.lines()), quote=False)))
     return "<ul>" + "".join(f"<li>{line}</li>" for line in lines) + "</ul>"
 
 

@@ -43,15 +43,17 @@ class PrivacyPage(Page):
     Test hooks: ``site_form`` (a :class:`gui.settings_form.SettingsForm`: ``site_form.set_value(name, v)``,
     ``site_form.widget(name)``), ``disclosure_table`` (one row per array that leaves: name, shape, type,
     meaning), ``leaves_label``, ``stays_label``; ``site_export`` is the computed :class:`SiteExport`;
-    ``check`` the disclosure check (:class:`DisclosureCheck`), ``findings`` / ``levers`` what it shows;
+    ``check`` the disclosure check (:class:`DisclosureCheck`: the kit's threat model, the findings, the levers and
+    the "I accept this risk" tick a poor counted check needs: the export page's button waits for it, as for the
+    data page's units check), ``findings`` / ``levers`` what it shows;
     ``extra_settings`` what "Use this" set outside the form (formal noise: ``formal_row``, ``formal_label``,
     ``formal_off_button``).
     """
 
     def __init__(self):
         super().__init__(self.tr("Privacy"),
-                         self.tr("Your rows are compressed and scrambled with a secret key that never leaves this "
-                                 "computer. Check below exactly what will leave."))
+                         self.tr("Your rows are compressed on this computer before anything leaves. Check below "
+                                 "exactly what will leave, and how close someone could get to your patients' rows."))
         self.site_export: SiteExport | None = None
         self._computed_for: dict | None = None
         self._pending = False
@@ -117,6 +119,7 @@ class PrivacyPage(Page):
 
         self.check = DisclosureCheck()
         self.check.use_option.connect(self.use_option)
+        self.check.consent_changed.connect(self._consent)
         self.findings: list[dict] | None = None
         self.levers = None
 
@@ -152,6 +155,7 @@ class PrivacyPage(Page):
         return {**self.site_form.values(), **self.extra_settings}
 
     def initializePage(self) -> None:
+        self.check.show_threat(self.state.kit.threat.lines())
         exporter = self.state.exporter
         table = exporter.table if exporter is not None else None
         m = table.X.shape[1] if table is not None else self.state.kit.schema.width  # this site's columns
@@ -189,6 +193,7 @@ class PrivacyPage(Page):
             self.leaves_label.setText(esc(str(exc)))
             return
         exporter.export_ = None
+        exporter.privacy_risk_accepted = None  # a new check asks again
         self.site_export = None
         self._show(None)
 
@@ -211,11 +216,20 @@ class PrivacyPage(Page):
 
     def check_line(self) -> str:
         """The disclosure check's outcome in one line beside what leaves (its details are further down)."""
-        poor = sum(f["verdict"] == "poor" for f in self.findings or [])
+        poor = sum(f["verdict"] == "poor" and f.get("in_scope", True) for f in self.findings or [])
         if poor:
             return self.tr("Disclosure check: <b>{k} of {n} checks are poor</b> — see the levers under "
-                           "<i>Disclosure check</i> below.").format(k=poor, n=len(self.findings))
-        return self.tr("Disclosure check: every check is within the kit's limits (details below).")
+                           "<i>Disclosure check</i> below; exporting as it is needs your tick there.").format(
+                k=poor, n=len(self.findings))
+        return self.tr("Disclosure check: every check the kit counts is within its limits (details below).")
+
+    def _consent(self, ticked: bool) -> None:
+        """The site's tick "I accept this risk": recorded by the round (and, once sealed, in the audit log)."""
+        exporter = self.state.exporter
+        if exporter is not None:
+            exporter.privacy_risk_accepted = (self.tr("ticked 'I accept this risk' on the privacy page") if ticked
+                                              else None)
+        self.completeChanged.emit()
 
     def use_option(self, option) -> None:
         """"Use this": set the lever's settings (in the form, or beside it for formal noise, which the form does
@@ -299,13 +313,13 @@ class PrivacyPage(Page):
 
 def compute_and_check(exporter, control: JobControl) -> tuple:
     """The page's job: what leaves (:meth:`ParticipantRound.compute`), its disclosure check
-    (:meth:`ParticipantRound.assess`) and, when a verdict is poor, every lever measured
+    (:meth:`ParticipantRound.assess`) and, when a counted verdict is poor, every lever measured
     (:func:`core.privacy.levers.measure_levers`). Returns (export, findings, levers or None)."""
     export = exporter.compute(control.sub(0.0, 0.3))
     assessment = exporter.assess(control=control.sub(0.3, 0.5))
     findings = summarise(assessment)
     levers = None
-    if any(f["verdict"] == "poor" for f in findings):
+    if assessment.needs_consent:  # a poor check the kit counts: measure what each lever would do
         try:
             levers = measure_levers(exporter, thresholds=assessment.thresholds, control=control.sub(0.5, 1.0))
         except DCError as exc:  # the levers are advice: they never stand between the site and its export

@@ -49,3 +49,38 @@ def test_timing_runs_each_method_named_and_quick_times_the_assessment_alone(tmp_
                             say=lambda *_: None)
     assert quick["method"] == "gold" and quick["rows"] == 1500 and quick["export_rows"] == 1500
     assert quick["assess_seconds"] > 0 and quick["command"].endswith("--quick")
+
+
+def test_privacy_round_cross_check_and_target_reading():
+    """``python -m benchmarks privacy-round``: agreement within 10 % (a floor near zero), and the cheapest grid
+    setting that keeps every site's colluding rebuild under 5 % of rows, ranked by AUC for two classes."""
+    from benchmarks import privacy_round as R
+
+    assert R.agrees(0.10, 0.109, R.ABS_ERROR) and not R.agrees(0.10, 0.13, R.ABS_ERROR)
+    assert R.agrees(0.0, 0.004, R.ABS_ERROR) and R.agrees(1.0, 0.95, R.ABS_SHARE)
+    privacy = {"findings": [
+        {"attack": "analyst_alone", "by_attack": {"eigen": {"median_cell_error": 0.2, "within_10pct": 0.1}}},
+        {"attack": "collusion", "by_attack": {"empirical_prior": {"median_cell_error": 0.3, "within_10pct": 0.0}}}]}
+    check = R.cross_check(privacy, {"eigen": (0.21, 0.1), "posterior_mean": (0.5, 0.0)})
+    assert check["eigen"]["agree"] and not check["posterior_mean"]["agree"] and "least_squares" not in check
+
+    def site(costs: dict) -> dict:
+        summary = {a: {"verdict": "poor", "strongest": "x", "median_cell_error": 0.1, "within_10pct": 0.0,
+                       "by_attack": {}} for a in ("collusion", "analyst_alone")}
+        part = {"privacy": {**summary, "membership_auc": 0.5, "verdict": "poor"}, "reference": {},
+                "cross_check": {}, "accuracy": 0.8, "auc": 0.8}
+        grid = {}
+        for setting, _ in R.GRID:
+            within, acc, auc = costs.get(setting, (0.5, 0.0, 0.0))
+            grid[setting] = {**part, "privacy": {**part["privacy"], "collusion": {**summary["collusion"],
+                                                                                  "within_10pct": within}},
+                             "reference": {"posterior_mean": (0.3, within)}, "accuracy_cost": acc, "auc_cost": auc}
+        return {"rows": 100, "classes": 2, "default": part, "grid": grid}
+
+    costs = {"noise 0.5": (0.01, 3.0, 0.01), "noise 1": (0.0, 1.0, 0.03), "noise 2": (0.2, 0.0, 0.0)}
+    out = R.summarise([{"table": "t", "seed": 0, "sites": {"a": site(costs), "b": site(costs)}}])["t"]
+    assert out["ranked_by"] == "AUC" and out["reached_by"] == ["noise 0.5", "noise 1"]
+    assert out["best"]["setting"] == "noise 0.5" and out["best"]["small"]  # 0.01 AUC, though 3 pt of accuracy
+    text = R.markdown({"command": "c", "seeds": [0], "commit": None, "machine": "m", "wall_seconds": 60.0,
+                       "load": 0.0, "summary": {"t": out}})
+    assert "reached at the least cost (AUC) by **noise 0.5**" in text and "within 0.02 AUC" in text

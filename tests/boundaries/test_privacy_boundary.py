@@ -48,7 +48,7 @@ def test_analyst_run_works_with_the_anchor_module_unimportable(tmp_path, monkeyp
                  "--to", str(tmp_path / names[1] / f"{names[1]}.dcpub")]) == 0
     for name, (train, _) in list(sites.items())[:2]:
         assert main(["participant", "export", "--kit", str(tmp_path / "p.dckit"),
-                     "--analyst-fingerprint", analyst_of(tmp_path / "p.dckit"), "--anchor",
+                     "--analyst-fingerprint", analyst_of(tmp_path / "p.dckit"), "--accept-poor-privacy", "--anchor",
                      str(tmp_path / "lead/p.dcanchor"), "--identity", str(tmp_path / name / f"{name}.dcid"),
                      "--csv", str(train), "--out", str(tmp_path / "bundles" / f"{name}.dcbundle")]) == 0
     args = ["analyst", "run", "--kit", str(tmp_path / "p.dckit"), "--identity", str(tmp_path / "analyst.dcid"),

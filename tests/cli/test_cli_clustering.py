@@ -48,7 +48,7 @@ def cround(tmp_path_factory):
                *anchor_to(d, lead, sites)) == 0
     for name, path in sites.items():
         assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "lead/p.dcanchor",
-                   "--analyst-fingerprint", analyst_of(d / "p.dckit"),
+                   "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--accept-poor-privacy",
                    "--identity", d / name / f"{name}.dcid", "--csv", path,
                    "--out", d / "bundles" / f"{name}.dcbundle", "--seed", "1") == 0
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
@@ -100,7 +100,7 @@ def test_analyst_run_of_a_clustering_round_never_needs_the_anchor_module(cround,
 
 def _export(d: Path, name: str, csv: Path, out: Path, *extra) -> list:
     return ["participant", "export", "--kit", d / "p.dckit", "--anchor", d / "lead/p.dcanchor",
-            "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--identity",
+            "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--accept-poor-privacy", "--identity",
             d / name / f"{name}.dcid", "--csv", csv, "--out", out, *extra]
 
 
@@ -149,7 +149,7 @@ def test_ids_that_match_nothing_are_reported_per_site(cround, capsys, tmp_path):
     anchor = AnchorFile.load(d / "lead/p.dcanchor", identity=Identity.load(d / lead / f"{lead}.dcid", PASS))
     anchor.save(tmp_path / "p.dcanchor", [PublicCard.load(tmp_path / "newsite.dcpub")])
     assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", tmp_path / "p.dcanchor",
-               "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--identity",
+               "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--accept-poor-privacy", "--identity",
                tmp_path / "newsite.dcid", "--csv", stranger, "--out", folder / "newsite.dcbundle") == 0
     capsys.readouterr()
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid", "--bundles",
@@ -189,7 +189,7 @@ def test_a_round_with_raw_scaling(cround, tmp_path):
     assert run("anchor", "new", "--kit", kit, "--rows", "1500", "--out", anchor, "--plain") == 0
     for name, path in sites.items():
         assert run("participant", "export", "--kit", kit, "--anchor", anchor,
-                   "--analyst-fingerprint", analyst_of(kit), "--identity",
+                   "--analyst-fingerprint", analyst_of(kit), "--accept-poor-privacy", "--identity",
                    d / name / f"{name}.dcid", "--csv", path, "--out", tmp_path / "b" / f"{name}.dcbundle",
                    "--workspace", tmp_path / "ws" / name) == 0
     assert run("analyst", "run", "--kit", kit, "--identity", d / "analyst/analyst.dcid", "--bundles",

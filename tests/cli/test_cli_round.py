@@ -37,7 +37,7 @@ def round_dir(tmp_path_factory):
                "--out", d / "site0/p.dcanchor", *anchor_to(d, "site0", sites)) == 0
     for name, (train, _) in sites.items():
         assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "site0/p.dcanchor",
-                   "--analyst-fingerprint", analyst_of(d / "p.dckit"),
+                   "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--accept-poor-privacy",
                    "--identity", d / name / f"{name}.dcid", "--csv", train,
                    "--out", d / "bundles" / f"{name}.dcbundle", "--seed", "1") == 0
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
@@ -188,7 +188,7 @@ def test_bundle_for_another_project_or_analyst_is_refused(round_dir, capsys):
     assert run("anchor", "new", "--kit", d / "other.dckit", "--seed-csv", d / "data/seed.csv",
                "--out", d / "other.dcanchor", "--plain") == 0
     assert run("participant", "export", "--kit", d / "other.dckit", "--anchor", d / "other.dcanchor",
-               "--analyst-fingerprint", analyst_of(d / "other.dckit"),
+               "--analyst-fingerprint", analyst_of(d / "other.dckit"), "--accept-poor-privacy",
                "--identity", d / "site3/site3.dcid", "--csv", sites["site3"][0],
                "--out", d / "otherproj/x.dcbundle") == 0
     capsys.readouterr()

@@ -43,7 +43,7 @@ def typed_round(tmp_path_factory):
                "--out", d / "site0/p.dcanchor", *anchor_to(d, "site0", sites)) == 0
     for name, (train, _) in sites.items():
         said[name] = _run_out("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "site0/p.dcanchor",
-                              "--analyst-fingerprint", analyst_of(d / "p.dckit"),
+                              "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--accept-poor-privacy",
                               "--identity", d / name / f"{name}.dcid", "--csv", train,
                               "--out", d / "bundles" / f"{name}.dcbundle")
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
@@ -136,7 +136,7 @@ def merged_round(tmp_path_factory):
                "--out", d / "site0/p.dcanchor", *anchor_to(d, "site0", sites)) == 0
     for name, (train, _) in sites.items():
         assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "site0/p.dcanchor",
-                   "--analyst-fingerprint", analyst_of(d / "p.dckit"),
+                   "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--accept-poor-privacy",
                    "--identity", d / name / f"{name}.dcid", "--csv", train,
                    "--out", d / "bundles" / f"{name}.dcbundle") == 0
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
@@ -210,7 +210,7 @@ def test_a_small_three_class_table_with_many_missing_cells_runs_a_round_with_kit
                "--out", d / "north/p.dcanchor", *anchor_to(d, "north", names)) == 0
     for name in names:
         said = _run_out("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "north/p.dcanchor",
-                        "--analyst-fingerprint", analyst_of(d / "p.dckit"),
+                        "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--accept-poor-privacy",
                         "--identity", d / name / f"{name}.dcid", "--csv", d / f"{name}.csv",
                         "--out", d / "bundles" / f"{name}.dcbundle")
         assert "missing cells filled:" in said

@@ -77,7 +77,7 @@ def test_export_prints_the_findings_and_keeps_them_in_the_workspace(project, cap
     d, base = project
     capsys.readouterr()
     assert run("participant", "export", *base, "--out", d / "b.dcbundle", "--noise", "2",
-               "--analyst-fingerprint", analyst_of(d / "p.dckit"),
+               "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--accept-poor-privacy",
                "--privacy-threshold", "membership_auc_max=0.55") == 0
     out = capsys.readouterr().out
     assert out.index("privacy (") < out.index("bundle: ")
@@ -85,3 +85,42 @@ def test_export_prints_the_findings_and_keeps_them_in_the_workspace(project, cap
     assert len(kept) == 1
     raw = json.loads(kept[0].read_text())
     assert raw["thresholds"]["membership_auc_max"] == 0.55 and raw["findings"]
+
+
+def test_export_with_a_poor_verdict_needs_the_sites_confirmation(project, capsys, tmp_path):
+    """Issue #35: the CLI used to seal a bundle with poor verdicts without asking; now it refuses in one sentence,
+    writes nothing, and with --accept-poor-privacy records the confirmation in the audit log."""
+    d, base = project
+    ws = tmp_path / "ws"
+    args = ["participant", "export", *base, "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--workspace", ws]
+    capsys.readouterr()
+    err = refused(capsys, *args, "--out", tmp_path / "a.dcbundle", expect="--accept-poor-privacy")
+    assert "collusion" in err and "audit log" in err
+    assert not (tmp_path / "a.dcbundle").exists() and not ws.exists()
+    assert run(*args, "--out", tmp_path / "b.dcbundle", "--accept-poor-privacy") == 0
+    out = capsys.readouterr().out
+    assert out.index("threat model") < out.index("privacy (") < out.index("you accept the risk")
+    entry = [json.loads(line) for line in (ws / "audit.jsonl").read_text().splitlines()][-1]
+    assert entry["event"] == "export" and entry["privacy_consent"]["how"] == "--accept-poor-privacy"
+    assert any(a.startswith("collusion/") for a in entry["privacy_consent"]["accepted"])
+
+
+def test_a_kit_that_rules_out_collusion_says_so_and_does_not_count_it(project, capsys, tmp_path):
+    d, base = project
+    assert run("kit", "new", "--identity", d / "analyst/analyst.dcid", "--name", "P2", "--schema-from",
+               d / "data/sample.csv", "--label", "label", "--method", "dccfl", "--threat-model", "no-collusion",
+               "--public-rows", "400", "--out", tmp_path / "n.dckit") == 0
+    out = capsys.readouterr().out
+    assert "sites do not work with the analyst" in out and "up to 400 rows" in out
+    kit = Kit.load(tmp_path / "n.dckit")
+    assert kit.threat_model == {"collusion": False, "public_rows": 400}
+    assert Kit.load(d / "p.dckit").threat_model == {}  # the default is not written: older kits keep their digest
+    assert run("anchor", "new", "--kit", tmp_path / "n.dckit", "--seed-csv", d / "data/seed.csv", "--plain",
+               "--out", tmp_path / "n.dcanchor") == 0
+    capsys.readouterr()
+    assert run("participant", "assess", "--json", "--kit", tmp_path / "n.dckit", "--anchor", tmp_path / "n.dcanchor",
+               *base[4:]) == 0
+    raw = json.loads(capsys.readouterr().out)
+    collusion = next(f for f in raw["findings"] if f["attack"] == "collusion")
+    assert collusion["verdict"] == "poor" and collusion["in_scope"] is False
+    assert raw["threat_model"] == {"collusion": False, "public_rows": 400} and raw["reference_rows"] <= 400

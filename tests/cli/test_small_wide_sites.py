@@ -99,7 +99,7 @@ def test_a_round_of_sites_of_different_widths(keys, tmp_path, method, capsys):
     capsys.readouterr()
     for name, csv in sites.items():
         assert run("participant", "export", "--kit", tmp_path / "p.dckit", "--anchor", tmp_path / "p.dcanchor",
-                   "--analyst-fingerprint", analyst_of(tmp_path / "p.dckit"),
+                   "--analyst-fingerprint", analyst_of(tmp_path / "p.dckit"), "--accept-poor-privacy",
                    "--identity", d / name / f"{name}.dcid", "--csv", csv, "--workspace", tmp_path / "ws" / name,
                    "--units-checked", "--out", tmp_path / "bundles" / f"{name}.dcbundle") == 0
         widths[name] = int(re.search(r"x_tilde \((\d+), (\d+)\)", capsys.readouterr().out).group(2))

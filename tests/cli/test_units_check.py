@@ -25,7 +25,7 @@ def test_a_column_in_inches_is_named_before_export_and_nothing_is_written(tmp_pa
                tmp_path / "sample.csv", "--label", "outcome", "--method", "meta-lr", "--out", tmp_path / "p.dckit") == 0
     bundle = tmp_path / "site.dcbundle"
     export = ("participant", "export", "--kit", tmp_path / "p.dckit", "--identity", tmp_path / "site/site.dcid",
-              "--analyst-fingerprint", analyst_of(tmp_path / "p.dckit"),
+              "--analyst-fingerprint", analyst_of(tmp_path / "p.dckit"), "--accept-poor-privacy",
               "--csv", tmp_path / "site.csv", "--out", bundle, "--workspace", tmp_path / "ws")
     capsys.readouterr()
     err = refused(capsys, *export, expect="column 'height' does not look like the kit's")

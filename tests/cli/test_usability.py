@@ -56,7 +56,7 @@ def french_round(tmp_path_factory):
     for key, name in names.items():
         assert run("keys", "new", "--name", name, "--out", d / "ids", *WF) == 0
         assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "p.dcanchor",
-                   "--analyst-fingerprint", analyst_of(d / "p.dckit"),
+                   "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--accept-poor-privacy",
                    "--identity", d / "ids" / f"{safe_name(name)}.dcid", "--csv", sites[key][0],
                    "--out", d / "bundles" / f"{safe_name(name)}.dcbundle", "--seed", "1") == 0
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
@@ -115,7 +115,7 @@ def test_reexport_needs_force_and_a_failed_export_leaves_no_workspace(french_rou
     bundle = d / "bundles" / f"{safe_name(names['site1'])}.dcbundle"
     before = bundle.read_bytes()
     args = ["participant", "export", "--kit", d / "p.dckit", "--anchor", d / "p.dcanchor", "--identity", ident,
-            "--analyst-fingerprint", analyst_of(d / "p.dckit"),
+            "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--accept-poor-privacy",
             "--csv", sites["site1"][0], "--out", bundle]
     refused(capsys, *args, expect="--force")
     assert bundle.read_bytes() == before
@@ -181,11 +181,11 @@ def test_run_and_export_say_what_they_did(french_round, capsys, tmp_path):
         assert any(line.strip().startswith(f"{name}:") and "rows, cluster 1" in line for line in out.splitlines())
     ident = d / "ids" / f"{safe_name(names['site0'])}.dcid"
     assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "p.dcanchor",
-               "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--identity",
+               "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--accept-poor-privacy", "--identity",
                ident, "--csv", sites["site0"][0], "--out", tmp_path / "b.dcbundle") == 0
     out = capsys.readouterr().out
     assert "Windows-1252, separated by semicolons, decimal comma (detected" in out
-    assert "A compressed, scrambled copy of your" in out
+    assert "A compressed copy of your" in out
 
 
 def test_refusals_speak_plainly(french_round, capsys, tmp_path):
@@ -222,8 +222,9 @@ def test_wrong_project_is_named(french_round, capsys, tmp_path):
 
 # ---- 3. plain words ---------------------------------------------------------------------------------------------
 def test_leaves_sentence_is_plain():
-    assert leaves_sentence(4537, 16, 15) == ("A compressed, scrambled copy of your 4,537 rows: 15 numbers per row "
-                                             "instead of 16; no names, no original values.")
+    assert leaves_sentence(4537, 16, 15) == ("A compressed copy of your 4,537 rows: 15 numbers per row instead of "
+                                             "16; no names, no original values.")
+    assert "secret" not in leaves_sentence(10, 3, 3) and "each a weighted mix" in leaves_sentence(10, 3, 3)
     assert "the class of each row" in leaves_sentence(10, 3, 2, labels="rows")
 
 
@@ -317,7 +318,7 @@ def test_a_first_export_asks_for_the_analyst_fingerprint(french_round, capsys, t
     d, sites, names = french_round
     ident = d / "ids" / f"{safe_name(names['site0'])}.dcid"
     args = ("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "p.dcanchor", "--identity", ident,
-            "--csv", sites["site0"][0], "--workspace", tmp_path / "ws")
+            "--csv", sites["site0"][0], "--workspace", tmp_path / "ws", "--accept-poor-privacy")
     refused(capsys, *args, "--out", tmp_path / "a.dcbundle", expect="--analyst-fingerprint")
     assert not (tmp_path / "a.dcbundle").exists() and not (tmp_path / "ws").exists()
     refused(capsys, *args, "--out", tmp_path / "a.dcbundle", "--analyst-fingerprint", "AAAA-BBBB-CCCC-DDDD",

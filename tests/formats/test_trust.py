@@ -59,6 +59,7 @@ def rnd(tmp_path_factory):
         ws = SiteWorkspace(d / f"site{i}.ws")
         job = ParticipantRound(r.kit, r.kit_path, site, ws, anchor=r.anchor, site_settings={"seed": i})
         job.confirm_analyst(r.kit.analyst, how="test")
+        job.accept_privacy_risk("test: a simulated site accepts its poor verdicts")
         job.load(d / f"site{i}.csv")
         r.bundles.append(job.seal(d / "bundles" / f"site{i}.dcbundle"))
         r.ws.append(ws)
@@ -307,6 +308,7 @@ def test_workspaces_are_private_whatever_the_umask(rnd, tmp_path):
         ws = SiteWorkspace(tmp_path / "w")
         job = ParticipantRound(rnd.kit, rnd.kit_path, rnd.sites[0], ws, anchor=rnd.anchor, site_settings={"seed": 0})
         job.confirm_analyst(rnd.kit.analyst, how="test")
+        job.accept_privacy_risk("test: a simulated site accepts its poor verdicts")
         job.load(rnd.csv[0])
         sealed = job.seal(tmp_path / "b.dcbundle")
     finally:
@@ -455,6 +457,7 @@ def test_a_first_kit_is_refused_until_the_analyst_fingerprint_is_confirmed(rnd, 
     with pytest.raises(ConfigError, match="not a fingerprint"):
         job.confirm_analyst("K8ZA-XT1E", how="typed")
     job.confirm_analyst(" " + rnd.kit.analyst.fingerprint.lower().replace("-", " "), how="typed")
+    job.accept_privacy_risk("test: a simulated site accepts its poor verdicts")
     job.seal(tmp_path / "b.dcbundle")
     pin = json.loads(next(root.glob("projects/*/analyst.json")).read_text())["body"]  # signed by the site (§10.1)
     assert pin["fingerprint"] == rnd.kit.analyst.fingerprint and pin["confirmed"] == "typed"
@@ -463,5 +466,6 @@ def test_a_first_kit_is_refused_until_the_analyst_fingerprint_is_confirmed(rnd, 
     again = ParticipantRound(rnd.kit, rnd.kit_path, rnd.sites[0], root, anchor=rnd.anchor, site_settings={"seed": 1})
     assert not again.first_use
     again.load(rnd.csv[0])
+    again.accept_privacy_risk("test: a simulated site accepts its poor verdicts")
     assert again.seal(tmp_path / "c.dcbundle").path.exists()
 

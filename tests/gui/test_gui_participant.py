@@ -32,6 +32,7 @@ from gui.screen import fully_visible, reveal  # noqa: E402
 from tests.support.gui import (  # noqa: E402
     HANG,
     accept_kit,
+    accept_privacy_risk,
     import_anchor,
     read_csv,
     results_apply,
@@ -82,6 +83,7 @@ def round_packages(project):
         job = ParticipantRound(kit, project["kit_path"], ident, ws, anchor=AnchorFile.load(d / "round.dcanchor"),
                                site_settings={"seed": 1})
         job.confirm_analyst(kit.analyst, how="test")
+        job.accept_privacy_risk("test: a simulated site accepts its poor verdicts")
         job.load(project["sites"][name][0])
         bundles.append(job.seal(d / "bundles" / f"{name}.dcbundle").path)
     session = AnalystRound(kit, project["analyst"], AnalystWorkspace(d / "analyst.workspace"))
@@ -229,7 +231,7 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
     assert pp.site_form.widget("dimension").value() is None  # automatic: m − 1
     assert pp.site_form.widget("dimension").control.maximum() == len(FEATURES)
     # plain words first, technical terms one click away
-    assert pp.plain_label.text().startswith("A compressed, scrambled copy of your")
+    assert pp.plain_label.text().startswith("A compressed copy of your")
     assert "x_tilde" not in pp.plain_label.text() + pp.leaves_label.text() + pp.stays_label.text()
     assert pp.details_hidden() and not pp.disclosure_table.isVisible()
     pp.details_button.click()
@@ -242,7 +244,8 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
     assert shapes["x_tilde"] == f"{n} × {m}" and shapes["anchor_tilde"] == f"300 × {m}" and "own_cv" in shapes
     assert "Labels leave: <b>Yes</b>" in pp.leaves_label.text() and "Row ids leave: No." in pp.leaves_label.text()
     assert "KB" in pp.leaves_label.text()
-    assert "anchor file" in pp.stays_label.text() and "secret key that compressed your rows" in pp.stays_label.text()
+    assert "anchor file" in pp.stays_label.text() and "the map that compressed your rows (no secret" in \
+        pp.stays_label.text()
 
     # a setting change recomputes; Back and Next keep what was computed
     pp.site_form.set_value("dimension", 5)
@@ -253,6 +256,7 @@ def test_wizard_round_trip(qtbot, project, tmp_path):
     assert w.page_name() == "data" and dp.isComplete()
     w.next()
     assert w.page_name() == "privacy" and pp.isComplete() and pp.site_export is computed
+    accept_privacy_risk(w)  # the colluding site's check is poor (issue #35): the site accepts it, ticked
     w.next()
 
     assert w.page_name() == "export"
@@ -301,6 +305,7 @@ def test_cancelled_export_leaves_no_file(qtbot, project, tmp_path, monkeypatch):
     wait_page(qtbot, w.data_page)
     w.next()
     wait_page(qtbot, w.privacy_page)
+    accept_privacy_risk(w)
     w.next()
     ep = w.export_page
     ep.folder_field.set_path(tmp_path)
@@ -437,6 +442,7 @@ def test_a_wizard_closed_before_any_export_leaves_no_empty_workspace(qtbot, proj
     job = ParticipantRound(project["kit"], project["kit_path"], w.identity, root,
                            anchor=AnchorFile.load(project["dir"] / "round.dcanchor"))
     job.confirm_analyst(project["kit"].analyst, how="test")
+    job.accept_privacy_risk("test: a simulated site accepts its poor verdicts")
     job.load(project["sites"]["site0"][0])
     job.compute()
     assert not root.exists()
@@ -500,6 +506,7 @@ def test_a_column_in_another_unit_is_named_and_blocks_export_until_checked(qtbot
     assert len(own) == 1 and "cross-validated" in pp.disclosure_table.item(own[0], 3).toolTip()
     assert "Missing cells filled with your own values (only these counts leave): age " in leaves
     assert "Scores of a model of your own rows leave: accuracy " in leaves and "the model stays" in leaves
+    accept_privacy_risk(w)
     w.next()
     ep = w.export_page
     ep.folder_field.set_path(tmp_path)

@@ -69,16 +69,23 @@ def test_poor_check_offers_levers_and_use_this_applies_one(qtbot, project):
                for r in range(check.numbers_table.rowCount())}
     assert len(numbers) == len(attacks) - len(na)  # one row per measured check, in words, with its rows
     what, rows = numbers["Another site with the analyst"]
-    assert what.startswith("median error 0") and "rows within 10 %: 100 %" in what and rows == "300"
+    assert what.startswith("median error 0") and "rows within 10 %: 100 %" in what
+    assert rows == "150"  # the other 150 stand in for the public sample and the colluding site's rows (issue #35)
     assert "median_cell_error = " in check.numbers_table.item(0, 1).toolTip()
     assert "checks are poor" in check.summary_label.text() and "checks are poor" in pp.leaves_label.text()
+    # the kit's threat model, before anything is exported; a poor counted check asks for the site's tick
+    assert "Who is counted" in check.threat_label.text() and "one other site" in check.threat_label.text()
+    assert check.consent_check.isVisibleTo(pp) and not check.consent_check.isChecked()
+    assert "I accept this risk" in check.consent_check.text() and w.exporter.privacy_risk_accepted is None
 
     # the levers: new verdicts and the accuracy they cost, a Use this button for each the site can apply
     assert check.levers_box.isVisibleTo(pp) and check.levers_table.rowCount() == len(pp.levers.options)
     labels = [check.levers_table.item(r, 0).text() for r in range(check.levers_table.rowCount())]
     assert "Add noise of 2 × each number's spread" in labels and "Distilled mode" in labels
     assert len(check.use_buttons) == sum(o.applicable for o in pp.levers.options)
-    assert "points" in check.levers_table.item(labels.index("Add noise of 2 × each number's spread"), 3).text()
+    effect = check.levers_table.item(labels.index("Add noise of 2 × each number's spread"), 3).text()
+    assert effect.startswith("AUC ") and "→" in effect  # two classes: ranked and said in AUC, a loss as a loss
+    assert check.levers_table.horizontalHeaderItem(3).text() == "Effect on your model"
     assert any(label.startswith("Formal noise: (ε, δ) = (1, ") for label in labels)
     formal = check.formal_label.text()
     assert "(ε, δ) = (" in formal and "a formal guarantee:" in formal
@@ -149,3 +156,36 @@ def test_export_page_shows_the_privacy_budget_before_a_formal_export(qtbot, proj
     assert w.page_name() == "export"
     text = w.export_page.ledger_label.text()
     assert text.startswith("Privacy budget: no earlier export") and "this export adds ε = 1" in text
+
+
+def test_a_poor_counted_check_needs_the_tick_before_export(qtbot, project):
+    """Issue #35: the export button waits for "I accept this risk" when a check the kit counts is poor; the tick is
+    recorded in the audit log's export entry."""
+    import json
+
+    from tests.support.gui import wait_for_page
+
+    w = wizard_with_new_identity(qtbot, "Site C", project / "ids-c")
+    accept_kit(w, project / "p.dckit")
+    import_anchor(qtbot, w, project / "a.dcanchor")
+    w.next()
+    read_csv(qtbot, w, project / "site.csv")
+    w.next()
+    pp = w.privacy_page
+    wait_page(qtbot, pp)
+    assert pp.check.needs_consent and pp.isComplete()
+    w.next()
+    ep = w.export_page
+    ep.folder_field.set_path(project)
+    ep.name_edit.setText("c.dcbundle")
+    assert not ep.export_button.isEnabled() and "I accept this risk" in ep.target_label.text()
+    w.back()
+    pp.check.consent_check.setChecked(True)
+    assert w.exporter.privacy_risk_accepted and "privacy page" in w.exporter.privacy_risk_accepted
+    w.next()
+    assert ep.export_button.isEnabled()
+    ep.export_button.click()
+    wait_for_page(qtbot, w, "done")
+    log = [json.loads(line) for line in (w.exporter.workspace.root / "audit.jsonl").read_text().splitlines()]
+    consent = next(e for e in log if e["event"] == "export")["privacy_consent"]
+    assert "ticked" in consent["how"] and any(a.startswith("collusion/") for a in consent["accepted"])

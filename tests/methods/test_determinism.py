@@ -71,7 +71,8 @@ def _round(d, root, method: str) -> None:
     for k, name in enumerate(SITES):
         csv = d / "data" / (f"{name}-train.csv" if labelled else f"{name}-train-x.csv")
         assert run("participant", "export", "--kit", root / "p.dckit", *anchor,
-                   "--analyst-fingerprint", analyst_of(root / "p.dckit"), "--identity", d / name / f"{name}.dcid",
+                   "--analyst-fingerprint", analyst_of(root / "p.dckit"), "--accept-poor-privacy",
+                   "--identity", d / name / f"{name}.dcid",
                    "--csv", csv, "--seed", str(k), *fast.get("site", []), "--workspace", root / "ws" / name,
                    "--out", root / "bundles" / f"{name}.dcbundle") == 0
 

@@ -117,7 +117,7 @@ def _round(d: Path, monkeypatch, names=("site0", "site1", "site2", "site3"), kit
                "--out", d / "site0/p.dcanchor", *anchor_to(d, "site0", sites)) == 0
     for k, name in enumerate(names):
         assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "site0/p.dcanchor",
-                   "--analyst-fingerprint", analyst_of(d / "p.dckit"),
+                   "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--accept-poor-privacy",
                    "--identity", d / name / f"{name}.dcid", "--csv", sites[name][0], "--seed", str(k),
                    "--out", d / "bundles" / f"{name}.dcbundle") == 0
     return sites

@@ -68,7 +68,7 @@ def export(d: Path, name: str, csv: Path, *extra: str) -> None:
     assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
     # no --anchor: GOLD needs none
     assert run("participant", "export", "--kit", d / "g.dckit", "--identity", d / name / f"{name}.dcid",
-               "--analyst-fingerprint", analyst_of(d / "g.dckit"),
+               "--analyst-fingerprint", analyst_of(d / "g.dckit"), "--accept-poor-privacy",
                "--csv", csv, "--out", d / "bundles" / f"{name}.dcbundle", *extra) == 0
 
 

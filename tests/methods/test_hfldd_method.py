@@ -151,7 +151,7 @@ def _round(d: Path, monkeypatch, capsys, names=("site0", "site1", "site2", "site
     capsys.readouterr()
     for k, name in enumerate(names):
         assert run("participant", "export", "--kit", d / "p.dckit", "--anchor", d / "site0/p.dcanchor",
-                   "--analyst-fingerprint", analyst_of(d / "p.dckit"),
+                   "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--accept-poor-privacy",
                    "--identity", d / name / f"{name}.dcid", "--csv", sites[name][0], *FAST_SITE, "--seed", str(k),
                    "--out", d / "bundles" / f"{name}.dcbundle") == 0
     return sites

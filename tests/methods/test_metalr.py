@@ -304,7 +304,7 @@ def test_whole_cli_round_then_validate_against_the_sites_own_model(tmp_path, mon
     for name, (train, _) in sites.items():
         assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
         assert run("participant", "export", "--kit", d / "p.dckit", "--identity", d / name / f"{name}.dcid",
-                   "--analyst-fingerprint", analyst_of(d / "p.dckit"),
+                   "--analyst-fingerprint", analyst_of(d / "p.dckit"), "--accept-poor-privacy",
                    "--csv", train, "--out", d / "bundles" / f"{name}.dcbundle") == 0
     out = capsys.readouterr().out
     p, q = len(FEATURES) + 1, len(CLASSES) - 1

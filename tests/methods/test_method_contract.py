@@ -110,7 +110,7 @@ def _cli_round(d: Path, monkeypatch) -> dict:
         assert run("keys", "new", "--name", name, "--out", d / name, *WF) == 0
         # no --anchor: the method needs none; --decimals is the toy's own site-side setting
         assert run("participant", "export", "--kit", d / "toy.dckit", "--identity", d / name / f"{name}.dcid",
-                   "--analyst-fingerprint", analyst_of(d / "toy.dckit"),
+                   "--analyst-fingerprint", analyst_of(d / "toy.dckit"), "--accept-poor-privacy",
                    "--csv", train, "--decimals", "3", "--out", d / "bundles" / f"{name}.dcbundle") == 0
     return sites
 

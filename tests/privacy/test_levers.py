@@ -62,8 +62,8 @@ def test_a_lever_reaches_the_target_where_full_dimension_does_not(small):
     best = levers.cheapest(TARGET)
     assert best is not None and best.applicable and TARGET.reached(best.findings)
     # nothing cheaper reaches it, and the target's number is what the assessment measured for that option
-    reaching = [o for o in levers.options if o.applicable and TARGET.reached(o.findings)]
-    assert best.cost_points == min(o.cost_points for o in reaching)
+    reaching = [o for o in levers.options if o.applicable and TARGET.reached(o.findings) and not o.useless]
+    assert best.cost == best.auc_cost == min(o.cost for o in reaching)  # two classes: ranked by AUC
     collusion = next(f for f in best.findings if f["attack"] == "collusion")
     assert collusion["numbers"]["median_cell_error"] >= 0.5
     # applying it to the round gives the same verdict on the whole table
@@ -207,3 +207,42 @@ def test_both_dials_at_once_when_no_single_lever_passes(small, monkeypatch):
     assert [o.changes for o in pairs] == combined_values(values)
     assert all(o.applicable and o.findings and o.cost_points is not None for o in pairs)
     assert pairs[0].label == "Keep 3 numbers per row and add noise of 0.5 × each number's spread"
+
+
+def test_two_classes_rank_by_auc_and_a_lever_that_teaches_nothing_is_never_ok():
+    """Issue #35: on a 69 %-"died" site the lever "cheapest that passes every check" by accuracy dropped the AUC
+    from 0.64 to 0.58 and read "+3.0 points"; formal-noise rows at AUC 0.36–0.47 read "all OK"."""
+    from core.privacy.levers import USELESS_AUC, Levers, effect_words
+
+    ok = [{"attack": "collusion", "adversary": "a", "verdict": "ok", "numbers": {}}]
+
+    def opt(value, accuracy, auc):
+        return LeverOption("noise", value, f"noise {value}", {"noise": value}, ok, accuracy=accuracy, auc=auc,
+                           raw_accuracy=0.69, raw_auc=0.64, cost_points=round(100 * (0.69 - accuracy), 2))
+
+    by_accuracy = opt(0.5, 0.69, 0.58)  # keeps the accuracy (the majority class), loses the AUC
+    by_auc = opt(1.0, 0.66, 0.63)
+    blind = opt(2.0, 0.69, USELESS_AUC)  # predicts nothing: protects by teaching nothing
+    assert cheapest_lever([by_accuracy, by_auc, blind]) is by_auc
+    assert by_accuracy.auc_cost == 0.06 and by_auc.cost == 0.01 and blind.useless
+    assert cheapest_lever([blind]) is None
+    assert effect_words(by_accuracy) == "AUC −0.06 (0.64 → 0.58)"
+    assert effect_words(opt(0.25, 0.70, 0.66)) == "AUC +0.02 (0.64 → 0.66), a gain"
+    multi = LeverOption("noise", 1.0, "n", {"noise": 1.0}, ok, accuracy=0.8, raw_accuracy=0.77, cost_points=-3.0)
+    assert multi.cost == -3.0 and effect_words(multi) == "gains 3.0 points of accuracy"
+    multi.cost_points = 3.0
+    assert effect_words(multi) == "loses 3.0 points of accuracy"
+    levers = Levers(opt(0.0, 0.69, 0.64), [blind], 100, 100)
+    assert levers.cheapest() is None and "meta-lr" in levers.advice()
+    table = "\n".join(levers.lines())
+    assert "learns nothing (AUC ≤ 0.55)" in table and "ranked by AUC" in table and "+3.0" not in table
+    costly = Levers(opt(0.0, 0.69, 0.64), [opt(2.0, 0.60, 0.60)], 100, 100)
+    assert costly.cheapest() is not None and "more than 2 points" in costly.advice()
+    assert Levers(opt(0.0, 0.69, 0.64), [by_auc], 100, 100).advice() == ""
+
+
+def test_out_of_scope_findings_do_not_hold_a_lever_back():
+    findings = [{"attack": "collusion", "adversary": "a", "verdict": "poor", "numbers": {}, "in_scope": False},
+                {"attack": "analyst_alone", "adversary": "b", "verdict": "ok", "numbers": {}, "in_scope": True}]
+    option = LeverOption("noise", 1.0, "n", {"noise": 1.0}, findings, cost_points=1.0)
+    assert LeverTarget().reached(findings) and option.poor == 0 and cheapest_lever([option]) is option

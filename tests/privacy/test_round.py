@@ -21,6 +21,7 @@ from core.methods.base import SiteInput
 from core.methods.hfldd.method import HFLDD
 from core.participant import ParticipantRound
 from core.privacy.assessment import MAX_ROWS, MEMBERSHIP_SHARE, _simulate
+from core.privacy.threat import ThreatModel
 
 
 def make_round(d, rows: int, *, privacy: dict | None = None, method: str = "dccfl"):
@@ -47,6 +48,7 @@ def test_numbers_land_in_the_workspace_and_audit_log_never_in_the_bundle(tmp_pat
     assert job.privacy_thresholds.membership_auc_max == 0.58  # the kit's limit
     job.tighten_privacy({"group_size_min": 20})
     job.load(tmp_path / "site.csv")
+    job.accept_privacy_risk("test: the site accepts the poor verdicts")
     sealed = job.seal(tmp_path / "b.dcbundle")  # seal runs the assessment when it was not run
     assessment = job.assessment_
     assert assessment is not None and assessment.finding("collusion").verdict == "poor"
@@ -56,6 +58,8 @@ def test_numbers_land_in_the_workspace_and_audit_log_never_in_the_bundle(tmp_pat
     entry = next(e for e in ws.audit.entries() if e.get("event", e.get("kind")) == "export"
                  or e.get("digest") == sealed.digest)
     assert entry["privacy"]["verdict"] == "poor"
+    assert entry["privacy_consent"] == {"how": "test: the site accepts the poor verdicts",
+                                        "accepted": [f"{f.attack}/{f.adversary}" for f in assessment.poor]}
     assert {f["attack"] for f in entry["privacy"]["findings"]} >= {"collusion", "membership"}
     opened = open_sealed(tmp_path / "b.dcbundle", analyst, expect_kind="bundle")
     assert set(opened.payload.arrays) == {"x_tilde", "anchor_tilde", "label_counts", "y"}
@@ -65,10 +69,15 @@ def test_numbers_land_in_the_workspace_and_audit_log_never_in_the_bundle(tmp_pat
         assert word not in text
 
 
-def test_assessment_costs_at_most_a_tenth_of_the_export_at_10k_rows(tmp_path):
-    export_seconds, assess_seconds, assessment = _timed_round(tmp_path, 10_000, "dccfl")
-    assert assessment.finding("collusion").rows == 2000  # subsampled to the cap
-    assert assess_seconds <= 0.10 * export_seconds, (assess_seconds, export_seconds)
+def test_the_assessment_works_on_capped_rows_at_10k_rows(tmp_path):
+    """Its cost does not grow with the table: the rebuilds are measured on 2,000 shipped rows, with 1,000 of the
+    site's rows standing in for the public sample and the colluding site's rows (issue #35), the membership test
+    on 1,000. Times are recorded in docs/results/privacy/timing*.json (no test judges wall-clock time)."""
+    _, _, assessment = _timed_round(tmp_path, 10_000, "dccfl")
+    assert assessment.finding("collusion").rows == assessment.finding("analyst_alone").rows == MAX_ROWS
+    assert assessment.reference_rows == ThreatModel().public_rows == 1000
+    assert assessment.finding("membership").rows == MAX_ROWS // MEMBERSHIP_SHARE
+    assert set(assessment.finding("analyst_alone").by_attack) == {"column_means", "moment_matching", "eigen", "ica"}
 
 
 def _timed_round(tmp_path, rows: int, method: str):
@@ -83,6 +92,7 @@ def _timed_round(tmp_path, rows: int, method: str):
     t1 = time.perf_counter()
     assessment = job.assess()
     t2 = time.perf_counter()
+    job.accept_privacy_risk("test")
     job.seal(tmp_path / "b.dcbundle")
     t3 = time.perf_counter()
     return (t1 - t0) + (t3 - t2), t2 - t1, assessment

@@ -131,8 +131,17 @@ def read_csv(qtbot, w, csv: Path) -> None:
     wait_page(qtbot, w.data_page)
 
 
+def accept_privacy_risk(w) -> None:
+    """On the privacy page (computed): tick "I accept this risk" when a check the kit counts is poor."""
+    check = w.privacy_page.check
+    if check.needs_consent:
+        check.consent_check.setChecked(True)
+
+
 def export_bundle(qtbot, w, folder: Path, name: str) -> Path:
-    """From the privacy page (computed): Next, write ``folder/name`` and wait for the done page."""
+    """From the privacy page (computed): accept its risk if asked, Next, write ``folder/name`` and wait for the
+    done page."""
+    accept_privacy_risk(w)
     w.next()
     ep = w.export_page
     ep.folder_field.set_path(folder)
