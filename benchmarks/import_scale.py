@@ -50,6 +50,7 @@ def _template(folder: Path):
     job = ParticipantRound(kit, folder / "t.dckit", site, SiteWorkspace(folder / "site.ws"), anchor=anchor)
     job.confirm_analyst(kit.analyst, how="benchmark")
     job.load(folder / "site.csv")
+    job.accept_privacy_risk("the test accepts the default kit's collusion risk")
     sealed = job.seal(folder / "template.dcbundle")
     session = AnalystRound(kit, analyst, AnalystWorkspace(folder / "t.ws"))
     session.confirm(site.card)

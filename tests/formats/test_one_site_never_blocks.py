@@ -54,6 +54,7 @@ def _other_anchor_bundle(corpus: Corpus, site: int, folder) -> object:
     job = ParticipantRound(corpus.kit, corpus.kit_path, corpus.sites[site], corpus.site_ws[site], anchor=anchor,
                            site_settings={"seed": 7})
     job.load(corpus.csv[site])
+    job.accept_privacy_risk("the test accepts the default kit's collusion risk")
     return job.seal(folder / f"site{site}-other-anchor.dcbundle")
 
 
@@ -116,6 +117,7 @@ def test_a_stored_bundle_that_fails_the_checks_is_left_out_named_and_replaced_by
     job = ParticipantRound(three.kit, three.kit_path, three.sites[0], three.site_ws[0], anchor=three.anchor,
                            site_settings={"seed": 11})
     job.load(three.csv[0])
+    job.accept_privacy_risk("the test accepts the default kit's collusion risk")
     again = job.seal(tmp_path / "site0-again.dcbundle")
     report = session.import_bundles([again.path])[0]
     assert report.status == "imported"
@@ -127,6 +129,7 @@ def test_a_stored_bundle_that_fails_the_checks_is_left_out_named_and_replaced_by
     assert len(session.run(session.received()).bundles) == 3
     # a sound stored bundle is never replaced: one bundle per site
     job.load(three.csv[0])
+    job.accept_privacy_risk("the test accepts the default kit's collusion risk")
     third = job.seal(tmp_path / "site0-third.dcbundle")
     with pytest.raises(DuplicateError, match="one bundle per site"):
         session.import_bundles([third.path])

@@ -80,6 +80,7 @@ def rnd(tmp_path_factory):
         job.confirm_analyst(r.kit.analyst, how="test")
         job.load(r.csv[name])
         job.compute()
+        job.accept_privacy_risk("the test accepts the default kit's collusion risk")
         in_child(lambda job=job, name=name: job.seal(d / "bundles" / f"{name}.dcbundle"))
     session = AnalystRound(r.kit, r.analyst, AnalystWorkspace(d / "analyst.ws"))
     for site in r.sites:
@@ -257,6 +258,7 @@ def test_a_re_pointed_pin_is_refused_and_fails_verify(rnd, tmp_path, capsys, how
     job = ParticipantRound(fake, tmp_path / "fake.dckit", rnd.sites[0], ws, anchor=rnd.anchor)
     assert job.first_use  # the pin cannot be trusted: the fingerprint is asked again
     job.load(rnd.csv["a"])
+    job.accept_privacy_risk("the test accepts the default kit's collusion risk")
     with pytest.raises(VerificationError) as err:
         job.seal(tmp_path / "to-impostor.dcbundle")
     assert "analyst pin" in err.value.message and "--analyst-fingerprint" in err.value.message

@@ -51,11 +51,13 @@ def test_formal_export_fills_from_public_values_and_ships_no_fill_counts(tmp_pat
     job.compute()
     public_mean = next(f for f in kit.schema.features if f.name == "x2").mean
     assert job.table.fill_values["x2"] == pytest.approx(public_mean) != pytest.approx(own_median)
+    job.accept_privacy_risk("the test accepts the default kit's collusion risk")
     sealed = job.seal(tmp_path / "b.dcbundle")
     manifest = open_sealed(sealed.path, analyst, expect_kind="bundle").payload.manifest
     assert "filled" not in manifest and manifest["privacy"]["epsilon"] == 1.0
     # without the option the counts ship, as before
     plain.compute()
+    plain.accept_privacy_risk("the test accepts the default kit's collusion risk")
     assert plain.seal(tmp_path / "c.dcbundle", replace=True) and "filled" in open_sealed(
         tmp_path / "c.dcbundle", analyst, expect_kind="bundle").payload.manifest
 
@@ -88,6 +90,7 @@ def test_the_ledger_adds_up_every_export_and_is_shown_before_the_next(tmp_path):
     first = job_of(tmp_path, kit, me, anchor, {"privacy_epsilon": 1.0})
     first.compute()
     assert "no earlier export" in first.ledger_lines()[0] and "ε = 2" not in " ".join(first.ledger_lines())
+    first.accept_privacy_risk("the test accepts the default kit's collusion risk")
     first.seal(tmp_path / "one.dcbundle")
     second = job_of(tmp_path, kit, me, anchor, {"privacy_epsilon": 1.0})
     second.compute()
@@ -95,6 +98,7 @@ def test_the_ledger_adds_up_every_export_and_is_shown_before_the_next(tmp_path):
     assert (ledger.exports, ledger.formal, ledger.epsilon) == (1, 1, 1.0)
     text = " ".join(second.ledger_lines())
     assert "ε = 1" in text and "ε = 2" in text  # spent so far, and the total once this one is sealed
+    second.accept_privacy_risk("the test accepts the default kit's collusion risk")
     second.seal(tmp_path / "two.dcbundle")
     third = job_of(tmp_path, kit, me, anchor, {"seed": 1})
     third.compute()
