@@ -378,10 +378,11 @@ def test_results_window_applies_a_package(qtbot, project, round_packages, tmp_pa
     assert not r.plot_note.shown
     copy = r.save_copy(tmp_path / "copy.csv")
     assert copy.read_bytes() == out.read_bytes()
-    # no check asked for: nothing but, when the package says so, that the site's own model was used
+    # no check asked for: nothing but which model the site uses, chosen on its own rows, and why (issue #37)
     kept = r.outcome["result"].kept_own
-    assert ("did not find the shared model clearly better" in r.validation_label.text()) == kept
-    assert kept or r.validation_label.text() == ""
+    choice = r.outcome["result"].choice
+    assert choice["by"] == "site" and "cross-validated on your" in r.validation_label.text()
+    assert ("you keep your own model" in r.validation_label.text()) == kept
 
     # the site checks before it trusts: the labelled rows score the package beside its own-rows model
     r.validate_check.setChecked(True)
