@@ -109,6 +109,7 @@ class DCCFL(LabelledDCSite, Method):
     bundle_arrays = {k: v for k, v in DC_BUNDLE_ARRAYS.items() if k != "id_hash"}
     package_fields = CLUSTER_PACKAGE_FIELDS
     own_model_choice = "analyst"  # cross-validates every candidate on each site's received rows
+    apply_per_row = True  # a fitted model applied row by row
     what_leaves = LABELLED_DC_LEAVES
     one_cluster = False
     settings_spec = (

@@ -154,6 +154,7 @@ class MetaLR(Method):
     # fit (core/methods/promise.py), beside the analyst's coefficient test (step 3), which a label-skewed site whose
     # slopes agree but whose rows the combined model fits worse can pass (tests/methods/test_method_contract.py).
     own_model_choice = "site"
+    apply_per_row = True  # a fitted model applied row by row
     labels_leave = "none"
     labels_at_site = True
     needs_anchor = False
