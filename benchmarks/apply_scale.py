@@ -72,7 +72,7 @@ def make_round(work: Path, *, features: int = 50, classes: int = 3, sites: int =
 
 
 def run(rows: int = 1_000_000, features: int = 50, repeats: int = 3, folder: Path | None = None,
-        site_work_factor: int = 18) -> dict:
+        site_work_factor: int = 18, site_rows: int = 2000, sites: int = 3) -> dict:
     from benchmarks import machine
     from benchmarks.child_usage import bare_read, dcstudio, measured
     from benchmarks.tabular_synth import write_synthetic_csv
@@ -81,7 +81,7 @@ def run(rows: int = 1_000_000, features: int = 50, repeats: int = 3, folder: Pat
         work = Path(tmp)
         big = work / "big.csv"
         write_synthetic_csv(big, rows, features, 3, seed=0)
-        r = make_round(work, features=features, site_work_factor=site_work_factor)
+        r = make_round(work, features=features, site_work_factor=site_work_factor, site_rows=site_rows, sites=sites)
         env = {"DCSTUDIO_PASSPHRASE": PASS}
         apply = [*dcstudio(), "participant", "apply", "--package", str(r["package"]), "--identity",
                  str(r["identity"]), "--csv", str(big), "--out", str(work / "RESULT.csv")]

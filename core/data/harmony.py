@@ -37,36 +37,67 @@ def unit_warnings(schema: Schema, X: np.ndarray) -> list[str]:
     (see the module's rule); empty when every column fits or the kit publishes no statistics."""
     out = []
     positions = schema.encoded_positions()
-    for f in schema.features:
-        if f.type != "numeric":
+    numeric = [f for f in schema.features if f.type == "numeric"]
+    if not numeric:
+        return out
+    cols = [positions[f.name][0] for f in numeric]
+    filled = [positions[f.name][-1] if f.indicator else -1 for f in numeric]
+    lo = np.array([np.nan if f.min is None else f.min for f in numeric], np.float64)
+    hi = np.array([np.nan if f.max is None else f.max for f in numeric], np.float64)
+    pad = RANGE_MARGIN * (hi - lo)
+    count, mean, sd, outside = _column_stats(np.asarray(X), cols, filled, lo - pad, hi + pad)
+    for j, f in enumerate(numeric):
+        if count[j] < MIN_ROWS:
             continue
-        at = positions[f.name]
-        values = np.asarray(X[:, at[0]], np.float64)
-        if f.indicator:  # leave out the cells this site filled with its own median
-            values = values[np.asarray(X[:, at[-1]]) == 0]
-        values = values[np.isfinite(values)]
-        if values.size < MIN_ROWS:
-            continue
-        reason = _mismatch(f.mean, f.std, f.min, f.max, values)
+        reason = _mismatch(f.mean, f.std, f.min, f.max, int(count[j]), float(mean[j]), float(sd[j]),
+                           float(outside[j]))
         if reason:
             out.append(f"column '{f.name}' does not look like the kit's: {reason}; is it in another unit or "
                        "coding? Check it before exporting")
     return out
 
 
-def _mismatch(mu: float | None, sigma: float | None, lo: float | None, hi: float | None,
-              values: np.ndarray) -> str | None:
-    mean, sd = float(values.mean()), float(values.std())
-    here = f"here mean {mean:.4g} and spread {sd:.4g} over {values.size:,} rows"
+def _column_stats(X: np.ndarray, cols: list[int], filled: list[int], low: np.ndarray, high: np.ndarray,
+                  block: int = 16384) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per column of ``cols``, over its finite cells not filled by this site (``filled``: the column's indicator
+    column, or −1): (count n, mean, sd = √(Σ(x − x̄)²/n), share outside [low, high]) in one pass over blocks of rows
+    (a column-wise pass over a large row-major matrix reads all of it once per column), the blocks' means and sums
+    of squared deviations pooled as Chan, Golub & LeVeque do."""
+    c = len(cols)
+    count, mean, m2, out_count = np.zeros(c), np.zeros(c), np.zeros(c), np.zeros(c)
+    has_filled = np.array([f >= 0 for f in filled])
+    ind = [f if f >= 0 else cols[0] for f in filled]
+    for start in range(0, X.shape[0], block):
+        B = np.asarray(X[start:start + block][:, cols], np.float64)
+        keep = np.isfinite(B)
+        if has_filled.any():
+            keep &= ~has_filled | (np.asarray(X[start:start + block][:, ind]) == 0)
+        k = keep.sum(axis=0).astype(np.float64)
+        V = np.where(keep, B, 0.0)
+        b_mean = V.sum(axis=0) / np.maximum(k, 1)
+        b_m2 = (np.where(keep, B - b_mean, 0.0) ** 2).sum(axis=0)
+        total = count + k
+        delta = b_mean - mean
+        share = np.divide(k, total, out=np.zeros(c), where=total > 0)
+        mean = mean + delta * share
+        m2 = m2 + b_m2 + delta ** 2 * count * share
+        count = total
+        with np.errstate(invalid="ignore"):
+            out_count += (keep & ((B < low) | (B > high))).sum(axis=0)
+    safe = np.maximum(count, 1)
+    return count, mean, np.sqrt(m2 / safe), out_count / safe
+
+
+def _mismatch(mu: float | None, sigma: float | None, lo: float | None, hi: float | None, n: int, mean: float,
+              sd: float, outside: float) -> str | None:
+    here = f"here mean {mean:.4g} and spread {sd:.4g} over {n:,} rows"
     if mu is not None and sigma is not None and sigma > 0:
         kit = f"the kit's sample has mean {mu:.4g} and spread {sigma:.4g}" + (
             f" (range {lo:.4g} to {hi:.4g})" if lo is not None and hi is not None else "")
         shift, spread = abs(mean - mu) / sigma, sd / sigma
-        if shift >= SHIFT_LIMIT or (values.size >= MIN_ROWS_SPREAD and spread >= SPREAD_LIMIT):
+        if shift >= SHIFT_LIMIT or (n >= MIN_ROWS_SPREAD and spread >= SPREAD_LIMIT):
             return f"{here}, {kit}"
     if lo is not None and hi is not None and hi > lo:
-        pad = RANGE_MARGIN * (hi - lo)
-        outside = float(np.mean((values < lo - pad) | (values > hi + pad)))
         if outside >= OUTSIDE_LIMIT:
-            return f"{outside:.0%} of its {values.size:,} values lie outside the kit's range {lo:.4g} to {hi:.4g}"
+            return f"{outside:.0%} of its {n:,} values lie outside the kit's range {lo:.4g} to {hi:.4g}"
     return None

@@ -202,7 +202,7 @@ def _assess(site: SiteInput, export: SiteExport, method: Method, thresholds: Pri
     rng = np.random.default_rng(seed)
     X = np.asarray(site.X, np.float64)
     n = len(X)
-    spread, binary = A.column_spread(X), A.binary_columns(X)
+    mean, spread, binary = A.column_summary(X)  # one pass over the rows for all three
     arrays = export.arrays
     findings: list[AttackFinding] = []
     dc_rows = "x_tilde" in arrays and "anchor_tilde" in arrays and site.anchor is not None
@@ -214,8 +214,7 @@ def _assess(site: SiteInput, export: SiteExport, method: Method, thresholds: Pri
         shipped = np.sort(rng.permutation(len(perm))[: min(len(perm), max_rows)])
         truth = X[perm[shipped]]
         X_hat = A.collusion_reconstruct(site.anchor, arrays["anchor_tilde"], arrays["x_tilde"][shipped],
-                                        stated_noise_var(export.manifest, arrays["x_tilde"]), X.mean(axis=0))
-        mean = X.mean(axis=0)
+                                        stated_noise_var(export.manifest, arrays["x_tilde"]), mean)
         guesses = [A.public_mean_guess(len(truth), mean)]
         scored = [A.reconstruction_errors(truth, guesses[0], spread, binary)]
         findings.append(_reconstruction_finding(
