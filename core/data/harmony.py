@@ -67,23 +67,32 @@ def _column_stats(X: np.ndarray, cols: list[int], filled: list[int], low: np.nda
     count, mean, m2, out_count = np.zeros(c), np.zeros(c), np.zeros(c), np.zeros(c)
     has_filled = np.array([f >= 0 for f in filled])
     ind = [f if f >= 0 else cols[0] for f in filled]
+    every = cols == list(range(X.shape[1]))  # all the matrix's columns: a block is a view, not a copy
+    ranged = np.flatnonzero(np.isfinite(low) & np.isfinite(high))
     for start in range(0, X.shape[0], block):
-        B = np.asarray(X[start:start + block][:, cols], np.float64)
+        rows = X[start:start + block]
+        B = np.asarray(rows if every else rows[:, cols], np.float64)
         keep = np.isfinite(B)
         if has_filled.any():
-            keep &= ~has_filled | (np.asarray(X[start:start + block][:, ind]) == 0)
-        k = keep.sum(axis=0).astype(np.float64)
-        V = np.where(keep, B, 0.0)
-        b_mean = V.sum(axis=0) / np.maximum(k, 1)
-        b_m2 = (np.where(keep, B - b_mean, 0.0) ** 2).sum(axis=0)
+            keep &= ~has_filled | (np.asarray(rows[:, ind]) == 0)
+        if keep.all():  # the usual block: no cell to leave out
+            k = np.full(c, float(len(B)))
+            b_mean = B.mean(axis=0)
+            b_m2 = ((B - b_mean) ** 2).sum(axis=0)
+            R = B[:, ranged]
+            out_count[ranged] += ((R < low[ranged]) | (R > high[ranged])).sum(axis=0)
+        else:
+            k = keep.sum(axis=0).astype(np.float64)
+            b_mean = np.where(keep, B, 0.0).sum(axis=0) / np.maximum(k, 1)
+            b_m2 = (np.where(keep, B - b_mean, 0.0) ** 2).sum(axis=0)
+            with np.errstate(invalid="ignore"):
+                out_count += (keep & ((B < low) | (B > high))).sum(axis=0)
         total = count + k
         delta = b_mean - mean
         share = np.divide(k, total, out=np.zeros(c), where=total > 0)
         mean = mean + delta * share
         m2 = m2 + b_m2 + delta ** 2 * count * share
         count = total
-        with np.errstate(invalid="ignore"):
-            out_count += (keep & ((B < low) | (B > high))).sum(axis=0)
     safe = np.maximum(count, 1)
     return count, mean, np.sqrt(m2 / safe), out_count / safe
 
