@@ -73,6 +73,7 @@ class AnalystRun:
     excluded: list[ReceivedBundle] = field(default_factory=list)
     scale_flags: list[ScaleFlag] = field(default_factory=list)
     refused: list[ImportReport] = field(default_factory=list)  # files of the folder left out (sender not confirmed)
+    _views: list | None = field(default=None, repr=False, compare=False)
 
     def refused_entries(self) -> list[dict]:
         """The refused files as the summary and the audit log name them."""
@@ -83,7 +84,10 @@ class AnalystRun:
         return self.method.summary_lines(self.result.summary)
 
     def views(self) -> list:
-        return self.method.views(self.result)
+        """The method's views of this run, made once (the app makes them on its job's thread)."""
+        if self._views is None:
+            self._views = self.method.views(self.result)
+        return self._views
 
 
 OUTPUT_SUFFIXES = (".dcpkg",)

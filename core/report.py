@@ -86,20 +86,8 @@ def heatmap_image(M: np.ndarray, *, size: int = 360, title: str = "", low: float
     one small image instead of 10⁸ cells. The caption says how many sites a pixel stands for."""
     M = np.asarray(M)
     n, m = M.shape
-    rows = cols = None
-    if order is not None and len(order) == n == m:
-        rows = cols = np.asarray(order)
-    fy, fx = -(-n // size), -(-m // size)  # entries per pixel, each way
-    h, w = -(-n // fy), -(-m // fx)
-    binned = np.empty((h, w))
-    band = np.full((fy, w * fx), np.nan)
-    for i in range(h):  # one band of pixel rows at a time: memory of a band, not of a copy of the matrix
-        take = np.arange(i * fy, min((i + 1) * fy, n))
-        part = M[take if rows is None else rows[take]]
-        band[:] = np.nan
-        band[:len(take), :m] = part if cols is None else part[:, cols]
-        with np.errstate(invalid="ignore"):
-            binned[i] = np.nanmean(band.reshape(fy, w, fx), axis=(0, 2))
+    binned, fy, fx = block_means(M, size, order)
+    h, w = binned.shape
     v = np.clip((binned - low) / (high - low if high > low else 1.0), 0, 1)
     r, g, b = _colour(np.nan_to_num(v))
     png = _png(np.stack([r, g, b], axis=-1).astype(np.uint8))
@@ -111,6 +99,29 @@ def heatmap_image(M: np.ndarray, *, size: int = 360, title: str = "", low: float
     return (f'<figure><img alt="{_esc(title)}" width="{w * scale}" height="{h * scale}" '
             f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
             f"<figcaption>{_esc(title)} ({_esc(what)}: light = {low:g}, dark blue = {high:g}).</figcaption></figure>")
+
+
+def block_means(M: np.ndarray, size: int, order: np.ndarray | None = None) -> tuple[np.ndarray, int, int]:
+    """(B, f_y, f_x): the means of blocks of f_y × f_x entries of ``M`` (f = ⌈n / size⌉ each way, the last block
+    of a row or column the entries left), so B has at most ``size`` rows and columns; rows and columns first put in
+    ``order`` when given (a square matrix). Built a band of rows at a time: no copy of M is made."""
+    M = np.asarray(M)
+    n, m = M.shape
+    rows = cols = None
+    if order is not None and len(order) == n == m:
+        rows = cols = np.asarray(order)
+    fy, fx = -(-n // size), -(-m // size)  # entries per block, each way
+    h, w = -(-n // fy), -(-m // fx)
+    binned = np.empty((h, w))
+    band = np.full((fy, w * fx), np.nan)
+    for i in range(h):
+        take = np.arange(i * fy, min((i + 1) * fy, n))
+        part = M[take if rows is None else rows[take]]
+        band[:] = np.nan
+        band[:len(take), :m] = part if cols is None else part[:, cols]
+        with np.errstate(invalid="ignore"):
+            binned[i] = np.nanmean(band.reshape(fy, w, fx), axis=(0, 2))
+    return binned, fy, fx
 
 
 def _png(rgb: np.ndarray) -> bytes:

@@ -6,7 +6,8 @@ dicts, options as :class:`core.privacy.levers.LeverOption`); "Use this" emits :a
 and the page applies the setting and re-assesses in its job.
 
 Test hooks: ``verdict_of(row)``, ``findings_table``, ``numbers_table``, ``levers_box``, ``levers_table``,
-``use_buttons`` (one per applicable option, in table order), ``summary_label``, ``formal_label``.
+``use_buttons`` (one per applicable option, in table order), ``summary_label``, ``formal_label``, ``jobs`` (the
+levers' progress line).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from PySide6.QtWidgets import (
 )
 
 from core.privacy.levers import LEVER_WORDS, LeverOption, Levers, finding_key
+
+from ..widgets import JobPanel
 
 BADGES = {"ok": ("OK", "#bbf7d0", "the measured number is within the kit's limit"),
           "poor": ("Poor", "#fecaca", "the measured number passes the kit's limit: see the levers below"),
@@ -118,10 +121,13 @@ class DisclosureCheck(QGroupBox):
         ll.addWidget(self.levers_table)
         ll.addWidget(self.formal_label)
         self.levers_box.setVisible(False)
+        self.jobs = JobPanel()  # the levers' own progress line (they are measured in a job of their own)
+        self.jobs.finished.connect(lambda _how: self.jobs.setVisible(False))  # their outcome is shown above
         lay = QVBoxLayout(self)
         lay.addWidget(self.summary_label)
         lay.addWidget(self.findings_table)
         lay.addWidget(self.numbers_table)
+        lay.addWidget(self.jobs)
         lay.addWidget(self.levers_box)
         self.use_buttons: list[QPushButton] = []
         self.findings: list[dict] = []
@@ -131,8 +137,10 @@ class DisclosureCheck(QGroupBox):
     def verdict_of(self, row: int) -> str:
         return self.findings_table.item(row, 0).data(Qt.UserRole)
 
-    def show_check(self, findings: list[dict] | None, levers: Levers | None = None, *, waiting: str = "") -> None:
-        """Show ``findings`` (None: nothing measured yet, ``waiting`` says why) and, when some is poor, ``levers``."""
+    def show_check(self, findings: list[dict] | None, levers: Levers | None = None, *, waiting: str = "",
+                   measuring: bool = False) -> None:
+        """Show ``findings`` (None: nothing measured yet, ``waiting`` says why) and, when some is poor, ``levers``
+        (``measuring``: they are being measured; the progress line says how far)."""
         self.findings, self.levers = list(findings or []), levers
         self.findings_table.setRowCount(len(self.findings))
         self.numbers_table.setRowCount(0)
@@ -150,7 +158,9 @@ class DisclosureCheck(QGroupBox):
             self.summary_label.setText(self.tr(
                 "<b>{k} of {n} checks are poor</b>: someone could get closer to your patients' rows than the kit "
                 "allows (measured here on up to {rows:,} of your rows). Choose a lever below and press "
-                "<i>Use this</i>, or export as it is.").format(k=len(poor), n=len(self.findings), rows=rows))
+                "<i>Use this</i>, or export as it is.").format(k=len(poor), n=len(self.findings), rows=rows)
+                + (self.tr(" The levers are being tried on your rows; you may export meanwhile.") if measuring
+                   else ""))
         else:
             self.summary_label.setText(self.tr("<b>Every check is within the kit's limits</b> (measured on {rows:,} "
                                                "of your rows, here; nothing of it leaves).").format(rows=rows))
