@@ -595,4 +595,4 @@ def test_models_page_warns_when_a_model_never_predicts_the_minority_class(qtbot)
     assert page.result_tabs.currentWidget() is page.views and len(page.views.plots) == 2
     summary["sites"][0]["metrics"]["never_predicts_minority"] = False
     state.set_run(AnalystRun(Stub(), MethodResult("dccfl", [], summary), []))
-    qtbot.waitUntil(lambda: page.minority_warning.kind == "", timeout=5000)
+    qtbot.waitUntil(lambda: page.minority_warning.kind == "", timeout=HANG)
