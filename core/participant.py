@@ -430,6 +430,7 @@ def _apply_in_blocks(csv_path, out_path, schema, options, fills, out_options, en
                 control.step(0.4 + 0.55 * min(done / size, 1.0), f"applied to {rows:,} rows")
             if first is None:
                 raise NotStreamable("no data rows")
+            writer.close()
     except Cancelled:
         raise
     except (NotStreamable, DCError):
@@ -457,6 +458,7 @@ def write_result_csv(csv_path: str | Path, out_path: str | Path, schema, options
                     written += block.rows
             if written != n or not written:
                 raise NotStreamable("the text rows are not the rows read")
+            writer.close()
         return
     except NotStreamable:
         pass
@@ -467,6 +469,7 @@ def write_result_csv(csv_path: str | Path, out_path: str | Path, schema, options
         for start in range(0, max(len(original), 1), step):
             writer.write_frame(original.iloc[start:start + step].copy(),
                                {k: v[start:start + step] for k, v in columns.items()})
+        writer.close()
 
 
 def package_limits(kit: Kit, rows: int | None) -> Limits:

@@ -78,7 +78,8 @@ class ResultWriter:
 
     def __init__(self, fh: IO[bytes], header_raw: bytes, in_fmt: CsvFormat, out_fmt: CsvFormat, line_ending: str,
                  *, markers: list[str] = (), out_path=None):
-        self.fh, self.header_raw, self.in_fmt, self.out_fmt = fh, header_raw, in_fmt, out_fmt
+        self.header_raw, self.in_fmt, self.out_fmt = header_raw, in_fmt, out_fmt
+        self.fh = io.BufferedWriter(_Through(fh), buffer_size=1 << 20)  # records go out a few hundred bytes a piece
         self.markers_escaped = any(safe_cell(t) != t for t in markers)  # a missing-value marker like "-" or "=NA"
         self.ending, self.out_path = line_ending, out_path
         self.encoder = codecs.getincrementalencoder(out_fmt.encoding)()
@@ -94,13 +95,17 @@ class ResultWriter:
         """Write the records of ``block`` with the result ``columns`` (one value per record)."""
         if not self.header_written:
             self._write_header(columns)
-        data = self._pass_through(block, columns) if self.passes else None
-        if data is None:
-            data = self._encode(self._exact_text(block.raw, columns))
+        pieces = self._pass_through(block, columns) if self.passes else None
+        if pieces is None:
+            self.fh.write(self._encode(self._exact_text(block.raw, columns)))
             self.blocks_exact += 1
         else:
+            self.fh.writelines(pieces)
             self.blocks_passed += 1
-        self.fh.write(data)
+
+    def close(self) -> None:
+        """Flush what is buffered into the file (which stays open: its owner syncs and renames it)."""
+        self.fh.flush()
 
     def write_frame(self, frame: pd.DataFrame, columns: dict[str, np.ndarray]) -> None:
         """Write rows of the input already read as text (the whole-file way) with their result ``columns``."""
@@ -152,8 +157,9 @@ class ResultWriter:
 
     # -- pass-through
 
-    def _pass_through(self, block: Block, columns: dict[str, np.ndarray]) -> bytes | None:
-        """The block's output bytes with its records copied unchanged, or None when it must go the exact way."""
+    def _pass_through(self, block: Block, columns: dict[str, np.ndarray]):
+        """The block's output, its records copied unchanged each followed by its result cells (an iterable of
+        bytes), or None when it must go the exact way."""
         raw, rows = block.raw, block.rows
         if not block.numeric or b'"' in raw:
             return None
@@ -176,7 +182,7 @@ class ResultWriter:
         appended = self._encode(self.ending.join(cells) + self.ending).splitlines(keepends=True)
         if len(records) != rows + 1 or len(appended) != rows:
             return None
-        return b"".join(chain.from_iterable(zip(records, appended, strict=False)))
+        return chain.from_iterable(zip(records, appended, strict=False))
 
     def _no_short_record(self, block: Block) -> bool:
         """Whether every record has all the header's fields (pandas fills a short one's last fields, which
@@ -270,3 +276,18 @@ def _formatter(sep: str, fields: list[str]):
     """``row % values``: the delimiter, then each field's form, joined by the delimiter (a '%' delimiter escaped)."""
     s = sep.replace("%", "%%")
     return (s + s.join(fields)).__mod__
+
+
+class _Through(io.RawIOBase):
+    """The file the writer's own large buffer flushes into (closing it leaves the file open)."""
+
+    def __init__(self, fh: IO[bytes]):
+        super().__init__()
+        self._fh = fh
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self._fh.write(data)
+        return len(data)

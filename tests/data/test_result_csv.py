@@ -127,6 +127,7 @@ def test_plain_blocks_are_copied_and_the_rest_written_the_exact_way(tmp_path, mo
     cols = result_columns(60)
     for block in reader:
         writer.write(block, {k: v[block.start:block.start + block.rows] for k, v in cols.items()})
+    writer.close()
     assert writer.blocks_passed >= 3 and writer.blocks_exact == 2
     assert buf.getvalue() == whole_file_way(csv, fmt, fmt, "\n", cols)
 
