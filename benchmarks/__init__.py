@@ -39,6 +39,8 @@ def machine(*libraries: str) -> str:
 REGISTRY: dict[str, tuple[str, str]] = {
     "io": ("io_throughput", "seal/open throughput of the sealed envelope (MB/s)"),
     "export": ("export_scale", "a site's export of a large CSV, beside a bare pandas read (--rows)"),
+    "apply": ("apply_scale", "a site's apply of a package to a large CSV, beside a bare pandas read (--rows)"),
+    "report-size": ("report_size", "the analyst's HTML report at 100 to 10,000 sites: bytes and seconds (--sites)"),
     "dccfl": ("dccfl", "DC-CFL paper Tables 2-3 and Figure 2 through the product's code"),
     "dcclustering": ("dcclustering", "DC-Clustering paper Tables 2, 4, 6 with oracle bounds and baselines"),
     "fuzz": ("fuzz", "mutated bundles, packages, kits, cards and anchors: only the product's errors escape"),

@@ -41,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cases", type=int, help="fuzz: number of mutated files (default 5000)")
     p.add_argument("--seed", type=int, default=0, help="fuzz/kill: random seed")
     p.add_argument("--kills", type=int, help="kill: number of SIGKILLs per operation")
-    p.add_argument("--sites", help="scale: comma-separated site counts (default 10,30,100,300,1000); import-scale: "
-                   "bundle counts (default 100,1000,3000)")
+    p.add_argument("--sites", help="scale, report-size: comma-separated site counts (default 10,30,100,300,1000; "
+                   "report-size: 100,1000,10000); import-scale: bundle counts (default 100,1000,3000)")
     p.add_argument("--method", action="append",
                    help="clinical, small-sites, fuzz, privacy --rows: a method to run (repeatable; default clinical: "
                    "dccfl, dc, meta-lr, and clinical takes NAME:key=value,… for kit settings, e.g. "

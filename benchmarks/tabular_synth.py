@@ -82,3 +82,44 @@ def write_synthetic_csv(
         classes=labels if n_classes else [],
         id_column="id" if with_ids else None,
     )
+
+
+TEXT_LEVELS = (("female", "male"), ("stage I", "stage II", "stage III", "stage IV"), ("never", "former", "current"),
+               ("A", "B", "AB", "O"), ("north", "south", "east", "west", "centre"), ("no", "yes"),
+               ("low", "medium", "high"), ("surgery", "chemo", "radio", "combined"),
+               ("married", "single", "divorced", "widowed"), ("urban", "rural"))
+
+
+def write_clinical_like_csv(path: str | Path, n_rows: int, seed: int, *, numeric: int = 6, text: int = 10,
+                            missing_rate: float = 0.02) -> None:
+    """Write a table like a hospital's: ``numeric`` number columns (``age``, ``lab1`` …, 4 significant digits), ``text``
+    columns of words (``TEXT_LEVELS``: sex, stage, smoking …), a share ``missing_rate`` of cells of either kind left
+    empty, and a yes/no ``outcome`` that depends on both. Written in blocks like :func:`write_synthetic_csv`; every
+    level occurs in the first few hundred rows, so a kit made from the first rows knows them all."""
+    if not 1 <= text <= len(TEXT_LEVELS) or numeric < 1 or n_rows < 0:
+        raise ConfigError(f"a clinical-like table has 1-{len(TEXT_LEVELS)} text columns and at least one number")
+    names = ["age"] + [f"lab{j}" for j in range(1, numeric)]
+    words = list(_TEXT_NAMES[:text])
+    with atomic_writer(path, "wb") as raw:
+        fh = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+        fh.write(",".join(names + words + ["outcome"]) + "\n")
+        for start in range(0, n_rows, _BLOCK_ROWS):
+            m = min(_BLOCK_ROWS, n_rows - start)
+            rng = np.random.default_rng([seed, 7, start // _BLOCK_ROWS])
+            X = rng.normal(size=(_BLOCK_ROWS, numeric))[:m] * 12 + 50
+            codes = [rng.integers(0, len(TEXT_LEVELS[j]), _BLOCK_ROWS)[:m] for j in range(text)]
+            risk = X[:, 0] / 25 - 2 + sum(c == 1 for c in codes[:3]) * 0.7 + rng.normal(size=_BLOCK_ROWS)[:m]
+            cols: list[list[str]] = [[f"{v:.4g}" for v in X[:, j].tolist()] for j in range(numeric)]
+            cols += [[TEXT_LEVELS[j][c] for c in codes[j].tolist()] for j in range(text)]
+            for col in cols:
+                gone = np.flatnonzero(rng.random(_BLOCK_ROWS)[:m] < missing_rate)
+                for i in gone.tolist():
+                    col[i] = ""
+            cols.append(["yes" if r > 0 else "no" for r in risk.tolist()])
+            fh.write("".join(",".join(row) + "\n" for row in zip(*cols, strict=True)))
+        fh.flush()
+        fh.detach()
+
+
+_TEXT_NAMES = ("sex", "stage", "smoking", "blood_group", "region", "diabetes", "income", "treatment", "marital",
+               "residence")

@@ -90,6 +90,7 @@ class AnalystRun:
     # the files left out of the run, each with its reason: a sender not confirmed, an empty or unreadable file, a
     # bundle that failed a check, one made with a different anchor than the other sites'
     refused: list[ImportReport] = field(default_factory=list)
+    _views: list | None = field(default=None, repr=False, compare=False)
 
     def refused_entries(self) -> list[dict]:
         """The refused files as the summary and the audit log name them."""
@@ -104,9 +105,12 @@ class AnalystRun:
         return self.method.summary_lines(self.result.summary) + formal_lines(self.result.summary.get("formal_privacy"))
 
     def views(self) -> list:
-        """The method's views, after the formal option's statement when a site used it (the Models page)."""
-        formal = formal_lines(self.result.summary.get("formal_privacy"))
-        return ([Text(" ".join(formal), tone="warning")] if formal else []) + self.method.views(self.result)
+        """The method's views of this run, made once (the app makes them on its job's thread), after the formal
+        option's statement when a site used it (the Models page)."""
+        if self._views is None:
+            formal = formal_lines(self.result.summary.get("formal_privacy"))
+            self._views = ([Text(" ".join(formal), tone="warning")] if formal else []) + self.method.views(self.result)
+        return self._views
 
 
 @dataclass(frozen=True)

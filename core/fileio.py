@@ -182,6 +182,15 @@ def json_depth_ok(raw: bytes | str, limit: int = MAX_JSON_DEPTH) -> bool:
     depth, in_string, escaped = 0, False, False
     if text.count(b"[") + text.count(b"{") <= limit:
         return True
+    if b"\\" not in text:  # no escapes: every quote opens or closes a string; brackets inside strings do not count
+        import numpy as np
+
+        b = np.frombuffer(text, dtype=np.uint8)
+        outside = (np.cumsum(b == 0x22, dtype=np.int64) & 1) == 0
+        step = np.zeros(len(b), dtype=np.int64)
+        step[((b == 0x5B) | (b == 0x7B)) & outside] = 1
+        step[((b == 0x5D) | (b == 0x7D)) & outside] = -1
+        return int(np.cumsum(step).max(initial=0)) <= limit
     for c in text:
         if in_string:
             if escaped:

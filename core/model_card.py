@@ -108,8 +108,9 @@ def _quoted(v) -> str:
 
 # ---------------------------------------------------------------------------------------------------- the card
 def model_cards(kit: Kit, method: Method, summary: dict) -> list[ModelCard]:
-    """One card per site of the summary, in the summary's order."""
-    return [model_card(kit, method, summary, x) for x in summary.get("sites", []) if isinstance(x, dict)]
+    """One card per site of the summary, in the summary's order (the round's totals counted once for all)."""
+    facts = _round_facts(kit, summary)
+    return [model_card(kit, method, summary, x, facts) for x in summary.get("sites", []) if isinstance(x, dict)]
 
 
 def card_for(cards: list[ModelCard], summary: dict, site: str, fingerprint: str) -> ModelCard | None:
@@ -120,13 +121,15 @@ def card_for(cards: list[ModelCard], summary: dict, site: str, fingerprint: str)
     return None
 
 
-def model_card(kit: Kit, method: Method, summary: dict, site: dict) -> ModelCard:
-    """The card of the package sent to the site whose summary entry is ``site`` (module docstring)."""
+def model_card(kit: Kit, method: Method, summary: dict, site: dict, facts: dict | None = None) -> ModelCard:
+    """The card of the package sent to the site whose summary entry is ``site`` (module docstring); ``facts``: the
+    round's totals (:func:`_round_facts`), computed here when not given."""
     name = str(site.get("site", "site"))
     metrics = site.get("metrics") if isinstance(site.get("metrics"), dict) else None
     limits = _limits(kit, summary, site, metrics)
     warnings = [text for text, urgent in limits if urgent]
-    sections = [_predicts(kit, metrics), _columns(kit), _trained_on(kit, summary, site),
+    sections = [_predicts(kit, metrics), _columns(kit),
+                _trained_on(kit, summary, site, facts if facts is not None else _round_facts(kit, summary)),
                 _performance(kit, summary, site, metrics), *_site_choice(site), _method(method, summary),
                 Section("What left each site", [method.what_leaves or "(the method does not say)"]
                         + (["Each site also sent a few numbers about its own model: its cross-validated accuracy and "
@@ -204,25 +207,41 @@ def _events(site: dict, kit: Kit) -> int | None:
     return None
 
 
-def _trained_on(kit: Kit, summary: dict, site: dict) -> Section:
+MEMBERS_NAMED = 20  # a card names at most this many of its cluster's sites (then "and N more")
+
+
+def _round_facts(kit: Kit, summary: dict) -> dict:
+    """The round's totals and each cluster's members, rows and events, counted once (not once per card)."""
     sites = [x for x in summary.get("sites", []) if isinstance(x, dict)]
-    rows = sum(int(x.get("rows", 0) or 0) for x in sites)
-    events = [_events(x, kit) for x in sites]
-    ev = f", {sum(events)} events ({_quoted(_positive(kit, None))})" if events and None not in events else ""
-    text = [f"The round had {len(sites)} site(s), {rows:,} rows in all{ev}."]
+    clusters: dict = {}
+    for x in sites:
+        c = clusters.setdefault(x.get("cluster"), {"names": [], "rows": 0, "events": 0, "all_events": True})
+        c["names"].append(str(x.get("site")))
+        c["rows"] += int(x.get("rows", 0) or 0)
+        e = _events(x, kit)
+        c["all_events"] &= e is not None
+        c["events"] += e or 0
+    return {"sites": len(sites), "rows": sum(c["rows"] for c in clusters.values()),
+            "events": sum(c["events"] for c in clusters.values()),
+            "all_events": bool(sites) and all(c["all_events"] for c in clusters.values()), "clusters": clusters}
+
+
+def _trained_on(kit: Kit, summary: dict, site: dict, facts: dict) -> Section:
+    ev = (f", {facts['events']} events ({_quoted(_positive(kit, None))})" if facts["all_events"] else "")
+    text = [f"The round had {facts['sites']} site(s), {facts['rows']:,} rows in all{ev}."]
     if "sites_combined" in summary:
         text.append(f"{summary['sites_combined']} site(s) went into the combined model.")
     cluster = site.get("cluster")
     if site.get("model") == "own" and site.get("own_kind"):
         text.append("This site's package keeps a model of its own rows only, instead of the shared one (see "
                     "Known limits).")
-    elif isinstance(cluster, int) and int(summary.get("n_clusters", 1) or 1) > 1:
-        members = [x for x in sites if x.get("cluster") == cluster]
-        m_ev = [_events(x, kit) for x in members]
-        text.append(f"This site's model was trained on cluster {cluster}: {len(members)} site(s) "
-                    f"({', '.join(str(x.get('site')) for x in members)}), "
-                    f"{sum(int(x.get('rows', 0) or 0) for x in members):,} rows"
-                    + (f", {sum(m_ev)} events" if m_ev and None not in m_ev else "") + ".")
+    elif isinstance(cluster, int) and int(summary.get("n_clusters", 1) or 1) > 1 and cluster in facts["clusters"]:
+        c = facts["clusters"][cluster]
+        names = c["names"]
+        shown = ", ".join(names[:MEMBERS_NAMED]) + (f" and {len(names) - MEMBERS_NAMED:,} more"
+                                                     if len(names) > MEMBERS_NAMED else "")
+        text.append(f"This site's model was trained on cluster {cluster}: {len(names)} site(s) ({shown}), "
+                    f"{c['rows']:,} rows" + (f", {c['events']} events" if c["all_events"] else "") + ".")
     return Section("Trained on", text)
 
 

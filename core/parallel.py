@@ -16,12 +16,21 @@ ROW_BLOCK = 16384  # rows per block: a block's temporaries (≤ 16384 × m × 8 
 # threshold, so they are reused instead of being mapped and page-faulted afresh for every block
 
 
+_controller: list = []  # [(modules imported when it scanned, the threadpoolctl controller)]
+
+
 def one_blas_thread():
     """Context with one BLAS/OpenMP thread: for many small products and factorisations (an analyst's fit, a
-    small model), where extra threads only add synchronisation and, on a busy machine, spin."""
-    from threadpoolctl import threadpool_limits
+    small model), where extra threads only add synchronisation and, on a busy machine, spin. The process's thread
+    pools are found once (threadpoolctl scans every loaded library, ~10 ms) and again only after more modules
+    were imported (a new library may have come with them)."""
+    import sys
 
-    return threadpool_limits(limits=1)
+    from threadpoolctl import ThreadpoolController
+
+    if not _controller or _controller[0][0] != len(sys.modules):
+        _controller[:] = [(len(sys.modules), ThreadpoolController())]
+    return _controller[0][1].limit(limits=1)
 
 
 def for_row_blocks(n: int, work: Callable[[int, int], _T], *, block: int = ROW_BLOCK, threads: int = 2,

@@ -16,12 +16,13 @@ import pandas as pd
 
 from . import __version__
 from .control import JobControl, ensure
+from .data.blocks import BlockReader, NotStreamable
 from .data.encoding import encoded_means, encoded_scales
 from .data.harmony import unit_warnings
 from .data.public_stats import formal_scales, public_fill_values
 from .data.tabular import CsvFormat, CsvOptions, LocalTable, preview, read_table
-from .errors import ConfigError, DataError, DCError, FormatError, VerificationError
-from .fileio import atomic_writer, safe_cell, significant, utc_now
+from .errors import Cancelled, ConfigError, DataError, DCError, FormatError, VerificationError
+from .fileio import atomic_writer, significant, utc_now
 from .formats.anchor import AnchorFile
 from .formats.envelope import DEFAULT_LIMITS, Limits, Payload, SealedFile, inspect, open_sealed, seal
 from .formats.identity import Identity, PublicCard, read_fingerprint
@@ -38,6 +39,7 @@ from .privacy.assessment import PrivacyAssessment, assess_export
 from .privacy.ledger import Ledger, spent
 from .privacy.protective import is_formal
 from .privacy.thresholds import PrivacyThresholds
+from .result_csv import ResultWriter
 from .wording import ARRAY_WORDS
 
 
@@ -502,17 +504,80 @@ def rounded_probabilities(columns: dict[str, np.ndarray]) -> dict[str, np.ndarra
             for name, values in columns.items()}
 
 
-def write_result_csv(frame: pd.DataFrame, out_path: str | Path, fmt: CsvFormat, line_ending: str = "\n") -> None:
-    """Write ``frame`` atomically in ``fmt``; a character the encoding cannot hold is a clear error."""
+def _apply_in_blocks(csv_path, out_path, schema, options, fills, out_options, ending, result_columns, control
+                     ) -> tuple[int, list[str], CsvFormat, CsvFormat, dict | None, dict | None] | None:
+    """RESULT.csv in one pass over the CSV: each block of records (:mod:`core.data.blocks`) read against the schema,
+    its result columns computed (``result_columns``) and written (:class:`core.result_csv.ResultWriter`).
+
+    Returns (rows, result column names, input format, output format, model choice, threshold), or None, having
+    written nothing, when the file must be read whole (:class:`core.data.blocks.NotStreamable`), when the
+    blocks disagree on the choice or the columns, or on a product error, which the whole-file reading then
+    reports in its own words (a bad cell's line, a missing column)."""
     try:
-        text = frame.to_csv(index=False, sep=fmt.delimiter, decimal=fmt.decimal, lineterminator=line_ending)
-        data = text.encode(fmt.encoding)
-    except UnicodeEncodeError as exc:
-        bad = exc.object[exc.start:exc.end]
-        raise ConfigError(f"the results hold {bad!r}, which {fmt.encoding} cannot store; write them as UTF-8 "
-                          "(--out-encoding utf-8)", path=out_path) from exc
+        reader = BlockReader(csv_path, schema, options=options, fill_values=fills)
+        fmt = reader.format
+        out_fmt = result_format(fmt, out_options)
+        size = max(Path(csv_path).stat().st_size, 1)
+        rows, done, first = 0, 0, None
+        with atomic_writer(out_path, "wb") as fh:
+            writer = ResultWriter(fh, reader.header_raw, fmt, out_fmt, ending, markers=reader.markers,
+                                  out_path=out_path)
+            for block in reader:
+                done += len(block.raw)
+                if not block.rows:
+                    continue
+                if block.table.notes:  # an unseen level or a column filled with the kit's value: counted whole
+                    raise NotStreamable("the rows need notes counted over the whole file")
+                columns, choice, chosen = result_columns(block.table.X)
+                if first is None:
+                    first = (list(columns), choice, chosen)
+                elif (list(columns), choice, chosen) != first:
+                    raise NotStreamable("the blocks' results differ in kind")
+                writer.write(block, columns)
+                rows += block.rows
+                control.step(0.4 + 0.55 * min(done / size, 1.0), f"applied to {rows:,} rows")
+            if first is None:
+                raise NotStreamable("no data rows")
+            writer.close()
+    except Cancelled:
+        raise
+    except (NotStreamable, DCError):
+        return None
+    return rows, first[0], fmt, out_fmt, first[1], first[2]
+
+
+def write_result_csv(csv_path: str | Path, out_path: str | Path, schema, options: CsvOptions | None, fmt: CsvFormat,
+                     out_fmt: CsvFormat, line_ending: str, columns: dict[str, np.ndarray]) -> None:
+    """Write RESULT.csv atomically from result ``columns`` computed for every row of ``csv_path`` (read in ``fmt``):
+    block by block when the file allows it, else from the whole file read as text. A character the output's
+    encoding cannot hold is a clear error (:class:`core.result_csv.ResultWriter`)."""
+    options = options or CsvOptions()
+    forced = CsvOptions(fmt.encoding, fmt.delimiter, fmt.decimal, options.missing_tokens, options.impute)
+    n = len(next(iter(columns.values()))) if columns else 0
+    try:
+        reader = BlockReader(csv_path, schema, options=forced, tables=False)
+        with atomic_writer(out_path, "wb") as fh:
+            writer = ResultWriter(fh, reader.header_raw, fmt, out_fmt, line_ending, markers=reader.markers,
+                                  out_path=out_path)
+            written = 0
+            for block in reader:
+                if block.rows:
+                    writer.write(block, {k: v[block.start:block.start + block.rows] for k, v in columns.items()})
+                    written += block.rows
+            if written != n or not written:
+                raise NotStreamable("the text rows are not the rows read")
+            writer.close()
+        return
+    except NotStreamable:
+        pass
+    original = pd.read_csv(csv_path, sep=fmt.delimiter, encoding=fmt.encoding, dtype=str, keep_default_na=False)
+    step = 50_000
     with atomic_writer(out_path, "wb") as fh:
-        fh.write(data)
+        writer = ResultWriter(fh, b"", fmt, out_fmt, line_ending, out_path=out_path)
+        for start in range(0, max(len(original), 1), step):
+            writer.write_frame(original.iloc[start:start + step].copy(),
+                               {k: v[start:start + step] for k, v in columns.items()})
+        writer.close()
 
 
 def package_limits(kit: Kit, rows: int | None) -> Limits:
@@ -718,52 +783,71 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     control.step(0.4, "reading the CSV")
     schema = kit.schema.block_schema(meta["block"]) if meta.get("block") else kit.schema
     fills = meta.get("fill_values")  # the export's, so that these rows are encoded exactly as its rows were
-    table = read_table(csv_path, schema, options=options, labels=validate,
-                       fill_values=fills if isinstance(fills, dict) else None)
-    warnings += table.notes  # rows predicted from an unseen bucket, columns filled with the kit's value
-    control.step(0.6, "applying the package")
+    fills = fills if isinstance(fills, dict) else None
+    classes = [str(c) for c in manifest.get("classes", [])] if kit.task == "classification" else []
+    check_rows, answered = private.get("check_x"), {}
+
     def as_sent(rows: np.ndarray) -> dict[str, np.ndarray]:
+        """The package's columns for ``rows``, as sent; those of the rows set aside to check it (promise.py), the
+        same for every block of the CSV, are computed once."""
+        if check_rows is not None and rows is check_rows:
+            if "check" not in answered:
+                answered["check"] = apply_checked(method, manifest, arrays, private, rows, package_path)
+            return answered["check"]
         return apply_checked(method, manifest, arrays, private, rows, package_path)
 
-    columns, choice = promised_columns(method, manifest, private, table.X, as_sent, arrays=arrays,
-                                       metric=kit.settings.get("metric", "auto"))
-    columns = rounded_probabilities(columns)
-    classes = [str(c) for c in manifest.get("classes", [])] if kit.task == "classification" else []
-    binary = len(classes) == 2 and f"prob_{classes[1]}" in columns
-    if not binary and (threshold is not None or threshold_target is not None):
-        raise ConfigError("a threshold applies only to a package that gives the risk of one of two classes")
-    if validate and (table.y is None or "prediction" not in columns):
-        raise ConfigError("only a classification package can be validated against labelled rows")
-    chosen = None
-    if binary:
-        risk = np.asarray(columns[f"prob_{classes[1]}"], np.float64)
-        chosen = _choose_threshold(risk, table.y if validate else None, classes, threshold, threshold_target)
-        columns[f"risk_{classes[1]}"] = risk
-        columns["decision"] = np.where(risk >= chosen["value"], classes[1], classes[0]).astype(object)
-    validation, scored = None, None
-    if validate:
-        sent = _probabilities(as_sent(table.X), classes) if choice and choice["model"] != "package" else None
-        validation, scored = _validate(columns, private, table, classes, manifest,
-                                       chosen["value"] if chosen else DEFAULT_THRESHOLD,
-                                       own_used=bool(choice) and choice["model"] == "own", sent=sent)
-    rep = method.representation(arrays, private) if with_representation else None
-    if rep is not None:
-        Z, _ = rep
-        for q in range(Z.shape[1]):
-            columns[f"z{q + 1}"] = np.asarray(Z[:, q], dtype=np.float64)  # NaN (left out) is written empty
-    control.step(0.8, "writing the results")
-    fmt = table.format
-    original = pd.read_csv(csv_path, sep=fmt.delimiter, encoding=fmt.encoding, dtype=str, keep_default_na=False)
-    for name, values in columns.items():
-        original[name] = values
-    original.columns = [safe_cell(str(c)) for c in original.columns]
-    original = original.map(safe_cell)  # no cell a spreadsheet would run as a formula
-    workspace.audit.verify()
-    out_fmt = result_format(fmt, out_options)
-    write_result_csv(original, out_path, out_fmt, _line_ending(csv_path))
+    def result_columns(X: np.ndarray, y: np.ndarray | None = None) -> tuple[dict, dict | None, dict | None]:
+        """(result columns, the model choice, the threshold) for the rows X (labels y with ``validate``); the site's
+        choice (issue #37) is made once, on its kept rows, and used for every block."""
+        columns, choice = promised_columns(method, manifest, private, X, as_sent, arrays=arrays,
+                                           metric=kit.settings.get("metric", "auto"), choice=answered.get("choice"))
+        answered["choice"] = choice
+        columns = rounded_probabilities(columns)
+        binary = len(classes) == 2 and f"prob_{classes[1]}" in columns
+        if not binary and (threshold is not None or threshold_target is not None):
+            raise ConfigError("a threshold applies only to a package that gives the risk of one of two classes")
+        if validate and (y is None or "prediction" not in columns):
+            raise ConfigError("only a classification package can be validated against labelled rows")
+        chosen = None
+        if binary:
+            risk = np.asarray(columns[f"prob_{classes[1]}"], np.float64)
+            chosen = _choose_threshold(risk, y if validate else None, classes, threshold, threshold_target)
+            columns[f"risk_{classes[1]}"] = risk
+            columns["decision"] = np.where(risk >= chosen["value"], classes[1], classes[0]).astype(object)
+        return columns, choice, chosen
+
+    ending = _line_ending(csv_path)
+    validation, scored, streamed = None, None, None
+    if method.apply_per_row and not validate and not with_representation:
+        # one pass: each block of the CSV read, applied and written (memory bounded by a block)
+        workspace.audit.verify()
+        streamed = _apply_in_blocks(csv_path, out_path, schema, options, fills, out_options, ending, result_columns,
+                                    control)
+    if streamed is not None:
+        n_rows, names, fmt, out_fmt, choice, chosen = streamed
+    else:  # the rows' results need the whole file (labels to validate on, a clustering's rows, fill values)
+        table = read_table(csv_path, schema, options=options, labels=validate, fill_values=fills)
+        warnings += table.notes  # rows predicted from an unseen bucket, columns filled with the kit's value
+        control.step(0.6, "applying the package")
+        columns, choice, chosen = result_columns(table.X, table.y)
+        if validate:
+            sent = _probabilities(as_sent(table.X), classes) if choice and choice["model"] != "package" else None
+            validation, scored = _validate(columns, private, table, classes, manifest,
+                                           chosen["value"] if chosen else DEFAULT_THRESHOLD,
+                                           own_used=bool(choice) and choice["model"] == "own", sent=sent)
+        rep = method.representation(arrays, private) if with_representation else None
+        if rep is not None:
+            Z, _ = rep
+            for q in range(Z.shape[1]):
+                columns[f"z{q + 1}"] = np.asarray(Z[:, q], dtype=np.float64)  # NaN (left out) is written empty
+        control.step(0.8, "writing the results")
+        fmt, n_rows, names = table.format, int(table.n_rows), list(columns)
+        workspace.audit.verify()
+        out_fmt = result_format(fmt, out_options)
+        write_result_csv(csv_path, out_path, schema, options, fmt, out_fmt, ending, columns)
     workspace.audit.append("apply", project=kit.project_id, package=str(Path(package_path).resolve()),
                            package_digest=opened.digest, in_reply_to=opened.binding.in_reply_to,
-                           run_id=str(manifest.get("run_id", "")), rows=int(table.n_rows),
+                           run_id=str(manifest.get("run_id", "")), rows=n_rows,
                            out=str(Path(out_path).resolve()), warnings=warnings,
                            **({"threshold": {k: chosen[k] for k in ("value", "how", "target", "positive")}}
                               if chosen else {}),
@@ -780,7 +864,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                               "applied": utc_now(), "out": str(Path(out_path).resolve())})
     control.step(1.0, "done")
     kept_own = bool(choice) and choice["model"] == "own"
-    return ApplyResult(Path(out_path), int(table.n_rows), list(columns), method.name, manifest, fmt, out_fmt,
+    return ApplyResult(Path(out_path), n_rows, names, method.name, manifest, fmt, out_fmt,
                        warnings, validation, kept_own, chosen, scored, choice)
 
 

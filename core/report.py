@@ -26,13 +26,28 @@ def _esc(x) -> str:
     return html.escape(shown_lines(x), quote=False)
 
 
+HEATMAP_CELLS_MAX = 60  # up to this many rows, one SVG cell per entry; beyond it, an image (heatmap_image)
+TABLE_DRAWN_ROWS_MAX = 60  # up to this many rows a table's count columns are drawn as bars; beyond, written
+CARDS_MAX = 50  # up to this many packages their model cards are in the report; beyond it, a table of their limits
+TREE_LEAVES_MAX = 60  # a site tree with more leaves is drawn with its last merges only (scipy's truncate "lastp")
+
+
+def _colour(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The heatmap's grey-to-blue scale of values v ∈ [0, 1] (one formula for cells and images)."""
+    return (240 - 200 * v).astype(int), (244 - 160 * v).astype(int), (250 - 60 * v).astype(int)
+
+
 def heatmap_svg(M: np.ndarray, labels: list[str], *, size: int = 360, title: str = "", low: float = 0.0,
-                high: float = 1.0, col_labels: list[str] | None = None) -> str:
+                high: float = 1.0, col_labels: list[str] | None = None, order: np.ndarray | None = None) -> str:
     """A [low, high] matrix as a grey-to-blue heatmap: rows named by site (numbered), columns by the same
-    numbers, and every cell's value written in it (while cells are large enough to hold it)."""
+    numbers, and every cell's value written in it (while cells are large enough to hold it). Beyond
+    :data:`HEATMAP_CELLS_MAX` rows it is an image whose size does not grow with the matrix
+    (:func:`heatmap_image`), rows and columns in ``order`` (e.g. the site tree's leaves) when given."""
     n = len(M)
     if n == 0:
         return ""
+    if n > HEATMAP_CELLS_MAX or len(M[0]) > HEATMAP_CELLS_MAX:
+        return heatmap_image(M, size=size, title=title, low=low, high=high, order=order)
     cols = list(col_labels) if col_labels is not None else list(labels)
     names = [f"{i + 1} · {lab}" if len(lab) <= 28 else f"{i + 1} · {lab[:27]}…" for i, lab in enumerate(labels)]
     left = int(min(220, 16 + 6.5 * max(len(x) for x in names)))
@@ -49,7 +64,7 @@ def heatmap_svg(M: np.ndarray, labels: list[str], *, size: int = 360, title: str
                      f'text-anchor="middle">{i + 1}</text>')
         for j in range(n):
             v = float(np.clip((M[i, j] - low) / (high - low if high > low else 1.0), 0, 1))
-            r, g, b = int(240 - 200 * v), int(244 - 160 * v), int(250 - 60 * v)
+            r, g, b = (int(c) for c in _colour(np.array(v)))
             x = left + j * cell
             parts.append(f'<rect x="{x:.2f}" y="{y:.2f}" width="{cell:.2f}" height="{cell:.2f}" '
                          f'fill="rgb({r},{g},{b})" stroke="#ffffff"><title>{_esc(labels[i])} – {_esc(cols[j])}: '
@@ -64,6 +79,66 @@ def heatmap_svg(M: np.ndarray, labels: list[str], *, size: int = 360, title: str
             f"<figcaption>{_esc(title)}</figcaption></figure>")
 
 
+
+
+def heatmap_image(M: np.ndarray, *, size: int = 360, title: str = "", low: float = 0.0, high: float = 1.0,
+                  order: np.ndarray | None = None) -> str:
+    """A large matrix as an embedded PNG of at most ``size`` × ``size`` pixels: each pixel the mean of a block of
+    ⌈n / size⌉ × ⌈m / size⌉ entries (rows and columns first put in ``order``), so a report of 10,000 sites holds
+    one small image instead of 10⁸ cells. The caption says how many sites a pixel stands for."""
+    M = np.asarray(M)
+    n, m = M.shape
+    binned, fy, fx = block_means(M, size, order)
+    h, w = binned.shape
+    v = np.clip((binned - low) / (high - low if high > low else 1.0), 0, 1)
+    r, g, b = _colour(np.nan_to_num(v))
+    png = _png(np.stack([r, g, b], axis=-1).astype(np.uint8))
+    scale = max(1, size // max(h, w))
+    import base64
+
+    what = (f"{n} rows × {m} columns" + ("" if fy == fx == 1 else f"; each pixel the mean of {fy} × {fx} entries")
+            + ("; rows and columns in the order of the site tree" if order is not None else ""))
+    return (f'<figure><img alt="{_esc(title)}" width="{w * scale}" height="{h * scale}" '
+            f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
+            f"<figcaption>{_esc(title)} ({_esc(what)}: light = {low:g}, dark blue = {high:g}).</figcaption></figure>")
+
+
+def block_means(M: np.ndarray, size: int, order: np.ndarray | None = None) -> tuple[np.ndarray, int, int]:
+    """(B, f_y, f_x): the means of blocks of f_y × f_x entries of ``M`` (f = ⌈n / size⌉ each way, the last block
+    of a row or column the entries left), so B has at most ``size`` rows and columns; rows and columns first put in
+    ``order`` when given (a square matrix). Built a band of rows at a time: no copy of M is made."""
+    M = np.asarray(M)
+    n, m = M.shape
+    rows = cols = None
+    if order is not None and len(order) == n == m:
+        rows = cols = np.asarray(order)
+    fy, fx = -(-n // size), -(-m // size)  # entries per block, each way
+    h, w = -(-n // fy), -(-m // fx)
+    binned = np.empty((h, w))
+    band = np.full((fy, w * fx), np.nan)
+    for i in range(h):
+        take = np.arange(i * fy, min((i + 1) * fy, n))
+        part = M[take if rows is None else rows[take]]
+        band[:] = np.nan
+        band[:len(take), :m] = part if cols is None else part[:, cols]
+        with np.errstate(invalid="ignore"):
+            binned[i] = np.nanmean(band.reshape(fy, w, fx), axis=(0, 2))
+    return binned, fy, fx
+
+
+def _png(rgb: np.ndarray) -> bytes:
+    """An 8-bit RGB PNG of an (h, w, 3) array (PNG §11: IHDR, one zlib IDAT of filter-0 scanlines, IEND)."""
+    import struct
+    import zlib
+
+    h, w, _ = rgb.shape
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    rows = np.concatenate([np.zeros((h, 1), np.uint8), rgb.reshape(h, 3 * w)], axis=1)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows.tobytes(), 6)) + chunk(b"IEND", b""))
 
 
 def line_svg(xs: list[float], ys: list[float], *, width: int = 420, height: int = 220, title: str = "",
@@ -157,6 +232,11 @@ def bar_legend(column: str, classes: list[str]) -> str:
     return f"“{column}”: one bar per class, numbered under it — {names}; the count above each bar when it fits."
 
 
+def counts_legend(column: str, classes: list[str]) -> str:
+    """The sentence under a long table whose ``column`` writes counts per class (instead of drawing bars)."""
+    return f"“{column}”: the rows of each class, in the order " + " · ".join(classes) + "."
+
+
 def dendrogram_svg(Z: np.ndarray, names: list[str], *, cut: float | None = None, title: str = "",
                    xlabel: str = "distance", width: int = 520) -> str:
     """A site tree (scipy linkage ``Z``) drawn sideways: one row per site (names on the left, in the tree's
@@ -165,7 +245,15 @@ def dendrogram_svg(Z: np.ndarray, names: list[str], *, cut: float | None = None,
     from scipy.cluster.hierarchy import dendrogram  # (scipy: not on a site's export path)
 
     n = len(names)
-    tree = dendrogram(Z, no_plot=True, labels=list(names))
+    if n > TREE_LEAVES_MAX:  # only the last merges: each leaf a branch of the tree, named by its size
+        tree = dendrogram(Z, no_plot=True, truncate_mode="lastp", p=TREE_LEAVES_MAX, labels=list(names),
+                          show_contracted=False)
+        tree["ivl"] = [f"{x[1:-1]} sites" if x.startswith("(") else x for x in tree["ivl"]]
+        names = tree["ivl"]
+        n = len(names)
+        title += f" Only the last {n - 1} merges are drawn: a leaf in brackets is a branch of that many sites."
+    else:
+        tree = dendrogram(Z, no_plot=True, labels=list(names))
     row, top, bottom = 22, 14, 34
     left = int(min(220, 16 + 6.5 * max(len(x) for x in names)))
     height = top + row * n + bottom
@@ -356,7 +444,9 @@ def _table_html(v: Table) -> str:
         for j, cell in enumerate(row):
             if j in notes:
                 continue
-            if j in bar_cols:
+            if j in bar_cols and len(v.rows) > TABLE_DRAWN_ROWS_MAX:  # counts written: a bar costs 1.5 kB a row
+                cells.append(f"<td>{' · '.join(f'{int(c):,}' for c in cell) if cell else ''}</td>")
+            elif j in bar_cols:
                 cells.append(f"<td>{bars_svg(list(cell), v.bar_labels, width=110) if cell else ''}</td>")
             elif j < len(v.columns) and v.columns[j] == "fingerprint":
                 cells.append(_fp(str(cell)))
@@ -365,14 +455,15 @@ def _table_html(v: Table) -> str:
             else:
                 cells.append(f"<td>{_esc(cell)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    legend = "".join(f'<p class="legend">{_esc(bar_legend(v.columns[j], v.bar_labels))}</p>'
+    says = counts_legend if len(v.rows) > TABLE_DRAWN_ROWS_MAX else bar_legend
+    legend = "".join(f'<p class="legend">{_esc(says(v.columns[j], v.bar_labels))}</p>'
                      for j in sorted(bar_cols) if any(row[j] for row in v.rows if j < len(row)))
     return (f"<h2>{_esc(v.title)}</h2>{_TABLE}<thead><tr>{head}</tr></thead>{''.join(body)}</table>{legend}"
             + "".join(_notes_html(v, j) for j in notes))
 
 
-def render_view(v: View) -> str:
-    """One view of a method's result as HTML/SVG."""
+def render_view(v: View, order: np.ndarray | None = None) -> str:
+    """One view of a method's result as HTML/SVG (``order``: a heatmap's rows and columns, when drawn as an image)."""
     if isinstance(v, Text):
         style = ' style="color:#92400e"' if v.tone == "warning" else ""
         return f"<p{style}>{_esc(v.text)}</p>"
@@ -382,7 +473,7 @@ def render_view(v: View) -> str:
         columns = "" if list(v.col_labels) == list(v.row_labels) else (
             " Columns: " + ", ".join(f"{j + 1} = {c}" for j, c in enumerate(v.col_labels)) + ".")
         return heatmap_svg(np.asarray(v.matrix), v.row_labels, title=v.title + columns, low=v.low, high=v.high,
-                           col_labels=list(v.col_labels))
+                           col_labels=list(v.col_labels), order=order)
     if isinstance(v, Curve):
         return lines_svg(list(v.x), {name: list(ys) for name, ys in v.series.items()}, title=v.title,
                          xlabel=v.xlabel, ylabel=v.ylabel, mark=v.mark)
@@ -445,6 +536,26 @@ def _formal_html(summary: dict) -> str:
             + "</ul></div>") if lines else ""
 
 
+def cards_html(cards: list[ModelCard]) -> str:
+    """Every package's model card; beyond :data:`CARDS_MAX` packages, one table row per package with its warnings
+    (each card is also written beside its package as ``<site>.model_card.md``)."""
+    if len(cards) <= CARDS_MAX:
+        return "".join(card_html(c) for c in cards)
+    rows = "".join(f"<tr><td>{_esc(c.site)}</td><td>{_esc('; '.join(c.warnings) or '–')}</td></tr>" for c in cards)
+    return (f"<p>{len(cards):,} packages: each one's model card is written beside it (<code>&lt;site&gt;"
+            ".model_card.md</code>); here, what each card warns of.</p>" + _TABLE
+            + "<thead><tr><th>site</th><th>warnings</th></tr></thead>" + rows + "</table>")
+
+
+def _tree_order(tree) -> np.ndarray | None:
+    """The site tree's leaf order (rows of its names), for a large heatmap drawn as an image."""
+    if tree is None or len(tree[1]) <= HEATMAP_CELLS_MAX:
+        return None
+    from scipy.cluster.hierarchy import leaves_list  # (scipy: not on a site's export path)
+
+    return leaves_list(tree[0])
+
+
 def render_report(kit: Kit, method: Method, result: MethodResult, summary: dict) -> str:
     """The whole report: what was run on what, any model that never predicts the minority class (first), the
     method's own views, the model card of every package, then settings, versions and digests."""
@@ -454,15 +565,18 @@ def render_report(kit: Kit, method: Method, result: MethodResult, summary: dict)
     flag_html = ("<div class=\"flag\"><b>Models that never predict the minority class</b> — not good models, "
                  "whatever their accuracy:<ul>" + "".join(f"<li>{_esc(f)}</li>" for f in flags) + "</ul></div>"
                  if flags else "")
-    cards = "".join(card_html(c) for c in model_cards(kit, method, s))
+    cards = cards_html(model_cards(kit, method, s))
     tables = "".join(render_view(v) for v in views if isinstance(v, Text | Table))
     tree = site_tree(result) if method.threshold_setting() is not None else None  # (DC's one model: no tree)
+    order = _tree_order(tree)
     figures = ("" if tree is None else dendrogram_svg(
         tree[0], tree[1], cut=tree[2], xlabel=tree[3],
         title="Sites grouped by the method: the tree of " + tree[3] + (
             f"; sites joined left of the dashed cut at {tree[2]:g} trained together." if tree[2] is not None
             else ".")))
-    figures += "".join(render_view(v) for v in views if not isinstance(v, Text | Table))
+    figures += "".join(render_view(v, order if isinstance(v, Heatmap) and tree is not None
+                                   and list(v.row_labels) == tree[1] == list(v.col_labels) else None)
+                       for v in views if not isinstance(v, Text | Table))
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>DC Studio report — {_esc(kit.name)}</title><style>{_CSS}</style></head><body>
 <h1>DC Studio report — {_esc(kit.name)}</h1>

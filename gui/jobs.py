@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QThread, Signal
 
 from core.control import JobControl
 from core.errors import Cancelled, DCError
@@ -81,3 +81,30 @@ class Job(QObject):
         self.running = False
         emit()
         self.ended.emit()
+
+
+class QtThreadJob(Job):
+    """A :class:`Job` run on a QThread instead of a Python thread: for work that uses Qt objects which start
+    timers (a QTextDocument laying out a long report starts its incremental-layout timer), which need the
+    thread's Qt event dispatcher."""
+
+    def start(self) -> Job:
+        self.running = True
+        self._qthread = _Runner(self._run)
+        self._qthread.start()
+        return self
+
+    def wait(self, timeout: float | None = None) -> bool:
+        thread = getattr(self, "_qthread", None)
+        if thread is None:
+            return True
+        return thread.wait(-1 if timeout is None else int(timeout * 1000))
+
+
+class _Runner(QThread):
+    def __init__(self, fn: Callable[[], None]):
+        super().__init__()
+        self._fn = fn
+
+    def run(self) -> None:  # noqa: D102 - QThread's
+        self._fn()

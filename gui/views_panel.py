@@ -3,15 +3,24 @@
 The panel knows the six view kinds, never a method: a new method's tables and plots appear here (and in
 the report) by returning them from ``Method.views``.
 
-Test hooks: ``show_views(views)``, ``widgets`` (one per view, in order), ``plots`` (the pyqtgraph
-PlotWidgets), ``kinds`` (the view class names shown).
+The window keeps responding while a result is drawn (issue #36): :meth:`ViewsPanel.show_views` draws one view per
+event-loop turn (a long table a block of rows per turn), and :func:`for_display` — run off the UI thread, where the
+views are computed — bins a heatmap of many sites to at most :data:`HEATMAP_DRAWN_MAX` rows and columns, so no
+drawing step grows with the number of sites.
+
+Test hooks: ``show_views(views)``, ``drawn`` (emitted when every view is drawn; ``done``), ``finish()`` (draw the
+rest now), ``widgets`` (one per view drawn, in order), ``plots`` (the pyqtgraph PlotWidgets), ``kinds`` (the view
+class names drawn).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QGridLayout,
@@ -30,6 +39,55 @@ from .plots import category_ticks, cluster_color, make_plot
 from .widgets import esc, plain, plain_tip
 
 MAX_POINTS = 20000  # drawn; the projection itself uses every row
+HEATMAP_DRAWN_MAX = 300  # a heatmap of more rows or columns is drawn binned (for_display)
+TABLE_ROWS_PER_TURN = 200  # a long table is filled this many rows per event-loop turn
+
+
+def for_display(views: list[View]) -> list[View]:
+    """The views as the panel draws them: a heatmap of more than :data:`HEATMAP_DRAWN_MAX` rows or columns becomes
+    the means of blocks of them (:func:`core.report.block_means`), labelled by the range of sites each block holds.
+    Call it where the views are computed (a job's thread): binning 10,000 × 10,000 takes seconds."""
+    from core.report import block_means
+
+    out = []
+    for v in views:
+        M = np.asarray(v.matrix) if isinstance(v, Heatmap) else None
+        if M is None or max(M.shape) <= HEATMAP_DRAWN_MAX:
+            out.append(v)
+            continue
+        binned, fy, fx = block_means(M, HEATMAP_DRAWN_MAX)
+
+        def ranges(labels: list[str], f: int, n: int) -> list[str]:
+            return [str(labels[a]) if f == 1 else f"{labels[a]} … {labels[min(a + f, n) - 1]}" for a in range(0, n, f)]
+
+        out.append(replace(v, title=f"{v.title} (each cell the mean of {fy} × {fx})", matrix=binned,
+                           row_labels=ranges(list(v.row_labels), fy, M.shape[0]),
+                           col_labels=ranges(list(v.col_labels), fx, M.shape[1])))
+    return out
+
+
+class CellValues(pg.GraphicsObject):
+    """Every cell's value written in a small heatmap, painted by one item (a TextItem per cell cost ~0.6 ms each)."""
+
+    def __init__(self, M: np.ndarray):
+        super().__init__()
+        self.M = np.asarray(M, dtype=np.float64)
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt's name
+        return QRectF(0, 0, self.M.shape[1], self.M.shape[0])
+
+    def paint(self, painter, *args) -> None:
+        painter.save()
+        scale = painter.transform().m11() or 1.0  # pixels per cell: text is drawn at its own size, not the data's
+        painter.setPen(QColor("#111827"))
+        for i in range(self.M.shape[0]):
+            for j in range(self.M.shape[1]):
+                painter.save()
+                painter.translate(j + 0.5, i + 0.5)
+                painter.scale(1 / scale, 1 / abs(painter.transform().m22() or 1.0))
+                painter.drawText(QRectF(-40, -10, 80, 20), Qt.AlignCenter, f"{self.M[i, j]:.2f}")
+                painter.restore()
+        painter.restore()
 
 
 def _text(v: Text) -> QWidget:
@@ -41,7 +99,8 @@ def _text(v: Text) -> QWidget:
     return label
 
 
-def _table(v: Table) -> QWidget:
+def _table(v: Table, rows: int | None = None) -> QWidget:
+    """The table's widget with its first ``rows`` rows filled (all by default); :func:`_fill_rows` fills more."""
     box = QWidget()
     lay = QVBoxLayout(box)
     lay.setContentsMargins(0, 0, 0, 0)
@@ -51,9 +110,19 @@ def _table(v: Table) -> QWidget:
     t.setHorizontalHeaderLabels([plain(c) for c in v.columns])
     t.setEditTriggers(QAbstractItemView.NoEditTriggers)
     t.verticalHeader().setVisible(False)
+    box.table = t
+    _fill_rows(v, t, 0, len(v.rows) if rows is None else rows)
+    t.horizontalHeader().setSectionResizeMode(len(v.columns) - 1, QHeaderView.Stretch)
+    t.setMinimumHeight(min(260, 40 + 28 * len(v.rows)))
+    lay.addWidget(t)
+    return box
+
+
+def _fill_rows(v: Table, t: QTableWidget, start: int, stop: int) -> None:
+    """Rows ``start`` … ``stop`` − 1 of the table; its columns are sized to the rows of the first block."""
     bar_cols = {v.columns.index(c) for c in v.bars if c in v.columns}
-    for r, row in enumerate(v.rows):
-        for c, cell in enumerate(row):
+    for r in range(start, min(stop, len(v.rows))):
+        for c, cell in enumerate(v.rows[r]):
             if c in bar_cols:
                 names = v.bar_labels or [str(k + 1) for k in range(len(cell))]
                 text = ", ".join(f"{n}: {x}" for n, x in zip(names, cell, strict=False))
@@ -62,11 +131,9 @@ def _table(v: Table) -> QWidget:
             item = QTableWidgetItem(plain(text))  # site names and notes: text the sites' files carried
             item.setToolTip(plain_tip(text))
             t.setItem(r, c, item)
-    t.resizeColumnsToContents()
-    t.horizontalHeader().setSectionResizeMode(len(v.columns) - 1, QHeaderView.Stretch)
-    t.setMinimumHeight(min(260, 40 + 28 * len(v.rows)))
-    lay.addWidget(t)
-    return box
+    if start == 0:
+        t.resizeColumnsToContents()
+        t.horizontalHeader().setSectionResizeMode(len(v.columns) - 1, QHeaderView.Stretch)
 
 
 def _heatmap(v: Heatmap) -> pg.PlotWidget:
@@ -82,12 +149,8 @@ def _heatmap(v: Heatmap) -> pg.PlotWidget:
     ticks = [[(i + 0.5, plain(name)) for i, name in enumerate(v.row_labels)]]
     item.getAxis("left").setTicks(ticks)
     category_ticks(w, "bottom", [(j + 0.5, plain(name)) for j, name in enumerate(v.col_labels)])
-    if n <= 12:
-        for i in range(n):
-            for j in range(M.shape[1]):
-                label = pg.TextItem(f"{M[i, j]:.2f}", color="#111827", anchor=(0.5, 0.5))
-                label.setPos(j + 0.5, i + 0.5)
-                w.addItem(label)
+    if n <= 12 and M.shape[1] <= 12:
+        w.addItem(CellValues(M))
     w.setMouseEnabled(False, False)
     w.setRange(xRange=(0, M.shape[1]), yRange=(0, n), padding=0.02)  # every row and column whole
     return w
@@ -147,7 +210,10 @@ def render_view(v: View) -> QWidget:
 
 
 class ViewsPanel(QScrollArea):
-    """Texts and tables across the full width, plots two per row, in a scroll area."""
+    """Texts and tables across the full width, plots two per row, in a scroll area; drawn a view per event-loop
+    turn (module docstring)."""
+
+    drawn = Signal()  # every view of the last show_views is drawn
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -159,28 +225,73 @@ class ViewsPanel(QScrollArea):
         self._inner = QWidget()
         self._grid = QGridLayout(self._inner)
         self.setWidget(self._inner)
+        self._todo: list = []  # steps still to draw: (view,) or (view, widget, next row) for a table's rows
+        self._at = (0, 0)  # the grid cell the next widget goes to
+        self._step = QTimer(self)
+        self._step.setSingleShot(True)
+        self._step.setInterval(0)
+        self._step.timeout.connect(self._draw_next)
+
+    @property
+    def done(self) -> bool:
+        return not self._todo
 
     def clear(self) -> None:
+        self._todo = []
+        self._step.stop()
         for w in self.widgets:
             self._grid.removeWidget(w)
             w.deleteLater()
         self.widgets, self.plots, self.kinds = [], [], []
+        self._at = (0, 0)
 
     def show_views(self, views: list[View]) -> None:
+        """Draw ``views``, one per event-loop turn, from now on (``drawn`` when all are)."""
         self.clear()
-        row = col = 0
-        for v in views:
+        self._todo = [(v,) for v in views]
+        self._step.start()
+
+    def finish(self) -> None:
+        """Draw every view still waiting, now."""
+        while self._todo:
+            self._draw_next(schedule=False)
+
+    def _draw_next(self, schedule: bool = True) -> None:
+        if not self._todo:
+            return
+        step = self._todo.pop(0)
+        if len(step) == 3:  # more rows of a long table
+            v, box, start = step
+            _fill_rows(v, box.table, start, start + TABLE_ROWS_PER_TURN)
+            if start + TABLE_ROWS_PER_TURN < len(v.rows):
+                self._todo.insert(0, (v, box, start + TABLE_ROWS_PER_TURN))
+        else:
+            self._place(step[0])
+        if self._todo:
+            if schedule:
+                self._step.start()
+        else:
+            self._grid.setRowStretch(self._at[0] + 1, 1)
+            self.drawn.emit()
+
+    def _place(self, v: View) -> None:
+        row, col = self._at
+        if isinstance(v, Table):
+            w = _table(v, TABLE_ROWS_PER_TURN)
+            if len(v.rows) > TABLE_ROWS_PER_TURN:
+                self._todo.insert(0, (v, w, TABLE_ROWS_PER_TURN))
+        else:
             w = render_view(v)
-            self.widgets.append(w)
-            self.kinds.append(type(v).__name__)
-            if isinstance(v, Text | Table):
-                if col:
-                    row, col = row + 1, 0
-                self._grid.addWidget(w, row, 0, 1, 2)
-                row += 1
-            else:
-                w.setMinimumHeight(240)
-                self.plots.append(w)
-                self._grid.addWidget(w, row, col)
-                row, col = (row, 1) if col == 0 else (row + 1, 0)
-        self._grid.setRowStretch(row + 1, 1)
+        self.widgets.append(w)
+        self.kinds.append(type(v).__name__)
+        if isinstance(v, Text | Table):
+            if col:
+                row, col = row + 1, 0
+            self._grid.addWidget(w, row, 0, 1, 2)
+            row += 1
+        else:
+            w.setMinimumHeight(240)
+            self.plots.append(w)
+            self._grid.addWidget(w, row, col)
+            row, col = (row, 1) if col == 0 else (row + 1, 0)
+        self._at = (row, col)

@@ -3,7 +3,8 @@
 At export a site fits its own-rows model (:mod:`core.learn.local_model`) and keeps it. Here the same learner
 is cross-validated on the same rows, and only the scores leave, in the bundle manifest under ``own_cv``:
 
-* folds: stratified k-fold with k = min(5, rows of the rarest class present), at least 2;
+* folds: stratified k-fold with k = min(5, rows of the rarest class present), at least 2 (scikit-learn's folds and
+  scores, written out in numpy: :mod:`core.learn.fold_scores`);
 * repeats: r = min(10, ⌈200 / n⌉), so a small site's estimate rests on about 200 out-of-fold predictions;
 * the splits are seeded from SHA-256 of the rows and labels, so the same CSV gives the same numbers;
 * at most ``MAX_ROWS`` rows (the seeded subsample :func:`~core.learn.local_model.fit_local_model` takes).
@@ -21,13 +22,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import FormatError
 from ..formats.fields import check_fields, write_fields
+from .fold_scores import balanced_accuracy, log_loss, roc_auc, roc_auc_ovr, stratified_folds
 from .local_model import fit_local_model, local_predict_proba
 
 MAX_ROWS = 20000  # as fit_local_model's default cap
@@ -77,9 +78,6 @@ class OwnOutOfFold:
 def own_out_of_fold(X: np.ndarray, y: np.ndarray, n_classes: int, *, max_rows: int = MAX_ROWS
                     ) -> OwnOutOfFold | None:
     """:func:`cross_validate_own` with the out-of-fold probabilities it scores (:class:`OwnOutOfFold`)."""
-    from sklearn.metrics import balanced_accuracy_score, log_loss, roc_auc_score
-    from sklearn.model_selection import RepeatedStratifiedKFold
-
     X = np.asarray(X, np.float64)
     y = np.asarray(y, np.int64)
     rows = np.arange(len(y))
@@ -90,26 +88,23 @@ def own_out_of_fold(X: np.ndarray, y: np.ndarray, n_classes: int, *, max_rows: i
     if len(present) < 2 or len(y) < 4:
         return None
     folds, repeats = cv_plan(y)
-    splitter = RepeatedStratifiedKFold(n_splits=folds, n_repeats=repeats, random_state=rows_seed(X, y))
     K = int(n_classes)
     proba = np.zeros((repeats, len(y), K))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # "least populated class has fewer members than n_splits"
-        for s, (tr, te) in enumerate(splitter.split(X, y)):
-            model = fit_local_model(X[tr], y[tr], K)
-            proba[s // folds, te] = local_predict_proba(model, X[te])
+    for s, (tr, te) in enumerate(stratified_folds(y, folds, repeats, rows_seed(X, y))):
+        model = fit_local_model(X[tr], y[tr], K)
+        proba[s // folds, te] = local_predict_proba(model, X[te])
     per_repeat = {k: [] for k in SCORES}
     for P in proba:
         pred = P.argmax(axis=1)
         per_repeat["accuracy"].append(float(np.mean(pred == y)))
-        per_repeat["balanced_accuracy"].append(float(balanced_accuracy_score(y, pred)))
+        per_repeat["balanced_accuracy"].append(balanced_accuracy(y, pred))
         Pp = P[:, present] / np.maximum(P[:, present].sum(axis=1, keepdims=True), 1e-300)
         if len(present) == 2:
-            auc = roc_auc_score(y == present[1], Pp[:, 1])
+            auc = roc_auc(y == present[1], Pp[:, 1])
         else:
-            auc = roc_auc_score(y, Pp, multi_class="ovr", average="macro", labels=present)
-        per_repeat["auc"].append(float(auc))
-        per_repeat["log_loss"].append(float(log_loss(y, np.clip(P, 1e-15, 1.0), labels=np.arange(K))))
+            auc = roc_auc_ovr(y, Pp, present)
+        per_repeat["auc"].append(auc)
+        per_repeat["log_loss"].append(log_loss(y, np.clip(P, 1e-15, 1.0)))
     out: dict = {k: round(float(np.mean(v)), 6) for k, v in per_repeat.items()}
     out.update({"rows": int(len(y)), "folds": int(folds), "repeats": int(repeats), "model": MODEL_NAME})
     if K == 2:

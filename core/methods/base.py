@@ -173,6 +173,10 @@ class Method(ABC):
     # Whether what leaves is a small distilled set of made-up rows rather than a copy of every row (the privacy
     # page's "distilled mode" lever points to such a method).
     distilled: ClassVar[bool] = False
+    # Whether ``apply``'s columns for a row depend on that row alone, not on the other rows given with it (a fitted
+    # model applied row by row; not a clustering that maps the exported rows back by their permutation): a site's
+    # ``apply`` then streams its CSV to RESULT.csv block by block (core/participant.py, core/result_csv.py).
+    apply_per_row: ClassVar[bool] = False
 
     def __init__(self, **settings: Any):
         self.settings = check_settings(self.name, self.settings_spec, settings, side="analyst")

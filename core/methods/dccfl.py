@@ -121,6 +121,7 @@ class DCCFL(LabelledDCSite, Method):
     bundle_rules = LABELLED_DC_RULES
     package_fields = CLUSTER_PACKAGE_FIELDS
     own_model_choice = "analyst"  # cross-validates every candidate on each site's received rows
+    apply_per_row = True  # a fitted model applied row by row
     what_leaves = LABELLED_DC_LEAVES
     one_cluster = False
     settings_spec = (

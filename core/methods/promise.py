@@ -240,20 +240,23 @@ def proba_of(columns: dict, classes: list[str]) -> np.ndarray:
 
 def promised_columns(method, manifest: dict, private: dict[str, np.ndarray], X: np.ndarray,
                      apply: Callable[[np.ndarray], dict[str, np.ndarray]], *, arrays: dict | None = None,
-                     metric: str | None = "auto") -> tuple[dict[str, np.ndarray], dict | None]:
+                     metric: str | None = "auto", choice: dict | None = None
+                     ) -> tuple[dict[str, np.ndarray], dict | None]:
     """The result columns of a package on the rows X, keeping the promise, and the choice made (None for a
     clustering package): ``apply(rows)`` is the method's own apply, ``arrays`` the package's arrays. The site
     chooses on its own rows (:func:`paired_choice`): its own model, the shared model as sent, or an update of it
     (:mod:`core.learn.site_update`), and the result is that model's. Without what the paired comparison needs (an
     export made before it, or a package the analyst asked to be used as sent), a package that says "keep your own"
-    is applied with the site's own model, and otherwise the package as sent."""
+    is applied with the site's own model, and otherwise the package as sent. ``choice``: a choice this function
+    returned for other rows of the same file (a site's choice rests on its kept rows, not on X): made once."""
     from ..learn.site_update import apply_update
 
     classes = [str(c) for c in manifest.get("classes", [])]
     if method.task != "classification" or len(classes) < 2:
         return apply(X), None
     paired = manifest.get("update") is not None or method.own_model_choice == "site"
-    choice = paired_choice(method, manifest, arrays or {}, private, classes, metric, apply) if paired else None
+    if choice is None or choice.get("by") != "site":
+        choice = paired_choice(method, manifest, arrays or {}, private, classes, metric, apply) if paired else None
     if choice is not None:
         own = private if has_local_model(private) else (
             {k[len(CHECK_PREFIX):]: private[k] for k in CHECK_MODEL} if all(k in private for k in CHECK_MODEL)

@@ -280,7 +280,7 @@ def _assess(site: SiteInput, export: SiteExport, method: Method, thresholds: Pri
     rng = np.random.default_rng(seed)
     X = np.asarray(site.X, np.float64)
     n = len(X)
-    spread, binary = A.column_spread(X), A.binary_columns(X)
+    mean, spread, binary = A.column_summary(X)  # one pass over the rows for all three
     arrays = export.arrays
     findings: list[AttackFinding] = []
     dc_rows = "x_tilde" in arrays and "anchor_tilde" in arrays and site.anchor is not None

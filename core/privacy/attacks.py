@@ -9,16 +9,39 @@ from __future__ import annotations
 import numpy as np
 
 
+def column_summary(X: np.ndarray, block: int = 16384) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, spread, binary) of every column of the site's rows in one pass over blocks of rows (a column-wise
+    reduction of a large row-major matrix would read all of it once per column): the mean, sd_j = √(Σ(x − x̄)²/n)
+    (1 for a constant column, so errors stay finite) from the blocks' means and sums of squared deviations
+    (Chan, Golub & LeVeque's pooled update), and whether the column holds only 0 and 1 (an encoded level)."""
+    X = np.asarray(X, np.float64)
+    n, m = X.shape
+    mean, m2, binary = np.zeros(m), np.zeros(m), np.ones(m, bool)
+    seen = 0
+    for start in range(0, n, block):
+        B = X[start:start + block]
+        k = len(B)
+        b_mean = B.mean(axis=0)
+        b_m2 = ((B - b_mean) ** 2).sum(axis=0)
+        delta = b_mean - mean
+        total = seen + k
+        mean = mean + delta * (k / total)
+        m2 = m2 + b_m2 + delta ** 2 * (seen * k / total)
+        seen = total
+        if binary.any():
+            binary &= np.all((B == 0) | (B == 1), axis=0)
+    sd = np.sqrt(m2 / max(n, 1))
+    return mean, np.where(sd > 1e-12, sd, 1.0), binary
+
+
 def column_spread(X: np.ndarray) -> np.ndarray:
     """sd_j of every column of the site's rows (1 for a constant column, so errors stay finite)."""
-    sd = np.asarray(X, np.float64).std(axis=0)
-    return np.where(sd > 1e-12, sd, 1.0)
+    return column_summary(X)[1]
 
 
 def binary_columns(X: np.ndarray) -> np.ndarray:
     """Which columns hold only 0 and 1 (encoded levels): their error is "wrong after rounding"."""
-    X = np.asarray(X)
-    return np.all((X == 0) | (X == 1), axis=0)
+    return column_summary(X)[2]
 
 
 def collusion_map(anchor: np.ndarray, anchor_tilde: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -6,8 +6,9 @@ between two ticks: the longest time the UI thread could not process events (a fr
 ``python docs/tools/stall.py`` builds a synthetic analyst project (12 sites × 300 rows, 50 epochs by default),
 measures the app's start-up in a fresh process (process start → StartWindow shown → AnalystWindow
 shown), then drives the analyst window in this process and reports the longest stall just after the
-window opened (its one-time background import of torch), while importing, training and exporting. The
-target is no stall over 50 ms.
+window opened (its one-time background import of torch), while importing, training, drawing the result (its views
+are drawn one per event-loop turn after training ends), exporting and saving the report as PDF. The target is no
+stall over 50 ms.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -155,7 +157,7 @@ def measure_startup(kit: Path, settings_dir: Path, runs: int = 3) -> dict:
 def run_probe(sites: int = 12, rows: int = 300, epochs: int = 50, t: str = "auto", interval_ms: int = 5,
               startup_runs: int = 3, switch_interval: float | None = None, workdir: Path | None = None,
               torch_threads: int | None = None, baseline_s: float = 0.0) -> dict:
-    from analyst_screens import open_session
+    from analyst_screens import confirm_senders, open_session
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
@@ -206,15 +208,21 @@ def run_probe(sites: int = 12, rows: int = 300, epochs: int = 50, t: str = "auto
         sys.setswitchinterval(switch_interval)
     job = window.bundles_page.import_paths([str(p) for p in project.bundles])
     report["import"] = measure_stall(app, job, interval_ms)
+    confirm_senders(app, window.bundles_page, window.bundles_page.pending_fingerprints())  # compared by phone
     window.show_page("models")
+    drawn = threading.Event()  # the result's views are drawn a view per event-loop turn after the job ends
+    window.models_page.views.drawn.connect(drawn.set)
     t0 = time.perf_counter()
     job = window.models_page.train()
     report["train"] = measure_stall(app, job, interval_ms)
     report["train"]["train_s"] = time.perf_counter() - t0
     report["train"]["outcome"] = window.models_page.last_outcome
+    report["draw"] = measure_stall(app, Job(lambda control: drawn.wait(120), "drawing the result"), interval_ms)
+    report["draw"]["views"] = len(window.models_page.views.widgets)
     window.show_page("export")
     window.export_page.out_edit.setText(str(workdir / "packages"))
     report["export"] = measure_stall(app, window.export_page.export(), interval_ms)
+    report["pdf"] = measure_stall(app, window.export_page.save_pdf(workdir / "report.pdf"), interval_ms)
     window.close()
     if tmp is not None:
         tmp.cleanup()
@@ -247,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         s = rep["startup"]
         print(f"start-up: StartWindow shown after {s['start_window_s']:.2f} s, AnalystWindow after "
               f"{s['analyst_window_s']:.2f} s (median of {s['runs']}, from process start)")
-    for phase in ("open", "idle", "import", "train", "export"):
+    for phase in ("open", "idle", "import", "train", "draw", "export", "pdf"):
         if phase not in rep:
             continue
         m = rep[phase]

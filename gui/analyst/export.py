@@ -6,7 +6,7 @@ images.
 
 Test hooks: ``out_edit``, ``export_button``, ``export() -> Job``, ``job_panel``, ``checklist``
 (QListWidget), ``outputs`` (core RunOutputs), ``pdf_button`` (asks a path through
-``QFileDialog.getSaveFileName``), ``save_pdf(path) -> Path``, ``open_folder_button``, ``message``.
+``QFileDialog.getSaveFileName``), ``save_pdf(path) -> Job`` (prints in a job), ``open_folder_button``, ``message``.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from core.analyst import RunOutputs
 from core.errors import DCError
 from core.fileio import safe_name
 
-from ..jobs import Job
+from ..jobs import Job, QtThreadJob
 from ..widgets import JobPanel, MessageLabel
 from .common import ThrottledJob, hide_when_done
 from .state import QtAnalystState
@@ -484,19 +484,35 @@ class ExportPage(QWidget):
         if path:
             self.save_pdf(path)
 
-    def save_pdf(self, path: str | Path) -> Path | None:
+    def save_pdf(self, path: str | Path) -> Job | None:
+        """Print the report to ``path`` in a job (laying out and painting the pages takes seconds for a large
+        round: never on the window's thread); the checklist and the message say where it went."""
         if self.outputs is None:
             self.message.show_message("error", self.tr("Write the packages first."))
             return None
-        try:
-            html = self.outputs.report.read_text(encoding="utf-8")
-            out = report_to_pdf(html, path)
-        except (OSError, DCError) as exc:
-            self.message.show_message("error", str(exc))
+        if self.job_panel.busy:
             return None
+        report = self.outputs.report
+
+        def work(control):
+            control.step(0.0, "laying out and printing the pages")
+            try:
+                return report_to_pdf(report.read_text(encoding="utf-8"), path)
+            except OSError as exc:
+                raise DCError(f"the PDF could not be written ({exc.strerror or exc})", path=path) from exc
+
+        self.message.clear_message()
+        self.pdf_button.setEnabled(False)
+        job = QtThreadJob(work, self.tr("Saving the report as PDF"))
+        job.succeeded.connect(self._pdf_saved)
+        job.failed.connect(self._failed)
+        job.ended.connect(lambda: self.pdf_button.setEnabled(self.outputs is not None))
+        self._job = job
+        return self.job_panel.run(job)
+
+    def _pdf_saved(self, out: Path) -> None:
         self._check(self.tr("report (PDF): {path}").format(path=out))
         self.message.show_message("ok", self.tr("Report saved as {path}.").format(path=out))
-        return out
 
     def _open_folder(self) -> None:
         if self.outputs is not None:

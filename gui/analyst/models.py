@@ -45,10 +45,12 @@ from core.report import minority_flags
 from ..jobs import Job
 from ..plots import cluster_color, make_plot, set_title
 from ..settings_form import SettingsForm
-from ..views_panel import ViewsPanel
+from ..views_panel import ViewsPanel, for_display
 from ..widgets import EmptyNote, JobPanel, MessageLabel, esc, plain
 from .common import TERMS, ThrottledJob, hide_when_done
 from .state import QtAnalystState, training_threads
+
+SITE_ROWS_PER_TURN = 200  # the Sites table is filled this many rows per event-loop turn
 
 
 def _thread_limits(n: int):
@@ -107,6 +109,7 @@ class ModelsPage(QWidget):
         self._loss: dict[int, tuple[list[int], list[float]]] = {}
         self.metric_columns: list[str] = []
         self.torch_threads = training_threads()
+        self._prepared: tuple | None = None  # (run, its views as drawn), made on the training job's thread
 
         self.heading = QLabel()
         self.heading.setWordWrap(True)
@@ -292,7 +295,10 @@ class ModelsPage(QWidget):
 
                 torch.set_num_threads(threads)
             with _thread_limits(threads):
-                return session.run(bundles, None, settings, control, on_epoch=on_epoch, excluded=excluded)
+                run = session.run(bundles, None, settings, control, on_epoch=on_epoch, excluded=excluded)
+                control.step(1.0, "preparing the plots")
+                self._prepared = (run, for_display(run.views()))  # off the window's thread (issue #36)
+                return run
 
         job = ThrottledJob(work, self.tr("Training on {n} site(s)").format(n=len(bundles)))
         job.succeeded.connect(self.state.set_run)
@@ -398,7 +404,46 @@ class ModelsPage(QWidget):
             head.setToolTip(term)
             t.setHorizontalHeaderItem(c, head)
         t.setRowCount(len(sites))
-        for r, x in enumerate(sites):
+        self._fill_sites(result, sites, cols, 0)
+        header = t.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeToContents)  # headers and intervals stay whole
+        header.setStretchLastSection(True)
+        if len(sites) > SITE_ROWS_PER_TURN:  # many sites: the rest of the rows on later event-loop turns
+            header.setSectionResizeMode(QHeaderView.Interactive)  # (sizing to every row is itself slow)
+            t.resizeColumnsToContents()
+            QTimer.singleShot(0, lambda: self._fill_sites(result, sites, cols, SITE_ROWS_PER_TURN))
+        accs = [x["holdout_accuracy"] for x in sites if "holdout_accuracy" in x]
+        QTimer.singleShot(0, lambda: self._draw_accuracy(result))
+        QTimer.singleShot(0, lambda: self._draw_views(result))
+        parts = [self.tr("Method <b>{m}</b>").format(m=result.method)]
+        if "n_clusters" in s:
+            parts.append((self.tr("{n} group(s) of sites") if s.get("task") == "classification" else
+                          self.tr("{n} cluster(s)")).format(n=s["n_clusters"]))
+        if s.get("t") is not None and self._uses_t():
+            parts.append(self.tr("{n} = {t:g} ({how})").format(
+                n=self.texts.threshold, t=float(s["t"]),
+                how=self.tr("automatic") if s.get("t_auto") else self.tr("chosen")))
+        if "expected_mean" in s:
+            parts.append(self.tr("mean expected accuracy <b>{a:.3f}</b>").format(a=float(s["expected_mean"])))
+            if "own_model_mean" in s:
+                parts.append(self.tr("own-rows models {a:.3f}").format(a=float(s["own_model_mean"])))
+            weak = [x["site"] for x in sites if (x.get("expected") or {}).get("weak")]
+            if weak:
+                parts.append(self.tr("<span style='color:#b45309'>too few rows for a firm estimate: {s}</span>")
+                             .format(s=esc(", ".join(weak[:20]) + (" …" if len(weak) > 20 else ""))))
+        elif accs:
+            parts.append(self.tr("mean hold-out accuracy <b>{a:.3f}</b>").format(a=float(np.mean(accs))))
+        self.result_label.setText(" · ".join(parts) + "<br>" + self.tr("Next: write the packages on the Export "
+                                                                        "page."))
+
+    def _fill_sites(self, result, sites: list, cols: list[str], start: int) -> None:
+        """Rows ``start`` … of the Sites table, :data:`SITE_ROWS_PER_TURN` at a time (the rest on a later turn)."""
+        if result is not self.state.result:
+            return
+        t = self.metrics_table
+        stop = min(start + SITE_ROWS_PER_TURN, len(sites))
+        for r in range(start, stop):
+            x = sites[r]
             for c, key in enumerate(cols):
                 v = x.get(key, "")
                 if key == "cluster" and isinstance(v, int):
@@ -421,32 +466,8 @@ class ModelsPage(QWidget):
                 if isinstance(v, int | float):
                     item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
                 t.setItem(r, c, item)
-        header = t.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeToContents)  # headers and intervals stay whole
-        header.setStretchLastSection(True)
-        accs = [x["holdout_accuracy"] for x in sites if "holdout_accuracy" in x]
-        QTimer.singleShot(0, lambda: self._draw_accuracy(result))
-        QTimer.singleShot(0, lambda: self._draw_views(result))
-        parts = [self.tr("Method <b>{m}</b>").format(m=result.method)]
-        if "n_clusters" in s:
-            parts.append((self.tr("{n} group(s) of sites") if s.get("task") == "classification" else
-                          self.tr("{n} cluster(s)")).format(n=s["n_clusters"]))
-        if s.get("t") is not None and self._uses_t():
-            parts.append(self.tr("{n} = {t:g} ({how})").format(
-                n=self.texts.threshold, t=float(s["t"]),
-                how=self.tr("automatic") if s.get("t_auto") else self.tr("chosen")))
-        if "expected_mean" in s:
-            parts.append(self.tr("mean expected accuracy <b>{a:.3f}</b>").format(a=float(s["expected_mean"])))
-            if "own_model_mean" in s:
-                parts.append(self.tr("own-rows models {a:.3f}").format(a=float(s["own_model_mean"])))
-            weak = [x["site"] for x in sites if (x.get("expected") or {}).get("weak")]
-            if weak:
-                parts.append(self.tr("<span style='color:#b45309'>too few rows for a firm estimate: {s}</span>")
-                             .format(s=esc(", ".join(weak))))
-        elif accs:
-            parts.append(self.tr("mean hold-out accuracy <b>{a:.3f}</b>").format(a=float(np.mean(accs))))
-        self.result_label.setText(" · ".join(parts) + "<br>" + self.tr("Next: write the packages on the Export "
-                                                                        "page."))
+        if start and stop < len(sites):
+            QTimer.singleShot(0, lambda: self._fill_sites(result, sites, cols, stop))
 
     def _draw_views(self, result) -> None:
         """The method's views of this run (tables, ROC and calibration curves, confusion matrix) on the Results
@@ -455,7 +476,8 @@ class ModelsPage(QWidget):
         run = self.state.run
         if result is not self.state.result or run is None:
             return
-        views = run.views()
+        prepared = self._prepared
+        views = prepared[1] if prepared is not None and prepared[0] is run else for_display(run.views())
         self.views.show_views(views)
         flags = minority_flags(result.summary)
         if flags:
@@ -487,7 +509,7 @@ class ModelsPage(QWidget):
                                                        label=self.tr("mean {m:.3f}").format(m=mean),
                                                        labelOpts={"position": 0.03, "color": "#374151",
                                                                   "fill": (255, 255, 255, 210)}))
-            self.accuracy_plot.getPlotItem().getAxis("left").setTicks(
-                [[(int(yy), plain(x["site"])) for yy, x in zip(y, sites, strict=True)]])
+            self.accuracy_plot.getPlotItem().getAxis("left").setTicks(  # names while they can be read
+                [[(int(yy), plain(x["site"])) for yy, x in zip(y, sites, strict=True)] if len(sites) <= 60 else []])
             self.accuracy_plot.setXRange(0, 1.0, padding=0.02)
             self.accuracy_plot.setYRange(-0.6, len(sites) - 0.4, padding=0)

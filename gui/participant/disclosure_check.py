@@ -9,7 +9,8 @@ and the page applies the setting and re-assesses in its job.
 
 Test hooks: ``verdict_of(row)``, ``findings_table``, ``numbers_table``, ``levers_box``, ``levers_table``,
 ``use_buttons`` (one per applicable option, in table order), ``summary_label``, ``formal_label``,
-``threat_label``, ``consent_check`` (shown only when a counted check is poor; ``consent_changed(bool)``).
+``threat_label``, ``consent_check`` (shown only when a counted check is poor; ``consent_changed(bool)``), ``jobs``
+(the levers' progress line).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from core.privacy.levers import LEVER_WORDS, USELESS_AUC, LeverOption, Levers, finding_key
 
-from ..widgets import esc
+from ..widgets import JobPanel, esc
 
 BADGES = {"ok": ("OK", "#bbf7d0", "the measured number is within the kit's limit"),
           "poor": ("Poor", "#fecaca", "the measured number passes the kit's limit: see the levers below"),
@@ -134,12 +135,15 @@ class DisclosureCheck(QGroupBox):
         ll.addWidget(self.levers_table)
         ll.addWidget(self.formal_label)
         self.levers_box.setVisible(False)
+        self.jobs = JobPanel()  # the levers' own progress line (they are measured in a job of their own)
+        self.jobs.finished.connect(lambda _how: self.jobs.setVisible(False))  # their outcome is shown above
         lay = QVBoxLayout(self)
         lay.addWidget(self.threat_label)
         lay.addWidget(self.summary_label)
         lay.addWidget(self.findings_table)
         lay.addWidget(self.numbers_table)
         lay.addWidget(self.consent_check)
+        lay.addWidget(self.jobs)
         lay.addWidget(self.levers_box)
         self.use_buttons: list[QPushButton] = []
         self.findings: list[dict] = []
@@ -159,14 +163,18 @@ class DisclosureCheck(QGroupBox):
         """Whether a check the kit counts is poor: exporting then needs the tick."""
         return any(f["verdict"] == "poor" and f.get("in_scope", True) for f in self.findings)
 
-    def show_check(self, findings: list[dict] | None, levers: Levers | None = None, *, waiting: str = "") -> None:
-        """Show ``findings`` (None: nothing measured yet, ``waiting`` says why) and, when some is poor, ``levers``."""
+    def show_check(self, findings: list[dict] | None, levers: Levers | None = None, *, waiting: str = "",
+                   measuring: bool = False) -> None:
+        """Show ``findings`` (None: nothing measured yet, ``waiting`` says why) and, when some is poor, ``levers``
+        (``measuring``: they are being measured; the progress line says how far)."""
+        new_check = list(findings or []) != self.findings  # the levers arriving later do not ask again
         self.findings, self.levers = list(findings or []), levers
         self.findings_table.setRowCount(len(self.findings))
         self.numbers_table.setRowCount(0)
-        self.consent_check.blockSignals(True)
-        self.consent_check.setChecked(False)  # a new check asks again
-        self.consent_check.blockSignals(False)
+        if new_check:
+            self.consent_check.blockSignals(True)
+            self.consent_check.setChecked(False)  # a new check asks again
+            self.consent_check.blockSignals(False)
         self.consent_check.setVisible(False)
         if findings is None:
             self.summary_label.setText(esc(waiting))
@@ -184,7 +192,9 @@ class DisclosureCheck(QGroupBox):
                 "<b>{k} of {n} checks are poor</b>: someone could get closer to your patients' rows than the kit "
                 "allows (measured here on up to {rows:,} of your rows). Choose a lever below and press "
                 "<i>Use this</i>, or tick <i>I accept this risk</i> to export as it is.").format(
-                k=len(poor), n=len(self.findings), rows=rows))
+                k=len(poor), n=len(self.findings), rows=rows)
+                + (self.tr(" The levers are being tried on your rows; you may export meanwhile.") if measuring
+                   else ""))
             self.consent_check.setText(self.tr(
                 "I accept this risk: export even though {k} check(s) the kit counts are poor (recorded in your "
                 "audit log)").format(k=len(poor)))

@@ -26,10 +26,11 @@ from core.methods import method_class
 from core.methods.base import SiteExport
 from core.privacy.levers import EPSILON_SETTING, formal_words, measure_levers, summarise
 
+from ..jobs import Job
 from ..screen import keep_rows
 from ..settings_form import SettingsForm
 from ..widgets import esc
-from .common import Page, human_size
+from .common import Page, human_size, run_job
 from .disclosure_check import DisclosureCheck
 
 # what a sealed file adds to the arrays: age header and chunk tags, the signed header, manifest, .npy headers
@@ -40,14 +41,19 @@ class PrivacyPage(Page):
     """Choose this site's settings (generated from the method's site-side declarations), then read what leaves
     (computed by :meth:`ParticipantRound.compute` in a job).
 
+    The page's job computes what leaves and its disclosure check (the findings); when a check is poor, the levers
+    (each option's site computation and check again: seconds to tens of seconds) are measured in a second job with
+    its own progress line in the check's box (``levers_job``), which the page does not wait for: the site may
+    export as it is meanwhile, and a change of settings cancels it.
+
     Test hooks: ``site_form`` (a :class:`gui.settings_form.SettingsForm`: ``site_form.set_value(name, v)``,
     ``site_form.widget(name)``), ``disclosure_table`` (one row per array that leaves: name, shape, type,
     meaning), ``leaves_label``, ``stays_label``; ``site_export`` is the computed :class:`SiteExport`;
     ``check`` the disclosure check (:class:`DisclosureCheck`: the kit's threat model, the findings, the levers and
     the "I accept this risk" tick a poor counted check needs: the export page's button waits for it, as for the
-    data page's units check), ``findings`` / ``levers`` what it shows;
-    ``extra_settings`` what "Use this" set outside the form (formal noise: ``formal_row``, ``formal_label``,
-    ``formal_off_button``).
+    data page's units check), ``findings`` / ``levers`` what it shows, ``levers_job`` the job measuring the levers
+    (None when none was needed); ``extra_settings`` what "Use this" set outside the form (formal noise:
+    ``formal_row``, ``formal_label``, ``formal_off_button``).
     """
 
     def __init__(self):
@@ -122,6 +128,7 @@ class PrivacyPage(Page):
         self.check.consent_changed.connect(self._consent)
         self.findings: list[dict] | None = None
         self.levers = None
+        self.levers_job: Job | None = None
 
         content = QWidget()  # one scroll area: the whole page fits a 1366×768 laptop
         cl = QVBoxLayout(content)
@@ -178,6 +185,7 @@ class PrivacyPage(Page):
 
     def recompute(self) -> None:
         """Compute what leaves with the current settings (after the running computation, if any, stops)."""
+        self._stop_levers()
         if self.busy:
             self._pending = True
             self.jobs.cancel()
@@ -200,19 +208,52 @@ class PrivacyPage(Page):
         def ok(result: tuple) -> None:
             if self._timer.isActive():  # the settings changed while this ran: the newer computation follows
                 return
-            export, self.findings, levers = result
-            self.levers = levers if not isinstance(levers, str) else None
+            export, self.findings, thresholds = result
+            self.levers = None
             self.site_export, self._computed_for = export, settings
             self._show(export)
             self._show_formal(export)
-            self.check.show_check(self.findings, self.levers)
-            if isinstance(levers, str):
-                self.message.show_message("warning", self.tr("The levers could not be measured: {why}").format(
-                    why=levers))
+            # a poor check the kit counts: measure what each lever would do (in its own job)
+            poor = any(f["verdict"] == "poor" and f.get("in_scope", True) for f in self.findings)
+            self.check.show_check(self.findings, None, measuring=poor)
             self.leaves_label.setText(self.leaves_label.text() + "<br>" + self.check_line())
+            if poor:
+                self._measure_levers(exporter, export, thresholds)
 
         self.start(lambda control: compute_and_check(exporter, control),
                    self.tr("Computing your private reduction and checking it…"), ok, on_end=self._ended)
+
+    def _measure_levers(self, exporter, export: SiteExport, thresholds) -> None:
+        """Measure every lever in its own job (the check's progress line); shown when done, if still current."""
+
+        def done(levers) -> None:
+            if self.site_export is export and self.levers_job is job:
+                self.levers = levers
+                self.check.show_check(self.findings, levers)
+
+        def failed(message: str) -> None:  # the levers are advice: they never stand between the site and its export
+            if self.site_export is export and self.levers_job is job:
+                self.check.show_check(self.findings, None)
+                self.message.show_message("warning", self.tr("The levers could not be measured: {why}").format(
+                    why=message))
+
+        job = run_job(self.check.jobs, lambda control: measure_levers(exporter, thresholds=thresholds,
+                                                                      control=control),
+                      self.tr("Trying each lever on your rows…"), done, failed)
+        self.levers_job = job
+
+    def validatePage(self) -> bool:  # noqa: N802 - Qt's name. Next: the levers were advice for this page
+        self._stop_levers()
+        return super().validatePage()
+
+    def cleanupPage(self) -> None:  # noqa: N802 - Back
+        self._stop_levers()
+        super().cleanupPage()
+
+    def _stop_levers(self) -> None:
+        if self.levers_job is not None and self.levers_job.running:
+            self.levers_job.cancel()
+        self.levers_job = None
 
     def check_line(self) -> str:
         """The disclosure check's outcome in one line beside what leaves (its details are further down)."""
@@ -312,17 +353,10 @@ class PrivacyPage(Page):
 
 
 def compute_and_check(exporter, control: JobControl) -> tuple:
-    """The page's job: what leaves (:meth:`ParticipantRound.compute`), its disclosure check
-    (:meth:`ParticipantRound.assess`) and, when a counted verdict is poor, every lever measured
-    (:func:`core.privacy.levers.measure_levers`). Returns (export, findings, levers or None)."""
-    export = exporter.compute(control.sub(0.0, 0.3))
-    assessment = exporter.assess(control=control.sub(0.3, 0.5))
-    findings = summarise(assessment)
-    levers = None
-    if assessment.needs_consent:  # a poor check the kit counts: measure what each lever would do
-        try:
-            levers = measure_levers(exporter, thresholds=assessment.thresholds, control=control.sub(0.5, 1.0))
-        except DCError as exc:  # the levers are advice: they never stand between the site and its export
-            levers = str(exc)
+    """The page's job: what leaves (:meth:`ParticipantRound.compute`) and its disclosure check
+    (:meth:`ParticipantRound.assess`). Returns (export, findings, the thresholds they were judged by); the levers,
+    when a verdict is poor, are measured in their own job (:func:`core.privacy.levers.measure_levers`)."""
+    export = exporter.compute(control.sub(0.0, 0.6))
+    assessment = exporter.assess(control=control.sub(0.6, 1.0))
     control.step(1.0, "checked")
-    return export, findings, levers
+    return export, summarise(assessment), assessment.thresholds

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from core.cli import main
+from tests.support import HANG_S
 from tests.support.cli import analyst_of
 from tests.support.roundkit import make_sites
 
@@ -56,7 +57,7 @@ def test_analyst_run_works_with_the_anchor_module_unimportable(tmp_path, monkeyp
             "--confirm", *[str(tmp_path / n / f"{n}.dcpub") for n in names]]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", BLOCKED_RUN, *args], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=300)
+                         text=True, timeout=HANG_S)
     assert out.returncode == 0, out.stderr
     assert len(json.loads((tmp_path / "out/summary.json").read_text())["packages"]) == 2
 

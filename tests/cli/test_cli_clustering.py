@@ -18,6 +18,7 @@ from core.formats.anchor import AnchorFile
 from core.formats.identity import Identity, PublicCard
 from core.methods.dcclustering.data_clustering import kmeans
 from tests.boundaries.test_privacy_boundary import BLOCKED_RUN, ROOT
+from tests.support import HANG_S
 from tests.support.cli import WF, analyst_of, anchor_to, apply_packages, confirm, refused, run
 from tests.support.clusterkit import BLOCKS, make_grid
 
@@ -94,7 +95,7 @@ def test_analyst_run_of_a_clustering_round_never_needs_the_anchor_module(cround,
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DCSTUDIO_PASSPHRASE": "correct horse battery staple",
            "OMP_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, "-c", BLOCKED_RUN, *args], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=300)
+                         text=True, timeout=HANG_S)
     assert out.returncode == 0, out.stderr
 
 

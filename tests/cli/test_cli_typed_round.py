@@ -48,11 +48,14 @@ def typed_round(tmp_path_factory):
                               "--out", d / "bundles" / f"{name}.dcbundle")
     assert run("analyst", "run", "--kit", d / "p.dckit", "--identity", d / "analyst/analyst.dcid",
                "--bundles", d / "bundles", "--out", d / "out", *confirm(d, sites)) == 0
-    spy: list = []
-    real = core.participant.read_table
-    mp.setattr(core.participant, "read_table", lambda *a, **k: (spy.append(k.get("fill_values")), real(*a, **k))[1])
+    spy: list = []  # the fill values each apply reads its CSV with (block by block, or the whole file)
+    for reader in ("read_table", "BlockReader"):
+        real = getattr(core.participant, reader)
+        mp.setattr(core.participant, reader,
+                   lambda *a, _real=real, **k: (spy.append(k.get("fill_values")), _real(*a, **k))[1])
     apply_packages(d, {name: test for name, (_, test) in sites.items()})
-    mp.setattr(core.participant, "read_table", real)
+    mp.undo()
+    mp.setenv("DCSTUDIO_PASSPHRASE", "correct horse battery staple")
     yield d, sites, said, spy
     mp.undo()
 

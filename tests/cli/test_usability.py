@@ -20,6 +20,7 @@ from core.control import JobControl
 from core.fileio import portable_name, safe_name
 from core.methods import FitContext
 from core.wording import leaves_sentence
+from tests.support import HANG_S
 from tests.support.cli import WF, analyst_of, refused, run
 from tests.support.roundkit import make_sites
 
@@ -298,7 +299,7 @@ def test_summary_and_report_number_clusters_from_1(french_round):
 def test_start_window_module_loads_no_heavy_library():
     code = ("import sys, gui.app; heavy = [m for m in ('numpy', 'pandas', 'sklearn', 'pyqtgraph', 'torch') "
             "if m in sys.modules]; print(heavy)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=HANG_S,
                          env={**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen"})
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
@@ -307,7 +308,7 @@ def test_site_export_path_loads_no_scipy_sklearn_or_torch():
     """A site's export imports numpy, pandas and the product only (scipy alone costs ~0.3–1 s per export)."""
     code = ("import sys, core.participant, core.methods; heavy = [m for m in ('scipy', 'sklearn', 'torch') "
             "if m in sys.modules]; print(heavy)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=HANG_S,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 

@@ -19,6 +19,7 @@ from core.errors import Cancelled, ConfigError, DCError, FormatError, Verificati
 from core.fileio import canonical_json
 from core.formats import envelope as env
 from core.formats.identity import Identity
+from tests.support import HANG_S
 
 PROJECT = "proj-2024-heart"
 
@@ -501,7 +502,7 @@ def test_stock_age_decrypts_the_payload(tmp_path, bundle, analyst):
     analyst.export_age_identity(key)
     out = tmp_path / "payload.zip"
     subprocess.run([shutil.which("age"), "-d", "-i", str(key), "-o", str(out), str(cut)],
-                   check=True, capture_output=True, timeout=60)
+                   check=True, capture_output=True, timeout=HANG_S)
     with zipfile.ZipFile(out) as zf:
         assert zf.testzip() is None
         manifest = json.loads(zf.read("manifest.json"))
@@ -523,7 +524,7 @@ def test_stock_age_refuses_wrong_key(tmp_path, bundle, other):
     key = tmp_path / "other.key"
     other.export_age_identity(key)
     result = subprocess.run([shutil.which("age"), "-d", "-i", str(key), str(cut)], capture_output=True,
-                            timeout=60)
+                            timeout=HANG_S)
     assert result.returncode != 0
 
 

@@ -193,6 +193,56 @@ def test_csv_cells_that_spreadsheets_would_run_are_escaped(rnd, tmp_path):
     assert set(out["note"]) == {"'=HYPERLINK(\"http://evil\")", "'@SUM(1)", "-1.5", "plain", "x", "y"}
 
 
+def _capturing(real, captured: dict):
+    def call(*a):
+        captured["a"] = a
+        return real(*a)
+    return call
+
+
+def test_apply_reads_the_csv_once_and_writes_what_the_whole_file_way_wrote(rnd, tmp_path, monkeypatch):
+    """Apply streams the CSV block by block (issue #36): the whole-file reading is never called, and RESULT.csv is
+    byte for byte what reading the whole CSV as text, escaping every cell and ``to_csv`` wrote (the CSV with formula
+    cells, and a plain copy with CRLF line ends). With blocks of a few rows the package's model is replaced by a
+    row-by-row function (BLAS gives a product of a few rows other last bits, hence tall blocks; test_result_csv.py);
+    with the real model the file is one block."""
+    import core.participant as participant
+    from core.data import blocks
+    from core.methods.dccfl import DCCFL
+    from tests.data.test_result_csv import small_blocks, whole_file_way
+
+    plain = tmp_path / "plain.csv"
+    plain.write_bytes(pd.read_csv(rnd.csv[0]).drop(columns="note").to_csv(index=False, lineterminator="\r\n").encode())
+
+    def whole_read(*_a, **_k):
+        raise AssertionError("the CSV was read whole")
+
+    def row_by_row(_method, _manifest, _private, X, _apply):
+        p = 1 / (1 + np.exp(-X[:, 0]))
+        return {"prediction": np.where(p > 0.5, "a", "=b").astype(object), "prob_a": p, "prob_b": 1 - p}, None
+
+    for csv, tiny in ((rnd.csv[0], True), (plain, True), (rnd.csv[0], False)):
+        with monkeypatch.context() as m:
+            if tiny:
+                small_blocks(m, 300)
+                m.setattr(participant, "promised_columns", row_by_row)
+            with monkeypatch.context() as m2:
+                m2.setattr(participant, "read_table", whole_read)
+                streamed = apply_package(rnd.out.packages[0].path, rnd.sites[0], csv, tmp_path / "s.csv",
+                                         workspace=rnd.ws[0])
+            assert tiny == (len(list(blocks.BlockReader(csv, rnd.kit.schema, tables=False))) > 3)
+            captured: dict = {}
+            m.setattr(DCCFL, "apply_per_row", False)  # the whole-file way
+            m.setattr(participant, "write_result_csv", _capturing(participant.write_result_csv, captured))
+            whole = apply_package(rnd.out.packages[0].path, rnd.sites[0], csv, tmp_path / "w.csv",
+                                  workspace=rnd.ws[0])
+        _, _, _, _, fmt, out_fmt, ending, columns = captured["a"]
+        assert streamed.rows == whole.rows == len(next(iter(columns.values())))
+        assert streamed.columns == whole.columns and streamed.choice == whole.choice
+        data = (tmp_path / "s.csv").read_bytes()
+        assert data == (tmp_path / "w.csv").read_bytes() == whole_file_way(csv, fmt, out_fmt, ending, columns)
+
+
 # ---- crash-safe order -----------------------------------------------------------------------------------------
 
 def test_a_failed_state_save_leaves_no_bundle_and_stale_parts_are_cleaned(rnd, tmp_path):

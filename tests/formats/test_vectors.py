@@ -27,6 +27,7 @@ from core.formats.envelope import TRAILER_LEN, file_digest, inspect, open_sealed
 from core.formats.identity import Identity, PublicCard
 from core.formats.kit import Kit
 from core.participant import hash_ids
+from tests.support import HANG_S
 
 VECTORS = Path(__file__).parent / "vectors"
 EXPECTED = json.loads((VECTORS / "expected.json").read_text(encoding="utf-8"))
@@ -223,7 +224,7 @@ def test_stock_age_decrypts_the_bundle(ids, tmp_path):
     section = tmp_path / "payload.age"
     section.write_bytes(age_section((VECTORS / e["file"]).read_bytes()))
     out = tmp_path / "payload.zip"
-    subprocess.run([age, "-d", "-i", str(key), "-o", str(out), str(section)], check=True, timeout=30)
+    subprocess.run([age, "-d", "-i", str(key), "-o", str(out), str(section)], check=True, timeout=HANG_S)
     assert out.read_bytes() == (VECTORS / e["archive"]).read_bytes()
 
 

@@ -156,6 +156,7 @@ def _models_and_clients_whole(qtbot, w) -> None:
             n = len(cp.names)
             assert x0 <= 0.01 and x1 >= n - 0.01 and y0 <= 0.01 and y1 >= n - 0.01, (plot, n, x0, x1)
     if w.show_page("clustering"):
+        w.clustering_page.views.finish()  # (drawn a view per event-loop turn otherwise)
         qtbot.wait(50)
         assert not _visible(*w.clustering_page.views.plots[:1])
     if w.show_page("export"):

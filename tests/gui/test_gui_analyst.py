@@ -395,7 +395,7 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
         assert all(x["model"] == "own" for x in result.summary["sites"])
     assert "mean expected accuracy" in mp.result_label.text()
     # issue #23: the run's per-site clinical figures are on the Results tab, shown first
-    qtbot.waitUntil(lambda: bool(mp.views.kinds), timeout=5000)
+    until(qtbot, mp.views.drawn, lambda: bool(mp.views.kinds) and mp.views.done)  # drawn a view per turn
     assert mp.result_tabs.currentWidget() is mp.views and "Heatmap" in mp.views.kinds
     assert any(isinstance(x, QWidget) and "What each site is sent" in x.findChild(QLabel).text()
                for x, k in zip(mp.views.widgets, mp.views.kinds, strict=True) if k == "Table")
@@ -424,6 +424,7 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
     pdf = out / "report.pdf"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(pdf), ""))
     qtbot.mouseClick(ep.pdf_button, Qt.LeftButton)
+    wait_job(qtbot, ep.job_panel.job)  # printed in a job, off the window's thread
     assert pdf.exists() and pdf.read_bytes()[:4] == b"%PDF" and pdf.stat().st_size > 2000
     assert any("report.pdf" in ep.checklist.item(i).text() for i in range(ep.checklist.count()))
     # a PC without a browser: "Open the report" says so and where the file is, instead of doing nothing
@@ -468,6 +469,7 @@ def test_data_clustering_page_draws_the_details_contract(qtbot):
     result = fake_clustering_result(n=300, k=3)
     page.show_result(result)
     assert page.has_result
+    page.views.finish()  # (drawn a view per event-loop turn otherwise)
     kinds = page.views.kinds
     assert kinds.count("Scatter") == 1 and kinds.count("Curve") == 2 and "Bars" in kinds and "Table" in kinds
     scatter = page.views.widgets[kinds.index("Scatter")]
@@ -511,6 +513,7 @@ def test_clustering_kit_round_through_the_window(qtbot, tmp_path):
     wait_metrics(qtbot, w, 3)
     cp = w.clustering_page
     assert cp.has_result and w.show_page("clustering")
+    until(qtbot, cp.views.drawn, lambda: cp.views.done)
     assert "Scatter" in cp.views.kinds and cp.views.kinds.count("Curve") == 2
     assert mp.metrics_table.rowCount() == 3
     out = tmp_path / "out"
@@ -591,9 +594,9 @@ def test_models_page_warns_when_a_model_never_predicts_the_minority_class(qtbot)
     qtbot.addWidget(page)
     summary = dccfl_summary(never_site="North")
     state.set_run(AnalystRun(Stub(), MethodResult("dccfl", [], summary), []))
-    qtbot.waitUntil(lambda: page.views.kinds == ["Curve", "Curve"], timeout=5000)
+    until(qtbot, page.views.drawn, lambda: page.views.kinds == ["Curve", "Curve"] and page.views.done)
     assert page.minority_warning.kind == "error" and "North" in page.minority_warning.text()
     assert page.result_tabs.currentWidget() is page.views and len(page.views.plots) == 2
     summary["sites"][0]["metrics"]["never_predicts_minority"] = False
     state.set_run(AnalystRun(Stub(), MethodResult("dccfl", [], summary), []))
-    qtbot.waitUntil(lambda: page.minority_warning.kind == "", timeout=5000)
+    qtbot.waitUntil(lambda: page.minority_warning.kind == "", timeout=HANG)

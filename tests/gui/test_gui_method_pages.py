@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (  # noqa: E402
 
 from benchmarks.simulation.projects import build_clustering_project, build_project  # noqa: E402
 from core.methods import method_class  # noqa: E402
-from tests.support.gui import analyst_window_with_bundles, train_models  # noqa: E402
+from tests.support.gui import HANG, analyst_window_with_bundles, train_models, until  # noqa: E402
 
 # Shown words that belong to DC-CFL alone, or are a method's terms that a data manager cannot read (they may
 # stay in tooltips and docstrings).
@@ -100,8 +100,9 @@ def walk_pages(qtbot, aw) -> dict[str, list[str]]:
 
 def check_round(qtbot, aw, method: str) -> None:
     train_models(qtbot, aw)
-    qtbot.waitUntil(lambda: aw.state.result is not None, timeout=10000)
-    qtbot.wait(200)  # the result is drawn on later event-loop turns
+    qtbot.waitUntil(lambda: aw.state.result is not None, timeout=HANG)
+    views = aw.models_page.views  # the result is drawn on later event-loop turns, a view per turn
+    until(qtbot, views.drawn, lambda: views.done and bool(views.widgets))
     seen = walk_pages(qtbot, aw)
     assert "models" in seen
     cls = method_class(method)

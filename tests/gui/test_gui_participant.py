@@ -333,6 +333,7 @@ def test_cancelled_export_leaves_no_file(qtbot, project, tmp_path, monkeypatch):
     monkeypatch.setattr(exporter, "seal", real_seal)
     ep.export_button.click()
     wait_for_page(qtbot, w, "done")
+    wait_job(qtbot, ep.job)  # its end (which enables the button again) is delivered after the page turned
     assert target.exists()
 
     # replacing that bundle asks first (the CLI needs --force): "No" keeps the file as it is (issue #27 point 7)

@@ -21,9 +21,17 @@ from tests.support.gui import (  # noqa: E402
     accept_kit,
     import_anchor,
     read_csv,
+    wait_job,
     wait_page,
     wizard_with_new_identity,
 )
+
+
+def wait_check(qtbot, pp) -> None:
+    """The page computed and checked what leaves, and the levers' own job (when a check is poor) has ended."""
+    wait_page(qtbot, pp)
+    if pp.levers_job is not None:
+        wait_job(qtbot, pp.levers_job)
 
 
 @pytest.fixture
@@ -54,6 +62,8 @@ def test_poor_check_offers_levers_and_use_this_applies_one(qtbot, project):
     w.next()
     pp = w.privacy_page
     wait_page(qtbot, pp)
+    assert pp.isComplete() and pp.levers_job is not None  # the site may export while the levers are tried
+    wait_job(qtbot, pp.levers_job)
     check = pp.check
 
     # every finding in words with its badge; the colluding site rebuilds the rows: poor
@@ -97,12 +107,12 @@ def test_poor_check_offers_levers_and_use_this_applies_one(qtbot, project):
     assert not pp.formal_row.isVisibleTo(pp)
     row = next(r for r, label in enumerate(labels) if label.startswith("Formal noise: (ε, δ) = (1, "))
     qtbot.mouseClick(check.levers_table.cellWidget(row, 4), Qt.LeftButton)
-    wait_page(qtbot, pp)
+    wait_check(qtbot, pp)
     assert w.exporter.site_settings["privacy_epsilon"] == 1.0 and pp.site_export.manifest["privacy"]["epsilon"] == 1
     assert pp.formal_row.isVisibleTo(pp) and "Formal noise is on: (ε, δ) = (1, " in pp.formal_label.text()
     assert "a formal guarantee:" in pp.formal_label.text()
     qtbot.mouseClick(pp.formal_off_button, Qt.LeftButton)
-    wait_page(qtbot, pp)
+    wait_check(qtbot, pp)
     assert w.exporter.site_settings["privacy_epsilon"] is None and "privacy" not in pp.site_export.manifest
     assert not pp.formal_row.isVisibleTo(pp) and check.verdict_of(0) == "poor"
     labels = [check.levers_table.item(r, 0).text() for r in range(check.levers_table.rowCount())]
@@ -112,7 +122,7 @@ def test_poor_check_offers_levers_and_use_this_applies_one(qtbot, project):
     row = labels.index("Add noise of 2 × each number's spread")
     qtbot.mouseClick(check.levers_table.cellWidget(row, 4), Qt.LeftButton)
     assert pp.site_form.widget("noise").value() == 2.0 and not pp.isComplete()
-    wait_page(qtbot, pp)
+    wait_check(qtbot, pp)
     assert pp.site_export is not first_export and pp.site_export.manifest["noise"] == 2.0
     assert w.exporter.site_settings["noise"] == 2.0
     collusion = next(f for f in pp.findings if f["attack"] == "collusion")
@@ -135,7 +145,7 @@ def test_levers_that_cannot_be_measured_never_block_the_export(qtbot, project, m
     read_csv(qtbot, w, project / "site.csv")
     w.next()
     pp = w.privacy_page
-    wait_page(qtbot, pp)
+    wait_check(qtbot, pp)
     assert pp.isComplete() and pp.check.verdict_of(0) == "poor" and not pp.check.levers_box.isVisibleTo(pp)
     assert pp.message.kind == "warning" and "no lever today" in pp.message.text()
 

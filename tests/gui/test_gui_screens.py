@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import HANG_S
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -63,6 +65,6 @@ def screen_runs(tmp_path_factory, method_projects):
 @pytest.mark.parametrize("screen", list(SCREENS))
 def test_key_widgets_fully_visible_on_a_laptop(screen_runs, screen):
     proc = screen_runs[screen]
-    stdout, stderr = proc.communicate(timeout=300)
+    stdout, stderr = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 0, stdout[-4000:] + stderr[-2000:]
     assert " passed" in stdout and "skipped" not in stdout, stdout[-2000:]  # every check really ran

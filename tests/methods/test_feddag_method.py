@@ -170,6 +170,7 @@ def test_a_gui_round_with_feddag(qtbot, tmp_path, monkeypatch):
     panel = ViewsPanel()  # the method's views, drawn as the app draws them
     qtbot.addWidget(panel)
     panel.show_views(get_method("feddag").views(aw.state.result))
+    panel.finish()
     edges = bool(aw.state.result.summary["graph"])  # the cluster count depends on the fresh keys' digests
     # three distances + the confusion matrix; the Sites, per-site figures and threshold grid tables
     assert panel.kinds.count("Heatmap") == 3 + 1 and "Curve" in panel.kinds

@@ -388,6 +388,7 @@ def test_a_gold_round_by_clicking(qtbot, tmp_path, monkeypatch):
     wait_metrics(qtbot, aw, 3)
     cp = aw.clustering_page
     assert cp.has_result and aw.show_page("clustering")
+    cp.views.finish()  # (drawn a view per event-loop turn otherwise)
     kinds = cp.views.kinds
     # the default server step (k-means) has no granularity levels: one Bars view (the cluster sizes), the k curve
     assert kinds.count("Bars") == 1 and {"Scatter", "Table", "Curve"} <= set(kinds)

@@ -130,3 +130,13 @@ def test_a_model_loss_attack_sees_an_overfitted_model_and_not_a_well_determined_
     settled = membership(2000, 3)  # 500 members, 4 coefficients
     assert overfitted.numbers["auc"] > 0.65 and overfitted.verdict == "poor"
     assert abs(settled.numbers["auc"] - 0.5) < 0.06 and settled.verdict == "ok"
+
+
+def test_column_summary_is_each_columns_mean_spread_and_zero_one_test():
+    rng = np.random.default_rng(9)
+    X = np.column_stack([rng.normal(3, 2, 5000), np.full(5000, 7.0), rng.integers(0, 2, 5000).astype(float),
+                         rng.integers(0, 3, 5000).astype(float)])
+    mean, spread, binary = A.column_summary(X, block=333)
+    np.testing.assert_allclose(mean, X.mean(axis=0), rtol=1e-13)
+    np.testing.assert_allclose(spread, np.where(X.std(axis=0) > 1e-12, X.std(axis=0), 1.0), rtol=1e-12)
+    assert binary.tolist() == [False, False, True, False]

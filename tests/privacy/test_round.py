@@ -4,7 +4,6 @@ the audit log and nowhere in the bundle, and it costs little beside the export."
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pandas as pd
@@ -69,47 +68,37 @@ def test_numbers_land_in_the_workspace_and_audit_log_never_in_the_bundle(tmp_pat
         assert word not in text
 
 
-def test_the_assessment_works_on_capped_rows_at_10k_rows(tmp_path):
-    """Its cost does not grow with the table: the rebuilds are measured on 2,000 shipped rows, with 1,000 of the
-    site's rows standing in for the public sample and the colluding site's rows (issue #35), the membership test
-    on 1,000. Times are recorded in docs/results/privacy/timing*.json (no test judges wall-clock time)."""
-    _, _, assessment = _timed_round(tmp_path, 10_000, "dccfl")
-    assert assessment.finding("collusion").rows == assessment.finding("analyst_alone").rows == MAX_ROWS
+def _assessed(tmp_path, rows: int, method: str):
+    """The assessment of a whole export of ``rows`` rows (read, compute, assess); distillation with few steps."""
+    kit, _, site, anchor = make_round(tmp_path, rows, method=method)
+    fast = {"kip_steps": 10, "init": "means"} if method == "hfldd" else {}
+    job = ParticipantRound(kit, tmp_path / "p.dckit", site, SiteWorkspace(tmp_path / "ws"), anchor=anchor,
+                           site_settings={"seed": 1, **fast})
+    job.confirm_analyst(kit.analyst, how="test")
+    job.load(tmp_path / "site.csv")
+    job.compute()
+    return job.assess()
+
+
+def test_the_assessment_measures_a_capped_sample_whatever_the_rows(tmp_path):
+    """What keeps the assessment cheap beside the export at any size (issue #24; the timings are benchmark records,
+    docs/results/privacy/timing*.json, not a test): the attacks run on at most MAX_ROWS of the exported rows."""
+    assessment = _assessed(tmp_path, 2500, "dccfl")
+    assert assessment.finding("collusion").rows == assessment.finding("analyst_alone").rows == MAX_ROWS  # capped
+    # 1,000 of the site's rows stand in for the public sample and the colluding site's rows (issue #35)
     assert assessment.reference_rows == ThreatModel().public_rows == 1000
-    assert assessment.finding("membership").rows == MAX_ROWS // MEMBERSHIP_SHARE
     assert set(assessment.finding("analyst_alone").by_attack) == {"column_means", "moment_matching", "eigen", "ica"}
 
 
-def _timed_round(tmp_path, rows: int, method: str):
-    """(seconds of the export: read + compute + seal, seconds of the assessment, the assessment)."""
-    kit, _, site, anchor = make_round(tmp_path, rows, method=method)
-    job = ParticipantRound(kit, tmp_path / "p.dckit", site, SiteWorkspace(tmp_path / "ws"), anchor=anchor,
-                           site_settings={"seed": 1})
-    job.confirm_analyst(kit.analyst, how="test")
-    t0 = time.perf_counter()
-    job.load(tmp_path / "site.csv")
-    job.compute()
-    t1 = time.perf_counter()
-    assessment = job.assess()
-    t2 = time.perf_counter()
-    job.accept_privacy_risk("test")
-    job.seal(tmp_path / "b.dcbundle")
-    t3 = time.perf_counter()
-    return (t1 - t0) + (t3 - t2), t2 - t1, assessment
-
-
 @pytest.mark.parametrize("method", ["hfldd", "gold"])
-def test_simulating_methods_assess_within_a_tenth_of_a_10k_export(tmp_path, method):
+def test_simulating_methods_assess_a_capped_simulation(tmp_path, method):
     """Distillation and GOLD re-run the method on a capped subsample (half of ``MAX_ROWS // MEMBERSHIP_SHARE``
-    rows as members), so the assessment costs the same at any size while the export grows at least linearly
-    with the rows: at 2,500 rows the assessment must stay within 10 % of four times the export (the
-    10,000-row target; docs/results/privacy/timing-10k-*.json measure it whole)."""
-    rows = 2_500
-    export_seconds, assess_seconds, assessment = _timed_round(tmp_path, rows, method)
+    rows as members), so the assessment costs the same at any size while the export grows at least linearly with
+    the rows (measured whole: docs/results/privacy/timing-10k-*.json)."""
+    assessment = _assessed(tmp_path, 2_500, method)
     membership = assessment.finding("membership")
     assert membership.verdict in ("ok", "poor")  # measured, not skipped
     assert membership.rows == MAX_ROWS // MEMBERSHIP_SHARE  # members + hold-out: the cap, not the table
-    assert assess_seconds <= 0.10 * export_seconds * (10_000 / rows), (assess_seconds, export_seconds)
 
 
 def test_simulated_distillation_ships_the_rows_the_method_would():

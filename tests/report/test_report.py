@@ -93,3 +93,55 @@ def test_dc_one_shared_model_draws_no_site_tree():
                                                           MethodResult("dccfl", [], summary, details), summary)
     assert "Sites grouped by the method" not in render_report(kit, get_method("dc"),
                                                               MethodResult("dc", [], summary, details), summary)
+
+
+def _many_sites(n: int) -> tuple[dict, dict]:
+    """A DC-CFL summary of ``n`` sites (the three of cards.dccfl_summary repeated under new names), their label-mix
+    distances and the tree of them."""
+    from core.learn.client_clustering import LabelDistributionClustering
+
+    base = cards.dccfl_summary()
+    sites = [{**base["sites"][i % 3], "site": f"site-{i:05d}", "fingerprint": f"FP{i:05d}"} for i in range(n)]
+    counts = np.random.default_rng(n).integers(1, 60, size=(n, 2))
+    clus = LabelDistributionClustering().fit(counts)
+    return {**base, "sites": sites}, {"linkage": clus.linkage_, "distances": clus.distances_}
+
+
+def test_the_report_of_many_sites_grows_by_a_few_hundred_bytes_a_site():
+    """Issue #36: no part of the report grows with the square of the sites: the site × site heatmap becomes one
+    image (a pixel per block of sites, in the tree's order), the tree shows its last merges, long tables write their
+    counts instead of drawing bars, and beyond a few dozen packages the cards (each written beside its package) are
+    a table of their warnings. 1,000 → 2,000 sites adds under 1 kB a site: a report of 10,000 sites stays under
+    20 MB (measured whole: docs/results/report-size.md)."""
+    kit = cards.kit()
+    sizes = {}
+    for n in (1000, 2000):
+        summary, details = _many_sites(n)
+        html = render_report(kit, get_method("dccfl"), MethodResult("dccfl", [], summary, details), summary)
+        sizes[n] = len(html.encode("utf-8"))
+        assert html.count("<rect") < 200 and html.count("data:image/png;base64,") == 1
+        assert "in the order of the site tree" in html and "Only the last 59 merges are drawn" in html
+        assert html.count('<section class="card">') == 0 and f"{n:,} packages: each one's model card" in html
+        assert html.count("<svg") < 20
+    per_site = (sizes[2000] - sizes[1000]) / 1000
+    assert per_site < 1000, per_site
+    assert sizes[2000] + 8000 * per_site < 20e6
+
+
+def test_a_large_heatmap_is_a_png_of_block_means():
+    import base64
+    import re
+    import struct
+    import zlib
+
+    from core.report import heatmap_svg
+
+    M = np.kron(np.eye(3), np.ones((400, 400)))  # three blocks of 400 sites that are alike
+    html = heatmap_svg(M, [f"s{i}" for i in range(1200)], size=300, title="Distances")
+    png = base64.b64decode(re.search(r"base64,([^\"]+)", html).group(1))
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    w, h = struct.unpack(">II", png[16:24])
+    assert (w, h) == (300, 300) and "each pixel the mean of 4 × 4 entries" in html
+    idat = png[png.index(b"IDAT") + 4:png.index(b"IEND") - 8]
+    pixels = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(h, 1 + 3 * w)[:, 1:].reshape(h, w, 3)
+    assert tuple(pixels[0, 0]) == (40, 84, 190) and tuple(pixels[0, 299]) == (240, 244, 250)  # 1: dark, 0: light

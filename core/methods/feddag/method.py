@@ -93,6 +93,7 @@ class FedDAG(LabelledDCSite, Method):
     bundle_rules = LABELLED_DC_RULES
     package_fields = (*CLUSTER_PACKAGE_FIELDS, Field("encoder", "text", choices=("single", "dual")))
     own_model_choice = "analyst"  # cross-validates every candidate on each site's received rows
+    apply_per_row = True  # a fitted model applied row by row
     labels_leave = "rows"
     what_leaves = LABELLED_DC_LEAVES
     settings_spec = (

@@ -115,6 +115,7 @@ class HFLDD(Method):
     task = "classification"
     family = "hfldd"
     distilled = True
+    apply_per_row = True  # a fitted model applied row by row
     bundle_fields = (*DC_BUNDLE_FIELDS, Field("n_distilled", "int", required=True, low=0),
                      Field("dccfl_bundle_bytes", "int", low=0), Field("bundle_bytes", "int", low=0),
                      Field("anchor_rows_total", "int", required=True, low=1),

@@ -219,6 +219,7 @@ class MetaLR(Method):
     # slopes agree but whose rows the combined model fits worse can pass (tests/methods/test_method_contract.py).
     own_model_choice = "site"
     pairs_at_site = True  # the site recomputes the shared model's out-of-fold predictions (shared_oof.py)
+    apply_per_row = True  # a fitted model applied row by row
     labels_leave = "none"
     labels_at_site = True
     needs_anchor = False
