@@ -237,8 +237,10 @@ def selection_score(metric: str, y: np.ndarray, P: np.ndarray) -> float:
     """One number a model selection maximises, of predicted probabilities P (n × K) on labels y: ``accuracy``
     (of argmax P), ``balanced_accuracy`` (mean recall over the classes present) or ``auc`` (binary: of P[:, 1];
     more classes: macro one-vs-rest over the classes present, P renormalised to them). 0.5 for an AUC on rows of
-    one class (no better than chance), NaN-free."""
-    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+    one class (no better than chance), NaN-free. scikit-learn's scores, written out in numpy
+    (:mod:`core.learn.fold_scores`): a selection scores every candidate at every site, and scikit-learn's checks
+    cost more than the scores (issue #36)."""
+    from .fold_scores import balanced_accuracy, roc_auc, roc_auc_ovr
 
     y = np.asarray(y, np.int64)
     P = np.asarray(P, np.float64)
@@ -247,18 +249,16 @@ def selection_score(metric: str, y: np.ndarray, P: np.ndarray) -> float:
     if metric == "accuracy":
         return float(np.mean(P.argmax(axis=1) == y))
     if metric == "balanced_accuracy":
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return float(balanced_accuracy_score(y, P.argmax(axis=1)))
+        return balanced_accuracy(y, P.argmax(axis=1))
     present = np.unique(y)
     if len(present) < 2:
         return 0.5
     if P.shape[1] == 2:
-        return float(roc_auc_score(y, P[:, 1]))
+        return roc_auc(y == 1, P[:, 1])
     Pp = P[:, present] / np.maximum(P[:, present].sum(axis=1, keepdims=True), 1e-300)
     if len(present) == 2:
-        return float(roc_auc_score(y == present[1], Pp[:, 1]))
-    return float(roc_auc_score(y, Pp, multi_class="ovr", average="macro", labels=present))
+        return roc_auc(y == present[1], Pp[:, 1])
+    return roc_auc_ovr(y, Pp, present)
 
 
 def hanley_mcneil_se(auc: float, events: int, non_events: int) -> float:
