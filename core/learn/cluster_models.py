@@ -114,10 +114,18 @@ def fit_linear(bundles: list, i: int, rows: np.ndarray, maps: dict, basis: Ancho
 
     X = bundles[i].arrays["x_tilde"][rows].astype(np.float64)
     y = bundles[i].arrays["y"][rows].astype(np.int64)
-    d = X.shape[1]
-    a = fit_local_model(X, y, n_classes, max_iter=100, standardise=False)
-    identity = SiteMapping(np.eye(d), np.zeros(d))
-    return ClusterModel((i,), {i: identity}, a["local_mean"], a["local_scale"],
+    return _linear_model(i, fit_local_model(X, y, n_classes, max_iter=LINEAR_ITERATIONS, standardise=False), y,
+                         n_classes)
+
+
+LINEAR_ITERATIONS = 100  # L-BFGS steps of a site's linear own-rows model (fit_linear)
+
+
+def _linear_model(i: int, a: dict[str, np.ndarray], y: np.ndarray, n_classes: int) -> ClusterModel:
+    """Site i's fitted own-rows arrays (:func:`~core.learn.local_model.fit_local_model`) as a one-layer
+    :class:`ClusterModel` on the identity map."""
+    d = a["local_w"].shape[0]
+    return ClusterModel((i,), {i: SiteMapping(np.eye(d), np.zeros(d))}, a["local_mean"], a["local_scale"],
                         MLPWeights([a["local_w"]], [a["local_b"]]), np.bincount(y, minlength=n_classes))
 
 
@@ -544,6 +552,7 @@ def cross_validate_linear(sel: Selection, bundles: list, n_classes: int, setting
         return
     S = len(bundles)
     lin = np.zeros(S)
+    linear_oofs(sel, bundles, [i for i in range(S) if not sel.cv_of(i)], n_classes)
     for i in range(S):
         if not sel.cv_of(i):
             for h in linear_oof(sel, bundles, i, n_classes, settings, basis, maps):
@@ -558,16 +567,47 @@ def cross_validate_linear(sel: Selection, bundles: list, n_classes: int, setting
 def linear_oof(sel: Selection, bundles: list, i: int, n_classes: int, settings: dict, basis: AnchorBasis,
                maps: dict | None = None) -> list[np.ndarray]:
     """Site i's linear own-rows model (:func:`fit_linear`) over the selection's splits: records its out-of-fold
-    probabilities in ``sel.oof[(OWN, i)]`` (once) and returns its hits per split."""
-    out, oof = [], []
+    probabilities in ``sel.oof[(OWN, i)]`` (once: :func:`linear_oofs` fits many sites at once) and returns its hits
+    per split."""
+    if (OWN, i) not in sel.oof:
+        linear_oofs(sel, bundles, [i], n_classes)
     y = bundles[i].arrays["y"]
-    for tr, te in sel.splits:
-        if len(te[i]) and len(tr[i]):
-            p = _linear_proba(bundles, i, tr[i], te[i], maps, basis, settings, n_classes)
-            out.append(p.argmax(axis=1) == y[te[i]])
-            oof.append((te[i], p.astype(np.float32)))
-    sel.oof.setdefault((OWN, i), oof)
-    return out
+    return [p.argmax(axis=1) == y[rows] for rows, p in sel.oof[(OWN, i)]]
+
+
+LINEAR_SITES = 400  # sites whose own-rows models are fitted in one batch (their rows copied at once)
+
+
+def linear_oofs(sel: Selection, bundles: list, sites, n_classes: int) -> None:
+    """Record ``sel.oof[(OWN, i)]`` for every site i of ``sites`` (None: every site) that has none yet: its linear
+    own-rows model (:func:`fit_linear`) trained on each split's training rows and predicting its test rows, the
+    models of :data:`LINEAR_SITES` sites fitted together (:func:`core.learn.batched_logistic.fit_local_models`: the
+    same models as one by one, to rounding)."""
+    from .batched_logistic import fit_local_models
+    from .local_model import MAX_LOCAL_ROWS, local_rows
+
+    todo = [i for i in (range(len(bundles)) if sites is None else sites) if (OWN, i) not in sel.oof]
+    for start in range(0, len(todo), LINEAR_SITES):
+        chunk = todo[start:start + LINEAR_SITES]
+        jobs = [(i, tr[i], te[i], _linear_key(bundles, i, tr[i], te[i], n_classes))
+                for tr, te in sel.splits for i in chunk if len(te[i]) and len(tr[i])]
+        fresh = {}
+        for i, tr, te, key in jobs:
+            if key not in _LINEAR_MEMO and key not in fresh:
+                fresh[key] = (i, local_rows(tr, MAX_LOCAL_ROWS), te)
+        if fresh:
+            got = fit_local_models([bundles[i].arrays["x_tilde"][tr].astype(np.float64) for i, tr, _ in fresh.values()],
+                                   [bundles[i].arrays["y"][tr].astype(np.int64) for i, tr, _ in fresh.values()],
+                                   n_classes, max_iter=LINEAR_ITERATIONS)
+            if len(_LINEAR_MEMO) + len(fresh) > 100_000:
+                _LINEAR_MEMO.clear()
+            for (key, (i, tr, te)), a in zip(fresh.items(), got, strict=True):
+                model = _linear_model(i, a, bundles[i].arrays["y"][tr].astype(np.int64), n_classes)
+                _LINEAR_MEMO[key] = model.predict_proba(i, bundles[i].arrays["x_tilde"][te].astype(np.float64))
+        for i in chunk:
+            sel.oof[(OWN, i)] = []
+        for i, _, te, key in jobs:
+            sel.oof[(OWN, i)].append((te, _LINEAR_MEMO[key].astype(np.float32)))
 
 
 def oof_proba(sel: Selection, key, i: int, n_classes: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -598,24 +638,17 @@ def _metric_per_site(sel: Selection, bundles: list, key) -> np.ndarray:
 _LINEAR_MEMO: dict[bytes, np.ndarray] = {}
 
 
-def _linear_proba(bundles: list, i: int, tr: np.ndarray, te: np.ndarray, maps, basis, settings: dict,
-                  n_classes: int) -> np.ndarray:
-    """Probabilities of site i's linear own-rows model trained on its rows ``tr``, on its rows ``te``. The fit is a
-    deterministic function of those rows (L-BFGS from zero), so it is memoised by their content: fits on the same
-    bundles and splits (``dc`` and ``dccfl`` beside each other, the benchmark's rows) pay for it once."""
+def _linear_key(bundles: list, i: int, tr: np.ndarray, te: np.ndarray, n_classes: int) -> bytes:
+    """The memo key of site i's linear own-rows model trained on its rows ``tr`` and predicting its rows ``te``: the
+    fit is a deterministic function of those rows (L-BFGS from zero), so it is memoised by their content: fits on
+    the same bundles and splits (``dc`` and ``dccfl`` beside each other, the benchmark's rows) pay for it once."""
     import hashlib
 
     a = bundles[i].arrays
     h = hashlib.sha256(f"{n_classes}:{len(tr)}:{len(te)}".encode())
     for arr in (a["x_tilde"][tr], a["y"][tr], a["x_tilde"][te], a["y"][te]):
         h.update(np.ascontiguousarray(arr).tobytes())
-    key = h.digest()
-    if key not in _LINEAR_MEMO:
-        if len(_LINEAR_MEMO) > 100_000:
-            _LINEAR_MEMO.clear()
-        model = fit_linear(bundles, i, tr, maps, basis, settings, n_classes)
-        _LINEAR_MEMO[key] = model.predict_proba(i, bundles[i].arrays["x_tilde"][te].astype(np.float64))
-    return _LINEAR_MEMO[key].copy()
+    return h.digest()
 
 
 def pick_own(sel: Selection, cluster_acc: np.ndarray, own: bool, keys: list | None = None
