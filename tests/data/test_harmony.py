@@ -68,21 +68,3 @@ def test_a_narrow_subgroup_of_the_kits_sample_is_not_a_unit(kit_sample):
     rng = np.random.default_rng(6)
     site = np.column_stack([rng.normal(165, 3.5, 80), rng.normal(60, 4, 80)])
     assert unit_warnings(_published(kit_sample), site) == []
-
-
-def test_the_block_pass_gives_each_columns_own_mean_spread_and_share_outside():
-    """The units check's statistics come from one pass over blocks of rows; they are each column's own (finite cells,
-    those this site filled left out), as a column-by-column computation gives them."""
-    from core.data.harmony import _column_stats
-
-    rng = np.random.default_rng(4)
-    X = np.column_stack([rng.normal(5, 2, 1000), rng.normal(-3, 0.5, 1000), (rng.random(1000) < 0.2).astype(float)])
-    X[::17, 0] = np.nan
-    count, mean, sd, outside = _column_stats(X, [0, 1], [-1, 2], np.array([1.0, -4.0]), np.array([9.0, -2.0]),
-                                             block=64)
-    a = X[:, 0][np.isfinite(X[:, 0])]
-    b = X[:, 1][X[:, 2] == 0]
-    assert count.tolist() == [a.size, b.size]
-    np.testing.assert_allclose(mean, [a.mean(), b.mean()], rtol=1e-13)
-    np.testing.assert_allclose(sd, [a.std(), b.std()], rtol=1e-12)
-    np.testing.assert_allclose(outside, [np.mean((a < 1) | (a > 9)), np.mean((b < -4) | (b > -2))], rtol=1e-15)
