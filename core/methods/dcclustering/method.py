@@ -75,6 +75,7 @@ class DCClustering(Method):
     task = "clustering"
     labels_leave = "none"
     family = "dcclustering"
+    papers_dimension = True  # its records measure the papers' m − 1
     bundle_fields = (*DC_BUNDLE_FIELDS, Field("block", "text", required=True))
     bundle_arrays = dc_bundle_arrays(labelled=False, ids=True)
     bundle_rules = DC_ROWS_RULES
@@ -116,7 +117,7 @@ class DCClustering(Method):
     # ---- site ----------------------------------------------------------------------------------
     def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport:
         ex = dc_site_compute(site, ship_labels=False, control=control,
-                             standardise=self.settings["scaling"] == "range", papers_dimension=True)
+                             standardise=self.settings["scaling"] == "range", papers_dimension=self.papers_dimension)
         block = site.block or ALL_COLUMNS
         ex.manifest["block"] = block
         ex.private_arrays["row_digest"] = rows_digest(site.X)
