@@ -459,6 +459,10 @@ class AnalystRound:
         formal = formal_block([usable[i] for i in order])  # (ε, δ) per site, what it covers, what figures rest on
         if formal:
             result.summary["formal_privacy"] = formal
+        kept = {b.fingerprint: b.manifest["rows_kept_at_site"] for b in usable if b.manifest.get("rows_kept_at_site")}
+        for entry in result.summary.get("sites", []):  # a site's rows = sent + kept to check: said beside each other
+            if isinstance(entry, dict) and entry.get("fingerprint") in kept:
+                entry["rows_kept_at_site"] = int(kept[entry["fingerprint"]])
         back = np.argsort(order)
         result.packages = [result.packages[j] for j in back]
         return AnalystRun(m, result, list(usable), list(excluded or []), self.scale_flags(usable), left_out)

@@ -348,7 +348,9 @@ def _table_html(v: Table) -> str:
     in a line under the table, note columns as a list under it."""
     notes = [j for j, c in enumerate(v.columns) if c in NOTE_COLUMNS]
     keep = [j for j in range(len(v.columns)) if j not in notes]
-    head = "".join(f"<th{_NOWRAP if v.columns[j] == 'fingerprint' else ''}>{_esc(v.columns[j])}</th>" for j in keep)
+    head = "".join(f"<th{_NOWRAP if v.columns[j] == 'fingerprint' else ''}"
+                   + (f' title="{_esc(v.tips[v.columns[j]])}"' if v.tips.get(v.columns[j]) else "")
+                   + f">{_esc(v.columns[j])}</th>" for j in keep)
     bar_cols = {v.columns.index(c) for c in v.bars if c in v.columns}
     body = []
     for row in v.rows:
@@ -375,7 +377,9 @@ def render_view(v: View) -> str:
     """One view of a method's result as HTML/SVG."""
     if isinstance(v, Text):
         style = ' style="color:#92400e"' if v.tone == "warning" else ""
-        return f"<p{style}>{_esc(v.text)}</p>"
+        # a printed page has no tooltips: the terms behind the plain words follow them, muted
+        term = f' <span style="color:#6b7280">({_esc(v.tip)})</span>' if v.tip else ""
+        return f"<p{style}>{_esc(v.text)}{term}</p>"
     if isinstance(v, Table):
         return _table_html(v)
     if isinstance(v, Heatmap):

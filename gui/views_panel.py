@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from core.methods.views import Bars, Curve, Heatmap, Scatter, Table, Text, View
 
-from .plots import category_ticks, cluster_color, make_plot
+from .plots import category_ticks, cluster_color, legend_below, make_plot
 from .widgets import esc, plain, plain_tip
 
 MAX_POINTS = 20000  # drawn; the projection itself uses every row
@@ -36,6 +36,8 @@ def _text(v: Text) -> QWidget:
     label = QLabel(plain(v.text))
     label.setWordWrap(True)
     label.setTextFormat(Qt.PlainText)
+    if v.tip:
+        label.setToolTip(plain_tip(v.tip))  # the method's terms and exact figures behind the plain words
     if v.tone == "warning":
         label.setStyleSheet("color:#92400e;")
     return label
@@ -49,6 +51,9 @@ def _table(v: Table) -> QWidget:
     lay.addWidget(title)
     t = QTableWidget(len(v.rows), len(v.columns))
     t.setHorizontalHeaderLabels([plain(c) for c in v.columns])
+    for c, name in enumerate(v.columns):
+        if v.tips.get(name):
+            t.horizontalHeaderItem(c).setToolTip(plain_tip(v.tips[name]))
     t.setEditTriggers(QAbstractItemView.NoEditTriggers)
     t.verticalHeader().setVisible(False)
     bar_cols = {v.columns.index(c) for c in v.bars if c in v.columns}
@@ -95,11 +100,12 @@ def _heatmap(v: Heatmap) -> pg.PlotWidget:
 
 def _curve(v: Curve) -> pg.PlotWidget:
     w = make_plot(v.title, x=v.xlabel, y=v.ylabel)
-    if len(v.series) > 1:
-        w.addLegend()
+    legend = legend_below(w, list(v.series)) if len(v.series) > 1 else None
     for k, (name, ys) in enumerate(v.series.items()):
-        w.plot(list(v.x), list(ys), pen=pg.mkPen(cluster_color(k), width=2), symbol="o", symbolSize=6,
-               symbolBrush=cluster_color(k), name=name)
+        line = w.plot(list(v.x), list(ys), pen=pg.mkPen(cluster_color(k), width=2), symbol="o", symbolSize=6,
+                      symbolBrush=cluster_color(k))
+        if legend is not None:
+            legend.addItem(line, plain(name))
     if v.mark is not None:
         w.addItem(pg.InfiniteLine(v.mark, angle=90, pen=pg.mkPen("#dc2626", style=Qt.DashLine)))
     if v.x and all(float(x).is_integer() for x in v.x):  # e.g. k: whole-number ticks only
@@ -146,8 +152,15 @@ def render_view(v: View) -> QWidget:
     return _RENDER[type(v)](v)
 
 
+PLOT_WIDTH = 440  # a plot narrower than this (logical pixels) puts its neighbour on the next row
+PLOT_HEIGHT = (260, 620)  # the least and most height a plot takes; between them, the panel's visible height
+
+
 class ViewsPanel(QScrollArea):
-    """Texts and tables across the full width, plots two per row, in a scroll area."""
+    """Texts and tables across the full width, then plots in a scroll area, each plot given its room (issue #33 item
+    10): as tall as the visible part of the panel (so a plot, its title and its legend are whole once scrolled to),
+    two side by side only when each is still :data:`PLOT_WIDTH` wide, one per row otherwise. Resizing the panel
+    lays the plots out again."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -156,6 +169,8 @@ class ViewsPanel(QScrollArea):
         self.widgets: list[QWidget] = []
         self.plots: list[pg.PlotWidget] = []
         self.kinds: list[str] = []
+        self._columns = 0
+        self._stretch_row = -1
         self._inner = QWidget()
         self._grid = QGridLayout(self._inner)
         self.setWidget(self._inner)
@@ -165,22 +180,67 @@ class ViewsPanel(QScrollArea):
             self._grid.removeWidget(w)
             w.deleteLater()
         self.widgets, self.plots, self.kinds = [], [], []
+        self._columns = 0
 
     def show_views(self, views: list[View]) -> None:
         self.clear()
-        row = col = 0
         for v in views:
             w = render_view(v)
             self.widgets.append(w)
             self.kinds.append(type(v).__name__)
-            if isinstance(v, Text | Table):
+            if not isinstance(v, Text | Table):
+                self.plots.append(w)
+        self._lay_out()
+
+    def plot_columns(self) -> int:
+        """How many plots share a row at the panel's width: 2 when each keeps :data:`PLOT_WIDTH`, else 1."""
+        spacing = self._grid.horizontalSpacing() if self._grid.horizontalSpacing() >= 0 else 6
+        margins = self._grid.contentsMargins()
+        room = self.viewport().width() - margins.left() - margins.right() - spacing
+        return 2 if room >= 2 * PLOT_WIDTH else 1
+
+    def plot_height(self) -> int:
+        """The height every plot takes: the panel's visible height (less the grid's margins), within
+        :data:`PLOT_HEIGHT`."""
+        margins = self._grid.contentsMargins()
+        room = self.viewport().height() - margins.top() - margins.bottom()
+        return max(PLOT_HEIGHT[0], min(PLOT_HEIGHT[1], room))
+
+    def _lay_out(self) -> None:
+        self._columns = self.plot_columns()
+        for w in self.widgets:
+            self._grid.removeWidget(w)
+        plots = {id(p) for p in self.plots}
+        row = col = 0
+        for w in self.widgets:
+            if id(w) not in plots:
                 if col:
                     row, col = row + 1, 0
                 self._grid.addWidget(w, row, 0, 1, 2)
                 row += 1
-            else:
-                w.setMinimumHeight(240)
-                self.plots.append(w)
+            elif self._columns == 2:
                 self._grid.addWidget(w, row, col)
                 row, col = (row, 1) if col == 0 else (row + 1, 0)
-        self._grid.setRowStretch(row + 1, 1)
+            else:
+                self._grid.addWidget(w, row, 0, 1, 2)
+                row += 1
+        if self._stretch_row >= 0:
+            self._grid.setRowStretch(self._stretch_row, 0)
+        self._stretch_row = row + (1 if col else 0)
+        self._grid.setRowStretch(self._stretch_row, 1)
+        self._fit_heights()
+
+    def _fit_heights(self) -> None:
+        h = self.plot_height()
+        for p in self.plots:
+            if p.height() != h or p.minimumHeight() != h:
+                p.setFixedHeight(h)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        if not self.plots:
+            return
+        if self.plot_columns() != self._columns:
+            self._lay_out()
+        else:
+            self._fit_heights()
