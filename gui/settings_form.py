@@ -165,6 +165,9 @@ class SettingsForm(QWidget):
         self._advanced: list[Setting] = []
         self.form = QFormLayout()
         self.form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        # a row too wide for its room puts its field under its label: the form stays narrow enough for a laptop at
+        # 125 % (issue #33 item 14), side by side wherever there is room
+        self.form.setRowWrapPolicy(QFormLayout.WrapLongRows)
         self.advanced_toggle = QToolButton()
         self.advanced_toggle.setText(self.tr("Advanced settings"))
         self.advanced_toggle.setCheckable(True)

@@ -48,6 +48,7 @@ def _table(v: Table) -> QWidget:
     lay = QVBoxLayout(box)
     lay.setContentsMargins(0, 0, 0, 0)
     title = QLabel(f"<b>{esc(v.title)}</b>")
+    title.setWordWrap(True)  # a long title wraps: it must not make the panel wider than its window
     lay.addWidget(title)
     t = QTableWidget(len(v.rows), len(v.columns))
     t.setHorizontalHeaderLabels([plain(c) for c in v.columns])
@@ -153,7 +154,7 @@ def render_view(v: View) -> QWidget:
 
 
 PLOT_WIDTH = 440  # a plot narrower than this (logical pixels) puts its neighbour on the next row
-PLOT_HEIGHT = (260, 620)  # the least and most height a plot takes; between them, the panel's visible height
+PLOT_HEIGHT = (180, 620)  # the least and most height a plot takes; between them, the panel's visible height
 
 
 class ViewsPanel(QScrollArea):
