@@ -3,6 +3,8 @@ on one legible figure, and carries every package's model card."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from core.methods import MethodResult, get_method
@@ -93,3 +95,19 @@ def test_dc_one_shared_model_draws_no_site_tree():
                                                           MethodResult("dccfl", [], summary, details), summary)
     assert "Sites grouped by the method" not in render_report(kit, get_method("dc"),
                                                               MethodResult("dc", [], summary, details), summary)
+
+
+def test_curve_axes_carry_round_ticks_not_the_datas_raw_floats():
+    """Issue #33 item 14: a calibration curve's axes (in the report and its PDF) are labelled 0.2, 0.4 …, never with
+    the first and last predicted risks as raw floats."""
+    from core.report import nice_ticks
+
+    xs = [0.0123456789, 0.1876543, 0.4321, 0.8932101]
+    svg = render_view(Curve("Calibration", xs, {"observed": [0.02, 0.15, 0.47, 0.91], "ideal": xs},
+                            xlabel="predicted risk", ylabel="observed rate"))
+    labels = re.findall(r">([-0-9.]+)</text>", svg)
+    assert "0.0123457" not in svg and "0.0123456789" not in svg and "0.893" not in labels
+    assert {"0.2", "0.4", "0.6", "0.8"} <= set(labels)
+    assert all(len(t.split(".")[-1]) <= 2 for t in labels)  # every tick printed with the step's decimals
+    assert nice_ticks(0.0123, 0.8932) == ([0.2, 0.4, 0.6, 0.8], 1)
+    assert nice_ticks(0, 1000, 5) == ([0, 200, 400, 600, 800, 1000], 0)
