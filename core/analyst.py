@@ -559,7 +559,8 @@ class AnalystRound:
                                project_id=self.kit.project_id, sender=self.identity, recipient=b.card,
                                in_reply_to=b.digest, audit_head=audit_head))
         # Beside each package, its model card for the site's clinicians (core.model_card).
-        cards = model_cards(self.kit, run.method, result.summary)
+        cards = model_cards(self.kit, run.method, {**result.summary, "software": __version__,  # dated and versioned
+                                                   "run": {"id": run_id, "created": run_created}})
         card_files: dict[int, str] = {}
         for k, (b, s) in enumerate(zip(bundles, sealed, strict=True)):
             card = card_for(cards, result.summary, b.site, b.fingerprint)

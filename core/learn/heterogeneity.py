@@ -93,7 +93,7 @@ def pool_aucs(aucs: list[tuple[float, float, float]]) -> Pooled | None:
 
 
 def differ_words(i2: float | None, p_value: float | None, df: int | None, what: str) -> str:
-    """One sentence on whether ``what`` (e.g. "the sites' coefficients") differ between sites more than chance,
+    """One sentence on whether ``what`` (e.g. "the coefficients") differ between sites more than chance,
     which never contradicts its figures: "differ" only when the test says so, "no more than chance" when nothing
     of the spread is beyond it."""
     if not df:
@@ -116,4 +116,4 @@ def differ_terms(q: float | None, df: int | None, p_value: float | None, i2: flo
     if not df:
         return "heterogeneity not measurable with one site"
     return (f"Cochran's Q = {float(q or 0):.1f} on {df} degrees of freedom, p = {float(p_value or 1):.3g}; "
-            f"I² = {100 * float(i2 or 0):.0f} % (Higgins' share of the spread beyond chance)")
+            f"Higgins' I² = {100 * float(i2 or 0):.0f} %")

@@ -611,7 +611,7 @@ class MetaLR(Method):
             "their covariance and row counts left the sites; no row and no label did. " + NOT_SCORED[0].upper()
             + NOT_SCORED[1:] + ".")]
         doubtful = bool(h.get("df")) and h.get("p_value", 1.0) < 0.05
-        what = "the sites' slopes" if h.get("of") == "slopes" else "the sites' coefficients"
+        what = "the slopes" if h.get("of") == "slopes" else "the coefficients"
         out.append(Text("How much the sites differ: " + differ_words(h.get("i2"), h.get("p_value"), h.get("df"), what)
                         + (" One model for all sites is doubtful; look below for the coefficients with a large share "
                            "beyond chance." if doubtful else ""),
