@@ -89,7 +89,8 @@ class EpochRelay(QObject):
 # The Sites table (issue #15, #33 item 10): per site, the model it will use and its expected accuracy beside its
 # own-rows model, each with n and a 95 % interval, and the analysis's note last, whole.
 NOTE_WIDTH = 360  # the Sites table's note column is never narrower (logical pixels): it wraps, and rows grow
-SITE_COLUMNS = ["site", "cluster", "rows", "model", "expected", "own_model", "expected_gain", "expected_auc"]
+SITE_COLUMNS = ["site", "cluster", "rows", "rows_kept_at_site", "model", "expected", "own_model", "expected_gain",
+                "expected_auc"]
 HIDDEN_KEYS = ("fingerprint", "label_counts", "bundle_digest", "holdout_accuracy", "cluster_model", "own_kind",
                "shared_kind")
 SITE_TITLES = {  # key: (header, tooltip)
@@ -104,6 +105,8 @@ SITE_TITLES = {  # key: (header, tooltip)
     "expected_gain": ("Expected gain", "expected accuracy minus the own-rows model's, in percentage points"),
     "expected_auc": ("Expected AUC", "area under the ROC curve of the model the site uses, out-of-fold (0.5: no "
                                      "better than chance, 1: perfect)"),
+    "rows_kept_at_site": ("Rows kept to check", "rows the site set aside at export to check the package against its "
+                                                "own model: not in Rows, counted in its own model's n"),
     "note": ("Note", "what the analysis says about this site"),
 }
 
@@ -141,7 +144,7 @@ def fill_sites_table(t: QTableWidget, sites: list[dict], declared: dict, tr=QObj
     keys shown are the table's ``keys`` property."""
     preferred = list(SITE_COLUMNS)
     if not any("expected" in x for x in sites):
-        preferred.insert(3, "holdout_accuracy")
+        preferred.insert(preferred.index("model"), "holdout_accuracy")
     skip = {*preferred, *HIDDEN_KEYS, "note"}
     extra = sorted({k for x in sites for k, v in x.items() if k not in skip and isinstance(v, int | float | str)})
     cols = [c for c in preferred if any(c in x for x in sites)] + extra

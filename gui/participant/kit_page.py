@@ -53,8 +53,12 @@ def kit_request_html(kit: Kit, tr=QObject.tr) -> str:
                  + f' <span style="color:#6b7280" title="{esc(title)}">({esc(kit.method)})</span>'
                  if plain else tr("<b>Method</b>: {title}").format(title=esc(title)))
     per_row = numbers_per_row_words(kit, tr)
+    what = getattr(METHODS.get(kit.method), "what_leaves", "")
     if per_row:
         lines.append(per_row)
+    elif what:  # a method whose rows never leave, not even compressed: what does
+        lines.append(tr("What leaves this site: {what} (the privacy page shows exactly what, before anything is "
+                        "sealed).").format(what=esc(tr(what))))
     if schema.label:
         lines.append(tr("Labels that leave: {what}").format(
             what=esc(tr(LABELS_LEAVE_WORDS.get(labels_leave, labels_leave)))))
@@ -87,9 +91,11 @@ def numbers_per_row_words(kit: Kit, tr=QObject.tr) -> str:
     d = cls.numbers_per_row({}, schema.width)
     if d is None:
         return ""
+    how = (tr("as many as your columns make once text and empty cells are coded, secretly mixed") if d == schema.width
+           else tr("your columns make {m} numbers once text and empty cells are coded").format(m=schema.width))
     return tr("Your rows are compressed and scrambled on this computer before anything leaves: <b>{d} numbers per "
-              "row</b> (your columns make {m} numbers once text and empty cells are coded; you may keep fewer on the "
-              "privacy page). The secret key that does it never leaves.").format(d=d, m=schema.width)
+              "row</b> ({how}; you may keep fewer on the privacy page). The secret key that does it never "
+              "leaves.").format(d=d, how=how)
 
 
 class KitPage(Page):

@@ -10,7 +10,7 @@ pytest.importorskip("pytestqt")
 pytestmark = pytest.mark.usefixtures("private_settings")
 
 from PySide6.QtCore import QRect, Qt  # noqa: E402
-from PySide6.QtWidgets import QTableWidget  # noqa: E402
+from PySide6.QtWidgets import QApplication, QTableWidget  # noqa: E402
 
 from core.methods.views import Curve, Table, Text  # noqa: E402
 from gui.analyst.models import NOTE_WIDTH, fill_sites_table  # noqa: E402
@@ -51,6 +51,12 @@ def test_every_column_has_a_header_and_the_note_is_last_and_whole(qtbot):
     assert needed <= rect.height(), (needed, rect)  # wrapped within its row, not cut at the cell's end
 
 
+def _settle() -> None:
+    """Deliver the posted layout and resize events (no waiting on the clock)."""
+    for _ in range(3):
+        QApplication.processEvents()
+
+
 def _views():
     long = "Calibration per site, out-of-fold (observed event rate per tenth of the risk scale; largest sites)"
     x = [i / 10 for i in range(11)]
@@ -68,12 +74,12 @@ def test_each_plot_has_its_room(qtbot, size, columns):
     panel.show()
     qtbot.waitExposed(panel)
     panel.show_views(_views())
-    qtbot.wait(50)
+    _settle()
     assert panel.plot_columns() == columns
     view_h = panel.viewport().height()
     for plot in panel.plots:
         reveal(plot)
-        qtbot.wait(10)
+        _settle()
         assert fully_visible(plot)  # whole once scrolled to
         assert plot.height() <= view_h or plot.height() == PLOT_HEIGHT[0]
         assert plot.height() >= min(PLOT_HEIGHT[0], view_h) and plot.width() >= min(PLOT_WIDTH, size[0] // 2) - 40
@@ -84,5 +90,5 @@ def test_each_plot_has_its_room(qtbot, size, columns):
         assert legend is not None and len(legend.items) == 5
         assert not legend.sceneBoundingRect().intersects(box.sceneBoundingRect())  # beside the curves, not on them
     panel.resize(size[0] + (-300 if columns == 2 else 300), size[1])  # a resize lays the plots out again
-    qtbot.wait(50)
+    _settle()
     assert panel.plot_columns() == 3 - columns
