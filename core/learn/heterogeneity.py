@@ -17,7 +17,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 Z95 = 1.959963984540054
 
@@ -41,7 +40,9 @@ class Pooled:
 
 def pool(estimates, ses) -> Pooled | None:
     """DerSimonian–Laird random-effects pooling of per-site estimates and standard errors; None without one site
-    with a positive, finite standard error."""
+    with a positive, finite standard error. scipy (χ² and t quantiles) is imported here only: a site's export, which
+    imports the methods, never needs it."""
+    from scipy import stats
     b = np.asarray(estimates, dtype=np.float64)
     s = np.asarray(ses, dtype=np.float64)
     ok = np.isfinite(b) & np.isfinite(s) & (s > 0)
