@@ -460,7 +460,9 @@ class ModelsPage(QWidget):
         self.metrics_table.setRowCount(0)
         self.views.clear()
         self.minority_warning.clear_message()
-        self.result_tabs.setCurrentIndex(0)
+        # the first tab the method shows (a method without a Training tab would otherwise show an empty pane)
+        self.result_tabs.setCurrentIndex(next((k for k in range(self.result_tabs.count())
+                                               if self.result_tabs.isTabVisible(k)), 0))
         self.result_label.clear()
         self.loss_note.show_note(self.texts.loss_during)
         self.accuracy_note.show_note(self.texts.accuracy_before)
@@ -560,6 +562,8 @@ class ModelsPage(QWidget):
             self.minority_warning.clear_message()
         if any(isinstance(v, Curve) for v in views) or any("metrics" in x for x in result.summary.get("sites", [])):
             self.result_tabs.setCurrentWidget(self.views)
+        elif not self.result_tabs.isTabVisible(self.result_tabs.currentIndex()):  # never an empty, hidden tab's pane
+            self.result_tabs.setCurrentWidget(self.views if views else self.metrics_table)
 
     def _draw_accuracy(self, result) -> None:
         if result is not self.state.result:

@@ -150,6 +150,7 @@ def _models_and_clients_whole(qtbot, w) -> None:
     qtbot.wait(50)
     shown = [x for x in (mp.train_button, mp.result_label, mp.result_tabs) if x.isVisible()]
     assert not _visible(*shown)
+    assert mp.result_tabs.isTabVisible(mp.result_tabs.currentIndex())  # a shown tab, never a hidden one's empty pane
     for k in range(mp.result_tabs.count()):
         if mp.result_tabs.isTabVisible(k):
             mp.result_tabs.setCurrentIndex(k)
