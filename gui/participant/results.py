@@ -44,7 +44,7 @@ from core.learn.figure_table import figure_rows
 from core.learn.intervals import describe
 from core.learn.site_update import UPDATE_WORDS
 from core.learn.threshold import rates_at, threshold_for
-from core.participant import ApplyResult, apply_package
+from core.participant import ALREADY_APPLIED, ApplyResult, apply_package
 from core.wording import KEPT_OWN_WORDS
 
 from ..audit_restart import AuditRestartButton, refusal_text, restarted_text
@@ -516,9 +516,15 @@ class ResultsWindow(QWidget):
         note = self.tr(KEPT_OWN_WORDS) if result.model_note == KEPT_OWN_WORDS else result.model_note
         kept = ("<p>" + esc(note[:1].upper() + note[1:]) + ".</p>") if note else ""
         self.validation_label.setText(kept + self._validation_text(result.validation, result.choice))
-        if result.warnings:  # the same package again, or one superseded by a newer run
+        # the same package again is what a rewrite the person asked for is: said plainly, not as a warning (issue #33
+        # item 14); another note (an older package applied on purpose) stays a warning
+        notes = [w for w in result.warnings if not (keep_threshold and w.startswith(ALREADY_APPLIED))]
+        if notes:  # the same package again, or one superseded by a newer run
             self.message.show_message("warning", self.tr("Done: {path}. Note: {warnings}").format(
-                path=result.out_path, warnings=" ".join(result.warnings)))
+                path=result.out_path, warnings=" ".join(notes)))
+        elif keep_threshold:
+            self.message.show_message("ok", self.tr("Written again at the threshold you chose: {path}").format(
+                path=result.out_path))
         else:
             self.message.show_message("ok", self.tr("Done: {path}").format(path=result.out_path))
         self._plot(outcome["column"], outcome["counts"])
