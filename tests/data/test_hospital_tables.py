@@ -19,7 +19,8 @@ from core.fileio import significant
 from core.formats.anchor import anchor_for_kit
 from core.formats.identity import Identity
 from core.kit_builder import build_kit, column_choices
-from core.participant import rounded_probabilities, write_result_csv
+from core.participant import rounded_probabilities
+from core.result_csv import ResultWriter
 
 
 def write(tmp_path: Path, text: str, name: str = "data.csv") -> Path:
@@ -258,6 +259,10 @@ def test_result_probabilities_are_rounded_to_six_significant_digits_before_anyth
     assert out["z1"][0] == 0.123456789012 and out["prediction"] is columns["prediction"]  # only probabilities
     assert significant([1.23456789e-7, 0.0, 9.9999996e-1, 1.234567e-20, np.inf]).tolist() == [
         1.23457e-07, 0.0, 1.0, 1.23457e-20, np.inf]
-    frame = pd.DataFrame({"id": ["0.123456789"], "prob_yes": out["prob_yes"][:1], "prob_no": [1.23457e-07]})
-    write_result_csv(frame, tmp_path / "r.csv", CsvFormat("utf-8", ";", ","))
+    fmt = CsvFormat("utf-8", ";", ",")
+    with open(tmp_path / "r.csv", "wb") as fh:  # the rows of a file read as text, written with their results
+        writer = ResultWriter(fh, b"", fmt, fmt, "\n")
+        writer.write_frame(pd.DataFrame({"id": ["0.123456789"]}),
+                           {"prob_yes": out["prob_yes"][:1], "prob_no": np.array([1.23457e-07])})
+        writer.close()
     assert (tmp_path / "r.csv").read_text().splitlines()[1] == "0.123456789;0,123457;1,23457e-07"
