@@ -33,7 +33,8 @@ from . import settings as app_settings
 # what each window needs imported before it can be built (the slow part of opening it)
 HEAVY_MODULES = {
     "analyst": ("gui.analyst.window", "gui.analyst.project", "gui.analyst.bundles", "gui.analyst.clients",
-                "gui.analyst.models", "gui.analyst.clustering", "gui.analyst.export"),
+                "gui.analyst.models", "gui.analyst.clustering", "gui.analyst.export",
+                "torch"),  # the training engine, while the "Opening…" window waits (not once the window is up)
     "participant": ("gui.participant.wizard",),
 }
 

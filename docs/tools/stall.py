@@ -187,10 +187,12 @@ def run_probe(sites: int = 12, rows: int = 300, epochs: int = 50, t: str = "auto
     from gui.jobs import Job
 
     torch_was_loaded = "torch" in sys.modules
+    import torch  # noqa: F401  (as the app does while its "Opening…" window waits: gui.app.HEAVY_MODULES)
+
     window = AnalystWindow(kit_path=str(project.kit))
     window.show()
 
-    def warm(control):  # the window's one-time import of the training engine, 250 ms after it appears
+    def warm(control):  # the window's first second (its one-time setting of torch's threads at 250 ms)
         time.sleep(1.0)
 
     report["open"] = measure_stall(app, Job(warm, "warm-up"), interval_ms)

@@ -7,8 +7,6 @@ result. Pages subscribe to its signals (napari's split: the state knows nothing 
 
 from __future__ import annotations
 
-import sys
-
 from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
@@ -182,14 +180,12 @@ class AnalystWindow(QMainWindow):
 
 
 def warm_up() -> None:
-    """Import the training engine (torch) once, on the window's own thread, soon after the window appears.
+    """Make sure the training engine (torch) is loaded, with its kernel threads set, soon after the window appears.
 
-    Loading torch's native library holds the GIL for a few hundred milliseconds wherever it is done, so the UI
-    thread cannot run meanwhile: done here, that one pause falls while the analyst reads the Project page instead
-    of right after they press Train. It is done on the window's thread, not a background one: a background import
-    deadlocked against the window's own loading of native code (Qt plugins, OpenSSL) in the test suite."""
-    if "torch" in sys.modules:
-        return
+    The app loads torch while its "Opening…" window waits (:data:`gui.app.HEAVY_MODULES`), so this only sets the
+    threads. A window opened otherwise (tests, tools) imports torch here, on the window's own thread: loading its
+    native library holds the GIL for a second or more wherever it is done, and an import on a background thread
+    while the window was up deadlocked against the window's own loading of native code (Qt plugins, OpenSSL)."""
     try:
         import torch
     except Exception:  # training reports a missing engine itself, with a clear message
