@@ -7,7 +7,8 @@ The page composes four sections, each a widget in its own module: the identity
 (:mod:`gui.analyst.project_identity`), the kit opened from a file (:mod:`gui.analyst.project_kit`), and, to
 create a kit, the sample and its columns (:mod:`gui.analyst.project_sample`) and the method, anchor and threat
 model (:mod:`gui.analyst.project_method`). The page holds the actions that need more than one section (sign and
-save the kit, open the round) and keeps every section's test hooks as its own attributes.
+save the kit, open the round) and keeps every section's test hooks as its own attributes. The sections:
+``identity_section``, ``kit_section``, ``sample_section``, ``method_section``.
 
 Test hooks. Identity: ``identity_tabs`` (0 open, 1 create), ``identity_path_edit``,
 ``identity_browse_button``, ``open_passphrase``, ``unlock_button``, ``unlock_identity() -> Job``;

@@ -74,6 +74,7 @@ class ResultsWindow(QWidget):
     written and the check (:mod:`gui.participant.results_summary`), the plots
     (:mod:`gui.participant.results_charts`) and the decision threshold (:mod:`gui.participant.results_threshold`).
     It runs the jobs (unlock, apply, write again) and keeps every section's test hooks as its own attributes.
+    The sections: ``identity_box``, ``package_box``, ``rows_box``, ``summary``, ``tabs``, ``threshold_box``.
     """
 
     # the sections' widgets and objects, kept as the window's own test hooks
