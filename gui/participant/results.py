@@ -28,6 +28,7 @@ from .results_threshold import ThresholdBox
 
 RESULT_ROWS = 200
 
+
 def _apply_and_read(package: Path, identity: Identity, csv: Path, out: Path, workspace: Path, impute: bool,
                     control, out_options: CsvOptions | None = None, validate: bool = False,
                     threshold: float | None = None, threshold_target: tuple[str, float] | None = None,
