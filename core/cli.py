@@ -751,6 +751,7 @@ def _privacy_args(p) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .data.missing import CHOICES as MISSING_CHOICES
     from .methods import METHODS
 
     ap = argparse.ArgumentParser(prog="dcstudio", description="One-shot, air-gapped Data Collaboration.",
@@ -811,7 +812,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "sample's other levels follow; an item NAME=x|y makes raw values x and y mean level NAME, e.g. "
                    "\"rx=Obs,treated=Lev|Lev+5FU\"; repeatable")
     p.add_argument("--missing", action="append", metavar="COL=POLICY",
-                   help="refuse, impute or impute+indicator (default: impute, with an indicator when the sample "
+                   help=f"{', '.join(MISSING_CHOICES)} (default: impute, with an indicator when the sample "
                    "has missing cells in the column); repeatable")
     p.add_argument("--other", action="append", metavar="COL",
                    help="no longer needed: a value a column with levels does not know always goes to the column's "

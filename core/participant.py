@@ -19,7 +19,8 @@ from .control import JobControl, ensure
 from .data.blocks import BlockReader, NotStreamable
 from .data.encoding import encoded_means, encoded_scales
 from .data.harmony import unit_warnings
-from .data.public_stats import formal_scales, public_fill_values
+from .data.missing import public_fills
+from .data.public_stats import formal_scales
 from .data.tabular import CsvFormat, CsvOptions, LocalTable, preview, read_table
 from .errors import Cancelled, ConfigError, DataError, DCError, FormatError, VerificationError
 from .fileio import atomic_writer, significant, utc_now
@@ -251,12 +252,12 @@ class ParticipantRound:
 
     def _public_fills(self) -> None:
         """Under the formal option, empty cells are filled from the kit's public values, never from this site's own
-        rows (core/data/public_stats.py): the table is read again with them when it filled any cell otherwise."""
+        rows (core.data.missing.public_fills): the table is read again with them when it filled any cell otherwise."""
         t = self.table
         if self._read is None:
             return
         path, schema, options, labels, ids = self._read
-        fills, lacking = public_fill_values(schema)
+        fills, lacking = public_fills(schema.features)
         if not t.filled or all(t.fill_values.get(k) == fills.get(k) for k in t.filled):
             return
         if any(k in lacking for k in t.filled):
@@ -700,7 +701,8 @@ def _package_warnings(workspace: SiteWorkspace, project_id: str, bundle_digest: 
     return out
 
 
-def apply_package(package_path: str | Path, identity: Identity, csv_path: str | Path, out_path: str | Path, *,
+# split pending #34 (lead): above the lint step's complexity limit of 25 until then
+def apply_package(package_path: str | Path, identity: Identity, csv_path: str | Path, out_path: str | Path, *,  # noqa: C901
                   workspace: SiteWorkspace, options: CsvOptions | None = None,
                   control: JobControl | None = None, with_representation: bool = False,
                   out_options: CsvOptions | None = None, validate: bool = False,

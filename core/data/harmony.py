@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .encoding import looks_missing, missing_token_hint
+from .missing import looks_missing, missing_token_hint
 from .schema import Schema
 
 SHIFT_LIMIT = 1.5

@@ -788,7 +788,8 @@ def view_matrix(g: Geometry, s: dict) -> tuple[np.ndarray, np.ndarray | None]:
     return A, w
 
 
-def fit(bundles, classes: list[str], settings: dict | None = None, control: JobControl | None = None,
+# split pending #34 (lead): above the lint step's complexity limit of 25 until then
+def fit(bundles, classes: list[str], settings: dict | None = None, control: JobControl | None = None,  # noqa: C901
         geo: Geometry | None = None, cache: dict | None = None, on_epoch=None) -> FedDAGResult:
     """The whole analyst side: geometry → matrix → α (cross-validated, DC-CFL's rule) → CC-graph → cluster models
     → each site's model (its cluster's, or its own rows' when that cross-validates better, as DC-CFL).
