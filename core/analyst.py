@@ -460,7 +460,8 @@ class AnalystRound:
         # its packages go back in the caller's order (the result's summary and details keep the canonical one).
         order = canonical_order(usable)
         result = m.fit([usable[i] for i in order], context)
-        formal = formal_block([usable[i] for i in order])  # (ε, δ) per site, what it covers, what figures rest on
+        # (ε, δ) per site, what it covers, what figures rest on
+        formal = formal_block([usable[i] for i in order], m.discloses)
         if formal:
             result.summary["formal_privacy"] = formal
         back = np.argsort(order)

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from . import version_string
 from .errors import ConfigError, DCError
-from .privacy.threat import CHOICES as THREAT_CHOICES
-from .privacy.threat import DEFAULT_PUBLIC_ROWS, ThreatModel
-from .privacy.thresholds import DIRECTIONS, PrivacyThresholds, parse_threshold_args
+from .formats.threat import CHOICES as THREAT_CHOICES
+from .formats.threat import DEFAULT_PUBLIC_ROWS, ThreatModel
+from .formats.thresholds import DIRECTIONS, PrivacyThresholds, parse_threshold_args
 from .safe_text import shown_lines
 
 
@@ -325,10 +325,10 @@ def _participant_round(args):
     """The ParticipantRound ``participant export`` and ``participant assess`` drive: kit, identity, anchor, the
     site's settings and its tightened privacy limits."""
     from .formats.kit import Kit
+    from .formats.thresholds import parse_threshold_args
     from .formats.workspace import default_workspace
     from .methods import method_class
     from .participant import ParticipantRound
-    from .privacy.thresholds import parse_threshold_args
 
     kit = Kit.load(args.kit)
     site = {spec.name: spec.parse(getattr(args, spec.name)) for spec in method_class(kit.method).site_settings_spec()

@@ -21,8 +21,8 @@ from .data.schema import (
 from .errors import ConfigError
 from .formats.identity import PublicCard
 from .formats.kit import ANCHOR_KINDS, Kit
+from .formats.threat import ThreatModel
 from .methods import default_method, get_method, method_class
-from .privacy.threat import ThreatModel
 
 DEFAULT_ANCHOR_ROWS = 1000
 

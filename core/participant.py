@@ -28,6 +28,7 @@ from .formats.anchor import AnchorFile
 from .formats.envelope import DEFAULT_LIMITS, Limits, Payload, SealedFile, inspect, open_sealed, seal
 from .formats.identity import Identity, PublicCard, read_fingerprint
 from .formats.kit import Kit
+from .formats.thresholds import PrivacyThresholds
 from .formats.workspace import SiteWorkspace, remove_empty_workspace
 from .learn.clinical_metrics import delong, json_safe, metrics_for
 from .learn.intervals import estimate, mcnemar_p
@@ -39,7 +40,6 @@ from .methods.promise import check_shared_oof, export_with_check, own_model_stat
 from .privacy.assessment import PrivacyAssessment, assess_export
 from .privacy.ledger import Ledger, spent
 from .privacy.protective import is_formal
-from .privacy.thresholds import PrivacyThresholds
 from .result_csv import ResultWriter
 from .wording import ARRAY_WORDS
 

@@ -1,9 +1,10 @@
 """The one interface every method plugs into the pipelines, the CLI, the app and the report through.
 
 A method declares (class attributes) what it is for and what it needs — ``task``, ``needs_anchor``,
-``labels_leave``, ``what_leaves``, ``kit_carries_aux``, who can score a site's own model against the shared one
-(``own_model_choice``, :mod:`core.methods.promise`) — and its settings as data (:attr:`Method.settings_spec`, see
-:mod:`core.methods.settings`). It implements four steps:
+``labels_leave``, ``what_leaves``, ``kit_carries_aux``, what its bundle releases of a site's rows (``discloses``, a
+:class:`core.privacy.release.Release`, which the privacy assessment reads), who can score a site's own model
+against the shared one (``own_model_choice``, :mod:`core.methods.promise`) — and its settings as data
+(:attr:`Method.settings_spec`, see :mod:`core.methods.settings`). It implements four steps:
 
 1. ``site_compute``: what a site computes and ships (:class:`SiteExport`), given its rows (and X^anc when
    ``needs_anchor``);
@@ -32,6 +33,7 @@ import numpy as np
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
 from ..formats.fields import Array, Facts, Field, Rule, check_fields, declaration, method_schemas
+from ..privacy.release import Release
 from .settings import Setting, check_settings
 from .views import Heatmap, PageTexts, View
 
@@ -150,6 +152,9 @@ class Method(ABC):
     needs_anchor: ClassVar[bool] = True  # sites need the participants' shared anchor file
     kit_carries_aux: ClassVar[bool] = False  # the kit holds public auxiliary data for the analyst (never X^anc)
     what_leaves: ClassVar[str] = ""  # one sentence for people, before anything is computed
+    # What the bundle releases of the site's rows (kind and arrays; core/privacy/release.py): every method declares
+    # it, and the privacy assessment reads it to choose the attacks that apply.
+    discloses: ClassVar[Release]
     settings_spec: ClassVar[tuple[Setting, ...]] = ()
     # The method's part of its files' declarations (core/formats/fields.py), used to write them and to check them:
     # the manifest members its bundles and packages carry beyond the shared ones (adding one is one line here), the
@@ -163,6 +168,9 @@ class Method(ABC):
     def __init_subclass__(cls, **kwargs: Any):
         super().__init_subclass__(**kwargs)
         if isinstance(cls.__dict__.get("name"), str):
+            if not isinstance(getattr(cls, "discloses", None), Release):
+                raise TypeError(f"method '{cls.name}' does not declare what it discloses: set its class attribute "
+                                "discloses = Release(kind, rows=...) (core/privacy/release.py)")
             method_schemas(cls.name, cls.bundle_fields, cls.package_fields, family=cls.family,
                            arrays=cls.bundle_arrays, rules=cls.bundle_rules,
                            site_scored=cls.task == "classification" and cls.own_model_choice == "site")
@@ -170,9 +178,6 @@ class Method(ABC):
     # "analyst": the analyst chooses per site from what it received; "site": it cannot, so the site keeps some rows
     # out of its export and chooses at apply. A new method is "site" unless it says it can score.
     own_model_choice: ClassVar[str] = "site"
-    # Whether what leaves is a small distilled set of made-up rows rather than a copy of every row (the privacy
-    # page's "distilled mode" lever points to such a method).
-    distilled: ClassVar[bool] = False
     # Whether ``apply``'s columns for a row depend on that row alone, not on the other rows given with it (a fitted
     # model applied row by row; not a clustering that maps the exported rows back by their permutation): a site's
     # ``apply`` then streams its CSV to RESULT.csv block by block (core/participant.py, core/result_csv.py).

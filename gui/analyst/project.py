@@ -53,10 +53,10 @@ from core.data.tabular import preview
 from core.errors import DCError
 from core.formats.identity import SCRYPT_LOG_N_DEFAULT, Identity, check_name, passphrase_ok
 from core.formats.kit import Kit
+from core.formats.threat import ThreatModel
 from core.formats.workspace import AnalystWorkspace, default_workspace
 from core.kit_builder import build_kit, default_anchor_kind
 from core.methods import METHODS, methods_for
-from core.privacy.threat import ThreatModel
 
 from .. import settings as app_settings
 from ..audit_restart import AuditRestartButton, refusal_text, restarted_text
