@@ -7,8 +7,8 @@ modules). The API has one module per audience, so each front end loads only what
 module                   what it holds
 ======================== ===================================================================================
 :mod:`core.api`          the basics every front end uses, light (no numpy, pandas, scikit-learn or torch):
-                         errors, progress and cancel, atomic files, identities, shown text, the words people
-                         read, whether a window can open
+                         errors, progress and cancel, atomic files, identities, the kit's privacy limits and
+                         threat model, shown text, the words people read, whether a window can open
 :mod:`core.api.common`   what both roles use: kits, workspaces, sealed files, reading CSVs and schemas, the
                          missing-value vocabulary, the methods behind their seam (registry, results, views,
                          settings, what each releases), figures and the kit's privacy limits and threat model
@@ -55,10 +55,15 @@ from ..formats.identity import (
     passphrase_score,
     read_fingerprint,
 )
+from ..formats.threat import CHOICES as THREAT_CHOICES
+from ..formats.threat import DEFAULT_PUBLIC_ROWS, ThreatModel
+from ..formats.thresholds import DIRECTIONS, PrivacyThresholds, parse_threshold_args
 from ..safe_text import is_safe, shown, shown_lines
 from ..wording import ANCHOR_WORDS, KEPT_OWN_WORDS, leaves_sentence
 
-__all__ = ["ANCHOR_WORDS", "KEPT_OWN_WORDS", "MIN_PASSPHRASE_CHARS", "SCRYPT_LOG_N_DEFAULT", "SCRYPT_LOG_N_MIN",
+__all__ = ["ANCHOR_WORDS", "DEFAULT_PUBLIC_ROWS", "DIRECTIONS", "KEPT_OWN_WORDS", "MIN_PASSPHRASE_CHARS",
+           "SCRYPT_LOG_N_DEFAULT", "SCRYPT_LOG_N_MIN", "THREAT_CHOICES", "PrivacyThresholds", "ThreatModel",
+           "parse_threshold_args",
            "AuditLogRefused", "Cancelled", "ConfigError", "DCError", "DataError", "FormatError", "Identity",
            "JobControl", "PublicCard", "UnconfirmedSender", "VerificationError", "__version__", "atomic_writer",
            "canonical_json", "check_display", "check_name", "check_new_passphrase", "ensure", "is_safe",

@@ -1,6 +1,6 @@
 """What both roles use (see :mod:`core.api`): kits and workspaces, sealed files as seen from outside, reading CSVs
-and schemas, the missing-value vocabulary, the methods behind their seam, the figures people read and the kit's
-privacy limits and threat model. Nothing here reaches the anchor secret (the analyst's side imports it)."""
+and schemas, the missing-value vocabulary, the methods behind their seam and the figures people read. Nothing
+here reaches the anchor secret (the analyst's side imports it)."""
 
 from ..data.missing import CHOICES as MISSING_CHOICES
 from ..data.missing import HELP as MISSING_HELP
@@ -21,9 +21,6 @@ from ..formats.audit import new_log_hint
 from ..formats.audit_restart import Restart, restart_audit
 from ..formats.envelope import SealedFile, file_digest, inspect
 from ..formats.kit import Kit
-from ..formats.threat import CHOICES as THREAT_CHOICES
-from ..formats.threat import DEFAULT_PUBLIC_ROWS, ThreatModel
-from ..formats.thresholds import DIRECTIONS, PrivacyThresholds, parse_threshold_args
 from ..formats.workspace import AnalystWorkspace, SiteWorkspace, UntrustedPin, default_workspace, open_workspace
 from ..learn.clinical_metrics import calibration_points, roc_points
 from ..learn.figure_table import confusion_lines, figure_rows
@@ -57,15 +54,15 @@ from ..methods import (
 from ..methods.settings import Setting
 from ..methods.views import Bars, Curve, Heatmap, PageTexts, Scatter, Table, Text, View
 
-__all__ = ["COEFFICIENTS", "COLUMN_TYPES", "DEFAULT_PUBLIC_ROWS", "DIRECTIONS", "DISTILLED_ROWS", "METHODS",
+__all__ = ["COEFFICIENTS", "COLUMN_TYPES", "DISTILLED_ROWS", "METHODS",
            "MISSING_CHOICES", "MISSING_HELP", "MISSING_TOKENS", "MISSING_WORDS", "PROTOTYPES", "REDUCED_ROWS",
-           "SUMMARIES", "THREAT_CHOICES", "UPDATE_WORDS", "AnalystWorkspace", "Bars", "ClientDistances",
+           "SUMMARIES", "UPDATE_WORDS", "AnalystWorkspace", "Bars", "ClientDistances",
            "ColumnChoices", "CsvFormat", "CsvOptions", "Curve", "Disclosure", "FeatureColumn", "FitContext", "Heatmap",
-           "Kit", "LocalTable", "Method", "MethodResult", "PageTexts", "PrivacyThresholds", "ReceivedBundle",
+           "Kit", "LocalTable", "Method", "MethodResult", "PageTexts", "ReceivedBundle",
            "Release", "Restart", "Scatter", "Schema", "SealedFile", "Setting", "SiteExport", "SiteInput",
-           "SiteWorkspace", "Table", "Text", "ThreatModel", "UntrustedPin", "View", "calibration_points",
+           "SiteWorkspace", "Table", "Text", "UntrustedPin", "View", "calibration_points",
            "confusion_lines", "data_records", "default_dimension", "default_method", "default_workspace",
            "describe_estimate", "figure_rows", "file_digest", "format_level_list", "get_method", "infer_schema",
            "inspect", "method_class", "methods_for", "missing_choice", "natural_sorted", "new_log_hint",
-           "open_workspace", "parse_threshold_args", "preview", "rates_at", "read_table", "register",
+           "open_workspace", "preview", "rates_at", "read_table", "register",
            "restart_audit", "roc_points", "threshold_for", "unregister", "with_blocks"]

@@ -30,6 +30,7 @@ from ..methods.feddag import FedDAG
 from ..methods.feddag import similarity as feddag_similarity
 from ..methods.gold import Gold
 from ..methods.gold import cpl as gold_cpl
+from ..methods.gold.cpl import GUARDS as GOLD_GUARDS
 from ..methods.hfldd import HFLDD
 from ..methods.hfldd.kip import (
     KIPSettings,
@@ -53,7 +54,8 @@ from ..parallel import one_blas_thread
 from ..participant import apply_checked, check_package, hash_ids, package_limits
 from ..privacy.assessment import assess_export
 
-__all__ = ["CHECK_SHARE", "DC", "DCCFL", "HFLDD", "KIT_SIGNATURE_DOMAIN", "SCHEMAS", "SHARE_FLOOR", "TRAILER_LEN",
+__all__ = ["CHECK_SHARE", "DC", "DCCFL", "GOLD_GUARDS", "HFLDD", "KIT_SIGNATURE_DOMAIN", "SCHEMAS", "SHARE_FLOOR",
+           "TRAILER_LEN",
            "AffineMap", "AnchorBasis", "BatchedMLP", "DCAlignment", "DCClustering", "DataClustering", "FedDAG", "Gold",
            "KIPSettings", "LabelDistributionClustering", "MLPWeights", "MetaLR", "Payload", "adjust_proba",
            "anchor_whitening", "apply_checked", "assess_export", "average_weights", "calibration_fit", "check_package",

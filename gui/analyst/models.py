@@ -37,10 +37,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.learn.intervals import describe
-from core.methods import METHODS
-from core.methods.views import Curve, PageTexts
-from core.report import minority_flags
+from core.api.analyst import minority_flags
+from core.api.common import METHODS, Curve, PageTexts
+from core.api.common import describe_estimate as describe
 
 from ..jobs import Job
 from ..plots import cluster_color, make_plot, set_title

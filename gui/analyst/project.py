@@ -47,16 +47,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.analyst import AnalystRound
-from core.data.schema import Schema, infer_schema
-from core.data.tabular import preview
-from core.errors import DCError
-from core.formats.identity import SCRYPT_LOG_N_DEFAULT, Identity, check_name, passphrase_ok
-from core.formats.kit import Kit
-from core.formats.threat import ThreatModel
-from core.formats.workspace import AnalystWorkspace, default_workspace
-from core.kit_builder import build_kit, default_anchor_kind
-from core.methods import METHODS, methods_for
+from core.api import SCRYPT_LOG_N_DEFAULT, DCError, Identity, ThreatModel, check_name, passphrase_ok
+from core.api.analyst import AnalystRound, build_kit, default_anchor_kind
+from core.api.common import (
+    METHODS,
+    AnalystWorkspace,
+    Kit,
+    Schema,
+    default_workspace,
+    infer_schema,
+    methods_for,
+    preview,
+)
 
 from .. import settings as app_settings
 from ..audit_restart import AuditRestartButton, refusal_text, restarted_text
@@ -701,7 +703,7 @@ class ProjectPage(QWidget):
 
     def build_kit(self) -> Kit:
         """The kit the form describes (not yet signed or saved). Raises DCError with the reason."""
-        from core.errors import ConfigError
+        from core.api import ConfigError
 
         if self.schema is None and self.schema_error:
             raise ConfigError(self.schema_error)

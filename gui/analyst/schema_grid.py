@@ -28,10 +28,9 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QComboBox, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
-from core.data.missing import HELP as MISSING_HELP
-from core.data.missing import WORDS as MISSING_TEXT
-from core.data.missing import choice_of as _missing_choice
-from core.data.schema import COLUMN_TYPES, ColumnChoices, FeatureColumn, Schema, format_level_list
+from core.api.common import COLUMN_TYPES, MISSING_HELP, ColumnChoices, FeatureColumn, Schema, format_level_list
+from core.api.common import MISSING_WORDS as MISSING_TEXT
+from core.api.common import missing_choice as _missing_choice
 
 COL_NAME, COL_TYPE, COL_LEVELS, COL_MISSING, COL_OTHER = range(5)
 LEFT_OUT = "ignored"  # core's name for the type "left out" (``kit new --type COL=ignored``)

@@ -28,10 +28,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.data.tabular import MISSING_TOKENS, CsvFormat, CsvOptions, LocalTable, data_records, preview
-from core.errors import DCError
-from core.methods import get_method
-from core.participant import ParticipantRound
+from core.api import DCError
+from core.api.common import MISSING_TOKENS, CsvFormat, CsvOptions, LocalTable, data_records, get_method, preview
+from core.api.participant import ParticipantRound
 
 from ..jobs import Job
 from ..screen import rows_height

@@ -32,20 +32,25 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.data.schema import natural_sorted
-from core.data.tabular import CsvOptions, preview
-from core.errors import ConfigError, DCError
-from core.formats.envelope import inspect
-from core.formats.identity import Identity
-from core.formats.kit import Kit
-from core.formats.workspace import SiteWorkspace, UntrustedPin, default_workspace
-from core.learn.clinical_metrics import calibration_points, roc_points
-from core.learn.figure_table import figure_rows
-from core.learn.intervals import describe
-from core.learn.site_update import UPDATE_WORDS
-from core.learn.threshold import rates_at, threshold_for
-from core.participant import ApplyResult, apply_package
-from core.wording import KEPT_OWN_WORDS
+from core.api import KEPT_OWN_WORDS, ConfigError, DCError, Identity
+from core.api.common import (
+    UPDATE_WORDS,
+    CsvOptions,
+    Kit,
+    SiteWorkspace,
+    UntrustedPin,
+    calibration_points,
+    default_workspace,
+    figure_rows,
+    inspect,
+    natural_sorted,
+    preview,
+    rates_at,
+    roc_points,
+    threshold_for,
+)
+from core.api.common import describe_estimate as describe
+from core.api.participant import ApplyResult, apply_package
 
 from ..audit_restart import AuditRestartButton, refusal_text, restarted_text
 from ..plots import GREY, PALETTE, make_plot

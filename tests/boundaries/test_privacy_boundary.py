@@ -110,7 +110,8 @@ ANCHOR = "core.formats.anchor"
 def test_no_analyst_side_module_can_reach_the_anchor_module():
     """An import contract over every module, new ones included: nothing the analyst runs imports the anchor
     module, even lazily inside a function. The site side (participant, its wizard pages, its public API), the CLI
-    that hosts both roles, the demo, the benchmarks and the simulations (which play every role) are the only modules allowed to."""
+    that hosts both roles, the demo, the benchmarks and the simulations (which play every role) are the only
+    modules allowed to."""
     graph = _import_graph()
     analyst_side = [m for m in graph if m in ("core.analyst", "core.report", "core.methods", "core.api",
                                               "core.api.common", "core.api.analyst")
