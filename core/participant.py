@@ -379,8 +379,9 @@ class ParticipantRound:
         assessment = json_safe(self.assessment_.to_dict())
         consent = ({"accepted": [f"{f.attack}/{f.adversary}" for f in self.assessment_.poor],
                     "how": self.privacy_risk_accepted} if self.assessment_.needs_consent else None)
+        kit_digest, schema_digest = self.kit.digests()
         manifest = {**ex.manifest, "method": self.method.name, "family": self.method.family,
-                    "kit_digest": self.kit.digest(), "schema_digest": self.kit.schema.digest(),
+                    "kit_digest": kit_digest, "schema_digest": schema_digest,
                     "site": self.identity.card.name, "software": __version__}
         formal = ex.manifest.get("privacy") if isinstance(ex.manifest.get("privacy"), dict) else None
         if self.table.filled and formal is None:  # cells filled per column (kit policy "impute"), shown to the site

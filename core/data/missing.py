@@ -4,7 +4,8 @@
 COL=CHOICE``, the app's schema grid) and everyone reads it in the same :data:`WORDS` (``kit new``/``kit show``,
 the schema grid, the model card; :data:`HELP` says what each does). The kit file stores a choice as two fields
 of the column, ``missing`` (one of :data:`KIT_POLICIES`) and ``indicator`` (a 0/1 "was missing" matrix column,
-only with imputation); :func:`choice_of` and :func:`set_choice` are the only translation between the two:
+only with imputation). The table :data:`POLICIES` is the only translation between the three (:func:`choice_of`,
+:func:`words_of` and :func:`set_choice` look it up):
 
 ==================== ============================ ====================
 choice               kit: ``missing``, indicator  words
@@ -42,9 +43,17 @@ import numpy as np
 
 from ..errors import ConfigError, DataError
 
-CHOICES = ("refuse", "impute", "impute+indicator")
+# The one vocabulary: each policy as people choose it, as the kit stores it (``missing``, ``indicator``), as people
+# read it. Everything below is a lookup in this table.
+POLICIES = (("refuse", "refuse", False, "refuse missing"),
+            ("impute", "impute", False, "impute"),
+            ("impute+indicator", "impute", True, "impute + indicator"))
+CHOICES = tuple(choice for choice, *_ in POLICIES)
 KIT_POLICIES = ("refuse", "impute")  # the kit file's ``missing`` field
-WORDS = {"refuse": "refuse missing", "impute": "impute", "impute+indicator": "impute + indicator"}
+WORDS = {choice: words for choice, _, _, words in POLICIES}
+_CHOICE_OF = {(missing, indicator): choice for choice, missing, indicator, _ in POLICIES}
+_FIELDS_OF = {choice: (missing, indicator) for choice, missing, indicator, _ in POLICIES}
+_WORDS_OF = {(missing, indicator): words for _, missing, indicator, words in POLICIES}
 HELP = ("refuse missing: a row with an empty cell in the column stops the site's export. impute: each site fills an "
         "empty cell with its own median (numbers) or most frequent level, or with the kit's value when it has no "
         "value in the column at all. impute + indicator: the same, and a 0/1 column tells the model which cells "
@@ -74,12 +83,12 @@ class Column(Protocol):
 # ---- the vocabulary -------------------------------------------------------------------------------------------
 def choice_of(column: Column) -> str:
     """The column's policy as people choose it: ``refuse``, ``impute`` or ``impute+indicator``."""
-    return column.missing + ("+indicator" if column.indicator else "")
+    return _CHOICE_OF[(column.missing, bool(column.indicator))]
 
 
 def words_of(column: Column) -> str:
     """The column's policy as people read it (:data:`WORDS`)."""
-    return WORDS[choice_of(column)]
+    return _WORDS_OF[(column.missing, bool(column.indicator))]
 
 
 def check_choice(choice: str, column: str) -> str:
@@ -92,8 +101,7 @@ def check_choice(choice: str, column: str) -> str:
 
 def set_choice(column: Column, choice: str) -> None:
     """Store ``choice`` in the column's kit fields (``missing``, ``indicator``); ConfigError naming the choices."""
-    check_choice(choice, column.name)
-    column.missing, column.indicator = choice.split("+")[0], choice.endswith("+indicator")
+    column.missing, column.indicator = _FIELDS_OF[check_choice(choice, column.name)]
 
 
 def default_choice(sample_missing: int) -> str:

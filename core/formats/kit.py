@@ -91,9 +91,16 @@ class Kit:
             raise FormatError(f"kit is incomplete or malformed ({exc.__class__.__name__})") from exc
 
     def digest(self) -> str:
+        """SHA-256 (hex) of the canonical JSON of :meth:`to_dict`."""
+        return self.digests()[0]
+
+    def digests(self) -> tuple[str, str]:
+        """(the kit's digest, its schema's digest, :meth:`core.data.schema.Schema.digest`) from one serialisation:
+        every bundle carries both, and the analyst checks both."""
         import hashlib
 
-        return hashlib.sha256(canonical_json(self.to_dict())).hexdigest()
+        d = self.to_dict()
+        return hashlib.sha256(canonical_json(d)).hexdigest(), hashlib.sha256(canonical_json(d["schema"])).hexdigest()
 
     def save(self, path: str | Path, analyst: Identity) -> None:
         """Sign with the analyst's identity (which must be the kit's analyst) and write atomically."""
