@@ -4,6 +4,7 @@ here reaches the anchor secret (the analyst's side imports it)."""
 
 from ..data.missing import CHOICES as MISSING_CHOICES
 from ..data.missing import HELP as MISSING_HELP
+from ..data.missing import LEGACY_MEAN
 from ..data.missing import WORDS as MISSING_WORDS
 from ..data.missing import choice_of as missing_choice
 from ..data.schema import (
@@ -54,7 +55,7 @@ from ..methods import (
 from ..methods.settings import Setting
 from ..methods.views import Bars, Curve, Heatmap, PageTexts, Scatter, Table, Text, View
 
-__all__ = ["COEFFICIENTS", "COLUMN_TYPES", "DISTILLED_ROWS", "METHODS",
+__all__ = ["COEFFICIENTS", "COLUMN_TYPES", "DISTILLED_ROWS", "LEGACY_MEAN", "METHODS",
            "MISSING_CHOICES", "MISSING_HELP", "MISSING_TOKENS", "MISSING_WORDS", "PROTOTYPES", "REDUCED_ROWS",
            "SUMMARIES", "UPDATE_WORDS", "AnalystWorkspace", "Bars", "ClientDistances",
            "ColumnChoices", "CsvFormat", "CsvOptions", "Curve", "Disclosure", "FeatureColumn", "FitContext", "Heatmap",

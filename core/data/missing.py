@@ -54,6 +54,8 @@ WORDS = {choice: words for choice, _, _, words in POLICIES}
 _CHOICE_OF = {(missing, indicator): choice for choice, missing, indicator, _ in POLICIES}
 _FIELDS_OF = {choice: (missing, indicator) for choice, missing, indicator, _ in POLICIES}
 _WORDS_OF = {(missing, indicator): words for _, missing, indicator, words in POLICIES}
+# The older kits' fill (a refusing numeric column filled with the site's own mean), as the app and the CLI name it
+LEGACY_MEAN = "Older kits: fill missing values with the mean of my own column"
 HELP = ("refuse missing: a row with an empty cell in the column stops the site's export. impute: each site fills an "
         "empty cell with its own median (numbers) or most frequent level, or with the kit's value when it has no "
         "value in the column at all. impute + indicator: the same, and a 0/1 column tells the model which cells "

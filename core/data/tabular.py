@@ -30,7 +30,7 @@ from ..control import JobControl, ensure
 from ..errors import ConfigError, DataError
 from ..parallel import for_row_blocks
 from .encoding import MISSING, UNKNOWN, UNSEEN_LEVEL, LevelCoder, encode
-from .missing import Filling, fill_code, fills, looks_missing, missing_token_hint, missing_token_set
+from .missing import LEGACY_MEAN, Filling, fill_code, fills, looks_missing, missing_token_hint, missing_token_set
 from .ordering import natural_sorted
 
 
@@ -1153,7 +1153,7 @@ class _TableReader:
             more += f" (in columns {_quote_list(sorted(columns, key=order.__getitem__), len(columns))})"
         if numeric and self.schema.all_numeric:
             fix = ("fix the file or fill missing values with your own column's mean (CLI: --impute; in the app: "
-                   "'Older kits: fill missing values with the mean of my own column')")
+                   f"'{LEGACY_MEAN}')")
         else:
             fix = "fix the file (the kit refuses missing values in this column)"
         raise DataError(f"line {line}, column {_quote(name)} {what}{more}; {fix}", path=path)

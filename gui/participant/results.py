@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 
 from core.api import KEPT_OWN_WORDS, ConfigError, DCError, Identity
 from core.api.common import (
+    LEGACY_MEAN,
     UPDATE_WORDS,
     CsvOptions,
     Kit,
@@ -171,7 +172,7 @@ class ResultsWindow(QWidget):
         # -- 3. rows
         self.csv_field = PathField("csv", "open", self.tr("CSV files (*.csv *.txt *.tsv);;All files (*)"),
                                    self.tr("Choose the CSV to apply the package to"))
-        self.impute_check = QCheckBox(self.tr("Fill missing values with my column means"))
+        self.impute_check = QCheckBox(self.tr(LEGACY_MEAN))
         self.validate_check = QCheckBox(self.tr("These rows carry labels I trust: check the package against my "
                                                 "own model first"))
         self.out_field = PathField("results", "save", self.tr("CSV files (*.csv)"), self.tr("Save the results as"))
