@@ -465,6 +465,10 @@ class AnalystRound:
         formal = formal_block([usable[i] for i in order], m.discloses)
         if formal:
             result.summary["formal_privacy"] = formal
+        kept = {b.fingerprint: b.manifest["rows_kept_at_site"] for b in usable if b.manifest.get("rows_kept_at_site")}
+        for entry in result.summary.get("sites", []):  # a site's rows = sent + kept to check: said beside each other
+            if isinstance(entry, dict) and entry.get("fingerprint") in kept:
+                entry["rows_kept_at_site"] = int(kept[entry["fingerprint"]])
         back = np.argsort(order)
         result.packages = [result.packages[j] for j in back]
         return AnalystRun(m, result, list(usable), list(excluded or []), self.scale_flags(usable), left_out)
@@ -561,7 +565,8 @@ class AnalystRound:
                                project_id=self.kit.project_id, sender=self.identity, recipient=b.card,
                                in_reply_to=b.digest, audit_head=audit_head))
         # Beside each package, its model card for the site's clinicians (core.model_card).
-        cards = model_cards(self.kit, run.method, result.summary)
+        cards = model_cards(self.kit, run.method, {**result.summary, "software": __version__,  # dated and versioned
+                                                   "run": {"id": run_id, "created": run_created}})
         card_files: dict[int, str] = {}
         for k, (b, s) in enumerate(zip(bundles, sealed, strict=True)):
             card = card_for(cards, result.summary, b.site, b.fingerprint)

@@ -684,6 +684,9 @@ def _run_order(created: str, seq) -> tuple[str, int]:
     return str(created), seq if isinstance(seq, int) and not isinstance(seq, bool) else -1
 
 
+ALREADY_APPLIED = "this package was already applied"  # apply's note on the same package again (a rewrite says it)
+
+
 def _package_warnings(workspace: SiteWorkspace, project_id: str, bundle_digest: str, digest: str,
                       created: str, seq=None, run_id: str = "", *, allow_older: bool = False) -> list[str]:
     """Warn when this exact package was applied before; refuse (ConfigError naming both runs) a package older
@@ -691,7 +694,7 @@ def _package_warnings(workspace: SiteWorkspace, project_id: str, bundle_digest: 
     out = []
     for entry in workspace.applied(project_id, bundle_digest):
         if entry.get("digest") == digest:
-            out.append(f"this package was already applied on {entry.get('applied')} (to {entry.get('out')})")
+            out.append(f"{ALREADY_APPLIED} on {entry.get('applied')} (to {entry.get('out')})")
         elif _run_order(entry.get("created", ""), entry.get("run_seq")) > _run_order(created, seq):
             older = (f"this package (analyst run {run_id or '?'}, {created}) is older than the package of analyst "
                      f"run {entry.get('run_id') or '?'} ({entry.get('created')}) applied on {entry.get('applied')}")

@@ -5,6 +5,7 @@ from ..data.encoding import encoded_ranges
 from ..formats.anchor import KINDS as ANCHOR_KINDS
 from ..formats.anchor import SHAREABLE_WARNING, AnchorFile, anchor_for_kit, make_anchor
 from ..participant import (
+    ALREADY_APPLIED,
     ApplyResult,
     ParticipantRound,
     analyst_pin_status,
@@ -25,7 +26,7 @@ from ..privacy.levers import (
     summarise,
 )
 
-__all__ = ["ANCHOR_KINDS", "EPSILON_SETTING", "LEVER_WORDS", "SHAREABLE_WARNING", "USELESS_AUC", "AnchorFile",
-           "ApplyResult", "LeverOption", "Levers", "ParticipantRound", "PrivacyAssessment", "analyst_pin_status",
-           "anchor_for_kit", "apply_package", "encoded_ranges", "finding_key", "formal_words", "load_anchor",
-           "make_anchor", "measure_levers", "needs_anchor", "summarise"]
+__all__ = ["ALREADY_APPLIED", "ANCHOR_KINDS", "EPSILON_SETTING", "LEVER_WORDS", "SHAREABLE_WARNING", "USELESS_AUC",
+           "AnchorFile", "ApplyResult", "LeverOption", "Levers", "ParticipantRound", "PrivacyAssessment",
+           "analyst_pin_status", "anchor_for_kit", "apply_package", "encoded_ranges", "finding_key", "formal_words",
+           "load_anchor", "make_anchor", "measure_levers", "needs_anchor", "summarise"]

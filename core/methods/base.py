@@ -33,6 +33,7 @@ import numpy as np
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
 from ..formats.fields import Array, Facts, Field, Rule, check_fields, declaration, method_schemas
+from ..learn.reduction import resolved_dimension
 from ..privacy.release import Release
 from .settings import Setting, check_settings
 from .views import Heatmap, PageTexts, View
@@ -182,6 +183,8 @@ class Method(ABC):
     # model applied row by row; not a clustering that maps the exported rows back by their permutation): a site's
     # ``apply`` then streams its CSV to RESULT.csv block by block (core/participant.py, core/result_csv.py).
     apply_per_row: ClassVar[bool] = False
+    # Whether a site's default numbers per row are the papers' m − 1 rather than the product's rule (DC-Clustering).
+    papers_dimension: ClassVar[bool] = False
 
     def __init__(self, **settings: Any):
         self.settings = check_settings(self.name, self.settings_spec, settings, side="analyst")
@@ -216,6 +219,17 @@ class Method(ABC):
     @classmethod
     def check_site_settings(cls, given: dict) -> dict:
         return check_settings(cls.name, cls.settings_spec, given, side="site")
+
+    @classmethod
+    def numbers_per_row(cls, settings: dict | None, n_columns: int, n_rows: int | None = None) -> int | None:
+        """How many numbers each of a site's rows keeps in its export: the site's ``dimension`` setting resolved for m =
+        ``n_columns`` encoded columns and n = ``n_rows`` rows (:func:`core.learn.reduction.resolved_dimension`, the
+        rule the export itself follows), or None for a method without that site setting. The kit page, the privacy
+        page and the bundle show this one value."""
+        spec = cls.setting("dimension")
+        if spec is None or spec.side != "site":
+            return None
+        return resolved_dimension((settings or {}).get("dimension"), n_columns, n_rows, papers=cls.papers_dimension)
 
     @classmethod
     def setting(cls, name: str) -> Setting | None:

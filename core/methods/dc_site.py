@@ -20,6 +20,7 @@ from ..learn.reduction import (
     PrivateReduction,
     default_dimension,
     largest_dimension,
+    resolved_dimension,
 )
 from ..privacy import mechanism as dp
 from ..privacy.protective import protective_rng
@@ -74,7 +75,7 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
     if n < MIN_ROWS:
         raise ConfigError(f"this site has {n} rows; at least {MIN_ROWS} are needed")
     # the default: the papers' m − 1 or the product's rule, either within what the site's rows allow
-    default = max(1, min(m - 1, n - 1)) if papers_dimension else default_dimension(m, n)
+    default = resolved_dimension(None, m, n, papers=papers_dimension)
     top = largest_dimension(opts["reduction"], n, m)
     if opts["dimension"] is not None and not 1 <= int(opts["dimension"]) <= top:
         raise ConfigError(dimension_refusal(int(opts["dimension"]), n, m, top, opts["reduction"], default))
@@ -83,7 +84,7 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
     # the operating system, never from the seed (core/privacy/protective.py); without it the seed fixes them all.
     rng = protective_rng() if formal else np.random.default_rng(opts["seed"])
     control.step(0.05, "fitting the private reduction")
-    dimension = default if opts["dimension"] is None else int(opts["dimension"])
+    dimension = resolved_dimension(opts["dimension"], m, n, papers=papers_dimension)
     if formal:
         red = _formal_map(site, dimension, rng)
     else:

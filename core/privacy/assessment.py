@@ -378,11 +378,12 @@ def _rebuild_findings(case: _Case, threat: ThreatModel, control: JobControl) -> 
     if sample is not None:  # the shipped rows' own statistics from all of them: the analyst holds every one
         standardised = bool(case.export.manifest.get("standardised", True))
         every = arrays[release.rows]
+        moments = A.row_moments(every)  # the shipped rows' mean and covariance, read once for both attacks
         tried = {"eigen": lambda: [A.eigen_attack(every, sample, noise_var, standardised=standardised,
-                                                  rows=shipped)]}
+                                                  rows=shipped, moments=moments)]}
         if Y.shape[1] >= 2:  # FastICA from several starting points: the closest rebuild is kept
             tried["ica"] = lambda: A.ica_rebuilds(every, sample, seed=case.seed, standardised=standardised,
-                                                  rows=shipped)
+                                                  rows=shipped, moments=moments)
         for name, rebuilds in tried.items():
             try:
                 scored = [score(X_hat) for X_hat in rebuilds()]

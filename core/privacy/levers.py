@@ -38,6 +38,7 @@ import numpy as np
 from ..control import JobControl, ensure
 from ..errors import ConfigError, DCError
 from ..learn.own_cv import cross_validate_own
+from ..learn.reduction import resolved_dimension
 from .release import DISTILLED_ROWS, Release
 
 MAX_ROWS = 2000  # rows each option is measured on (a seeded subsample of the site's rows)
@@ -304,7 +305,7 @@ def lever_values(spec_by_name: dict, settings: dict, m: int) -> list[tuple[str, 
     now and inside the setting's declared range."""
     out: list[tuple[str, object]] = []
     if "dimension" in spec_by_name:
-        now = settings.get("dimension") or m
+        now = resolved_dimension(settings.get("dimension"), m)  # the numbers per row the export keeps
         dims = sorted({max(1, round(now * f)) for f in (0.75, 0.5, 0.25)} | {max(1, now - 1)}, reverse=True)
         out += [("dimension", d) for d in dims if d < now]
     if "noise" in spec_by_name:
@@ -334,7 +335,7 @@ def option_label(lever: str, value, settings: dict, m: int) -> str:
         return (f"Keep {value['dimension']} numbers per row and add noise of {value['noise']:g} × each number's "
                 "spread")
     if lever == "dimension":
-        now = settings.get("dimension") or m
+        now = resolved_dimension(settings.get("dimension"), m)  # the numbers per row the export keeps
         return f"Keep {value} numbers per row (now {now})"
     if lever == "noise":
         return f"Add noise of {value:g} × each number's spread"

@@ -88,6 +88,7 @@ def _path_row(edit: QLineEdit, *buttons: QWidget) -> QWidget:
     w = QWidget()
     lay = QHBoxLayout(w)
     lay.setContentsMargins(0, 0, 0, 0)
+    edit.setMinimumWidth(edit.fontMetrics().horizontalAdvance("x" * 12))  # the end of a path stays readable
     lay.addWidget(edit, 1)
     for b in buttons:
         lay.addWidget(b)
@@ -97,6 +98,8 @@ def _path_row(edit: QLineEdit, *buttons: QWidget) -> QWidget:
 def _form(parent: QWidget | None = None) -> QFormLayout:
     form = QFormLayout(parent) if parent is not None else QFormLayout()
     form.setFieldGrowthPolicy(QFormLayout.ExpandingFieldsGrow)
+    # a row too wide for its column puts its field under its label: nothing is cut at 125 % (issue #33 item 14)
+    form.setRowWrapPolicy(QFormLayout.WrapLongRows)
     return form
 
 
@@ -329,6 +332,7 @@ class ProjectPage(QWidget):
         self.create_kit_button.setEnabled(False)
         self.create_hint = QLabel()
         self.create_hint.setStyleSheet("color:#6b7280;")
+        self.create_hint.setWordWrap(True)  # beside the button, in the room there is
         lay = QVBoxLayout(box)
         lay.addLayout(form)
         lay.addWidget(self.schema_job_panel)

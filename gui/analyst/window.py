@@ -8,7 +8,6 @@ result. Pages subscribe to its signals (napari's split: the state knows nothing 
 from __future__ import annotations
 
 import sys
-import threading
 
 from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -182,25 +181,15 @@ class AnalystWindow(QMainWindow):
         super().closeEvent(event)
 
 
-def warm_up() -> threading.Thread | None:
-    """Import the training engine (torch) on a background thread, once, soon after the window appears.
+def warm_up() -> None:
+    """Import the training engine (torch) once, on the window's own thread, soon after the window appears.
 
-    Loading torch's native library holds the GIL for a few hundred milliseconds (the UI thread cannot run
-    meanwhile). Done here, that pause falls while the analyst reads the Project page instead of right after
-    they press Train, so training itself never stalls the window (measured with ``python docs/tools/stall.py``).
-    """
-    global WARM_UP_THREAD
+    Loading torch's native library holds the GIL for a few hundred milliseconds wherever it is done, so the UI
+    thread cannot run meanwhile: done here, that one pause falls while the analyst reads the Project page instead
+    of right after they press Train. It is done on the window's thread, not a background one: a background import
+    deadlocked against the window's own loading of native code (Qt plugins, OpenSSL) in the test suite."""
     if "torch" in sys.modules:
-        return None
-    WARM_UP_THREAD = threading.Thread(target=_import_torch, name="warm-up", daemon=True)
-    WARM_UP_THREAD.start()
-    return WARM_UP_THREAD
-
-
-WARM_UP_THREAD: threading.Thread | None = None
-
-
-def _import_torch() -> None:
+        return
     try:
         import torch
     except Exception:  # training reports a missing engine itself, with a clear message

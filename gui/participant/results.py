@@ -51,7 +51,7 @@ from core.api.common import (
     threshold_for,
 )
 from core.api.common import describe_estimate as describe
-from core.api.participant import ApplyResult, apply_package
+from core.api.participant import ALREADY_APPLIED, ApplyResult, apply_package
 
 from ..audit_restart import AuditRestartButton, refusal_text, restarted_text
 from ..plots import GREY, PALETTE, make_plot
@@ -522,9 +522,15 @@ class ResultsWindow(QWidget):
         note = self.tr(KEPT_OWN_WORDS) if result.model_note == KEPT_OWN_WORDS else result.model_note
         kept = ("<p>" + esc(note[:1].upper() + note[1:]) + ".</p>") if note else ""
         self.validation_label.setText(kept + self._validation_text(result.validation, result.choice))
-        if result.warnings:  # the same package again, or one superseded by a newer run
+        # the same package again is what a rewrite the person asked for is: said plainly, not as a warning (issue #33
+        # item 14); another note (an older package applied on purpose) stays a warning
+        notes = [w for w in result.warnings if not (keep_threshold and w.startswith(ALREADY_APPLIED))]
+        if notes:  # the same package again, or one superseded by a newer run
             self.message.show_message("warning", self.tr("Done: {path}. Note: {warnings}").format(
-                path=result.out_path, warnings=" ".join(result.warnings)))
+                path=result.out_path, warnings=" ".join(notes)))
+        elif keep_threshold:
+            self.message.show_message("ok", self.tr("Written again at the threshold you chose: {path}").format(
+                path=result.out_path))
         else:
             self.message.show_message("ok", self.tr("Done: {path}").format(path=result.out_path))
         self._plot(outcome["column"], outcome["counts"])

@@ -217,7 +217,7 @@ def test_apply_reads_the_csv_once_and_writes_what_the_whole_file_way_wrote(rnd, 
     def whole_read(*_a, **_k):
         raise AssertionError("the CSV was read whole")
 
-    def row_by_row(_method, _manifest, _private, X, _apply):
+    def row_by_row(_method, _manifest, _private, X, _apply, **_kw):
         p = 1 / (1 + np.exp(-X[:, 0]))
         return {"prediction": np.where(p > 0.5, "a", "=b").astype(object), "prob_a": p, "prob_b": 1 - p}, None
 
