@@ -705,8 +705,7 @@ def _package_warnings(workspace: SiteWorkspace, project_id: str, bundle_digest: 
     return out
 
 
-# split pending #34 (lead): above the lint step's complexity limit of 25 until then
-def apply_package(package_path: str | Path, identity: Identity, csv_path: str | Path, out_path: str | Path, *,  # noqa: C901
+def apply_package(package_path: str | Path, identity: Identity, csv_path: str | Path, out_path: str | Path, *,
                   workspace: SiteWorkspace, options: CsvOptions | None = None,
                   control: JobControl | None = None, with_representation: bool = False,
                   out_options: CsvOptions | None = None, validate: bool = False,
@@ -738,15 +737,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     site's signed pin; ``analyst_fingerprint`` (the fingerprint the analyst read out, or their card) confirms that
     key again when the pin cannot be trusted (:func:`reconfirm_analyst`)."""
     control = ensure(control)
-    if threshold is not None:
-        threshold = check_threshold(threshold)
-    if threshold_target is not None:
-        if threshold is not None:
-            raise ConfigError("give a threshold or a sensitivity/specificity to reach, not both")
-        if threshold_target[0] not in ("sensitivity", "specificity"):
-            raise ConfigError(f"a threshold is chosen by sensitivity or specificity, not {threshold_target[0]!r}")
-        if not validate:
-            raise ConfigError(f"choosing the threshold by {threshold_target[0]} needs labelled rows (--validate)")
+    threshold = _checked_threshold_request(threshold, threshold_target, validate)
     for what, path in (("the CSV it reads", csv_path), ("the package", package_path)):
         if same_file(out_path, path):
             raise ConfigError(f"the results would overwrite {what}; choose another file name", path=out_path)
@@ -855,14 +846,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                            package_digest=opened.digest, in_reply_to=opened.binding.in_reply_to,
                            run_id=str(manifest.get("run_id", "")), rows=n_rows,
                            out=str(Path(out_path).resolve()), warnings=warnings,
-                           **({"threshold": {k: chosen[k] for k in ("value", "how", "target", "positive")}}
-                              if chosen else {}),
-                           **({"model_used": {k: choice[k] for k in ("model", "by", "reason", "kind", "weight",
-                                                                     "rows", "paired_on") if k in choice}}
-                              if choice else {}),
-                           **({"validation": json_safe({k: validation.get(k) for k in (
-                               "package", "local", "recommend", "package_metrics", "local_metrics", "delong")})}
-                              if validation else {}))
+                           **_applied_choices(chosen, choice, validation))
     workspace.record_applied(kit.project_id, opened.binding.in_reply_to,
                              {"digest": opened.digest, "run_id": str(manifest.get("run_id", "")),
                               "created": str(manifest.get("run_created") or opened.binding.created),
@@ -872,6 +856,33 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     kept_own = bool(choice) and choice["model"] == "own"
     return ApplyResult(Path(out_path), n_rows, names, method.name, manifest, fmt, out_fmt,
                        warnings, validation, kept_own, chosen, scored, choice)
+
+
+def _checked_threshold_request(threshold: float | None, target: tuple[str, float] | None,
+                               validate: bool) -> float | None:
+    """The threshold ``apply`` was given (checked: 0 < T < 1), or None; a sensitivity/specificity ``target`` is
+    refused beside a threshold, for any other measure, or without labelled rows to choose it on."""
+    if threshold is not None:
+        threshold = check_threshold(threshold)
+    if target is not None:
+        if threshold is not None:
+            raise ConfigError("give a threshold or a sensitivity/specificity to reach, not both")
+        if target[0] not in ("sensitivity", "specificity"):
+            raise ConfigError(f"a threshold is chosen by sensitivity or specificity, not {target[0]!r}")
+        if not validate:
+            raise ConfigError(f"choosing the threshold by {target[0]} needs labelled rows (--validate)")
+    return threshold
+
+
+def _applied_choices(chosen: dict | None, choice: dict | None, validation: dict | None) -> dict:
+    """What the audit log's ``apply`` entry records of the threshold, the model the site used and the validation,
+    each only when there is one."""
+    return {**({"threshold": {k: chosen[k] for k in ("value", "how", "target", "positive")}} if chosen else {}),
+            **({"model_used": {k: choice[k] for k in ("model", "by", "reason", "kind", "weight", "rows", "paired_on")
+                               if k in choice}} if choice else {}),
+            **({"validation": json_safe({k: validation.get(k) for k in (
+                "package", "local", "recommend", "package_metrics", "local_metrics", "delong")})}
+               if validation else {})}
 
 
 def _choose_threshold(risk: np.ndarray, y: np.ndarray | None, classes: list[str], threshold: float | None,
