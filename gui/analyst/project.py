@@ -318,14 +318,14 @@ class ProjectPage(QWidget):
         self.anchor_rows_spin.setRange(10, 100000)
         self.anchor_rows_spin.setValue(1000)
         aform.addRow(self.tr("Rows:"), self.anchor_rows_spin)
-        self.collusion_check = QCheckBox(self.tr("A site may work with me (count a colluding site's attacks)"))
+        self.collusion_check = QCheckBox(self.tr("A site may work with me"))
         self.collusion_check.setToolTip(self.tr(
             "The kit's threat model, shown to every site before export. Ticked (the default): each site's privacy "
             "check counts what the analyst and one other site, which holds the anchor, could rebuild. Unticked: "
             "the kit declares that sites do not work with the analyst; those attacks are still shown to the "
             "sites, not counted."))
         self.collusion_check.setChecked(True)
-        aform.addRow("", self.collusion_check)
+        aform.addRow(self.tr("Threat model:"), self.collusion_check)
 
         self.create_kit_button = QPushButton(self.tr("Create and &sign kit…"))
         self.create_kit_button.clicked.connect(self.create_kit)

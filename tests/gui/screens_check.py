@@ -84,8 +84,11 @@ def _visible(*widgets) -> list[str]:
     """The widgets not wholly shown even after scrolling to each (a person scrolls; nothing may be cut)."""
     bad = []
     for w in widgets:
-        reveal(w)
-        QApplication.processEvents()
+        for _ in range(3):  # scrolled to again while a layout just changed settles (posted events on a busy machine)
+            reveal(w)
+            QApplication.processEvents()
+            if fully_visible(w):
+                break
         if not fully_visible(w):
             name = getattr(w, "_full_title", "") or w.objectName() or type(w).__name__
             bad.append((name, _clipped_by(w), w.minimumSizeHint()))
@@ -171,6 +174,7 @@ def _models_and_clients_whole(qtbot, w) -> None:
     assert not mp.setup.isVisible() and mp.train_button.isVisible()
     if mp.views.plots:
         mp.result_tabs.setCurrentWidget(mp.views)
+        mp.views.finish()  # the views are drawn one per event-loop turn: every one now, laid out once
         qtbot.wait(50)
         room = mp.views.viewport().height()
         # the page's height goes to the result, not to its settings, less what its warnings need (the last walk saw
