@@ -33,8 +33,8 @@ def make_round(work: Path, *, features: int = 50, classes: int = 3, sites: int =
     import pandas as pd
 
     from benchmarks.tabular_synth import write_synthetic_csv
+    from core.api.common import Kit
     from core.cli import main
-    from core.formats.kit import Kit
 
     def run(*argv) -> None:
         with contextlib.redirect_stdout(io.StringIO()):

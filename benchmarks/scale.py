@@ -24,8 +24,8 @@ CLASSES_PER_SITE = 3
 
 
 def make_bundles(n_sites: int, rows: int, cols: int, seed: int = 0):
-    from core.methods.base import ReceivedBundle, SiteInput
-    from core.methods.dccfl import DCCFL
+    from core.api.common import ReceivedBundle, SiteInput
+    from core.api.research import DCCFL
 
     rng = np.random.default_rng([seed, n_sites, rows, cols])
     centres = rng.normal(0, 0.3, size=(K_CLASSES, cols))
@@ -46,8 +46,8 @@ def make_bundles(n_sites: int, rows: int, cols: int, seed: int = 0):
 
 def one_point(n_sites: int, rows: int, cols: int, seed: int = 0) -> dict:
     """Build the bundles, fit DC-CFL with product defaults, report fit time and peak RSS (this process)."""
-    from core.methods.base import FitContext
-    from core.methods.dccfl import DCCFL
+    from core.api.common import FitContext
+    from core.api.research import DCCFL
 
     t0 = time.perf_counter()
     bundles = make_bundles(n_sites, rows, cols, seed)

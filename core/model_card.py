@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from . import __version__
+from .data.missing import HELP as MISSING_HELP
 from .formats.kit import Kit
 from .learn.heterogeneity import differ_terms, differ_words, pool_aucs
 from .learn.intervals import WEAK_ROWS, WEAK_WIDTH, describe
@@ -41,9 +42,7 @@ from .safe_text import MAX_LINE, shown
 FEW_EVENTS = 10  # fewer events (or non-events) than this: the AUC and sensitivity rest on too few rows
 CARD_SUFFIX = ".model_card.md"
 
-MISSING_WORDS = ("Missing values: 'refuse missing' — a row with an empty cell in that column stops the export at "
-                 "the site; 'impute' — an empty cell is filled with the site's median (numbers) or its most frequent "
-                 "level; '+ indicator' — a 0/1 column also tells the model the cell was empty.")
+MISSING_WORDS = "Missing values: " + MISSING_HELP
 
 
 @dataclass

@@ -191,7 +191,7 @@ class StartWindow(QMainWindow):
 
 def main(argv: list[str] | None = None) -> int:
     if QApplication.instance() is None:
-        from core.display import check_display
+        from core.api import check_display
 
         problem = check_display()  # a missing system library: one sentence naming it and its package, not Qt's abort
         if problem:

@@ -16,8 +16,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QThread, Signal
 
-from core.control import JobControl
-from core.errors import Cancelled, DCError
+from core.api import Cancelled, DCError, JobControl
 
 
 class Job(QObject):

@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.errors import ConfigError
-from core.methods.settings import Setting
+from core.api import ConfigError
+from core.api.common import Setting
 
 _SPIN_MAX = 2**31 - 1
 

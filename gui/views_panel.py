@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.methods.views import Bars, Curve, Heatmap, Scatter, Table, Text, View
+from core.api.common import Bars, Curve, Heatmap, Scatter, Table, Text, View
 
 from .plots import category_ticks, cluster_color, legend_below, make_plot
 from .widgets import esc, plain, plain_tip
@@ -47,7 +47,7 @@ def for_display(views: list[View]) -> list[View]:
     """The views as the panel draws them: a heatmap of more than :data:`HEATMAP_DRAWN_MAX` rows or columns becomes
     the means of blocks of them (:func:`core.report.block_means`), labelled by the range of sites each block holds.
     Call it where the views are computed (a job's thread): binning 10,000 × 10,000 takes seconds."""
-    from core.report import block_means
+    from core.api.analyst import block_means
 
     out = []
     for v in views:

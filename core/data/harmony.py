@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..parallel import one_blas_thread
-from .encoding import looks_missing, missing_token_hint
+from .missing import looks_missing, missing_token_hint
 from .schema import Schema
 
 SHIFT_LIMIT = 1.5

@@ -24,6 +24,7 @@ from ..learn.reduction import (
 )
 from ..privacy import mechanism as dp
 from ..privacy.protective import protective_rng
+from ..privacy.release import REDUCED_ROWS, Release
 from ..wording import ARRAY_WORDS, REDUCTION_DETAILS, REDUCTION_WORDS, STAYS_WORDS, leaves_sentence
 from .base import Disclosure, ReceivedBundle, SiteExport, SiteInput
 from .settings import Setting
@@ -54,6 +55,7 @@ SITE_SETTINGS = (
 )
 SITE_DEFAULTS = {s.name: s.default for s in SITE_SETTINGS}
 MIN_ROWS = 5
+ROWS_RELEASE = Release(REDUCED_ROWS, rows="x_tilde", anchor="anchor_tilde")  # what every DC-family bundle discloses
 LABELLED_DC_LEAVES = ("a privately reduced, shuffled copy of every row, the class of every row, and the shared "
                       "anchor rows after the same private reduction")
 
@@ -280,6 +282,8 @@ def check_dc_bundle(arrays: dict[str, np.ndarray], n_classes: int | None, *, nee
 class LabelledDCSite:
     """The DC family's site side for classification (FORMAT.md §7), mixed into a :class:`Method` before it:
     every privately reduced row ships with its class, and the analyst checks the bundle's shapes and labels."""
+
+    discloses = ROWS_RELEASE
 
     def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport:
         return dc_site_compute(site, ship_labels=True, control=control)

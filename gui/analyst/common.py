@@ -11,7 +11,7 @@ from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from core.methods import ReceivedBundle
+from core.api.common import ReceivedBundle
 
 from .. import settings as app_settings
 from ..jobs import Job

@@ -38,10 +38,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.learn.intervals import describe
-from core.methods import METHODS
-from core.methods.views import Curve, PageTexts
-from core.report import minority_flags
+from core.api.analyst import minority_flags, update_words
+from core.api.common import METHODS, Curve, PageTexts
+from core.api.common import describe_estimate as describe
 
 from ..jobs import Job
 from ..plots import cluster_color, make_plot, set_title
@@ -131,8 +130,6 @@ def _model_words(x: dict, tr) -> str:
 
 def _model_tip(x: dict) -> str:
     """The analyst's estimate of a site's choice in full (its sentence), when the summary has one."""
-    from core.methods.dc_analysis import update_words
-
     update = x.get("update")
     if not isinstance(update, dict):
         return ""

@@ -36,12 +36,9 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QGroupBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from core.analyst import AnalystRound
-from core.data.schema import Schema
-from core.errors import DCError
-from core.formats.kit import Kit
-from core.formats.workspace import AnalystWorkspace, default_workspace
-from core.kit_builder import build_kit
+from core.api import DCError
+from core.api.analyst import AnalystRound, build_kit
+from core.api.common import AnalystWorkspace, Kit, Schema, default_workspace
 
 from .. import settings as app_settings
 from ..audit_restart import refusal_text, restarted_text
@@ -240,7 +237,7 @@ class ProjectPage(QWidget):
 
     def build_kit(self) -> Kit:
         """The kit the form describes (not yet signed or saved). Raises DCError with the reason."""
-        from core.errors import ConfigError
+        from core.api import ConfigError
 
         if self.schema is None and self.schema_error:
             raise ConfigError(self.schema_error)

@@ -8,8 +8,7 @@ from pathlib import Path
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog, QGroupBox, QLabel, QLineEdit, QPushButton, QTabWidget, QVBoxLayout, QWidget
 
-from core.errors import DCError
-from core.formats.identity import SCRYPT_LOG_N_DEFAULT, Identity, check_name, passphrase_ok
+from core.api import SCRYPT_LOG_N_DEFAULT, DCError, Identity, check_name, passphrase_ok
 
 from .. import settings as app_settings
 from ..jobs import Job

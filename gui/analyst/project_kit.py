@@ -10,9 +10,8 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QGroupBox, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
-from core.errors import DCError
-from core.formats.identity import Identity
-from core.formats.kit import Kit
+from core.api import DCError, Identity
+from core.api.common import Kit
 
 from ..audit_restart import AuditRestartButton
 from ..widgets import MessageLabel, esc

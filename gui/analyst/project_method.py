@@ -6,9 +6,9 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QGroupBox, QLabel, QSizePolicy, QSpinBox, QVBoxLayout, QWidget
 
-from core.kit_builder import default_anchor_kind
-from core.methods import METHODS, methods_for
-from core.privacy.threat import ThreatModel
+from core.api import ThreatModel
+from core.api.analyst import default_anchor_kind
+from core.api.common import METHODS, methods_for
 
 from ..settings_form import SettingsForm
 from .common import TERMS

@@ -10,9 +10,8 @@ from pathlib import Path
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QFileDialog, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
-from core.data.schema import Schema, infer_schema
-from core.data.tabular import preview
-from core.errors import DCError
+from core.api import DCError
+from core.api.common import Schema, infer_schema, preview
 
 from ..jobs import Job
 from ..widgets import JobPanel, MessageLabel

@@ -29,7 +29,7 @@ from .state import QtAnalystState, training_threads
 
 def compares_sites(method: str) -> bool:
     """Whether a method has a Clients page (it describes how sites differ: ``Method.client_distances``)."""
-    from core.methods import METHODS, Method
+    from core.api.common import METHODS, Method
 
     cls = METHODS.get(method)
     return cls is not None and cls.client_distances is not Method.client_distances

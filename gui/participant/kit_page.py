@@ -7,11 +7,9 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFormLayout, QGroupBox, QLabel, QLineEdit, QVBoxLayout
 
-from core.errors import DCError
-from core.formats.identity import read_fingerprint
-from core.formats.kit import Kit
-from core.methods import METHODS, get_method
-from core.participant import analyst_pin_status
+from core.api import DCError, read_fingerprint
+from core.api.common import METHODS, Kit, get_method
+from core.api.participant import analyst_pin_status
 
 from ..widgets import FingerprintView, esc
 from .common import ANCHOR_WORDS, LABELS_LEAVE_WORDS, Page, PathField

@@ -20,11 +20,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.control import JobControl
-from core.errors import DCError
-from core.methods import method_class
-from core.methods.base import SiteExport
-from core.privacy.levers import EPSILON_SETTING, formal_words, measure_levers, summarise
+from core.api import DCError, JobControl
+from core.api.common import SiteExport, method_class
+from core.api.participant import EPSILON_SETTING, formal_words, measure_levers, summarise
 
 from ..jobs import Job
 from ..screen import keep_rows

@@ -9,11 +9,9 @@ import pandas as pd
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QFileDialog, QPushButton, QSplitter, QVBoxLayout, QWidget
 
-from core.data.schema import natural_sorted
-from core.data.tabular import CsvOptions, preview
-from core.formats.identity import Identity
-from core.formats.workspace import SiteWorkspace, UntrustedPin, default_workspace
-from core.participant import ALREADY_APPLIED, ApplyResult, apply_package
+from core.api import Identity
+from core.api.common import CsvOptions, SiteWorkspace, UntrustedPin, default_workspace, natural_sorted, preview
+from core.api.participant import ALREADY_APPLIED, ApplyResult, apply_package
 
 from ..audit_restart import AuditRestartButton, refusal_text, restarted_text
 from ..screen import fit_window

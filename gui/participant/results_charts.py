@@ -17,10 +17,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.learn.clinical_metrics import calibration_points, roc_points
-from core.learn.figure_table import figure_rows
-from core.learn.site_update import UPDATE_WORDS
-from core.participant import ApplyResult
+from core.api.common import UPDATE_WORDS, calibration_points, figure_rows, roc_points
+from core.api.participant import ApplyResult
 
 from ..plots import GREY, PALETTE, make_plot
 from ..widgets import EmptyNote, plain

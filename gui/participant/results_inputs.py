@@ -8,7 +8,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QWidget
 
-from core.data.tabular import CsvOptions
+from core.api.common import LEGACY_MEAN, CsvOptions
 
 from ..widgets import passphrase_edit
 from .common import PathField, identity_file_field
@@ -57,7 +57,7 @@ class RowsBox(QGroupBox):
         self._auto_out = ""
         self.csv_field = PathField("csv", "open", self.tr("CSV files (*.csv *.txt *.tsv);;All files (*)"),
                                    self.tr("Choose the CSV to apply the package to"))
-        self.impute_check = QCheckBox(self.tr("Fill missing values with my column means"))
+        self.impute_check = QCheckBox(self.tr(LEGACY_MEAN))
         self.validate_check = QCheckBox(self.tr("These rows carry labels I trust: check the package against my "
                                                 "own model first"))
         self.out_field = PathField("results", "save", self.tr("CSV files (*.csv)"), self.tr("Save the results as"))

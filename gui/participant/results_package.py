@@ -9,10 +9,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QGroupBox, QLabel, QLineEdit, QWidget
 
-from core.errors import DCError
-from core.formats.envelope import inspect
-from core.formats.identity import Identity
-from core.formats.kit import Kit
+from core.api import DCError, Identity
+from core.api.common import Kit, inspect
 
 from ..widgets import esc
 from .common import PathField

@@ -8,10 +8,10 @@ import pandas as pd
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractItemView, QLabel, QTableView, QVBoxLayout, QWidget
 
-from core.learn.intervals import describe
-from core.learn.site_update import UPDATE_WORDS
-from core.participant import ApplyResult
-from core.wording import KEPT_OWN_WORDS
+from core.api import KEPT_OWN_WORDS
+from core.api.common import UPDATE_WORDS
+from core.api.common import describe_estimate as describe
+from core.api.participant import ApplyResult
 
 from ..widgets import esc
 from .common import TextFrameModel

@@ -18,9 +18,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.errors import ConfigError
-from core.learn.threshold import rates_at, threshold_for
-from core.participant import ApplyResult
+from core.api import ConfigError
+from core.api.common import rates_at, threshold_for
+from core.api.participant import ApplyResult
 
 # how the decision threshold is chosen in the window: the threshold itself, or a rate to reach on labelled rows
 THRESHOLD_MODES = (("threshold", "Threshold"), ("sensitivity", "Reach sensitivity ≥"),

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.data.encoding import encode_frame, fill_for
+from core.data.encoding import encode_frame
 from core.data.harmony import unit_warnings
+from core.data.missing import fill_for
 from core.data.schema import ColumnChoices, FeatureColumn, Schema, infer_schema
 from core.data.tabular import MISSING_TOKENS, CsvFormat, CsvOptions, read_table
 from core.errors import DataError

@@ -22,6 +22,8 @@ from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QFileDialog, QLabel, QWidget  # noqa: E402
 
 from benchmarks.simulation.projects import build_project, fake_clustering_result  # noqa: E402
+from core.data.missing import HELP as MISSING_HELP  # noqa: E402
+from core.data.missing import WORDS as MISSING_WORDS  # noqa: E402
 from core.errors import DCError  # noqa: E402
 from core.formats.identity import Identity  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
@@ -183,6 +185,10 @@ def test_schema_grid_types_levels_and_missing_values(qtbot, tmp_path):
         "Lev, Lev+5FU, Obs"
     # the share the kit publishes (12 % of the sample: 6 cells, counted as a group of 10; the rest rounded to 50)
     assert grid.missing_combo("age").currentData() == "impute+indicator" and "age 17 %" in page.schema_notes.text()
+    # the policy in core's one vocabulary: the words kit show and the model card use, core's explanation as the tip
+    combo = grid.missing_combo("age")
+    assert [(combo.itemData(i), combo.itemText(i)) for i in range(combo.count())] == list(MISSING_WORDS.items())
+    assert combo.currentText() == "impute + indicator" and combo.toolTip() == MISSING_HELP
     assert grid.type_combo("pid").currentData() == "ignored" and grid.note("pid").startswith("identifier")
     assert grid.item(grid.row_of("pid"), COL_NAME).foreground().color() == GREY
     assert grid.missing_combo("pid") is None

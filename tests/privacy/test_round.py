@@ -15,12 +15,12 @@ from core.formats.anchor import make_anchor
 from core.formats.envelope import open_sealed
 from core.formats.identity import Identity
 from core.formats.kit import Kit
+from core.formats.threat import ThreatModel
 from core.formats.workspace import SiteWorkspace
 from core.methods.base import SiteInput
 from core.methods.hfldd.method import HFLDD
 from core.participant import ParticipantRound
 from core.privacy.assessment import MAX_ROWS, MEMBERSHIP_SHARE, _simulate
-from core.privacy.threat import ThreatModel
 
 
 def make_round(d, rows: int, *, privacy: dict | None = None, method: str = "dccfl"):

@@ -51,6 +51,7 @@ from ..dc_analysis import declared_width, exact_arrays
 from ..dc_site import (
     DC_BUNDLE_FIELDS,
     DC_ROWS_RULES,
+    ROWS_RELEASE,
     SITE_SETTINGS,
     check_anchor_width,
     check_dc_bundle,
@@ -75,6 +76,7 @@ class DCClustering(Method):
     task = "clustering"
     labels_leave = "none"
     family = "dcclustering"
+    discloses = ROWS_RELEASE
     papers_dimension = True  # its records measure the papers' m − 1
     bundle_fields = (*DC_BUNDLE_FIELDS, Field("block", "text", required=True))
     bundle_arrays = dc_bundle_arrays(labelled=False, ids=True)

@@ -53,6 +53,7 @@ from ...control import JobControl, ensure
 from ...data.schema import ALL_COLUMNS
 from ...errors import ConfigError, FormatError
 from ...formats.fields import Array, Field, Rule
+from ...privacy.release import PROTOTYPES, Release
 from ..base import (
     Disclosure,
     FitContext,
@@ -86,6 +87,7 @@ class Gold(Method):
     plain_title = "groups of similar patients found across all sites, from averages of small groups of rows"
     task = "clustering"
     family = "gold"
+    discloses = Release(PROTOTYPES, rows="centroids", counts="counts")
     bundle_fields = (Field("n_rows", "int", required=True, low=0), Field("n_features", "int", required=True, low=1),
                      Field("micro_clusters", "int", required=True, low=1),
                      *(Field(k, "int", low=0) for k in ("candidates", "found", "min_cluster_rows", "guard_rows",

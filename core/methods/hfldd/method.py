@@ -41,6 +41,7 @@ from ...learn.cluster_models import prior_logit, train_cluster_models
 from ...learn.intervals import describe
 from ...learn.own_cv import alone_estimate, read_own_cv
 from ...parallel import one_blas_thread
+from ...privacy.release import DISTILLED_ROWS, Release
 from ..base import (
     ClientDistances,
     Disclosure,
@@ -114,7 +115,7 @@ class HFLDD(Method):
     plain_title = "a shared model learned from a few made-up summary rows per class from each site"
     task = "classification"
     family = "hfldd"
-    distilled = True
+    discloses = Release(DISTILLED_ROWS, rows="x_distilled", anchor="anchor_tilde", anchor_rows=anchor_subset)
     apply_per_row = True  # a fitted model applied row by row
     bundle_fields = (*DC_BUNDLE_FIELDS, Field("n_distilled", "int", required=True, low=0),
                      Field("dccfl_bundle_bytes", "int", low=0), Field("bundle_bytes", "int", low=0),

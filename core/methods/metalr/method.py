@@ -62,6 +62,7 @@ from ...formats.fields import Array, Field, Rule, site_rows
 from ...learn.heterogeneity import differ_terms, differ_words
 from ...learn.intervals import describe
 from ...learn.own_cv import alone_estimate, read_own_cv
+from ...privacy.release import COEFFICIENTS, Release
 from ..base import (
     Disclosure,
     FitContext,
@@ -189,6 +190,7 @@ class MetaLR(Method):
     plain_title = "each site's logistic regression, combined into one by weighting each by its precision"
     task = "classification"
     family = "meta-lr"
+    discloses = Release(COEFFICIENTS, rows="coef", predict=predict_proba)
     bundle_fields = (Field("n_rows", "int", required=True, low=1), Field("n_features", "int", required=True, low=1),
                      Field("n_classes", "int", required=True, low=2),
                      Field("estimate", "text", required=True, choices=("fitted", "none")), Field("reason", "text"),
