@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QSizePolicy
 
@@ -123,6 +123,9 @@ class _OnResize(QObject):
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt name)
         if event.type() == QEvent.Resize:
             self._then()
+            # once more after the resize's layout has settled: the plot item's axes and view box take their new
+            # sizes a turn later, and a title fitted to the old ones stays shortened until the next resize
+            QTimer.singleShot(0, self, self._then)
         return False
 
 
