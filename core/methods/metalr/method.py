@@ -80,10 +80,9 @@ from .fixed_effect import combine, site_deviation
 from .private_site import PRIVATE_SETTINGS, private_site_compute, total_covariance
 from .random_effects import combine_random, deviation_from_prior, posterior, prior_from, prior_without
 from .shared_oof import shared_oof_at_site
-from .site_logit import fit_site_logit, predict_proba
+from .site_logit import fit_site_logit, only_classes, predict_proba
 
 Z95 = 1.959963984540054
-UNSEEN = 1e4  # a class the package must never predict: its logit this far below (exp(−10⁴) = 0)
 DEVIATION_P = 0.05  # a site whose coefficients differ from the combined at this level keeps its own model
 NOT_SCORED = ("the analyst cannot score the combined model on any site's rows (no row leaves); each site compares "
               "it with its own model on labelled rows: dcstudio participant apply --validate")
@@ -125,18 +124,6 @@ def linked_classes(fitted: list[list[int]], K: int) -> dict[int, list[int]]:
             root[find(k)] = find(f[0])
     seen = sorted({k for f in fitted for k in f})
     return {k: [j for j in seen if find(j) == find(k)] for k in seen}
-
-
-def only_classes(theta: np.ndarray, keep: list[int]) -> np.ndarray:
-    """θ ((K − 1) × p, class k against the kit's first) with every class outside ``keep`` given no probability:
-    its logit set to −UNSEEN (slopes 0) before the logits are re-expressed against the first class."""
-    full = np.vstack([np.zeros((1, theta.shape[1])), theta])
-    out = np.setdiff1d(np.arange(len(full)), keep)
-    if len(out) == 0:
-        return theta
-    full[out] = 0.0
-    full[out, 0] = -UNSEEN
-    return np.ascontiguousarray(full[1:] - full[0])
 
 
 def _per_coefficient(values: np.ndarray, own_intercepts: bool, q: int, p: int) -> np.ndarray:
