@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from core.errors import ConfigError
-from core.fileio import write_json_atomic
+from core.api import ConfigError, write_json_atomic
 
 
 def machine(*libraries: str) -> str:
@@ -99,7 +98,7 @@ class one_thread:
     def __enter__(self) -> None:
         import torch
 
-        from core.parallel import one_blas_thread
+        from core.api.research import one_blas_thread
 
         self._torch = torch.get_num_threads()
         torch.set_num_threads(1)

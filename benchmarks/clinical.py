@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.errors import ConfigError, DataError
+from core.api import ConfigError, DataError
 
 from . import clinical_gains
 from .clinical_gains import check_lines, gains_table, must_show, site_gains, smallest_line, smallest_third
@@ -252,7 +252,7 @@ def with_site_column(parts: list[tuple[str, pd.DataFrame, pd.DataFrame]]) -> pd.
 def method_spec(text: str) -> tuple[str, dict[str, Any]]:
     """``NAME`` or ``NAME:key=value,key=value`` (a method with kit settings, e.g. ``meta-lr:effects=fixed``) →
     (method name, settings); an unknown method or setting, or a value out of range, is one ConfigError sentence."""
-    from core.methods import method_class
+    from core.api.common import method_class
 
     name, _, rest = text.partition(":")
     cls = method_class(name)
@@ -291,7 +291,7 @@ class RoundOutcome:
 
 def _read_with(load: Callable, site_impute: str):
     """``load(options)`` per :class:`RoundOptions` ``site_impute``; returns (result, whether mean-imputed)."""
-    from core.data.tabular import CsvOptions
+    from core.api.common import CsvOptions
 
     if site_impute == "mean":
         return load(CsvOptions(impute="mean")), True
@@ -308,15 +308,10 @@ def product_round(folder: Path, sample_csv: Path, sites: list[tuple[str, Path, P
     """One whole round through the product's API, in ``folder``: kit, lead-site anchor, every export, the analyst's
     import/run/export, every site's ``apply --validate``. ``sites``: (name, training CSV, test CSV); the first
     is the lead site. Every call into the product lives here (an API change is one edit)."""
-    from core.analyst import AnalystRound
-    from core.data.schema import infer_schema
-    from core.data.tabular import read_table
-    from core.formats.anchor import anchor_for_kit
-    from core.formats.identity import Identity
-    from core.formats.workspace import AnalystWorkspace, SiteWorkspace
-    from core.kit_builder import build_kit
-    from core.methods import method_class
-    from core.participant import ParticipantRound, apply_package
+    from core.api import Identity
+    from core.api.analyst import AnalystRound, build_kit
+    from core.api.common import AnalystWorkspace, SiteWorkspace, infer_schema, method_class, read_table
+    from core.api.participant import ParticipantRound, anchor_for_kit, apply_package
 
     from .metrics_agreement import check_run
 
@@ -403,12 +398,8 @@ def ungated_proba(package_path: Path, identity, workspace, csv_path: Path, optio
     site's workspace opens and checks it as ``participant apply`` does, but neither a "keep your own" in its manifest
     nor the site's own check is applied (issue #37's oracle). Rows in the CSV's order, columns in the kit's class
     order."""
-    from core.data.tabular import read_table
-    from core.formats.envelope import inspect, open_sealed
-    from core.formats.kit import Kit
-    from core.methods import get_method
-    from core.methods.promise import proba_of
-    from core.participant import apply_checked, check_package, package_limits
+    from core.api.common import Kit, get_method, inspect, read_table
+    from core.api.research import apply_checked, check_package, open_sealed, package_limits, proba_of
 
     binding = inspect(package_path)
     kit = Kit.load(workspace.kit_path(binding.project_id))
@@ -778,7 +769,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     """``python -m benchmarks clinical [--dataset CASE]… [--seeds N] [--method M]… [--site-impute auto|mean|none]
     [--data-dir DIR] [--json FILE]``; seeds default to 5 here."""
     from benchmarks import worker_count
-    from core.fileio import write_json_atomic, write_text_atomic
+    from core.api import write_json_atomic, write_text_atomic
 
     cases = args.dataset or list(CASES)
     n_seeds = args.seeds if getattr(args, "seeds_given", False) else DEFAULT_SEEDS

@@ -69,7 +69,7 @@ def paired_auc(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> di
     whose test rows hold fewer than two rows of a class is skipped)."""
     from scipy.stats import norm
 
-    from core.learn.clinical_metrics import _delong_components
+    from core.api.research import delong_components as _delong_components
 
     ds, vs = [], []
     for y, a, b in parts:
@@ -94,7 +94,7 @@ def paired_auc(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> di
 
 def calibration_slope(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
     """The logistic recalibration slope of risk p on all seeds' test rows together (``parts``: per seed (y, p))."""
-    from core.learn.clinical_metrics import calibration_fit
+    from core.api.research import calibration_fit
 
     if not parts:
         return float("nan")

@@ -51,13 +51,9 @@ from benchmarks.baselines.fl import (
 from benchmarks.curves_svg import curves_grid_svg
 from benchmarks.simulation.datasets import load_cached
 from benchmarks.simulation.partition import class_based_split, dirichlet_split, train_test_split_clients
-from core import __version__
-from core.errors import ConfigError
-from core.fileio import write_json_atomic, write_text_atomic
-from core.formats.anchor import extended_smote
-from core.methods.base import FitContext, ReceivedBundle, SiteInput
-from core.methods.dccfl import DC, DCCFL
-from core.methods.promise import own_model_state, promised_columns
+from core.api import ConfigError, __version__, write_json_atomic, write_text_atomic
+from core.api.common import FitContext, ReceivedBundle, SiteInput
+from core.api.research import DC, DCCFL, extended_smote, own_model_state, promised_columns
 
 # ----------------------------------------------------------------------------------------------------------
 # The paper's published numbers (Sugawara, Kawamata et al., Tables 2 and 3). Used ONLY to fill the "paper"
@@ -263,7 +259,7 @@ def run_dc(method, cell: Cell, bundles: list[ReceivedBundle], private: list[dict
 def figures_agreement(method, result, classes: list[str]) -> dict[str, Any]:
     """Issue #23: the fit's per-site figures (summary, and the report's rendering of the method's views)
     recomputed with scikit-learn on the out-of-fold predictions (benchmarks.metrics_agreement)."""
-    from core.report import render_view
+    from core.api.analyst import render_view
 
     from .metrics_agreement import check_run
 

@@ -58,14 +58,10 @@ from benchmarks.baselines.federated_kmeans import federated_kmeans
 from benchmarks.baselines.kfed import kfed
 from benchmarks.clustering_metrics import ari, clustering_scores
 from benchmarks.simulation.clustering_data import SYNTH_BLOCKS, grid_split, synthetic_blobs, synthetic_circles
-from core import __version__
-from core.errors import ConfigError
-from core.fileio import write_json_atomic, write_text_atomic
-from core.formats.anchor import AnchorFile
-from core.methods.base import FitContext, ReceivedBundle, SiteInput
-from core.methods.dcclustering import DCClustering
-from core.methods.dcclustering.data_clustering import DataClustering, kmeans, knn_affinity, spectral_embedding
-from core.participant import hash_ids
+from core.api import ConfigError, __version__, write_json_atomic, write_text_atomic
+from core.api.common import FitContext, ReceivedBundle, SiteInput
+from core.api.participant import AnchorFile
+from core.api.research import DataClustering, DCClustering, hash_ids, kmeans, knn_affinity, spectral_embedding
 
 DATASETS = {"iris": "iris", "rice": "rice_cammeo_osmancik", "pendigits": "pendigits", "heart": "heart_statlog",
             "banknote": "banknote_authentication", "phoneme": "phoneme"}

@@ -122,12 +122,15 @@ def run_cell(name: str, sites: list[tuple], classes: list[str], seed: int, metho
     every site its cluster's model (the dimension's effect on the shared model itself)."""
     from sklearn.metrics import roc_auc_score
 
-    from core.formats.anchor import extended_smote, statistics_seed
-    from core.learn import own_cv
-    from core.learn.local_model import fit_local_model, local_predict_proba
-    from core.learn.own_cv import cross_validate_own
-    from core.methods import get_method
-    from core.methods.base import FitContext, ReceivedBundle, SiteInput
+    from core.api.common import FitContext, ReceivedBundle, SiteInput, get_method
+    from core.api.research import (
+        cross_validate_own,
+        extended_smote,
+        fit_local_model,
+        local_predict_proba,
+        own_cv,
+        statistics_seed,
+    )
 
     m = sites[0][1].shape[1]
     k = {"m-1": max(1, m - 1), "m": m, "rule": None}[dimension]
@@ -202,7 +205,7 @@ def summarise(cells: list[dict]) -> list[dict]:
 
 
 def run_from_args(args, say: Callable[[str], None]) -> dict:
-    from core.fileio import write_json_atomic
+    from core.api import write_json_atomic
 
     datasets = args.dataset or list(DATASETS)
     seeds = list(range(int(args.seeds if args.seeds != 10 else 3)))
@@ -229,7 +232,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict:
     if args.json:
         from pathlib import Path
 
-        from core.fileio import write_text_atomic
+        from core.api import write_text_atomic
 
         write_json_atomic(args.json, out)
         command = " ".join(["python -m benchmarks dimension-rule", f"--seeds {len(seeds)}",

@@ -40,8 +40,8 @@ def make_project(work: Path, table: Path, *, site_work_factor: int = 18) -> list
     """Keys, a DC-CFL kit from the table's first rows, a plain anchor seeded with them; the export's argv tail."""
     import pandas as pd
 
+    from core.api.common import Kit
     from core.cli import main
-    from core.formats.kit import Kit
 
     def run(*argv) -> None:
         with contextlib.redirect_stdout(io.StringIO()):

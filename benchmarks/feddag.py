@@ -37,15 +37,10 @@ import numpy as np
 from benchmarks import bench_command, one_thread, worker_count
 from benchmarks.dccfl import Cell, site_bundles
 from benchmarks.simulation.datasets import load_cached
-from core import __version__
-from core.fileio import write_json_atomic, write_text_atomic
-from core.formats.anchor import extended_smote
-from core.learn.mlp import BatchedMLP
-from core.methods.base import FitContext
-from core.methods.dc_analysis import derived_seed, site_order
-from core.methods.dc_site import site_map
-from core.methods.dccfl import DC, DCCFL
-from core.methods.feddag import similarity as fd
+from core.api import __version__, write_json_atomic, write_text_atomic
+from core.api.common import FitContext
+from core.api.research import DC, DCCFL, BatchedMLP, derived_seed, extended_smote, site_map, site_order
+from core.api.research import feddag_similarity as fd
 
 OLD_RULE = "FedDAG* fused, α by best per site"   # the first record's α rule (alpha_rule = best_per_site), reported
 ROWS = ["Local", "DC", "DC-CFL", "PACFL-style", "FedDAG* data", "FedDAG* gradient", "FedDAG* fused", "FedDAG†",
@@ -326,7 +321,7 @@ def measure_timing(dataset: str, split: str, data_dir: str | None, seed: int = 0
     """Analyst time of ``dccfl`` and of ``feddag`` (its default, FedDAG*, and ``encoder = dual``, FedDAG) on the
     same bundles, through the methods' ``fit`` (canonical order, derived seed), one thread; wall and CPU
     seconds. The ratio uses CPU time (load-independent on a shared machine; user + sys of the process)."""
-    from core.methods.feddag import FedDAG
+    from core.api.research import FedDAG
 
     X, y, classes = load_cached(dataset, data_dir)
     with one_thread():

@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.errors import DCError
+from core.api import DCError
 
 TARGETS = ("bundle", "package", "kit", "card", "anchor")
 _NASTY = [None, True, -1, 0, 2 ** 62, -(2 ** 62), 1e308, -1e308, 3e38, "", "x" * 300, "=HYPERLINK(\"http://x\")",
@@ -95,15 +95,18 @@ class Corpus:
                  site_settings: dict | None = None, statistics: bool = False, blocks: bool = False, sites: int = 2):
         import pandas as pd
 
-        from core.analyst import AnalystRound
-        from core.data.schema import infer_schema, with_blocks
-        from core.data.tabular import read_table
-        from core.formats.anchor import make_anchor
-        from core.formats.identity import Identity
-        from core.formats.kit import Kit
-        from core.formats.workspace import AnalystWorkspace, SiteWorkspace
-        from core.methods import method_class
-        from core.participant import ParticipantRound
+        from core.api import Identity
+        from core.api.analyst import AnalystRound
+        from core.api.common import (
+            AnalystWorkspace,
+            Kit,
+            SiteWorkspace,
+            infer_schema,
+            method_class,
+            read_table,
+            with_blocks,
+        )
+        from core.api.participant import ParticipantRound, make_anchor
 
         rng = np.random.default_rng(seed)
         self.folder, self.method = folder, method
@@ -180,7 +183,7 @@ class Corpus:
         self.bytes = {name: Path(p).read_bytes() for name, p in (
             ("bundle", self.bundle_path), ("package", self.package_path), ("kit", self.kit_path),
             ("card", self.card_path), ("anchor", self.anchor_plain), ("anchor_sealed", self.anchor_sealed))}
-        from core.formats import envelope as env
+        from core.api.research import envelope as env
 
         self.inner = {}
         for kind, path, reader in (("bundle", self.bundle_path, self.analyst), ("package", self.package_path,
@@ -295,7 +298,7 @@ def reseal(corpus: Corpus, kind: str, path: Path, content: dict | None = None,
     """Write the genuine ``kind`` file of ``corpus`` again with ``content`` (the manifest's application part)
     and ``members`` (``NAME.npy`` bytes) replaced, correctly signed and encrypted by its real sender (an
     insider holds a valid key); ``plaintext_edit`` changes the archive bytes before encryption."""
-    from core.formats import envelope as env
+    from core.api.research import envelope as env
 
     opened = corpus.inner[kind]
     sender = corpus.sites[0] if kind == "bundle" else corpus.analyst
@@ -351,9 +354,8 @@ def run_bundle(corpus: Corpus, path: Path) -> None:
 
 
 def read_package(corpus: Corpus, path: Path) -> None:
-    from core.formats.envelope import open_sealed
-    from core.methods import get_method
-    from core.participant import apply_checked, check_package, package_limits
+    from core.api.common import get_method
+    from core.api.research import apply_checked, check_package, open_sealed, package_limits
 
     rows = int(corpus.meta["rows"])
     opened = open_sealed(path, corpus.sites[0], expect_kind="package", expect_project=corpus.kit.project_id,
@@ -364,19 +366,19 @@ def read_package(corpus: Corpus, path: Path) -> None:
 
 
 def _read_kit(corpus: Corpus, path: Path) -> None:
-    from core.formats.kit import Kit
+    from core.api.common import Kit
 
     Kit.load(path).describe()
 
 
 def _read_card(corpus: Corpus, path: Path) -> None:
-    from core.formats.identity import PublicCard
+    from core.api import PublicCard
 
     PublicCard.load(path)
 
 
 def _read_anchor(corpus: Corpus, path: Path) -> None:
-    from core.formats.anchor import AnchorFile
+    from core.api.participant import AnchorFile
 
     anchor = AnchorFile.load(path, identity=corpus.sites[0])
     first = next(anchor.params[k] for k in ("low", "mean", "seed_rows") if k in anchor.params)
@@ -433,7 +435,7 @@ def _factor(rng: np.random.Generator) -> float:
 
 def _lie(corpus: Corpus, rng: np.random.Generator, formal: dict | None) -> tuple[dict, list, str]:
     """One well-typed lie in the corpus's genuine bundle (module docstring, **lies**): (content, members, what)."""
-    from core.formats.fields import SCHEMAS, site_rows
+    from core.api.research import SCHEMAS, site_rows
 
     opened = corpus.inner["bundle"]
     m = json.loads(json.dumps(opened.payload.manifest))
@@ -481,7 +483,7 @@ def _lie(corpus: Corpus, rng: np.random.Generator, formal: dict | None) -> tuple
     elif op == "ridge":
         m["ridge"] = float(m["ridge"]) * _factor(rng)
     elif op == "small_clusters":
-        from core.methods.gold.cpl import GUARDS
+        from core.api.research import GOLD_GUARDS as GUARDS
 
         m["small_clusters"] = next(g for g in GUARDS[int(rng.integers(0, len(GUARDS))):] + GUARDS
                                    if g != m["small_clusters"])
@@ -517,7 +519,7 @@ def _hostile(rng: np.random.Generator) -> str:
 
 def _texted(corpus: Corpus, kind: str, rng: np.random.Generator) -> dict:
     """The genuine manifest with one text member (declared or not, at the top or in a declared object) hostile."""
-    from core.formats.fields import SCHEMAS
+    from core.api.research import SCHEMAS
 
     m = json.loads(json.dumps(corpus.inner[kind].payload.manifest))
     texts = [f.name for f in SCHEMAS[f"{kind}:{corpus.method}"] if f.type == "text"]
@@ -586,8 +588,8 @@ def _zip_edit(rng: np.random.Generator) -> Callable[[bytes], bytes]:
 def _case(corpus: Corpus, target: str, rng: np.random.Generator, path: Path, formal: dict | None = None) -> str:
     """Write one mutated file for ``target`` at ``path``; return the mutation's name. ``formal``: a genuine
     formal-noise bundle manifest (the lies family claims its accounting on rows never noised)."""
-    from core.fileio import canonical_json
-    from core.formats.kit import SIGNATURE_DOMAIN as KIT_SIGNATURE_DOMAIN
+    from core.api import canonical_json
+    from core.api.research import KIT_SIGNATURE_DOMAIN
 
     if target in ("bundle", "package"):
         r = rng.random()
@@ -638,7 +640,7 @@ def _case(corpus: Corpus, target: str, rng: np.random.Generator, path: Path, for
 
 def _print_bundle(corpus: Corpus, path: Path) -> None:
     """What ``analyst run`` prints for a bundle it uses: its import line, then the run's summary lines."""
-    from core.analyst import ImportReport
+    from core.api.analyst import ImportReport
     from core.cli import import_line, say
 
     bundle = corpus.session.open_bundle(path)
@@ -649,8 +651,8 @@ def _print_bundle(corpus: Corpus, path: Path) -> None:
 
 def _print_package(corpus: Corpus, path: Path) -> None:
     """What ``participant apply`` prints after a real apply of the package."""
+    from core.api.participant import apply_package
     from core.cli import apply_lines, say
-    from core.participant import apply_package
 
     res = apply_package(path, corpus.sites[0], corpus.csv[0], corpus.folder / "fuzz-result.csv",
                         workspace=corpus.site_ws[0])
@@ -673,8 +675,8 @@ def run_fuzz(cases: int = 5000, seed: int = 0, targets: tuple[str, ...] = TARGET
     import contextlib
     import warnings
 
+    from core.api import is_safe
     from core.cli import error_line
-    from core.safe_text import is_safe
 
     plan = [(t, m) for t in targets for m in (methods if t in ("bundle", "package") else methods[:1])]
     result = FuzzResult(per_target={f"{t}:{m}" if t in ("bundle", "package") else t:
@@ -752,7 +754,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict:
         say(f"  RAW CONTROL PRINTED case {f['case']} ({f['target']}, {f['mutation']}): {f['printed']}")
     out = result.to_dict()
     if args.json:
-        from core.fileio import write_json_atomic
+        from core.api import write_json_atomic
 
         write_json_atomic(args.json, out)
     return out

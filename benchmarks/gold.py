@@ -43,10 +43,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.baselines.kfed import kfed
-from core import __version__
-from core.errors import ConfigError
-from core.fileio import write_json_atomic, write_text_atomic
-from core.methods.gold import cpl as G
+from core.api import ConfigError, __version__, write_json_atomic, write_text_atomic
+from core.api.research import gold_cpl as G
 
 DATASETS = {"EC": "ecoli", "US": "user_knowledge_modeling", "VE": "statlog_vehicle", "EP": "hcv_egypt",
             "YE": "yeast", "CA": "cardiotocography_10class", "LA": "landsat_satimage", "WI": "wine_quality",

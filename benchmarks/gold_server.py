@@ -40,11 +40,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.baselines.kfed import kfed
-from core import __version__
-from core.errors import ConfigError
-from core.fileio import write_json_atomic, write_text_atomic
-from core.methods import FitContext, get_method
-from core.methods.base import ReceivedBundle, SiteInput
+from core.api import ConfigError, __version__, write_json_atomic, write_text_atomic
+from core.api.common import FitContext, ReceivedBundle, SiteInput, get_method
 
 GOLD_SETS = ("EC", "US", "VE", "YE", "EP")
 MIN_SITE_ROWS = 5
@@ -102,7 +99,7 @@ def gold_round(X: np.ndarray, parts: list[np.ndarray], settings: dict) -> tuple[
 def dc_round(X: np.ndarray, parts: list[np.ndarray], k: int, seed: int) -> np.ndarray:
     """The product's DC-Clustering round (defaults, k-means, k given): labels of every site's rows."""
     from benchmarks.dcclustering import make_bundles
-    from core.methods.dcclustering.method import DCClustering
+    from core.api.research import DCClustering
 
     rng = np.random.default_rng([seed, 11])
     g = make_bundles(X, parts, [np.arange(X.shape[1])], rng)

@@ -35,15 +35,13 @@ from benchmarks.baselines.fl import fedavg, fedprox, local_only, select_hyperpar
 from benchmarks.dccfl import Protocol as DCProtocol
 from benchmarks.dccfl import make_cell
 from benchmarks.simulation.datasets import load_cached
-from core import __version__
-from core.errors import ConfigError
-from core.fileio import write_json_atomic, write_text_atomic
-from core.learn.alignment import AnchorBasis
-from core.learn.cluster_models import adjust_proba, prior_logit, train_cluster_models
-from core.methods.base import FitContext, ReceivedBundle, SiteInput
-from core.methods.dccfl import DCCFL
-from core.methods.hfldd.kip import (
+from core.api import ConfigError, __version__, write_json_atomic, write_text_atomic
+from core.api.common import FitContext, ReceivedBundle, SiteInput
+from core.api.research import (
+    DCCFL,
+    AnchorBasis,
     KIPSettings,
+    adjust_proba,
     anchor_whitening,
     distill_sites,
     kl_clusters,
@@ -51,6 +49,8 @@ from core.methods.hfldd.kip import (
     krr_predict,
     local_soft_labels,
     nn_disclosure,
+    prior_logit,
+    train_cluster_models,
 )
 
 DATASETS = ("pendigits", "letter_recognition")
@@ -148,7 +148,7 @@ def _fit_global(bundles: list[ReceivedBundle], K: int, p: Protocol, seed: int):
 
 
 def _evaluate(model, cell, private: list[dict], counts: list[np.ndarray]) -> dict[str, float]:
-    from core.methods.dc_site import site_map
+    from core.api.research import site_map
 
     glob, pers = [], []
     for i, (priv, (_Xtr, _ytr, Xte, yte)) in enumerate(zip(private, cell.clients, strict=True)):
@@ -165,7 +165,7 @@ def _evaluate(model, cell, private: list[dict], counts: list[np.ndarray]) -> dic
 def _evaluate_krr(bundles, model, cell, private, counts, total_counts, K: int, p: Protocol) -> dict[str, float]:
     """The analyst's kernel model: NTK kernel ridge regression (KIP's own model, Eq. 1) on the union of
     aligned rows, whitened by the aligned anchor (the space KIP distilled in when scale='anchor')."""
-    from core.methods.dc_site import site_map
+    from core.api.research import site_map
 
     maps = model.mappings
     A_al = np.mean([maps[i].transform(b.arrays["anchor_tilde"].astype(np.float64)) for i, b in enumerate(bundles)],
@@ -345,7 +345,7 @@ def run_cell(dataset: str, X: np.ndarray, y: np.ndarray, classes: list[str], spl
 def _fl_rows(cell, p: Protocol, K: int) -> dict[str, dict[str, Any]]:
     from sklearn.preprocessing import StandardScaler
 
-    from core.learn.mlp import BatchedMLP
+    from core.api.research import BatchedMLP
 
     rows: dict[str, dict[str, Any]] = {}
     common = dict(rounds=p.fl_rounds, local_epochs=p.fl_local_epochs, hidden=(64, 32), n_classes=K)

@@ -19,21 +19,17 @@ from pathlib import Path
 
 import numpy as np
 
-from core.errors import ConfigError
+from core.api import ConfigError
 
 
 def _template(folder: Path):
     """A kit's analyst, schema and one sealed ``dc`` bundle's decrypted content (manifest, arrays)."""
     import pandas as pd
 
-    from core.analyst import AnalystRound
-    from core.data.schema import infer_schema
-    from core.data.tabular import read_table
-    from core.formats.anchor import make_anchor
-    from core.formats.identity import Identity
-    from core.formats.kit import Kit
-    from core.formats.workspace import AnalystWorkspace, SiteWorkspace
-    from core.participant import ParticipantRound
+    from core.api import Identity
+    from core.api.analyst import AnalystRound
+    from core.api.common import AnalystWorkspace, Kit, SiteWorkspace, infer_schema, read_table
+    from core.api.participant import ParticipantRound, make_anchor
 
     rng = np.random.default_rng(0)
     frame = pd.DataFrame({f"x{j}": rng.normal(size=80) * (j + 1) for j in range(4)})
@@ -62,12 +58,10 @@ def measure(sites: int, folder: Path, template) -> dict:
     """Seal ``sites`` bundles from as many identities (untimed), then time one import of them all."""
     import resource
 
-    from core.analyst import AnalystRound
-    from core.control import JobControl
-    from core.formats.envelope import Payload, seal
-    from core.formats.identity import Identity
-    from core.formats.kit import Kit
-    from core.formats.workspace import AnalystWorkspace
+    from core.api import Identity, JobControl
+    from core.api.analyst import AnalystRound
+    from core.api.common import AnalystWorkspace, Kit
+    from core.api.research import Payload, seal
 
     analyst, base, manifest, arrays = template
     idents = [Identity.generate(f"site{i:05d}") for i in range(sites)]
@@ -121,7 +115,7 @@ def _tenths(name: str, marks: list[tuple[float, float]]) -> dict:
 
 def run(sites: list[int], say: Callable[[str], None] | None = None) -> dict:
     from benchmarks import machine
-    from core import __version__
+    from core.api import __version__
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="dcstudio-import-") as tmp:
@@ -143,7 +137,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict:
     sites = [int(s) for s in (args.sites or "100,1000,3000").split(",")]
     result = run(sites, say)
     if args.json:
-        from core.fileio import write_json_atomic
+        from core.api import write_json_atomic
 
         write_json_atomic(args.json, result)
     return result

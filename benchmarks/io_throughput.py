@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from core.formats.envelope import Payload, open_sealed, seal
-from core.formats.identity import Identity
+from core.api import Identity
+from core.api.research import Payload, open_sealed, seal
 
 TARGET_MB_S = 300.0
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.errors import AuditLogRefused, DCError
+from core.api import AuditLogRefused, DCError
 
 _CALLS = ("fsync", "replace", "rename", "unlink")
 
@@ -98,14 +98,10 @@ class _Round:
     def __init__(self, folder: Path, seed: int):
         import pandas as pd
 
-        from core.analyst import AnalystRound
-        from core.data.schema import infer_schema
-        from core.data.tabular import read_table
-        from core.formats.anchor import make_anchor
-        from core.formats.identity import Identity
-        from core.formats.kit import Kit
-        from core.formats.workspace import AnalystWorkspace, SiteWorkspace
-        from core.participant import ParticipantRound
+        from core.api import Identity
+        from core.api.analyst import AnalystRound
+        from core.api.common import AnalystWorkspace, Kit, SiteWorkspace, infer_schema, read_table
+        from core.api.participant import ParticipantRound, make_anchor
 
         rng = np.random.default_rng(seed)
         self.folder = folder
@@ -165,7 +161,7 @@ class _Round:
 
     def restart_op(self) -> Callable[[], None]:
         """``dcstudio audit new`` on the site's workspace (which holds every export of this campaign)."""
-        from core.formats.audit_restart import restart_audit
+        from core.api.common import restart_audit
 
         self.n["restart"] += 1
         reason = f"kill benchmark restart {self.n['restart']}"
@@ -189,8 +185,8 @@ class _Round:
 
     def import_op(self) -> Callable[[], None]:
         """``dcstudio analyst import`` of site1's bundle into a copy of a workspace that holds site0's."""
-        from core.analyst import AnalystRound
-        from core.formats.workspace import AnalystWorkspace
+        from core.api.analyst import AnalystRound
+        from core.api.common import AnalystWorkspace
 
         self.n["import"] += 1
         ws = self.folder / f"import{self.n['import']}.ws"
@@ -198,15 +194,15 @@ class _Round:
         return lambda: AnalystRound(self.kit, self.analyst, AnalystWorkspace(ws)).import_bundles(self.bundle_files[1:])
 
     def apply_op(self) -> Callable[[], None]:
-        from core.participant import apply_package
+        from core.api.participant import apply_package
 
         self.n["apply"] += 1
         out = self.applied / f"result{self.n['apply']}.csv"
         return lambda: apply_package(self.package, self.site, self.site_csv, out, workspace=self.site_ws)
 
     def analyst_op(self) -> Callable[[], None]:
-        from core.analyst import AnalystRound
-        from core.formats.workspace import AnalystWorkspace
+        from core.api.analyst import AnalystRound
+        from core.api.common import AnalystWorkspace
 
         self.n["analyst"] += 1
         ws = self.folder / f"analyst{self.n['analyst']}.ws"
@@ -227,7 +223,7 @@ class _Round:
     def lost_exports(self) -> list[str]:
         """Export folders held before the case and gone (or changed, or no longer trusted) after it, once the
         workspace has been opened again (which cleans up)."""
-        from core.formats.workspace import SiteWorkspace
+        from core.api.common import SiteWorkspace
 
         root = self.folder / "site.ws"
         ws = SiteWorkspace(root)
@@ -244,7 +240,7 @@ class _Round:
         return lost
 
     def check_site(self) -> list[str]:
-        from core.formats.envelope import inspect
+        from core.api.common import inspect
 
         problems = []
         for bundle in sorted(self.exports.glob("*.dcbundle")):
@@ -263,7 +259,7 @@ class _Round:
     def check_restart(self) -> list[str]:
         """After a killed ``audit new`` the exports are all there and nothing is orphaned; the log may need the next
         ``audit new`` (it is refused with the sentence saying so, never half-trusted)."""
-        from core.formats.workspace import SiteWorkspace
+        from core.api.common import SiteWorkspace
 
         problems = self.orphans()
         try:
@@ -275,7 +271,7 @@ class _Round:
         return problems
 
     def check_kit(self) -> list[str]:
-        from core.formats.kit import Kit
+        from core.api.common import Kit
 
         problems = []
         for kit in sorted(self.kits.glob("*.dckit")):
@@ -288,7 +284,7 @@ class _Round:
     def check_import(self) -> list[str]:
         """Every import workspace: its log verifies, every registry line is signed, its bundle stored intact and
         recorded by an ``import`` line."""
-        from core.formats.workspace import AnalystWorkspace
+        from core.api.common import AnalystWorkspace
 
         problems = []
         for ws_dir in sorted(self.folder.glob("import*.ws")):
@@ -318,7 +314,7 @@ class _Round:
         once the workspace is opened again (it cleans up), no staging folder is left and every export folder
         is named by an ``export`` line of the log or of a copy ``audit new`` kept (its bundle may have been
         published)."""
-        from core.formats.workspace import SiteWorkspace
+        from core.api.common import SiteWorkspace
 
         root = self.folder / "site.ws"
         problems = [f"{d.relative_to(self.folder)} has no state.json" for d in root.glob("projects/*/exports/*")
@@ -341,7 +337,7 @@ class _Round:
         return problems
 
     def check_analyst(self) -> list[str]:
-        from core.formats.workspace import AnalystWorkspace
+        from core.api.common import AnalystWorkspace
 
         problems = []
         if self.out.exists():
@@ -387,7 +383,7 @@ def _registry_problems(ws_dir: Path, owner, workspace_class) -> list[str]:
 
 
 def _digest(path: Path) -> str:
-    from core.formats.envelope import file_digest
+    from core.api.common import file_digest
 
     return file_digest(path)
 
@@ -438,8 +434,8 @@ def run_kill(random_kills: int = 10, seed: int = 0, say: Callable[[str], None] |
                 say(f"{name}: {calls} counted calls, {len(plan)} cases, {kills} killed mid-way")
         # the next runs, in this process, remove what the killed children left: opening a workspace cleans it,
         # writing into a folder cleans that folder, and an export finishes or undoes an interrupted publish
-        from core.analyst import recover_outputs
-        from core.formats.workspace import AnalystWorkspace, SiteWorkspace
+        from core.api.analyst import recover_outputs
+        from core.api.common import AnalystWorkspace, SiteWorkspace
 
         SiteWorkspace(r.folder / "site.ws")
         for ws_dir in [*r.folder.glob("analyst*.ws"), *r.folder.glob("import*.ws")]:
@@ -467,7 +463,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict:
     for p in stats["problems"][:20]:
         say(f"  PROBLEM {p}")
     if args.json:
-        from core.fileio import write_json_atomic
+        from core.api import write_json_atomic
 
         write_json_atomic(args.json, stats)
     return stats

@@ -92,8 +92,8 @@ def run_cell(name: str, data_dir: Path, seed: int) -> dict:
     from sklearn.metrics import roc_auc_score
     from sklearn.model_selection import train_test_split
 
-    from core.learn.local_model import fit_local_model, local_predict_proba
-    from core.methods import FitContext, ReceivedBundle, SiteInput, get_method
+    from core.api.common import FitContext, ReceivedBundle, SiteInput, get_method
+    from core.api.research import fit_local_model, local_predict_proba
 
     X, y, site, names = encode(name, data_dir, seed)
     splits = []
@@ -139,7 +139,7 @@ def run_cell(name: str, data_dir: Path, seed: int) -> dict:
 
 def run_from_args(args, say: Callable[[str], None]) -> dict:
     from benchmarks.simulation.datasets import default_data_dir
-    from core.fileio import write_json_atomic
+    from core.api import write_json_atomic
 
     data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
     tables = args.dataset or list(TABLES)

@@ -16,9 +16,9 @@ Each figure is recomputed here independently of ``core.learn.clinical_metrics``:
 
 A summary figure agrees when |summary − sklearn| ≤ 1e-9 (both undefined — null / NaN — also agrees); the
 calibration slope, an iterative fit in both, to 1e-6. A report figure agrees when the report prints exactly the
-sklearn value formatted as the report formats it (two decimals, the Brier score three) — or that value moved by
-1e-9, which can round the other way at a tie — in the per-site table "What each site is sent" and in each model
-card's table.
+sklearn value formatted as the report formats it (two decimals, the Brier score and a card's accuracy three) — or
+that value moved by 1e-9, which can round the other way at a tie — in the per-site table "What each site is sent"
+and in each model card's column of the shared model as sent (before the baseline an accuracy cell adds after ";").
 """
 
 from __future__ import annotations
@@ -268,7 +268,9 @@ CARD_BINARY = {"AUC (discrimination)": lambda r: f"{_fmt(r['auc'])} (95 % CI {_f
                "sensitivity": lambda r: _fmt(r["sensitivity"]), "specificity": lambda r: _fmt(r["specificity"]),
                "positive predictive value": lambda r: _fmt(r["ppv"]),
                "negative predictive value": lambda r: _fmt(r["npv"]),
-               "accuracy": lambda r: _fmt(r["accuracy"]), "balanced accuracy": lambda r: _fmt(r["balanced_accuracy"]),
+               # three decimals: the card sets an accuracy beside its majority-class baseline (issue #33)
+               "accuracy": lambda r: _fmt(r["accuracy"], 3),
+               "balanced accuracy": lambda r: _fmt(r["balanced_accuracy"]),
                "Brier score (0 = perfect)": lambda r: _fmt(r["brier"], 3),
                "calibration slope (1 = ideal)": lambda r: _fmt(r["calibration_slope"]),
                "calibration intercept (0 = ideal)": lambda r: _fmt(r["calibration_intercept"])}
@@ -318,14 +320,19 @@ def check_report(html: str, refs: dict[str, dict], classes: list[str]) -> Agreem
                 for j, col in enumerate(head):
                     if col in cols and j < len(row):
                         _check_cells(out, f"{row[0]} / {col}", row[j], cols[col], ref)
-        elif h3.startswith(CARD_PREFIX) and head[:2] in (["figure", "model sent"], ["class", "rows"]):
+        elif h3.startswith(CARD_PREFIX) and (head[:1] == ["figure"] or head[:2] == ["class", "rows"]):
             site = h3[len(CARD_PREFIX):].rsplit(" (", 1)[0]
             ref = refs.get(site)
-            if ref is None:
+            # the card's column of the shared model as sent (the figures of ``metrics``), whether the site uses it or
+            # it is what the site's model was compared with (issue #33: one column per model)
+            col = next((j for j, h in enumerate(head) if h == "model sent" or h.endswith("the shared model as sent")),
+                       None) if head[0] == "figure" else 1
+            if ref is None or col is None:
                 continue
             for row in body:
-                if head[0] == "figure" and row[0] in CARD_BINARY:
-                    _check_cells(out, f"{site} card / {row[0]}", row[1], CARD_BINARY[row[0]], ref)
+                if head[0] == "figure" and row[0] in CARD_BINARY and col < len(row):
+                    printed = row[col].split(";")[0]  # an accuracy is followed by the majority-class baseline
+                    _check_cells(out, f"{site} card / {row[0]}", printed, CARD_BINARY[row[0]], ref)
                 elif head[0] == "class" and f"{row[0]}.support" in ref:
                     c = row[0]
                     shown = [lambda r, c=c: str(int(r[f"{c}.support"])), lambda r, c=c: _fmt(r[f"{c}.recall"]),

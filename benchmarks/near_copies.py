@@ -29,10 +29,8 @@ def run_table(name: str, X: np.ndarray, y: np.ndarray, classes: list[str], seed:
     from scipy.spatial import cKDTree
 
     from benchmarks.small_sites import make_sites
-    from core.methods.base import FitContext, ReceivedBundle, SiteInput
-    from core.methods.dc_site import site_map
-    from core.methods.hfldd import HFLDD
-    from core.methods.hfldd.near_copies import keep_apart, spacing_of
+    from core.api.common import FitContext, ReceivedBundle, SiteInput
+    from core.api.research import HFLDD, keep_apart, site_map, spacing_of
 
     anchor, sites = make_sites(X, y, seed, rows=ROWS, min_rows=ROWS[0])
     method = HFLDD(seed=seed)
@@ -73,7 +71,7 @@ def run_table(name: str, X: np.ndarray, y: np.ndarray, classes: list[str], seed:
 
 def run_from_args(args, say: Callable[[str], None]) -> dict:
     from benchmarks.small_sites import load
-    from core.fileio import write_json_atomic
+    from core.api import write_json_atomic
 
     tables = args.dataset or list(TABLES)
     seeds = list(range(int(args.seeds if args.seeds != 10 else 1)))

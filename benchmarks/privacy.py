@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.errors import ConfigError
+from core.api import ConfigError
 
 SITE_ROWS = 2000
 SAMPLE_ROWS = 500  # the kit's public sample: at 200 rows flchain's rare `mgus` can be constant (no public spread)
@@ -67,10 +67,9 @@ def load_site(name: str, seed: int, data_dir: str | None, folder: Path):
     """(X_train, y_train, X_test, y_test, classes, anchor, public scale, public centre) encoded by the product."""
     from sklearn.model_selection import train_test_split
 
-    from core.data.encoding import encoded_means, encoded_scales
-    from core.data.schema import infer_schema
-    from core.data.tabular import read_table
-    from core.formats.anchor import make_anchor
+    from core.api.common import infer_schema, read_table
+    from core.api.participant import make_anchor
+    from core.api.research import encoded_means, encoded_scales
 
     if name in ("flchain", "colon", "nwtco", "lung"):
         from benchmarks.clinical import CASES, load_case
@@ -130,9 +129,8 @@ def _numbers(assessment) -> dict[str, float]:
 
 def run_cell(name: str, seed: int, data_dir: str | None, quick: bool) -> dict[str, Any]:
     """Every lever of every method on one (data set, seed)."""
-    from core.learn.reduction import AffineMap
-    from core.methods import SiteInput, get_method
-    from core.privacy.assessment import assess_export
+    from core.api.common import SiteInput, get_method
+    from core.api.research import AffineMap, assess_export
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -315,13 +313,9 @@ def timing(rows: int, columns: int = 16, method: str = "dccfl", dataset: str | N
     through
     :class:`core.participant.ParticipantRound` (read, reduce, assess, seal) by ``method``, default settings,
     seed 0."""
-    from core.data.schema import infer_schema
-    from core.data.tabular import read_table
-    from core.formats.anchor import make_anchor
-    from core.formats.identity import Identity
-    from core.formats.kit import Kit
-    from core.formats.workspace import SiteWorkspace
-    from core.participant import ParticipantRound
+    from core.api import Identity
+    from core.api.common import Kit, SiteWorkspace, infer_schema, read_table
+    from core.api.participant import ParticipantRound, make_anchor
 
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
@@ -386,9 +380,8 @@ def assessment_cost(rows: int, method: str, columns: int = 16, say: Callable[[st
     """The assessment alone on a synthetic ``rows`` × ``columns`` site, seed 0, beside the method's export of its
     first :data:`QUICK_EXPORT_ROWS` rows (a distillation or GOLD export of a million rows takes many minutes; the
     assessment reads only the export's small arrays, so its cost is the one the whole export would see)."""
-    from core.methods import get_method
-    from core.methods.base import SiteInput
-    from core.privacy.assessment import assess_export
+    from core.api.common import SiteInput, get_method
+    from core.api.research import assess_export
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((rows, columns)) @ rng.standard_normal((columns, columns)) + 10 * np.arange(columns)
@@ -417,7 +410,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     import json
 
     from benchmarks import worker_count
-    from core.fileio import write_json_atomic, write_text_atomic
+    from core.api import write_json_atomic, write_text_atomic
 
     if not getattr(args, "rows", None) and (args.method or []) == ["meta-lr"]:  # the summary path (issue #35)
         from benchmarks.summary_privacy import run_from_args as summary_path

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.errors import ConfigError, DCError
+from core.api import ConfigError, DCError
 
 TABLES = ("drybean", "flchain", "colon")
 DEFAULT_SEEDS = 3
@@ -104,7 +104,7 @@ def shipped_model_scores(ex, X_test: np.ndarray, y_test: np.ndarray, k: int) -> 
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from core.learn.reduction import AffineMap
+    from core.api.research import AffineMap
 
     Xs, ys = np.asarray(ex.arrays["x_tilde"], float), np.asarray(ex.arrays["y"])
     with warnings.catch_warnings():
@@ -162,15 +162,11 @@ def run_cell(name: str, seed: int, data_dir: str | None, levers: bool = True,
              say: Callable[[str], None] = print) -> dict[str, Any]:
     """Every site of one (table, seed): default export and its cross-check, the grid, the product's lever."""
     from benchmarks.clinical import _read_with, split_sites
-    from core.data.schema import infer_schema
-    from core.data.tabular import read_table
-    from core.formats.anchor import anchor_for_kit
-    from core.formats.envelope import open_sealed
-    from core.formats.identity import Identity
-    from core.kit_builder import build_kit
-    from core.methods.base import SiteExport
-    from core.participant import ParticipantRound
-    from core.privacy.levers import measure_levers
+    from core.api import Identity
+    from core.api.analyst import build_kit
+    from core.api.common import SiteExport, infer_schema, read_table
+    from core.api.participant import ParticipantRound, anchor_for_kit, measure_levers
+    from core.api.research import open_sealed
 
     started = time.perf_counter()
     frame, sites, label = table_sites(name, seed, data_dir)
@@ -411,7 +407,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     ``--quick`` skips the product's levers (the slow part)."""
     from benchmarks import machine
     from benchmarks.clinical import _commit
-    from core.fileio import write_json_atomic, write_text_atomic
+    from core.api import write_json_atomic, write_text_atomic
 
     tables = args.dataset or list(TABLES)
     unknown = [t for t in tables if t not in TABLES]

@@ -19,7 +19,7 @@ import numpy as np
 
 def summary_of(n: int, seed: int = 0) -> tuple[dict, dict]:
     """A DC-CFL summary of ``n`` sites and its details (distances and tree of the sites' label mixes)."""
-    from core.learn.client_clustering import LabelDistributionClustering
+    from core.api.research import LabelDistributionClustering
 
     rng = np.random.default_rng([seed, n])
     counts = rng.integers(1, 80, size=(n, 2))
@@ -48,11 +48,9 @@ def summary_of(n: int, seed: int = 0) -> tuple[dict, dict]:
 
 
 def one(n: int) -> dict:
-    from core.data.schema import FeatureColumn, Schema
-    from core.formats.identity import Identity
-    from core.formats.kit import Kit
-    from core.methods import MethodResult, get_method
-    from core.report import render_report
+    from core.api import Identity
+    from core.api.analyst import render_report
+    from core.api.common import FeatureColumn, Kit, MethodResult, Schema, get_method
 
     kit = Kit(name="report size", task="classification",
               schema=Schema([FeatureColumn("age", 18, 95)], label="status", classes=["alive", "dead"]),

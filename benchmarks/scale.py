@@ -46,9 +46,8 @@ def site_rows(i: int, rows: int, centres: np.ndarray, seed: int) -> tuple[np.nda
 
 def make_bundles(n_sites: int, rows: int, cols: int, seed: int = 0, n_classes: int = K_CLASSES):
     """The S bundles as ``participant export`` makes them (reduction, shuffle and ``own_cv``), in memory."""
-    from core.methods.base import ReceivedBundle, SiteInput
-    from core.methods.dccfl import DCCFL
-    from core.methods.promise import own_model_state
+    from core.api.common import ReceivedBundle, SiteInput
+    from core.api.research import DCCFL, own_model_state
 
     rng = np.random.default_rng([seed, n_sites, rows, cols])
     centres = rng.normal(0, 0.3 if n_classes > 2 else 0.25, size=(n_classes, cols))
@@ -75,12 +74,10 @@ def one_point(n_sites: int, rows: int = ROWS, cols: int = COLS, seed: int = 0, n
     """Build the bundles, fit DC-CFL with product defaults, render the report; CPU, wall time and peak RSS."""
     from collections import Counter
 
-    from core.data.schema import FeatureColumn, Schema
-    from core.formats.identity import Identity
-    from core.formats.kit import Kit
-    from core.methods.base import FitContext
-    from core.methods.dccfl import DCCFL
-    from core.report import render_report
+    from core.api.analyst import render_report
+    from core.api import Identity
+    from core.api.common import FeatureColumn, FitContext, Kit, Schema
+    from core.api.research import DCCFL
 
     classes = [str(k) for k in range(n_classes)]
     t0, c0 = time.perf_counter(), _cpu()

@@ -42,7 +42,7 @@ def make_sites(X: np.ndarray, y: np.ndarray, seed: int, n_sites: int = N_SITES, 
     ``min_rows`` training rows (default: the table's columns, what PCA to m − 1 needs) is left out."""
     from sklearn.model_selection import train_test_split
 
-    from core.formats.anchor import extended_smote
+    from core.api.research import extended_smote
 
     rng = np.random.default_rng([seed, 15])
     K = int(y.max()) + 1
@@ -77,7 +77,7 @@ def make_sites(X: np.ndarray, y: np.ndarray, seed: int, n_sites: int = N_SITES, 
 
 def classification_methods() -> list[str]:
     """Every registered classification method (the registry, not a list kept here)."""
-    from core.methods import METHODS
+    from core.api.common import METHODS
 
     return [name for name, cls in METHODS.items() if cls.task == "classification"]
 
@@ -87,8 +87,8 @@ def export_site(method, X: np.ndarray, y: np.ndarray, classes: list[str], anchor
     """What ``participant export`` makes of a site's rows, in memory: the method's export with the promise's check
     rows (:func:`core.methods.promise.export_with_check`), the ``own_cv`` scores in the manifest and the own-rows
     model in the private state. Returns (manifest, arrays, private arrays)."""
-    from core.methods.base import SiteInput
-    from core.methods.promise import export_with_check, own_model_state
+    from core.api.common import SiteInput
+    from core.api.research import export_with_check, own_model_state
 
     known = {st.name for st in method.site_settings_spec()}
     site = SiteInput(X, y.astype(np.int64), classes, anchor if method.needs_anchor else None,
@@ -104,9 +104,8 @@ def run_round(method, sites: list, classes: list[str], anchor: np.ndarray | None
     """One in-memory round of ``method`` over ``sites`` [(X_train, y_train, X_test, y_test)]: per site the applied
     result's and the own model's test accuracy, what was used and who chose (:mod:`core.methods.promise`), and
     the summary's "alone" number beside the bundle's own_cv; also the result and the fit's seconds."""
-    from core.learn.local_model import local_predict_proba
-    from core.methods.base import FitContext, ReceivedBundle
-    from core.methods.promise import promised_columns
+    from core.api.common import FitContext, ReceivedBundle
+    from core.api.research import local_predict_proba, promised_columns
 
     bundles, state = [], []
     for i, (Xtr, ytr, _, _) in enumerate(sites):
@@ -149,13 +148,13 @@ def run_round(method, sites: list, classes: list[str], anchor: np.ndarray | None
 def run_cell(name: str, X: np.ndarray, y: np.ndarray, classes: list[str], seed: int,
              settings: dict | None = None, method: str = "dccfl", rows=ROWS, site_settings: dict | None = None
              ) -> dict[str, Any]:
-    from core.methods import get_method
-    from core.methods.promise import CHECK_SHARE
+    from core.api.common import get_method
+    from core.api.research import CHECK_SHARE
 
     # a site is kept when every method can reduce it: after a site-scored method's check rows, still ≥ m + 1 rows
     least = rows[0] if site_settings else int(np.ceil((X.shape[1] + 1) / (1 - CHECK_SHARE))) + 1
     anchor, sites = make_sites(X, y, seed, rows=rows, min_rows=least)
-    from core.errors import ConfigError
+    from core.api import ConfigError
 
     cls = get_method(method).__class__
     m = cls.with_known({"seed": seed, **(settings or {})})
@@ -216,7 +215,7 @@ def load(name: str, data_dir):
 
 
 def run_from_args(args, say: Callable[[str], None]) -> dict:
-    from core.fileio import write_json_atomic
+    from core.api import write_json_atomic
 
     datasets = args.dataset or [*ISSUE_TABLES, *WIDE]
     methods = getattr(args, "method", None) or classification_methods()
@@ -241,7 +240,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict:
     if args.json:
         from pathlib import Path
 
-        from core.fileio import write_text_atomic
+        from core.api import write_text_atomic
 
         write_json_atomic(args.json, out)
         command = " ".join(["nice python -m benchmarks small-sites", f"--seeds {len(seeds)}",

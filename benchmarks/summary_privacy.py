@@ -35,11 +35,10 @@ def run_cell(name: str, data_dir: Path, seed: int, draws: int) -> dict:
     from sklearn.metrics import roc_auc_score
     from sklearn.model_selection import train_test_split
 
-    import core.methods.metalr.private_site as private_site
     from benchmarks.metalr_clinical import encode
-    from core.data.public_stats import SHARE_FLOOR
-    from core.learn.local_model import fit_local_model
-    from core.methods import FitContext, ReceivedBundle, SiteInput, get_method
+    from core.api.common import FitContext, ReceivedBundle, SiteInput, get_method
+    from core.api.research import SHARE_FLOOR, fit_local_model
+    from core.api.research import metalr_private_site as private_site
 
     X, y, site, names = encode(name, data_dir, seed)
     splits = []
@@ -137,7 +136,7 @@ def lines(record: dict) -> list[str]:
 def run_from_args(args, say: Callable[[str], None]) -> dict:
     from benchmarks.metalr_clinical import TABLES
     from benchmarks.simulation.datasets import default_data_dir
-    from core.fileio import write_json_atomic, write_text_atomic
+    from core.api import write_json_atomic, write_text_atomic
 
     data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
     tables = args.dataset or list(TABLES)

@@ -57,7 +57,7 @@ def pooled_with_site_intercepts(Xs: list[np.ndarray], ys: list[np.ndarray], scal
                                 ) -> tuple[np.ndarray, np.ndarray]:
     """(site intercepts (S,), slopes (m,)) maximising Σᵢ log-likelihood − (λ/2) Σⱼ (sⱼβⱼ)²: the pooled fit with
     one unpenalised intercept per site (site 0's is the intercept, the others' dummies nearly unpenalised)."""
-    from core.methods.metalr.site_logit import fit_site_logit
+    from core.api.research import fit_site_logit
 
     S = len(Xs)
     m = Xs[0].shape[1]
@@ -110,9 +110,8 @@ def run_cell(case_name: str, data_dir: str | None, seed: int) -> dict[str, Any]:
         split_sites,
         with_site_column,
     )
-    from core.methods.metalr.fixed_effect import stratified
-    from core.methods.metalr.random_effects import posterior, prior_without
-    from core.methods.metalr.site_logit import fit_site_logit, predict_proba
+    from core.api.research import fit_site_logit, posterior, prior_without, stratified
+    from core.api.research import site_logit_proba as predict_proba
 
     case = CASES[case_name]
     frame, sites = load_case(case, data_dir)
@@ -215,7 +214,7 @@ def run(cases: Sequence[str], seeds: Sequence[int], data_dir: str | None, jobs: 
 
     for c in cases:
         if c not in CASES:
-            from core.errors import ConfigError
+            from core.api import ConfigError
 
             raise ConfigError(f"unknown clinical case '{c}'; the cases are {', '.join(CASES)}")
     tasks = [(c, s) for c in cases for s in seeds]
@@ -241,7 +240,7 @@ def run_from_args(args, say: Callable[..., None]) -> dict[str, Any]:
     default to 5."""
     from benchmarks import worker_count
     from benchmarks.clinical import CASES, DEFAULT_SEEDS
-    from core.fileio import write_json_atomic, write_text_atomic
+    from core.api import write_json_atomic, write_text_atomic
 
     cases = args.dataset or list(CASES)
     n = args.seeds if getattr(args, "seeds_given", False) else DEFAULT_SEEDS

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.errors import ConfigError, DCError
+from core.api import ConfigError, DCError
 
 DEFAULT_SEEDS = 2
 SAMPLE_ROWS = 200
@@ -107,8 +107,7 @@ def write_site_csv(frame: pd.DataFrame, path: Path, french: bool) -> None:
 def kit_with_said_fixes(sample_csv: Path, label: str) -> tuple[Any, list[str], list[str]]:
     """``kit new`` with defaults; made again with every missing-value code its notes name (the note's own fix).
     Returns (schema, notes of the first try, the markers added)."""
-    from core.data.schema import infer_schema
-    from core.data.tabular import MISSING_TOKENS, CsvOptions
+    from core.api.common import MISSING_TOKENS, CsvOptions, infer_schema
 
     schema, notes = infer_schema(sample_csv, label=label, with_statistics=True)
     tokens = list(dict.fromkeys(t for n in notes for t in _TOKEN.findall(n)))
@@ -122,13 +121,10 @@ def product_round(folder: Path, sample_csv: Path, sites: list[tuple[str, Path, P
                   ) -> dict[str, Any]:
     """Kit (with the fixes its notes say), anchor, every export, the analyst's run, every apply (module docstring).
     ``sites``: (name, training CSV, test CSV), the lead first."""
-    from core.analyst import AnalystRound
-    from core.data.tabular import read_table
-    from core.formats.anchor import anchor_for_kit
-    from core.formats.identity import Identity
-    from core.formats.workspace import AnalystWorkspace, SiteWorkspace
-    from core.kit_builder import build_kit
-    from core.participant import ParticipantRound, apply_package
+    from core.api import Identity
+    from core.api.analyst import AnalystRound, build_kit
+    from core.api.common import AnalystWorkspace, SiteWorkspace, read_table
+    from core.api.participant import ParticipantRound, anchor_for_kit, apply_package
 
     schema, kit_notes, tokens = kit_with_said_fixes(sample_csv, label)
     analyst = Identity.generate("analyst")
@@ -353,7 +349,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     clinical case or ``hospital`` (default: all five); seeds default to 2 here."""
     from benchmarks import worker_count
     from benchmarks.clinical import CASES, _commit
-    from core.fileio import write_json_atomic, write_text_atomic
+    from core.api import write_json_atomic, write_text_atomic
 
     cases = args.dataset or [*CASES, "hospital"]
     n_seeds = args.seeds if getattr(args, "seeds_given", False) else DEFAULT_SEEDS

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core.data.schema import FeatureColumn, Schema
-from core.errors import ConfigError
-from core.fileio import atomic_writer
+from core.api import ConfigError, atomic_writer
+from core.api.common import FeatureColumn, Schema
 
 _BLOCK_ROWS = 20_000
 

@@ -34,8 +34,8 @@ DCCFL_SPLITS = ("C2", "C3", "Dir0.1")
 
 
 def _warnings(schema, frame: pd.DataFrame, folder: Path, name: str, labels: bool) -> list[str]:
-    from core.data.harmony import unit_warnings
-    from core.data.tabular import read_table
+    from core.api.common import read_table
+    from core.api.research import unit_warnings
 
     path = folder / f"{name}.csv"
     frame.to_csv(path, index=False)
@@ -44,7 +44,7 @@ def _warnings(schema, frame: pd.DataFrame, folder: Path, name: str, labels: bool
 
 
 def run_case(case_name: str, data_dir: str | None) -> dict[str, Any]:
-    from core.data.schema import infer_schema
+    from core.api.common import infer_schema
 
     case = CASES[case_name]
     frame, sites = load_case(case, data_dir)
@@ -80,8 +80,8 @@ def run_dccfl_cell(dataset: str, split: str, seed: int, data_dir: str | None) ->
     """One DC-CFL cell: its clients checked against a kit made from its 100 public rows (module docstring, 2)."""
     from benchmarks.dccfl import Protocol, make_cell
     from benchmarks.simulation.datasets import load_cached
-    from core.data.harmony import unit_warnings
-    from core.data.schema import infer_schema
+    from core.api.common import infer_schema
+    from core.api.research import unit_warnings
 
     X, y, classes = load_cached(dataset, data_dir)
     cell = make_cell(dataset, X, y, classes, split, seed, Protocol())
@@ -110,7 +110,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict[str, Any]:
     """``python -m benchmarks units [--dataset NAME]… [--seeds N] [--data-dir DIR] [--json FILE]``: NAME is a
     clinical case or a DC-CFL data set (default: all of both; ``--seeds`` DC-CFL cells per split, default 3)."""
     from benchmarks.simulation.datasets import default_data_dir
-    from core.fileio import write_json_atomic, write_text_atomic
+    from core.api import write_json_atomic, write_text_atomic
 
     chosen = args.dataset or [*CASES, *DCCFL_DATASETS]
     cases = [c for c in chosen if c in CASES]

@@ -45,7 +45,7 @@ def make_sites(X: np.ndarray, y: np.ndarray, seed: int):
     """(anchor, [(X_train, y_train, X_test, y_test)]) for one seed (module docstring 1–2)."""
     from sklearn.model_selection import train_test_split
 
-    from core.formats.anchor import extended_smote
+    from core.api.research import extended_smote
 
     rng = np.random.default_rng([seed, 25])
     K = int(y.max()) + 1
@@ -73,9 +73,8 @@ def _dimension(condition: str, n: int, m: int) -> int | None:
 
 
 def classification_cell(X, y, classes, seed: int) -> dict[str, Any]:
-    from core.learn.local_model import fit_local_model, local_predict_proba
-    from core.methods.base import FitContext, ReceivedBundle, SiteInput
-    from core.methods.dccfl import DC, DCCFL
+    from core.api.common import FitContext, ReceivedBundle, SiteInput
+    from core.api.research import DC, DCCFL, fit_local_model, local_predict_proba
 
     anchor, sites = make_sites(X, y, seed)
     names = np.asarray(classes, dtype=object)
@@ -106,9 +105,9 @@ def clustering_cell(X, y, seed: int) -> dict[str, Any]:
     from sklearn.metrics import adjusted_rand_score
     from sklearn.preprocessing import StandardScaler
 
-    from core.errors import ConfigError
-    from core.methods.base import FitContext, ReceivedBundle, SiteInput
-    from core.methods.dcclustering import DCClustering
+    from core.api import ConfigError
+    from core.api.common import FitContext, ReceivedBundle, SiteInput
+    from core.api.research import DCClustering
 
     anchor, sites = make_sites(X, y, seed)
     out: dict[str, Any] = {"seed": seed}
@@ -160,7 +159,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict:
     from sklearn.datasets import load_digits
 
     from benchmarks import one_thread
-    from core.fileio import write_json_atomic
+    from core.api import write_json_atomic
 
     X, y = load_digits(return_X_y=True)
     X = X.astype(np.float64)
@@ -182,7 +181,7 @@ def run_from_args(args, say: Callable[[str], None]) -> dict:
     if args.json:
         from pathlib import Path
 
-        from core.fileio import write_text_atomic
+        from core.api import write_text_atomic
 
         write_json_atomic(args.json, out)
         command = f"python -m benchmarks wide-sites --seeds {len(seeds)} --json {args.json}"

@@ -155,7 +155,8 @@ class AnalystRound:
         self.kit, self.identity, self.workspace = kit, identity, workspace
         self.method = get_method(kit.method, kit.settings)  # checks every bundle; fixes the bundle family
         self._roster = frozenset(e.get("fingerprint") for e in kit.roster or [])
-        self._kit_digest = kit.digest()  # once: it hashes the whole kit, roster included (O(sites))
+        # once: they hash the whole kit, roster included (O(sites)); every bundle is checked against both
+        self._kit_digest, self._schema_digest = kit.digests()
         self._sealed_at: tuple[str, int, str] | None = None  # the audit position the last packages carry
         self._open: dict[str, ReceivedBundle] = {}  # envelope id → bundle decrypted in this round
         self._paths: dict[str, Path] = {}  # envelope id → the file it was opened from
@@ -226,7 +227,7 @@ class AnalystRound:
         m = opened.payload.manifest
         if not isinstance(m, dict) or m.get("kit_digest") != self._kit_digest:
             raise FormatError("bundle was made from a different version of the kit")
-        if m.get("schema_digest") != self.kit.schema.digest():
+        if m.get("schema_digest") != self._schema_digest:
             raise FormatError("bundle's columns do not match the kit's schema")
         m = _check_common_manifest(m, opened.payload.arrays, method, self.kit)
         bundle = ReceivedBundle(card.name, card.fingerprint, opened.digest, opened.binding.envelope_id, m,
@@ -460,9 +461,14 @@ class AnalystRound:
         # its packages go back in the caller's order (the result's summary and details keep the canonical one).
         order = canonical_order(usable)
         result = m.fit([usable[i] for i in order], context)
-        formal = formal_block([usable[i] for i in order])  # (ε, δ) per site, what it covers, what figures rest on
+        # (ε, δ) per site, what it covers, what figures rest on
+        formal = formal_block([usable[i] for i in order], m.discloses)
         if formal:
             result.summary["formal_privacy"] = formal
+        kept = {b.fingerprint: b.manifest["rows_kept_at_site"] for b in usable if b.manifest.get("rows_kept_at_site")}
+        for entry in result.summary.get("sites", []):  # a site's rows = sent + kept to check: said beside each other
+            if isinstance(entry, dict) and entry.get("fingerprint") in kept:
+                entry["rows_kept_at_site"] = int(kept[entry["fingerprint"]])
         back = np.argsort(order)
         result.packages = [result.packages[j] for j in back]
         return AnalystRun(m, result, list(usable), list(excluded or []), self.scale_flags(usable), left_out)
@@ -559,7 +565,8 @@ class AnalystRound:
                                project_id=self.kit.project_id, sender=self.identity, recipient=b.card,
                                in_reply_to=b.digest, audit_head=audit_head))
         # Beside each package, its model card for the site's clinicians (core.model_card).
-        cards = model_cards(self.kit, run.method, result.summary)
+        cards = model_cards(self.kit, run.method, {**result.summary, "software": __version__,  # dated and versioned
+                                                   "run": {"id": run_id, "created": run_created}})
         card_files: dict[int, str] = {}
         for k, (b, s) in enumerate(zip(bundles, sealed, strict=True)):
             card = card_for(cards, result.summary, b.site, b.fingerprint)
@@ -570,7 +577,7 @@ class AnalystRound:
         # order, names or times their files had.
         canon = canonical_order(bundles)
         summary = {**result.summary, "project": {"id": self.kit.project_id, "name": self.kit.name,
-                                                 "kit_digest": self.kit.digest()},
+                                                 "kit_digest": self._kit_digest},
                    "software": __version__,
                    "inputs": [{"site": bundles[k].site, "fingerprint": bundles[k].fingerprint,
                                "bundle_digest": bundles[k].digest} for k in canon],

@@ -13,17 +13,23 @@ import os
 import sys
 from pathlib import Path
 
-from . import version_string
-from .errors import ConfigError, DCError
-from .privacy.threat import CHOICES as THREAT_CHOICES
-from .privacy.threat import DEFAULT_PUBLIC_ROWS, ThreatModel
-from .privacy.thresholds import DIRECTIONS, PrivacyThresholds, parse_threshold_args
-from .safe_text import shown_lines
+from .api import (
+    DEFAULT_PUBLIC_ROWS,
+    DIRECTIONS,
+    THREAT_CHOICES,
+    ConfigError,
+    DCError,
+    PrivacyThresholds,
+    ThreatModel,
+    parse_threshold_args,
+    shown_lines,
+    version_string,
+)
 
 
 # ---- helpers ------------------------------------------------------------------------------------------
 def passphrase(prompt: str, *, confirm: bool = False) -> str:
-    from .formats.identity import check_new_passphrase
+    from .api import check_new_passphrase
 
     env = os.environ.get("DCSTUDIO_PASSPHRASE")
     if env is not None:
@@ -41,13 +47,13 @@ def passphrase(prompt: str, *, confirm: bool = False) -> str:
 
 
 def load_identity(path: str):
-    from .formats.identity import Identity
+    from .api import Identity
 
     return Identity.load(path, passphrase(f"Passphrase for {path}: "))
 
 
 def csv_options(args):
-    from .data.tabular import MISSING_TOKENS, CsvOptions
+    from .api.common import MISSING_TOKENS, CsvOptions
 
     extra = getattr(args, "missing_token", None) or []
     return CsvOptions(encoding=args.encoding, delimiter=args.delimiter, decimal=args.decimal,
@@ -82,10 +88,10 @@ def say(*lines: str) -> None:
 
 # ---- commands -----------------------------------------------------------------------------------------
 def cmd_keys_new(args) -> None:
-    from .formats.identity import Identity
+    from .api import Identity
 
     out = Path(args.out)
-    from .fileio import safe_name
+    from .api import safe_name
 
     stem = safe_name(args.name, "identity")
     dcid, dcpub = out / f"{stem}.dcid", out / f"{stem}.dcpub"
@@ -98,7 +104,7 @@ def cmd_keys_new(args) -> None:
 
 
 def cmd_keys_show(args) -> None:
-    from .formats.identity import PublicCard
+    from .api import PublicCard
 
     path = Path(args.file)
     card = _card_of_identity(path) if path.suffix == ".dcid" else PublicCard.load(path)
@@ -106,7 +112,7 @@ def cmd_keys_show(args) -> None:
 
 
 def _card_of_identity(path: Path):
-    from .formats.identity import Identity
+    from .api import Identity
 
     return Identity.load_card(path)
 
@@ -118,10 +124,9 @@ def cmd_keys_export_age(args) -> None:
 
 
 def cmd_kit_new(args) -> None:
-    from .data.schema import infer_schema
-    from .formats.identity import PublicCard
-    from .kit_builder import build_kit, column_choices
-    from .methods import default_method, method_class
+    from .api import PublicCard
+    from .api.analyst import build_kit, column_choices
+    from .api.common import default_method, infer_schema, method_class
 
     method = args.method or default_method(args.task or "classification")
     cls = method_class(method)
@@ -183,13 +188,13 @@ def get_settings_text(cls, settings: dict) -> str:
 
 
 def cmd_kit_show(args) -> None:
-    from .formats.kit import Kit
+    from .api.common import Kit
 
     say(*Kit.load(args.kit).describe())
 
 
 def _workspace_at(where: str):
-    from .formats.workspace import open_workspace
+    from .api.common import open_workspace
 
     path = Path(where)
     if path.name == "audit.jsonl":
@@ -205,9 +210,8 @@ def cmd_audit_verify(args) -> None:
     """The log (chain, signatures, head file, its workspace, the heads of files sealed there), then every signed
     file of the workspace; exit 1 on the first problem, on an earlier version's log and on a restart that
     followed a rollback."""
-    from .errors import VerificationError
-    from .formats.audit import new_log_hint
-    from .formats.envelope import file_digest, inspect
+    from .api import VerificationError
+    from .api.common import file_digest, inspect, new_log_hint
 
     ws = _workspace_at(args.log)
     log = ws.audit
@@ -261,7 +265,7 @@ def cmd_audit_verify(args) -> None:
 
 
 def cmd_audit_new(args) -> None:
-    from .formats.audit_restart import restart_audit
+    from .api.common import restart_audit
 
     ws = _workspace_at(args.log)
     done = restart_audit(ws.root, load_identity(args.identity), args.reason,
@@ -279,7 +283,7 @@ def cmd_audit_new(args) -> None:
 
 
 def _anchor_recipients(args) -> list:
-    from .formats.identity import Identity, PublicCard
+    from .api import Identity, PublicCard
 
     cards = [PublicCard.load(p) for p in args.to or []]
     if args.identity:
@@ -288,9 +292,8 @@ def _anchor_recipients(args) -> list:
 
 
 def cmd_anchor_new(args) -> None:
-    from .data.tabular import read_table
-    from .formats.anchor import SHAREABLE_WARNING, anchor_for_kit
-    from .formats.kit import Kit
+    from .api.common import Kit, read_table
+    from .api.participant import SHAREABLE_WARNING, anchor_for_kit
 
     kit = Kit.load(args.kit)
     recipients = _anchor_recipients(args)
@@ -324,11 +327,9 @@ class PoorPrivacy(DCError):
 def _participant_round(args):
     """The ParticipantRound ``participant export`` and ``participant assess`` drive: kit, identity, anchor, the
     site's settings and its tightened privacy limits."""
-    from .formats.kit import Kit
-    from .formats.workspace import default_workspace
-    from .methods import method_class
-    from .participant import ParticipantRound
-    from .privacy.thresholds import parse_threshold_args
+    from .api import parse_threshold_args
+    from .api.common import Kit, default_workspace, method_class
+    from .api.participant import ParticipantRound
 
     kit = Kit.load(args.kit)
     site = {spec.name: spec.parse(getattr(args, spec.name)) for spec in method_class(kit.method).site_settings_spec()
@@ -360,7 +361,7 @@ def cmd_participant_assess(args) -> None:
         ledger = job.ledger_lines()
         levers = None
         if args.levers:
-            from .privacy.levers import measure_levers
+            from .api.participant import measure_levers
 
             levers = measure_levers(job, thresholds=job.privacy_thresholds)
     finally:
@@ -378,7 +379,7 @@ def cmd_participant_assess(args) -> None:
 
 
 def cmd_participant_export(args) -> None:
-    from .wording import leaves_sentence
+    from .api import leaves_sentence
 
     kit, job = _participant_round(args)
     _confirm_analyst(job, args.analyst_fingerprint)
@@ -420,7 +421,7 @@ def cmd_participant_export(args) -> None:
 def _confirm_analyst(job, given: str | None) -> None:
     """First use of a project in this workspace: the analyst's key is confirmed by the fingerprint the analyst
     read out (``--analyst-fingerprint``, or typed at the prompt of an interactive terminal) or their card."""
-    from .formats.identity import PublicCard
+    from .api import PublicCard
 
     if given is None and job.first_use and sys.stdin.isatty():
         say(f"first kit for project '{job.kit.name}': it is signed by '{job.kit.analyst.name}'.")
@@ -435,12 +436,12 @@ def _confirm_analyst(job, given: str | None) -> None:
 
 
 def cmd_participant_apply(args) -> None:
-    from .formats.workspace import SiteWorkspace, default_workspace
-    from .participant import apply_package
+    from .api.common import SiteWorkspace, default_workspace
+    from .api.participant import apply_package
 
     ident = load_identity(args.identity)
     ws = SiteWorkspace(args.workspace or default_workspace(args.identity))
-    from .data.tabular import CsvOptions
+    from .api.common import CsvOptions
 
     out_options = CsvOptions(encoding=args.out_encoding, delimiter=args.out_delimiter, decimal=args.out_decimal)
     res = apply_package(args.package, ident, args.csv, args.out, workspace=ws, options=csv_options(args),
@@ -476,7 +477,7 @@ def apply_lines(res, csv_name: str, *, validation: bool = True) -> list[str]:
 
 def _analyst_given(given: str | None):
     """``--analyst-fingerprint`` at apply: a fingerprint, or the analyst's .dcpub card."""
-    from .formats.identity import PublicCard
+    from .api import PublicCard
 
     if given and (given.endswith(".dcpub") or Path(given).is_file()):
         return PublicCard.load(given)
@@ -485,7 +486,7 @@ def _analyst_given(given: str | None):
 
 def _in_use(choice: dict | None, own_package: bool) -> str:
     """What the results are, in words: the model the site uses (its own, the package, or an update of it)."""
-    from .learn.site_update import UPDATE_WORDS
+    from .api.common import UPDATE_WORDS
 
     kind = (choice or {}).get("kind")
     if kind in UPDATE_WORDS:
@@ -494,7 +495,7 @@ def _in_use(choice: dict | None, own_package: bool) -> str:
 
 
 def _say_validation(v: dict, classes: list[str], choice: dict | None = None) -> None:
-    from .learn.intervals import describe
+    from .api.common import describe_estimate as describe
 
     say(f"checked on {v['rows']} labelled row(s) of yours (95 % Wilson intervals):",
         f"  {_in_use(choice, bool(v.get('own_model_package')))}: {describe(v['package'])}")
@@ -513,7 +514,7 @@ def _say_validation(v: dict, classes: list[str], choice: dict | None = None) -> 
 def _say_figures(v: dict, classes: list[str]) -> None:
     """The models' clinical figures (the one in use, the site's own, and the shared model as sent when the site
     uses another), each with the rows it was counted on; DeLong's tests; never-predicts flags."""
-    from .learn.figure_table import confusion_lines, figure_rows
+    from .api.common import confusion_lines, figure_rows
 
     models = [v["package_metrics"]] + ([v["local_metrics"]] if v.get("local_metrics") else [])
     names = ["in use"] + (["your own model"] if v.get("local_metrics") else [])
@@ -552,9 +553,8 @@ def _threshold_target(args):
 
 
 def _analyst_round(args):
-    from .analyst import AnalystRound
-    from .formats.kit import Kit
-    from .formats.workspace import AnalystWorkspace, default_workspace
+    from .api.analyst import AnalystRound
+    from .api.common import AnalystWorkspace, Kit, default_workspace
 
     ident = load_identity(args.identity)
     kit = Kit.load(args.kit, expect_analyst=ident.card)
@@ -566,7 +566,7 @@ def _analyst_round(args):
 
 def _confirm(analysis, item: str) -> None:
     """``--confirm`` takes a fingerprint the analyst compared with the site, or the site's .dcpub card."""
-    from .formats.identity import PublicCard
+    from .api import PublicCard
 
     if item.endswith(".dcpub") or Path(item).is_file():
         card = PublicCard.load(item)
@@ -591,7 +591,7 @@ def _no_senders_hint(analysis, files: list[Path]) -> None:
 
 def _import_and_run(args, *, classification_only: bool = False):
     """The analyst's round over a folder of bundles, as ``analyst run`` and ``analyst estimate`` share it."""
-    from .methods import method_class
+    from .api.common import method_class
 
     analysis = _analyst_round(args)
     folder = Path(args.bundles)
@@ -619,7 +619,7 @@ def cmd_analyst_import(args) -> None:
     pending = analysis.unconfirmed(files)
     if len(pending) == len(files):
         _no_senders_hint(analysis, files)
-    from .analyst import ImportReport, left_out_line
+    from .api.analyst import ImportReport, left_out_line
 
     left_out = {p for p, _ in pending}
     for p, card in pending:
@@ -634,7 +634,7 @@ def import_line(r) -> str:
 
 
 def cmd_analyst_run(args) -> None:
-    from .robustness import describe
+    from .api.analyst import describe_scale_flag as describe
 
     analysis, reports, run = _import_and_run(args)
     out = analysis.export(run, args.out)
@@ -656,7 +656,7 @@ def cmd_analyst_estimate(args) -> None:
     s = run.result.summary
     say(*run.summary_lines(), "no package was written")
     if args.json:
-        from .fileio import write_json_atomic
+        from .api import write_json_atomic
 
         write_json_atomic(args.json, {k: s[k] for k in ("method", "t", "n_clusters", "selection", "sites",
                                                          "expected_mean", "own_model_mean") if k in s})
@@ -719,7 +719,7 @@ def _group(sub, name: str, help_text: str):
 
 def settings_help(side: str) -> str:
     """Every registered method's settings of one side, generated from their declarations."""
-    from .methods import METHODS
+    from .api.common import METHODS
 
     lines = ["method settings (--set KEY=VALUE):" if side == "analyst" else "site settings:"]
     for name, cls in METHODS.items():
@@ -751,7 +751,7 @@ def _privacy_args(p) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .methods import METHODS
+    from .api.common import METHODS, MISSING_CHOICES
 
     ap = argparse.ArgumentParser(prog="dcstudio", description="One-shot, air-gapped Data Collaboration.",
                                  epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -811,7 +811,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "sample's other levels follow; an item NAME=x|y makes raw values x and y mean level NAME, e.g. "
                    "\"rx=Obs,treated=Lev|Lev+5FU\"; repeatable")
     p.add_argument("--missing", action="append", metavar="COL=POLICY",
-                   help="refuse, impute or impute+indicator (default: impute, with an indicator when the sample "
+                   help=f"{', '.join(MISSING_CHOICES)} (default: impute, with an indicator when the sample "
                    "has missing cells in the column); repeatable")
     p.add_argument("--other", action="append", metavar="COL",
                    help="no longer needed: a value a column with levels does not know always goes to the column's "

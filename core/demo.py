@@ -87,8 +87,9 @@ def result_sentence(rows: list[dict]) -> str:
     shared = sum(1 for r in rows if (r["choice"] or {}).get("model") in ("package", "updated"))
     d_auc = float(np.mean([r["use_auc"] - r["own_auc"] for r in rows]))
     d_acc = float(np.mean([r["use_acc"] - r["own_acc"] for r in rows]))
-    text = (f"Result: {shared} of {len(rows)} clinics use a shared or updated model; on their held-out rows the "
-            f"models in use score AUC {np.mean([r['use_auc'] for r in rows]):.3f} against "
+    text = (f"Result: {shared} of {len(rows)} clinics use a shared or updated model; on their held-out rows "
+            f"({TEST_ROWS} each, {TEST_ROWS * len(rows):,} in all) the models in use score AUC "
+            f"{np.mean([r['use_auc'] for r in rows]):.3f} against "
             f"{np.mean([r['own_auc'] for r in rows]):.3f} for their own ({d_auc:+.3f}) and accuracy "
             f"{np.mean([r['use_acc'] for r in rows]):.3f} against {np.mean([r['own_acc'] for r in rows]):.3f} "
             f"({100 * d_acc:+.1f} pt). ")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .data.missing import check_choice
 from .data.schema import (
     COLUMN_TYPES,
-    MISSING_CHOICES,
     ColumnChoices,
     IgnoredColumn,
     Schema,
@@ -21,8 +21,8 @@ from .data.schema import (
 from .errors import ConfigError
 from .formats.identity import PublicCard
 from .formats.kit import ANCHOR_KINDS, Kit
+from .formats.threat import ThreatModel
 from .methods import default_method, get_method, method_class
-from .privacy.threat import ThreatModel
 
 DEFAULT_ANCHOR_ROWS = 1000
 
@@ -48,9 +48,7 @@ def column_choices(*, ignore: list[str] | None = None, types: list[str] | None =
             raise ConfigError(f"unknown column type '{value}' for column '{col}'; choose one of "
                               f"{', '.join(COLUMN_TYPES)}, ignored")
     for col, value in out.missing.items():
-        if value not in MISSING_CHOICES:
-            raise ConfigError(f"unknown missing-value policy '{value}' for column '{col}'; choose one of "
-                              f"{', '.join(MISSING_CHOICES)}")
+        check_choice(value, col)
     for item in levels or []:
         col, value = _pair("--levels", item)
         out.set_levels(col, value)

@@ -19,7 +19,8 @@ from .control import JobControl, ensure
 from .data.blocks import BlockReader, NotStreamable
 from .data.encoding import encoded_means, encoded_scales
 from .data.harmony import unit_warnings
-from .data.public_stats import formal_scales, public_fill_values
+from .data.missing import public_fills
+from .data.public_stats import formal_scales
 from .data.tabular import CsvFormat, CsvOptions, LocalTable, preview, read_table
 from .errors import Cancelled, ConfigError, DataError, DCError, FormatError, VerificationError
 from .fileio import atomic_writer, significant, utc_now
@@ -27,6 +28,7 @@ from .formats.anchor import AnchorFile
 from .formats.envelope import DEFAULT_LIMITS, Limits, Payload, SealedFile, inspect, open_sealed, seal
 from .formats.identity import Identity, PublicCard, read_fingerprint
 from .formats.kit import Kit
+from .formats.thresholds import PrivacyThresholds
 from .formats.workspace import SiteWorkspace, remove_empty_workspace
 from .learn.clinical_metrics import delong, json_safe, metrics_for
 from .learn.intervals import estimate, mcnemar_p
@@ -38,7 +40,6 @@ from .methods.promise import check_shared_oof, export_with_check, own_model_stat
 from .privacy.assessment import PrivacyAssessment, assess_export
 from .privacy.ledger import Ledger, spent
 from .privacy.protective import is_formal
-from .privacy.thresholds import PrivacyThresholds
 from .result_csv import ResultWriter
 from .wording import ARRAY_WORDS
 
@@ -251,12 +252,12 @@ class ParticipantRound:
 
     def _public_fills(self) -> None:
         """Under the formal option, empty cells are filled from the kit's public values, never from this site's own
-        rows (core/data/public_stats.py): the table is read again with them when it filled any cell otherwise."""
+        rows (core.data.missing.public_fills): the table is read again with them when it filled any cell otherwise."""
         t = self.table
         if self._read is None:
             return
         path, schema, options, labels, ids = self._read
-        fills, lacking = public_fill_values(schema)
+        fills, lacking = public_fills(schema.features)
         if not t.filled or all(t.fill_values.get(k) == fills.get(k) for k in t.filled):
             return
         if any(k in lacking for k in t.filled):
@@ -378,8 +379,9 @@ class ParticipantRound:
         assessment = json_safe(self.assessment_.to_dict())
         consent = ({"accepted": [f"{f.attack}/{f.adversary}" for f in self.assessment_.poor],
                     "how": self.privacy_risk_accepted} if self.assessment_.needs_consent else None)
+        kit_digest, schema_digest = self.kit.digests()
         manifest = {**ex.manifest, "method": self.method.name, "family": self.method.family,
-                    "kit_digest": self.kit.digest(), "schema_digest": self.kit.schema.digest(),
+                    "kit_digest": kit_digest, "schema_digest": schema_digest,
                     "site": self.identity.card.name, "software": __version__}
         formal = ex.manifest.get("privacy") if isinstance(ex.manifest.get("privacy"), dict) else None
         if self.table.filled and formal is None:  # cells filled per column (kit policy "impute"), shown to the site
@@ -682,6 +684,9 @@ def _run_order(created: str, seq) -> tuple[str, int]:
     return str(created), seq if isinstance(seq, int) and not isinstance(seq, bool) else -1
 
 
+ALREADY_APPLIED = "this package was already applied"  # apply's note on the same package again (a rewrite says it)
+
+
 def _package_warnings(workspace: SiteWorkspace, project_id: str, bundle_digest: str, digest: str,
                       created: str, seq=None, run_id: str = "", *, allow_older: bool = False) -> list[str]:
     """Warn when this exact package was applied before; refuse (ConfigError naming both runs) a package older
@@ -689,7 +694,7 @@ def _package_warnings(workspace: SiteWorkspace, project_id: str, bundle_digest: 
     out = []
     for entry in workspace.applied(project_id, bundle_digest):
         if entry.get("digest") == digest:
-            out.append(f"this package was already applied on {entry.get('applied')} (to {entry.get('out')})")
+            out.append(f"{ALREADY_APPLIED} on {entry.get('applied')} (to {entry.get('out')})")
         elif _run_order(entry.get("created", ""), entry.get("run_seq")) > _run_order(created, seq):
             older = (f"this package (analyst run {run_id or '?'}, {created}) is older than the package of analyst "
                      f"run {entry.get('run_id') or '?'} ({entry.get('created')}) applied on {entry.get('applied')}")
@@ -732,15 +737,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     site's signed pin; ``analyst_fingerprint`` (the fingerprint the analyst read out, or their card) confirms that
     key again when the pin cannot be trusted (:func:`reconfirm_analyst`)."""
     control = ensure(control)
-    if threshold is not None:
-        threshold = check_threshold(threshold)
-    if threshold_target is not None:
-        if threshold is not None:
-            raise ConfigError("give a threshold or a sensitivity/specificity to reach, not both")
-        if threshold_target[0] not in ("sensitivity", "specificity"):
-            raise ConfigError(f"a threshold is chosen by sensitivity or specificity, not {threshold_target[0]!r}")
-        if not validate:
-            raise ConfigError(f"choosing the threshold by {threshold_target[0]} needs labelled rows (--validate)")
+    threshold = _checked_threshold_request(threshold, threshold_target, validate)
     for what, path in (("the CSV it reads", csv_path), ("the package", package_path)):
         if same_file(out_path, path):
             raise ConfigError(f"the results would overwrite {what}; choose another file name", path=out_path)
@@ -849,14 +846,7 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
                            package_digest=opened.digest, in_reply_to=opened.binding.in_reply_to,
                            run_id=str(manifest.get("run_id", "")), rows=n_rows,
                            out=str(Path(out_path).resolve()), warnings=warnings,
-                           **({"threshold": {k: chosen[k] for k in ("value", "how", "target", "positive")}}
-                              if chosen else {}),
-                           **({"model_used": {k: choice[k] for k in ("model", "by", "reason", "kind", "weight",
-                                                                     "rows", "paired_on") if k in choice}}
-                              if choice else {}),
-                           **({"validation": json_safe({k: validation.get(k) for k in (
-                               "package", "local", "recommend", "package_metrics", "local_metrics", "delong")})}
-                              if validation else {}))
+                           **_applied_choices(chosen, choice, validation))
     workspace.record_applied(kit.project_id, opened.binding.in_reply_to,
                              {"digest": opened.digest, "run_id": str(manifest.get("run_id", "")),
                               "created": str(manifest.get("run_created") or opened.binding.created),
@@ -866,6 +856,33 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     kept_own = bool(choice) and choice["model"] == "own"
     return ApplyResult(Path(out_path), n_rows, names, method.name, manifest, fmt, out_fmt,
                        warnings, validation, kept_own, chosen, scored, choice)
+
+
+def _checked_threshold_request(threshold: float | None, target: tuple[str, float] | None,
+                               validate: bool) -> float | None:
+    """The threshold ``apply`` was given (checked: 0 < T < 1), or None; a sensitivity/specificity ``target`` is
+    refused beside a threshold, for any other measure, or without labelled rows to choose it on."""
+    if threshold is not None:
+        threshold = check_threshold(threshold)
+    if target is not None:
+        if threshold is not None:
+            raise ConfigError("give a threshold or a sensitivity/specificity to reach, not both")
+        if target[0] not in ("sensitivity", "specificity"):
+            raise ConfigError(f"a threshold is chosen by sensitivity or specificity, not {target[0]!r}")
+        if not validate:
+            raise ConfigError(f"choosing the threshold by {target[0]} needs labelled rows (--validate)")
+    return threshold
+
+
+def _applied_choices(chosen: dict | None, choice: dict | None, validation: dict | None) -> dict:
+    """What the audit log's ``apply`` entry records of the threshold, the model the site used and the validation,
+    each only when there is one."""
+    return {**({"threshold": {k: chosen[k] for k in ("value", "how", "target", "positive")}} if chosen else {}),
+            **({"model_used": {k: choice[k] for k in ("model", "by", "reason", "kind", "weight", "rows", "paired_on")
+                               if k in choice}} if choice else {}),
+            **({"validation": json_safe({k: validation.get(k) for k in (
+                "package", "local", "recommend", "package_metrics", "local_metrics", "delong")})}
+               if validation else {})}
 
 
 def _choose_threshold(risk: np.ndarray, y: np.ndarray | None, classes: list[str], threshold: float | None,

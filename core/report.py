@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import platform
 
 import numpy as np
@@ -147,6 +148,22 @@ def line_svg(xs: list[float], ys: list[float], *, width: int = 420, height: int 
     return lines_svg(xs, {"": ys}, width=width, height=height, title=title, xlabel=xlabel, ylabel=ylabel, mark=mark)
 
 
+def nice_ticks(lo: float, hi: float, most: int = 6) -> tuple[list[float], int]:
+    """Round tick values for an axis from ``lo`` to ``hi``: the smallest step of 1, 2 or 5 × 10ᵏ that cuts the span
+    into at most ``most`` intervals (Heckbert's "nice numbers", Graphics Gems 1990), the ticks that step puts inside
+    [lo, hi] (both ends included when they fall on it), and the decimals that print the step exactly."""
+    span = hi - lo
+    if not math.isfinite(span) or span <= 0:
+        return [lo], 2
+    raw = span / max(1, most)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw * (1 - 1e-9))
+    first = math.ceil(lo / step - 1e-9) * step
+    ticks = [first + k * step for k in range(int((hi - first) / step + 1e-9) + 1)]
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+    return [round(t, decimals) for t in ticks], decimals
+
+
 def lines_svg(xs: list[float], series: dict[str, list[float]], *, width: int = 420, height: int = 220,
               title: str = "", xlabel: str = "", ylabel: str = "", mark: float | None = None) -> str:
     """One or more lines over the same x values on shared axes, each its own colour, named in a legend above the
@@ -182,7 +199,7 @@ def lines_svg(xs: list[float], series: dict[str, list[float]], *, width: int = 4
                      + " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pts) + '"/>')
         if len(pts) <= 30:
             lines.append("".join(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{colour}"><title>'
-                                 f"{_esc(name)} {x:g}: {y:.4f}</title></circle>" for x, y in pts))
+                                 f"{_esc(name)} {x:.3g}: {y:.3f}</title></circle>" for x, y in pts))
         if len(series) > 1:
             lx, ly = pad + (k % per_row) * (width - 2 * pad) / per_row, 14 + 18 * (k // per_row)
             legend.append(f'<line x1="{lx:.1f}" y1="{ly - 4}" x2="{lx + 18:.1f}" y2="{ly - 4}" stroke="{colour}" '
@@ -190,13 +207,18 @@ def lines_svg(xs: list[float], series: dict[str, list[float]], *, width: int = 4
                           f"{_esc(name if len(name) <= fit else name[:fit - 1] + '…')}</text>")
     marker = "" if mark is None else (f'<line x1="{px(mark):.1f}" y1="{top}" x2="{px(mark):.1f}" '
                                       f'y2="{height - pad}" stroke="#dc2626" stroke-dasharray="4 3"/>')
+    # round ticks on both axes (0, 0.2, 0.4 … rather than the data's own first and last values)
+    xt, xd = nice_ticks(x0, x1, 6)
+    yt, yd = nice_ticks(y0, y1, 5)
+    ticks = "".join(f'<line x1="{px(t):.1f}" y1="{height - pad}" x2="{px(t):.1f}" y2="{height - pad + 4}" '
+                    f'stroke="#555"/><text x="{px(t):.1f}" y="{height - pad + 15}" font-size="10" '
+                    f'text-anchor="middle">{t:.{xd}f}</text>' for t in xt)
+    ticks += "".join(f'<line x1="{pad - 4}" y1="{py(t):.1f}" x2="{pad}" y2="{py(t):.1f}" stroke="#555"/>'
+                     f'<text x="{pad - 6}" y="{py(t) + 3.5:.1f}" font-size="10" text-anchor="end">{t:.{yd}f}</text>'
+                     for t in yt)
     axes = (f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#555"/>'
-            f'<line x1="{pad}" y1="{top}" x2="{pad}" y2="{height - pad}" stroke="#555"/>'
-            f'<text x="{pad}" y="{height - 8}" font-size="11">{x0:g}</text>'
-            f'<text x="{width - pad}" y="{height - 8}" font-size="11" text-anchor="end">{x1:g}</text>'
-            f'<text x="{width / 2}" y="{height - 8}" font-size="11" text-anchor="middle">{_esc(xlabel)}</text>'
-            f'<text x="4" y="{py(y1) + 4:.1f}" font-size="11">{y1:.3f}</text>'
-            f'<text x="4" y="{py(y0) + 4:.1f}" font-size="11">{y0:.3f}</text>'
+            f'<line x1="{pad}" y1="{top}" x2="{pad}" y2="{height - pad}" stroke="#555"/>{ticks}'
+            f'<text x="{width / 2}" y="{height - 4}" font-size="11" text-anchor="middle">{_esc(xlabel)}</text>'
             f'<text x="4" y="{top - 4}" font-size="11">{_esc(ylabel)}</text>')
     return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">{"".join(legend)}'
             f'{axes}{marker}{"".join(lines)}</svg><figcaption>{_esc(title)}</figcaption></figure>')
@@ -436,7 +458,9 @@ def _table_html(v: Table) -> str:
     in a line under the table, note columns as a list under it."""
     notes = [j for j, c in enumerate(v.columns) if c in NOTE_COLUMNS]
     keep = [j for j in range(len(v.columns)) if j not in notes]
-    head = "".join(f"<th{_NOWRAP if v.columns[j] == 'fingerprint' else ''}>{_esc(v.columns[j])}</th>" for j in keep)
+    head = "".join(f"<th{_NOWRAP if v.columns[j] == 'fingerprint' else ''}"
+                   + (f' title="{_esc(v.tips[v.columns[j]])}"' if v.tips.get(v.columns[j]) else "")
+                   + f">{_esc(v.columns[j])}</th>" for j in keep)
     bar_cols = {v.columns.index(c) for c in v.bars if c in v.columns}
     body = []
     for row in v.rows:
@@ -466,7 +490,9 @@ def render_view(v: View, order: np.ndarray | None = None) -> str:
     """One view of a method's result as HTML/SVG (``order``: a heatmap's rows and columns, when drawn as an image)."""
     if isinstance(v, Text):
         style = ' style="color:#92400e"' if v.tone == "warning" else ""
-        return f"<p{style}>{_esc(v.text)}</p>"
+        # a printed page has no tooltips: the terms behind the plain words follow them, muted
+        term = f' <span style="color:#6b7280">({_esc(v.tip)})</span>' if v.tip else ""
+        return f"<p{style}>{_esc(v.text)}{term}</p>"
     if isinstance(v, Table):
         return _table_html(v)
     if isinstance(v, Heatmap):

@@ -33,7 +33,8 @@ from . import settings as app_settings
 # what each window needs imported before it can be built (the slow part of opening it)
 HEAVY_MODULES = {
     "analyst": ("gui.analyst.window", "gui.analyst.project", "gui.analyst.bundles", "gui.analyst.clients",
-                "gui.analyst.models", "gui.analyst.clustering", "gui.analyst.export"),
+                "gui.analyst.models", "gui.analyst.clustering", "gui.analyst.export",
+                "torch"),  # the training engine, while the "Opening…" window waits (not once the window is up)
     "participant": ("gui.participant.wizard",),
 }
 
@@ -190,7 +191,7 @@ class StartWindow(QMainWindow):
 
 def main(argv: list[str] | None = None) -> int:
     if QApplication.instance() is None:
-        from core.display import check_display
+        from core.api import check_display
 
         problem = check_display()  # a missing system library: one sentence naming it and its package, not Qt's abort
         if problem:

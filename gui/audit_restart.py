@@ -14,9 +14,8 @@ from pathlib import Path
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
-from core.errors import AuditLogRefused
-from core.formats.audit_restart import Restart, restart_audit
-from core.formats.identity import Identity
+from core.api import AuditLogRefused, Identity
+from core.api.common import Restart, restart_audit
 
 from .jobs import Job
 

@@ -16,8 +16,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QThread, Signal
 
-from core.control import JobControl
-from core.errors import Cancelled, DCError
+from core.api import Cancelled, DCError, JobControl
 
 
 class Job(QObject):
@@ -40,7 +39,10 @@ class Job(QObject):
         self.exception: BaseException | None = None  # what ``error`` says, for a window that offers a way on
 
     def _report(self, fraction: float, text: str) -> None:
-        self.progress.emit(fraction, text)
+        try:
+            self.progress.emit(fraction, text)
+        except RuntimeError:  # the job's window was closed (its Qt object deleted): nobody waits, so stop
+            raise Cancelled() from None
 
     def start(self) -> Job:
         """Run on a daemon thread; signals reach receivers in the UI thread through Qt's queued delivery."""
@@ -79,8 +81,11 @@ class Job(QObject):
 
     def _finish(self, emit: Callable[[], None]) -> None:
         self.running = False
-        emit()
-        self.ended.emit()
+        try:
+            emit()
+            self.ended.emit()
+        except RuntimeError:  # the job's window was closed (its Qt object deleted): nobody to tell
+            pass
 
 
 class QtThreadJob(Job):

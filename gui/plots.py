@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import html
+
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QFontMetrics
+from PySide6.QtWidgets import QSizePolicy
 
 # Okabe–Ito-like qualitative palette (readable for colour-blind users), then tab10 for more clusters.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
@@ -35,9 +38,52 @@ def make_plot(title: str = "", x: str = "", y: str = "") -> pg.PlotWidget:
     return w
 
 
+class _LegendInLayout(pg.LegendItem):
+    """A legend that lives in a layout cell: it asks its layout for room instead of placing itself."""
+
+    def updateSize(self) -> None:  # noqa: N802 (pyqtgraph name)
+        self.updateGeometry()
+
+
+def legend_below(w: pg.PlotWidget, names: list[str]) -> pg.LegendItem:
+    """A legend under the plot's x axis, in the plot's own layout (row 4, the plot area's column): it never covers a
+    curve, and the plot area shrinks to make room for it. Entries run in two columns when there are more than
+    three short ``names`` (side by side when fewer), else one under the other. Add entries with
+    ``legend.addItem(line, name)``."""
+    columns = min(len(names), 2 if len(names) > 3 else 3) if max(len(n) for n in names) <= 22 else 1
+    item = w.getPlotItem()
+    legend = _LegendInLayout(colCount=columns, labelTextColor="#111827", labelTextSize="9pt", frame=False,
+                             horSpacing=16)
+    # a legend wider than the plot area is cut at its right end rather than pushing the plot area aside
+    legend.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+    item.layout.addItem(legend, 4, 1)
+    item.layout.setRowStretchFactor(4, 0)
+    item.legend = legend  # where pyqtgraph (and the tests reading a plot's legend) look for it
+    return legend
+
+
+TITLE_LINES = 2  # a long title wraps onto this many lines before it is shortened with "…"
+
+
+def wrap_title(text: str, metrics: QFontMetrics, room: int, lines: int = TITLE_LINES) -> list[str]:
+    """``text`` broken at spaces into at most ``lines`` lines of at most ``room`` pixels each; the last line is
+    shortened with "…" only when the words do not fit in ``lines`` lines."""
+    out: list[str] = []
+    words = text.split(" ")
+    while words and len(out) < lines - 1:
+        line = words.pop(0)
+        while words and metrics.horizontalAdvance(line + " " + words[0]) <= room:
+            line += " " + words.pop(0)
+        out.append(line)
+    if words:
+        out.append(" ".join(words))
+    return [metrics.elidedText(x, Qt.ElideRight, room) for x in out]
+
+
 def set_title(w: pg.PlotWidget, title: str) -> None:
-    """Give a plot ``title`` in the shared look, shortened with "…" whenever the plot is too narrow for it (the
-    whole title is the plot's tooltip), so that no title is cropped at either end."""
+    """Give a plot ``title`` in the shared look, wrapped onto two lines when the plot is too narrow for it and
+    shortened with "…" only beyond that (the whole title is the plot's tooltip), so that no title is cropped at
+    either end."""
     w._full_title = title
     w.setToolTip(title)
     item = w.getPlotItem()
@@ -48,11 +94,15 @@ def set_title(w: pg.PlotWidget, title: str) -> None:
     def fit(*_):
         font = QFont()
         font.setPointSizeF(10)
+        metrics = QFontMetrics(font)
         # the title spans the plot area's column only: the plot's width less the axes and colour bar beside it
         beside = max(0.0, item.boundingRect().width() - item.vb.width()) if item.vb.width() > 0 else 60.0
         room = max(40, int(w.width() - beside) - 16)
-        text = QFontMetrics(font).elidedText(w._full_title, Qt.ElideRight, room)
-        item.setTitle(text, color="#111827", size="10pt")
+        lines = wrap_title(w._full_title, metrics, room)
+        item.setTitle("<br>".join(html.escape(x, quote=False) for x in lines), color="#111827", size="10pt")
+        height = metrics.lineSpacing() * len(lines) + 12
+        item.titleLabel.setMaximumHeight(height)
+        item.layout.setRowFixedHeight(0, height)
 
     if getattr(w, "_title_fit", None) is None:
         w._title_fit = fit
@@ -73,6 +123,9 @@ class _OnResize(QObject):
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt name)
         if event.type() == QEvent.Resize:
             self._then()
+            # once more after the resize's layout has settled: the plot item's axes and view box take their new
+            # sizes a turn later, and a title fitted to the old ones stays shortened until the next resize
+            QTimer.singleShot(0, self, self._then)
         return False
 
 

@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.errors import ConfigError
-from core.methods.settings import Setting
+from core.api import ConfigError
+from core.api.common import Setting
 
 _SPIN_MAX = 2**31 - 1
 
@@ -49,6 +49,7 @@ class _SettingEditor(QWidget):
         self.control = self._make_control(spec)
         lay.addWidget(self.control)
         self.tick: QCheckBox | None = None
+        self.why: QLabel | None = None  # the explanation beside the tick
         if spec.auto or spec.optional:
             text = spec.auto_help if spec.auto else spec.none_help
             self.tick = QCheckBox(self.tr("automatic"))
@@ -60,6 +61,7 @@ class _SettingEditor(QWidget):
                 why.setWordWrap(True)
                 why.setBuddy(self.tick)
                 lay.addWidget(why, 1)
+                self.why = why
         if self.tick is None or not text:
             lay.addStretch(1)
         self.setToolTip(spec.help)
@@ -100,6 +102,21 @@ class _SettingEditor(QWidget):
             w = QLineEdit()
             w.textChanged.connect(self.changed)
         return w
+
+    def show_resolved(self, value) -> None:
+        """Show ``value`` as what "automatic" stands for here: greyed in the box while the tick is on, and first in
+        the explanation beside it ("here 15: …"), so the box, its words and what is used say one number."""
+        w, spec = self.control, self.spec
+        if isinstance(w, QSpinBox | QDoubleSpinBox) and value is not None:
+            if isinstance(w, QSpinBox):
+                w.setMaximum(max(w.maximum(), int(value)))
+            blocked = w.blockSignals(True)  # the greyed value is not a choice: no "changed"
+            w.setValue(value)
+            w.blockSignals(blocked)
+        if self.why is not None:
+            text = spec.auto_help if spec.auto else spec.none_help
+            self.why.setText(self.tr("(here {v}: {rule})").format(v=value, rule=text) if value is not None
+                             else f"({text})")
 
     def set_value(self, value) -> None:
         spec, w = self.spec, self.control
@@ -148,6 +165,9 @@ class SettingsForm(QWidget):
         self._advanced: list[Setting] = []
         self.form = QFormLayout()
         self.form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        # a row too wide for its room puts its field under its label: the form stays narrow enough for a laptop at
+        # 125 % (issue #33 item 14), side by side wherever there is room
+        self.form.setRowWrapPolicy(QFormLayout.WrapLongRows)
         self.advanced_toggle = QToolButton()
         self.advanced_toggle.setText(self.tr("Advanced settings"))
         self.advanced_toggle.setCheckable(True)
@@ -168,9 +188,11 @@ class SettingsForm(QWidget):
         lay.addWidget(self.advanced_table)
         self.set_specs(specs)
 
-    def set_specs(self, specs: tuple[Setting, ...], values: dict | None = None, *, columns: int | None = None) -> None:
+    def set_specs(self, specs: tuple[Setting, ...], values: dict | None = None, *, columns: int | None = None,
+                  resolved: dict | None = None) -> None:
         """Rebuild the form for these settings, showing ``values`` where given, defaults elsewhere;
-        ``columns`` bounds the settings declared ``high_from="columns"``."""
+        ``columns`` bounds the settings declared ``high_from="columns"``; ``resolved`` gives, per setting, the value
+        "automatic" stands for here (shown greyed in its box and named beside the tick, see :meth:`show_resolved`)."""
         values = values or {}
         while self.form.rowCount():
             self.form.removeRow(0)
@@ -186,6 +208,8 @@ class SettingsForm(QWidget):
                 editor.set_value(spec.default)
             if spec.name in values:
                 editor.set_value(values[spec.name])
+            if resolved and spec.name in resolved:
+                editor.show_resolved(resolved[spec.name])
             editor.changed.connect(self.changed)
             self._editors[spec.name] = editor
             self.form.addRow(spec.title + ":", editor)
@@ -210,6 +234,11 @@ class SettingsForm(QWidget):
 
     def widget(self, name: str) -> _SettingEditor | None:
         return self._editors.get(name)
+
+    def show_resolved(self, name: str, value) -> None:
+        """Say which value "automatic" stands for in the setting ``name`` (nothing when the form has no such row)."""
+        if name in self._editors:
+            self._editors[name].show_resolved(value)
 
     def names(self) -> list[str]:
         return list(self._editors)

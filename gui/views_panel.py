@@ -33,9 +33,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.methods.views import Bars, Curve, Heatmap, Scatter, Table, Text, View
+from core.api.common import Bars, Curve, Heatmap, Scatter, Table, Text, View
 
-from .plots import category_ticks, cluster_color, make_plot
+from .plots import category_ticks, cluster_color, legend_below, make_plot
 from .widgets import esc, plain, plain_tip
 
 MAX_POINTS = 20000  # drawn; the projection itself uses every row
@@ -47,7 +47,7 @@ def for_display(views: list[View]) -> list[View]:
     """The views as the panel draws them: a heatmap of more than :data:`HEATMAP_DRAWN_MAX` rows or columns becomes
     the means of blocks of them (:func:`core.report.block_means`), labelled by the range of sites each block holds.
     Call it where the views are computed (a job's thread): binning 10,000 × 10,000 takes seconds."""
-    from core.report import block_means
+    from core.api.analyst import block_means
 
     out = []
     for v in views:
@@ -94,6 +94,8 @@ def _text(v: Text) -> QWidget:
     label = QLabel(plain(v.text))
     label.setWordWrap(True)
     label.setTextFormat(Qt.PlainText)
+    if v.tip:
+        label.setToolTip(plain_tip(v.tip))  # the method's terms and exact figures behind the plain words
     if v.tone == "warning":
         label.setStyleSheet("color:#92400e;")
     return label
@@ -105,9 +107,13 @@ def _table(v: Table, rows: int | None = None) -> QWidget:
     lay = QVBoxLayout(box)
     lay.setContentsMargins(0, 0, 0, 0)
     title = QLabel(f"<b>{esc(v.title)}</b>")
+    title.setWordWrap(True)  # a long title wraps: it must not make the panel wider than its window
     lay.addWidget(title)
     t = QTableWidget(len(v.rows), len(v.columns))
     t.setHorizontalHeaderLabels([plain(c) for c in v.columns])
+    for c, name in enumerate(v.columns):
+        if v.tips.get(name):
+            t.horizontalHeaderItem(c).setToolTip(plain_tip(v.tips[name]))
     t.setEditTriggers(QAbstractItemView.NoEditTriggers)
     t.verticalHeader().setVisible(False)
     box.table = t
@@ -158,11 +164,12 @@ def _heatmap(v: Heatmap) -> pg.PlotWidget:
 
 def _curve(v: Curve) -> pg.PlotWidget:
     w = make_plot(v.title, x=v.xlabel, y=v.ylabel)
-    if len(v.series) > 1:
-        w.addLegend()
+    legend = legend_below(w, list(v.series)) if len(v.series) > 1 else None
     for k, (name, ys) in enumerate(v.series.items()):
-        w.plot(list(v.x), list(ys), pen=pg.mkPen(cluster_color(k), width=2), symbol="o", symbolSize=6,
-               symbolBrush=cluster_color(k), name=name)
+        line = w.plot(list(v.x), list(ys), pen=pg.mkPen(cluster_color(k), width=2), symbol="o", symbolSize=6,
+                      symbolBrush=cluster_color(k))
+        if legend is not None:
+            legend.addItem(line, plain(name))
     if v.mark is not None:
         w.addItem(pg.InfiniteLine(v.mark, angle=90, pen=pg.mkPen("#dc2626", style=Qt.DashLine)))
     if v.x and all(float(x).is_integer() for x in v.x):  # e.g. k: whole-number ticks only
@@ -209,9 +216,15 @@ def render_view(v: View) -> QWidget:
     return _RENDER[type(v)](v)
 
 
+PLOT_WIDTH = 440  # a plot narrower than this (logical pixels) puts its neighbour on the next row
+PLOT_HEIGHT = (180, 620)  # the least and most height a plot takes; between them, the panel's visible height
+
+
 class ViewsPanel(QScrollArea):
-    """Texts and tables across the full width, plots two per row, in a scroll area; drawn a view per event-loop
-    turn (module docstring)."""
+    """Texts and tables across the full width, then plots, in a scroll area; drawn a view per event-loop turn (module
+    docstring), each plot given its room (issue #33 item 10): as tall as the visible part of the panel (so a plot,
+    its title and its legend are whole once scrolled to), two side by side only when each is still
+    :data:`PLOT_WIDTH` wide, one per row otherwise. Resizing the panel lays the plots out again."""
 
     drawn = Signal()  # every view of the last show_views is drawn
 
@@ -222,6 +235,8 @@ class ViewsPanel(QScrollArea):
         self.widgets: list[QWidget] = []
         self.plots: list[pg.PlotWidget] = []
         self.kinds: list[str] = []
+        self._columns = 0
+        self._stretch_row = -1
         self._inner = QWidget()
         self._grid = QGridLayout(self._inner)
         self.setWidget(self._inner)
@@ -244,10 +259,12 @@ class ViewsPanel(QScrollArea):
             w.deleteLater()
         self.widgets, self.plots, self.kinds = [], [], []
         self._at = (0, 0)
+        self._columns = 0
 
     def show_views(self, views: list[View]) -> None:
         """Draw ``views``, one per event-loop turn, from now on (``drawn`` when all are)."""
         self.clear()
+        self._columns = self.plot_columns()
         self._todo = [(v,) for v in views]
         self._step.start()
 
@@ -271,11 +288,10 @@ class ViewsPanel(QScrollArea):
             if schedule:
                 self._step.start()
         else:
-            self._grid.setRowStretch(self._at[0] + 1, 1)
+            self._lay_out()
             self.drawn.emit()
 
     def _place(self, v: View) -> None:
-        row, col = self._at
         if isinstance(v, Table):
             w = _table(v, TABLE_ROWS_PER_TURN)
             if len(v.rows) > TABLE_ROWS_PER_TURN:
@@ -284,14 +300,64 @@ class ViewsPanel(QScrollArea):
             w = render_view(v)
         self.widgets.append(w)
         self.kinds.append(type(v).__name__)
-        if isinstance(v, Text | Table):
+        if not isinstance(v, Text | Table):
+            self.plots.append(w)
+            w.setFixedHeight(self.plot_height())
+        self._add(w, plot=not isinstance(v, Text | Table))
+
+    def _add(self, w: QWidget, plot: bool) -> None:
+        """Put ``w`` at the next grid cell: a text or table (or a plot, one per row) across the width."""
+        row, col = self._at
+        if plot and self._columns == 2:
+            self._grid.addWidget(w, row, col)
+            row, col = (row, 1) if col == 0 else (row + 1, 0)
+        else:
             if col:
                 row, col = row + 1, 0
             self._grid.addWidget(w, row, 0, 1, 2)
             row += 1
-        else:
-            w.setMinimumHeight(240)
-            self.plots.append(w)
-            self._grid.addWidget(w, row, col)
-            row, col = (row, 1) if col == 0 else (row + 1, 0)
         self._at = (row, col)
+
+    def plot_columns(self) -> int:
+        """How many plots share a row at the panel's width: 2 when each keeps :data:`PLOT_WIDTH`, else 1."""
+        spacing = self._grid.horizontalSpacing() if self._grid.horizontalSpacing() >= 0 else 6
+        margins = self._grid.contentsMargins()
+        room = self.viewport().width() - margins.left() - margins.right() - spacing
+        return 2 if room >= 2 * PLOT_WIDTH else 1
+
+    def plot_height(self) -> int:
+        """The height every plot takes: the panel's visible height (less the grid's margins), within
+        :data:`PLOT_HEIGHT`."""
+        margins = self._grid.contentsMargins()
+        room = self.viewport().height() - margins.top() - margins.bottom()
+        return max(PLOT_HEIGHT[0], min(PLOT_HEIGHT[1], room))
+
+    def _lay_out(self) -> None:
+        self._columns = self.plot_columns()
+        for w in self.widgets:
+            self._grid.removeWidget(w)
+        plots = {id(p) for p in self.plots}
+        self._at = (0, 0)
+        for w in self.widgets:
+            self._add(w, plot=id(w) in plots)
+        if self._stretch_row >= 0:
+            self._grid.setRowStretch(self._stretch_row, 0)
+        row, col = self._at
+        self._stretch_row = row + (1 if col else 0)
+        self._grid.setRowStretch(self._stretch_row, 1)
+        self._fit_heights()
+
+    def _fit_heights(self) -> None:
+        h = self.plot_height()
+        for p in self.plots:
+            if p.height() != h or p.minimumHeight() != h:
+                p.setFixedHeight(h)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        if not self.plots or self._todo:  # still drawing: laid out once the last view is drawn
+            return
+        if self.plot_columns() != self._columns:
+            self._lay_out()
+        else:
+            self._fit_heights()

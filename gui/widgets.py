@@ -16,8 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.formats.identity import passphrase_score
-from core.safe_text import shown_lines
+from core.api import passphrase_score, shown_lines
 
 from .jobs import Job
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.cluster import KMeans
 
-from core.errors import ConfigError
+from core.api import ConfigError
 
 
 def _nearest(X: np.ndarray, C: np.ndarray) -> np.ndarray:

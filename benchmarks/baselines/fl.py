@@ -27,9 +27,8 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import pdist
 from sklearn.preprocessing import StandardScaler
 
-from core.control import JobControl, ensure
-from core.errors import ConfigError
-from core.learn.mlp import BatchedMLP, MLPWeights, average_weights, init_weights
+from core.api import ConfigError, JobControl, ensure
+from core.api.research import BatchedMLP, MLPWeights, average_weights, init_weights
 
 ClientData = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 

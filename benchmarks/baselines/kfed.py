@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.cluster import KMeans
 
-from core.errors import ConfigError
+from core.api import ConfigError
 
 VARIANTS = ("official", "mufc", "margin")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.errors import ConfigError, DataError
+from core.api import ConfigError, DataError
 
 SHORT_NAMES: dict[str, str] = {
     "covertype": "covertype_kaggle_train.csv",

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from core.errors import ConfigError
+from core.api import ConfigError
 
 RandomLike = np.random.Generator | int | None
 

@@ -63,12 +63,9 @@ def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs
     ``extras`` also writes a tampered copy of bundle 0, a byte-identical duplicate of bundle 1 and a bundle
     from another project (all three must be refused on import).
     """
-    from core.data.schema import infer_schema
-    from core.formats.anchor import make_anchor
-    from core.formats.identity import Identity
-    from core.formats.kit import Kit
-    from core.formats.workspace import SiteWorkspace
-    from core.participant import ParticipantRound
+    from core.api import Identity
+    from core.api.common import Kit, SiteWorkspace, infer_schema
+    from core.api.participant import ParticipantRound, make_anchor
 
     root = Path(root)
     (root / "data").mkdir(parents=True, exist_ok=True)
@@ -88,7 +85,7 @@ def build_project(root: str | Path, *, n_sites: int = 4, rows: int = 200, epochs
     analyst.save(identity, PASSPHRASE, log_n=14)
     analyst.card.save(identity.with_suffix(".dcpub"))
     schema, _ = infer_schema(sample, label="label")
-    from core.methods import method_class
+    from core.api.common import method_class
 
     kit_settings = {"epochs": epochs, "seed": 0, **(settings or {})}
     kit_settings = {k: v for k, v in kit_settings.items() if method_class(method).setting(k) is not None}
@@ -148,12 +145,9 @@ def build_clustering_project(root: str | Path, *, n_sites: int = 3, rows: int = 
     anchor in the kit's public ranges): identity, kit and one bundle per site, written with core."""
     from sklearn.datasets import make_blobs
 
-    from core.data.schema import infer_schema
-    from core.formats.anchor import make_anchor
-    from core.formats.identity import Identity
-    from core.formats.kit import Kit
-    from core.formats.workspace import SiteWorkspace
-    from core.participant import ParticipantRound
+    from core.api import Identity
+    from core.api.common import Kit, SiteWorkspace, infer_schema
+    from core.api.participant import ParticipantRound, make_anchor
 
     root = Path(root)
     (root / "data").mkdir(parents=True, exist_ok=True)
@@ -194,7 +188,7 @@ def build_clustering_project(root: str | Path, *, n_sites: int = 3, rows: int = 
 def fake_clustering_result(n: int = 600, k: int = 3, seed: int = 0):
     """A MethodResult shaped like the built-in clustering method's (planted clusters over four sites), for
     screenshots and view tests without a round."""
-    from core.methods import MethodResult, default_method, get_method
+    from core.api.common import MethodResult, default_method, get_method
 
     name = default_method("clustering")
     rng = np.random.default_rng(seed)

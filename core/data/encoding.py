@@ -15,11 +15,9 @@ categorical column's one-hot row is all zeros (the one point no kit level takes:
 1 − the sum of the others), a binary or ordinal column takes the middle of its scale ((L-1)/2; 0.5 for binary).
 A column whose kit still carries the older ``other`` flag keeps its explicit ``other`` column instead.
 
-Missing cells are filled before encoding, per column, by :func:`fill_for` (the one missing-value rule): the
-value given (``apply`` reuses the export's), else the site's own (:func:`fill_value`: the median of its numbers,
-or its most frequent level), else, for a column this site has no value of at all, the kit's published one
-(:func:`kit_fill_value`). A level is matched after stripping surrounding spaces; a numeric-looking cell also
-matches a numeric-looking level of equal value, whatever its written form ("1.0", "01", and "1,0" in a
+Missing cells are filled before encoding, per column, by the one missing-value rule of :mod:`core.data.missing`
+(its :class:`~core.data.missing.Filling`). A level is matched after stripping surrounding spaces; a numeric-looking
+cell also matches a numeric-looking level of equal value, whatever its written form ("1.0", "01", and "1,0" in a
 decimal-comma file are level "1"). A raw value the kit merges into a level (``FeatureColumn.merged``) is matched
 the same way and read as that level ("Lev+5FU" is level "treated").
 """
@@ -35,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
+from .missing import Filling, fills, missing_token_set
 
 
 class FeatureColumn(Protocol):
@@ -85,12 +84,6 @@ class _PlainLevels:
     levels: list[str]
     merged: None = None
     other: bool = False
-
-
-def missing_token_set(tokens: Iterable[str]) -> frozenset[str]:
-    """The missing-value markers as cells are compared with them: stripped and case-folded, so 'n/a', ' N/A '
-    and 'N/a' are one marker (compare ``cell.strip().casefold()``)."""
-    return frozenset(t.strip().casefold() for t in tokens)
 
 
 class LevelCoder:
@@ -158,114 +151,6 @@ def _as_number(text: str, decimal: str) -> float | None:
     if decimal == "," and _COMMA_NUMBER.match(text):
         return float(text.replace(",", "."))
     return None
-
-
-def fill_value(column: FeatureColumn, values: np.ndarray) -> float | str:
-    """What fills this site's missing cells: the median of its numbers (numeric column), else its most frequent
-    level (ties go to the earlier kit level; "other" counts as a level). DataError if it has no value at all."""
-    if column.typed:
-        codes = values[values >= 0]
-        if codes.size == 0:
-            raise DataError(f"column '{column.name}' has no values at all, so its missing cells cannot be filled")
-        counts = np.bincount(codes, minlength=len(column.known_levels))
-        return column.known_levels[int(np.argmax(counts))]
-    present = values[~np.isnan(values)]
-    if present.size == 0:
-        raise DataError(f"column '{column.name}' has no values at all, so its missing cells cannot be filled")
-    return float(np.median(present))
-
-
-def kit_fill_value(column: FeatureColumn) -> float | str | None:
-    """What the kit publishes to fill a column a site has no value of: a numeric column's sample mean (or the
-    middle of its published range when only that is published), a typed column's most frequent sample level; None
-    when the kit publishes neither (a kit made with ``--no-statistics``)."""
-    if column.typed:
-        if not column.frequencies or not column.levels:
-            return None
-        return column.levels[int(np.argmax(column.frequencies))]
-    if column.mean is not None:
-        return float(column.mean)
-    if column.min is not None and column.max is not None:
-        return (float(column.min) + float(column.max)) / 2
-    return None
-
-
-@dataclass(frozen=True)
-class Fill:
-    """The value a column's missing cells get and where it came from: "given" (``apply`` reuses the export's),
-    "site" (this file's own median, most frequent level or, for older kits, mean) or "kit" (the kit's published
-    value, for a column with no value in this file)."""
-
-    value: float | str
-    source: str
-
-
-def fill_for(column: FeatureColumn, values: np.ndarray, given: float | str | None = None, *,
-             mean: bool = False) -> Fill | None:
-    """The missing-value rule, the one both readers use (:func:`core.data.tabular.read_table`, :func:`encode_frame`):
-    ``given`` if any; else this site's own value (:func:`fill_value`; ``mean``: the mean of its numbers, the older
-    kits' imputation); else, when no cell of the column holds a value here, the kit's (:func:`kit_fill_value`).
-    None when nothing can fill it: the caller names every such column in one sentence (:func:`unfillable_error`).
-    ``values``: float64 with NaN where missing (numeric), or level codes (typed)."""
-    if given is not None:
-        return Fill(given, "given")
-    present = values >= 0 if column.typed else ~np.isnan(values)
-    if present.any():
-        if mean and not column.typed:
-            return Fill(float(np.mean(values[present])), "site")
-        return Fill(fill_value(column, values), "site")
-    kit = kit_fill_value(column)
-    return None if kit is None else Fill(kit, "kit")
-
-
-def kit_fill_note(column: FeatureColumn, fill: Fill) -> str:
-    """The sentence a site reads when a column it has no value of is filled with the kit's value."""
-    what = (f"the kit's most frequent level {fill.value!r}" if column.typed
-            else f"the kit's sample value {float(fill.value):.6g}")
-    marked = f" and marked in its '{column.name} (missing)' column" if column.indicator else ""
-    return f"column '{column.name}' has no value in any row of this file: filled with {what}{marked}"
-
-
-def unfillable_error(names: list[str], path: Any = None) -> DataError:
-    """One sentence for every column that has no value in any row and nothing to fill it with, and one remedy."""
-    shown = ", ".join(f"'{n}'" for n in names)
-    columns = f"column {shown} has" if len(names) == 1 else f"columns {shown} have"
-    return DataError(f"{columns} no value in any row of this file, and the kit publishes no sample value to fill "
-                     f"{'it' if len(names) == 1 else 'them'} with; ask the analyst for a kit that publishes the "
-                     "sample's statistics (kit new --statistics, the default) or that leaves "
-                     f"{'it' if len(names) == 1 else 'them'} out (kit new --ignore {','.join(names)})", path=path)
-
-
-def looks_missing(value: str) -> bool:
-    """Whether a cell looks like a missing-value code a source wrote (``NA_NA``, ``n.a.``, ``#N/A``, ``missing``,
-    ``unknown``, ``.``, ``-``, ``-999``): such a value is named with the option that reads it as missing."""
-    s = value.strip().casefold()
-    if not s:
-        return False
-    if re.fullmatch(r"[-.?*#/_\s]+", s) or re.fullmatch(r"-?9{2,}(?:\.0+)?", s):
-        return True
-    letters = re.sub(r"[^a-z]", "", s)
-    return letters in {"na", "nana", "nan", "nd", "nk", "null", "none", "nil", "missing", "unknown", "unk",
-                       "notavailable", "notknown", "notdone", "blank", "empty", "void"}
-
-
-def missing_token_hint(value: str, *, named: bool = True) -> str:
-    """How a site reads a value as missing: the command-line option and the app's box (``named``: the sentence
-    names the value again, where the sentence before it did not)."""
-    which = f"'{value}'" if named else "it"
-    return (f"if {which} means a missing value, add it to the missing-value markers (CLI: --missing-token "
-            f"'{value}'; in the app: 'Also treat as missing')")
-
-
-def fill_code(column: FeatureColumn, value: float | str) -> float | int:
-    """A fill value as the column holds it: a finite number, or the level's code. DataError if it does not fit."""
-    if column.typed:
-        if not isinstance(value, str) or value not in column.known_levels:
-            raise DataError(f"the fill value {value!r} of column '{column.name}' is not one of its levels")
-        return column.known_levels.index(value)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
-        raise DataError(f"the fill value {value!r} of column '{column.name}' is not a finite number")
-    return float(value)
 
 
 def encode(schema: Schema, columns: list[np.ndarray], missing: list[np.ndarray | None]) -> np.ndarray:
@@ -451,11 +336,12 @@ def encode_frame(schema: Schema, frame: pd.DataFrame, *, tokens: Iterable[str] =
                  fill_values: dict[str, float | str] | None = None
                  ) -> tuple[np.ndarray, dict[str, int], dict[str, float | str]]:
     """Encode a small in-memory table (text or numbers, columns by name): (X, cells filled per column, fill
-    values used). A missing cell is refused or filled per the column's policy (:func:`fill_for`, as files are); a
-    value the kit does not know goes to the unseen bucket. For files use :func:`core.data.tabular.read_table`,
-    which names the line of each problem."""
+    values used). A missing cell is refused or filled per the column's policy by the one rule
+    (:class:`core.data.missing.Filling`, as files are); a value the kit does not know goes to the unseen bucket. For
+    files use :func:`core.data.tabular.read_table`, which names the line of each problem."""
     tokens = missing_token_set(tokens)
-    columns, masks, filled, used, unfillable = [], [], {}, {}, []
+    filling = Filling(dict(fill_values or {}))
+    columns, masks = [], []
     for f in schema.features:
         raw = frame[f.name]
         if f.typed:
@@ -466,21 +352,14 @@ def encode_frame(schema: Schema, frame: pd.DataFrame, *, tokens: Iterable[str] =
             values = pd.to_numeric(raw.map(lambda v: np.nan if isinstance(v, str) and v.strip().casefold() in tokens
                                            else v), errors="raise").to_numpy(dtype=np.float64)
             miss = np.isnan(values)
-        if miss.any():
-            if f.missing != "impute":
-                raise DataError(f"column '{f.name}' has {int(miss.sum())} missing cell(s) and the project refuses "
-                                "missing values in it")
-            fill = fill_for(f, values, (fill_values or {}).get(f.name))
-            if fill is None:
-                unfillable.append(f.name)
-            else:
-                values = values.copy()
-                values[miss] = fill_code(f, fill.value)
-                filled[f.name], used[f.name] = int(miss.sum()), fill.value
+        if miss.any() and not fills(f):
+            raise DataError(f"column '{f.name}' has {int(miss.sum())} missing cell(s) and the project refuses "
+                            "missing values in it")
+        values = values.copy()
+        filling.column(f, values, miss)
         columns.append(values)
         masks.append(miss)
-    if unfillable:
-        raise unfillable_error(unfillable)
+    filled, used, _ = filling.finish([f.name for f in schema.features])
     return encode(schema, columns, masks), filled, used
 
 
@@ -490,6 +369,5 @@ def level_text(v: Any) -> str:
     return str(int(x)) if x.is_integer() else repr(x)
 
 
-__all__ = ["MISSING", "UNKNOWN", "UNSEEN_LEVEL", "Fill", "LevelCoder", "decode", "encode", "encode_frame", "fill_code",
-           "encoded_ranges", "fill_for", "fill_value", "kit_fill_note", "kit_fill_value", "level_shares", "level_text",
-           "looks_missing", "missing_token_hint", "unfillable_error"]
+__all__ = ["MISSING", "UNKNOWN", "UNSEEN_LEVEL", "LevelCoder", "decode", "encode", "encode_frame", "encoded_means",
+           "encoded_ranges", "encoded_scales", "level_shares", "level_text"]

@@ -11,8 +11,8 @@
 * means and spreads (aggregates over every row) are published only over at least ``min_group`` rows.
 
 **Public values of a formal export** (never from the site's own rows, whose median would make one row's image
-depend on the others): :func:`public_fill_values` fills empty cells with the kit's published mean (or the middle
-of its range) and most common level; :func:`formal_scales` are the kit's public spreads with a 0/1 column's share
+depend on the others): empty cells take the kit's published values by the one missing-value rule
+(:func:`core.data.missing.public_fills`); :func:`formal_scales` are the kit's public spreads with a 0/1 column's share
 kept within [0.05, 0.95] (a level the sample never had, or an ``other`` column, has no spread to divide by, and
 must not block the option: the clipping bounds every row whatever the scale, so the scale changes the utility,
 never the guarantee).
@@ -67,30 +67,6 @@ def rounded_range(lo: float, hi: float) -> tuple[float, float]:
     if high <= low:
         high = low + step
     return float(low), float(high)
-
-
-def public_fill_values(schema) -> tuple[dict[str, float | str], list[str]]:
-    """(fill value per feature from the kit's public values, features with none): a numeric column's published
-    mean (else the middle of its published range), a typed column's most common published level (else its first
-    level)."""
-    out: dict[str, float | str] = {}
-    lacking: list[str] = []
-    for f in schema.features:
-        if f.typed:
-            levels = f.known_levels
-            if f.frequencies is not None and len(f.frequencies):
-                out[f.name] = levels[int(np.argmax(f.frequencies))]
-            elif levels:
-                out[f.name] = levels[0]
-            else:
-                lacking.append(f.name)
-        elif f.mean is not None:
-            out[f.name] = float(f.mean)
-        elif f.min is not None and f.max is not None:
-            out[f.name] = float((f.min + f.max) / 2)
-        else:
-            lacking.append(f.name)
-    return out, lacking
 
 
 def formal_scales(schema) -> np.ndarray | None:

@@ -19,7 +19,8 @@ import numpy as np
 
 from ..errors import ConfigError, DataError, FormatError
 from ..fileio import canonical_json
-from .encoding import UNSEEN_LEVEL, level_text, looks_missing, missing_token_set
+from .encoding import UNSEEN_LEVEL, level_text
+from .missing import KIT_POLICIES, default_choice, looks_missing, missing_token_set, sample_note, set_choice, words_of
 from .ordering import level_order, natural_sorted
 from .public_stats import MIN_GROUP, rounded_range, rounded_share, rounded_shares
 from .tabular import (
@@ -42,7 +43,6 @@ _MANY_CLASSES = 50
 
 
 COLUMN_TYPES = ("numeric", "binary", "categorical", "ordinal")
-MISSING_POLICIES = ("refuse", "impute")
 OTHER_LEVEL = "other"  # the explicit extra level of a categorical/ordinal column whose ``other`` is set
 _TYPED = ("binary", "categorical", "ordinal")
 
@@ -164,10 +164,7 @@ class FeatureColumn:
             shown = f"range {self.min:g} to {self.max:g}"
         else:
             shown = "no public range"
-        policy = {"refuse": "refuse missing", "impute": "impute"}[self.missing]
-        if self.indicator:
-            policy += " + indicator"
-        return f"{self.name:<{name_width}} {self.type:<12} {shown:<40} {policy}"
+        return f"{self.name:<{name_width}} {self.type:<12} {shown:<40} {words_of(self)}"
 
 
 @dataclass
@@ -526,9 +523,9 @@ def _feature_from_dict(f: Any, where: str) -> FeatureColumn:
     if levels is not None and (not isinstance(levels, list) or not all(isinstance(v, str) for v in levels)):
         raise FormatError(f"{where}'s levels are not a list of text values")
     missing = f.get("missing", "refuse")
-    if missing not in MISSING_POLICIES:
+    if missing not in KIT_POLICIES:
         raise FormatError(f"{where} has the unknown missing-value policy {_quote(missing)}; the policies are "
-                          f"{', '.join(MISSING_POLICIES)}")
+                          f"{', '.join(KIT_POLICIES)}")
     flags = {}
     for key in ("indicator", "other"):
         v = f.get(key, False)
@@ -563,13 +560,28 @@ def _feature_from_dict(f: Any, where: str) -> FeatureColumn:
 def _check_feature(f: FeatureColumn) -> None:
     """The rules of one column: FormatError with one sentence naming the column on the first one broken."""
     where = f"feature {_quote(f.name)}"
+    _check_type_and_policy(f, where)
+    _check_statistics(f, where)
+    if f.type == "numeric":
+        _check_numeric(f, where)
+    else:
+        _check_levels(f, where)
+
+
+def _check_type_and_policy(f: FeatureColumn, where: str) -> None:
+    """A known type and missing-value policy; an indicator only with imputation."""
     if f.type not in COLUMN_TYPES:
         raise FormatError(f"{where} has the unknown type {_quote(f.type)}; the types are {', '.join(COLUMN_TYPES)}")
-    if f.missing not in MISSING_POLICIES:
+    if f.missing not in KIT_POLICIES:
         raise FormatError(f"{where} has the unknown missing-value policy {_quote(f.missing)}")
     if f.indicator and f.missing != "impute":
         raise FormatError(f"{where} has a missing-value indicator but refuses missing cells; an indicator needs "
                           "imputation")
+
+
+def _check_statistics(f: FeatureColumn, where: str) -> None:
+    """The published statistics are finite and in range: min ≤ max, spreads ≥ 0, a share in [0, 1], per-class means
+    and spreads paired."""
     lo = _bound(f.min, f"the min of {where}")
     hi = _bound(f.max, f"the max of {where}")
     if lo is not None and hi is not None and lo > hi:
@@ -585,14 +597,21 @@ def _check_feature(f: FeatureColumn) -> None:
         raise FormatError(f"{where} has per-class means and spreads that do not pair up")
     if any(v is not None and v < 0 for v in f.class_std or []):
         raise FormatError(f"{where} has a negative per-class std")
-    if f.type == "numeric":
-        stray = [k for k in ("levels", "frequencies", "merged") if getattr(f, k) is not None]
-        if f.other:
-            stray.append("other")
-        if stray:
-            raise FormatError(f"{where} is numeric but has {' and '.join(map(repr, stray))}, which only columns "
-                              "with levels have")
-        return
+
+
+def _check_numeric(f: FeatureColumn, where: str) -> None:
+    """A numeric column has none of what only columns with levels have."""
+    stray = [k for k in ("levels", "frequencies", "merged") if getattr(f, k) is not None]
+    if f.other:
+        stray.append("other")
+    if stray:
+        raise FormatError(f"{where} is numeric but has {' and '.join(map(repr, stray))}, which only columns "
+                          "with levels have")
+
+
+def _check_levels(f: FeatureColumn, where: str) -> None:
+    """A column with levels: no numeric statistics; its levels distinct, trimmed, enough for its type and none named
+    like the unseen bucket (or "other" beside an ``other`` column); frequencies one share per level; merges."""
     if f.min is not None or f.max is not None or f.mean is not None or f.std is not None \
             or f.class_mean is not None:
         raise FormatError(f"{where} is {f.type} but has a numeric range or mean, which only numeric columns have")
@@ -609,6 +628,19 @@ def _check_feature(f: FeatureColumn) -> None:
         raise FormatError(f"{where} is {f.type} but has {len(levels)} level(s); it needs at least two")
     if f.type == "binary" and f.other:
         raise FormatError(f"{where} is binary, so it cannot send unknown values to an 'other' level")
+    _check_level_names(f, levels, where)
+    if f.frequencies is not None:
+        if len(f.frequencies) != len(levels):
+            raise FormatError(f"{where} has {len(f.frequencies)} frequencies for {len(levels)} levels")
+        if any(_bound(v, f"a frequency of {where}") < 0 for v in f.frequencies) \
+                or abs(sum(f.frequencies) - 1) > 1e-6:
+            raise FormatError(f"{where}'s frequencies are not shares that add up to 1")
+    if f.merged is not None:
+        _check_merged(f, where)
+
+
+def _check_level_names(f: FeatureColumn, levels: list[str], where: str) -> None:
+    """No empty or padded level, none named like the unseen bucket, no level "other" beside an ``other`` column."""
     for v in levels:
         if not v.strip() or v != v.strip():
             raise FormatError(f"{where} has an empty level or one with surrounding spaces")
@@ -618,14 +650,6 @@ def _check_feature(f: FeatureColumn) -> None:
     if f.other and OTHER_LEVEL in levels:
         raise FormatError(f"{where} has a level named {_quote(OTHER_LEVEL)} and also sends unknown values to an "
                           "'other' level; rename that level")
-    if f.frequencies is not None:
-        if len(f.frequencies) != len(levels):
-            raise FormatError(f"{where} has {len(f.frequencies)} frequencies for {len(levels)} levels")
-        if any(_bound(v, f"a frequency of {where}") < 0 for v in f.frequencies) \
-                or abs(sum(f.frequencies) - 1) > 1e-6:
-            raise FormatError(f"{where}'s frequencies are not shares that add up to 1")
-    if f.merged is not None:
-        _check_merged(f, where)
 
 
 def _check_merged(f: FeatureColumn, where: str) -> None:
@@ -763,7 +787,6 @@ class ColumnChoices:
             d.pop(column, None)
 
 
-MISSING_CHOICES = ("refuse", "impute", "impute+indicator")
 MAX_LEVELS = 20  # a text column with at most this many distinct values (and few per row) is categorical
 _MIN_ID_ROWS = 10  # increasing integers in fewer rows than this are not taken for a row number
 _MAX_DISTINCT = 100_000  # distinct text values tracked per text column while inferring
@@ -829,28 +852,64 @@ def _infer(
 ) -> tuple[Schema, list[str]]:
     fmt, header, _ = opened
     names = [_clean_name(h) for h in header]
+    _check_roles(path, names, label, id_column, choices)
+    notes: list[str] = []
+    ignored: list[IgnoredColumn] = []
+    candidates = _candidate_columns(names, (label, id_column), notes, ignored)
+    tokens = missing_token_set(options.missing_tokens)
+    state, label_values, label_missing = _read_sample(path, fmt, len(header), candidates,
+                                                      names.index(label) if label is not None else None, tokens)
+    classes: list[str] = natural_sorted(label_values) if label is not None else []
+    features = []
+    for i, st in state.items():
+        decided = _decide(names[i], st, choices, publish, notes, classes)
+        if isinstance(decided, IgnoredColumn):
+            ignored.append(decided)
+        else:
+            features.append(decided)
+    if not features:
+        raise DataError("the file has no usable feature columns besides the label and id columns", path=path)
+    if label is not None:
+        notes += _label_notes(path, label, classes, label_missing)
+    built_in = missing_token_set(MISSING_TOKENS)
+    extra = [t.strip() for t in options.missing_tokens if t.strip() and t.strip().casefold() not in built_in]
+    schema = Schema(features=features, label=label, classes=classes, id_column=id_column, ignored=ignored,
+                    missing_tokens=list(dict.fromkeys(extra)))  # the analyst's markers, read at every site too
+    try:
+        schema.validate()
+    except FormatError as exc:
+        raise ConfigError(exc.message) from exc
+    return schema, notes
+
+
+def _check_roles(path: Path, names: list[str], label: str | None, id_column: str | None,
+                 choices: ColumnChoices) -> None:
+    """The label and id columns are in the header, once each, and given no type; every column the analyst's
+    choices name is in the sample."""
     available = ", ".join(_quote(n) for n in names[:30]) + (", ..." if len(names) > 30 else "")
     for role, col in (("label", label), ("id", id_column)):
         if col is not None and col not in names:
-            msg = f"there is no {role} column {_quote(col)}; the columns are {available}"
-            raise DataError(msg, path=path)
+            raise DataError(f"there is no {role} column {_quote(col)}; the columns are {available}", path=path)
     unknown = sorted(choices.named() - set(names))
     if unknown:
         raise ConfigError(f"the sample has no column {_quote_list(unknown)} (its columns are {available})")
     roles = sorted(choices.named() & {label, id_column})
     if roles:
         raise ConfigError(f"column {_quote(roles[0])} is the label or id column; it cannot be given a type")
-    notes: list[str] = []
-    ignored: list[IgnoredColumn] = []
     counts = Counter(names)
     for role, col in (("label", label), ("id", id_column)):
         if col is not None and counts[col] > 1:
-            raise DataError(
-                f"the {role} column {_quote(col)} appears more than once in the header", path=path
-            )
+            raise DataError(f"the {role} column {_quote(col)} appears more than once in the header", path=path)
+
+
+def _candidate_columns(names: list[str], roles: tuple[str | None, str | None], notes: list[str],
+                       ignored: list[IgnoredColumn]) -> list[int]:
+    """The positions of the columns that may become features; a column without a name or whose name appears more
+    than once is left out, with a note."""
+    counts = Counter(names)
     candidates: list[int] = []
     for i, n in enumerate(names):
-        if n in (label, id_column):
+        if n in roles:
             continue
         if not n:
             notes.append(f"column {i + 1} has no name and was left out")
@@ -861,14 +920,18 @@ def _infer(
                 ignored.append(IgnoredColumn(n, f"appears {counts[n]} times in the header"))
         else:
             candidates.append(i)
+    return candidates
 
-    tokens = missing_token_set(options.missing_tokens)
+
+def _read_sample(path: Path, fmt: CsvFormat, width: int, candidates: list[int], label_pos: int | None,
+                 tokens: frozenset[str]) -> tuple[dict[int, _ColumnStats], set[str], int]:
+    """One pass over the sample: each candidate column's statistics (per label class too), the label's distinct
+    values and how many rows have none."""
     state = {i: _ColumnStats() for i in candidates}
-    label_pos = names.index(label) if label is not None else None
     label_values: set[str] = set()
     label_missing = 0
     usecols = candidates + ([label_pos] if label_pos is not None else [])
-    chunks = _iter_chunks(path, fmt, len(header), usecols) if usecols else iter(())
+    chunks = _iter_chunks(path, fmt, width, usecols) if usecols else iter(())
     for _, chunk in chunks:
         groups = None
         if label_pos is not None:
@@ -883,38 +946,22 @@ def _infer(
                                else None for v in raw.to_numpy(dtype=object)], dtype=object)
         for i, st in state.items():
             st.add(chunk[i], fmt.decimal, tokens, groups)
+    return state, label_values, label_missing
 
-    classes: list[str] = natural_sorted(label_values) if label is not None else []
-    features = []
-    for i, st in state.items():
-        decided = _decide(names[i], st, choices, publish, notes, classes)
-        if isinstance(decided, IgnoredColumn):
-            ignored.append(decided)
-        else:
-            features.append(decided)
-    if not features:
-        raise DataError("the file has no usable feature columns besides the label and id columns", path=path)
-    if label is not None:
-        if not classes:
-            raise DataError(f"the label column {_quote(label)} has no values", path=path)
-        if label_missing:
-            notes.append(f"the label column {_quote(label)} is empty on {label_missing} row(s) of the sample")
-        if len(classes) == 1:
-            notes.append(f"the label column {_quote(label)} has only one class, {_quote(classes[0])}")
-        elif len(classes) > _MANY_CLASSES:
-            notes.append(
-                f"the label column {_quote(label)} has {len(classes)} distinct values; "
-                "check that it is a class label"
-            )
-    built_in = missing_token_set(MISSING_TOKENS)
-    extra = [t.strip() for t in options.missing_tokens if t.strip() and t.strip().casefold() not in built_in]
-    schema = Schema(features=features, label=label, classes=classes, id_column=id_column, ignored=ignored,
-                    missing_tokens=list(dict.fromkeys(extra)))  # the analyst's markers, read at every site too
-    try:
-        schema.validate()
-    except FormatError as exc:
-        raise ConfigError(exc.message) from exc
-    return schema, notes
+
+def _label_notes(path: Path, label: str, classes: list[str], label_missing: int) -> list[str]:
+    """DataError when the label has no values; notes on empty label cells, one class only, or very many."""
+    if not classes:
+        raise DataError(f"the label column {_quote(label)} has no values", path=path)
+    notes = []
+    if label_missing:
+        notes.append(f"the label column {_quote(label)} is empty on {label_missing} row(s) of the sample")
+    if len(classes) == 1:
+        notes.append(f"the label column {_quote(label)} has only one class, {_quote(classes[0])}")
+    elif len(classes) > _MANY_CLASSES:
+        notes.append(f"the label column {_quote(label)} has {len(classes)} distinct values; check that it is a "
+                     "class label")
+    return notes
 
 
 def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[bool, bool, int],
@@ -975,41 +1022,36 @@ def _decide(name: str, st: _ColumnStats, choices: ColumnChoices, publish: tuple[
         notes.append(f"column {col}: --other is no longer needed: a value the kit does not know goes to the "
                      f"column's unseen bucket {UNSEEN_LEVEL}, which is no level (a level named 'other' stays a level)")
     notes += _small_sample_notes(name, kind, wanted is not None, st, numeric, feature.levels, feature.merged)
-    policy = choices.missing.get(name)
-    if policy is None:
-        feature.missing, feature.indicator = "impute", st.missing > 0
-    elif policy in MISSING_CHOICES:
-        feature.missing, feature.indicator = policy.split("+")[0], policy.endswith("+indicator")
-    else:
-        raise ConfigError(f"unknown missing-value policy {_quote(policy)} for column {col}; choose one of "
-                          f"{', '.join(MISSING_CHOICES)}")
+    set_choice(feature, choices.missing.get(name, default_choice(st.missing)))
     if st.missing:
-        total = st.count + st.missing
-        share = f"{100 * st.missing / total:.0f} %" if st.missing * 100 >= total else "under 1 %"
-        what = f"{st.missing:,} of {total:,} cells missing in the sample ({share})"
-        how = "their own median" if kind == "numeric" else "their own most frequent level"
-        if feature.missing == "refuse":
-            notes.append(f"column {col}: {what}: the kit refuses missing cells in it, so sites must fill them")
-        else:
-            notes.append(f"column {col}: {what}: sites fill them with {how}"
-                         + (" and add a 'was missing' column" if feature.indicator else ""))
-    with_ranges, with_statistics, min_group = publish
-    if with_ranges or with_statistics:  # only what is safe to publish of real rows (core/data/public_stats.py)
-        feature.missing_share = rounded_share(st.missing, st.count + st.missing, min_group)
-        if kind == "numeric":
-            if with_ranges or (st.numbers is not None and len(st.numbers) == 2):  # two numbers: their coding (0/1)
-                feature.min, feature.max = rounded_range(st.lo, st.hi)  # (a whole-number coding stays as it is)
-            if st.count >= min_group:
-                feature.mean, feature.std = st.mean_std()
-                if 2 <= len(classes) <= _MANY_CLASSES and st.by_class:
-                    feature.class_mean, feature.class_std = st.class_mean_std(classes, min_group)
-        else:
-            feature.frequencies = rounded_shares(st.level_counts(numeric, feature.levels, feature.merged), min_group)
+        notes.append(f"column {col}: {sample_note(feature, st.missing, st.count + st.missing)}")
+    _publish_statistics(feature, st, publish, numeric, classes)
     try:
         _check_feature(feature)
     except FormatError as exc:
         raise ConfigError(exc.message) from exc
     return feature
+
+
+def _publish_statistics(feature: FeatureColumn, st: _ColumnStats, publish: tuple[bool, bool, int], numeric: bool,
+                        classes: list[str]) -> None:
+    """The sample's statistics the kit publishes of one column, only what is safe to publish of real rows
+    (:mod:`core.data.public_stats`): its missing share; a numeric column's range (``with_ranges``, or a two-valued
+    column's coding), mean and spread and per-class means and spreads over at least ``min_group`` rows; a typed
+    column's level shares."""
+    with_ranges, with_statistics, min_group = publish
+    if not (with_ranges or with_statistics):
+        return
+    feature.missing_share = rounded_share(st.missing, st.count + st.missing, min_group)
+    if feature.type == "numeric":
+        if with_ranges or (st.numbers is not None and len(st.numbers) == 2):  # two numbers: their coding (0/1)
+            feature.min, feature.max = rounded_range(st.lo, st.hi)  # (a whole-number coding stays as it is)
+        if st.count >= min_group:
+            feature.mean, feature.std = st.mean_std()
+            if 2 <= len(classes) <= _MANY_CLASSES and st.by_class:
+                feature.class_mean, feature.class_std = st.class_mean_std(classes, min_group)
+    else:
+        feature.frequencies = rounded_shares(st.level_counts(numeric, feature.levels, feature.merged), min_group)
 
 
 @dataclass

@@ -29,20 +29,8 @@ import pandas as pd
 from ..control import JobControl, ensure
 from ..errors import ConfigError, DataError
 from ..parallel import for_row_blocks
-from .encoding import (
-    MISSING,
-    UNKNOWN,
-    UNSEEN_LEVEL,
-    LevelCoder,
-    encode,
-    fill_code,
-    fill_for,
-    kit_fill_note,
-    looks_missing,
-    missing_token_hint,
-    missing_token_set,
-    unfillable_error,
-)
+from .encoding import MISSING, UNKNOWN, UNSEEN_LEVEL, LevelCoder, encode
+from .missing import LEGACY_MEAN, Filling, fill_code, fills, looks_missing, missing_token_hint, missing_token_set
 from .ordering import natural_sorted
 
 
@@ -1102,61 +1090,29 @@ class _TableReader:
     def _fill(self, X: np.ndarray, codes: np.ndarray, given: dict[str, float | str]
               ) -> tuple[dict[str, int], dict[str, float | str], dict[str, np.ndarray], list[str]]:
         """Fill missing cells in place per column policy by the one missing-value rule
-        (:func:`core.data.encoding.fill_for`): (cells filled per column, the value used per filled column, the
+        (:class:`core.data.missing.Filling`): (cells filled per column, the value used per filled column, the
         filled rows of each column with an indicator, notes on columns filled with the kit's value). ``given``
         values win over this file's own (a column without missing cells here needs none, so none is computed: a
         median costs a pass). Every column that has no value here and nothing to fill it with is named in one
         DataError."""
-        filled: dict[str, int] = {}
-        used: dict[str, float | str] = {}
+        filling = Filling(given, legacy_mean=self.options.impute == "mean")
         masks: dict[str, np.ndarray] = {}
-        notes: dict[str, str] = {}
-        unfillable: list[str] = []
-        legacy = self.options.impute == "mean"
         for j, f in enumerate(self.num_cols):
-            name = f.name
-            k = int(self.missing_per_col[j])
-            if f.indicator and not k:
-                masks[name] = np.zeros(X.shape[0], dtype=bool)
-            if not k or (f.missing == "refuse" and not legacy):
-                continue
             col = X[:, j]
-            nan = np.isnan(col)
-            # the legacy mean imputation of kits that do not decide missing values
-            fill = fill_for(f, col, given.get(name), mean=f.missing == "refuse")
-            if fill is None:
-                unfillable.append(name)
-                continue
-            if fill.source == "kit":
-                notes[name] = kit_fill_note(f, fill)
-            used[name] = float(fill.value)
-            col[nan] = float(fill.value)
-            filled[name] = k
+            nan = np.isnan(col) if self.missing_per_col[j] else np.zeros(X.shape[0], dtype=bool)
             if f.indicator:
-                masks[name] = nan
+                masks[f.name] = nan
+            if fills(f, filling.legacy_mean):
+                filling.column(f, col, nan)
         for j, f in enumerate(self.typed_cols):
             col = codes[:, j]
             miss = col == MISSING
-            k = int(miss.sum())
             if f.indicator:
                 masks[f.name] = miss
-            if f.missing == "refuse" or not k:
-                continue
-            fill = fill_for(f, col, given.get(f.name))
-            if fill is None:
-                unfillable.append(f.name)
-                continue
-            if fill.source == "kit":
-                notes[f.name] = kit_fill_note(f, fill)
-            used[f.name] = fill.value
-            col[miss] = fill_code(f, fill.value)
-            filled[f.name] = k
-        order = {n: i for i, n in enumerate(self.schema.feature_names)}
-        if unfillable:
-            raise unfillable_error(sorted(unfillable, key=order.__getitem__), path=self.path)
-        by_kit = sorted(filled, key=order.__getitem__)
-        return ({n: filled[n] for n in by_kit}, {n: used[n] for n in by_kit}, masks,
-                [notes[n] for n in by_kit if n in notes])
+            if fills(f):
+                filling.column(f, col, miss)
+        filled, used, notes = filling.finish(self.schema.feature_names, path=self.path)
+        return filled, used, masks, notes
 
     def _refuse_missing(self, codes: np.ndarray) -> None:
         """Raise for the first missing cell, in file order, of a column whose kit policy refuses missing cells
@@ -1197,7 +1153,7 @@ class _TableReader:
             more += f" (in columns {_quote_list(sorted(columns, key=order.__getitem__), len(columns))})"
         if numeric and self.schema.all_numeric:
             fix = ("fix the file or fill missing values with your own column's mean (CLI: --impute; in the app: "
-                   "'Older kits: fill missing values with the mean of my own column')")
+                   f"'{LEGACY_MEAN}')")
         else:
             fix = "fix the file (the kit refuses missing values in this column)"
         raise DataError(f"line {line}, column {_quote(name)} {what}{more}; {fix}", path=path)

@@ -458,7 +458,7 @@ register_fields("kit", (  # the signed body of a .dckit (FORMAT §8); schema, an
     Field("settings", "object", nullable=True), Field("anchor", "object", nullable=True),
     Field("roster", "list", nullable=True, items="object", schema="kit:roster"),
     Field("privacy", "object", nullable=True),
-    Field("threat_model", "object")))  # core.privacy.threat (ThreatModel.from_dict checks its members)
+    Field("threat_model", "object")))  # core.formats.threat (ThreatModel.from_dict checks its members)
 register_fields("kit:roster", (Field("name", "text", required=True), Field("fingerprint", "text", required=True)))
 register_fields("anchor", (  # a .dcanchor (FORMAT §9); its params are checked by AnchorFile._validate
     Field("format", "text", required=True), Field("project_id", "text", required=True),

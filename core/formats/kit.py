@@ -18,10 +18,10 @@ from pathlib import Path
 from ..data.schema import Schema
 from ..errors import ConfigError, FormatError, VerificationError
 from ..fileio import canonical_json, read_json_capped, utc_now, write_json_atomic
-from ..privacy.threat import ThreatModel
-from ..privacy.thresholds import PrivacyThresholds
 from .fields import declaration
 from .identity import Identity, PublicCard
+from .threat import ThreatModel
+from .thresholds import PrivacyThresholds
 
 FORMAT = "dcstudio/kit/v1"
 TASKS = ("classification", "clustering")
@@ -39,10 +39,10 @@ class Kit:
     settings: dict = field(default_factory=dict)
     anchor: dict = field(default_factory=lambda: {"kind": "smote", "rows": 1000})
     roster: list[dict] | None = None  # [{"name": ..., "fingerprint": ...}]
-    # The privacy limits the kit states (core.privacy.thresholds), only those differing from the defaults:
+    # The privacy limits the kit states (core.formats.thresholds), only those differing from the defaults:
     # omitted from the file when empty, so kits made before it keep their digest.
     privacy: dict = field(default_factory=dict)
-    # The threat model the kit declares (core.privacy.threat): omitted when it is the default, as above.
+    # The threat model the kit declares (core.formats.threat): omitted when it is the default, as above.
     threat_model: dict = field(default_factory=dict)
     project_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     created: str = field(default_factory=utc_now)
@@ -91,9 +91,16 @@ class Kit:
             raise FormatError(f"kit is incomplete or malformed ({exc.__class__.__name__})") from exc
 
     def digest(self) -> str:
+        """SHA-256 (hex) of the canonical JSON of :meth:`to_dict`."""
+        return self.digests()[0]
+
+    def digests(self) -> tuple[str, str]:
+        """(the kit's digest, its schema's digest, :meth:`core.data.schema.Schema.digest`) from one serialisation:
+        every bundle carries both, and the analyst checks both."""
         import hashlib
 
-        return hashlib.sha256(canonical_json(self.to_dict())).hexdigest()
+        d = self.to_dict()
+        return hashlib.sha256(canonical_json(d)).hexdigest(), hashlib.sha256(canonical_json(d["schema"])).hexdigest()
 
     def save(self, path: str | Path, analyst: Identity) -> None:
         """Sign with the analyst's identity (which must be the kit's analyst) and write atomically."""

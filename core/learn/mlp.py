@@ -179,6 +179,51 @@ def average_weights(models: list[MLPWeights], weights: np.ndarray | list[float])
     return MLPWeights(ws, bs)
 
 
+def _loss_and_gradients(P: list, x, onehot, w) -> tuple:
+    """One minibatch step's forward and backward pass for the batch's a groups at once: ``P`` the groups'
+    parameters [W_1, b_1, …] (a, fan_in, fan_out) / (a, 1, fan_out), ``x`` their rows (a, B, D), ``onehot`` their
+    labels (a, B, K), ``w`` each slot's weight 1/count (0 for padding) as (a, B, 1). Returns the cross-entropy of
+    each slot (a, B) and the gradients of the weighted mean loss, in ``P``'s order. The gradient w.r.t. the logits
+    is (softmax − onehot) · w (log_softmax over a 7-wide last axis is slow on CPU; this form is ~2× faster)."""
+    import torch
+
+    n_layers = len(P) // 2
+    acts = [x]
+    for i in range(n_layers):
+        h = torch.baddbmm(P[2 * i + 1], acts[-1], P[2 * i])
+        if i < n_layers - 1:
+            h.clamp_(min=0.0)
+        acts.append(h)
+    z = acts[-1]
+    z = z - z.amax(dim=2, keepdim=True)
+    e = z.exp()
+    tot = e.sum(dim=2, keepdim=True)
+    ce = tot.squeeze(2).log() - (z * onehot).sum(dim=2)
+    dz = (e.div_(tot) - onehot).mul_(w)
+    grads: list = [None] * (2 * n_layers)
+    for i in range(n_layers - 1, -1, -1):
+        grads[2 * i] = torch.bmm(acts[i].transpose(1, 2), dz)
+        grads[2 * i + 1] = dz.sum(dim=1, keepdim=True)
+        if i > 0:
+            dz = torch.ops.aten.threshold_backward(torch.bmm(dz, P[2 * i].transpose(1, 2)), acts[i], 0.0)
+    return ce, grads
+
+
+def _sgd_update(P: list, V: list, grads: list, anchors: list | None, *, lr: float, momentum: float,
+                weight_decay: float, prox_mu: float) -> None:
+    """SGD with momentum in place, as ``torch.optim.SGD`` (dampening 0): g += λθ + μ(θ − θ^anchor);
+    v ← m·v + g; θ ← θ − η·v."""
+    import torch
+
+    if weight_decay > 0:
+        torch._foreach_add_(grads, P, alpha=weight_decay)
+    if prox_mu > 0:
+        torch._foreach_add_(grads, torch._foreach_sub(P, anchors), alpha=prox_mu)
+    torch._foreach_mul_(V, momentum)
+    torch._foreach_add_(V, grads)
+    torch._foreach_add_(P, V, alpha=-lr)
+
+
 class BatchedMLP:
     """Train G independent MLP classifiers at once (see the module docstring for the maths).
 
@@ -266,14 +311,10 @@ class BatchedMLP:
         finally:
             torch.set_num_threads(threads)
 
-    def _fit(self, groups, n_classes, init, anchor, control, on_epoch, group_ids) -> BatchedMLP:
-        import torch
-
-        self._check_settings()
-        control = ensure(control)
-        K = int(n_classes)
-        if K < 2:
-            raise ConfigError(f"a classifier needs at least 2 classes, got {n_classes}")
+    @staticmethod
+    def _checked_groups(groups, K: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Each group's rows as float32 and labels as int64, refused (one sentence naming the group) when empty,
+        not one integer label in [0, K) per row, or not finite."""
         if len(groups) == 0:
             raise ConfigError("there is nothing to train: no groups were given")
         Xs, ys = [], []
@@ -291,14 +332,18 @@ class BatchedMLP:
                 raise ConfigError(f"group {g} has NaN or infinite feature values")
             Xs.append(X)
             ys.append(y.astype(np.int64))
-        G = len(Xs)
+        return Xs, ys
+
+    @staticmethod
+    def _seed_ids(group_ids, G: int) -> list[int]:
+        """The id that seeds each group's initialisation and shuffle (default: its position)."""
         ids = list(range(G)) if group_ids is None else [int(i) for i in group_ids]
         if len(ids) != G or min(ids) < 0:
             raise ConfigError(f"group_ids needs {G} non-negative integers, got {group_ids!r}")
-        hidden = [int(h) for h in self.hidden]
-        layers_g = [[X.shape[1], *hidden, K] for X in Xs]
-        D = max(X.shape[1] for X in Xs)
-        dims = [D, *hidden, K]
+        return ids
+
+    def _checked_start(self, init, anchor, layers_g: list[list[int]]):
+        """``init`` checked against each group's layers, and the proximal term's anchor (default ``init``)."""
         if init is not None:
             self._check_models(init, layers_g, "init")
         if anchor is None:
@@ -307,6 +352,24 @@ class BatchedMLP:
             if anchor is None:
                 raise ConfigError("a proximal term (prox_mu > 0) needs anchor or init weights")
             self._check_models(anchor, layers_g, "anchor")
+        return anchor
+
+    def _fit(self, groups, n_classes, init, anchor, control, on_epoch, group_ids) -> BatchedMLP:
+        import torch
+
+        self._check_settings()
+        control = ensure(control)
+        K = int(n_classes)
+        if K < 2:
+            raise ConfigError(f"a classifier needs at least 2 classes, got {n_classes}")
+        Xs, ys = self._checked_groups(groups, K)
+        G = len(Xs)
+        ids = self._seed_ids(group_ids, G)
+        hidden = [int(h) for h in self.hidden]
+        layers_g = [[X.shape[1], *hidden, K] for X in Xs]
+        D = max(X.shape[1] for X in Xs)
+        dims = [D, *hidden, K]
+        anchor = self._checked_start(init, anchor, layers_g)
 
         # Groups are processed largest first, so the groups that still have rows in step b of an epoch
         # are always a prefix 0..a_b−1 of that order and every step computes on slices (views) only:
@@ -353,7 +416,6 @@ class BatchedMLP:
         lr, mom, wd, mu = float(self.lr), float(self.momentum), float(self.weight_decay), float(self.prox_mu)
         epochs = int(self.epochs)
         curve = np.zeros((epochs, G))
-        n_layers = len(dims) - 1
         eye = torch.eye(K, dtype=torch.float32)
 
         control.step(0.0, "training")
@@ -372,37 +434,12 @@ class BatchedMLP:
                     lo, hi = int(step_off[b]), int(step_off[b]) + a * B
                     ib = idx[lo:hi]
                     P = [p[:a] for p in params]
-                    acts = [Xflat.index_select(0, ib).view(a, B, D)]
-                    for i in range(n_layers):
-                        h = torch.baddbmm(P[2 * i + 1], acts[-1], P[2 * i])
-                        if i < n_layers - 1:
-                            h.clamp_(min=0.0)
-                        acts.append(h)
-                    # Cross-entropy and its gradient w.r.t. the logits: (softmax − onehot) · 1/count.
-                    # (log_softmax over a 7-wide last axis is slow on CPU; this form is ~2× faster.)
-                    z = acts[-1]
-                    z = z - z.amax(dim=2, keepdim=True)
-                    e = z.exp()
-                    tot = e.sum(dim=2, keepdim=True)
                     onehot = eye.index_select(0, yflat.index_select(0, ib)).view(a, B, K)
-                    ce = tot.squeeze(2).log() - (z * onehot).sum(dim=2)
+                    ce, grads = _loss_and_gradients(P, Xflat.index_select(0, ib).view(a, B, D), onehot,
+                                                    step_w[lo:hi].view(a, B, 1))
                     epoch_loss[:a] += (ce * full[lo:hi].view(a, B)).sum(dim=1)
-                    dz = (e.div_(tot) - onehot).mul_(step_w[lo:hi].view(a, B, 1))
-                    grads: list[torch.Tensor] = [None] * (2 * n_layers)  # type: ignore[list-item]
-                    for i in range(n_layers - 1, -1, -1):
-                        grads[2 * i] = torch.bmm(acts[i].transpose(1, 2), dz)
-                        grads[2 * i + 1] = dz.sum(dim=1, keepdim=True)
-                        if i > 0:
-                            dz = torch.ops.aten.threshold_backward(torch.bmm(dz, P[2 * i].transpose(1, 2)),
-                                                                   acts[i], 0.0)
-                    if wd > 0:
-                        torch._foreach_add_(grads, P, alpha=wd)
-                    if mu > 0:
-                        torch._foreach_add_(grads, torch._foreach_sub(P, [q[:a] for q in anchors]), alpha=mu)
-                    V = [v[:a] for v in bufs]
-                    torch._foreach_mul_(V, mom)
-                    torch._foreach_add_(V, grads)
-                    torch._foreach_add_(P, V, alpha=-lr)
+                    _sgd_update(P, [v[:a] for v in bufs], grads, None if anchors is None else [q[:a] for q in anchors],
+                                lr=lr, momentum=mom, weight_decay=wd, prox_mu=mu)
                 curve[epoch, perm] = epoch_loss.numpy() / n_ep
                 if on_epoch is not None:
                     on_epoch(epoch, curve[epoch].copy())

@@ -120,6 +120,19 @@ def default_dimension(n_features: int, n_rows: int | None = None) -> int:
     return max(1, rule if n_rows is None else min(rule, n_rows - 1))
 
 
+def resolved_dimension(asked: int | None, n_features: int, n_rows: int | None = None, *,
+                       papers: bool = False) -> int:
+    """The numbers per row a site's export keeps: ``asked`` when the site chose one, else the default for its
+    m = ``n_features`` encoded columns and n = ``n_rows`` rows — :func:`default_dimension`, or with ``papers`` the
+    papers' m − 1 (DC-Clustering) — at most n − 1 and at least 1. The one value the kit page, the privacy page and
+    the bundle all show (a choice the rows cannot give is refused at export, not here)."""
+    if asked is not None:
+        return int(asked)
+    if not papers:
+        return default_dimension(n_features, n_rows)
+    return max(1, min(n_features - 1, n_rows - 1) if n_rows is not None else n_features - 1)
+
+
 def largest_dimension(method: str, n_rows: int, n_features: int) -> int:
     """The largest m̃ a reduction can fit: m for every reduction, and at most n rows for PCA (its k directions
     are eigenvectors of a covariance of rank ≤ n)."""

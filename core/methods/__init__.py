@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import ConfigError
+from ..privacy.release import COEFFICIENTS, DISTILLED_ROWS, PROTOTYPES, REDUCED_ROWS, SUMMARIES, Release
 from .base import (
     ClientDistances,
     Disclosure,
@@ -59,6 +60,6 @@ def default_method(task: str) -> str:
     return found[0].name
 
 
-__all__ = ["METHODS", "ClientDistances", "Disclosure", "FitContext", "Method", "MethodResult", "ReceivedBundle",
-           "SiteExport", "SiteInput", "default_method", "get_method", "method_class", "methods_for", "register",
-           "unregister"]
+__all__ = ["COEFFICIENTS", "DISTILLED_ROWS", "METHODS", "PROTOTYPES", "REDUCED_ROWS", "SUMMARIES", "ClientDistances",
+           "Disclosure", "FitContext", "Method", "MethodResult", "ReceivedBundle", "Release", "SiteExport", "SiteInput",
+           "default_method", "get_method", "method_class", "methods_for", "register", "unregister"]

@@ -1,9 +1,10 @@
 """The one interface every method plugs into the pipelines, the CLI, the app and the report through.
 
 A method declares (class attributes) what it is for and what it needs — ``task``, ``needs_anchor``,
-``labels_leave``, ``what_leaves``, ``kit_carries_aux``, who can score a site's own model against the shared one
-(``own_model_choice``, :mod:`core.methods.promise`) — and its settings as data (:attr:`Method.settings_spec`, see
-:mod:`core.methods.settings`). It implements four steps:
+``labels_leave``, ``what_leaves``, ``kit_carries_aux``, what its bundle releases of a site's rows (``discloses``, a
+:class:`core.privacy.release.Release`, which the privacy assessment reads), who can score a site's own model
+against the shared one (``own_model_choice``, :mod:`core.methods.promise`) — and its settings as data
+(:attr:`Method.settings_spec`, see :mod:`core.methods.settings`). It implements four steps:
 
 1. ``site_compute``: what a site computes and ships (:class:`SiteExport`), given its rows (and X^anc when
    ``needs_anchor``);
@@ -32,6 +33,8 @@ import numpy as np
 from ..control import JobControl, ensure
 from ..errors import ConfigError, FormatError
 from ..formats.fields import Array, Facts, Field, Rule, check_fields, declaration, method_schemas
+from ..learn.reduction import resolved_dimension
+from ..privacy.release import Release
 from .settings import Setting, check_settings
 from .views import Heatmap, PageTexts, View
 
@@ -150,6 +153,9 @@ class Method(ABC):
     needs_anchor: ClassVar[bool] = True  # sites need the participants' shared anchor file
     kit_carries_aux: ClassVar[bool] = False  # the kit holds public auxiliary data for the analyst (never X^anc)
     what_leaves: ClassVar[str] = ""  # one sentence for people, before anything is computed
+    # What the bundle releases of the site's rows (kind and arrays; core/privacy/release.py): every method declares
+    # it, and the privacy assessment reads it to choose the attacks that apply.
+    discloses: ClassVar[Release]
     settings_spec: ClassVar[tuple[Setting, ...]] = ()
     # The method's part of its files' declarations (core/formats/fields.py), used to write them and to check them:
     # the manifest members its bundles and packages carry beyond the shared ones (adding one is one line here), the
@@ -163,6 +169,9 @@ class Method(ABC):
     def __init_subclass__(cls, **kwargs: Any):
         super().__init_subclass__(**kwargs)
         if isinstance(cls.__dict__.get("name"), str):
+            if not isinstance(getattr(cls, "discloses", None), Release):
+                raise TypeError(f"method '{cls.name}' does not declare what it discloses: set its class attribute "
+                                "discloses = Release(kind, rows=...) (core/privacy/release.py)")
             method_schemas(cls.name, cls.bundle_fields, cls.package_fields, family=cls.family,
                            arrays=cls.bundle_arrays, rules=cls.bundle_rules,
                            site_scored=cls.task == "classification" and cls.own_model_choice == "site")
@@ -170,13 +179,12 @@ class Method(ABC):
     # "analyst": the analyst chooses per site from what it received; "site": it cannot, so the site keeps some rows
     # out of its export and chooses at apply. A new method is "site" unless it says it can score.
     own_model_choice: ClassVar[str] = "site"
-    # Whether what leaves is a small distilled set of made-up rows rather than a copy of every row (the privacy
-    # page's "distilled mode" lever points to such a method).
-    distilled: ClassVar[bool] = False
     # Whether ``apply``'s columns for a row depend on that row alone, not on the other rows given with it (a fitted
     # model applied row by row; not a clustering that maps the exported rows back by their permutation): a site's
     # ``apply`` then streams its CSV to RESULT.csv block by block (core/participant.py, core/result_csv.py).
     apply_per_row: ClassVar[bool] = False
+    # Whether a site's default numbers per row are the papers' m − 1 rather than the product's rule (DC-Clustering).
+    papers_dimension: ClassVar[bool] = False
 
     def __init__(self, **settings: Any):
         self.settings = check_settings(self.name, self.settings_spec, settings, side="analyst")
@@ -213,6 +221,17 @@ class Method(ABC):
         return check_settings(cls.name, cls.settings_spec, given, side="site")
 
     @classmethod
+    def numbers_per_row(cls, settings: dict | None, n_columns: int, n_rows: int | None = None) -> int | None:
+        """How many numbers each of a site's rows keeps in its export: the site's ``dimension`` setting resolved for m =
+        ``n_columns`` encoded columns and n = ``n_rows`` rows (:func:`core.learn.reduction.resolved_dimension`, the
+        rule the export itself follows), or None for a method without that site setting. The kit page, the privacy
+        page and the bundle show this one value."""
+        spec = cls.setting("dimension")
+        if spec is None or spec.side != "site":
+            return None
+        return resolved_dimension((settings or {}).get("dimension"), n_columns, n_rows, papers=cls.papers_dimension)
+
+    @classmethod
     def setting(cls, name: str) -> Setting | None:
         return next((s for s in cls.settings_spec if s.name == name), None)
 
@@ -223,7 +242,23 @@ class Method(ABC):
 
     # ---- the four steps ----------------------------------------------------------------------------------
     @abstractmethod
-    def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport: ...
+    def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport:
+        """What a site computes from its rows and what of it leaves (step 1, at the site, before anything is sealed).
+
+        Parameters
+        ----------
+        site : the site's rows in kit column order (missing cells filled, levels encoded), its labels as class
+            indices when the method reads them (:meth:`reads_labels`), X^anc when ``needs_anchor``, its checked
+            site settings and the kit's public scale and centre.
+        control : progress and cancel (:class:`core.control.JobControl`); call ``control.step`` as the work goes.
+
+        Returns
+        -------
+        SiteExport
+            ``arrays`` and ``manifest`` that ship (declared in ``bundle_arrays`` / ``bundle_fields``; what they release
+            of the rows is :attr:`discloses`), ``private_arrays`` and ``private_meta`` that stay in the site's
+            workspace for :meth:`apply`, and the ``disclosures`` and ``stays`` sentences the site reads first.
+        """
 
     @classmethod
     def bundle_facts(cls, kit, manifest: dict) -> Facts:
@@ -261,14 +296,38 @@ class Method(ABC):
         return declaration(f"package:{cls.name}").write(manifest)
 
     def check_bundle(self, bundle: ReceivedBundle, kit) -> None:
-        """Raise FormatError if a bundle does not fit the kit (``core.formats.kit.Kit``) and this method.
-        Its manifest's fields were typed before (:meth:`check_bundle_fields`)."""
+        """Whether a verified, decrypted bundle fits the kit and this method (step 2, at the analyst).
+
+        Parameters
+        ----------
+        bundle : the bundle as the analyst holds it; its manifest's members and its arrays were checked against the
+            bundle's declaration before (:meth:`check_bundle_declared`).
+        kit : the project's kit (:class:`core.formats.kit.Kit`).
+
+        Returns
+        -------
+        None; raises :class:`core.errors.FormatError` with one sentence naming what does not fit.
+        """
         if bundle.manifest.get("family") != self.family:
             raise FormatError(f"bundle was made for method '{bundle.manifest.get('method')}', not for this kit's "
                               "method")
 
     @abstractmethod
-    def fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult: ...
+    def fit(self, bundles: list[ReceivedBundle], context: FitContext) -> MethodResult:
+        """What the analyst learns from every site's bundle (step 3).
+
+        Parameters
+        ----------
+        bundles : the checked bundles in the canonical site order (:func:`canonical_order`); deterministic in them.
+        context : the kit's classes, blocks and column names, progress and cancel, a per-epoch callback.
+
+        Returns
+        -------
+        MethodResult
+            ``packages``: one (manifest, arrays) per bundle, in the order given (declared in ``package_fields``);
+            ``summary``: a JSON-able summary (``sites``: one entry per site, with ``own_model`` for classification);
+            ``details``: arrays for plots and the report.
+        """
 
     def check_package(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],  # noqa: B027
                       kit) -> None:
@@ -279,15 +338,49 @@ class Method(ABC):
     @abstractmethod
     def apply(self, manifest: dict, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray],
               X: np.ndarray) -> dict[str, np.ndarray]:
-        """Columns to add to the site's CSV (name → one value per row, in the CSV's own order)."""
+        """What a site does with its package (step 4, at the site).
+
+        Parameters
+        ----------
+        manifest, arrays : the package's checked members and arrays (:meth:`check_package`).
+        private_arrays : what this site's export kept in its workspace (``SiteExport.private_arrays``).
+        X : the rows to predict or place, in kit column order (encoded as at export, with the export's fills).
+
+        Returns
+        -------
+        dict
+            Columns to add to the site's CSV: name → one value per row of ``X``, in its order (e.g. ``prediction``
+            and ``prob_<class>``, or ``cluster``).
+        """
 
     # ---- what it shows -----------------------------------------------------------------------------------
     def summary_lines(self, summary: dict) -> list[str]:
-        """Lines for the CLI after ``analyst run``."""
+        """Lines for the CLI after ``analyst run``.
+
+        Parameters
+        ----------
+        summary : :attr:`MethodResult.summary` of this method's fit.
+
+        Returns
+        -------
+        list of str
+            Plain lines, one fact each.
+        """
         return [f"method {self.name}: {len(summary.get('sites', []))} site(s)"]
 
     def views(self, result: MethodResult) -> list[View]:
-        """Tables and plots of a result, for the analyst window and the report."""
+        """Tables and plots of a result, as data (:mod:`core.methods.views`): the analyst window and the report draw
+        them.
+
+        Parameters
+        ----------
+        result : this method's :meth:`fit` result.
+
+        Returns
+        -------
+        list of View
+            Tables, curves, bars, heatmaps, scatters and texts, in the order shown.
+        """
         return []
 
     @classmethod
@@ -306,7 +399,18 @@ class Method(ABC):
                          distance_tip="total-variation distance between the sites' label distributions")
 
     def client_distances(self, bundles: list[ReceivedBundle], classes: list[str]) -> ClientDistances | None:
-        """The Clients page's view before any fit (methods that cluster sites); None hides it."""
+        """The Clients page's view before any fit (methods that cluster sites).
+
+        Parameters
+        ----------
+        bundles : the checked bundles; classes : the kit's class names.
+
+        Returns
+        -------
+        ClientDistances or None
+            The site × site distances, the histograms they come from and how a threshold cuts them; None hides the
+            view.
+        """
         return None
 
     def representation(self, arrays: dict[str, np.ndarray], private_arrays: dict[str, np.ndarray]

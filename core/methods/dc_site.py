@@ -20,9 +20,11 @@ from ..learn.reduction import (
     PrivateReduction,
     default_dimension,
     largest_dimension,
+    resolved_dimension,
 )
 from ..privacy import mechanism as dp
 from ..privacy.protective import protective_rng
+from ..privacy.release import REDUCED_ROWS, Release
 from ..wording import ARRAY_WORDS, REDUCTION_DETAILS, REDUCTION_WORDS, STAYS_WORDS, leaves_sentence
 from .base import Disclosure, ReceivedBundle, SiteExport, SiteInput
 from .settings import Setting
@@ -53,6 +55,7 @@ SITE_SETTINGS = (
 )
 SITE_DEFAULTS = {s.name: s.default for s in SITE_SETTINGS}
 MIN_ROWS = 5
+ROWS_RELEASE = Release(REDUCED_ROWS, rows="x_tilde", anchor="anchor_tilde")  # what every DC-family bundle discloses
 LABELLED_DC_LEAVES = ("a privately reduced, shuffled copy of every row, the class of every row, and the shared "
                       "anchor rows after the same private reduction")
 
@@ -72,7 +75,7 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
     if n < MIN_ROWS:
         raise ConfigError(f"this site has {n} rows; at least {MIN_ROWS} are needed")
     # the default: the papers' m − 1 or the product's rule, either within what the site's rows allow
-    default = max(1, min(m - 1, n - 1)) if papers_dimension else default_dimension(m, n)
+    default = resolved_dimension(None, m, n, papers=papers_dimension)
     top = largest_dimension(opts["reduction"], n, m)
     if opts["dimension"] is not None and not 1 <= int(opts["dimension"]) <= top:
         raise ConfigError(dimension_refusal(int(opts["dimension"]), n, m, top, opts["reduction"], default))
@@ -81,7 +84,7 @@ def dc_site_compute(site: SiteInput, *, ship_labels: bool, control: JobControl |
     # the operating system, never from the seed (core/privacy/protective.py); without it the seed fixes them all.
     rng = protective_rng() if formal else np.random.default_rng(opts["seed"])
     control.step(0.05, "fitting the private reduction")
-    dimension = default if opts["dimension"] is None else int(opts["dimension"])
+    dimension = resolved_dimension(opts["dimension"], m, n, papers=papers_dimension)
     if formal:
         red = _formal_map(site, dimension, rng)
     else:
@@ -279,6 +282,8 @@ def check_dc_bundle(arrays: dict[str, np.ndarray], n_classes: int | None, *, nee
 class LabelledDCSite:
     """The DC family's site side for classification (FORMAT.md §7), mixed into a :class:`Method` before it:
     every privately reduced row ships with its class, and the analyst checks the bundle's shapes and labels."""
+
+    discloses = ROWS_RELEASE
 
     def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport:
         return dc_site_compute(site, ship_labels=True, control=control)

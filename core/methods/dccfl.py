@@ -303,19 +303,23 @@ class DCCFL(LabelledDCSite, Method):
 
     @classmethod
     def page_texts(cls) -> PageTexts:
-        """DC-CFL's words: one model per cluster of sites cut at t; the hold-out fifth chooses t."""
+        """DC-CFL's words: one model per cluster of sites cut at t; out-of-fold predictions (cross-validation, or
+        one hold-out for large sites: :func:`core.learn.cluster_models.resolve_cv`) measure accuracy and choose t."""
         return PageTexts(
             models="One model is trained per group of sites with similar label mixes, on the aligned compressed "
-                   "rows. A fifth of every site's rows is held out to measure accuracy (and to choose the threshold "
-                   "t automatically).",
+                   "rows. Each site's expected accuracy (and the threshold t, when automatic) comes from rows no "
+                   "model saw in training: every row is predicted by models trained without it (5-fold "
+                   "cross-validation; one held-out fifth instead when the typical site sent 1,000 rows or more).",
             loss="Training loss per group model (live)", loss_y="cross-entropy",
             loss_tip="mean cross-entropy of each cluster model on its training rows",
             loss_before="The training loss of each group's model appears here, epoch by epoch, once you press Train.",
             loss_during="Choosing the threshold first (models trained on most of each site's rows); the loss of the "
                         "final models appears here when their training starts.",
-            accuracy="Hold-out accuracy per site",
-            accuracy_none="No hold-out accuracy for this run: with a fixed threshold nothing had to be chosen, so no "
-                          "rows were held out.",
+            accuracy="Expected accuracy per site (rows not seen in training)",
+            accuracy_before="Each site's expected accuracy, on rows no model saw in training, appears here after "
+                            "training.",
+            accuracy_none="No expected accuracy for this run: with a fixed threshold and the sites' own check off, "
+                          "no model was cross-validated.",
             clients="Sites whose label mixes are close are trained together. Drag the red line on the dendrogram to "
                     "choose the threshold t: the sites of every group then differ by at most t.",
             distance="difference in label mix",

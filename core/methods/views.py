@@ -17,6 +17,7 @@ class Text:
 
     text: str
     tone: str = "info"  # "info" | "warning"
+    tip: str = ""  # the method's terms and exact figures behind the plain words (a tooltip; the report's title)
 
 
 @dataclass
@@ -29,6 +30,7 @@ class Table:
     rows: list[list]
     bars: tuple[str, ...] = ()
     bar_labels: list[str] = field(default_factory=list)
+    tips: dict = field(default_factory=dict)  # column → the method's term for it (a tooltip on its header)
 
 
 @dataclass
@@ -79,6 +81,19 @@ class Bars:
 
 
 View = Text | Table | Heatmap | Curve | Scatter | Bars
+
+
+SITE_ROWS_TIP = {"rows": "the rows the site's estimate or what it sent rests on; '+ N kept to check': rows the site "
+                         "set aside at export to check the package against its own model (they count in its own "
+                         "model's n)"}
+
+
+def site_rows_cell(x: dict) -> str:
+    """A site's rows as a Sites table shows them: those behind what it sent, and the rows it kept at the site to check
+    the package (``rows_kept_at_site``) beside them, so its own model's n (over both) adds up."""
+    rows, kept = x.get("rows", ""), x.get("rows_kept_at_site")
+    text = f"{rows:,}" if isinstance(rows, int) else str(rows)
+    return text + (f" + {kept:,} kept to check" if isinstance(kept, int) and kept else "")
 
 
 def cluster_sizes(sizes: list) -> list[View]:

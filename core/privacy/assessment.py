@@ -1,11 +1,13 @@
 """The measured disclosure score of one export, run at the site on its own rows before anything leaves.
 
 :func:`assess_export` simulates, for what the method ships, the attacks of :mod:`core.privacy.attacks` with
-what each adversary would hold, and judges each against :class:`~core.privacy.thresholds.PrivacyThresholds`;
-the kit's :class:`~core.privacy.threat.ThreatModel` says which adversaries count against the export.
-Which attacks apply follows from the shipped arrays: the DC family ships ``x_tilde`` + ``anchor_tilde`` (row
-images and the anchor's image), distillation ships ``x_distilled`` + ``anchor_tilde``, GOLD ships
-``centroids`` + ``counts``, meta-analysis a model's coefficients (membership by the model's loss). Row sets
+what each adversary would hold, and judges each against :class:`~core.formats.thresholds.PrivacyThresholds`;
+the kit's :class:`~core.formats.threat.ThreatModel` says which adversaries count against the export.
+Which attacks apply follows from what the method declares it releases (``method.discloses``,
+:mod:`core.privacy.release`): one image of every row beside the anchor's image (the DC family), distilled rows,
+prototypes with their group sizes (GOLD's micro-cluster centroids), or a model's coefficients (membership by the
+model's loss). A release of one image per row is measured on the export itself, which the assessment reuses as
+it is; only a joint release is simulated again, on half the rows (:mod:`core.privacy.release` says why). Row sets
 are subsampled to ``max_rows`` (seeded), so the cost does not grow with the table. Nothing here is written into
 a bundle.
 
@@ -19,18 +21,19 @@ by :func:`reference_split`: rows of the site's own, never the rows attacked.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
 from ..control import JobControl, ensure
 from ..errors import DCError
-from ..methods.base import Method, SiteExport, SiteInput
+from ..formats.threat import ThreatModel
+from ..formats.thresholds import PrivacyThresholds
 from ..parallel import one_blas_thread
 from . import attacks as A
 from .mechanism import NOT_COVERED, describe
-from .threat import ThreatModel
-from .thresholds import PrivacyThresholds
+from .release import COEFFICIENTS, DISTILLED_ROWS, PROTOTYPES, REDUCED_ROWS, Release, Releasing
 
 MAX_ROWS = 2000  # rows the reconstruction attacks are measured on (seeded subsample of the shipped rows)
 MEMBERSHIP_SHARE = 2  # the membership test uses max_rows // 2 rows: half members, half hold-out
@@ -213,14 +216,14 @@ def _split(n: int, max_rows: int, rng: np.random.Generator) -> tuple[np.ndarray,
     return np.sort(take[:half]), np.sort(take[half: 2 * half])
 
 
-def _simulate(method: Method, site: SiteInput, rows: np.ndarray, seed: int) -> SiteExport:
-    """The method's export of ``rows`` alone, as the site would make it (same settings, fixed seed), except the
+def _simulate(method: Releasing, site, rows: np.ndarray, seed: int):
+    """The method's release of ``rows`` alone, as the site would make it (same settings, fixed seed), except the
     kit settings of :data:`NOT_MEASURED` (they shape only arrays no test here reads)."""
     settings = dict(site.settings)
     if "seed" in {s.name for s in method.site_settings_spec()}:
         settings["seed"] = seed
-    sub = SiteInput(site.X[rows], None if site.y is None else site.y[rows], site.classes, site.anchor, None,
-                    settings, block=site.block, scale=site.scale, centre=site.centre)
+    sub = replace(site, X=site.X[rows], y=None if site.y is None else site.y[rows], ids_hashed=None,
+                  settings=settings)
     return _for_simulation(method).site_compute(sub)
 
 
@@ -231,19 +234,10 @@ def _simulate(method: Method, site: SiteInput, rows: np.ndarray, seed: int) -> S
 NOT_MEASURED = {"local_epochs": 1}
 
 
-def _for_simulation(method: Method) -> Method:
+def _for_simulation(method: Releasing) -> Releasing:
     """``method`` with the settings of :data:`NOT_MEASURED` it declares set to their cheapest value."""
     cheap = {k: v for k, v in NOT_MEASURED.items() if k in method.settings}
     return type(method)(**{**method.settings, **cheap}) if cheap else method
-
-
-def _anchor_pairs(method: Method, anchor: np.ndarray, anchor_tilde: np.ndarray) -> np.ndarray:
-    """The anchor rows behind ``anchor_tilde`` (distillation ships a fixed subset of the anchor's image)."""
-    if len(anchor_tilde) == len(anchor):
-        return anchor
-    from ..methods.hfldd.method import anchor_subset
-
-    return anchor[anchor_subset(len(anchor), len(anchor_tilde))]
 
 
 def reference_split(n: int, public_rows: int, seed: int = 0) -> np.ndarray:
@@ -257,174 +251,247 @@ def reference_split(n: int, public_rows: int, seed: int = 0) -> np.ndarray:
     return np.sort(np.random.default_rng([int(seed), REFERENCE_STREAM]).permutation(int(n))[:r])
 
 
-def assess_export(site: SiteInput, export: SiteExport, method: Method, thresholds: PrivacyThresholds | None = None,
+def assess_export(site, export, method: Releasing, thresholds: PrivacyThresholds | None = None,
                   *, max_rows: int = MAX_ROWS, seed: int = 0, control: JobControl | None = None,
                   threat: ThreatModel | None = None) -> PrivacyAssessment:
-    """The site's measured disclosure of ``export`` (made by ``method`` from ``site``): see the module doc.
+    """The site's measured disclosure of ``export`` (a :class:`core.methods.base.SiteExport` made by ``method`` from
+    ``site``, a :class:`core.methods.base.SiteInput`): see the module doc. The attacks follow what the method
+    declares it releases (``method.discloses``, :mod:`core.privacy.release`).
 
-    The collusion and analyst-alone attacks are measured on the export itself (``max_rows`` of its rows outside
-    :func:`reference_split`, matched to the site's rows through the kept permutation); the membership and
-    nearest-record tests on a simulated export of ``max_rows // 4`` rows (members), as many never leaving
-    (hold-out). ``threat``: the kit's threat model (default: collusion in scope, 1,000 public rows). Small
+    A release of one image per row is measured on the export itself: the collusion and analyst-alone attacks on
+    ``max_rows`` of its rows outside :func:`reference_split` (matched to the site's rows through the kept
+    permutation), the membership test on the images of ``max_rows // 4`` rows (members) with as many rows' images
+    left out (hold-out: the export they never joined). A joint release is tested on a simulated release of the
+    members' rows alone. ``threat``: the kit's threat model (default: collusion in scope, 1,000 public rows). Small
     products only, so BLAS is held to one thread (on a busy machine extra threads only spin)."""
     with one_blas_thread():
         return _assess(site, export, method, thresholds, max_rows=max_rows, seed=seed, control=control,
                        threat=threat or ThreatModel())
 
 
-def _assess(site: SiteInput, export: SiteExport, method: Method, thresholds: PrivacyThresholds | None,
+@dataclass
+class _Case:
+    """What every step of one assessment reads: the site's rows and their summary, the release and its arrays."""
+
+    site: Any
+    export: Any
+    method: Releasing
+    th: PrivacyThresholds
+    rng: np.random.Generator
+    X: np.ndarray
+    spread: np.ndarray
+    binary: np.ndarray
+    max_rows: int
+    seed: int
+
+    @property
+    def release(self) -> Release:
+        return self.method.discloses
+
+    @property
+    def arrays(self) -> dict[str, np.ndarray]:
+        return self.export.arrays
+
+    def shipped(self, kind: str) -> bool:
+        """The release is of ``kind`` and in the bundle, with the anchor it is read through when it has one."""
+        r = self.release
+        return r.kind == kind and r.ships(self.arrays) and (not r.anchor or self.site.anchor is not None)
+
+    @property
+    def on_export(self) -> bool:
+        """A release of one image per row whose row order the site kept: measured on the export itself."""
+        perm = self.export.private_arrays.get("permutation")
+        return self.shipped(REDUCED_ROWS) and perm is not None and len(perm) == len(self.X)
+
+    def noise_var(self) -> np.ndarray | None:
+        return stated_noise_var(self.export.manifest, self.arrays[self.release.rows])
+
+
+def _assess(site, export, method: Releasing, thresholds: PrivacyThresholds | None,
             *, max_rows: int, seed: int, control: JobControl | None, threat: ThreatModel) -> PrivacyAssessment:
     control = ensure(control)
     t0 = time.perf_counter()
-    th = thresholds or PrivacyThresholds()
-    rng = np.random.default_rng(seed)
     X = np.asarray(site.X, np.float64)
-    n = len(X)
-    mean, spread, binary = A.column_summary(X)  # one pass over the rows for all three
-    arrays = export.arrays
-    findings: list[AttackFinding] = []
-    dc_rows = "x_tilde" in arrays and "anchor_tilde" in arrays and site.anchor is not None
-    distilled = "x_distilled" in arrays and "anchor_tilde" in arrays and site.anchor is not None
-    gold = "centroids" in arrays and "counts" in arrays
+    _, spread, binary = A.column_summary(X)  # one pass over the rows for all three
+    case = _Case(site, export, method, thresholds or PrivacyThresholds(), np.random.default_rng(seed), X, spread,
+                 binary, max_rows, seed)
     control.step(0.1, "rebuilding rows as a colluding site would")
-    reference = np.empty(0, np.int64)
-    if dc_rows and "permutation" in export.private_arrays:
-        perm = np.asarray(export.private_arrays["permutation"])
-        reference = reference_split(n, threat.public_rows, seed)
-        order = rng.permutation(len(perm))  # shipped positions in a seeded order (the membership split draws next)
-        shipped = np.sort(order[~np.isin(perm[order], reference)][:max_rows])  # never a stand-in row
-        truth = X[perm[shipped]]
-        Y = np.asarray(arrays["x_tilde"][shipped], np.float64)
-        noise_var = stated_noise_var(export.manifest, arrays["x_tilde"])
-        acc = export.manifest.get("privacy")
-        clip = float(acc["clip"]) if isinstance(acc, dict) and "clip" in acc else None
-        mean = X.mean(axis=0)
-        base = A.reconstruction_errors(truth, A.public_mean_guess(len(truth), mean), spread, binary)
-        base_error = base["median_cell_error"]
-
-        def score(X_hat: np.ndarray) -> dict:
-            return {**A.reconstruction_errors(truth, X_hat, spread, binary), "public_mean_error": base_error}
-
-        anchor, anchor_tilde = site.anchor, np.asarray(arrays["anchor_tilde"], np.float64)
-        sample = X[reference] if len(reference) >= MIN_REFERENCE_ROWS else None
-        colluder = {"least_squares": score(A.collusion_reconstruct(anchor, anchor_tilde, Y, noise_var, mean))}
-        if noise_var is not None and sample is not None:  # without noise least squares is exact: no prior helps
-            colluder["gaussian_prior"] = score(A.gaussian_prior_collusion(anchor, anchor_tilde, Y, sample, noise_var,
-                                                                          clip))
-            colluder["empirical_prior"] = score(A.empirical_prior_collusion(anchor, anchor_tilde, Y, sample,
-                                                                            noise_var, clip))
-        findings.append(_reconstruction_finding("collusion", COLLUDING, "With the anchor, another site and the "
-                                                "analyst", colluder, len(shipped), n, th))
-        control.step(0.3, "rebuilding rows as the analyst alone would")
-        alone = {"column_means": {**base, "public_mean_error": base_error}}
-        guesses = A.moment_matching_guesses(Y, mean, spread, rng)
-        tries = [score(g) for g in guesses]
-        alone["moment_matching"] = min(tries, key=lambda e: (e["median_cell_error"], -e["within_10pct"]))
-        if sample is not None:  # the shipped rows' own statistics from all of them: the analyst holds every one
-            standardised = bool(export.manifest.get("standardised", True))
-            every = arrays["x_tilde"]
-            tried = {"eigen": lambda: [A.eigen_attack(every, sample, noise_var, standardised=standardised,
-                                                      rows=shipped)]}
-            if Y.shape[1] >= 2:  # FastICA from several starting points: the closest rebuild is kept
-                tried["ica"] = lambda: A.ica_rebuilds(every, sample, seed=seed, standardised=standardised,
-                                                      rows=shipped)
-            for name, rebuilds in tried.items():
-                try:
-                    scored = [score(X_hat) for X_hat in rebuilds()]
-                except (ValueError, ArithmeticError, np.linalg.LinAlgError):
-                    continue  # e.g. a degenerate sample: an attack that cannot run adds nothing (the others stand)
-                alone[name] = min(scored, key=lambda e: (e["median_cell_error"], -e["within_10pct"]))
-        findings.append(_reconstruction_finding("analyst_alone", ANALYST, "The analyst alone", alone, len(shipped),
-                                                n, th))
-    elif distilled:
-        findings.append(not_applicable("collusion", COLLUDING, "the bundle holds no image of your rows, only "
-                                       "distilled rows (see the near-copy test)"))
-        findings.append(not_applicable("analyst_alone", ANALYST, "the bundle holds no image of your rows"))
-    else:
-        what = "averages of groups of rows" if gold else "a fitted model's coefficients"
-        for attack, who in (("collusion", COLLUDING), ("analyst_alone", ANALYST)):
-            findings.append(not_applicable(attack, who, f"the bundle holds no rows, only {what}"))
+    findings, reference = _rebuild_findings(case, threat, control)
     control.step(0.5, "testing whether a patient's presence shows")
-    members, holdout = _split(n, max_rows // MEMBERSHIP_SHARE, rng)
-    model = "coef" in arrays and site.y is not None
-    if not (dc_rows or distilled or gold or model):
-        findings.append(not_applicable("membership", RECORD_HOLDER, "the bundle holds no rows, averages or model "
-                                       "to test a patient's record against"))
-    elif len(members) < MIN_SPLIT_ROWS // 2:
-        findings.append(not_applicable("membership", RECORD_HOLDER, f"{n} rows are too few to split into "
-                                       "patients who left and patients who did not"))
-    else:
-        try:
-            sim = _simulate(method, site, members, seed)
-        except (DCError, ValueError, ArithmeticError, IndexError) as exc:
-            # e.g. a class missing from the members: the test cannot be made, which must not stop the export
-            findings.append(not_applicable("membership", RECORD_HOLDER, f"the simulated export of half your rows "
-                                           f"failed ({exc if isinstance(exc, DCError) else type(exc).__name__})"))
-            sim = None
-        if sim is not None and model:
-            coef = sim.arrays.get("coef")
-            if coef is None:
-                findings.append(not_applicable("membership", MODEL_HOLDER, "the simulated export fitted no model ("
-                                               + str(sim.manifest.get("reason", "no estimate")) + ")"))
-            else:
-                from ..methods.metalr.site_logit import predict_proba
-
-                # a model fitted over some classes (``classes_fitted``) scores the rows of those classes, in its order
-                fitted = np.asarray(sim.manifest.get("classes_fitted", range(coef.shape[0] + 1)), np.int64)
-                y_all = np.asarray(site.y, np.int64)
-                scored = [rows[np.isin(y_all[rows], fitted)] for rows in (members, holdout)]
-                scores = [A.model_loss_scores(predict_proba(coef, X[rows]), np.searchsorted(fitted, y_all[rows]))
-                          for rows in scored]
-                findings.append(_membership_finding(A.membership_from_scores(*scores), len(members) + len(holdout),
-                                                    th, MODEL_HOLDER))
-        elif sim is not None:
-            released = _released_rows(method, site, sim)
-            numbers = A.membership_test(X[members], X[holdout], released, spread)
-            findings.append(_membership_finding(numbers, len(members) + len(holdout), th, RECORD_HOLDER))
-            if distilled:
-                ratio = A.nearest_record_ratio(released, X[members], X[holdout], spread)
-                poor = ratio["ratio"] < th.nearest_record_ratio_min
-                findings.append(AttackFinding(
-                    "nearest_record", COLLUDING, {k: round(v, 6) for k, v in ratio.items()},
-                    len(members) + len(holdout), "poor" if poor else "ok",
-                    f"Shipped rows sit {ratio['ratio']:.2f} times as far from the patients they were made from as "
-                    "from patients who never left (1 = no closer) — "
-                    + ("below" if poor else "within") + f" the kit's limit of {th.nearest_record_ratio_min:.2f}."))
-    if distilled and not any(f.attack == "nearest_record" for f in findings):
-        findings.append(not_applicable("nearest_record", COLLUDING, "no simulated distillation could be made"))
-    if not distilled:
-        findings.append(not_applicable("nearest_record", COLLUDING, "no distilled rows are shipped"))
+    findings += _membership_findings(case)
     control.step(0.9, "checking group sizes")
-    if gold:
-        smallest = A.smallest_group(arrays["counts"])
-        poor = smallest < th.group_size_min
-        findings.append(AttackFinding(
-            "group_size", ANALYST, {"smallest_group": float(smallest), "groups": float(np.size(arrays["counts"]))},
-            n, "poor" if poor else "ok",
-            f"The smallest group behind a shipped average holds {smallest} of your patients — "
-            + ("below" if poor else "at or above") + f" the kit's minimum of {th.group_size_min}."))
-    else:
-        findings.append(not_applicable("group_size", ANALYST, "no averages of groups are shipped"))
+    findings.append(_group_size_finding(case))
     control.step(1.0, "privacy assessment done")
     for f in findings:
         f.in_scope = threat.in_scope(f.adversary in COLLUDING_ADVERSARIES)
     acc = export.manifest.get("privacy")
     formal = {**acc, "sentence": describe(acc)} if isinstance(acc, dict) else None
-    return PrivacyAssessment(method.name, n, findings, th, round(time.perf_counter() - t0, 4), seed, formal,
+    return PrivacyAssessment(method.name, len(X), findings, case.th, round(time.perf_counter() - t0, 4), seed, formal,
                              list(acc.get("not_covered", NOT_COVERED)) if formal else [], threat, len(reference))
 
 
-def _released_rows(method: Method, site: SiteInput, sim: SiteExport) -> np.ndarray:
-    """The simulated export's rows as the strongest adversary holds them, in the site's units: DC rows and
-    distilled rows mapped back through the anchor pairs; GOLD's centroids as shipped (raw units)."""
+def _rebuild_findings(case: _Case, threat: ThreatModel, control: JobControl) -> tuple[list[AttackFinding], np.ndarray]:
+    """The collusion and analyst-alone findings (the strongest rebuild of each adversary, measured on the export's
+    own rows), or why they do not apply; and the rows that stood in for the public sample."""
+    release, X, n = case.release, case.X, len(case.X)
+    if not case.on_export:
+        if case.shipped(DISTILLED_ROWS):
+            return [not_applicable("collusion", COLLUDING, "the bundle holds no image of your rows, only distilled "
+                                   "rows (see the near-copy test)"),
+                    not_applicable("analyst_alone", ANALYST, "the bundle holds no image of your rows")], \
+                np.empty(0, np.int64)
+        what = release.words if release.kind != REDUCED_ROWS else "rows it cannot match to yours"
+        return [not_applicable(attack, who, f"the bundle holds no rows, only {what}")
+                for attack, who in (("collusion", COLLUDING), ("analyst_alone", ANALYST))], np.empty(0, np.int64)
+    rng, arrays, spread, binary = case.rng, case.arrays, case.spread, case.binary
+    perm = np.asarray(case.export.private_arrays["permutation"])
+    reference = reference_split(n, threat.public_rows, case.seed)
+    order = rng.permutation(len(perm))  # shipped positions in a seeded order (the membership split draws next)
+    shipped = np.sort(order[~np.isin(perm[order], reference)][:case.max_rows])  # never a stand-in row
+    truth = X[perm[shipped]]
+    Y = np.asarray(arrays[release.rows][shipped], np.float64)
+    noise_var = case.noise_var()
+    acc = case.export.manifest.get("privacy")
+    clip = float(acc["clip"]) if isinstance(acc, dict) and "clip" in acc else None
+    mean = X.mean(axis=0)
+    base = A.reconstruction_errors(truth, A.public_mean_guess(len(truth), mean), spread, binary)
+    base_error = base["median_cell_error"]
+
+    def score(X_hat: np.ndarray) -> dict:
+        return {**A.reconstruction_errors(truth, X_hat, spread, binary), "public_mean_error": base_error}
+
+    anchor_tilde = np.asarray(arrays[release.anchor], np.float64)
+    anchor = release.anchor_pairs(case.site.anchor, anchor_tilde)
+    sample = X[reference] if len(reference) >= MIN_REFERENCE_ROWS else None
+    colluder = {"least_squares": score(A.collusion_reconstruct(anchor, anchor_tilde, Y, noise_var, mean))}
+    if noise_var is not None and sample is not None:  # without noise least squares is exact: no prior helps
+        colluder["gaussian_prior"] = score(A.gaussian_prior_collusion(anchor, anchor_tilde, Y, sample, noise_var,
+                                                                      clip))
+        colluder["empirical_prior"] = score(A.empirical_prior_collusion(anchor, anchor_tilde, Y, sample,
+                                                                        noise_var, clip))
+    findings = [_reconstruction_finding("collusion", COLLUDING, "With the anchor, another site and the analyst",
+                                        colluder, len(shipped), n, case.th)]
+    control.step(0.3, "rebuilding rows as the analyst alone would")
+    alone = {"column_means": {**base, "public_mean_error": base_error}}
+    tries = [score(g) for g in A.moment_matching_guesses(Y, mean, spread, rng)]
+    alone["moment_matching"] = min(tries, key=lambda e: (e["median_cell_error"], -e["within_10pct"]))
+    if sample is not None:  # the shipped rows' own statistics from all of them: the analyst holds every one
+        standardised = bool(case.export.manifest.get("standardised", True))
+        every = arrays[release.rows]
+        moments = A.row_moments(every)  # the shipped rows' mean and covariance, read once for both attacks
+        tried = {"eigen": lambda: [A.eigen_attack(every, sample, noise_var, standardised=standardised,
+                                                  rows=shipped, moments=moments)]}
+        if Y.shape[1] >= 2:  # FastICA from several starting points: the closest rebuild is kept
+            tried["ica"] = lambda: A.ica_rebuilds(every, sample, seed=case.seed, standardised=standardised,
+                                                  rows=shipped, moments=moments)
+        for name, rebuilds in tried.items():
+            try:
+                scored = [score(X_hat) for X_hat in rebuilds()]
+            except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+                continue  # e.g. a degenerate sample: an attack that cannot run adds nothing (the others stand)
+            alone[name] = min(scored, key=lambda e: (e["median_cell_error"], -e["within_10pct"]))
+    findings.append(_reconstruction_finding("analyst_alone", ANALYST, "The analyst alone", alone, len(shipped), n,
+                                            case.th))
+    return findings, reference
+
+
+def _membership_findings(case: _Case) -> list[AttackFinding]:
+    """Whether a patient's presence shows (and, for distilled rows, whether a shipped row is a near-copy of one):
+    on the export itself for a release of one image per row, else on a simulated release of the members alone."""
+    X, n, th = case.X, len(case.X), case.th
+    members, holdout = _split(n, case.max_rows // MEMBERSHIP_SHARE, case.rng)
+    distilled = case.shipped(DISTILLED_ROWS)
+    model = case.shipped(COEFFICIENTS) and case.site.y is not None
+    out: list[AttackFinding] = []
+    if not (case.on_export or distilled or case.shipped(PROTOTYPES) or model):
+        out.append(not_applicable("membership", RECORD_HOLDER, "the bundle holds no rows, averages or model to test "
+                                  "a patient's record against"))
+    elif len(members) < MIN_SPLIT_ROWS // 2:
+        out.append(not_applicable("membership", RECORD_HOLDER, f"{n} rows are too few to split into patients who "
+                                  "left and patients who did not"))
+    elif case.on_export:
+        numbers = A.membership_test(X[members], X[holdout], _exported_images(case, members), case.spread)
+        out.append(_membership_finding(numbers, len(members) + len(holdout), th, RECORD_HOLDER))
+    else:
+        out += _simulated_membership(case, members, holdout, model, distilled)
+    if distilled and not any(f.attack == "nearest_record" for f in out):
+        out.append(not_applicable("nearest_record", COLLUDING, "no simulated distillation could be made"))
+    if not distilled:
+        out.append(not_applicable("nearest_record", COLLUDING, "no distilled rows are shipped"))
+    return out
+
+
+def _exported_images(case: _Case, members: np.ndarray) -> np.ndarray:
+    """The members' rows as the strongest adversary rebuilds them from the export (through the anchor pairs, in
+    the site's units); every other row's image is left out, as if it had never been exported."""
+    release, arrays = case.release, case.arrays
+    position = np.empty(len(case.X), np.int64)
+    position[np.asarray(case.export.private_arrays["permutation"])] = np.arange(len(case.X))
+    anchor_tilde = arrays[release.anchor]
+    return A.collusion_reconstruct(release.anchor_pairs(case.site.anchor, anchor_tilde), anchor_tilde,
+                                   arrays[release.rows][position[members]], case.noise_var(), case.X.mean(axis=0))
+
+
+def _simulated_membership(case: _Case, members: np.ndarray, holdout: np.ndarray, model: bool,
+                          distilled: bool) -> list[AttackFinding]:
+    """The membership (and near-copy) findings of a joint release, on the method's release of the members alone."""
+    X, th, site, release = case.X, case.th, case.site, case.release
+    try:
+        sim = _simulate(case.method, site, members, case.seed)
+    except (DCError, ValueError, ArithmeticError, IndexError) as exc:
+        # e.g. a class missing from the members: the test cannot be made, which must not stop the export
+        return [not_applicable("membership", RECORD_HOLDER, f"the simulated export of half your rows failed "
+                               f"({exc if isinstance(exc, DCError) else type(exc).__name__})")]
+    if model:
+        coef = sim.arrays.get(release.rows)
+        if coef is None:
+            return [not_applicable("membership", MODEL_HOLDER, "the simulated export fitted no model ("
+                                   + str(sim.manifest.get("reason", "no estimate")) + ")")]
+        # a model fitted over some classes (``classes_fitted``) scores the rows of those classes, in its order
+        fitted = np.asarray(sim.manifest.get("classes_fitted", range(coef.shape[0] + 1)), np.int64)
+        y_all = np.asarray(site.y, np.int64)
+        scored = [rows[np.isin(y_all[rows], fitted)] for rows in (members, holdout)]
+        scores = [A.model_loss_scores(release.predict(coef, X[rows]), np.searchsorted(fitted, y_all[rows]))
+                  for rows in scored]
+        return [_membership_finding(A.membership_from_scores(*scores), len(members) + len(holdout), th,
+                                    MODEL_HOLDER)]
+    released = _released_rows(release, site, sim)
+    out = [_membership_finding(A.membership_test(X[members], X[holdout], released, case.spread),
+                               len(members) + len(holdout), th, RECORD_HOLDER)]
+    if distilled:
+        ratio = A.nearest_record_ratio(released, X[members], X[holdout], case.spread)
+        poor = ratio["ratio"] < th.nearest_record_ratio_min
+        out.append(AttackFinding(
+            "nearest_record", COLLUDING, {k: round(v, 6) for k, v in ratio.items()},
+            len(members) + len(holdout), "poor" if poor else "ok",
+            f"Shipped rows sit {ratio['ratio']:.2f} times as far from the patients they were made from as "
+            "from patients who never left (1 = no closer) — "
+            + ("below" if poor else "within") + f" the kit's limit of {th.nearest_record_ratio_min:.2f}."))
+    return out
+
+
+def _group_size_finding(case: _Case) -> AttackFinding:
+    """The fewest patients behind any shipped average (prototypes with their group sizes)."""
+    if not (case.shipped(PROTOTYPES) and case.release.counts):
+        return not_applicable("group_size", ANALYST, "no averages of groups are shipped")
+    counts = case.arrays[case.release.counts]
+    smallest = A.smallest_group(counts)
+    poor = smallest < case.th.group_size_min
+    return AttackFinding(
+        "group_size", ANALYST, {"smallest_group": float(smallest), "groups": float(np.size(counts))},
+        len(case.X), "poor" if poor else "ok",
+        f"The smallest group behind a shipped average holds {smallest} of your patients — "
+        + ("below" if poor else "at or above") + f" the kit's minimum of {case.th.group_size_min}.")
+
+
+def _released_rows(release: Release, site, sim) -> np.ndarray:
+    """A simulated joint release's rows as the strongest adversary holds them, in the site's units: prototypes as
+    shipped (raw units), distilled rows mapped back through the anchor pairs."""
     a = sim.arrays
-    if "centroids" in a:
-        return np.asarray(a["centroids"], np.float64)
-    if "x_tilde" in a:
-        return A.collusion_reconstruct(site.anchor, a["anchor_tilde"], a["x_tilde"],
-                                       stated_noise_var(sim.manifest, a["x_tilde"]), site.X.mean(axis=0))
-    return A.collusion_reconstruct(_anchor_pairs(method, site.anchor, a["anchor_tilde"]), a["anchor_tilde"],
-                                   a["x_distilled"])
+    if release.kind == PROTOTYPES:
+        return np.asarray(a[release.rows], np.float64)
+    return A.collusion_reconstruct(release.anchor_pairs(site.anchor, a[release.anchor]), a[release.anchor],
+                                   a[release.rows])
 
 
 def stated_noise_var(manifest: dict, x_tilde: np.ndarray) -> np.ndarray | None:

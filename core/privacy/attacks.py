@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .assignment import min_cost_assignment
+from .fastica import fastica_unmixing
+
 
 def column_summary(X: np.ndarray, block: int = 16384) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mean, spread, binary) of every column of the site's rows in one pass over blocks of rows (a column-wise
@@ -215,10 +218,28 @@ def public_moments(sample: np.ndarray, standardised: bool = True) -> tuple[np.nd
     return P.mean(axis=0), (column_spread(P) if standardised else np.ones(P.shape[1]))
 
 
-def _principal_axes(M: np.ndarray, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def row_moments(M: np.ndarray, block: int = 16384) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, covariance) of ``M``'s rows (the covariance with n − 1, as ``np.cov``), in float64 from blocks of rows:
+    the mean first, then Σ (x − x̄)ᵀ(x − x̄) block by block — no float64 copy of a large float32 matrix, and no
+    centred one."""
+    n, m = M.shape
+    mean = np.zeros(m)
+    for start in range(0, n, block):
+        mean += M[start:start + block].sum(axis=0, dtype=np.float64)
+    mean /= max(n, 1)
+    gram = np.zeros((m, m))
+    for start in range(0, n, block):
+        B = np.asarray(M[start:start + block], np.float64) - mean
+        gram += B.T @ B
+    return mean, gram / max(n - 1, 1)
+
+
+def _principal_axes(M: np.ndarray, k: int | None = None,
+                    moments: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues (descending) and eigenvectors of the covariance of ``M``'s rows, the k leading ones, each
-    vector signed so that its largest-magnitude loading is positive (the product's PCA sign rule)."""
-    C = np.atleast_2d(np.cov(np.asarray(M, np.float64), rowvar=False))
+    vector signed so that its largest-magnitude loading is positive (the product's PCA sign rule). ``moments``:
+    ``M``'s :func:`row_moments`, when already known."""
+    C = np.atleast_2d((moments or row_moments(np.atleast_2d(np.asarray(M))))[1])
     vals, vecs = np.linalg.eigh(C)
     order = np.argsort(vals)[::-1][:k]
     vals, vecs = np.clip(vals[order], 0.0, None), vecs[:, order]
@@ -233,7 +254,8 @@ def _shape_rows(Y: np.ndarray, seed: int, cap: int = SHAPE_ROWS) -> np.ndarray:
 
 
 def eigen_attack(x_tilde: np.ndarray, sample: np.ndarray, noise_var: np.ndarray | None = None, *,
-                 standardised: bool = True, rows: np.ndarray | None = None) -> np.ndarray:
+                 standardised: bool = True, rows: np.ndarray | None = None,
+                 moments: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """The analyst alone with a public sample of rows like the site's: the PCA (eigenvector) attack on a
     distance-preserving map (Liu, Giannella & Kargupta 2006, "An attacker's view of distance preserving maps for
     privacy preserving data mining", PKDD, §4.2 "known sample attack").
@@ -253,14 +275,16 @@ def eigen_attack(x_tilde: np.ndarray, sample: np.ndarray, noise_var: np.ndarray 
     β_j = max(0, 1 − n_j / λ_j), n_j the noise variance along it and λ_j its variance (the linear estimate of
     least squared error). ``standardised`` False: the site only centred its rows (σ_P = 1). The shipped rows'
     axes and mean come from every shipped row (the attacker holds them all), their distributions from at most
-    SHAPE_ROWS of them (seeded: quantiles need no more); ``rows``: rebuild only these."""
+    SHAPE_ROWS of them (seeded: quantiles need no more); ``rows``: rebuild only these; ``moments``: the shipped
+    rows' :func:`row_moments`, when already known."""
     Y = np.asarray(x_tilde)
     mu, sd = public_moments(sample, standardised)
     Zp = (np.asarray(sample, np.float64) - mu) / sd
     k = min(Y.shape[1], Zp.shape[1])
-    lam, Vy = _principal_axes(Y, k)
+    moments = moments or row_moments(Y)
+    lam, Vy = _principal_axes(Y, k, moments)
     _, Vp = _principal_axes(Zp, k)
-    centre = Y.mean(axis=0, dtype=np.float64)
+    centre = moments[0]
     Cp = Zp @ Vp
     Cs = (_shape_rows(Y, 0) - centre) @ Vy
     for j in range(k):
@@ -288,7 +312,8 @@ def ica_attack(x_tilde: np.ndarray, sample: np.ndarray, *, seed: int = 0, standa
 
 def ica_rebuilds(x_tilde: np.ndarray, sample: np.ndarray, *, seed: int = 0, starts: int = ICA_STARTS,
                  standardised: bool = True, max_iter: int = ICA_ITERATIONS, fit_rows: int = ICA_FIT_ROWS,
-                 rows: np.ndarray | None = None) -> list[np.ndarray]:
+                 rows: np.ndarray | None = None,
+                 moments: tuple[np.ndarray, np.ndarray] | None = None) -> list[np.ndarray]:
     """The analyst alone with a public sample, by higher moments: the ICA attack on a linear map (Liu, Kargupta &
     Ryan 2006, "Random projection-based multiplicative data perturbation for privacy preserving distributed data
     mining", IEEE TKDE 18(1), §5; Chen, Sun & Liu 2007, "Towards attack-resilient geometric data perturbation",
@@ -299,7 +324,8 @@ def ica_rebuilds(x_tilde: np.ndarray, sample: np.ndarray, *, seed: int = 0, star
     which second moments cannot see but non-Gaussian ones fix: ICA finds in each the independent components
     S = X_w Uᵀ, unique up to order and sign. The shipped components are matched to the sample's by the least
     total :func:`quantile_distance` (sign included; Hungarian assignment, Kuhn 1955), then mapped back through
-    the sample's mixing:  Ẑ = S_Y Π (U_Pᵀ)⁻¹ Λ_P^{1/2} V_Pᵀ,  X̂ = μ_P + Ẑ ⊙ σ_P. On Gaussian rows ICA has
+    the sample's mixing:  Ẑ = S_Y Π (U_Pᵀ)⁻¹ Λ_P^{1/2} V_Pᵀ,  X̂ = μ_P + Ẑ ⊙ σ_P (the assignment:
+    :mod:`core.privacy.assignment`). On Gaussian rows ICA has
     nothing to hold on to (the components' order is arbitrary) and this attack is no better than a guess.
 
     FastICA's answer depends on where it starts: the shipped rows' unmixing is started from ``starts`` points (seeds
@@ -309,22 +335,18 @@ def ica_rebuilds(x_tilde: np.ndarray, sample: np.ndarray, *, seed: int = 0, star
     on the benchmark tables). The unmixing is fitted on at most ``fit_rows`` rows of each (seeded), ``max_iter``
     iterations (on Gaussian rows it never converges; on the benchmark tables it settles within 50); the
     components' distributions are read on at most SHAPE_ROWS shipped rows. Whitening uses every shipped row;
-    ``rows``: rebuild only these."""
-    import warnings
-
-    from scipy.optimize import linear_sum_assignment
-    from sklearn.decomposition import FastICA
-
+    ``rows``: rebuild only these; ``moments``: the shipped rows' :func:`row_moments`, when already known."""
     Y = np.asarray(x_tilde)
     mu, sd = public_moments(sample, standardised)
     Zp = (np.asarray(sample, np.float64) - mu) / sd
     k = min(Y.shape[1], Zp.shape[1], len(Zp) - 1)
-    lam_y, Vy = _principal_axes(Y, k)
+    moments = moments or row_moments(Y)
+    lam_y, Vy = _principal_axes(Y, k, moments)
     lam_p, Vp = _principal_axes(Zp, k)
     keep = (lam_y > 1e-12 * max(lam_y.max(), 1e-300)) & (lam_p > 1e-12 * max(lam_p.max(), 1e-300))
     lam_y, Vy, lam_p, Vp = lam_y[keep], Vy[:, keep], lam_p[keep], Vp[:, keep]
     k = int(keep.sum())
-    centre = Y.mean(axis=0, dtype=np.float64)
+    centre = moments[0]
 
     def white(M: np.ndarray) -> np.ndarray:
         return (np.asarray(M, np.float64) - centre) @ Vy / np.sqrt(lam_y)
@@ -334,11 +356,8 @@ def ica_rebuilds(x_tilde: np.ndarray, sample: np.ndarray, *, seed: int = 0, star
     Pfit = Pw if len(Pw) <= fit_rows else Pw[np.random.default_rng(seed).choice(len(Pw), fit_rows, replace=False)]
     Yshape = white(_shape_rows(Y, seed))
 
-    def unmixing(M: np.ndarray, start: int) -> np.ndarray:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a slow convergence still gives a usable, if weaker, attack
-            ica = FastICA(n_components=None, whiten=False, random_state=start, max_iter=max_iter, tol=1e-4).fit(M)
-        return ica.components_
+    def unmixing(M: np.ndarray, start: int) -> np.ndarray:  # a slow convergence still gives a usable attack
+        return fastica_unmixing(M, seed=start, max_iter=max_iter, tol=1e-4)[0]
 
     Up = unmixing(Pfit, seed)
     Sp = Pw @ Up.T
@@ -357,7 +376,7 @@ def ica_rebuilds(x_tilde: np.ndarray, sample: np.ndarray, *, seed: int = 0, star
         plus = np.mean((qa[:, None, :] - qb[None, :, :]) ** 2, axis=2)
         minus = np.mean((qa[:, None, :] + qb[None, :, ::-1]) ** 2, axis=2)  # −S's quantiles: reversed, negated
         cost, sign = np.minimum(plus, minus), np.where(plus <= minus, 1.0, -1.0)
-        mine, theirs = linear_sum_assignment(cost)
+        mine, theirs = min_cost_assignment(cost)
         Sy = Yrows @ Uy.T / sy
         S_hat = np.zeros((len(Sy), k))
         S_hat[:, theirs] = Sy[:, mine] * sign[mine, theirs]

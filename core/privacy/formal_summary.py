@@ -10,6 +10,7 @@ on noised rows and randomised labels, so they understate how the model does on r
 from __future__ import annotations
 
 from .mechanism import NOT_COVERED as ROWS_NOT_COVERED
+from .release import DISTILLED_ROWS, REDUCED_ROWS
 
 SUMMARY_NOT_COVERED = ("the number of rows (public under the 'one row replaced' definition)",
                        "the exactness of the fit (the proof assumes the exact minimiser)")
@@ -20,8 +21,9 @@ SUMMARY_FIGURES = ("the combined coefficients rest on noised site estimates (the
                    "include the noise")
 
 
-def formal_block(bundles) -> dict | None:
-    """The formal option's statement for a run over ``bundles`` (ReceivedBundle), or None when no site used it."""
+def formal_block(bundles, release) -> dict | None:
+    """The formal option's statement for a run over ``bundles`` (ReceivedBundle) of a method that releases
+    ``release`` (:class:`core.privacy.release.Release`: rows, or a summary), or None when no site used it."""
     sites = []
     for b in bundles:
         acc = b.manifest.get("privacy")
@@ -31,7 +33,7 @@ def formal_block(bundles) -> dict | None:
                           "adjacency": str(acc.get("adjacency", ""))})
     if not sites:
         return None
-    rows = any("x_tilde" in b.arrays for b in bundles)
+    rows = release.kind in (REDUCED_ROWS, DISTILLED_ROWS)  # rows of the sites, or rows made from them
     plain = [b.site for b in bundles if not isinstance(b.manifest.get("privacy"), dict)]
     return {"sites": sites, "without": plain,
             "covers": ("every shipped row, its class and the class counts" if rows else

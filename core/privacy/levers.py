@@ -38,7 +38,8 @@ import numpy as np
 from ..control import JobControl, ensure
 from ..errors import ConfigError, DCError
 from ..learn.own_cv import cross_validate_own
-from ..methods.base import SiteExport, SiteInput
+from ..learn.reduction import resolved_dimension
+from .release import DISTILLED_ROWS, Release
 
 MAX_ROWS = 2000  # rows each option is measured on (a seeded subsample of the site's rows)
 SUBSAMPLE_SEED = (0, 24)
@@ -304,7 +305,7 @@ def lever_values(spec_by_name: dict, settings: dict, m: int) -> list[tuple[str, 
     now and inside the setting's declared range."""
     out: list[tuple[str, object]] = []
     if "dimension" in spec_by_name:
-        now = settings.get("dimension") or m
+        now = resolved_dimension(settings.get("dimension"), m)  # the numbers per row the export keeps
         dims = sorted({max(1, round(now * f)) for f in (0.75, 0.5, 0.25)} | {max(1, now - 1)}, reverse=True)
         out += [("dimension", d) for d in dims if d < now]
     if "noise" in spec_by_name:
@@ -334,7 +335,7 @@ def option_label(lever: str, value, settings: dict, m: int) -> str:
         return (f"Keep {value['dimension']} numbers per row and add noise of {value['noise']:g} × each number's "
                 "spread")
     if lever == "dimension":
-        now = settings.get("dimension") or m
+        now = resolved_dimension(settings.get("dimension"), m)  # the numbers per row the export keeps
         return f"Keep {value} numbers per row (now {now})"
     if lever == "noise":
         return f"Add noise of {value:g} × each number's spread"
@@ -362,8 +363,9 @@ def subsample(n: int, cap: int = MAX_ROWS) -> np.ndarray:
     return np.sort(np.random.default_rng(list(SUBSAMPLE_SEED)).choice(n, cap, replace=False))
 
 
-def round_site_input(job, rows: np.ndarray) -> SiteInput:
-    """What the round's method saw in :meth:`ParticipantRound.compute`, for the rows ``rows`` only."""
+def round_site_input(job, rows: np.ndarray):
+    """What the round's method saw in :meth:`ParticipantRound.compute` (a :class:`core.methods.base.SiteInput`), for
+    the rows ``rows`` only."""
     site = getattr(job, "_site_input", None)
     if site is None or job.export_ is None:
         raise ConfigError("compute the export first (load a CSV, then compute)")
@@ -371,9 +373,10 @@ def round_site_input(job, rows: np.ndarray) -> SiteInput:
                    ids_hashed=None if site.ids_hashed is None else site.ids_hashed[rows])
 
 
-def shipped_rows(ex: SiteExport, y: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
-    """The per-row array that leaves (``x_tilde``) with its rows' labels in the same shuffled order, or None."""
-    X = ex.arrays.get("x_tilde")
+def shipped_rows(ex, y: np.ndarray | None, release: Release) -> tuple[np.ndarray, np.ndarray] | None:
+    """The rows that would leave when the method releases one image per row (``release.per_row``), with their labels
+    in the same shuffled order; None otherwise."""
+    X = ex.arrays.get(release.rows) if release.per_row else None
     perm = ex.private_arrays.get("permutation")
     if X is None or y is None or perm is None or len(perm) != len(X):
         return None
@@ -428,7 +431,7 @@ def measure_levers(job, *, thresholds=None, cap: int = MAX_ROWS, values: list[tu
                                    threat=job.kit.threat)
         opt = LeverOption(lever, value, label, changes, summarise(assessment), raw_accuracy=raw_acc,
                           raw_auc=raw_auc, rows=len(keep))
-        rows = shipped_rows(ex, site.y) if labelled else None
+        rows = shipped_rows(ex, site.y, job.method.discloses) if labelled else None
         if rows is not None:
             opt.accuracy, opt.auc = _scores(rows[0], rows[1], K)
             opt.cost_points = _points(raw_acc, opt.accuracy)
@@ -475,7 +478,7 @@ def information_levers(job) -> list[LeverOption]:
                        note="the kit fixes the columns: ask the analyst for a kit that drops identifying columns or "
                             "groups values into bands (e.g. age in 5-year bands); fewer columns leave less to "
                             "reconstruct")]
-    if not job.method.distilled:
+    if job.method.discloses.kind != DISTILLED_ROWS:
         out.append(LeverOption("distilled", None, LEVER_WORDS["distilled"][0], {},
                                note="the kit fixes the method: ask the analyst for a distilled-mode kit (HFLDD), "
                                     "which ships a small set of synthetic rows instead of a copy of every row"))

@@ -33,9 +33,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.analyst import ImportReport
-from core.errors import DCError
-from core.robustness import scale_flags
+from core.api import DCError
+from core.api.analyst import ImportReport, scale_flags
 
 from .. import settings as app_settings
 from ..jobs import Job

@@ -34,9 +34,8 @@ from PySide6.QtWidgets import (
 )
 from scipy.cluster.hierarchy import dendrogram
 
-from core.errors import DCError
-from core.methods import METHODS, ClientDistances, get_method, method_class
-from core.methods.views import PageTexts
+from core.api import DCError
+from core.api.common import METHODS, ClientDistances, PageTexts, get_method, method_class
 
 from ..plots import GREY, category_ticks, cluster_color, make_plot, set_title
 from ..views_panel import render_view

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from core.errors import DCError
-from core.methods import MethodResult, get_method
+from core.api import DCError
+from core.api.common import MethodResult, get_method
 
 from ..views_panel import ViewsPanel
 from ..widgets import MessageLabel

@@ -11,7 +11,7 @@ from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from core.methods import ReceivedBundle
+from core.api.common import ReceivedBundle
 
 from .. import settings as app_settings
 from ..jobs import Job
@@ -49,7 +49,7 @@ TERMS = {
     "anchor": "Anchor: made-up rows every site reduces with its own private map; lining them up aligns the sites. "
               "Extended SMOTE draws them between the rows of a small shared seed set; uniform and Gaussian draw "
               "them at random within public ranges or statistics.",
-    "holdout": "Accuracy on a fifth of each site's rows that the model did not train on.",
+    "holdout": "Accuracy on rows of each site that the model did not train on (out-of-fold).",
 }
 
 

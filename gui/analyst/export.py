@@ -46,9 +46,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.analyst import RunOutputs
-from core.errors import DCError
-from core.fileio import safe_name
+from core.api import DCError, safe_name
+from core.api.analyst import RunOutputs
 
 from ..jobs import Job, QtThreadJob
 from ..widgets import JobPanel, MessageLabel

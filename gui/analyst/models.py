@@ -33,20 +33,20 @@ from PySide6.QtWidgets import (
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
-from core.learn.intervals import describe
-from core.methods import METHODS
-from core.methods.views import Curve, PageTexts
-from core.report import minority_flags
+from core.api.analyst import minority_flags, update_words
+from core.api.common import METHODS, Curve, PageTexts
+from core.api.common import describe_estimate as describe
 
 from ..jobs import Job
 from ..plots import cluster_color, make_plot, set_title
 from ..settings_form import SettingsForm
 from ..views_panel import ViewsPanel, for_display
-from ..widgets import EmptyNote, JobPanel, MessageLabel, esc, plain
+from ..widgets import EmptyNote, JobPanel, MessageLabel, esc, plain, plain_tip
 from .common import TERMS, ThrottledJob, hide_when_done
 from .state import QtAnalystState, training_threads
 
@@ -87,6 +87,138 @@ class EpochRelay(QObject):
         return out
 
 
+# The Sites table (issue #15, #33 item 10): per site, the model it will use and its expected accuracy beside its
+# own-rows model, each with n and a 95 % interval, and the analysis's note last, whole.
+NOTE_WIDTH = 360  # the Sites table's note column is never narrower (logical pixels): it wraps, and rows grow
+SITE_COLUMNS = ["site", "cluster", "rows", "rows_kept_at_site", "model", "expected", "own_model", "expected_gain",
+                "expected_auc"]
+HIDDEN_KEYS = ("fingerprint", "label_counts", "bundle_digest", "holdout_accuracy", "cluster_model", "own_kind",
+               "shared_kind")
+SITE_TITLES = {  # key: (header, tooltip)
+    "site": ("Site", ""), "cluster": ("Group", "the group of sites whose shared model this site is sent"),
+    "rows": ("Rows", "rows the site sent (or, for a method that sends no rows, fitted its estimate on)"),
+    "holdout_accuracy": ("Hold-out accuracy", TERMS["holdout"]),
+    "model": ("Model the site uses", "what the package makes the site use: the shared model, its own model, or — "
+                                     "when it decides on its own labelled rows — the analyst's estimate of its choice"),
+    "expected": ("Expected accuracy", "accuracy of the model the site uses, on rows no model saw in training "
+                                      "(out-of-fold), with n and a 95 % interval"),
+    "own_model": ("Own rows alone", "the site's own model on its own rows, with n and a 95 % interval"),
+    "expected_gain": ("Expected gain", "expected accuracy minus the own-rows model's, in percentage points"),
+    "expected_auc": ("Expected AUC", "area under the ROC curve of the model the site uses, out-of-fold (0.5: no "
+                                     "better than chance, 1: perfect)"),
+    "rows_kept_at_site": ("Rows kept to check", "rows the site set aside at export to check the package against its "
+                                                "own model: not in Rows, counted in its own model's n"),
+    "note": ("Note", "what the analysis says about this site"),
+}
+
+
+def _model_words(x: dict, tr) -> str:
+    """The model a site uses, in a few words: its choice on its own rows (issue #37; the analyst's estimate, in full
+    in the cell's tooltip) or what the package tells it to use."""
+    update = x.get("update")
+    if isinstance(update, dict):
+        est = update.get("estimate")
+        short = {"own": tr("own model"), "shared": tr("shared as sent"), "intercept": tr("shared, own baseline"),
+                 "recalibrated": tr("shared, recalibrated"), "blend": tr("blend")}.get(est, "")
+        if est == "blend" and isinstance(update.get("weight"), int | float):
+            short += f" ({float(update['weight']):.0%} shared)"
+        return tr("site decides; est. {what}").format(what=short) if short else tr("site decides")
+    v = x.get("model")
+    return {"own": tr("its own model"), "cluster": tr("its group's shared model"),
+            "global": tr("the model of all sites")}.get(v, str(v or ""))
+
+
+def _model_tip(x: dict) -> str:
+    """The analyst's estimate of a site's choice in full (its sentence), when the summary has one."""
+    update = x.get("update")
+    if not isinstance(update, dict):
+        return ""
+    return (update_words(update) + (": " + str(update["sentence"]) if update.get("sentence") else "")).strip()
+
+
+def fill_sites_table(t: QTableWidget, sites: list[dict], declared: dict, tr=QObject.tr,
+                     current=lambda: True) -> None:
+    """Fill the Models page's Sites table from a summary's ``sites``: the known columns first (plain headers, the
+    terms in tooltips; a method's own columns under the headers its PageTexts declare), other scalar members after
+    them, and the note last, wrapped whole (every column has a header; every cell its whole text as tooltip). The
+    keys shown are the table's ``keys`` property. Past :data:`SITE_ROWS_PER_TURN` sites the rest is filled on later
+    event-loop turns while ``current()`` holds."""
+    preferred = list(SITE_COLUMNS)
+    if not any("expected" in x for x in sites):
+        preferred.insert(preferred.index("model"), "holdout_accuracy")
+    skip = {*preferred, *HIDDEN_KEYS, "note"}
+    extra = sorted({k for x in sites for k, v in x.items() if k not in skip and isinstance(v, int | float | str)})
+    cols = [c for c in preferred if any(c in x for x in sites)] + extra
+    if any(x.get("note") for x in sites):
+        cols.append("note")
+    t.setProperty("keys", cols)
+    t.clear()
+    t.setColumnCount(len(cols))
+    t.setWordWrap(True)
+    for c, key in enumerate(cols):
+        words, term = declared.get(key) or SITE_TITLES.get(key) or (key.replace("_", " ").capitalize(), "")
+        head = QTableWidgetItem(tr(words) or key)
+        head.setToolTip(tr(term))
+        t.setHorizontalHeaderItem(c, head)
+    t.setRowCount(len(sites))
+    _fill_site_rows(t, sites, cols, 0, min(SITE_ROWS_PER_TURN, len(sites)), tr)
+    header = t.horizontalHeader()
+    header.setSectionResizeMode(QHeaderView.ResizeToContents)  # headers and intervals stay whole
+    header.setStretchLastSection(True)
+    if cols and cols[-1] == "note":  # the note wraps in what is left of the width (at least NOTE_WIDTH), its row as
+        c = len(cols) - 1  # tall as it needs
+        header.setSectionResizeMode(c, QHeaderView.Interactive)
+        others = sum(header.sectionSize(k) for k in range(c))
+        t.setColumnWidth(c, max(NOTE_WIDTH, t.viewport().width() - others))
+    if len(sites) <= SITE_ROWS_PER_TURN:
+        t.resizeRowsToContents()
+        return
+    # Many sites: the rest of the rows on later event-loop turns, the columns sized once (sizing to every row of
+    # 10,000 is itself slow), while the table still shows this result (``current``).
+    header.setSectionResizeMode(QHeaderView.Interactive)
+    t.resizeColumnsToContents()
+
+    def more(start: int) -> None:
+        if not current():
+            return
+        stop = min(start + SITE_ROWS_PER_TURN, len(sites))
+        _fill_site_rows(t, sites, cols, start, stop, tr)
+        if stop < len(sites):
+            QTimer.singleShot(0, lambda: more(stop))
+
+    QTimer.singleShot(0, lambda: more(SITE_ROWS_PER_TURN))
+
+
+def _fill_site_rows(t: QTableWidget, sites: list[dict], cols: list[str], start: int, stop: int, tr) -> None:
+    """Rows ``start`` … ``stop`` − 1 of the Sites table."""
+    for r in range(start, stop):
+        x = sites[r]
+        for c, key in enumerate(cols):
+            v = x.get(key, "")
+            if key == "model":
+                text = _model_words(x, tr)
+            elif key == "cluster" and isinstance(v, int):
+                text = str(v)  # summary clusters are numbered from 1
+            elif isinstance(v, dict):
+                text = describe(v)
+            elif key == "expected_gain" and isinstance(v, float):
+                text = f"{100 * v:+.1f} pt"
+            elif isinstance(v, bool):
+                text = tr("yes") if v else tr("no")
+            elif isinstance(v, float):
+                text = f"{v:.3f}"
+            else:
+                text = str(v)
+            item = QTableWidgetItem(plain(text))  # site names and notes: text the sites' files carried
+            tip = _model_tip(x) if key == "model" else text
+            item.setToolTip(plain_tip(tip or text))  # the whole text, also where the table must be scrolled to read it
+            if key == "cluster" and isinstance(v, int):
+                item.setForeground(cluster_color(v - 1))
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+            t.setItem(r, c, item)
+
+
 class ModelsPage(QWidget):
     """The training step (see the module docstring). Its words, plots and controls are those the kit's method
     declares (:meth:`core.methods.Method.page_texts`); empty plots carry a sentence saying what will appear."""
@@ -113,6 +245,16 @@ class ModelsPage(QWidget):
 
         self.heading = QLabel()
         self.heading.setWordWrap(True)
+        self.explanation = QLabel()  # the method's words (PageTexts.models): what is trained and how it is judged
+        self.explanation.setWordWrap(True)
+        # The explanation and the settings fold away once a result is shown, so its tables and plots get the
+        # window's height (issue #33 item 10); the Train button stays beside the result line.
+        self.setup_toggle = QToolButton()
+        self.setup_toggle.setText(self.tr("Explanation and settings"))
+        self.setup_toggle.setCheckable(True)
+        self.setup_toggle.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+        self.setup_toggle.setAutoRaise(True)
+        self.setup_toggle.toggled.connect(self._toggle_setup)
         settings = QGroupBox(self.tr("Training"))
         form = QFormLayout(settings)
         self._form = form
@@ -134,7 +276,6 @@ class ModelsPage(QWidget):
         self.train_button.setDefault(True)
         self.train_button.clicked.connect(self.train)
         self.fingerprint_warning = MessageLabel()
-        form.addRow("", self.train_button)
         self.job_panel = JobPanel()
         hide_when_done(self.job_panel)
         self.job_panel.finished.connect(self._job_finished)
@@ -158,13 +299,22 @@ class ModelsPage(QWidget):
         f.setPointSize(f.pointSize() + 1)
         self.result_label.setFont(f)
 
+        head = QHBoxLayout()
+        head.addWidget(self.heading, 1)
+        head.addWidget(self.setup_toggle, 0, Qt.AlignBottom)
+        self.setup = QWidget()
+        sl = QVBoxLayout(self.setup)
+        sl.setContentsMargins(0, 0, 0, 0)
+        sl.addWidget(self.explanation)
         top = QHBoxLayout()
         top.addWidget(settings, 2)
-        side = QVBoxLayout()
-        side.addWidget(self.fingerprint_warning)
-        side.addWidget(self.result_label)
-        side.addStretch(1)
-        top.addLayout(side, 3)
+        top.addStretch(3)
+        sl.addLayout(top)
+        # the button, and beside it the job's progress (its room is kept while hidden: hide_when_done); the result
+        # line below them (a wrapped label beside a button would keep room for its narrowest wrapping)
+        action = QHBoxLayout()
+        action.addWidget(self.train_button, 0, Qt.AlignTop)
+        action.addWidget(self.job_panel, 1)
         self.minority_warning = MessageLabel()
         self.views = ViewsPanel()
         training = QWidget()
@@ -177,9 +327,11 @@ class ModelsPage(QWidget):
         self.result_tabs.addTab(self.metrics_table, self.tr("Sites"))
         self.result_tabs.addTab(self.views, self.tr("Results: discrimination, calibration, plots"))
         lay = QVBoxLayout(self)
-        lay.addWidget(self.heading)
-        lay.addLayout(top)
-        lay.addWidget(self.job_panel)
+        lay.addLayout(head)
+        lay.addWidget(self.setup)
+        lay.addLayout(action)
+        lay.addWidget(self.result_label)
+        lay.addWidget(self.fingerprint_warning)
         lay.addWidget(self.message)
         lay.addWidget(self.minority_warning)
         lay.addWidget(self.result_tabs, 1)
@@ -203,8 +355,11 @@ class ModelsPage(QWidget):
         kit = self.state.kit
         cls = self._method()
         texts = self.texts = cls.page_texts() if cls is not None else PageTexts(models="")
-        self.heading.setText("<h2>" + self.tr("Models") + "</h2>" + (f"<p>{esc(texts.models)}</p>"
-                                                                     if texts.models else ""))
+        self.heading.setText("<h2>" + self.tr("Models") + "</h2>")
+        self.explanation.setText(esc(texts.models))
+        self.explanation.setVisible(bool(texts.models))
+        self.setup_toggle.setChecked(True)  # a new project: its explanation and settings first
+        self._toggle_setup(True)
         self.train_button.setText(texts.train)
         # only the plots the method declares: no empty loss plot for a method that trains nothing
         set_title(self.loss_plot, texts.loss)
@@ -231,6 +386,12 @@ class ModelsPage(QWidget):
         self._update_t_label()
         self._update_ready()
 
+    def _toggle_setup(self, shown: bool) -> None:
+        self.setup.setVisible(shown)
+        self.setup_toggle.setArrowType(Qt.DownArrow if shown else Qt.RightArrow)
+        self.setup_toggle.setToolTip(self.tr("Hide the method's explanation and the training settings") if shown
+                                     else self.tr("Show the method's explanation and the training settings"))
+
     def _update_t_label(self) -> None:
         uses_t = self._uses_t()
         self.t_row.setVisible(uses_t)  # a method without a threshold shows no threshold row at all
@@ -239,7 +400,9 @@ class ModelsPage(QWidget):
         if self.state.kit is None or not uses_t:
             self.t_label.setText("")
         elif self.state.t_choice == "auto":
-            self.t_label.setText(self.tr("automatic (chosen on held-out rows)"))
+            threshold = self._method().threshold_setting()
+            self.t_label.setText(self.tr("automatic ({how})").format(
+                how=threshold.auto_help or self.tr("chosen by the method")))
         else:
             self.t_label.setText(self.tr("{n} = {t:.2f} (set on the Clients page)").format(
                 n=name, t=float(self.state.t_choice)))
@@ -324,7 +487,9 @@ class ModelsPage(QWidget):
         self.metrics_table.setRowCount(0)
         self.views.clear()
         self.minority_warning.clear_message()
-        self.result_tabs.setCurrentIndex(0)
+        # the first tab the method shows (a method without a Training tab would otherwise show an empty pane)
+        self.result_tabs.setCurrentIndex(next((k for k in range(self.result_tabs.count())
+                                               if self.result_tabs.isTabVisible(k)), 0))
         self.result_label.clear()
         self.loss_note.show_note(self.texts.loss_during)
         self.accuracy_note.show_note(self.texts.accuracy_before)
@@ -379,39 +544,10 @@ class ModelsPage(QWidget):
             return
         s = result.summary
         sites = s.get("sites", [])
-        # Issue #15: per site, the model it will be sent and its expected accuracy beside its own-rows model,
-        # each with n and a 95 % interval: the expected gain, from the bundles alone, before anything is sent.
-        preferred = ["site", "cluster", "rows", "model", "expected", "own_model", "expected_gain", "note"]
-        if not any("expected" in x for x in sites):
-            preferred.insert(3, "holdout_accuracy")
-        hidden = ("fingerprint", "label_counts", "bundle_digest", "holdout_accuracy", "cluster_model")
-        extra = sorted({k for x in sites for k, v in x.items()
-                        if k not in preferred and k not in hidden and isinstance(v, int | float | str)})
-        cols = [c for c in preferred if any(c in x for x in sites)] + extra
-        self.metric_columns = cols
-        declared = self.texts.columns
-        titles = {"site": self.tr("Site"), "cluster": self.tr("Group"), "rows": self.tr("Rows"),
-                  "holdout_accuracy": self.tr("Hold-out accuracy"), "model": self.tr("Model sent"),
-                  "expected": self.tr("Expected accuracy"),
-                  "own_model": self.tr("Own rows alone"), "expected_gain": self.tr("Expected gain"),
-                  "note": self.tr("Note")}
-        t = self.metrics_table
-        t.clear()
-        t.setColumnCount(len(cols))
-        for c, key in enumerate(cols):
-            plain, term = declared.get(key, (titles.get(key, key.replace("_", " ").capitalize()), ""))
-            head = QTableWidgetItem(plain)
-            head.setToolTip(term)
-            t.setHorizontalHeaderItem(c, head)
-        t.setRowCount(len(sites))
-        self._fill_sites(result, sites, cols, 0)
-        header = t.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeToContents)  # headers and intervals stay whole
-        header.setStretchLastSection(True)
-        if len(sites) > SITE_ROWS_PER_TURN:  # many sites: the rest of the rows on later event-loop turns
-            header.setSectionResizeMode(QHeaderView.Interactive)  # (sizing to every row is itself slow)
-            t.resizeColumnsToContents()
-            QTimer.singleShot(0, lambda: self._fill_sites(result, sites, cols, SITE_ROWS_PER_TURN))
+        self.setup_toggle.setChecked(False)  # the result takes the page's height; the settings are one click away
+        fill_sites_table(self.metrics_table, sites, self.texts.columns, self.tr,
+                         current=lambda: result is self.state.result)
+        self.metric_columns = self.metrics_table.property("keys") or []
         accs = [x["holdout_accuracy"] for x in sites if "holdout_accuracy" in x]
         QTimer.singleShot(0, lambda: self._draw_accuracy(result))
         QTimer.singleShot(0, lambda: self._draw_views(result))
@@ -436,39 +572,6 @@ class ModelsPage(QWidget):
         self.result_label.setText(" · ".join(parts) + "<br>" + self.tr("Next: write the packages on the Export "
                                                                         "page."))
 
-    def _fill_sites(self, result, sites: list, cols: list[str], start: int) -> None:
-        """Rows ``start`` … of the Sites table, :data:`SITE_ROWS_PER_TURN` at a time (the rest on a later turn)."""
-        if result is not self.state.result:
-            return
-        t = self.metrics_table
-        stop = min(start + SITE_ROWS_PER_TURN, len(sites))
-        for r in range(start, stop):
-            x = sites[r]
-            for c, key in enumerate(cols):
-                v = x.get(key, "")
-                if key == "cluster" and isinstance(v, int):
-                    text = str(v)  # summary clusters are numbered from 1
-                elif isinstance(v, dict):
-                    text = describe(v)
-                elif key == "expected_gain" and isinstance(v, float):
-                    text = f"{100 * v:+.1f} pt"
-                elif isinstance(v, float):
-                    text = f"{v:.3f}"
-                else:
-                    text = str(v)
-                item = QTableWidgetItem(text)
-                if key == "holdout_accuracy":
-                    item.setToolTip(self.tr(TERMS["holdout"]))
-                if key == "note":
-                    item.setToolTip(text)  # the whole reason, also where the table must be scrolled to read it
-                if key == "cluster" and isinstance(v, int):
-                    item.setForeground(cluster_color(v - 1))
-                if isinstance(v, int | float):
-                    item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
-                t.setItem(r, c, item)
-        if start and stop < len(sites):
-            QTimer.singleShot(0, lambda: self._fill_sites(result, sites, cols, stop))
-
     def _draw_views(self, result) -> None:
         """The method's views of this run (tables, ROC and calibration curves, confusion matrix) on the Results
         tab, shown first when it has curves; a warning above the tabs for a model that never predicts the
@@ -488,6 +591,8 @@ class ModelsPage(QWidget):
             self.minority_warning.clear_message()
         if any(isinstance(v, Curve) for v in views) or any("metrics" in x for x in result.summary.get("sites", [])):
             self.result_tabs.setCurrentWidget(self.views)
+        elif not self.result_tabs.isTabVisible(self.result_tabs.currentIndex()):  # never an empty, hidden tab's pane
+            self.result_tabs.setCurrentWidget(self.views if views else self.metrics_table)
 
     def _draw_accuracy(self, result) -> None:
         if result is not self.state.result:

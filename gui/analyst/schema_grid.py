@@ -28,13 +28,14 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QComboBox, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
-from core.data.schema import COLUMN_TYPES, ColumnChoices, FeatureColumn, Schema, format_level_list
+from core.api.common import COLUMN_TYPES, MISSING_HELP, ColumnChoices, FeatureColumn, Schema, format_level_list
+from core.api.common import MISSING_WORDS as MISSING_TEXT
+from core.api.common import missing_choice as _missing_choice
 
 COL_NAME, COL_TYPE, COL_LEVELS, COL_MISSING, COL_OTHER = range(5)
 LEFT_OUT = "ignored"  # core's name for the type "left out" (``kit new --type COL=ignored``)
 TYPE_TEXT = {"numeric": "number", "binary": "binary", "categorical": "categorical", "ordinal": "ordinal",
              LEFT_OUT: "left out"}
-MISSING_TEXT = {"refuse": "refuse", "impute": "impute", "impute+indicator": "impute + indicator"}
 GREY = QColor("#9ca3af")
 LEVELS_WIDTH = 140  # px: below this the grid scrolls sideways rather than hide the levels
 
@@ -56,10 +57,6 @@ class LevelsItem(QTableWidgetItem):
         if role in (Qt.EditRole, Qt.DisplayRole):
             self._typed, role = value, Qt.DisplayRole
         super().setData(role, value)
-
-
-def _missing_choice(f: FeatureColumn) -> str:
-    return f.missing + ("+indicator" if f.indicator else "")
 
 
 class SchemaGrid(QTableWidget):
@@ -85,9 +82,7 @@ class SchemaGrid(QTableWidget):
             "reference (encoded 0); ordinal, low to high; categorical, the order of its 0/1 columns. A level "
             "typed here that the sample lacks is added. NAME=a|b reads the raw values a and b as level NAME, "
             "e.g. treated=Lev|Lev+5FU. A column left out says why here."))
-        self.horizontalHeaderItem(COL_MISSING).setToolTip(self.tr(
-            "refuse: a missing cell stops a site's export. impute: each site fills it with its own median (or "
-            "most frequent level). indicator: a 0/1 “was missing” column also says which cells were filled."))
+        self.horizontalHeaderItem(COL_MISSING).setToolTip(self.tr(MISSING_HELP))
         self.horizontalHeaderItem(COL_OTHER).setToolTip(self.tr(
             "Unseen values → bucket. A value the kit does not know goes to the column's unseen bucket (none of its "
             "levels; halfway for a binary or ordinal column) and is counted at each site: it never stops a site"))

@@ -10,7 +10,7 @@ import os
 
 from PySide6.QtCore import QObject, Signal
 
-from core.analyst_state import AnalystState
+from core.api.analyst import AnalystState
 
 
 class QtAnalystState(QObject, AnalystState):

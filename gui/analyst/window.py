@@ -7,9 +7,6 @@ result. Pages subscribe to its signals (napari's split: the state knows nothing 
 
 from __future__ import annotations
 
-import sys
-import threading
-
 from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
@@ -32,7 +29,7 @@ from .state import QtAnalystState, training_threads
 
 def compares_sites(method: str) -> bool:
     """Whether a method has a Clients page (it describes how sites differ: ``Method.client_distances``)."""
-    from core.methods import METHODS, Method
+    from core.api.common import METHODS, Method
 
     cls = METHODS.get(method)
     return cls is not None and cls.client_distances is not Method.client_distances
@@ -182,25 +179,13 @@ class AnalystWindow(QMainWindow):
         super().closeEvent(event)
 
 
-def warm_up() -> threading.Thread | None:
-    """Import the training engine (torch) on a background thread, once, soon after the window appears.
+def warm_up() -> None:
+    """Make sure the training engine (torch) is loaded, with its kernel threads set, soon after the window appears.
 
-    Loading torch's native library holds the GIL for a few hundred milliseconds (the UI thread cannot run
-    meanwhile). Done here, that pause falls while the analyst reads the Project page instead of right after
-    they press Train, so training itself never stalls the window (measured with ``python docs/tools/stall.py``).
-    """
-    global WARM_UP_THREAD
-    if "torch" in sys.modules:
-        return None
-    WARM_UP_THREAD = threading.Thread(target=_import_torch, name="warm-up", daemon=True)
-    WARM_UP_THREAD.start()
-    return WARM_UP_THREAD
-
-
-WARM_UP_THREAD: threading.Thread | None = None
-
-
-def _import_torch() -> None:
+    The app loads torch while its "Opening…" window waits (:data:`gui.app.HEAVY_MODULES`), so this only sets the
+    threads. A window opened otherwise (tests, tools) imports torch here, on the window's own thread: loading its
+    native library holds the GIL for a second or more wherever it is done, and an import on a background thread
+    while the window was up deadlocked against the window's own loading of native code (Qt plugins, OpenSSL)."""
     try:
         import torch
     except Exception:  # training reports a missing engine itself, with a clear message

@@ -19,13 +19,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.data.encoding import encoded_ranges
-from core.data.tabular import read_table
-from core.errors import DCError
-from core.fileio import safe_name
-from core.formats.anchor import KINDS, AnchorFile, anchor_for_kit
-from core.formats.identity import PublicCard
-from core.participant import load_anchor
+from core.api import DCError, PublicCard, safe_name
+from core.api.common import read_table
+from core.api.participant import ANCHOR_KINDS as KINDS
+from core.api.participant import AnchorFile, anchor_for_kit, encoded_ranges, load_anchor
 
 from .. import settings as app_settings
 from ..widgets import MessageLabel, plain

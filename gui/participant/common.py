@@ -10,7 +10,7 @@ from PySide6.QtCore import QAbstractTableModel, QCoreApplication, QModelIndex, Q
 from PySide6.QtGui import QAction, QBrush, QColor, QFont
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLineEdit, QMenu, QToolButton, QVBoxLayout, QWidget, QWizardPage
 
-from core.wording import ANCHOR_WORDS  # noqa: F401 (plain words, shared)
+from core.api import ANCHOR_WORDS  # noqa: F401 (plain words, shared)
 
 from .. import settings as app_settings
 from ..audit_restart import AuditRestartButton, refusal_text, restarted_text

@@ -28,10 +28,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.data.tabular import MISSING_TOKENS, CsvFormat, CsvOptions, LocalTable, data_records, preview
-from core.errors import DCError
-from core.methods import get_method
-from core.participant import ParticipantRound
+from core.api import DCError
+from core.api.common import (
+    LEGACY_MEAN,
+    MISSING_TOKENS,
+    CsvFormat,
+    CsvOptions,
+    LocalTable,
+    data_records,
+    get_method,
+    preview,
+)
+from core.api.participant import ParticipantRound
 
 from ..jobs import Job
 from ..screen import rows_height
@@ -92,8 +100,7 @@ class DataPage(Page):
                                              "is always missing."))
         self.missing_edit.editingFinished.connect(self._tokens_edited)
         self._tokens_text = self.missing_edit.text()
-        self.impute_check = QCheckBox(self.tr("Older kits: fill &missing values with the mean of my own column "
-                                              "(this site's rows only)"))
+        self.impute_check = QCheckBox(self.tr(LEGACY_MEAN.replace("missing", "&missing", 1)))
         self.impute_check.setToolTip(self.tr("Kits made now decide missing values per column themselves; this is for "
                                              "kits whose columns refuse them"))
         self.impute_check.toggled.connect(lambda _: self.refresh())

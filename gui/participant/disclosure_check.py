@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.privacy.levers import LEVER_WORDS, USELESS_AUC, LeverOption, Levers, finding_key
+from core.api.participant import LEVER_WORDS, USELESS_AUC, LeverOption, Levers, finding_key
 
 from ..widgets import JobPanel, esc
 

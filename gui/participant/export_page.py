@@ -9,8 +9,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QMessageBox, QPushButton
 
-from core.fileio import safe_name
-from core.formats.envelope import SealedFile
+from core.api import safe_name
+from core.api.common import SealedFile
 
 from .. import settings as app_settings
 from ..widgets import esc

@@ -18,16 +18,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.errors import ConfigError
-from core.fileio import safe_name
-from core.formats.identity import (
+from core.api import (
     MIN_PASSPHRASE_CHARS,
     SCRYPT_LOG_N_DEFAULT,
+    ConfigError,
     Identity,
     check_name,
     check_new_passphrase,
+    safe_name,
 )
-from core.formats.workspace import default_workspace
+from core.api.common import default_workspace
 
 from .. import settings as app_settings
 from ..widgets import FingerprintView, MessageLabel, passphrase_edit, passphrase_strength

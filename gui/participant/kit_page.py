@@ -7,12 +7,9 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFormLayout, QGroupBox, QLabel, QLineEdit, QVBoxLayout
 
-from core.errors import DCError
-from core.formats.identity import read_fingerprint
-from core.formats.kit import Kit
-from core.learn.reduction import default_dimension
-from core.methods import METHODS, get_method
-from core.participant import analyst_pin_status
+from core.api import DCError, read_fingerprint
+from core.api.common import METHODS, Kit, get_method
+from core.api.participant import analyst_pin_status
 
 from ..widgets import FingerprintView, esc
 from .common import ANCHOR_WORDS, LABELS_LEAVE_WORDS, Page, PathField
@@ -53,10 +50,13 @@ def kit_request_html(kit: Kit, tr=QObject.tr) -> str:
     lines.append(tr("<b>What the analyst will build</b>: {what}").format(what=esc(tr(plain)))
                  + f' <span style="color:#6b7280" title="{esc(title)}">({esc(kit.method)})</span>'
                  if plain else tr("<b>Method</b>: {title}").format(title=esc(title)))
-    lines.append(tr("Your rows are compressed on this computer (usually to {d} numbers per row) before anything "
-                    "leaves; the map that does it stays here, but it is no secret against someone with rows like "
-                    "yours: the privacy page measures how close they could get.").format(
-                        d=default_dimension(len(names))))
+    per_row = numbers_per_row_words(kit, tr)
+    what = getattr(METHODS.get(kit.method), "what_leaves", "")
+    if per_row:
+        lines.append(per_row)
+    elif what:  # a method whose rows never leave, not even compressed: what does
+        lines.append(tr("What leaves this site: {what} (the privacy page shows exactly what, before anything is "
+                        "sealed).").format(what=esc(tr(what))))
     if schema.label:
         lines.append(tr("Labels that leave: {what}").format(
             what=esc(tr(LABELS_LEAVE_WORDS.get(labels_leave, labels_leave)))))
@@ -69,6 +69,33 @@ def kit_request_html(kit: Kit, tr=QObject.tr) -> str:
     lines.append(tr("<b>Threat model</b> (who your privacy check counts): {who}").format(
         who=esc(" ".join(kit.threat.lines()), quote=False)))
     return "<ul>" + "".join(f"<li>{line}</li>" for line in lines) + "</ul>"
+
+
+def numbers_per_row_words(kit: Kit, tr=QObject.tr) -> str:
+    """How many numbers each row keeps when it leaves (the method's own rule for the kit's encoded columns,
+    :meth:`core.methods.Method.numbers_per_row`: the value the privacy page starts from and the bundle carries), in
+    one sentence; "" for a method whose rows do not leave compressed."""
+    cls = METHODS.get(kit.method)
+    if cls is None:
+        return ""
+    schema = kit.schema
+    blocks = list(getattr(schema, "block_names", None) or [])
+    if len(blocks) > 1:  # a site holds the columns of one block
+        widths = [(b, cls.numbers_per_row({}, schema.block_schema(b).width)) for b in blocks]
+        if any(d is None for _, d in widths):
+            return ""
+        each = ", ".join(f"{d} for the block {esc(b)}" for b, d in widths)
+        return tr("Your rows are compressed and scrambled on this computer before anything leaves: {each} numbers "
+                  "per row (you may choose fewer on the privacy page); the secret key that does it never "
+                  "leaves.").format(each=each)
+    d = cls.numbers_per_row({}, schema.width)
+    if d is None:
+        return ""
+    how = (tr("as many as your columns make once text and empty cells are coded, secretly mixed") if d == schema.width
+           else tr("your columns make {m} numbers once text and empty cells are coded").format(m=schema.width))
+    return tr("Your rows are compressed and scrambled on this computer before anything leaves: <b>{d} numbers per "
+              "row</b> ({how}; you may keep fewer on the privacy page). The secret key that does it never "
+              "leaves.").format(d=d, how=how)
 
 
 class KitPage(Page):
@@ -185,10 +212,12 @@ class KitPage(Page):
 
     def _typed(self, text: str) -> None:
         typed = read_fingerprint(text)
+        matches = self.kit is not None and typed == self.kit.analyst.fingerprint
+        self._show_expected(self.kit is not None and (not self.first_use or matches))
         if self.kit is None or not text.strip():
             self.typed_label.setText("")
-        elif typed == self.kit.analyst.fingerprint:
-            self.typed_label.setText(self.tr("✔ It matches the key that signed this kit."))
+        elif matches:
+            self.typed_label.setText(self.tr("✔ It matches the key that signed this kit (shown above)."))
         elif typed is not None:
             self.typed_label.setText(self.tr(
                 "<span style='color:#b91c1c'>✘ {typed} is not the key that signed this kit. Do not go on: call the "
@@ -196,6 +225,13 @@ class KitPage(Page):
         else:
             self.typed_label.setText(self.tr("A fingerprint has 16 letters and digits, e.g. K8ZA-XT1E-2PKR-1GNP."))
         self.completeChanged.emit()
+
+    def _show_expected(self, shown: bool) -> None:
+        """Ask first, compare after (issue #33 item 12): on first use the kit signer's fingerprint (and its QR code,
+        which holds it too) stays hidden until what the person typed matches it, so it cannot be copied into the
+        box that asks what the analyst read out; a mismatch never reveals it."""
+        self.analyst_view.set_fingerprint(self.kit.analyst.fingerprint if shown and self.kit is not None else "")
+        self.analyst_view.setVisible(shown)
 
     def _check_roster(self) -> None:
         ident = getattr(self.state, "identity", None) if self.wizard() is not None else None
@@ -219,17 +255,17 @@ class KitPage(Page):
         self.known_label.setVisible(kit is not None and not self.first_use)
         if kit is None:
             self.kit_path = None
-            self.analyst_view.set_fingerprint("")
         else:
             self.project_label.setText(
                 self.tr("<h2>{name}</h2>Signed by the analyst <b>{analyst}</b>. Its signature checks out.").format(
                     name=esc(kit.name), analyst=esc(kit.analyst.name))
-                + (self.tr(" This is the first kit of this project on this computer: type the fingerprint the "
-                           "analyst reads to you (by phone or in person) below.") if self.first_use else ""))
+                + (self.tr(" This is the first kit of this project on this computer: ask the analyst to read you "
+                           "their fingerprint (by phone or in person) and type it below. It is compared with the "
+                           "key that signed the kit once you have typed it.") if self.first_use else ""))
             self.known_label.setText(self.tr("This computer already works with this analyst on this project: the "
                                              "kit carries the same key as before."))
-            self.analyst_view.set_fingerprint(kit.analyst.fingerprint)
             self.request_label.setText(kit_request_html(kit, self.tr))
+        self._typed(self.fingerprint_edit.text())  # the signer's fingerprint: shown only when known or matched
         self.completeChanged.emit()
 
     def isComplete(self) -> bool:

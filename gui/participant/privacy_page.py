@@ -20,11 +20,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.control import JobControl
-from core.errors import DCError
-from core.methods import method_class
-from core.methods.base import SiteExport
-from core.privacy.levers import EPSILON_SETTING, formal_words, measure_levers, summarise
+from core.api import DCError, JobControl
+from core.api.common import SiteExport, method_class
+from core.api.participant import EPSILON_SETTING, formal_words, measure_levers, summarise
 
 from ..jobs import Job
 from ..screen import keep_rows
@@ -166,11 +164,14 @@ class PrivacyPage(Page):
         exporter = self.state.exporter
         table = exporter.table if exporter is not None else None
         m = table.X.shape[1] if table is not None else self.state.kit.schema.width  # this site's columns
+        n = table.X.shape[0] if table is not None else None
         method = method_class(self.state.kit.method)
-        if self._form_for != (method.name, m):
-            self._form_for = (method.name, m)
+        if self._form_for != (method.name, m, n):
+            self._form_for = (method.name, m, n)
             self.site_form.blockSignals(True)
-            self.site_form.set_specs(method.site_settings_spec(), columns=m)
+            # "automatic" numbers per row: the value the export will use, the one the kit page named (one rule)
+            self.site_form.set_specs(method.site_settings_spec(), columns=m,
+                                     resolved={"dimension": method.numbers_per_row({}, m, n)})
             self.site_form.blockSignals(False)
             self.extra_settings = {}  # another method or table: the levers' settings start afresh
             self._show_formal(None)

@@ -14,10 +14,9 @@ from pathlib import Path
 from PySide6.QtCore import QSize
 from PySide6.QtWidgets import QWidget, QWizard
 
-from core.formats.anchor import AnchorFile
-from core.formats.identity import Identity
-from core.formats.kit import Kit
-from core.participant import ParticipantRound, needs_anchor
+from core.api import Identity
+from core.api.common import Kit
+from core.api.participant import AnchorFile, ParticipantRound, needs_anchor
 
 from ..screen import fit_window
 from .anchor_page import AnchorPage

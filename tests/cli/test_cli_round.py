@@ -301,6 +301,11 @@ def test_every_package_has_its_model_card(round_dir):
         assert f"{x['metrics']['rows']} rows" in card and "macro-AUC" in card  # four classes: the multi-class card
         assert "x0" in card and "'label'" in card  # its columns and its outcome
         assert f"Model card — package for {p['site']}" in report
+        # issue #33 item 11: dated by the run and versioned (TRIPOD+AI items 1-2)
+        from datetime import datetime
+
+        when = datetime.fromisoformat(summary["run"]["created"].replace("Z", "+00:00"))
+        assert f"Date of the analysis: {when.day} {when:%B %Y}" in card and f"DC Studio {summary['software']}" in card
 
 
 def test_one_unconfirmed_bundle_is_left_out_and_the_rest_run(round_dir, capsys, tmp_path):

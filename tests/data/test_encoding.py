@@ -14,9 +14,9 @@ from core.data.encoding import (
     encode,
     encode_frame,
     encoded_ranges,
-    fill_value,
     level_shares,
 )
+from core.data.missing import site_fill_value
 from core.data.schema import FeatureColumn, Schema
 from core.errors import DataError
 
@@ -54,11 +54,11 @@ def test_level_coder_codes_missing_unknown_and_numbers_written_otherwise():
 
 
 def test_fill_values_median_and_most_frequent_level_with_ties_to_the_kit_order():
-    assert fill_value(FeatureColumn("a"), np.array([1.0, np.nan, 3.0, 10.0])) == 3.0
+    assert site_fill_value(FeatureColumn("a"), np.array([1.0, np.nan, 3.0, 10.0])) == 3.0
     rx = SCHEMA.features[2]
-    assert fill_value(rx, np.array([2, 1, MISSING, 1, 2])) == "Lev"  # a tie between Lev and Lev+5FU
+    assert site_fill_value(rx, np.array([2, 1, MISSING, 1, 2])) == "Lev"  # a tie between Lev and Lev+5FU
     with pytest.raises(DataError, match="'rx' has no values at all"):
-        fill_value(rx, np.array([MISSING, MISSING]))
+        site_fill_value(rx, np.array([MISSING, MISSING]))
 
 
 def test_encode_frame_sends_unknown_levels_to_the_bucket_and_refuses_missing_cells_the_kit_refuses():

@@ -71,18 +71,31 @@ def test_a_narrow_subgroup_of_the_kits_sample_is_not_a_unit(kit_sample):
 
 
 def test_the_block_pass_gives_each_columns_own_mean_spread_and_share_outside():
-    """The units check's statistics come from one pass over blocks of rows; they are each column's own (finite cells,
-    those this site filled left out), as a column-by-column computation gives them."""
-    from core.data.harmony import _column_stats
+    """The units check's statistics come from two passes over blocks of rows, not a pass over the matrix per column;
+    they are each column's own (finite cells, those this site filled left out), overall and per class, as a
+    column-by-column computation gives them; a column of only the range's two ends is the kit's coding."""
+    from core.data.harmony import RANGE_MARGIN, column_moments
 
     rng = np.random.default_rng(4)
-    X = np.column_stack([rng.normal(5, 2, 1000), rng.normal(-3, 0.5, 1000), (rng.random(1000) < 0.2).astype(float)])
+    n = 1000
+    y = rng.integers(0, 3, n)
+    X = np.column_stack([rng.normal(5, 2, n) + y, rng.normal(-3, 0.5, n), (rng.random(n) < 0.2).astype(float),
+                         rng.integers(0, 2, n).astype(float)])
     X[::17, 0] = np.nan
-    count, mean, sd, outside = _column_stats(X, [0, 1], [-1, 2], np.array([1.0, -4.0]), np.array([9.0, -2.0]),
-                                             block=64)
-    a = X[:, 0][np.isfinite(X[:, 0])]
-    b = X[:, 1][X[:, 2] == 0]
-    assert count.tolist() == [a.size, b.size]
-    np.testing.assert_allclose(mean, [a.mean(), b.mean()], rtol=1e-13)
-    np.testing.assert_allclose(sd, [a.std(), b.std()], rtol=1e-12)
-    np.testing.assert_allclose(outside, [np.mean((a < 1) | (a > 9)), np.mean((b < -4) | (b > -2))], rtol=1e-15)
+    got = column_moments(X, [0, 1, 3], [-1, 2, -1], y, 3, [(1.0, 9.0), (-4.0, -2.0), (0.0, 1.0)], block=64)
+    kept = [np.isfinite(X[:, 0]), X[:, 2] == 0, np.ones(n, bool)]
+    for c, col, keep, (lo, hi) in zip(got, [0, 1, 3], kept, [(1, 9), (-4, -2), (0, 1)], strict=True):
+        v, labels = X[keep, col], y[keep]
+        assert c.n == v.size
+        np.testing.assert_allclose([c.mean, c.sd], [v.mean(), v.std()], rtol=1e-12)
+        pad = RANGE_MARGIN * (hi - lo)
+        assert c.outside == pytest.approx(np.mean((v < lo - pad) | (v > hi + pad)), rel=1e-15)
+        assert c.counts.tolist() == [np.sum(labels == k) for k in range(3)]
+        np.testing.assert_allclose(c.means, [v[labels == k].mean() for k in range(3)], rtol=1e-12)
+        np.testing.assert_allclose(c.m2, [((v[labels == k] - v[labels == k].mean()) ** 2).sum() for k in range(3)],
+                                   rtol=1e-10)
+    assert [c.coded for c in got] == [False, False, True]
+    alone = column_moments(X, [1], [2], None, 1, [(None, None)], block=100)[0]  # no labels, no range
+    assert alone.n == got[1].n and alone.mean == pytest.approx(got[1].mean, rel=1e-13) and alone.outside is None
+
+

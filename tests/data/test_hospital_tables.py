@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.data.encoding import encode_frame, fill_for
+from core.data.encoding import encode_frame
 from core.data.harmony import unit_warnings
+from core.data.missing import fill_for
 from core.data.schema import ColumnChoices, FeatureColumn, Schema, infer_schema
 from core.data.tabular import MISSING_TOKENS, CsvFormat, CsvOptions, read_table
 from core.errors import DataError
@@ -258,6 +259,10 @@ def test_result_probabilities_are_rounded_to_six_significant_digits_before_anyth
     assert out["z1"][0] == 0.123456789012 and out["prediction"] is columns["prediction"]  # only probabilities
     assert significant([1.23456789e-7, 0.0, 9.9999996e-1, 1.234567e-20, np.inf]).tolist() == [
         1.23457e-07, 0.0, 1.0, 1.23457e-20, np.inf]
-    frame = pd.DataFrame({"id": ["0.123456789"], "prob_yes": out["prob_yes"][:1], "prob_no": [1.23457e-07]})
-    write_result_csv(frame, tmp_path / "r.csv", CsvFormat("utf-8", ";", ","))
-    assert (tmp_path / "r.csv").read_text().splitlines()[1] == "0.123456789;0,123457;1,23457e-07"
+    # written in the file's own decimal mark, as they are rounded (an input cell is never rewritten)
+    csv = write(tmp_path, "id;x;y\n0.123456789;1,5;a\n0.2;2,5;b\n")
+    schema = infer_schema(csv, label="y", options=CsvOptions(delimiter=";", decimal=","))[0]
+    fmt = CsvFormat("utf-8", ";", ",")
+    write_result_csv(csv, tmp_path / "r.csv", schema, CsvOptions(delimiter=";", decimal=","), fmt, fmt, "\n",
+                     {"prob_yes": np.array([out["prob_yes"][0], 0.5]), "prob_no": np.array([1.23457e-07, 0.5])})
+    assert (tmp_path / "r.csv").read_text().splitlines()[1] == "0.123456789;1,5;a;0,123457;1,23457e-07"

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.data.encoding import MISSING, UNKNOWN, LevelCoder, decode, encode_frame, fill_value, level_shares
+from core.data.encoding import MISSING, UNKNOWN, LevelCoder, decode, encode_frame, level_shares
+from core.data.missing import site_fill_value
 from core.data.schema import (
     ColumnChoices,
     FeatureColumn,
@@ -150,7 +151,7 @@ def test_a_frame_with_raw_values_encodes_fills_and_decodes_as_the_kits_levels():
     assert filled == {"sex": 1} and used == {"sex": "M"}  # two 'M' rows (male, m) outnumber one 'F'
     assert decode(s, X)["rx"].tolist() == ["treated", "Obs", "treated", "treated"]
     assert level_shares(s, X)["rx"].tolist() == [0.25, 0.75]
-    assert fill_value(s.features[2], np.array([1, 1, 0])) == "treated"
+    assert site_fill_value(s.features[2], np.array([1, 1, 0])) == "treated"
     X, _, _ = encode_frame(s, frame.assign(rx=["Placebo", "Obs", "Lev", "Obs"]))  # the unseen bucket: no level
     assert X[:, 2:].tolist() == [[0, 0], [1, 0], [0, 1], [1, 0]] and decode(s, X)["rx"][0] == "(unseen)"
 

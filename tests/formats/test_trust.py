@@ -12,12 +12,11 @@ import pandas as pd
 import pytest
 
 from core.analyst import AnalystRound, recover_outputs
-from core.data.schema import infer_schema
 from core.data.tabular import read_table
 from core.errors import ConfigError, DCError, FormatError, UnconfirmedSender, VerificationError
 from core.fileio import clean_stale_parts, safe_cell
 from core.formats import envelope as env
-from core.formats.anchor import AnchorFile, anchor_for_kit, make_anchor, statistics_seed
+from core.formats.anchor import AnchorFile, anchor_for_kit, statistics_seed
 from core.formats.audit import AuditLog
 from core.formats.identity import Identity, check_new_passphrase
 from core.formats.kit import Kit
@@ -26,31 +25,15 @@ from core.participant import ParticipantRound, apply_package, check_package
 from core.robustness import scale_flags
 from tests.formats.test_envelope import raw_npy, seal_members
 from tests.support.cli import run
-
-
-class Round:
-    pass
+from tests.support.roundkit import small_dc_round
 
 
 @pytest.fixture(scope="module")
 def rnd(tmp_path_factory):
     """Analyst, two sites (no roster), a ``dc`` kit, a plain anchor, one bundle per site and their packages."""
     d = tmp_path_factory.mktemp("trust")
-    rng = np.random.default_rng(5)
-    frame = pd.DataFrame({f"x{j}": rng.normal(size=160) * (j + 1) for j in range(4)})
-    frame["label"] = np.where(frame["x0"] + frame["x1"] > 0, "a", "b")
-    frame.iloc[:20].to_csv(d / "sample.csv", index=False)
-    r = Round()
-    r.d = d
-    r.analyst = Identity.generate("analyst")
-    r.sites = [Identity.generate(f"site{i}") for i in range(2)]
-    schema, _ = infer_schema(d / "sample.csv", label="label")
-    r.kit = Kit(name="trust", task="classification", schema=schema, method="dc", analyst=r.analyst.card,
-                settings={"epochs": 3, "seed": 1})
-    r.kit_path = d / "p.dckit"
-    r.kit.save(r.kit_path, r.analyst)
-    r.anchor = make_anchor(r.kit.project_id, schema.feature_names, kind="smote", rows=80,
-                           seed_rows=read_table(d / "sample.csv", schema, labels=False).X)
+    r = small_dc_round(d, "trust", rows=160, seed=5, epochs=3, anchor_rows=80)
+    frame = r.frame
     r.ws, r.csv, r.bundles = [], [], []
     for i, site in enumerate(r.sites):
         part = frame.iloc[20 + 70 * i: 90 + 70 * i].copy()
@@ -217,7 +200,7 @@ def test_apply_reads_the_csv_once_and_writes_what_the_whole_file_way_wrote(rnd, 
     def whole_read(*_a, **_k):
         raise AssertionError("the CSV was read whole")
 
-    def row_by_row(_method, _manifest, _private, X, _apply):
+    def row_by_row(_method, _manifest, _private, X, _apply, **_kw):
         p = 1 / (1 + np.exp(-X[:, 0]))
         return {"prediction": np.where(p > 0.5, "a", "=b").astype(object), "prob_a": p, "prob_b": 1 - p}, None
 

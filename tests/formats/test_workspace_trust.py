@@ -12,16 +12,12 @@ import os
 import shutil
 import sys
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from core.analyst import AnalystRound
-from core.data.schema import infer_schema
-from core.data.tabular import read_table
 from core.errors import AuditLogRefused, ConfigError, DCError, VerificationError
 from core.fileio import canonical_json
-from core.formats.anchor import make_anchor
 from core.formats.audit import AuditLog
 from core.formats.audit_restart import restart_audit
 from core.formats.identity import Identity
@@ -29,6 +25,7 @@ from core.formats.kit import Kit
 from core.formats.workspace import AnalystWorkspace, SiteWorkspace
 from core.participant import ParticipantRound, apply_package
 from tests.support.cli import run
+from tests.support.roundkit import small_dc_round
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="exports in a forked child")
 
@@ -47,30 +44,13 @@ def in_child(fn) -> None:
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "the export in the child failed"
 
 
-class Round:
-    pass
-
-
 @pytest.fixture(scope="module")
 def rnd(tmp_path_factory):
     """An analyst, two sites and a ``dc`` kit; site0 exported from two workspaces of its own (``a.ws``, ``b.ws``),
     site1 from one; the analyst's package for the bundle of ``a.ws``."""
     d = tmp_path_factory.mktemp("wstrust")
-    rng = np.random.default_rng(7)
-    frame = pd.DataFrame({f"x{j}": rng.normal(size=200) * (j + 1) for j in range(4)})
-    frame["label"] = np.where(frame["x0"] + frame["x1"] > 0, "a", "b")
-    frame.iloc[:20].to_csv(d / "sample.csv", index=False)
-    r = Round()
-    r.d = d
-    r.analyst = Identity.generate("analyst")
-    r.sites = [Identity.generate(f"site{i}") for i in range(2)]
-    schema, _ = infer_schema(d / "sample.csv", label="label")
-    r.kit = Kit(name="ws-trust", task="classification", schema=schema, method="dc", analyst=r.analyst.card,
-                settings={"epochs": 2, "seed": 1})
-    r.kit_path = d / "p.dckit"
-    r.kit.save(r.kit_path, r.analyst)
-    r.anchor = make_anchor(r.kit.project_id, schema.feature_names, kind="smote", rows=60,
-                           seed_rows=read_table(d / "sample.csv", schema, labels=False).X)
+    r = small_dc_round(d, "ws-trust", rows=200, seed=7, epochs=2, anchor_rows=60)
+    frame = r.frame
     r.csv = {}
     for name, site, rows in (("a", 0, slice(20, 90)), ("b", 0, slice(90, 130)), ("c", 1, slice(130, 200))):
         frame.iloc[rows].to_csv(d / f"{name}.csv", index=False)

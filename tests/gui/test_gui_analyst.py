@@ -19,17 +19,20 @@ pytest.importorskip("pytestqt")
 pytestmark = pytest.mark.usefixtures("private_settings")
 
 from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtWidgets import QFileDialog, QHeaderView, QLabel, QWidget  # noqa: E402
+from PySide6.QtWidgets import QFileDialog, QLabel, QWidget  # noqa: E402
 
 from benchmarks.simulation.projects import build_project, fake_clustering_result  # noqa: E402
+from core.data.missing import HELP as MISSING_HELP  # noqa: E402
+from core.data.missing import WORDS as MISSING_WORDS  # noqa: E402
 from core.errors import DCError  # noqa: E402
 from core.formats.identity import Identity  # noqa: E402
 from core.formats.kit import Kit  # noqa: E402
 from gui.analyst.bundles import COL_CONFIRMED, COL_FILE, COL_LABELS, COL_STATUS  # noqa: E402
 from gui.analyst.common import COUNTS_ROLE, NAMES_ROLE  # noqa: E402
+from gui.analyst.models import NOTE_WIDTH  # noqa: E402
 from gui.analyst.schema_grid import COL_LEVELS, COL_NAME, COL_TYPE, GREY  # noqa: E402
 from gui.analyst.window import AnalystWindow  # noqa: E402
-from gui.widgets import passphrase_strength  # noqa: E402
+from gui.widgets import passphrase_strength, plain_tip  # noqa: E402
 from tests.support.gui import (  # noqa: E402
     HANG,
     confirm_all,
@@ -182,6 +185,10 @@ def test_schema_grid_types_levels_and_missing_values(qtbot, tmp_path):
         "Lev, Lev+5FU, Obs"
     # the share the kit publishes (12 % of the sample: 6 cells, counted as a group of 10; the rest rounded to 50)
     assert grid.missing_combo("age").currentData() == "impute+indicator" and "age 17 %" in page.schema_notes.text()
+    # the policy in core's one vocabulary: the words kit show and the model card use, core's explanation as the tip
+    combo = grid.missing_combo("age")
+    assert [(combo.itemData(i), combo.itemText(i)) for i in range(combo.count())] == list(MISSING_WORDS.items())
+    assert combo.currentText() == "impute + indicator" and combo.toolTip() == MISSING_HELP
     assert grid.type_combo("pid").currentData() == "ignored" and grid.note("pid").startswith("identifier")
     assert grid.item(grid.row_of("pid"), COL_NAME).foreground().color() == GREY
     assert grid.missing_combo("pid") is None
@@ -375,17 +382,19 @@ def test_train_then_export_packages_report_and_pdf(qtbot, project, tmp_path, mon
     t = mp.metrics_table
     assert t.rowCount() == 4
     headers = [t.horizontalHeaderItem(c).text() for c in range(t.columnCount())]
-    assert headers[:6] == ["Site", "Group", "Rows", "Model sent", "Expected accuracy",
+    assert headers[:6] == ["Site", "Group", "Rows", "Model the site uses", "Expected accuracy",
                            "Own rows alone"]
+    assert all(headers)  # every column has a header (issue #33 item 10)
     for r in range(4):  # every accuracy shown carries its row count and a 95 % interval
         text = t.item(r, 4).text()
         assert 0.0 <= float(text.split()[0]) <= 1.0 and "n = " in text and "95 % CI" in text
     assert {t.item(r, 0).text() for r in range(4)} == set(project.sites)
-    if "Note" in headers:  # a site's reason (e.g. why it keeps its own model) has a header and is read whole
+    if "Note" in headers:  # a site's reason (e.g. why it keeps its own model) has a header, is last and is whole
         c = headers.index("Note")
+        assert c == len(headers) - 1
         notes = [t.item(r, c) for r in range(4) if t.item(r, c) is not None and t.item(r, c).text()]
-        assert all(n.toolTip() == n.text() for n in notes)
-        assert t.horizontalHeader().sectionResizeMode(c) == QHeaderView.ResizeToContents  # never elided
+        assert all(n.toolTip() == plain_tip(n.text()) for n in notes)
+        assert t.columnWidth(c) >= NOTE_WIDTH and t.wordWrap()  # wrapped, whole
     # live loss curves: one per final model (cluster models, plus any site's own-rows model), one point per epoch
     assert len(mp.loss_curves) == result.summary["final_models"]
     if result.summary["final_models"]:

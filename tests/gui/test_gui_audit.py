@@ -17,6 +17,21 @@ from tests.gui.test_gui_participant import PASS, project, round_packages  # noqa
 from tests.support.gui import HANG, results_unlock, wait_job  # noqa: E402
 
 
+def _refused_on_unlock(qtbot, project):  # noqa: F811 (the fixture, passed on)
+    """The analyst window, its identity unlocked against an audit log that no longer verifies: (window, its
+    Project page showing the refusal)."""
+    from gui.analyst.window import AnalystWindow
+
+    aw = AnalystWindow(kit_path=str(project["kit_path"]))
+    qtbot.addWidget(aw)
+    aw.show()
+    page = aw.project_page
+    page.identity_path_edit.setText(str(project["dir"] / "analyst.dcid"))
+    page.open_passphrase.setText(PASS)
+    page.unlock_button.click()
+    qtbot.waitUntil(lambda: page.kit_message.kind == "error", timeout=HANG)
+    return aw, page
+
 def test_results_window_shows_the_refusal_of_a_deleted_log(qtbot, project, round_packages, tmp_path):  # noqa: F811
     d = project["dir"]
     log = default_workspace(d / "site1.dcid") / "audit.jsonl"
@@ -42,21 +57,13 @@ def test_results_window_shows_the_refusal_of_a_deleted_log(qtbot, project, round
 
 
 def test_analyst_window_shows_the_refusal_of_an_edited_log(qtbot, project, round_packages):  # noqa: F811
-    from gui.analyst.window import AnalystWindow
 
     d = project["dir"]
     log = default_workspace(d / "analyst.dcid") / "audit.jsonl"
     kept = log.read_bytes()
     log.write_bytes(kept.replace(b'"event":"import"', b'"event":"imp0rt"', 1))
     try:
-        aw = AnalystWindow(kit_path=str(project["kit_path"]))
-        qtbot.addWidget(aw)
-        aw.show()
-        page = aw.project_page
-        page.identity_path_edit.setText(str(d / "analyst.dcid"))
-        page.open_passphrase.setText(PASS)
-        page.unlock_button.click()
-        qtbot.waitUntil(lambda: page.kit_message.kind == "error", timeout=HANG)
+        aw, page = _refused_on_unlock(qtbot, project)
         assert "wrong signature" in page.kit_message.text() and "start a new audit log" in page.kit_message.text()
         assert aw.state.session is None and page.audit_restart_button.isVisible()
     finally:
@@ -123,7 +130,6 @@ def test_results_window_offers_a_new_log_with_its_identity_and_then_applies(  # 
 
 
 def test_analyst_window_offers_a_new_log_and_opens_the_project(qtbot, project, round_packages):  # noqa: F811
-    from gui.analyst.window import AnalystWindow
 
     d = project["dir"]
     ws = default_workspace(d / "analyst.dcid")
@@ -131,14 +137,7 @@ def test_analyst_window_offers_a_new_log_and_opens_the_project(qtbot, project, r
     kept = log.read_bytes(), head.read_bytes()
     log.write_bytes(kept[0].replace(b'"event":"import"', b'"event":"imp0rt"', 1))
     try:
-        aw = AnalystWindow(kit_path=str(project["kit_path"]))
-        qtbot.addWidget(aw)
-        aw.show()
-        page = aw.project_page
-        page.identity_path_edit.setText(str(d / "analyst.dcid"))
-        page.open_passphrase.setText(PASS)
-        page.unlock_button.click()
-        qtbot.waitUntil(lambda: page.kit_message.kind == "error", timeout=HANG)
+        aw, page = _refused_on_unlock(qtbot, project)
         assert "wrong signature" in page.kit_message.text() and "YOUR.dcid" not in page.kit_message.text()
         assert page.audit_restart_button.isVisible() and aw.state.session is None
         _restart_through_the_button(qtbot, page.audit_restart_button, "edited log (GUI test)")

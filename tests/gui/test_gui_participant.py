@@ -147,14 +147,19 @@ def drive_to_export(qtbot, w: ParticipantWizard, project, tmp_path: Path, *, cre
     assert kp.message.kind == "error" and kp.kit is None
     kp.kit_field.set_path(project["kit_path"])
     assert kp.kit is not None and kp.kit.project_id == project["kit"].project_id
-    assert kp.analyst_view.text.text() == project["analyst"].card.fingerprint
+    expected = project["analyst"].card.fingerprint
+    # ask first, compare after (issue #33 item 12): nothing on the page shows the fingerprint to be typed
+    assert kp.analyst_view.isHidden() and kp.analyst_view.text.text() == "" and kp.analyst_view.qr.pixmap().isNull()
+    assert expected not in kp.project_label.text() + kp.request_label.text() + kp.typed_label.text()
     assert "x0" in kp.request_label.text() and "label" in kp.request_label.text()
     assert not kp.isComplete()  # first use: the fingerprint the analyst read out must be typed
     other = Identity.generate("impostor").card.fingerprint
     kp.fingerprint_edit.setText(other)
     assert not kp.isComplete() and "not the key" in kp.typed_label.text()
-    kp.fingerprint_edit.setText("  " + project["analyst"].card.fingerprint.lower().replace("-", " ") + " ")
+    assert kp.analyst_view.isHidden() and expected not in kp.typed_label.text()  # a wrong guess reveals nothing
+    kp.fingerprint_edit.setText("  " + expected.lower().replace("-", " ") + " ")
     assert kp.isComplete() and "matches" in kp.typed_label.text()
+    assert not kp.analyst_view.isHidden() and kp.analyst_view.text.text() == expected  # compared, then shown
     w.back()  # Back and forth keeps every choice
     assert w.page_name() == "identity" and ip.isComplete()
     w.next()

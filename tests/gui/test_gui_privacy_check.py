@@ -52,6 +52,18 @@ def project(tmp_path):
     return tmp_path
 
 
+
+def at_privacy_page(qtbot, project, name: str, ids):
+    """A wizard with a new identity ``name`` (in ``ids``) that accepted the project's kit and anchor and read the
+    site's CSV, now on the privacy page."""
+    w = wizard_with_new_identity(qtbot, name, ids)
+    accept_kit(w, project / "p.dckit")
+    import_anchor(qtbot, w, project / "a.dcanchor")
+    w.next()
+    read_csv(qtbot, w, project / "site.csv")
+    w.next()
+    return w
+
 def test_poor_check_offers_levers_and_use_this_applies_one(qtbot, project):
     w = wizard_with_new_identity(qtbot, "Site A", project / "ids")
     w.resize(1366 - 16, 768 - 40)  # a laptop screen, less the window frame
@@ -138,12 +150,7 @@ def test_levers_that_cannot_be_measured_never_block_the_export(qtbot, project, m
         raise ConfigError("no lever today")
 
     monkeypatch.setattr(privacy_page, "measure_levers", refuse)
-    w = wizard_with_new_identity(qtbot, "Site B", project / "ids-b")
-    accept_kit(w, project / "p.dckit")
-    import_anchor(qtbot, w, project / "a.dcanchor")
-    w.next()
-    read_csv(qtbot, w, project / "site.csv")
-    w.next()
+    w = at_privacy_page(qtbot, project, "Site B", project / "ids-b")
     pp = w.privacy_page
     wait_check(qtbot, pp)
     assert pp.isComplete() and pp.check.verdict_of(0) == "poor" and not pp.check.levers_box.isVisibleTo(pp)
@@ -152,12 +159,7 @@ def test_levers_that_cannot_be_measured_never_block_the_export(qtbot, project, m
 
 def test_export_page_shows_the_privacy_budget_before_a_formal_export(qtbot, project):
     """Issue #35: the ε ledger (spent so far and what this export adds) is on the export page before sealing."""
-    w = wizard_with_new_identity(qtbot, "Site A", project / "ids")
-    accept_kit(w, project / "p.dckit")
-    import_anchor(qtbot, w, project / "a.dcanchor")
-    w.next()
-    read_csv(qtbot, w, project / "site.csv")
-    w.next()
+    w = at_privacy_page(qtbot, project, "Site A", project / "ids")
     pp = w.privacy_page
     wait_page(qtbot, pp)
     w.exporter.set_site_settings({**w.exporter.site_settings, "privacy_epsilon": 1.0})
@@ -175,12 +177,7 @@ def test_a_poor_counted_check_needs_the_tick_before_export(qtbot, project):
 
     from tests.support.gui import wait_for_page
 
-    w = wizard_with_new_identity(qtbot, "Site C", project / "ids-c")
-    accept_kit(w, project / "p.dckit")
-    import_anchor(qtbot, w, project / "a.dcanchor")
-    w.next()
-    read_csv(qtbot, w, project / "site.csv")
-    w.next()
+    w = at_privacy_page(qtbot, project, "Site C", project / "ids-c")
     pp = w.privacy_page
     wait_page(qtbot, pp)
     assert pp.check.needs_consent and pp.isComplete()

@@ -75,5 +75,7 @@ def test_results_window_shows_curves_and_rewrites_at_a_new_threshold(qtbot, bina
     assert (called & (y == 1)).sum() / y.sum() >= 0.95
     assert f"Written at {t:.3f}" in r.threshold_label.text()
     assert r.outcome["result"].threshold["how"] == "sensitivity"
+    # the rewrite was asked for: answered as done (green), not as a warning about the package applied twice
+    assert r.message.kind == "ok" and "again" in r.message.text() and "already applied" not in r.message.text()
     for w in (r.roc_plot, r.calibration_plot, r.rewrite_button, r.threshold_spin):
         assert fully_visible(w), w

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from core.errors import FormatError
-from core.methods import METHODS, FitContext, Method, MethodResult, register, unregister
+from core.methods import METHODS, SUMMARIES, FitContext, Method, MethodResult, Release, register, unregister
 from core.methods.base import Disclosure, ReceivedBundle, SiteExport, SiteInput
 from core.methods.settings import Setting
 from core.methods.views import Bars, Table
@@ -45,6 +45,7 @@ class NearestSiteMajority(Method):
     labels_leave = "counts"
     needs_anchor = False
     what_leaves = "the mean of each column and how many rows are in each class"
+    discloses = Release(SUMMARIES, rows="means")
     settings_spec = (
         Setting("distance", "choice", "euclidean", "how near a row is to a site's means",
                 choices=("euclidean", "manhattan")),

@@ -69,8 +69,10 @@ def test_the_venv_app_says_the_problem_instead_of_starting_qt(monkeypatch, capsy
         def __init__(self, *args):
             raise AssertionError("Qt was started before the display check")
 
-    monkeypatch.setattr(display, "check_display", lambda: "DC Studio cannot open its window: the system library "
-                                                           "libxcb-icccm.so.4 is missing")
+    import core.api
+
+    missing = lambda: "DC Studio cannot open its window: the system library libxcb-icccm.so.4 is missing"  # noqa: E731
+    monkeypatch.setattr(core.api, "check_display", missing)  # the app calls core through its public API
     monkeypatch.setattr(gui.app, "QApplication", NoQt)
     assert gui.app.main([]) == 3
     assert "libxcb-icccm.so.4 is missing" in capsys.readouterr().err

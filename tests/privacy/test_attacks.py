@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer
 
+from core.formats.threat import ThreatModel
+from core.formats.thresholds import PrivacyThresholds
 from core.methods import SiteInput, get_method
 from core.privacy import attacks as A
 from core.privacy.assessment import assess_export, reference_split
-from core.privacy.threat import ThreatModel
-from core.privacy.thresholds import PrivacyThresholds
 
 
 @pytest.fixture(scope="module")

@@ -100,7 +100,7 @@ def test_the_models_page_states_the_formal_option_first():
     from core.privacy.formal_summary import formal_block
 
     result = method.fit(bundles, FitContext(["a", "b"]))
-    result.summary["formal_privacy"] = formal_block(bundles)
+    result.summary["formal_privacy"] = formal_block(bundles, method.discloses)
     views = AnalystRun(method, result, bundles).views()
     assert isinstance(views[0], Text) and views[0].tone == "warning"
     assert "s0: ε = 1" in views[0].text and "Without the formal option: s2" in views[0].text

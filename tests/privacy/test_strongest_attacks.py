@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
 
+from core.formats.threat import ThreatModel
+from core.formats.thresholds import PrivacyThresholds
 from core.methods import SiteInput, get_method
 from core.privacy.assessment import BEATS_MEAN_GUESS, assess_export, reference_split
-from core.privacy.threat import ThreatModel
-from core.privacy.thresholds import PrivacyThresholds
 from tests.privacy import reference_attacks as ref
 
 LOADERS = {"breast_cancer": load_breast_cancer, "wine": load_wine, "diabetes": load_diabetes}

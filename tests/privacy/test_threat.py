@@ -8,9 +8,9 @@ import pytest
 
 from core.errors import ConfigError, FormatError
 from core.formats.kit import Kit
+from core.formats.threat import ThreatModel
 from core.methods import SiteInput, get_method
 from core.privacy.assessment import COLLUDING, assess_export
-from core.privacy.threat import ThreatModel
 from tests.privacy.test_round import make_round
 
 

@@ -8,7 +8,7 @@ import pytest
 from core.errors import ConfigError, FormatError
 from core.formats.identity import Identity
 from core.formats.kit import Kit
-from core.privacy.thresholds import PrivacyThresholds, parse_threshold_args
+from core.formats.thresholds import PrivacyThresholds, parse_threshold_args
 
 
 def small_schema(folder):

@@ -3,6 +3,8 @@ on one legible figure, and carries every package's model card."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from core.methods import MethodResult, get_method
@@ -145,3 +147,19 @@ def test_a_large_heatmap_is_a_png_of_block_means():
     idat = png[png.index(b"IDAT") + 4:png.index(b"IEND") - 8]
     pixels = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(h, 1 + 3 * w)[:, 1:].reshape(h, w, 3)
     assert tuple(pixels[0, 0]) == (40, 84, 190) and tuple(pixels[0, 299]) == (240, 244, 250)  # 1: dark, 0: light
+
+
+def test_curve_axes_carry_round_ticks_not_the_datas_raw_floats():
+    """Issue #33 item 14: a calibration curve's axes (in the report and its PDF) are labelled 0.2, 0.4 …, never with
+    the first and last predicted risks as raw floats."""
+    from core.report import nice_ticks
+
+    xs = [0.0123456789, 0.1876543, 0.4321, 0.8932101]
+    svg = render_view(Curve("Calibration", xs, {"observed": [0.02, 0.15, 0.47, 0.91], "ideal": xs},
+                            xlabel="predicted risk", ylabel="observed rate"))
+    labels = re.findall(r">([-0-9.]+)</text>", svg)
+    assert "0.0123457" not in svg and "0.0123456789" not in svg and "0.893" not in labels
+    assert {"0.2", "0.4", "0.6", "0.8"} <= set(labels)
+    assert all(len(t.split(".")[-1]) <= 2 for t in labels)  # every tick printed with the step's decimals
+    assert nice_ticks(0.0123, 0.8932) == ([0.2, 0.4, 0.6, 0.8], 1)
+    assert nice_ticks(0, 1000, 5) == ([0, 200, 400, 600, 800, 1000], 0)

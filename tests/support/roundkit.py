@@ -50,3 +50,31 @@ def make_binary_sites(folder: Path, *, rows: int = 220, seed: int = 0) -> dict[s
         frame["label"] = frame["label"].map(BINARY)
         frame.to_csv(path, index=False)
     return out
+
+
+def small_dc_round(d: Path, name: str, *, rows: int, seed: int, epochs: int, anchor_rows: int):
+    """An analyst, two site identities and a signed two-class ``dc`` kit (4 numeric columns; ``rows`` rows in
+    ``frame``, the first 20 as ``sample.csv``) with a SMOTE anchor: the start of the trust tests' rounds. Returns a
+    namespace with ``d``, ``frame``, ``analyst``, ``sites``, ``kit``, ``kit_path``, ``anchor``."""
+    from types import SimpleNamespace
+
+    from core.data.schema import infer_schema
+    from core.data.tabular import read_table
+    from core.formats.anchor import make_anchor
+    from core.formats.identity import Identity
+    from core.formats.kit import Kit
+
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({f"x{j}": rng.normal(size=rows) * (j + 1) for j in range(4)})
+    frame["label"] = np.where(frame["x0"] + frame["x1"] > 0, "a", "b")
+    frame.iloc[:20].to_csv(d / "sample.csv", index=False)
+    r = SimpleNamespace(d=d, frame=frame, analyst=Identity.generate("analyst"),
+                        sites=[Identity.generate(f"site{i}") for i in range(2)])
+    schema, _ = infer_schema(d / "sample.csv", label="label")
+    r.kit = Kit(name=name, task="classification", schema=schema, method="dc", analyst=r.analyst.card,
+                settings={"epochs": epochs, "seed": 1})
+    r.kit_path = d / "p.dckit"
+    r.kit.save(r.kit_path, r.analyst)
+    r.anchor = make_anchor(r.kit.project_id, schema.feature_names, kind="smote", rows=anchor_rows,
+                           seed_rows=read_table(d / "sample.csv", schema, labels=False).X)
+    return r

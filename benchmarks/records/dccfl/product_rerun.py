@@ -16,7 +16,7 @@ import numpy as np
 
 from benchmarks.dccfl import DATASETS, SPLITS, Protocol, make_cell, run_dc, site_bundles
 from benchmarks.simulation.datasets import load_cached
-from core.methods.dccfl import DCCFL
+from core.api.research import DCCFL
 
 seeds = [int(a) for a in sys.argv[1].split(",")]
 datasets = sys.argv[2].split(",") if len(sys.argv) > 2 else DATASETS

@@ -24,10 +24,9 @@ from sklearn.metrics import adjusted_rand_score
 from threadpoolctl import threadpool_limits
 
 from benchmarks import gold_server as S
-from core.methods import get_method
-from core.methods.base import ReceivedBundle, SiteInput
-from core.methods.dc_analysis import site_order
-from core.methods.gold import cpl as G
+from core.api.common import ReceivedBundle, SiteInput, get_method
+from core.api.research import gold_cpl as G
+from core.api.research import site_order
 
 
 def shipped(name: str, seed: int) -> dict:

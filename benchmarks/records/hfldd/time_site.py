@@ -8,8 +8,8 @@ import numpy as np
 
 from benchmarks import one_thread
 from benchmarks.simulation.datasets import load_cached
-from core.methods import SiteInput
-from core.methods.hfldd import HFLDD
+from core.api.common import SiteInput
+from core.api.research import HFLDD
 
 
 def cpu() -> float:

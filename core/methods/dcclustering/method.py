@@ -51,6 +51,7 @@ from ..dc_analysis import declared_width, exact_arrays
 from ..dc_site import (
     DC_BUNDLE_FIELDS,
     DC_ROWS_RULES,
+    ROWS_RELEASE,
     SITE_SETTINGS,
     check_anchor_width,
     check_dc_bundle,
@@ -75,6 +76,8 @@ class DCClustering(Method):
     task = "clustering"
     labels_leave = "none"
     family = "dcclustering"
+    discloses = ROWS_RELEASE
+    papers_dimension = True  # its records measure the papers' m − 1
     bundle_fields = (*DC_BUNDLE_FIELDS, Field("block", "text", required=True))
     bundle_arrays = dc_bundle_arrays(labelled=False, ids=True)
     bundle_rules = DC_ROWS_RULES
@@ -116,7 +119,7 @@ class DCClustering(Method):
     # ---- site ----------------------------------------------------------------------------------
     def site_compute(self, site: SiteInput, control: JobControl | None = None) -> SiteExport:
         ex = dc_site_compute(site, ship_labels=False, control=control,
-                             standardise=self.settings["scaling"] == "range", papers_dimension=True)
+                             standardise=self.settings["scaling"] == "range", papers_dimension=self.papers_dimension)
         block = site.block or ALL_COLUMNS
         ex.manifest["block"] = block
         ex.private_arrays["row_digest"] = rows_digest(site.X)
@@ -295,25 +298,27 @@ class DCClustering(Method):
     def views(self, result: MethodResult) -> list[View]:
         s, d = result.summary, result.details
         out: list[View] = []
-        how = "chosen by the best silhouette over the tried range" if s.get("k_auto") else "fixed in the kit"
+        how = ("the number whose groups are best separated (silhouette) over the tried range" if s.get("k_auto")
+               else "a number fixed in the kit")
         why = (" (a text column counts one number per category and the affine alignment adds a constant, so this "
                "can exceed the number of columns)")
         out.append(Text(f"Grouped by {s.get('algorithm')} after {s.get('alignment')} alignment; each row is "
                         f"{s.get('dimension')} numbers after alignment{why}; blocks {', '.join(s.get('blocks', []))}. "
-                        f"k = {s.get('k')} ({how}); "
+                        f"{s.get('k')} groups ({how}); "
                         f"{s.get('rows_clustered')} rows clustered. No labels left any site."))
         comps = s.get("graph_components")
         if comps and comps > 1:
-            extra = (f", more than k = {s.get('k')}: the smallest pieces are grouped together arbitrarily"
-                     if comps > s.get("k", 0) else "")
+            extra = (f", more than the {s.get('k')} groups asked for: the smallest pieces are grouped together "
+                     "arbitrarily" if comps > s.get("k", 0) else "")
             out.append(Text(f"The {s['settings'].get('n_neighbors')}-nearest-neighbour graph of the spectral "
                             f"clustering falls into {comps} separate pieces{extra}.", tone="warning"))
         sites = s.get("sites", [])
-        out.append(Table("Sites", ["site", "fingerprint", "block", "rows", "variance kept", "clustered",
+        out.append(Table("Sites", ["site", "fingerprint", "block", "rows", "share of the data kept", "clustered",
                                    "left out", "note"],
                          [[x["site"], x.get("fingerprint", ""), x["block"], x["rows"],
                            "–" if x.get("variance_kept") is None else f"{x['variance_kept']:.1%}", x["clustered"],
-                           x["not_clustered"], x.get("note", "")] for x in sites]))
+                           x["not_clustered"], x.get("note", "")] for x in sites],
+                         tips={"share of the data kept": "variance kept by the site's private reduction"}))
         kept = [x["variance_kept"] for x in sites if x.get("variance_kept") is not None]
         if kept:
             units = "in the data's own units" if s.get("scaling") == "raw" else "after standardising"
@@ -339,12 +344,12 @@ class DCClustering(Method):
         curve = s.get("k_curve") or {}
         if len(curve) > 1:
             ks = [int(k) for k in curve]
-            out.append(Curve("Silhouette for each k (higher is better)", ks,
-                             {"silhouette": [curve[str(k)]["silhouette"] for k in ks]}, xlabel="k",
-                             ylabel="silhouette", mark=float(s["k"])))
-            out.append(Curve("Within-cluster spread (inertia) for each k", ks,
-                             {"inertia": [curve[str(k)]["inertia"] for k in ks]}, xlabel="k", ylabel="inertia",
-                             mark=float(s["k"])))
+            out.append(Curve("How well separated the groups are, for each number of groups (higher is better)", ks,
+                             {"separation": [curve[str(k)]["silhouette"] for k in ks]}, xlabel="number of groups",
+                             ylabel="separation (silhouette)", mark=float(s["k"])))
+            out.append(Curve("Spread within the groups, for each number of groups (lower is tighter)", ks,
+                             {"spread": [curve[str(k)]["inertia"] for k in ks]}, xlabel="number of groups",
+                             ylabel="spread (inertia)", mark=float(s["k"])))
         return out + cluster_sizes(s.get("sizes", []))
 
     # ---- site, after the round -----------------------------------------------------------------

@@ -356,15 +356,19 @@ class FedDAG(LabelledDCSite, Method):
         """FedDAG's words: groups of sites whose rows and model updates look alike, cut at α."""
         return PageTexts(
             models="One model is trained per group of sites whose rows look alike, judged from the rows they sent "
-                   "and from how a shared model learns on them. Part of every site's rows is held out to choose the "
-                   "cut α and to measure accuracy.",
+                   "and from how a shared model learns on them. Each site's expected accuracy (and the cut α, when "
+                   "automatic) comes from rows no model saw in training: every row is predicted by models trained "
+                   "without it (5-fold cross-validation; one held-out fifth instead when the typical site sent 1,000 "
+                   "rows or more).",
             loss="Training loss per group model (live)", loss_y="cross-entropy",
             loss_tip="mean cross-entropy of each group's model on its own rows",
             loss_before="The training loss of each group's model appears here, epoch by epoch, once you press Train.",
             loss_during="Comparing the sites and choosing the cut α first (short warm-up models on each site's "
                         "rows); the loss of the final models appears here when their training starts.",
-            accuracy="Hold-out accuracy per site",
-            accuracy_none="No hold-out accuracy for this run.",
+            accuracy="Expected accuracy per site (rows not seen in training)",
+            accuracy_before="Each site's expected accuracy, on rows no model saw in training, appears here after "
+                            "training.",
+            accuracy_none="No expected accuracy for this run.",
             clients="Sites whose rows look alike are trained together. Drag the red line on the dendrogram to "
                     "choose the cut α: the sites of every group then differ by at most α (0: alike, 1: most "
                     "different).",

@@ -788,6 +788,125 @@ def view_matrix(g: Geometry, s: dict) -> tuple[np.ndarray, np.ndarray | None]:
     return A, w
 
 
+def _cross_validate_candidates(bundles, keyed: dict, g: Geometry, s: dict, K: int, cache: dict, maps: dict,
+                               control: JobControl) -> tuple[Selection | None, dict, np.ndarray | None]:
+    """Cross-validate every candidate model over the sites' received rows, when there is a choice to make (more
+    than one partition over the α grid, or the sites' own-rows models): every distinct cluster (and all sites
+    with ``global_candidate``), each group's linear model with site intercepts, the sites' own linear models.
+    Returns (the selection, or None without a choice; per α the per-site scores s_α the rule averages; the
+    per-site score of the model of all sites, or None without that candidate)."""
+    S = len(bundles)
+    own_on = bool(s["own_model"])
+    everyone = tuple(range(S))
+    glob_on = bool(s["global_candidate"]) and S > 1
+    seed = int(s["seed"])
+    if not (len({tuple(p) for p in keyed.values()}) > 1 or own_on):
+        return None, {}, None
+    sel = cache.get("selection")
+    if sel is None:
+        n_rows = [int(b.arrays["y"].shape[0]) for b in bundles]
+        sel = cache["selection"] = new_selection(n_rows, s, seed, [bundle_own_cv(b, K) for b in bundles], K)
+    distinct = sorted({c for p in keyed.values() for c in p}
+                      | ({everyone} if glob_on else set()))
+    control.step(0.2, f"cross-validating {len(distinct)} candidate model(s) over {len(sel.splits)} split(s)")
+    cross_validate(sel, bundles, distinct, K, s, g.basis, seed=seed, maps=maps,
+                   control=_stage(control, 0.2, 0.5, "choosing the groups of sites"))
+    if s.get("site_intercepts", True):  # each group's linear model with one intercept per site
+        cross_validate_si(sel, bundles, distinct, K, s, g.basis, seed=seed, maps=maps)
+    if own_on:
+        cross_validate_linear(sel, bundles, K, s, g.basis, maps)
+    # the model of all sites: its MLP, or its linear model with site intercepts where that scores better
+    g_score = np.array([sel.score_of(shared_key(sel, everyone, i))[i] for i in range(S)]) if glob_on else None
+    floor = g_score if s["alpha_rule"].startswith("best_per_site") else None
+    site_curve = {a: sel.site_scores(p, own_on, floor) for a, p in keyed.items()} if len(keyed) > 1 else {}
+    return sel, site_curve, g_score
+
+
+def _cluster_encoders(sel: Selection | None, g: Geometry, bundles, clusters, sources, K: int, s: dict,
+                      control: JobControl) -> tuple[list[str], dict[int, np.ndarray]]:
+    """Each cluster's encoder, "single" or "dual" (``encoder = "dual"``: a cluster with a secondary encoder to train
+    — a source cluster when ``sharing``, any without it — and, with ``sharing_selection``, only where its CV score
+    over the members is strictly higher), and the dual encoders' per-site correct counts by cluster."""
+    Z = len(clusters)
+    kind = ["single"] * Z
+    dual_correct: dict[int, np.ndarray] = {}
+    if s["encoder"] != "dual":
+        return kind, dual_correct
+    cand = [z for z in range(Z) if sources[z] or not s["sharing"]]
+    if sel is None or not cand:
+        for z in cand:
+            kind[z] = "dual"
+        return kind, dual_correct
+    # cross-validated also when kept anyway: its sites' numbers are honest
+    control.step(0.5, f"cross-validating {len(cand)} dual encoder(s)")
+    dual_correct = cross_validate_dual(sel, g, bundles, clusters, sources, cand, K, s,
+                                       _stage(control, 0.5, 0.7, "checking the shared encoders"))
+    for z in cand:
+        m = list(clusters[z])
+        if sel.metric == "accuracy":
+            better = dual_correct[z][m].sum() > sel.correct[clusters[z]][m].sum()
+        else:   # the members' mean metric, as the threshold's rule averages it
+            better = dual_score(sel, bundles, z, m).mean() > sel.score_of(clusters[z])[m].mean() + 1e-12
+        if not s["sharing_selection"] or better:
+            kind[z] = "dual"
+    return kind, dual_correct
+
+
+def _sent_models(sel: Selection, bundles, clusters, kind: list[str], dual_correct: dict, g_score, own_on: bool,
+                 glob_on: bool) -> tuple:
+    """Which shared model each site is sent, by CV: its cluster's (one-encoder or dual), the model of all sites
+    where that scores strictly better, and either's linear model with site intercepts where that does. Returns
+    (the cluster model's per-site accuracy, the sent model's, whether each site is sent the model of all sites,
+    each site's candidate key — None for a dual encoder —, the analyst's guess of the sites keeping their own)."""
+    S = len(bundles)
+    everyone = tuple(range(S))
+    cluster_of = {i: z for z, c in enumerate(clusters) for i in c}
+    cluster_acc = np.array([(dual_correct[cluster_of[i]][i] / max(sel.tested[i], 1)) if kind[cluster_of[i]] ==
+                            "dual" else sel.acc(clusters[cluster_of[i]])[i] for i in range(S)])
+    # the same in the selection's metric (accuracy by default): what the choices below compare
+    cluster_score = cluster_acc if sel.metric == "accuracy" else np.array(
+        [dual_score(sel, bundles, cluster_of[i], [i])[0] if kind[cluster_of[i]] == "dual"
+         else sel.score_of(clusters[cluster_of[i]])[i] for i in range(S)])
+    # the global model is a further candidate of every site: sent where it cross-validates strictly better
+    use_global = [bool(glob_on and len(clusters[cluster_of[i]]) < S and g_score[i] > cluster_score[i] + 1e-12)
+                  for i in range(S)]
+    group_acc = np.where(use_global, sel.acc(everyone), cluster_acc) if glob_on else cluster_acc.copy()
+    group_score = np.where(use_global, g_score, cluster_score) if glob_on else cluster_score.copy()
+    keys = [shared_key(sel, everyone, i) if use_global[i] else None if kind[cluster_of[i]] == "dual"
+            else shared_key(sel, clusters[cluster_of[i]], i)
+            for i in range(S)]   # (no paired CV rows are kept for a dual encoder: strict comparison there)
+    for i, key in enumerate(keys):   # a group's linear model with site intercepts, where it scores better
+        if key is not None and is_si_key(key):
+            group_acc[i], group_score[i] = sel.acc(key)[i], sel.score_of(key)[i]
+    own_pick, _ = pick_own(sel, group_score, own_on, keys)  # the analyst's guess, for an old workspace
+    return cluster_acc, group_acc, use_global, keys, own_pick
+
+
+def _site_model(i: int, z: int, si: bool, use_global: bool, kind: list[str], keys: list, finals: dict,
+                duals: dict, clusters) -> tuple[str, object]:
+    """Site i's (kind, model) as :class:`FedDAGResult` ``site_models`` holds it: site intercepts, the model of all
+    sites, its cluster ``z``'s dual encoder or its one-encoder model."""
+    if si:
+        return ("global-si" if use_global else "site-intercepts", finals[keys[i]][i])
+    if use_global:
+        return ("global", finals[tuple(range(len(keys)))])
+    if kind[z] == "dual":
+        return ("dual", duals[z])
+    return ("single", finals[clusters[z]])
+
+
+def _site_estimates(sel: Selection | None, i: int, group_acc: float, cluster_acc: float, own_on: bool,
+                    own_pick: bool) -> dict:
+    """Site i's cross-validated estimates (:func:`site_estimates`, with ``own_pick`` when the analyst guesses it
+    keeps its own model); empty without a selection."""
+    info: dict = {}
+    if sel is not None:
+        info = site_estimates(sel, i, group_acc, cluster_acc, own_on)
+        if own_pick:
+            info.update({"own_pick": True})
+    return info
+
+
 def fit(bundles, classes: list[str], settings: dict | None = None, control: JobControl | None = None,
         geo: Geometry | None = None, cache: dict | None = None, on_epoch=None) -> FedDAGResult:
     """The whole analyst side: geometry → matrix → α (cross-validated, DC-CFL's rule) → CC-graph → cluster models
@@ -834,31 +953,11 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
         parts = {a: parts[a] if a in parts else partitions(M, [a], s["linkage"])[a]}
     keyed = {a: groups_of(lab) for a, lab in parts.items()}
     S = len(bundles)
-    n_rows = [int(b.arrays["y"].shape[0]) for b in bundles]
     own_on = bool(s["own_model"])
     maps = cache.setdefault("maps", {})
     everyone = tuple(range(S))
     glob_on = bool(s["global_candidate"]) and S > 1
-    sel: Selection | None = None
-    if len({tuple(p) for p in keyed.values()}) > 1 or own_on:
-        sel = cache.get("selection")
-        if sel is None:
-            sel = cache["selection"] = new_selection(n_rows, s, seed, [bundle_own_cv(b, K) for b in bundles], K)
-        distinct = sorted({c for p in keyed.values() for c in p}
-                          | ({everyone} if glob_on else set()))
-        control.step(0.2, f"cross-validating {len(distinct)} candidate model(s) over {len(sel.splits)} split(s)")
-        cross_validate(sel, bundles, distinct, K, s, g.basis, seed=seed, maps=maps,
-                       control=_stage(control, 0.2, 0.5, "choosing the groups of sites"))
-        if s.get("site_intercepts", True):  # each group's linear model with one intercept per site
-            cross_validate_si(sel, bundles, distinct, K, s, g.basis, seed=seed, maps=maps)
-        if own_on:
-            cross_validate_linear(sel, bundles, K, s, g.basis, maps)
-        # the model of all sites: its MLP, or its linear model with site intercepts where that scores better
-        g_score = np.array([sel.score_of(shared_key(sel, everyone, i))[i] for i in range(S)]) if glob_on else None
-        floor = g_score if s["alpha_rule"].startswith("best_per_site") else None
-        site_curve = {a: sel.site_scores(p, own_on, floor) for a, p in keyed.items()} if len(keyed) > 1 else {}
-    else:
-        site_curve = {}
+    sel, site_curve, g_score = _cross_validate_candidates(bundles, keyed, g, s, K, cache, maps, control)
     curve = {a: float(v.mean()) for a, v in site_curve.items()}
     alpha = choose_alpha(site_curve, s["alpha_rule"]) if curve else max(keyed)
     clusters = keyed[alpha]
@@ -867,45 +966,11 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
     if not s["sharing"]:
         sources = [[] for _ in clusters]
     Z = len(clusters)
-    kind = ["single"] * Z
-    dual_correct: dict[int, np.ndarray] = {}
-    if s["encoder"] == "dual":
-        cand = [z for z in range(Z) if sources[z] or not s["sharing"]]
-        if sel is not None and cand:   # cross-validated also when kept anyway: its sites' numbers are honest
-            control.step(0.5, f"cross-validating {len(cand)} dual encoder(s)")
-            dual_correct = cross_validate_dual(sel, g, bundles, clusters, sources, cand, K, s,
-                                                  _stage(control, 0.5, 0.7, "checking the shared encoders"))
-            for z in cand:
-                m = list(clusters[z])
-                if sel.metric == "accuracy":
-                    better = dual_correct[z][m].sum() > sel.correct[clusters[z]][m].sum()
-                else:   # the members' mean metric, as the threshold's rule averages it
-                    better = dual_score(sel, bundles, z, m).mean() > sel.score_of(clusters[z])[m].mean() + 1e-12
-                if not s["sharing_selection"] or better:
-                    kind[z] = "dual"
-        else:
-            for z in cand:
-                kind[z] = "dual"
+    kind, dual_correct = _cluster_encoders(sel, g, bundles, clusters, sources, K, s, control)
     cluster_of = {i: z for z, c in enumerate(clusters) for i in c}
     if sel is not None:
-        cluster_acc = np.array([(dual_correct[cluster_of[i]][i] / max(sel.tested[i], 1)) if kind[cluster_of[i]] ==
-                                "dual" else sel.acc(clusters[cluster_of[i]])[i] for i in range(S)])
-        # the same in the selection's metric (accuracy by default): what the choices below compare
-        cluster_score = cluster_acc if sel.metric == "accuracy" else np.array(
-            [dual_score(sel, bundles, cluster_of[i], [i])[0] if kind[cluster_of[i]] == "dual"
-             else sel.score_of(clusters[cluster_of[i]])[i] for i in range(S)])
-        # the global model is a further candidate of every site: sent where it cross-validates strictly better
-        use_global = [bool(glob_on and len(clusters[cluster_of[i]]) < S and g_score[i] > cluster_score[i] + 1e-12)
-                      for i in range(S)]
-        group_acc = np.where(use_global, sel.acc(everyone), cluster_acc) if glob_on else cluster_acc.copy()
-        group_score = np.where(use_global, g_score, cluster_score) if glob_on else cluster_score.copy()
-        keys = [shared_key(sel, everyone, i) if use_global[i] else None if kind[cluster_of[i]] == "dual"
-                else shared_key(sel, clusters[cluster_of[i]], i)
-                for i in range(S)]   # (no paired CV rows are kept for a dual encoder: strict comparison there)
-        for i, key in enumerate(keys):   # a group's linear model with site intercepts, where it scores better
-            if key is not None and is_si_key(key):
-                group_acc[i], group_score[i] = sel.acc(key)[i], sel.score_of(key)[i]
-        own_pick, _ = pick_own(sel, group_score, own_on, keys)  # the analyst's guess, for an old workspace
+        cluster_acc, group_acc, use_global, keys, own_pick = _sent_models(sel, bundles, clusters, kind, dual_correct,
+                                                                          g_score, own_on, glob_on)
     else:
         cluster_acc, own_pick = np.zeros(S), [False] * S
         group_acc, use_global = cluster_acc, [False] * S
@@ -957,24 +1022,9 @@ def fit(bundles, classes: list[str], settings: dict | None = None, control: JobC
                             control=_stage(control, 0.85, 1.0, "training the final shared-encoder models"),
                             on_epoch=dual_epoch)
         duals = dict(zip(dual_z, models, strict=True))
-    site_models: list[tuple[str, object]] = []
-    site_info: list[dict] = []
-    for i in range(S):
-        z = cluster_of[i]
-        if si[i]:
-            site_models.append(("global-si" if use_global[i] else "site-intercepts", finals[keys[i]][i]))
-        elif use_global[i]:
-            site_models.append(("global", finals[everyone]))
-        elif kind[z] == "dual":
-            site_models.append(("dual", duals[z]))
-        else:
-            site_models.append(("single", finals[clusters[z]]))
-        info: dict = {}
-        if sel is not None:
-            info = site_estimates(sel, i, group_acc[i], cluster_acc[i], own_on)
-            if own_pick[i]:
-                info.update({"own_pick": True})
-        site_info.append(info)
+    site_models = [_site_model(i, cluster_of[i], si[i], use_global[i], kind, keys, finals, duals, clusters)
+                   for i in range(S)]
+    site_info = [_site_estimates(sel, i, group_acc[i], cluster_acc[i], own_on, own_pick[i]) for i in range(S)]
     oof = None
     if sel is not None:
         sent = [keys[i] if keys[i] is not None else dual_key(cluster_of[i]) for i in range(S)]

@@ -53,6 +53,7 @@ from ...control import JobControl, ensure
 from ...data.schema import ALL_COLUMNS
 from ...errors import ConfigError, FormatError
 from ...formats.fields import Array, Field, Rule
+from ...privacy.release import PROTOTYPES, Release
 from ..base import (
     Disclosure,
     FitContext,
@@ -86,6 +87,7 @@ class Gold(Method):
     plain_title = "groups of similar patients found across all sites, from averages of small groups of rows"
     task = "clustering"
     family = "gold"
+    discloses = Release(PROTOTYPES, rows="centroids", counts="counts")
     bundle_fields = (Field("n_rows", "int", required=True, low=0), Field("n_features", "int", required=True, low=1),
                      Field("micro_clusters", "int", required=True, low=1),
                      *(Field(k, "int", low=0) for k in ("candidates", "found", "min_cluster_rows", "guard_rows",
@@ -373,12 +375,12 @@ class Gold(Method):
     def views(self, result: MethodResult) -> list[View]:
         s, d = result.summary, result.details
         out: list[View] = []
-        how = ("chosen by the best silhouette" if s.get("k_auto")
-               else "fixed in the kit")
+        how = ("the number whose groups are best separated (silhouette)" if s.get("k_auto")
+               else "a number fixed in the kit")
         units = ("columns standardised with the pooled mean and spread of all sites" if s.get("scaling") ==
                  "standardised" else "columns in their own units")
         out.append(Text(f"{s.get('micro_clusters')} small groups of rows from {len(s.get('sites', []))} site(s), "
-                        f"grouped by {STEP_WORDS[s.get('server_step', 'mcpl')]} on {units}. k = {s.get('k')} "
+                        f"grouped by {STEP_WORDS[s.get('server_step', 'mcpl')]} on {units}, into {s.get('k')} groups "
                         f"({how}); {s.get('rows_clustered')} rows clustered. Only the small groups' averages, "
                         "their sizes and column totals left the sites; no row and no label did."))
         if s.get("remc_failures"):
@@ -388,7 +390,7 @@ class Gold(Method):
             out.append(Text(f"{s['empty_clusters_dropped']} cluster(s) ended without members and were dropped.",
                             tone="warning"))
         out.append(Table("Sites", ["site", "fingerprint", "rows", "small groups sent", "rows in too-small groups",
-                                   "rows left out", "noise", "rows per cluster"],
+                                   "rows left out", "added noise", "rows per cluster"],
                          [[x["site"], x.get("fingerprint", ""), x["rows"], x["micro_clusters"], x["guard_rows"],
                            x["dropped_rows"], x["noise"], x["cluster_counts"]] for x in s.get("sites", [])],
                          bars=("rows per cluster",), bar_labels=[str(c + 1) for c in range(int(s.get("k", 0)))]))
@@ -396,13 +398,13 @@ class Gold(Method):
         if levels:
             out.append(Bars("Groups left at each step of the coarse-to-fine grouping", [f"step {h + 1}"
                                                                               for h in range(len(levels))],
-                            [float(v) for v in levels], ylabel="clusters"))
+                            [float(v) for v in levels], ylabel="groups"))
         sil = (s.get("auto") or {}).get("silhouette") or {}
         if len(sil) > 1:
             ks = sorted(int(c) for c in sil)
-            out.append(Curve("Silhouette for each k tried (higher is better)", ks,
-                             {"silhouette": [sil[str(c)] for c in ks]}, xlabel="k", ylabel="silhouette",
-                             mark=float(s["k"])))
+            out.append(Curve("How well separated the groups are, for each number of groups tried (higher is better)",
+                             ks, {"separation": [sil[str(c)] for c in ks]}, xlabel="number of groups",
+                             ylabel="separation (silhouette)", mark=float(s["k"])))
         T = d.get("micro_centroids")
         if T is not None and len(T) >= 2:
             P, C, ratio = principal_axes_2d(T, d.get("centroids_working"))

@@ -223,61 +223,16 @@ def distill_sites(sites: Sequence[tuple[np.ndarray, np.ndarray]], settings: KIPS
         raise ConfigError("KIP needs at least two classes in the class list")
     dt = torch.float64
     G = len(sites)
-    eye_k = np.eye(K)
-    prep = []
     if s.scale == "anchor" and (anchors is None or len(anchors) != len(sites)):
         raise ConfigError("scale='anchor' needs every site's anchor image")
-    for g, ((X, y), sid) in enumerate(zip(sites, ids, strict=True)):
-        X = np.asarray(X, np.float64)
-        y = np.asarray(y, np.int64)
-        if X.ndim != 2 or len(X) != len(y) or len(X) < 2:
-            raise ConfigError("each site needs a 2-D array of at least two rows and one label per row")
-        if y.min() < 0 or y.max() >= K:
-            raise ConfigError(f"labels must lie in [0, {K})")
-        if not np.all(np.isfinite(X)):
-            raise ConfigError("the rows hold NaN or infinite values")
-        rng_split, rng_init, rng_batch = (np.random.default_rng([s.random_state, sid, k]) for k in range(3))
-        mu = X.mean(axis=0)
-        if s.scale == "anchor":
-            mu, W, W_inv = anchor_whitening(anchors[g])
-        elif s.scale == "global":
-            sd = np.full(X.shape[1], math.sqrt(max(float(X.var(axis=0).mean()), 1e-24)))
-            W, W_inv = np.diag(1.0 / sd), np.diag(sd)
-        else:
-            sd = X.std(axis=0)
-            sd[~(sd > 1e-12)] = 1.0
-            W, W_inv = np.diag(1.0 / sd), np.diag(sd)
-        Z = (X - mu) @ W
-        n = len(y)
-        Yall = eye_k[y] - 1.0 / K
-        n_anc = 0
-        if s.anchor_targets > 0:
-            if anchors is None:
-                raise ConfigError("anchor_targets needs every site's anchor image")
-            Za = (np.asarray(anchors[g], np.float64) - mu) @ W
-            n_anc = len(Za)
-            Z = np.vstack([Z, Za])
-            Yall = np.vstack([Yall, np.zeros((n_anc, K))])
-        n_val = int(round(s.holdout * n)) if n >= 10 else 0
-        perm = rng_split.permutation(n)
-        val, fit = perm[:n_val], perm[n_val:]
-        X0, y0 = _init_rows(Z[fit], y[fit], s, rng_init)
-        prep.append(dict(Z=Z, Y=Yall, anc=np.arange(n, n + n_anc), y=y, mu=mu, W=W, W_inv=W_inv, val=val, fit=fit,
-                         X0=X0, y0=y0, rng=rng_batch))
+    prep = [_prepare_site(X, y, sid, None if anchors is None or g >= len(anchors) else anchors[g], s, K)
+            for g, ((X, y), sid) in enumerate(zip(sites, ids, strict=True))]
     d_max = {p["Z"].shape[1] for p in prep}
     if len(d_max) != 1:
         raise ConfigError("batched KIP needs every site to have the same number of columns")
     d = d_max.pop()
-    S = max(len(p["y0"]) for p in prep)
-    # Support sets padded to S rows; a padded row has mask 0, an identity block in K_ss and zero labels.
-    Xs0 = np.zeros((G, S, d))
-    Ys0 = np.zeros((G, S, K))
-    mask = np.zeros((G, S))
-    for g, p in enumerate(prep):
-        k = len(p["y0"])
-        Xs0[g, :k] = p["X0"]
-        Ys0[g, :k] = eye_k[p["y0"]] - 1.0 / K
-        mask[g, :k] = 1.0
+    Xs0, Ys0, mask = _padded_support(prep, K, d)
+    S = mask.shape[1]
     M = torch.from_numpy(mask)
     MM = M.unsqueeze(-1) * M.unsqueeze(-2)
     pad_eye = torch.diag_embed(1.0 - M)
@@ -406,22 +361,80 @@ def distill_sites(sites: Sequence[tuple[np.ndarray, np.ndarray]], settings: KIPS
             control.step(last / max(s.steps, 1), f"KIP step {last}/{s.steps}")
             if stop:
                 break
-    final_X = Xs.detach().numpy()
-    final_Y = Ys.detach().numpy()
-    out = []
-    for g, p in enumerate(prep):
-        k = len(p["y0"])
-        if has_val[g]:
-            Zs, Yg = best[g].numpy()[:k], best_Y[g].numpy()[:k]
-        else:
-            Zs, Yg = final_X[g, :k], final_Y[g, :k]
-        if s.match_spread:
-            Zs = _match_spread(Zs, p["y0"], p["Z"][p["fit"]], p["y"][p["fit"]])
-        vc = np.array([[st, v[g]] for st, v in vals]) if has_val[g] else np.zeros((0, 2))
-        out.append(DistilledSet(Zs @ p["W_inv"] + p["mu"], p["y0"].copy(), Yg.copy(), losses[:last, g].copy(), vc,
-                                int(best_step[g]) if has_val[g] else last, p["mu"], p["W"]))
+    final_X, final_Y = Xs.detach().numpy(), Ys.detach().numpy()
+    out = [_distilled_set(p, s, best[g].numpy(), best_Y[g].numpy(), int(best_step[g]), [(st, v[g]) for st, v in vals],
+                          losses[:last, g])
+           if has_val[g] else _distilled_set(p, s, final_X[g], final_Y[g], last, None, losses[:last, g])
+           for g, p in enumerate(prep)]
     control.step(1.0, "distilled")
     return out
+
+
+def _prepare_site(X: np.ndarray, y: np.ndarray, sid: int, anchor: np.ndarray | None, s: KIPSettings, K: int) -> dict:
+    """One site's rows checked and scaled (z = (x − μ) W, by ``s.scale``), its centred one-hot targets (and the
+    anchor image's rows as unlabelled targets with ``anchor_targets``), its hold-out split and initial support set,
+    each from the site's own seed streams ``default_rng([random_state, sid, ·])``."""
+    X = np.asarray(X, np.float64)
+    y = np.asarray(y, np.int64)
+    if X.ndim != 2 or len(X) != len(y) or len(X) < 2:
+        raise ConfigError("each site needs a 2-D array of at least two rows and one label per row")
+    if y.min() < 0 or y.max() >= K:
+        raise ConfigError(f"labels must lie in [0, {K})")
+    if not np.all(np.isfinite(X)):
+        raise ConfigError("the rows hold NaN or infinite values")
+    rng_split, rng_init, rng_batch = (np.random.default_rng([s.random_state, sid, k]) for k in range(3))
+    mu = X.mean(axis=0)
+    if s.scale == "anchor":
+        mu, W, W_inv = anchor_whitening(anchor)
+    elif s.scale == "global":
+        sd = np.full(X.shape[1], math.sqrt(max(float(X.var(axis=0).mean()), 1e-24)))
+        W, W_inv = np.diag(1.0 / sd), np.diag(sd)
+    else:
+        sd = X.std(axis=0)
+        sd[~(sd > 1e-12)] = 1.0
+        W, W_inv = np.diag(1.0 / sd), np.diag(sd)
+    Z = (X - mu) @ W
+    n = len(y)
+    Yall = np.eye(K)[y] - 1.0 / K
+    n_anc = 0
+    if s.anchor_targets > 0:
+        if anchor is None:
+            raise ConfigError("anchor_targets needs every site's anchor image")
+        Za = (np.asarray(anchor, np.float64) - mu) @ W
+        n_anc = len(Za)
+        Z = np.vstack([Z, Za])
+        Yall = np.vstack([Yall, np.zeros((n_anc, K))])
+    n_val = int(round(s.holdout * n)) if n >= 10 else 0
+    perm = rng_split.permutation(n)
+    val, fit = perm[:n_val], perm[n_val:]
+    X0, y0 = _init_rows(Z[fit], y[fit], s, rng_init)
+    return dict(Z=Z, Y=Yall, anc=np.arange(n, n + n_anc), y=y, mu=mu, W=W, W_inv=W_inv, val=val, fit=fit, X0=X0,
+                y0=y0, rng=rng_batch)
+
+
+def _padded_support(prep: list[dict], K: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every site's initial support set padded to S rows, the most any site has: (rows (G, S, d), centred one-hot
+    labels (G, S, K), mask (G, S)); a padded row has mask 0 (an identity block in K_ss) and zero labels."""
+    G, S = len(prep), max(len(p["y0"]) for p in prep)
+    Xs0, Ys0, mask = np.zeros((G, S, d)), np.zeros((G, S, K)), np.zeros((G, S))
+    for g, p in enumerate(prep):
+        k = len(p["y0"])
+        Xs0[g, :k] = p["X0"]
+        Ys0[g, :k] = np.eye(K)[p["y0"]] - 1.0 / K
+        mask[g, :k] = 1.0
+    return Xs0, Ys0, mask
+
+
+def _distilled_set(p: dict, s: KIPSettings, Xs: np.ndarray, Ys: np.ndarray, step: int,
+                   vals: list[tuple[int, float]] | None, losses: np.ndarray) -> DistilledSet:
+    """One site's result in its own units: the support set kept (the best on its hold-out rows at ``step``, or the
+    last), spread-matched with ``match_spread``, mapped back by x = z W⁻¹ + μ, with its loss and hold-out curves."""
+    k = len(p["y0"])
+    Zs, Yg = Xs[:k], Ys[:k]
+    if s.match_spread:
+        Zs = _match_spread(Zs, p["y0"], p["Z"][p["fit"]], p["y"][p["fit"]])
+    vc = np.array([[st, v] for st, v in vals]) if vals is not None else np.zeros((0, 2))
+    return DistilledSet(Zs @ p["W_inv"] + p["mu"], p["y0"].copy(), Yg.copy(), losses.copy(), vc, step, p["mu"], p["W"])
 
 
 def _match_spread(Zs: np.ndarray, ys: np.ndarray, Z: np.ndarray, y: np.ndarray) -> np.ndarray:

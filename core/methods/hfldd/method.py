@@ -41,6 +41,7 @@ from ...learn.cluster_models import prior_logit, train_cluster_models
 from ...learn.intervals import describe
 from ...learn.own_cv import alone_estimate, read_own_cv
 from ...parallel import one_blas_thread
+from ...privacy.release import DISTILLED_ROWS, Release
 from ..base import (
     ClientDistances,
     Disclosure,
@@ -61,7 +62,7 @@ from ..dc_analysis import (
 )
 from ..dc_site import DC_BUNDLE_FIELDS, DC_REDUCED_RULES, MIN_ROWS, SITE_SETTINGS, dc_site_compute
 from ..settings import Setting
-from ..views import Heatmap, PageTexts, Table, Text, View
+from ..views import SITE_ROWS_TIP, Heatmap, PageTexts, Table, Text, View, site_rows_cell
 from .kip import KIPSettings, distill_sites, kl_clusters, kl_matrix, local_soft_labels, nn_disclosure
 from .near_copies import DEFAULT_FRACTION, keep_apart
 
@@ -114,7 +115,7 @@ class HFLDD(Method):
     plain_title = "a shared model learned from a few made-up summary rows per class from each site"
     task = "classification"
     family = "hfldd"
-    distilled = True
+    discloses = Release(DISTILLED_ROWS, rows="x_distilled", anchor="anchor_tilde", anchor_rows=anchor_subset)
     apply_per_row = True  # a fitted model applied row by row
     bundle_fields = (*DC_BUNDLE_FIELDS, Field("n_distilled", "int", required=True, low=0),
                      Field("dccfl_bundle_bytes", "int", low=0), Field("bundle_bytes", "int", low=0),
@@ -385,9 +386,13 @@ class HFLDD(Method):
             distance="difference in label mix",
             distance_tip="total-variation distance between the sites' label distributions",
             columns={"distilled_rows": ("Made-up rows sent", "distilled rows the site shipped"),
-                     "nn_ratio": ("Closeness to real rows", "NN distance ratio: median distance of a distilled row to "
-                                  "the site's nearest real compressed row, in units of the real rows' own spacing "
-                                  "(0 would be a copy)"),
+                     "nn_ratio": ("Distance to real rows (× their spacing)", "NN distance ratio: median distance "
+                                  "of a distilled row to the site's nearest real compressed row, in units of the real "
+                                  "rows' own median spacing (0 would be a copy of a real row; 1, as far as real rows "
+                                  "are from each other)"),
+                     "rows_kept_at_site": ("Rows kept to check", "rows the site set aside at export to check the "
+                                           "package against its own model (they count in its own model's n, not in "
+                                           "the rows it distilled)"),
                      "bundle_bytes": ("Bundle size (bytes)", "bytes of the arrays the site shipped"),
                      "dccfl_bundle_bytes": ("Size as a DC-CFL bundle (bytes)", "what the same site would have shipped "
                                             "with DC-CFL (every compressed row and its class)")})
@@ -432,16 +437,18 @@ class HFLDD(Method):
     def views(self, result: MethodResult) -> list[View]:
         s, d = result.summary, result.details
         sites = s.get("sites", [])
-        rows = [[x["site"], x["rows"], x["distilled_rows"], x["cluster"],
+        rows = [[x["site"], site_rows_cell(x), x["distilled_rows"], x["cluster"],
                  "" if "nn_ratio" not in x else f"{x['nn_ratio']:.2f}", x.get("model", ""),
                  describe(x.get("own_model")) if x.get("own_model") else "", x["bundle_bytes"],
                  x.get("dccfl_bundle_bytes", ""),
                  "" if not x.get("dccfl_bundle_bytes") else f"{x['dccfl_bundle_bytes'] / x['bundle_bytes']:.1f}×"]
                 for x in sites]
         out: list[View] = [Table("Sites (made-up summary rows)", ["site", "rows", "made-up rows", "group",
-                                                                  "closeness to real rows", "model sent",
+                                                                  "distance to real rows", "model sent",
                                                                   "its own rows alone", "bundle size (bytes)",
-                                                                  "as DC-CFL (bytes)", "smaller by"], rows),
+                                                                  "as DC-CFL (bytes)", "smaller by"], rows,
+                                 tips={**SITE_ROWS_TIP,
+                                       "distance to real rows": self.page_texts().columns["nn_ratio"][1]}),
                            Text(NOT_SCORED[0].upper() + NOT_SCORED[1:] + ".")]
         have = [x for x in sites if x.get("dccfl_bundle_bytes")]
         if have:
@@ -449,9 +456,10 @@ class HFLDD(Method):
             theirs = sum(x["dccfl_bundle_bytes"] for x in have)
             out.append(Text(f"Bundles: {ours:,} bytes in all, against {theirs:,} bytes had the same sites shipped "
                             f"DC-CFL bundles (every reduced row, its class and the whole anchor image): "
-                            f"{theirs / max(ours, 1):.1f}× smaller. Closeness to real rows = median distance of a "
-                            "made-up row to the site's nearest real compressed row, in units of the real rows' own "
-                            "median spacing (0 would be a copy of a real row)."))
+                            f"{theirs / max(ours, 1):.1f}× smaller. Distance to real rows: the median distance of "
+                            "a made-up row to the site's nearest real compressed row, in units of the real rows' own "
+                            "median spacing (0 would be a copy of a real row; 1, as far as real rows are from each "
+                            "other)."))
         names = [x["site"] for x in sites]
         if "kl" in d and len(names) > 1:
             M = np.asarray(d["kl"])

@@ -59,8 +59,10 @@ import numpy as np
 from ...control import JobControl, ensure
 from ...errors import ConfigError, FormatError
 from ...formats.fields import Array, Field, Rule, site_rows
+from ...learn.heterogeneity import differ_terms, differ_words
 from ...learn.intervals import describe
 from ...learn.own_cv import alone_estimate, read_own_cv
+from ...privacy.release import COEFFICIENTS, Release
 from ..base import (
     Disclosure,
     FitContext,
@@ -73,15 +75,14 @@ from ..base import (
 )
 from ..dc_analysis import exact_arrays
 from ..settings import Setting
-from ..views import Bars, PageTexts, Table, Text, View
+from ..views import SITE_ROWS_TIP, Bars, PageTexts, Table, Text, View, site_rows_cell
 from .fixed_effect import combine, site_deviation
 from .private_site import PRIVATE_SETTINGS, private_site_compute, total_covariance
 from .random_effects import combine_random, deviation_from_prior, posterior, prior_from, prior_without
 from .shared_oof import shared_oof_at_site
-from .site_logit import fit_site_logit, predict_proba
+from .site_logit import fit_site_logit, only_classes, predict_proba
 
 Z95 = 1.959963984540054
-UNSEEN = 1e4  # a class the package must never predict: its logit this far below (exp(−10⁴) = 0)
 DEVIATION_P = 0.05  # a site whose coefficients differ from the combined at this level keeps its own model
 NOT_SCORED = ("the analyst cannot score the combined model on any site's rows (no row leaves); each site compares "
               "it with its own model on labelled rows: dcstudio participant apply --validate")
@@ -123,18 +124,6 @@ def linked_classes(fitted: list[list[int]], K: int) -> dict[int, list[int]]:
             root[find(k)] = find(f[0])
     seen = sorted({k for f in fitted for k in f})
     return {k: [j for j in seen if find(j) == find(k)] for k in seen}
-
-
-def only_classes(theta: np.ndarray, keep: list[int]) -> np.ndarray:
-    """θ ((K − 1) × p, class k against the kit's first) with every class outside ``keep`` given no probability:
-    its logit set to −UNSEEN (slopes 0) before the logits are re-expressed against the first class."""
-    full = np.vstack([np.zeros((1, theta.shape[1])), theta])
-    out = np.setdiff1d(np.arange(len(full)), keep)
-    if len(out) == 0:
-        return theta
-    full[out] = 0.0
-    full[out, 0] = -UNSEEN
-    return np.ascontiguousarray(full[1:] - full[0])
 
 
 def _per_coefficient(values: np.ndarray, own_intercepts: bool, q: int, p: int) -> np.ndarray:
@@ -188,6 +177,7 @@ class MetaLR(Method):
     plain_title = "each site's logistic regression, combined into one by weighting each by its precision"
     task = "classification"
     family = "meta-lr"
+    discloses = Release(COEFFICIENTS, rows="coef", predict=predict_proba)
     bundle_fields = (Field("n_rows", "int", required=True, low=1), Field("n_features", "int", required=True, low=1),
                      Field("n_classes", "int", required=True, low=2),
                      Field("estimate", "text", required=True, choices=("fitted", "none")), Field("reason", "text"),
@@ -487,8 +477,9 @@ class MetaLR(Method):
                 q_i, df_i, p_i = deviates[i]
                 own = {"model": "own", "own_kind": "linear"}
                 said = f"{entry['note']}; " if entry.get("note") else ""
-                entry.update(own, note=f"{said}its coefficients differ from the combined ones (Q = {q_i:.1f} on "
-                             f"{df_i} df, p = {p_i:.2g}): it keeps its own model")
+                entry.update(own, note=f"{said}its coefficients differ from the other sites' more than chance "
+                             f"would make them differ (by chance with probability {p_i:.2g}; Q = {q_i:.1f}, "
+                             f"{df_i} degrees of freedom): it keeps its own model")
             sites.append(entry)
             prior = priors.get(i, everyone)
             packages[i] = ({**manifest, **own, "prior_sites": len(used) - (i in priors)},
@@ -599,8 +590,8 @@ class MetaLR(Method):
         if s.get("nothing_combined"):
             return [Text(NOTHING_COMBINED[0].upper() + NOTHING_COMBINED[1:] + ".", tone="warning"),
                     Table("Sites", ["site", "fingerprint", "rows", "its own rows alone", "note"],
-                          [[x["site"], x.get("fingerprint", ""), x["rows"], describe(x.get("own_model")),
-                            x.get("note", "")] for x in sites])]
+                          [[x["site"], x.get("fingerprint", ""), site_rows_cell(x), describe(x.get("own_model")),
+                            x.get("note", "")] for x in sites], tips=SITE_ROWS_TIP)]
         coef, se = np.asarray(s["combined"]["coef"]), np.asarray(s["combined"]["se"])
         i2 = np.asarray(h.get("i2_each", np.zeros_like(coef)))
         out: list[View] = [Text(
@@ -610,18 +601,21 @@ class MetaLR(Method):
             "their covariance and row counts left the sites; no row and no label did. " + NOT_SCORED[0].upper()
             + NOT_SCORED[1:] + ".")]
         doubtful = bool(h.get("df")) and h.get("p_value", 1.0) < 0.05
-        out.append(Text("Heterogeneity: " + self._heterogeneity_text(h) + (
-            ". The sites' coefficients differ more than chance allows: one model for all sites is doubtful; look "
-            "for the coefficients with a large I² below." if doubtful else "."), tone="warning" if doubtful
-            else "info"))
+        what = "the slopes" if h.get("of") == "slopes" else "the coefficients"
+        out.append(Text("How much the sites differ: " + differ_words(h.get("i2"), h.get("p_value"), h.get("df"), what)
+                        + (" One model for all sites is doubtful; look below for the coefficients with a large share "
+                           "beyond chance." if doubtful else ""),
+                        tone="warning" if doubtful else "info",
+                        tip=differ_terms(h.get("q"), h.get("df"), h.get("p_value"), h.get("i2"))))
         whole = [x for x in sites if x["combined"] == "yes" and "classes_fitted" not in x]  # in the kit's contrasts
         left = [x for x in sites if x["combined"] != "yes"]
         if left:
             out.append(Text(f"{_plural(len(left), 'site')} contributed nothing: "
                             + "; ".join(f"{x['site']} ({x.get('note', '')})" for x in left), tone="warning"))
         out.append(Table("Sites", ["site", "fingerprint", "rows", "combined", "its own rows alone", "note"],
-                         [[x["site"], x.get("fingerprint", ""), x["rows"], x["combined"], describe(x.get("own_model")),
-                           x.get("note", "")] for x in sites]))
+                         [[x["site"], x.get("fingerprint", ""), site_rows_cell(x), x["combined"],
+                           describe(x.get("own_model")), x.get("note", "")] for x in sites],
+                         tips=SITE_ROWS_TIP))
         rows, forest = [], []
         tau2 = np.asarray(s["tau2"]) if "tau2" in s else None
         for k in range(coef.shape[0]):
@@ -638,14 +632,19 @@ class MetaLR(Method):
                                    f"{100 * w / total:.0f} %"])
                 forest.append([label, "combined", round(b, 6), round(b - Z95 * e, 6), round(b + Z95 * e, 6), "100 %"])
         out.append(Table(f"Combined coefficients (log-odds against class '{s.get('reference', '')}'), with 95 % "
-                         "intervals and heterogeneity",
-                         ["coefficient", "estimate", "95 % interval", "odds ratio", "I²",
-                          *(["τ² (between sites)"] if tau2 is not None else [])], rows))
+                         "intervals and how much the sites differ",
+                         ["coefficient", "estimate", "95 % interval", "odds ratio", "spread beyond chance",
+                          *(["spread between sites"] if tau2 is not None else [])], rows,
+                         tips={"spread beyond chance": "I²: the share of the spread of this coefficient between "
+                                                       "sites that is beyond chance (Higgins)",
+                               "spread between sites": "τ², the between-site variance of this coefficient "
+                                                       "(DerSimonian–Laird)",
+                               "odds ratio": "exp(estimate): how the odds change per unit of the column"}))
         out.append(Table("Forest plot data: each site's coefficient (sites with every class) and the combined one, "
                          "with 95 % intervals",
                          ["coefficient", "site", "estimate", "low", "high", "weight"], forest))
-        out.append(Bars("Heterogeneity I² per coefficient (%)", [r[0] for r in rows],
-                        [100.0 * float(v) for v in i2.ravel()], ylabel="I² (%)"))
+        out.append(Bars("How much of each coefficient's spread between sites is beyond chance (%)",
+                        [r[0] for r in rows], [100.0 * float(v) for v in i2.ravel()], ylabel="beyond chance (I², %)"))
         return out
 
     # ---- site, after the round -----------------------------------------------------------------

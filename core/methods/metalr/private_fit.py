@@ -49,6 +49,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .site_logit import probabilities as _probabilities
+
 SHARES = {"noise": 0.85, "jacobian": 0.15}  # ε₁ (the objective's noise) and ε₂ (the Jacobian, through Λ)
 INTERCEPT_COORDINATE = 0.25  # c₀
 MECHANISM = ("objective perturbation of the ridge logistic regression with Gaussian noise (Chaudhuri et al. "
@@ -96,13 +98,6 @@ def public_units(X: np.ndarray, centre: np.ndarray, scale: np.ndarray) -> tuple[
     over = norms > 1.0
     U[over] /= norms[over, None]
     return np.column_stack([np.full(len(U), INTERCEPT_COORDINATE), U]), C
-
-
-def _probabilities(eta: np.ndarray) -> np.ndarray:
-    full = np.column_stack([np.zeros(len(eta)), eta])
-    full -= full.max(axis=1, keepdims=True)
-    e = np.exp(full)
-    return e / e.sum(axis=1, keepdims=True)
 
 
 def _hessian(Z: np.ndarray, P: np.ndarray) -> np.ndarray:

@@ -33,9 +33,7 @@ import numpy as np
 
 from ...errors import ConfigError, FormatError
 from .random_effects import Prior, posterior
-from .site_logit import fit_site_logit, predict_proba
-
-UNSEEN = 1e4  # as method.UNSEEN: a class the package never predicts has its logit this far below
+from .site_logit import UNSEEN, fit_site_logit, only_classes, predict_proba
 
 
 def _prior(manifest: dict, arrays: dict[str, np.ndarray]) -> Prior:
@@ -131,7 +129,7 @@ def site_model(manifest: dict, arrays: dict[str, np.ndarray], X: np.ndarray, y: 
             theta = np.column_stack([_intercepts_given(X, y, slopes, keep, K), slopes])
         else:
             theta = prior.mean.reshape(q, p).copy()
-        return _only(theta, keep)
+        return only_classes(theta, keep)
     D = _contrast_map(present, K)
     r = len(present) - 1
     if site_intercepts:
@@ -149,7 +147,7 @@ def site_model(manifest: dict, arrays: dict[str, np.ndarray], X: np.ndarray, y: 
         theta[:, 0] = alpha[1:] - alpha[0]
     else:
         theta = beta.reshape(q, p).copy()
-    return _only(theta, keep)
+    return only_classes(theta, keep)
 
 
 def _contrast_map(fitted: list[int], K: int) -> np.ndarray:
@@ -160,17 +158,6 @@ def _contrast_map(fitted: list[int], K: int) -> np.ndarray:
         if fitted[0] > 0:
             D[r, fitted[0] - 1] = -1.0
     return D
-
-
-def _only(theta: np.ndarray, keep: list[int]) -> np.ndarray:
-    """θ with every class outside ``keep`` given no probability (as :func:`.method.only_classes`)."""
-    full = np.vstack([np.zeros((1, theta.shape[1])), theta])
-    out = np.setdiff1d(np.arange(len(full)), keep)
-    if len(out) == 0:
-        return theta
-    full[out] = 0.0
-    full[out, 0] = -UNSEEN
-    return np.ascontiguousarray(full[1:] - full[0])
 
 
 def shared_oof_at_site(manifest: dict, arrays: dict[str, np.ndarray], X: np.ndarray, y: np.ndarray,

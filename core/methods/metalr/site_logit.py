@@ -44,7 +44,22 @@ class SiteLogit:
     converged: bool
 
 
-def _probabilities(eta: np.ndarray) -> np.ndarray:
+UNSEEN = 1e4  # a class the package must never predict: its logit this far below (exp(−10⁴) = 0)
+
+
+def only_classes(theta: np.ndarray, keep: list[int]) -> np.ndarray:
+    """θ ((K − 1) × p, class k against the kit's first) with every class outside ``keep`` given no probability:
+    its logit set to −UNSEEN (slopes 0) before the logits are re-expressed against the first class."""
+    full = np.vstack([np.zeros((1, theta.shape[1])), theta])
+    out = np.setdiff1d(np.arange(len(full)), keep)
+    if len(out) == 0:
+        return theta
+    full[out] = 0.0
+    full[out, 0] = -UNSEEN
+    return np.ascontiguousarray(full[1:] - full[0])
+
+
+def probabilities(eta: np.ndarray) -> np.ndarray:
     """(n, K) class probabilities from the (n, K − 1) logits against the reference class."""
     full = np.column_stack([np.zeros(len(eta)), eta])
     full -= full.max(axis=1, keepdims=True)
@@ -55,7 +70,7 @@ def _probabilities(eta: np.ndarray) -> np.ndarray:
 def predict_proba(coef: np.ndarray, X: np.ndarray) -> np.ndarray:
     """p(k | x) for every row of X (n, m) under θ = ``coef`` (K − 1, m + 1)."""
     X = np.asarray(X, dtype=np.float64)
-    return _probabilities(coef[:, 0] + X @ coef[:, 1:].T)
+    return probabilities(coef[:, 0] + X @ coef[:, 1:].T)
 
 
 def fit_site_logit(X: np.ndarray, y: np.ndarray, n_classes: int, *, lam: float, scale: np.ndarray | None = None,
@@ -100,7 +115,7 @@ def fit_site_logit(X: np.ndarray, y: np.ndarray, n_classes: int, *, lam: float, 
     converged = False
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 - the count is reported
-        P = _probabilities(Z @ g.T)[:, 1:]
+        P = probabilities(Z @ g.T)[:, 1:]
         grad = ((P - Y).T @ Z + pen * g).ravel()
         H = hessian(P)
         step = np.linalg.solve(H, -grad).reshape(q, p)
@@ -115,7 +130,7 @@ def fit_site_logit(X: np.ndarray, y: np.ndarray, n_classes: int, *, lam: float, 
                 break
             t *= 0.5
         g, f = g + t * step, f_new
-    P = _probabilities(Z @ g.T)[:, 1:]
+    P = probabilities(Z @ g.T)[:, 1:]
     cov_g = np.linalg.inv(hessian(P))
     T = np.diag(np.concatenate([[1.0], 1.0 / spread]))
     T[0, 1:] = -centre / spread
