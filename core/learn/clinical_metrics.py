@@ -182,38 +182,29 @@ def multiclass_metrics(y: np.ndarray, P: np.ndarray, classes: list[str]) -> dict
     classes present), macro one-vs-rest AUC (NaN if a class is absent), per-class support / recall / precision
     (NaN when undefined), the K × K confusion matrix (rows = true class) and the classes with support that are
     never predicted."""
-    from sklearn.metrics import (
-        accuracy_score,
-        balanced_accuracy_score,
-        confusion_matrix,
-        precision_score,
-        recall_score,
-        roc_auc_score,
-    )
-
     y = np.asarray(y, np.int64).ravel()
     P = np.asarray(P, np.float64)
     K = len(classes)
-    labels = list(range(K))
     pred = P.argmax(axis=1)
-    support = np.bincount(y, minlength=K)[:K]
-    predicted = np.bincount(pred, minlength=K)[:K]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        recall = recall_score(y, pred, labels=labels, average=None, zero_division=np.nan)
-        precision = precision_score(y, pred, labels=labels, average=None, zero_division=np.nan)
-        balanced = float(balanced_accuracy_score(y, pred)) if len(y) else NAN
+    confusion = np.bincount(y * K + pred, minlength=K * K)[: K * K].reshape(K, K)  # the analyst asks it per site:
+    support, predicted, right = confusion.sum(axis=1), confusion.sum(axis=0), np.diag(confusion)  # numpy, not sklearn
+    with np.errstate(divide="ignore", invalid="ignore"):
+        recall = np.where(support > 0, right / support, NAN)
+        precision = np.where(predicted > 0, right / predicted, NAN)
+    balanced = float(recall[support > 0].mean()) if len(y) else NAN
     if len(y) and np.all(support > 0):
+        from sklearn.metrics import roc_auc_score
+
         Pn = P / np.maximum(P.sum(axis=1, keepdims=True), 1e-300)
-        macro_auc = float(roc_auc_score(y, Pn, multi_class="ovr", average="macro", labels=labels))
+        macro_auc = float(roc_auc_score(y, Pn, multi_class="ovr", average="macro", labels=list(range(K))))
     else:
         macro_auc = NAN
     return {
-        "rows": int(len(y)), "accuracy": float(accuracy_score(y, pred)) if len(y) else NAN,
+        "rows": int(len(y)), "accuracy": float(right.sum() / len(y)) if len(y) else NAN,
         "balanced_accuracy": balanced, "macro_auc": macro_auc,
         "per_class": [{"class": str(classes[k]), "support": int(support[k]), "recall": float(recall[k]),
                        "precision": float(precision[k])} for k in range(K)],
-        "confusion": confusion_matrix(y, pred, labels=labels).tolist(),
+        "confusion": confusion.tolist(),
         "never_predicted": [str(classes[k]) for k in range(K) if support[k] > 0 and predicted[k] == 0],
     }
 

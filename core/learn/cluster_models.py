@@ -34,7 +34,8 @@ ALIGNMENT_DEFAULTS: dict = {"alignment": "affine", "threshold": 1e-2, "relative_
 PRIOR_DEFAULTS: dict = {"prior_correction": True, "prior_smoothing": 0.5, "prior_in_selection": True}
 SELECTION_DEFAULTS: dict = {"cv_folds": "auto", "cv_repeats": "auto", "own_model": True, "metric": "auto",
                             "site_intercepts": True,
-                            "selection_max_rows": 10000, "selection_site_rows": 500, "max_epoch_rows": 20000}
+                            "selection_max_rows": 10000, "selection_site_rows": 500, "selection_total_rows": 1_000_000,
+                            "max_epoch_rows": 20000}
 
 
 @dataclass
@@ -150,19 +151,24 @@ def group_rows(bundles: list, members: tuple[int, ...], rows: list | None, mp: d
     """(X̂, y, position): a group's members' rows aligned by the group's maps ``mp`` (float64), their labels, and
     each row's member position (0 … len(members) − 1). ``rows[i]`` restricts site i (``None`` = all); ``site_rows``
     and ``max_rows`` cap the rows per member and in total by seeded subsamples (``g`` numbers the group)."""
-    Xs, ys, pos = [], [], []
-    for p, i in enumerate(members):
+    picks = []
+    for i in members:
         sel = np.arange(bundles[i].arrays["y"].shape[0]) if rows is None else np.asarray(rows[i])
         if site_rows and len(sel) > site_rows:
             sel = np.sort(np.random.default_rng([seed, g, i, 5]).choice(sel, site_rows, replace=False))
-        Xs.append(mp[i].transform(bundles[i].arrays["x_tilde"][sel].astype(np.float64)))
-        ys.append(bundles[i].arrays["y"][sel].astype(np.int64))
-        pos.append(np.full(len(sel), p, np.int64))
-    Xh, y, position = np.vstack(Xs), np.concatenate(ys), np.concatenate(pos)
-    if max_rows and len(y) > max_rows:
-        keep = np.sort(np.random.default_rng([seed, g, 7]).choice(len(y), max_rows, replace=False))
-        Xh, y, position = Xh[keep], y[keep], position[keep]
-    return Xh, y, position
+        picks.append(sel)
+    sizes = np.array([len(sel) for sel in picks], np.int64)
+    if max_rows and sizes.sum() > max_rows:  # the seeded subsample of the concatenation, taken before aligning
+        keep = np.sort(np.random.default_rng([seed, g, 7]).choice(int(sizes.sum()), max_rows, replace=False))
+        ends = np.cumsum(sizes)
+        member = np.searchsorted(ends, keep, side="right")
+        at = keep - (ends - sizes)[member]
+        picks = [sel[at[member == p]] for p, sel in enumerate(picks)]
+    Xs = [mp[i].transform(bundles[i].arrays["x_tilde"][sel].astype(np.float64)) for i, sel in zip(members, picks,
+                                                                                                  strict=True)]
+    ys = [bundles[i].arrays["y"][sel].astype(np.int64) for i, sel in zip(members, picks, strict=True)]
+    position = np.repeat(np.arange(len(members), dtype=np.int64), [len(sel) for sel in picks])
+    return np.vstack(Xs), np.concatenate(ys), position
 
 
 def standardiser(Xh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -465,6 +471,29 @@ def bundle_own_cv(bundle, n_classes: int | None = None) -> dict | None:
     return read_own_cv(bundle.manifest, site_rows(bundle.manifest), n_classes)
 
 
+def selection_cap(sel: Selection, clusters, settings: dict) -> int | None:
+    """The row cap of every selection model of ``clusters``: ``selection_max_rows``, lowered when the groups' rows of
+    one split (each member's training fold, at most ``selection_site_rows`` of it) would exceed
+    ``selection_total_rows`` in all — then the largest c with Σ_g min(n_g, c) ≤ the total (water-filling: a small
+    group keeps every row, the big ones share the rest). The selection's cost then stops growing with the number of
+    sites; a consortium whose groups hold fewer rows in all is untouched."""
+    cap, site_cap, total = (opt_int(settings.get(k)) for k in ("selection_max_rows", "selection_site_rows",
+                                                                 "selection_total_rows"))
+    if not total or not sel.splits:
+        return cap
+    per_split = []
+    for tr, _ in sel.splits:
+        n = np.array([sum(min(len(tr[i]), site_cap or len(tr[i])) for i in c) for c in clusters], np.int64)
+        per_split.append(np.minimum(n, cap) if cap else n)
+    n = np.sort(max(per_split, key=lambda v: int(v.sum())))
+    if int(n.sum()) <= total:
+        return cap
+    before = np.concatenate([[0], np.cumsum(n)[:-1]])      # rows of the groups smaller than group j
+    level = (total - before) // (len(n) - np.arange(len(n)))  # the cap if groups j… all take it
+    j = int(np.flatnonzero(level <= n)[0])
+    return max(1, int(level[j]))
+
+
 def cross_validate(sel: Selection, bundles: list, clusters, n_classes: int, settings: dict, basis: AnchorBasis, *,
                    seed: int, maps: dict | None = None, control: JobControl | None = None) -> None:
     """Add to ``sel`` every cluster of ``clusters`` it does not hold yet: trained on its members' training folds
@@ -476,7 +505,7 @@ def cross_validate(sel: Selection, bundles: list, clusters, n_classes: int, sett
     splits = sel.splits
     jobs = [(si, c) for si, (tr, _) in enumerate(splits) for c in distinct if sum(len(tr[i]) for i in c) > 0]
     models = fit_groups(bundles, [(c, splits[si][0]) for si, c in jobs], n_classes, settings, basis, seed=seed,
-                        maps=maps, max_rows=opt_int(settings["selection_max_rows"]),
+                        maps=maps, max_rows=selection_cap(sel, distinct, settings),
                         site_rows=opt_int(settings["selection_site_rows"]), control=control)
     S = len(bundles)
     for c in distinct:
@@ -519,7 +548,7 @@ def cross_validate_si(sel: Selection, bundles: list, clusters, n_classes: int, s
     splits = sel.splits
     jobs = [(si, c) for si, (tr, _) in enumerate(splits) for c in distinct if sum(len(tr[i]) for i in c) > 0]
     models = fit_site_intercept_groups(bundles, [(c, splits[si][0]) for si, c in jobs], n_classes, settings, basis,
-                                       seed=seed, maps=maps, max_rows=opt_int(settings["selection_max_rows"]),
+                                       seed=seed, maps=maps, max_rows=selection_cap(sel, distinct, settings),
                                        site_rows=opt_int(settings["selection_site_rows"]))
     for c in distinct:
         sel.correct[si_key(c)] = np.zeros(len(bundles))

@@ -102,6 +102,9 @@ SELECTION_SETTINGS = (
     Setting("selection_site_rows", "int", SELECTION_DEFAULTS["selection_site_rows"],
             "rows per site a selection model trains on at most", low=1,
             optional=True, none_help="no cap", advanced=True),
+    Setting("selection_total_rows", "int", SELECTION_DEFAULTS["selection_total_rows"],
+            "rows all the selection's models of one split train on at most (beyond it, the biggest groups' cap "
+            "shrinks)", low=1, optional=True, none_help="no cap", advanced=True),
     Setting("max_epoch_rows", "int", SELECTION_DEFAULTS["max_epoch_rows"],
             "rows a final model sees per epoch at most", low=1, optional=True,
             none_help="no cap", advanced=True),
