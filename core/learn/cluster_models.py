@@ -150,7 +150,9 @@ def group_rows(bundles: list, members: tuple[int, ...], rows: list | None, mp: d
                site_rows: int | None = None, max_rows: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(X̂, y, position): a group's members' rows aligned by the group's maps ``mp`` (float64), their labels, and
     each row's member position (0 … len(members) − 1). ``rows[i]`` restricts site i (``None`` = all); ``site_rows``
-    and ``max_rows`` cap the rows per member and in total by seeded subsamples (``g`` numbers the group)."""
+    and ``max_rows`` cap the rows per member and in total by seeded subsamples (``g`` numbers the group), drawn
+    before the rows are aligned: the rows and bits of aligning every row and then subsampling (a member left with
+    one row is aligned by another BLAS routine: equal to the last bit or two)."""
     picks = []
     for i in members:
         sel = np.arange(bundles[i].arrays["y"].shape[0]) if rows is None else np.asarray(rows[i])
@@ -490,7 +492,7 @@ def selection_cap(sel: Selection, clusters, settings: dict) -> int | None:
         return cap
     before = np.concatenate([[0], np.cumsum(n)[:-1]])      # rows of the groups smaller than group j
     level = (total - before) // (len(n) - np.arange(len(n)))  # the cap if groups j… all take it
-    j = int(np.flatnonzero(level <= n)[0])
+    j = int(np.flatnonzero(level < n)[0])     # the first group that cannot keep all its rows
     return max(1, int(level[j]))
 
 
