@@ -74,8 +74,8 @@ def one_point(n_sites: int, rows: int = ROWS, cols: int = COLS, seed: int = 0, n
     """Build the bundles, fit DC-CFL with product defaults, render the report; CPU, wall time and peak RSS."""
     from collections import Counter
 
-    from core.api.analyst import render_report
     from core.api import Identity
+    from core.api.analyst import render_report
     from core.api.common import FeatureColumn, FitContext, Kit, Schema
     from core.api.research import DCCFL
 
