@@ -50,7 +50,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "gold": ("gold", "GOLD paper Tables III-IV on re-implemented Non-ICD partitions, with k-FED and ablations"),
     "gold-server": ("gold_server", "GOLD's analyst step (k-means vs MCPL + REMC) on small non-IID sites, beside "
                     "DC-Clustering, k-FED and pooled k-means"),
-    "scale": ("scale", "the analyst's dccfl fit from 10 to 1,000 sites × 2,000 rows × 30 columns (--sites, --rows)"),
+    "scale": ("scale", "the analyst's dccfl fit and report at 100 to 10,000 sites × 300 rows × 16 columns, label skew "
+                       "(--sites, --rows, --classes)"),
     "small-sites": ("small_sites", "label-skewed sites of 20-500 rows: each site's package vs its own-rows model"),
     "near-copies": ("near_copies", "distillation mode: how close real rows lie to each other, and the accuracy cost "
                     "of keeping distilled rows away from them"),

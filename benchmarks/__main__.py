@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", type=int, help="export: rows of the synthetic CSV")
     p.add_argument("--quick", action="store_true", help="the main table only (skip the longer extensions); "
                    "privacy --rows: the assessment alone, beside an export of 10,000 of the rows")
+    p.add_argument("--classes", type=int, help="scale: classes of the synthetic sites (default 7; 2: a yes/no outcome)")
     p.add_argument("--cases", type=int, help="fuzz: number of mutated files (default 5000)")
     p.add_argument("--seed", type=int, default=0, help="fuzz/kill: random seed")
     p.add_argument("--kills", type=int, help="kill: number of SIGKILLs per operation")

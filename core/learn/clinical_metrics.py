@@ -182,38 +182,29 @@ def multiclass_metrics(y: np.ndarray, P: np.ndarray, classes: list[str]) -> dict
     classes present), macro one-vs-rest AUC (NaN if a class is absent), per-class support / recall / precision
     (NaN when undefined), the K × K confusion matrix (rows = true class) and the classes with support that are
     never predicted."""
-    from sklearn.metrics import (
-        accuracy_score,
-        balanced_accuracy_score,
-        confusion_matrix,
-        precision_score,
-        recall_score,
-        roc_auc_score,
-    )
-
     y = np.asarray(y, np.int64).ravel()
     P = np.asarray(P, np.float64)
     K = len(classes)
-    labels = list(range(K))
     pred = P.argmax(axis=1)
-    support = np.bincount(y, minlength=K)[:K]
-    predicted = np.bincount(pred, minlength=K)[:K]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        recall = recall_score(y, pred, labels=labels, average=None, zero_division=np.nan)
-        precision = precision_score(y, pred, labels=labels, average=None, zero_division=np.nan)
-        balanced = float(balanced_accuracy_score(y, pred)) if len(y) else NAN
+    confusion = np.bincount(y * K + pred, minlength=K * K)[: K * K].reshape(K, K)  # the analyst asks it per site:
+    support, predicted, right = confusion.sum(axis=1), confusion.sum(axis=0), np.diag(confusion)  # numpy, not sklearn
+    with np.errstate(divide="ignore", invalid="ignore"):
+        recall = np.where(support > 0, right / support, NAN)
+        precision = np.where(predicted > 0, right / predicted, NAN)
+    balanced = float(recall[support > 0].mean()) if len(y) else NAN
     if len(y) and np.all(support > 0):
+        from sklearn.metrics import roc_auc_score
+
         Pn = P / np.maximum(P.sum(axis=1, keepdims=True), 1e-300)
-        macro_auc = float(roc_auc_score(y, Pn, multi_class="ovr", average="macro", labels=labels))
+        macro_auc = float(roc_auc_score(y, Pn, multi_class="ovr", average="macro", labels=list(range(K))))
     else:
         macro_auc = NAN
     return {
-        "rows": int(len(y)), "accuracy": float(accuracy_score(y, pred)) if len(y) else NAN,
+        "rows": int(len(y)), "accuracy": float(right.sum() / len(y)) if len(y) else NAN,
         "balanced_accuracy": balanced, "macro_auc": macro_auc,
         "per_class": [{"class": str(classes[k]), "support": int(support[k]), "recall": float(recall[k]),
                        "precision": float(precision[k])} for k in range(K)],
-        "confusion": confusion_matrix(y, pred, labels=labels).tolist(),
+        "confusion": confusion.tolist(),
         "never_predicted": [str(classes[k]) for k in range(K) if support[k] > 0 and predicted[k] == 0],
     }
 
@@ -237,8 +228,10 @@ def selection_score(metric: str, y: np.ndarray, P: np.ndarray) -> float:
     """One number a model selection maximises, of predicted probabilities P (n × K) on labels y: ``accuracy``
     (of argmax P), ``balanced_accuracy`` (mean recall over the classes present) or ``auc`` (binary: of P[:, 1];
     more classes: macro one-vs-rest over the classes present, P renormalised to them). 0.5 for an AUC on rows of
-    one class (no better than chance), NaN-free."""
-    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+    one class (no better than chance), NaN-free. scikit-learn's scores, written out in numpy
+    (:mod:`core.learn.fold_scores`): a selection scores every candidate at every site, and scikit-learn's checks
+    cost more than the scores (issue #36)."""
+    from .fold_scores import balanced_accuracy, roc_auc, roc_auc_ovr
 
     y = np.asarray(y, np.int64)
     P = np.asarray(P, np.float64)
@@ -247,18 +240,16 @@ def selection_score(metric: str, y: np.ndarray, P: np.ndarray) -> float:
     if metric == "accuracy":
         return float(np.mean(P.argmax(axis=1) == y))
     if metric == "balanced_accuracy":
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return float(balanced_accuracy_score(y, P.argmax(axis=1)))
+        return balanced_accuracy(y, P.argmax(axis=1))
     present = np.unique(y)
     if len(present) < 2:
         return 0.5
     if P.shape[1] == 2:
-        return float(roc_auc_score(y, P[:, 1]))
+        return roc_auc(y == 1, P[:, 1])
     Pp = P[:, present] / np.maximum(P[:, present].sum(axis=1, keepdims=True), 1e-300)
     if len(present) == 2:
-        return float(roc_auc_score(y == present[1], Pp[:, 1]))
-    return float(roc_auc_score(y, Pp, multi_class="ovr", average="macro", labels=present))
+        return roc_auc(y == present[1], Pp[:, 1])
+    return roc_auc_ovr(y, Pp, present)
 
 
 def hanley_mcneil_se(auc: float, events: int, non_events: int) -> float:

@@ -34,7 +34,8 @@ ALIGNMENT_DEFAULTS: dict = {"alignment": "affine", "threshold": 1e-2, "relative_
 PRIOR_DEFAULTS: dict = {"prior_correction": True, "prior_smoothing": 0.5, "prior_in_selection": True}
 SELECTION_DEFAULTS: dict = {"cv_folds": "auto", "cv_repeats": "auto", "own_model": True, "metric": "auto",
                             "site_intercepts": True,
-                            "selection_max_rows": 10000, "selection_site_rows": 500, "max_epoch_rows": 20000}
+                            "selection_max_rows": 10000, "selection_site_rows": 500, "selection_total_rows": 1_000_000,
+                            "max_epoch_rows": 20000}
 
 
 @dataclass
@@ -114,10 +115,18 @@ def fit_linear(bundles: list, i: int, rows: np.ndarray, maps: dict, basis: Ancho
 
     X = bundles[i].arrays["x_tilde"][rows].astype(np.float64)
     y = bundles[i].arrays["y"][rows].astype(np.int64)
-    d = X.shape[1]
-    a = fit_local_model(X, y, n_classes, max_iter=100, standardise=False)
-    identity = SiteMapping(np.eye(d), np.zeros(d))
-    return ClusterModel((i,), {i: identity}, a["local_mean"], a["local_scale"],
+    return _linear_model(i, fit_local_model(X, y, n_classes, max_iter=LINEAR_ITERATIONS, standardise=False), y,
+                         n_classes)
+
+
+LINEAR_ITERATIONS = 100  # L-BFGS steps of a site's linear own-rows model (fit_linear)
+
+
+def _linear_model(i: int, a: dict[str, np.ndarray], y: np.ndarray, n_classes: int) -> ClusterModel:
+    """Site i's fitted own-rows arrays (:func:`~core.learn.local_model.fit_local_model`) as a one-layer
+    :class:`ClusterModel` on the identity map."""
+    d = a["local_w"].shape[0]
+    return ClusterModel((i,), {i: SiteMapping(np.eye(d), np.zeros(d))}, a["local_mean"], a["local_scale"],
                         MLPWeights([a["local_w"]], [a["local_b"]]), np.bincount(y, minlength=n_classes))
 
 
@@ -141,20 +150,27 @@ def group_rows(bundles: list, members: tuple[int, ...], rows: list | None, mp: d
                site_rows: int | None = None, max_rows: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(X̂, y, position): a group's members' rows aligned by the group's maps ``mp`` (float64), their labels, and
     each row's member position (0 … len(members) − 1). ``rows[i]`` restricts site i (``None`` = all); ``site_rows``
-    and ``max_rows`` cap the rows per member and in total by seeded subsamples (``g`` numbers the group)."""
-    Xs, ys, pos = [], [], []
-    for p, i in enumerate(members):
+    and ``max_rows`` cap the rows per member and in total by seeded subsamples (``g`` numbers the group), drawn
+    before the rows are aligned: the rows and bits of aligning every row and then subsampling (a member left with
+    one row is aligned by another BLAS routine: equal to the last bit or two)."""
+    picks = []
+    for i in members:
         sel = np.arange(bundles[i].arrays["y"].shape[0]) if rows is None else np.asarray(rows[i])
         if site_rows and len(sel) > site_rows:
             sel = np.sort(np.random.default_rng([seed, g, i, 5]).choice(sel, site_rows, replace=False))
-        Xs.append(mp[i].transform(bundles[i].arrays["x_tilde"][sel].astype(np.float64)))
-        ys.append(bundles[i].arrays["y"][sel].astype(np.int64))
-        pos.append(np.full(len(sel), p, np.int64))
-    Xh, y, position = np.vstack(Xs), np.concatenate(ys), np.concatenate(pos)
-    if max_rows and len(y) > max_rows:
-        keep = np.sort(np.random.default_rng([seed, g, 7]).choice(len(y), max_rows, replace=False))
-        Xh, y, position = Xh[keep], y[keep], position[keep]
-    return Xh, y, position
+        picks.append(sel)
+    sizes = np.array([len(sel) for sel in picks], np.int64)
+    if max_rows and sizes.sum() > max_rows:  # the seeded subsample of the concatenation, taken before aligning
+        keep = np.sort(np.random.default_rng([seed, g, 7]).choice(int(sizes.sum()), max_rows, replace=False))
+        ends = np.cumsum(sizes)
+        member = np.searchsorted(ends, keep, side="right")
+        at = keep - (ends - sizes)[member]
+        picks = [sel[at[member == p]] for p, sel in enumerate(picks)]
+    Xs = [mp[i].transform(bundles[i].arrays["x_tilde"][sel].astype(np.float64)) for i, sel in zip(members, picks,
+                                                                                                  strict=True)]
+    ys = [bundles[i].arrays["y"][sel].astype(np.int64) for i, sel in zip(members, picks, strict=True)]
+    position = np.repeat(np.arange(len(members), dtype=np.int64), [len(sel) for sel in picks])
+    return np.vstack(Xs), np.concatenate(ys), position
 
 
 def standardiser(Xh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -457,6 +473,29 @@ def bundle_own_cv(bundle, n_classes: int | None = None) -> dict | None:
     return read_own_cv(bundle.manifest, site_rows(bundle.manifest), n_classes)
 
 
+def selection_cap(sel: Selection, clusters, settings: dict) -> int | None:
+    """The row cap of every selection model of ``clusters``: ``selection_max_rows``, lowered when the groups' rows of
+    one split (each member's training fold, at most ``selection_site_rows`` of it) would exceed
+    ``selection_total_rows`` in all — then the largest c with Σ_g min(n_g, c) ≤ the total (water-filling: a small
+    group keeps every row, the big ones share the rest). The selection's cost then stops growing with the number of
+    sites; a consortium whose groups hold fewer rows in all is untouched."""
+    cap, site_cap, total = (opt_int(settings.get(k)) for k in ("selection_max_rows", "selection_site_rows",
+                                                                 "selection_total_rows"))
+    if not total or not sel.splits:
+        return cap
+    per_split = []
+    for tr, _ in sel.splits:
+        n = np.array([sum(min(len(tr[i]), site_cap or len(tr[i])) for i in c) for c in clusters], np.int64)
+        per_split.append(np.minimum(n, cap) if cap else n)
+    n = np.sort(max(per_split, key=lambda v: int(v.sum())))
+    if int(n.sum()) <= total:
+        return cap
+    before = np.concatenate([[0], np.cumsum(n)[:-1]])      # rows of the groups smaller than group j
+    level = (total - before) // (len(n) - np.arange(len(n)))  # the cap if groups j… all take it
+    j = int(np.flatnonzero(level < n)[0])     # the first group that cannot keep all its rows
+    return max(1, int(level[j]))
+
+
 def cross_validate(sel: Selection, bundles: list, clusters, n_classes: int, settings: dict, basis: AnchorBasis, *,
                    seed: int, maps: dict | None = None, control: JobControl | None = None) -> None:
     """Add to ``sel`` every cluster of ``clusters`` it does not hold yet: trained on its members' training folds
@@ -468,7 +507,7 @@ def cross_validate(sel: Selection, bundles: list, clusters, n_classes: int, sett
     splits = sel.splits
     jobs = [(si, c) for si, (tr, _) in enumerate(splits) for c in distinct if sum(len(tr[i]) for i in c) > 0]
     models = fit_groups(bundles, [(c, splits[si][0]) for si, c in jobs], n_classes, settings, basis, seed=seed,
-                        maps=maps, max_rows=opt_int(settings["selection_max_rows"]),
+                        maps=maps, max_rows=selection_cap(sel, distinct, settings),
                         site_rows=opt_int(settings["selection_site_rows"]), control=control)
     S = len(bundles)
     for c in distinct:
@@ -511,7 +550,7 @@ def cross_validate_si(sel: Selection, bundles: list, clusters, n_classes: int, s
     splits = sel.splits
     jobs = [(si, c) for si, (tr, _) in enumerate(splits) for c in distinct if sum(len(tr[i]) for i in c) > 0]
     models = fit_site_intercept_groups(bundles, [(c, splits[si][0]) for si, c in jobs], n_classes, settings, basis,
-                                       seed=seed, maps=maps, max_rows=opt_int(settings["selection_max_rows"]),
+                                       seed=seed, maps=maps, max_rows=selection_cap(sel, distinct, settings),
                                        site_rows=opt_int(settings["selection_site_rows"]))
     for c in distinct:
         sel.correct[si_key(c)] = np.zeros(len(bundles))
@@ -544,6 +583,7 @@ def cross_validate_linear(sel: Selection, bundles: list, n_classes: int, setting
         return
     S = len(bundles)
     lin = np.zeros(S)
+    linear_oofs(sel, bundles, [i for i in range(S) if not sel.cv_of(i)], n_classes)
     for i in range(S):
         if not sel.cv_of(i):
             for h in linear_oof(sel, bundles, i, n_classes, settings, basis, maps):
@@ -558,16 +598,47 @@ def cross_validate_linear(sel: Selection, bundles: list, n_classes: int, setting
 def linear_oof(sel: Selection, bundles: list, i: int, n_classes: int, settings: dict, basis: AnchorBasis,
                maps: dict | None = None) -> list[np.ndarray]:
     """Site i's linear own-rows model (:func:`fit_linear`) over the selection's splits: records its out-of-fold
-    probabilities in ``sel.oof[(OWN, i)]`` (once) and returns its hits per split."""
-    out, oof = [], []
+    probabilities in ``sel.oof[(OWN, i)]`` (once: :func:`linear_oofs` fits many sites at once) and returns its hits
+    per split."""
+    if (OWN, i) not in sel.oof:
+        linear_oofs(sel, bundles, [i], n_classes)
     y = bundles[i].arrays["y"]
-    for tr, te in sel.splits:
-        if len(te[i]) and len(tr[i]):
-            p = _linear_proba(bundles, i, tr[i], te[i], maps, basis, settings, n_classes)
-            out.append(p.argmax(axis=1) == y[te[i]])
-            oof.append((te[i], p.astype(np.float32)))
-    sel.oof.setdefault((OWN, i), oof)
-    return out
+    return [p.argmax(axis=1) == y[rows] for rows, p in sel.oof[(OWN, i)]]
+
+
+LINEAR_SITES = 400  # sites whose own-rows models are fitted in one batch (their rows copied at once)
+
+
+def linear_oofs(sel: Selection, bundles: list, sites, n_classes: int) -> None:
+    """Record ``sel.oof[(OWN, i)]`` for every site i of ``sites`` (None: every site) that has none yet: its linear
+    own-rows model (:func:`fit_linear`) trained on each split's training rows and predicting its test rows, the
+    models of :data:`LINEAR_SITES` sites fitted together (:func:`core.learn.batched_logistic.fit_local_models`: the
+    same models as one by one, to rounding)."""
+    from .batched_logistic import fit_local_models
+    from .local_model import MAX_LOCAL_ROWS, local_rows
+
+    todo = [i for i in (range(len(bundles)) if sites is None else sites) if (OWN, i) not in sel.oof]
+    for start in range(0, len(todo), LINEAR_SITES):
+        chunk = todo[start:start + LINEAR_SITES]
+        jobs = [(i, tr[i], te[i], _linear_key(bundles, i, tr[i], te[i], n_classes))
+                for tr, te in sel.splits for i in chunk if len(te[i]) and len(tr[i])]
+        fresh = {}
+        for i, tr, te, key in jobs:
+            if key not in _LINEAR_MEMO and key not in fresh:
+                fresh[key] = (i, local_rows(tr, MAX_LOCAL_ROWS), te)
+        if fresh:
+            got = fit_local_models([bundles[i].arrays["x_tilde"][tr].astype(np.float64) for i, tr, _ in fresh.values()],
+                                   [bundles[i].arrays["y"][tr].astype(np.int64) for i, tr, _ in fresh.values()],
+                                   n_classes, max_iter=LINEAR_ITERATIONS)
+            if len(_LINEAR_MEMO) + len(fresh) > 100_000:
+                _LINEAR_MEMO.clear()
+            for (key, (i, tr, te)), a in zip(fresh.items(), got, strict=True):
+                model = _linear_model(i, a, bundles[i].arrays["y"][tr].astype(np.int64), n_classes)
+                _LINEAR_MEMO[key] = model.predict_proba(i, bundles[i].arrays["x_tilde"][te].astype(np.float64))
+        for i in chunk:
+            sel.oof[(OWN, i)] = []
+        for i, _, te, key in jobs:
+            sel.oof[(OWN, i)].append((te, _LINEAR_MEMO[key].astype(np.float32)))
 
 
 def oof_proba(sel: Selection, key, i: int, n_classes: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -598,24 +669,17 @@ def _metric_per_site(sel: Selection, bundles: list, key) -> np.ndarray:
 _LINEAR_MEMO: dict[bytes, np.ndarray] = {}
 
 
-def _linear_proba(bundles: list, i: int, tr: np.ndarray, te: np.ndarray, maps, basis, settings: dict,
-                  n_classes: int) -> np.ndarray:
-    """Probabilities of site i's linear own-rows model trained on its rows ``tr``, on its rows ``te``. The fit is a
-    deterministic function of those rows (L-BFGS from zero), so it is memoised by their content: fits on the same
-    bundles and splits (``dc`` and ``dccfl`` beside each other, the benchmark's rows) pay for it once."""
+def _linear_key(bundles: list, i: int, tr: np.ndarray, te: np.ndarray, n_classes: int) -> bytes:
+    """The memo key of site i's linear own-rows model trained on its rows ``tr`` and predicting its rows ``te``: the
+    fit is a deterministic function of those rows (L-BFGS from zero), so it is memoised by their content: fits on
+    the same bundles and splits (``dc`` and ``dccfl`` beside each other, the benchmark's rows) pay for it once."""
     import hashlib
 
     a = bundles[i].arrays
     h = hashlib.sha256(f"{n_classes}:{len(tr)}:{len(te)}".encode())
     for arr in (a["x_tilde"][tr], a["y"][tr], a["x_tilde"][te], a["y"][te]):
         h.update(np.ascontiguousarray(arr).tobytes())
-    key = h.digest()
-    if key not in _LINEAR_MEMO:
-        if len(_LINEAR_MEMO) > 100_000:
-            _LINEAR_MEMO.clear()
-        model = fit_linear(bundles, i, tr, maps, basis, settings, n_classes)
-        _LINEAR_MEMO[key] = model.predict_proba(i, bundles[i].arrays["x_tilde"][te].astype(np.float64))
-    return _LINEAR_MEMO[key].copy()
+    return h.digest()
 
 
 def pick_own(sel: Selection, cluster_acc: np.ndarray, own: bool, keys: list | None = None

@@ -45,11 +45,17 @@ def describe(e: dict | None, digits: int = 3) -> str:
 
 def mcnemar_p(b: int, c: int, one_sided: bool = False) -> float:
     """McNemar's exact test on paired predictions: b rows only the first model gets right, c only the second.
-    Under H₀ (equally good) b ~ Binomial(b + c, ½); one-sided p = P(B ≥ b). scipy's exact binomial test,
-    imported here only (a site's export never needs it)."""
-    from scipy.stats import binomtest
-
+    Under H₀ (equally good) b ~ Binomial(b + c, ½); one-sided p = P(B ≥ b) = I_½(b, c + 1), the regularised
+    incomplete beta function (``scipy.special.betainc``: the value scipy's exact test returns, without its
+    checks — the analyst asks it for every site); two-sided: scipy's exact binomial test. Imported here only (a
+    site's export never needs scipy)."""
     b, c = int(b), int(c)
     if b + c == 0:
         return 1.0
-    return float(binomtest(b, b + c, 0.5, alternative="greater" if one_sided else "two-sided").pvalue)
+    if one_sided:
+        from scipy.special import betainc
+
+        return 1.0 if b == 0 else float(betainc(b, c + 1, 0.5))
+    from scipy.stats import binomtest
+
+    return float(binomtest(b, b + c, 0.5).pvalue)

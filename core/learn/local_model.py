@@ -31,7 +31,7 @@ def fit_local_model(X: np.ndarray, y: np.ndarray, n_classes: int, *, max_rows: i
     X = np.asarray(X, np.float64)
     y = np.asarray(y, np.int64)
     if len(y) > max_rows:
-        keep = np.sort(np.random.default_rng([int(seed), 11]).choice(len(y), max_rows, replace=False))
+        keep = local_rows(np.arange(len(y)), max_rows, seed)
         X, y = X[keep], y[keep]
     mean = X.mean(axis=0)
     scale = X.std(axis=0) if standardise else np.ones(X.shape[1])
@@ -58,6 +58,16 @@ def fit_local_model(X: np.ndarray, y: np.ndarray, n_classes: int, *, max_rows: i
         x = lbfgs(loss, np.zeros(m * K + K), max_iter)
     W, b = x[: m * K].reshape(m, K), x[m * K:]
     return {"local_w": W, "local_b": b, "local_mean": mean, "local_scale": scale}
+
+
+MAX_LOCAL_ROWS = 20000  # fit_local_model's default cap
+
+
+def local_rows(rows: np.ndarray, max_rows: int = MAX_LOCAL_ROWS, seed: int = 0) -> np.ndarray:
+    """The rows :func:`fit_local_model` fits on: all of ``rows``, or its seeded subsample of ``max_rows``."""
+    if len(rows) <= max_rows:
+        return rows
+    return rows[np.sort(np.random.default_rng([int(seed), 11]).choice(len(rows), max_rows, replace=False))]
 
 
 def lbfgs(fun, x: np.ndarray, max_iter: int = 200, memory: int = 10, gtol: float = 1e-5) -> np.ndarray:

@@ -35,25 +35,28 @@ def fit_site_intercepts(Z: np.ndarray, y: np.ndarray, site: np.ndarray, n_sites:
     n, d = Z.shape
     K, S = int(n_classes), int(n_sites)
     lam = 2.0 * LAMBDA if K == 2 else LAMBDA
-    Y = np.zeros((n, K))
-    Y[np.arange(n), y] = 1.0
+    rows = np.arange(n)
+    Zt = np.ascontiguousarray(Z.T)   # the logits are laid out classes × rows: each class's pass runs along memory
     counts = np.bincount(site, minlength=S).astype(np.float64)
 
     def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
         W, C = theta[: d * K].reshape(d, K), theta[d * K:].reshape(S, K)
-        s = Z @ W + C[site]
-        s -= s.max(axis=1, keepdims=True)
-        lse = np.log(np.exp(s).sum(axis=1, keepdims=True))
-        P = np.exp(s - lse)
-        f = float(-(Y * (s - lse)).sum() + 0.5 * lam * (W * W).sum() + 0.5 * LAMBDA_INTERCEPTS * (C * C).sum())
-        G = P - Y
-        gC = np.zeros((S, K))
-        np.add.at(gC, site, G)
-        return f, np.concatenate([(Z.T @ G + lam * W).ravel(), (gC + LAMBDA_INTERCEPTS * C).ravel()])
+        s = W.T @ Zt
+        s += C.T[:, site]
+        picked = s[y, rows]
+        top = s.max(axis=0)
+        s -= top
+        np.exp(s, out=s)
+        total = s.sum(axis=0)
+        f = float(np.log(total).sum() + top.sum() - picked.sum()
+                  + 0.5 * lam * (W * W).sum() + 0.5 * LAMBDA_INTERCEPTS * (C * C).sum())
+        s /= total                       # p(k | z, s), then the gradient of the loss w.r.t. the logits: p − onehot
+        s[y, rows] -= 1.0
+        gC = np.stack([np.bincount(site, weights=s[k], minlength=S) for k in range(K)], axis=1)
+        return f, np.concatenate([(Zt @ s.T + lam * W).ravel(), (gC + LAMBDA_INTERCEPTS * C).ravel()])
 
     # start each site's intercepts at its log class frequencies (smoothed): the fit then only corrects them
-    start = np.zeros((S, K))
-    np.add.at(start, site, Y)
+    start = np.stack([np.bincount(site[y == k], minlength=S) for k in range(K)], axis=1).astype(np.float64)
     start = np.log((start + 0.5) / (counts[:, None] + 0.5 * K))
     start -= start.mean(axis=1, keepdims=True)
     with one_blas_thread():

@@ -54,6 +54,8 @@ import math
 
 import numpy as np
 
+from .offset_fit import fit_offsets_batch
+
 EPS = 1e-6  # probabilities are clipped to [EPS, 1] before the log
 RECALIBRATION_ROWS = 100  # every class needs this many rows before a slope is re-estimated (Vergouwe et al. 2017)
 GUARD_LEVEL = 0.05  # one-sided level of the "not significantly worse than own" guard
@@ -86,83 +88,59 @@ def fit_offsets(base: np.ndarray, y: np.ndarray, slope_of: np.ndarray | None = N
     """Maximise Σ_s log softmax(z_s)_{y_s} over z_k = base_k + a_k + (b − 1)·slope_of_k, a₀ = 0 (b = 1 without
     ``slope_of``): a multinomial GLM with offset ``base``, K − 1 intercepts and optionally one slope, by Newton's
     method with step halving and a small ridge, ``ridge``·(‖a‖² + (b − 1)²), which keeps a class absent from the
-    rows finite. Returns (a (K,), b, the log-likelihood at the optimum)."""
-    n, K = base.shape
-    rows = np.arange(n)
-    # derivatives of z in θ = (a_1 … a_{K-1}[, b]): n × K × q
-    D = np.zeros((n, K, K - 1 + (slope_of is not None)))
-    for k in range(1, K):
-        D[:, k, k - 1] = 1.0
-    if slope_of is not None:
-        D[:, :, -1] = slope_of
-    theta = np.zeros(D.shape[2])
-
-    def z_of(t: np.ndarray) -> np.ndarray:
-        return base + D @ t
-
-    def penalised(Z: np.ndarray, t: np.ndarray) -> float:
-        Z = Z - Z.max(axis=1, keepdims=True)
-        return float(np.sum(Z[rows, y]) - np.sum(np.log(np.exp(Z).sum(axis=1)))) - ridge * float(t @ t)
-
-    Z = z_of(theta)
-    f = penalised(Z, theta)
-    for _ in range(iters):
-        P = softmax(Z)
-        R = -P
-        R[rows, y] += 1.0
-        g = np.einsum("nk,nkq->q", R, D) - 2 * ridge * theta
-        PD = np.einsum("nk,nkq->nq", P, D)
-        H = np.einsum("nk,nkq,nkr->qr", P, D, D) - PD.T @ PD + 2 * ridge * np.eye(len(theta))
-        try:
-            step = np.linalg.solve(H, g)
-        except np.linalg.LinAlgError:
-            break
-        t = 1.0
-        while True:
-            new = theta + t * step
-            Z_new = z_of(new)
-            f_new = penalised(Z_new, new)
-            if f_new >= f - 1e-12 or t < 1e-4:
-                break
-            t /= 2
-        if f_new < f - 1e-12:
-            break
-        done = f_new - f < 1e-10 * max(1.0, abs(f))
-        theta, f, Z = new, f_new, Z_new
-        if done:
-            break
-    Zc = Z - Z.max(axis=1, keepdims=True)
-    ll = float(np.sum(Zc[rows, y]) - np.sum(np.log(np.exp(Zc).sum(axis=1))))
-    a = np.concatenate([[0.0], theta[:K - 1]])
-    return a, (1.0 + float(theta[-1]) if slope_of is not None else 1.0), ll
+    rows finite (:func:`core.learn.offset_fit.fit_offsets_batch`, one problem). Returns (a (K,), b, the
+    log-likelihood at the optimum)."""
+    a, b, ll = fit_offsets_batch(np.asarray(base, np.float64)[None], y,
+                                 None if slope_of is None else np.asarray(slope_of, np.float64)[None],
+                                 iters=iters, ridge=ridge)
+    return a[0], float(b[0]) if slope_of is not None else 1.0, float(ll[0])
 
 
 def blend_weight(L_own: np.ndarray, L_sh: np.ndarray, y: np.ndarray) -> float:
     """w̄, the posterior mean of the blend weight under a uniform prior on :data:`W_GRID`, the intercepts profiled
     (module docstring)."""
-    ll = np.array([fit_offsets((1 - w) * L_own + w * L_sh, y)[2] for w in W_GRID])
-    p = np.exp(ll - ll.max())
-    return float(np.sum(W_GRID * p) / p.sum())
+    return float(blend_weights(L_own, L_sh, y, np.ones((1, len(y))))[0])
+
+
+def blend_weights(L_own: np.ndarray, L_sh: np.ndarray, y: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """:func:`blend_weight` of each row set ``weight[f]`` (0/1 per row: a fold's training rows), the grid's fits of
+    every set in one batch."""
+    F, G = len(weight), len(W_GRID)
+    bases = (1 - W_GRID)[:, None, None] * L_own[None] + W_GRID[:, None, None] * L_sh[None]      # (G, n, K)
+    ll = fit_offsets_batch(np.broadcast_to(bases[None], (F, *bases.shape)).reshape(F * G, *L_own.shape), y,
+                           weight=np.repeat(weight, G, axis=0))[2].reshape(F, G)
+    p = np.exp(ll - ll.max(axis=1, keepdims=True))
+    return (p * W_GRID).sum(axis=1) / p.sum(axis=1)
+
+
+def fit_kind_sets(kind: str, L_own: np.ndarray, L_sh: np.ndarray, y: np.ndarray, weight: np.ndarray) -> list[dict]:
+    """:func:`fit_kind` on each row set ``weight[f]`` (0/1 per row), batched: the parameters of one candidate per
+    set (the same as fitting it on that set's rows alone, to rounding)."""
+    F = len(weight)
+    if kind in ("own", "shared"):
+        return [{} for _ in range(F)]
+    rep = np.broadcast_to(L_sh[None], (F, *L_sh.shape))
+    if kind == "intercept":
+        a, _, _ = fit_offsets_batch(rep, y, weight=weight)
+        return [{"intercepts": a[f].tolist()} for f in range(F)]
+    if kind == "recalibrated":
+        a, b, _ = fit_offsets_batch(rep, y, slope_of=rep, weight=weight)
+        flip = np.flatnonzero(b < 0)  # a model that ranks the rows backwards is not recalibrated by flipping it
+        if len(flip):
+            a0, _, _ = fit_offsets_batch(np.zeros((len(flip), *L_sh.shape)), y, weight=weight[flip])
+            a[flip], b[flip] = a0, 0.0
+        return [{"intercepts": a[f].tolist(), "slope": float(b[f])} for f in range(F)]
+    if kind == "blend":
+        wb = blend_weights(L_own, L_sh, y, weight)
+        bases = (1 - wb)[:, None, None] * L_own[None] + wb[:, None, None] * L_sh[None]
+        a, _, _ = fit_offsets_batch(bases, y, weight=weight)
+        return [{"weight": float(wb[f]), "intercepts": a[f].tolist()} for f in range(F)]
+    raise ValueError(f"unknown update {kind!r}")
 
 
 def fit_kind(kind: str, L_own: np.ndarray, L_sh: np.ndarray, y: np.ndarray) -> dict:
     """The parameters of one candidate fitted on paired rows (module docstring)."""
-    if kind in ("own", "shared"):
-        return {}
-    if kind == "intercept":
-        a, _, _ = fit_offsets(L_sh, y)
-        return {"intercepts": a.tolist()}
-    if kind == "recalibrated":
-        a, b, _ = fit_offsets(L_sh, y, slope_of=L_sh)
-        if b < 0:  # a model that ranks the rows backwards is not recalibrated by flipping it: no slope at all
-            a, _, _ = fit_offsets(np.zeros_like(L_sh), y)
-            b = 0.0
-        return {"intercepts": a.tolist(), "slope": b}
-    if kind == "blend":
-        w = blend_weight(L_own, L_sh, y)
-        a, _, _ = fit_offsets((1 - w) * L_own + w * L_sh, y)
-        return {"weight": w, "intercepts": a.tolist()}
-    raise ValueError(f"unknown update {kind!r}")
+    return fit_kind_sets(kind, L_own, L_sh, y, np.ones((1, len(y))))[0]
 
 
 def logits(kind: str, params: dict, L_own: np.ndarray, L_sh: np.ndarray) -> np.ndarray:
@@ -227,19 +205,21 @@ def rows_seed(y: np.ndarray, P_own: np.ndarray, P_sh: np.ndarray) -> int:
 
 
 def nested_cv(kinds: list[str], L_own: np.ndarray, L_sh: np.ndarray, y: np.ndarray, seed: int) -> dict[str, np.ndarray]:
-    """Per kind, each row's probabilities from the kind fitted on the other folds, averaged over the repeats."""
+    """Per kind, each row's probabilities from the kind fitted on the other folds, averaged over the repeats (every
+    fold's fit of a kind in one batch, :func:`fit_kind_sets`)."""
     k, repeats = plan(y)
     n, K = L_own.shape
     out = {kind: np.zeros((n, K)) for kind in kinds}
+    tests = []
     for r in range(repeats):
         fold = folds_of(y, k, seed + r)
-        for f in range(k):
-            te, tr = fold == f, fold != f
-            if not te.any() or not tr.any():
-                continue
-            for kind in kinds:
-                params = fit_kind(kind, L_own[tr], L_sh[tr], y[tr])
-                out[kind][te] += softmax(logits(kind, params, L_own[te], L_sh[te])) / repeats
+        tests += [te for f in range(k) if (te := fold == f).any() and (~te).any()]
+    if not tests:
+        return out
+    train = ~np.array(tests)
+    for kind in kinds:
+        for te, params in zip(tests, fit_kind_sets(kind, L_own, L_sh, y, train.astype(np.float64)), strict=True):
+            out[kind][te] += softmax(logits(kind, params, L_own[te], L_sh[te])) / repeats
     return out
 
 

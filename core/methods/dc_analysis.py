@@ -27,7 +27,7 @@ from ..learn.cluster_models import (
     SELECTION_DEFAULTS,
     Selection,
     adjust_proba,
-    linear_oof,
+    linear_oofs,
     oof_proba,
 )
 from ..learn.intervals import describe, estimate
@@ -102,6 +102,9 @@ SELECTION_SETTINGS = (
     Setting("selection_site_rows", "int", SELECTION_DEFAULTS["selection_site_rows"],
             "rows per site a selection model trains on at most", low=1,
             optional=True, none_help="no cap", advanced=True),
+    Setting("selection_total_rows", "int", SELECTION_DEFAULTS["selection_total_rows"],
+            "rows all the selection's models of one split train on at most (beyond it, the biggest groups' cap "
+            "shrinks)", low=1, optional=True, none_help="no cap", advanced=True),
     Setting("max_epoch_rows", "int", SELECTION_DEFAULTS["max_epoch_rows"],
             "rows a final model sees per epoch at most", low=1, optional=True,
             none_help="no cap", advanced=True),
@@ -322,9 +325,8 @@ def chosen_oof(sel: Selection, bundles: list, keys: list, n_classes: int, settin
     own_cv spared the selection that), averaged over the repeats; then, unless ``keep`` (a selection cached for
     further fits), the selection's other out-of-fold predictions are let go (memory at scale)."""
     out = []
+    linear_oofs(sel, bundles, [i for i, key in enumerate(keys) if key == OWN], n_classes)
     for i, key in enumerate(keys):
-        if key == OWN and (OWN, i) not in sel.oof:
-            linear_oof(sel, bundles, i, n_classes, settings, basis, maps)
         out.append(oof_proba(sel, key, i, n_classes))
     if not keep:
         sel.oof.clear()
@@ -348,8 +350,8 @@ def site_gate(sel: Selection, bundles: list, i: int, key, n_classes: int, settin
         return None
     rows, P = got
     arrays = {"shared_oof": P.astype(np.float32), "shared_oof_rows": rows.astype(np.int64)}
-    if (OWN, i) not in sel.oof:
-        linear_oof(sel, bundles, i, n_classes, settings, basis, maps)
+    if (OWN, i) not in sel.oof:  # every site's twin at once: the methods gate every site (linear_oofs batches them)
+        linear_oofs(sel, bundles, None, n_classes)
     twin = oof_proba(sel, OWN, i, n_classes)
     info: dict = {"update": {"by": "site", "rows": int(len(rows))}}
     if twin is not None:

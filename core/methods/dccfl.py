@@ -31,9 +31,11 @@ Selection (issue #15, "results a small consortium can trust"):
   each with n = the site's rows and a 95 % Wilson interval (:mod:`core.learn.intervals`), and flags a site
   whose interval is wider than 20 pt.
 - Scale: selection models train on at most ``selection_site_rows`` rows per member and
-  ``selection_max_rows`` in total (seeded subsamples), and a final model bigger than ``max_epoch_rows`` sees
-  that many fresh random rows per epoch; none of these binds at the benchmark's sizes (≤ 12,000 rows per
-  cluster).
+  ``selection_max_rows`` in total (seeded subsamples); when one split's groups would hold more than
+  ``selection_total_rows`` rows in all (a million: thousands of sites), the biggest groups' cap shrinks until they
+  fit (:func:`~core.learn.cluster_models.selection_cap`), so the selection stops growing with the sites; a final
+  model bigger than ``max_epoch_rows`` sees that many fresh random rows per epoch. None of these binds at the
+  DC-CFL benchmark's sizes (≤ 12,000 rows per cluster) or on the clinical tables.
 t ≥ 1 puts every site in one cluster (TV distances never exceed 1). ``dc`` is the same with one cluster
 holding every site.
 
