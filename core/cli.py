@@ -378,6 +378,21 @@ def cmd_participant_assess(args) -> None:
                           f"({', '.join(f.attack for f in assessment.poor)}); see the lines above for the levers")
 
 
+def _reusing_freed_memory(command):
+    """``command`` run with freed memory kept for reuse (:mod:`core.heap`): a site's export and apply allocate the same
+    large arrays again and again, from the scrypt unlock on."""
+    import functools
+
+    @functools.wraps(command)
+    def run(args) -> None:
+        from .heap import reuse_freed_memory
+
+        with reuse_freed_memory():
+            command(args)
+
+    return run
+
+
 def cmd_participant_export(args) -> None:
     from .api import leaves_sentence
 
@@ -435,6 +450,7 @@ def _confirm_analyst(job, given: str | None) -> None:
         job.confirm_analyst(given, how="fingerprint given" if job.first_use else "fingerprint given again")
 
 
+@_reusing_freed_memory
 def cmd_participant_apply(args) -> None:
     from .api.common import SiteWorkspace, default_workspace
     from .api.participant import apply_package

@@ -214,3 +214,15 @@ def test_guard_formulas_writes_what_safe_cell_on_every_cell_writes():
                           "c": np.array(["+A", "+3", "\tq", "ok", "-"], dtype=object),
                           "d": np.array([0.1, 0.2, 0.3, 0.4, 0.5], dtype=np.float32)})
     assert guard_formulas(frame).to_csv() == frame.map(safe_cell).to_csv()
+
+
+def test_result_cells_are_put_in_before_each_line_end_in_order():
+    from core.result_csv import _interleave
+
+    text = np.frombuffer(b"a,1\nbb,22\r\n\nccc,3\n", np.uint8)
+    at = np.array([3, 9, 11, 17])  # before each line end (the CR of a CRLF, an empty record)
+    inserted = np.frombuffer(b",x,yy,zzz,,w", np.uint8)
+    lengths = np.array([4, 4, 0, 4])
+    out = _interleave(text, at, inserted, lengths).tobytes()
+    assert out == b"a,1,x,y\nbb,22y,zz\r\n\nccc,3z,,w\n"
+    assert _interleave(text, at[:0], inserted[:0], lengths[:0]).tobytes() == text.tobytes()
