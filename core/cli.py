@@ -379,8 +379,9 @@ def cmd_participant_assess(args) -> None:
 
 
 def _reusing_freed_memory(command):
-    """``command`` run with freed memory kept for reuse (:mod:`core.heap`): a site's export and apply allocate the same
-    large arrays again and again, from the scrypt unlock on."""
+    """``command`` run with freed memory kept for reuse (:mod:`core.heap`): a site's apply allocates the same large
+    arrays block after block, and the scrypt unlock's 256 MiB are reused by the first blocks. (Not the export: there
+    pandas' parser threads cannot use what the unlock leaves in the main heap, and its peak memory rose by ~0.5 GB.)"""
     import functools
 
     @functools.wraps(command)
