@@ -1,4 +1,5 @@
-"""core/heap.py: freed memory kept for reuse within a site's pass, the process's settings given back after it."""
+"""core/heap.py (used by apply's streaming, core/participant.py): freed memory kept for reuse within a site's pass, the
+process's settings given back after it."""
 
 from __future__ import annotations
 
