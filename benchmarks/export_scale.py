@@ -17,6 +17,7 @@ so both see the same load, two commands each in a fresh process:
    ``DCSTUDIO_PASSPHRASE``: everything a site's export does (read and check the CSV, PCA, reduction, shuffle, the
    own-rows model and its cross-validation, the privacy check, seal, workspace, audit log).
 
+The product runs as installed, its modules read from their compiled bytecode (:func:`benchmarks.child_usage.installed`).
 Each process's CPU time (user + system) and peak RSS are the kernel's (:mod:`benchmarks.child_usage`); the ratio is
 taken per pair and the median reported. Targets (issue #36): export ≤ 2.3× the bare read's CPU time for both
 tables, peak memory ≤ 1.5 GB at 1,000,000 × 50.
@@ -65,7 +66,7 @@ def make_project(work: Path, table: Path, *, site_work_factor: int = 18) -> list
 
 def run_table(kind: str, rows: int, repeats: int = 3, folder: Path | None = None, site_work_factor: int = 18) -> dict:
     """Write the table, make its project, measure ``repeats`` pairs (module docstring)."""
-    from benchmarks.child_usage import bare_read, dcstudio, measured
+    from benchmarks.child_usage import bare_read, dcstudio, installed, measured
     from benchmarks.tabular_synth import write_clinical_like_csv, write_synthetic_csv
 
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
@@ -76,7 +77,7 @@ def run_table(kind: str, rows: int, repeats: int = 3, folder: Path | None = None
         else:
             write_clinical_like_csv(table, rows, seed=0)
         export = [*dcstudio(), *make_project(work, table, site_work_factor=site_work_factor)]
-        env = {"DCSTUDIO_PASSPHRASE": PASS}
+        env = {"DCSTUDIO_PASSPHRASE": PASS, **installed(work)}
         reads, exports = [], []
         for i in range(repeats):  # paired and alternating: both see the same load
             reads.append(measured(bare_read(table)))

@@ -30,6 +30,7 @@ from .formats.identity import Identity, PublicCard, read_fingerprint
 from .formats.kit import Kit
 from .formats.thresholds import PrivacyThresholds
 from .formats.workspace import SiteWorkspace, remove_empty_workspace
+from .heap import reuse_freed_memory
 from .learn.clinical_metrics import delong, json_safe, metrics_for
 from .learn.intervals import estimate, mcnemar_p
 from .learn.local_model import has_local_model, local_predict_proba
@@ -37,6 +38,7 @@ from .learn.own_cv import MODEL_NAME as OWN_MODEL_NAME
 from .learn.threshold import DEFAULT_THRESHOLD, check_threshold, rates_at, threshold_for
 from .methods import METHODS, Disclosure, SiteExport, SiteInput, get_method, method_class
 from .methods.promise import check_shared_oof, export_with_check, own_model_state, promised_columns
+from .parallel import one_blas_thread
 from .privacy.assessment import PrivacyAssessment, assess_export
 from .privacy.ledger import Ledger, spent
 from .privacy.protective import is_formal
@@ -530,7 +532,8 @@ def _apply_in_blocks(csv_path, out_path, schema, options, fills, out_options, en
                     continue
                 if block.table.notes:  # an unseen level or a column filled with the kit's value: counted whole
                     raise NotStreamable("the rows need notes counted over the whole file")
-                columns, choice, chosen = result_columns(block.table.X)
+                with one_blas_thread():
+                    columns, choice, chosen = result_columns(block.table.X)
                 if first is None:
                     first = (list(columns), choice, chosen)
                 elif (list(columns), choice, chosen) != first:
@@ -818,8 +821,9 @@ def apply_package(package_path: str | Path, identity: Identity, csv_path: str | 
     if method.apply_per_row and not validate and not with_representation:
         # one pass: each block of the CSV read, applied and written (memory bounded by a block)
         workspace.audit.verify()
-        streamed = _apply_in_blocks(csv_path, out_path, schema, options, fills, out_options, ending, result_columns,
-                                    control)
+        with reuse_freed_memory():  # each block allocates what the one before freed (core/heap.py)
+            streamed = _apply_in_blocks(csv_path, out_path, schema, options, fills, out_options, ending,
+                                        result_columns, control)
     if streamed is not None:
         n_rows, names, fmt, out_fmt, choice, chosen = streamed
     else:  # the rows' results need the whole file (labels to validate on, a clustering's rows, fill values)

@@ -14,8 +14,9 @@ block of records at a time (:mod:`core.data.blocks`), so memory is bounded by a 
 - *the exact way*: the block read as text, the result columns set, :func:`guard_formulas`, ``to_csv``.
 
 Result cells are formatted as ``to_csv`` formats them after the escaping (which turns every float into a Python
-float, so a float32 column is written as float64: Python's ``repr``; the empty string for NaN); a cell that would
-need quotes sends the block the exact way.
+float, so a float32 column is written as float64: Python's ``repr``, here for a whole column at once by
+:mod:`core.float_text`; the empty string for NaN); a cell that would need quotes sends the block the exact way. A
+passed-through block is assembled in numpy: every record's result cells put in before its line end.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .data.blocks import CUTTABLE, Block
 from .data.tabular import CsvFormat
 from .errors import ConfigError
 from .fileio import _FORMULA_PREFIXES, safe_cell
+from .float_text import repr_bytes
 
 _PREFIX_BYTES = np.frombuffer("".join(_FORMULA_PREFIXES).encode("ascii"), dtype=np.uint8)
 _SPACES = b" \t\x0b\x0c"  # what pandas' number reading skips around and inside a number, besides CR/LF
@@ -164,25 +166,33 @@ class ResultWriter:
         if not block.numeric or b'"' in raw:
             return None
         end = self.ending.encode("ascii")
+        text = np.frombuffer(raw, np.uint8)
+        ends = np.flatnonzero(text == 10)  # where each record's line end starts
         if end == b"\n":
             if b"\r" in raw:
                 return None
-        elif not raw.count(b"\r") == raw.count(b"\n") == raw.count(b"\r\n"):
+        elif not raw.count(b"\r") == len(ends) == raw.count(b"\r\n"):
             return None
-        records = raw.split(end)
-        if len(records) != rows + 1:
+        else:
+            ends -= 1
+        if len(ends) != rows:
             return None  # a blank line (pandas skips it), or a record over two lines
         if not self._no_short_record(block) or not self._cells_unescaped(block):
             return None
         cells = self._result_cells(columns, rows)
         if cells is None:
             return None
+        present = cells != 0  # each record's delimiter and result cells, left-aligned, zero bytes after them
         if not same_bytes(self.in_fmt.encoding, self.out_fmt.encoding):
             records = self._encode(raw.decode(self.in_fmt.encoding)).split(end)
-        appended = self._encode(self.ending.join(cells) + self.ending).splitlines(keepends=True)
-        if len(records) != rows + 1 or len(appended) != rows:
-            return None
-        return chain.from_iterable(zip(records, appended, strict=False))
+            ended = np.hstack([cells, np.broadcast_to(np.frombuffer(end, np.uint8), (rows, len(end)))])
+            appended = ended[ended != 0].tobytes().splitlines(keepends=True)
+            if len(records) != rows + 1 or len(appended) != rows:
+                return None
+            return chain.from_iterable(zip(records, appended, strict=False))
+        # each record's cells put in before its line end; what follows the last line end (spaces) is not a record
+        kept = text[:ends[-1] + len(end)] if rows else text[:0]
+        return [_interleave(kept, ends, cells[present], present.sum(axis=1))]
 
     def _no_short_record(self, block: Block) -> bool:
         """Whether every record has all the header's fields (pandas fills a short one's last fields, which
@@ -231,28 +241,22 @@ class ResultWriter:
                 return False
         return True
 
-    def _result_cells(self, columns: dict[str, np.ndarray], rows: int) -> list[str] | None:
-        """Per record, the delimiter and result cells as ``to_csv`` writes them; None if one needs quotes or a
-        type is not one formatted here (then the block goes the exact way)."""
-        sep = self.out_fmt.delimiter
-        special = (sep, '"', "\r", "\n")
-        fields, parts = [], []
+    def _result_cells(self, columns: dict[str, np.ndarray], rows: int) -> np.ndarray | None:
+        """Per record, the delimiter and each result cell as ``to_csv`` writes it, in the output's encoding: a
+        rows × width uint8 matrix, every piece left-aligned in its own fixed-width field and padded with zero bytes
+        (which no cell holds). None if a cell needs quotes or holds a zero byte, or a type is not one formatted
+        here (then the block goes the exact way)."""
+        sep = self._encode(self.out_fmt.delimiter)
+        special = (self.out_fmt.delimiter, '"', "\r", "\n", "\0")
+        pieces = []
         for values in columns.values():
             v = np.asarray(values)
             if len(v) != rows:
                 return None
             if v.dtype.kind == "f" and self.out_fmt.decimal == ".":
                 # written as float64 (the escaping's map() gives Python floats), whose to_csv form is Python's repr
-                nan = np.flatnonzero(np.isnan(v)).tolist()
-                if not nan:
-                    fields.append("%r")
-                    parts.append(v.tolist())  # Python floats, also from float32
-                    continue
-                text = list(map(repr, v.tolist()))
-                for i in nan:
-                    text[i] = ""
-                fields.append("%s")
-                parts.append(text)
+                chars, _ = repr_bytes(v)
+                chars[np.isnan(v)] = 0  # NaN is written empty
             elif v.dtype == object:
                 codes, uniques = pd.factorize(v, use_na_sentinel=True)
                 shown = []
@@ -262,20 +266,30 @@ class ResultWriter:
                     g = safe_cell(u)
                     if any(c in g for c in special):
                         return None
-                    shown.append(g)
-                fields.append("%s")
-                parts.append(np.array(shown + [""], dtype=object)[codes].tolist())
+                    shown.append(self._encode(g))
+                width = max(map(len, shown), default=0)
+                table = np.zeros((len(shown) + 1, max(width, 1)), np.uint8)  # the last row: NaN, written empty
+                for i, b in enumerate(shown):
+                    table[i, :len(b)] = np.frombuffer(b, np.uint8)
+                chars = table[codes]
             else:
                 return None
-        if not fields:
-            return None
-        return list(map(_formatter(sep, fields), zip(*parts, strict=True)))
+            pieces += [np.broadcast_to(np.frombuffer(sep, np.uint8), (rows, len(sep))), chars]
+        return np.hstack(pieces) if pieces else None
 
 
-def _formatter(sep: str, fields: list[str]):
-    """``row % values``: the delimiter, then each field's form, joined by the delimiter (a '%' delimiter escaped)."""
-    s = sep.replace("%", "%%")
-    return (s + s.join(fields)).__mod__
+def _interleave(text: np.ndarray, at: np.ndarray, inserted: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``text`` with ``lengths[i]`` bytes of ``inserted`` (taken in order) put in before byte ``at[i]`` (``at``
+    increasing): the output's bytes are marked as inserted or not by one run-length expansion, and each kind is
+    written into its marked places."""
+    runs = np.empty(2 * len(at) + 1, np.int64)
+    runs[0::2] = np.diff(at, prepend=0, append=len(text))  # the text before the first place, between, after the last
+    runs[1::2] = lengths
+    marked = np.repeat(np.arange(len(runs)) % 2 == 1, runs)
+    out = np.empty(len(text) + len(inserted), np.uint8)
+    out[marked] = inserted
+    out[np.logical_not(marked, out=marked)] = text
+    return out
 
 
 class _Through(io.RawIOBase):

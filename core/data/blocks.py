@@ -133,41 +133,47 @@ class BlockReader:
 
     def record_blocks(self) -> Iterator[bytes]:
         """The data records in blocks of at least ``block_bytes`` bytes and ``min_rows`` lines, each cut after a line
-        feed outside quotes; a last block of fewer lines is joined to the one before (:data:`MIN_ROWS`)."""
+        feed outside quotes; a last block of fewer lines is joined to the one before (:data:`MIN_ROWS`). Each read
+        asks for what the lines so far say the block still needs (at most 8 × ``block_bytes``), so a block is
+        usually one read and one copy."""
         with open(self.path, "rb") as fh:
             fh.seek(self.data_offset)
-            parts: list[bytes] = []
-            size = lines = 0
+            carry = b""  # the records read beyond the last cut
             held: bytes | None = None
+            per_line = 0.0  # bytes per line so far
+            starved = False  # no line feed outside quotes in what is held: read more before cutting again
             while True:
-                data = fh.read(self.block_bytes)
-                if data:
+                parts, size, lines = ([carry] if carry else []), len(carry), carry.count(b"\n")
+                ended = False
+                while starved or size < self.block_bytes or lines < self.min_rows:
+                    starved = False
+                    need = max(self.block_bytes - size, int((self.min_rows - lines) * per_line * 1.05), 1)
+                    data = fh.read(min(need, 8 * self.block_bytes))
+                    if not data:
+                        ended = True
+                        break
                     parts.append(data)
                     size += len(data)
                     lines += data.count(b"\n")
-                    if size < self.block_bytes or lines < self.min_rows:
-                        continue
-                    buf = b"".join(parts)
-                    cut = _record_cut(buf)
-                    if cut == 0:  # no record end yet: read on
-                        parts = [buf]
-                        continue
-                    rest = buf[cut:]
-                    parts, size, lines = [rest], len(rest), rest.count(b"\n")
+                    per_line = size / max(lines, 1)
+                if ended:
+                    tail = b"".join(parts)
+                    if tail and not tail.endswith(b"\n"):
+                        tail += self._final_end(tail)
+                    if held is not None and tail and tail.count(b"\n") < self.min_rows:
+                        held, tail = held + tail, b""
                     if held is not None:
                         yield held
-                    held = buf[:cut]
+                    if tail:
+                        yield tail
+                    return
+                block, carry = _cut_parts(parts)
+                if block is None:
+                    starved = True
                     continue
-                tail = b"".join(parts)
-                if tail and not tail.endswith(b"\n"):
-                    tail += self._final_end(tail)
-                if held is not None and tail and tail.count(b"\n") < self.min_rows:
-                    held, tail = held + tail, b""
                 if held is not None:
                     yield held
-                if tail:
-                    yield tail
-                return
+                held = block
 
     @staticmethod
     def _final_end(rest: bytes) -> bytes:
@@ -219,6 +225,20 @@ class BlockReader:
             block = self.read_block(start, raw)
             start += block.rows
             yield block
+
+
+def _cut_parts(parts: list[bytes]) -> tuple[bytes | None, bytes]:
+    """(the records of ``parts`` up to the last line feed outside quotes, the bytes after it), copying the records
+    once; (None, all of it) when there is no such line feed. Without a quote character the cut is the last part's
+    last line feed."""
+    if not any(b'"' in p for p in parts):
+        last = parts[-1]
+        at = last.rfind(b"\n") + 1
+        if at:
+            return b"".join([*parts[:-1], memoryview(last)[:at]]), last[at:]
+    buf = b"".join(parts)
+    cut = _record_cut(buf)
+    return (buf[:cut], buf[cut:]) if cut else (None, buf)
 
 
 def _record_cut(buf: bytes) -> int:

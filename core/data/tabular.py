@@ -643,14 +643,21 @@ class _Growable:
 
 
 def _rows_from_columns(columns: list[np.ndarray], out: np.ndarray, block: int = 16384) -> None:
-    """out[:, j] = columns[j], written one row block at a time by two threads (numpy copies without the GIL;
-    the block-wise order keeps each thread's writes in one region of the row-major matrix)."""
-    def fill(start: int, stop: int) -> None:
-        rows = out[start:stop]
-        for j, col in enumerate(columns):
-            rows[:, j] = col[start:stop]
+    """out[:, j] = columns[j] (:func:`_columns_into_rows`), row blocks shared by two threads (numpy copies without
+    the GIL; the block-wise order keeps each thread's writes in one region of the row-major matrix)."""
+    for_row_blocks(out.shape[0], lambda start, stop: _columns_into_rows(columns, out, start, stop), block=block,
+                   blas=False)
 
-    for_row_blocks(out.shape[0], fill, block=block, blas=False)
+
+def _columns_into_rows(columns: list[np.ndarray], out: np.ndarray, start: int = 0, stop: int | None = None) -> None:
+    """out[start:stop, j] = columns[j][start:stop], a few thousand rows at a time: each piece of the row-major
+    matrix stays in the cache while every column is written into it (a column at a time over all rows would fetch
+    every row's cache line once per column)."""
+    stop = out.shape[0] if stop is None else stop
+    for lo in range(start, stop, 4096):
+        rows = out[lo:min(lo + 4096, stop)]
+        for j, col in enumerate(columns):
+            rows[:, j] = col[lo:lo + len(rows)]
 
 
 class _FastPathRefused(Exception):
@@ -938,8 +945,8 @@ class _TableReader:
                 cols[j] = values
             block[:] = cols.T
             del cols
-        else:  # pandas holds the float columns as one 2-D block: one copy in the kit's feature order
-            block[:] = chunk[self.feat_pos].to_numpy(dtype=np.float64)
+        else:  # the columns copied into the row-major block a few thousand rows at a time (cache-sized pieces)
+            _columns_into_rows([chunk[pos].to_numpy() for pos in self.feat_pos], block)
         self._check_rows(start, block)
         if self.typed_pos:
             self._typed(start, chunk)

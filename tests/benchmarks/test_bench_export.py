@@ -35,3 +35,16 @@ def test_a_child_is_measured_alone_and_a_failure_names_the_command(tmp_path):
     assert used["returncode"] == 0 and used["peak_rss_mb"] < 1000  # not the parent's memory
     with pytest.raises(RuntimeError, match="exited with 3"):
         measured([sys.executable, "-S", "-c", "raise SystemExit(3)"])
+
+
+def test_a_measured_command_reads_the_products_bytecode_as_an_installed_product_does(tmp_path, monkeypatch):
+    from benchmarks.child_usage import _ROOT, installed
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # as on the development machine
+    env = installed(tmp_path)
+    compiled = tmp_path / "pycache" / _ROOT.relative_to(_ROOT.anchor) / "core"
+    assert any(p.name.startswith("fileio.") and p.suffix == ".pyc" for p in compiled.iterdir())
+    out = tmp_path / "where.txt"
+    probe = f"import core.fileio, pathlib; pathlib.Path({str(out)!r}).write_text(core.fileio.__cached__)"
+    measured([sys.executable, "-c", probe], env=env)
+    assert out.read_text().startswith(str(tmp_path / "pycache"))  # the module came from the compiled cache

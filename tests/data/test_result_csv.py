@@ -10,6 +10,8 @@ import random
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from benchmarks.tabular_synth import write_synthetic_csv
 from core.data import blocks as blocks_mod
@@ -214,3 +216,34 @@ def test_guard_formulas_writes_what_safe_cell_on_every_cell_writes():
                           "c": np.array(["+A", "+3", "\tq", "ok", "-"], dtype=object),
                           "d": np.array([0.1, 0.2, 0.3, 0.4, 0.5], dtype=np.float32)})
     assert guard_formulas(frame).to_csv() == frame.map(safe_cell).to_csv()
+
+
+def test_result_cells_are_put_in_before_each_line_end_in_order():
+    from core.result_csv import _interleave
+
+    text = np.frombuffer(b"a,1\nbb,22\r\n\nccc,3\n", np.uint8)
+    at = np.array([3, 9, 11, 17])  # before each line end (the CR of a CRLF, an empty record)
+    inserted = np.frombuffer(b",x,yy,zzz,,w", np.uint8)
+    lengths = np.array([4, 4, 0, 4])
+    out = _interleave(text, at, inserted, lengths).tobytes()
+    assert out == b"a,1,x,y\nbb,22y,zz\r\n\nccc,3z,,w\n"
+    assert _interleave(text, at[:0], inserted[:0], lengths[:0]).tobytes() == text.tobytes()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=30, max_size=30),
+       st.lists(st.floats(min_value=0, max_value=1), min_size=30, max_size=30))
+def test_any_float_result_cells_are_written_as_to_csv_writes_them(tmp_path_factory, monkeypatch, values, probs):
+    """The numpy float text (core/float_text.py) of a pass-through block is to_csv's, for any double (subnormal,
+    huge, negative, NaN written empty) and for probabilities rounded to six significant digits as apply rounds them."""
+    from core.fileio import significant
+
+    tmp = tmp_path_factory.mktemp("floats")
+    csv = tmp / "in.csv"
+    csv.write_text("a,b,label\n" + "".join(f"{i},{-i}.25,no\n" for i in range(30)))
+    with np.errstate(over="ignore"):  # a double beyond float32's range is inf there
+        x32 = np.array(values).astype(np.float32)
+    columns = {"prediction": np.array(["no", "yes"] * 15, dtype=object), "x": np.array(values),
+               "prob_yes": significant(np.array(probs)), "x32": x32}
+    got, want = written(tmp, csv, columns, block_bytes=64, monkeypatch=monkeypatch)
+    assert got == want
