@@ -20,7 +20,7 @@ demo: install
 	$(BIN)/dcstudio demo
 
 test: install
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n auto
 	$(BIN)/ruff check core gui tests benchmarks packaging/launcher.py
 	$(BIN)/lint-imports
 
