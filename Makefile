@@ -19,8 +19,12 @@ install: $(BIN)/dcstudio
 demo: install
 	$(BIN)/dcstudio demo
 
+# pytest-xdist: one worker per core (at most 4, each holds torch and Qt), each test file whole in one worker (its
+# module-scoped fixtures built once), files in collection order (tests/conftest.py puts the long ones first).
+XDIST := -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder
+
 test: install
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q $(XDIST)
 	$(BIN)/ruff check core gui tests benchmarks packaging/launcher.py
 	$(BIN)/lint-imports
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -42,11 +43,13 @@ def test_cell_rows_are_used_once_and_public_rows_held_out(split):
 
 @pytest.mark.slow
 def test_tiny_end_to_end_record(tmp_path):
+    """The record's every part, from four sites a cell (the record's shape does not depend on how many; the
+    other tests' eight made this the suite's third-costliest test)."""
     data = _blobs()
     lines: list[str] = []
     out = tmp_path / "dccfl.json"
-    result = run(["synthetic"], 2, loader=lambda name: data, protocol=TINY, json_path=out, say=lines.append,
-                 command="test")
+    result = run(["synthetic"], 2, loader=lambda name: data, protocol=dataclasses.replace(TINY, n_clients=4),
+                 json_path=out, say=lines.append, command="test")
     doc = json.loads(out.read_text())
     assert doc["experiment"] == "dccfl" and doc["version"] and doc["machine"]
     methods = {r["method"] for r in doc["rows"]}

@@ -13,13 +13,15 @@ from benchmarks.fuzz import METHODS, TARGETS, VARIANTS, run_fuzz
 
 
 @pytest.mark.slow
-def test_five_thousand_mutated_files_end_in_the_products_error():
-    result = run_fuzz(5000, seed=2026)
+def test_two_thousand_five_hundred_mutated_files_end_in_the_products_error():
+    """500 files a reader (5,000 until issue #36: the suite's costliest test, most of it fitting the accepted
+    bundles; the search for findings is the benchmark's, 50,000 cases)."""
+    result = run_fuzz(2500, seed=2026)
     assert result.findings == [], result.findings[:5]
-    assert result.cases == 5000 and result.refused + result.accepted == 5000
+    assert result.cases == 2500 and result.refused + result.accepted == 2500
     for target in TARGETS:  # every reader was exercised, and most mutations are refused
         stats = result.per_target[f"{target}:dc" if target in ("bundle", "package") else target]
-        assert stats["cases"] == 1000 and stats["refused"] > 600, (target, stats)
+        assert stats["cases"] == 500 and stats["refused"] > 300, (target, stats)
     # deep enough: signed inner mutations reach the application checks, so some files are still accepted
     assert result.per_target["bundle:dc"]["accepted"] > 0 and result.per_target["package:dc"]["accepted"] > 0
     assert result.accepted_lies == [] and result.unsafe_prints == []

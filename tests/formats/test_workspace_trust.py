@@ -121,11 +121,11 @@ def test_opening_a_workspace_never_removes_a_complete_export(rnd, tmp_path, dama
     assert result.rows == len(pd.read_csv(rnd.csv["a"]))
 
 
-def test_audit_new_removes_nothing_and_keeps_the_old_log(rnd, tmp_path, capsys):
+def test_audit_new_removes_nothing_and_keeps_the_old_log(rnd, tmp_path, capsys, monkeypatch):
     ws = copy_ws(rnd, "a", tmp_path)
     before = sorted(str(p.relative_to(ws)) for p in ws.rglob("*") if p.is_file())
     old = (ws / "audit.jsonl").read_bytes()
-    assert run("audit", "new", ws, "--identity", _saved(rnd.sites[0], tmp_path), "--reason", "test") == 0
+    assert run("audit", "new", ws, "--identity", _saved(rnd.sites[0], tmp_path, monkeypatch), "--reason", "test") == 0
     out = capsys.readouterr().out
     assert "no export was removed" in out
     after = {str(p.relative_to(ws)) for p in ws.rglob("*") if p.is_file()}
@@ -135,12 +135,14 @@ def test_audit_new_removes_nothing_and_keeps_the_old_log(rnd, tmp_path, capsys):
     assert start["previous"]["verified"] is True and start["previous"]["entries"] == len(old.splitlines())
 
 
-def _saved(identity: Identity, tmp_path) -> str:
-    """``identity`` as a .dcid file (passphrase from DCSTUDIO_PASSPHRASE) for the CLI."""
-    os.environ["DCSTUDIO_PASSPHRASE"] = "correct horse battery staple"
+def _saved(identity: Identity, tmp_path, monkeypatch) -> str:
+    """``identity`` as a .dcid file for the CLI, its passphrase in DCSTUDIO_PASSPHRASE for this test only (set
+    for the process, it leaked into whichever tests ran next in the same worker)."""
+    passphrase = "correct horse battery staple"
+    monkeypatch.setenv("DCSTUDIO_PASSPHRASE", passphrase)
     path = tmp_path / f"{identity.name}.dcid"
     if not path.exists():
-        identity.save(path, os.environ["DCSTUDIO_PASSPHRASE"], log_n=14)
+        identity.save(path, passphrase, log_n=14)
     return str(path)
 
 

@@ -488,14 +488,26 @@ def test_data_clustering_page_draws_the_details_contract(qtbot):
 
 # ---- stall probe ---------------------------------------------------------------------------------------------
 def test_measure_stall_reports_gaps(qtbot):
+    import threading
+
+    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
     from gui.jobs import Job
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "tools"))
     from stall import measure_stall
 
-    job = Job(lambda control: time.sleep(0.2), "sleep")
+    # the job ends once the event loop has run 20 turns of a second 5 ms timer (and 0.2 s have passed), so the
+    # probe's own 5 ms timer has ticked more than 10 times however busy the machine (0.2 s alone did not promise it)
+    turns, counted = threading.Event(), []
+    counter = QTimer()
+    counter.setInterval(5)
+    counter.timeout.connect(lambda: (counted.append(1), len(counted) >= 20 and turns.set()))
+    counter.start()
+    job = Job(lambda control: (time.sleep(0.2), turns.wait(HANG / 1000)), "sleep")
     m = measure_stall(QApplication.instance(), job, interval_ms=5, tail_ms=50)
+    counter.stop()
+    assert turns.is_set() and len(counted) >= 20
     assert not m["timed_out"] and m["ticks"] > 10
     assert m["seconds"] >= 0.2 and m["longest_ms"] >= 4
 
