@@ -228,8 +228,10 @@ def row_moments(M: np.ndarray, block: int = 16384) -> tuple[np.ndarray, np.ndarr
         mean += M[start:start + block].sum(axis=0, dtype=np.float64)
     mean /= max(n, 1)
     gram = np.zeros((m, m))
+    buffer = np.empty((min(block, n), m))  # one block's centred rows, reused: no fresh pages per block
     for start in range(0, n, block):
-        B = np.asarray(M[start:start + block], np.float64) - mean
+        B = buffer[:min(block, n - start)]
+        np.subtract(M[start:start + block], mean, out=B, dtype=np.float64)
         gram += B.T @ B
     return mean, gram / max(n - 1, 1)
 
