@@ -394,6 +394,22 @@ def _reusing_freed_memory(command):
     return run
 
 
+def _without_huge_pages(command):
+    """``command`` run with numpy asking for no transparent huge pages (:func:`core.heap.without_huge_pages`): the
+    export's few large arrays then cost no memory compaction when first touched."""
+    import functools
+
+    @functools.wraps(command)
+    def run(args) -> None:
+        from .heap import without_huge_pages
+
+        with without_huge_pages():
+            command(args)
+
+    return run
+
+
+@_without_huge_pages
 def cmd_participant_export(args) -> None:
     from .api import leaves_sentence
 

@@ -34,6 +34,7 @@ _lock = threading.Lock()
 _depth = [0]
 _calls: list = []  # [(mallopt, malloc_trim) or None], found once
 _huge: list = []  # numpy's huge-page setting before the outermost use
+_huge_depth = [0]  # uses of reuse_freed_memory and without_huge_pages now running
 
 
 def _numpy_huge_pages(on: bool) -> bool | None:
@@ -67,8 +68,8 @@ def reuse_freed_memory() -> Iterator[None]:
     with _lock:
         calls = _glibc()
         _depth[0] += 1
+        _pages_off()
         if _depth[0] == 1:
-            _huge[:] = [_numpy_huge_pages(False)]
             if calls is not None:
                 for param, value in KEPT.items():
                     calls[0](param, value)
@@ -77,10 +78,39 @@ def reuse_freed_memory() -> Iterator[None]:
     finally:
         with _lock:
             _depth[0] -= 1
+            _pages_back()
             if _depth[0] == 0:
-                if _huge and _huge[0] is not None:
-                    _numpy_huge_pages(_huge[0])
                 if calls is not None:
                     for param, value in AFTER.items():
                         calls[0](param, value)
                     calls[1](0)
+
+
+def _pages_off() -> None:
+    """(Holding _lock.) numpy asks for no huge pages; the setting before the outermost use is kept."""
+    _huge_depth[0] += 1
+    if _huge_depth[0] == 1:
+        _huge[:] = [_numpy_huge_pages(False)]
+
+
+def _pages_back() -> None:
+    """(Holding _lock.) The outermost use ends: numpy's setting from before is restored."""
+    _huge_depth[0] -= 1
+    if _huge_depth[0] == 0 and _huge and _huge[0] is not None:
+        _numpy_huge_pages(_huge[0])
+
+
+@contextmanager
+def without_huge_pages() -> Iterator[None]:
+    """Within: numpy asks the kernel for no transparent huge pages for its large arrays, and malloc is left as it
+    is. A site's export allocates a few arrays of hundreds of MB once each (pandas' columns, the row-major matrix,
+    the reduced rows); with ``madvise(MADV_HUGEPAGE)`` on them the kernel compacts memory to find 2 MiB pages as
+    they are first touched, which on a busy machine cost the 1,000,000 × 50 export 1–2 s of system CPU (issue #36,
+    docs/results/export-and-io.md). Nested uses, and uses inside :func:`reuse_freed_memory`, are one."""
+    with _lock:
+        _pages_off()
+    try:
+        yield
+    finally:
+        with _lock:
+            _pages_back()

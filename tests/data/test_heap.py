@@ -49,3 +49,33 @@ def test_without_glibc_it_only_switches_numpy(monkeypatch):
     monkeypatch.setattr(heap, "_calls", [None])
     with heap.reuse_freed_memory():
         assert huge_pages_now() is False
+
+
+def test_without_huge_pages_leaves_malloc_alone_and_nests_with_reuse(monkeypatch):
+    settings = []
+    monkeypatch.setattr(heap, "_calls", [(lambda p, v: settings.append((p, v)) or 1, lambda pad: 1)])
+    _set_madvise_hugepage(True)
+    with heap.without_huge_pages():
+        assert huge_pages_now() is False
+        with heap.reuse_freed_memory():
+            assert huge_pages_now() is False
+        assert huge_pages_now() is False  # the inner use's end does not switch them back on
+        with heap.without_huge_pages():
+            assert huge_pages_now() is False
+        assert huge_pages_now() is False
+    assert huge_pages_now() is True
+    assert settings == [*heap.KEPT.items(), *heap.AFTER.items()]  # only the reuse touched malloc
+
+
+def test_the_export_command_runs_without_huge_pages(monkeypatch):
+    from core import cli
+
+    seen = []
+    monkeypatch.setattr(cli, "_participant_round", lambda args: seen.append(huge_pages_now()) or (_ for _ in ()).throw(
+        KeyError("stop")))
+    _set_madvise_hugepage(True)
+    try:
+        cli.cmd_participant_export(None)
+    except KeyError:
+        pass
+    assert seen == [False] and huge_pages_now() is True
