@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from . import settings as app_settings
+from .ui_post import ensure_bridge, post
 
 # what each window needs imported before it can be built (the slow part of opening it)
 HEAVY_MODULES = {
@@ -74,7 +75,7 @@ class _Loader(QObject):
                     importlib.import_module(name)
             except Exception as exc:  # the window itself reports what is missing when it is built
                 error = f"{exc.__class__.__name__}: {exc}"
-            self.loaded.emit(error)
+            post(self, lambda loader: loader.loaded.emit(error))  # from the UI thread (gui/ui_post.py)
 
         thread = threading.Thread(target=work, name="open-window", daemon=True)
         thread.start()
@@ -89,6 +90,7 @@ class StartWindow(QMainWindow):
         self.setWindowTitle(self.tr("DC Studio"))
         self.child: QWidget | None = None
         self.opening: OpeningWindow | None = None
+        ensure_bridge()
         self._loader = _Loader(self)
         title = QLabel(self.tr("<h1>DC Studio</h1><p>Learn from each other's data with one exchange of files."
                                " No raw data and no model updates ever leave a site.</p>"))

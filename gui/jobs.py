@@ -2,8 +2,9 @@
 
 A core job is any callable ``fn(control: JobControl) -> result`` that reports through ``control.step`` and
 stops at its next checkpoint once cancelled. :class:`Job` runs it on Qt's thread pool and turns its
-progress, result and failure into signals delivered on the UI thread; the job itself never touches a
-widget (napari's split, STYLE.md).
+progress, result and failure into signals delivered on the UI thread (:func:`gui.ui_post.post`: the worker never
+emits on the job's own QObject, which its window may be deleting); the job itself never touches a widget (napari's
+split, STYLE.md).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 from PySide6.QtCore import QObject, QThread, Signal
 
 from core.api import Cancelled, DCError, JobControl
+
+from .ui_post import alive, ensure_bridge, post
 
 
 class Job(QObject):
@@ -37,12 +40,12 @@ class Job(QObject):
         self.result: Any = None
         self.error: str | None = None
         self.exception: BaseException | None = None  # what ``error`` says, for a window that offers a way on
+        ensure_bridge()
 
     def _report(self, fraction: float, text: str) -> None:
-        try:
-            self.progress.emit(fraction, text)
-        except RuntimeError:  # the job's window was closed (its Qt object deleted): nobody waits, so stop
-            raise Cancelled() from None
+        if not alive(self):  # the job's window was closed (its Qt object deleted): nobody waits, so stop
+            raise Cancelled()
+        post(self, lambda job: job.progress.emit(fraction, text))
 
     def start(self) -> Job:
         """Run on a daemon thread; signals reach receivers in the UI thread through Qt's queued delivery."""
@@ -66,26 +69,28 @@ class Job(QObject):
         try:
             self.result = self.fn(self.control)
         except Cancelled:
-            self._finish(self.cancelled.emit)
+            self._finish(lambda job: job.cancelled.emit())
             return
         except DCError as exc:
             self.error, self.exception = str(exc), exc
-            self._finish(lambda: self.failed.emit(self.error))
+            self._finish(lambda job: job.failed.emit(job.error))
             return
         except Exception as exc:  # an unexpected error still reaches the user as one line
             traceback.print_exc(file=sys.stderr)
             self.error = f"unexpected error: {exc.__class__.__name__}: {exc}"
-            self._finish(lambda: self.failed.emit(self.error))
+            self._finish(lambda job: job.failed.emit(job.error))
             return
-        self._finish(lambda: self.succeeded.emit(self.result))
+        self._finish(lambda job: job.succeeded.emit(job.result))
 
-    def _finish(self, emit: Callable[[], None]) -> None:
+    def _finish(self, emit: Callable[[Job], None]) -> None:
+        """The outcome's signal, then ``ended``, on the UI thread (nothing, if the job's window is gone by then)."""
         self.running = False
-        try:
-            emit()
-            self.ended.emit()
-        except RuntimeError:  # the job's window was closed (its Qt object deleted): nobody to tell
-            pass
+
+        def tell(job: Job) -> None:
+            emit(job)
+            job.ended.emit()
+
+        post(self, tell)
 
 
 class QtThreadJob(Job):

@@ -62,7 +62,8 @@ def legend_below(w: pg.PlotWidget, names: list[str]) -> pg.LegendItem:
     return legend
 
 
-TITLE_LINES = 2  # a long title wraps onto this many lines before it is shortened with "…"
+TITLE_LINES = 3  # a long title wraps onto up to this many lines before it is shortened with "…" (the screens
+# check at DPR 2 once found an 80-character title shortened on two)
 
 
 def wrap_title(text: str, metrics: QFontMetrics, room: int, lines: int = TITLE_LINES) -> list[str]:
@@ -81,9 +82,9 @@ def wrap_title(text: str, metrics: QFontMetrics, room: int, lines: int = TITLE_L
 
 
 def set_title(w: pg.PlotWidget, title: str) -> None:
-    """Give a plot ``title`` in the shared look, wrapped onto two lines when the plot is too narrow for it and
-    shortened with "…" only beyond that (the whole title is the plot's tooltip), so that no title is cropped at
-    either end."""
+    """Give a plot ``title`` in the shared look, wrapped onto up to three lines (``TITLE_LINES``) when the plot is
+    too narrow for it and shortened with "…" only beyond that (the whole title is the plot's tooltip), so that no
+    title is cropped at either end."""
     w._full_title = title
     w.setToolTip(title)
     item = w.getPlotItem()

@@ -45,6 +45,7 @@ from core.api.common import describe_estimate as describe
 from ..jobs import Job
 from ..plots import cluster_color, make_plot, set_title
 from ..settings_form import SettingsForm
+from ..ui_post import ensure_bridge, post
 from ..views_panel import ViewsPanel, for_display
 from ..widgets import EmptyNote, JobPanel, MessageLabel, esc, plain, plain_tip
 from .common import TERMS, ThrottledJob, hide_when_done
@@ -72,6 +73,7 @@ class EpochRelay(QObject):
         self._lock = threading.Lock()
         self._pending: list[tuple[int, np.ndarray]] = []
         self._signalled = False
+        ensure_bridge()
 
     def __call__(self, epoch: int, losses) -> None:  # called on the worker thread
         with self._lock:
@@ -79,7 +81,7 @@ class EpochRelay(QObject):
             if self._signalled:
                 return
             self._signalled = True
-        self.ready.emit()
+        post(self, lambda relay: relay.ready.emit())  # never an emit on this object from the worker (gui/ui_post.py)
 
     def drain(self) -> list[tuple[int, np.ndarray]]:  # called on the UI thread
         with self._lock:
