@@ -503,3 +503,14 @@ def method_schemas(name: str, bundle: tuple[Field, ...], package: tuple[Field, .
                                  (*BUNDLE_RULES, *(SITE_SCORED_RULES if site_scored else ()), *rules)))
         else:
             register(Declaration(f"package:{name}", fields))
+
+
+def kit_block(d: Any, block: str, known, noun: str = "member") -> dict:
+    """A kit's small JSON block ``block`` as a dict whose keys are all in ``known`` (FormatError naming the block
+    otherwise: not an object, or members of another name, each called a ``noun``)."""
+    if not isinstance(d, dict):
+        raise FormatError(f"the kit's '{block}' block is not an object")
+    unknown = sorted(set(d) - set(known))
+    if unknown:
+        raise FormatError(f"the kit's '{block}' block has unknown {noun}(s) {', '.join(unknown)}")
+    return d

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ConfigError, FormatError
+from .fields import kit_block
 
 DEFAULT_PUBLIC_ROWS = 1000
 MAX_PUBLIC_ROWS = 1_000_000
@@ -71,11 +72,7 @@ class ThreatModel:
         """Read a kit's ``threat_model`` block (FormatError naming what is wrong)."""
         if d is None:
             return cls()
-        if not isinstance(d, dict):
-            raise FormatError("the kit's 'threat_model' block is not an object")
-        unknown = sorted(set(d) - {"collusion", "public_rows"})
-        if unknown:
-            raise FormatError(f"the kit's 'threat_model' block has unknown member(s) {', '.join(unknown)}")
+        kit_block(d, "threat_model", ("collusion", "public_rows"))
         try:
             return cls(**d)
         except ConfigError as exc:

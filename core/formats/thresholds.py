@@ -13,6 +13,7 @@ import math
 from dataclasses import asdict, dataclass, fields, replace
 
 from ..errors import ConfigError, FormatError
+from .fields import kit_block
 
 # name → (direction, plain words). "min": a larger limit is stricter; "max": a smaller limit is stricter.
 DIRECTIONS = {
@@ -76,11 +77,7 @@ class PrivacyThresholds:
         """Read a kit's ``privacy`` block (FormatError when it is not an object of known numeric limits)."""
         if d is None:
             return cls()
-        if not isinstance(d, dict):
-            raise FormatError("the kit's 'privacy' block is not an object")
-        unknown = sorted(set(d) - set(DIRECTIONS))
-        if unknown:
-            raise FormatError(f"the kit's 'privacy' block has unknown limit(s) {', '.join(unknown)}")
+        kit_block(d, "privacy", DIRECTIONS, noun="limit")
         try:
             return cls(**{k: _number(k, v) for k, v in d.items()})
         except ConfigError as exc:
