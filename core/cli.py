@@ -378,38 +378,25 @@ def cmd_participant_assess(args) -> None:
                           f"({', '.join(f.attack for f in assessment.poor)}); see the lines above for the levers")
 
 
-def _reusing_freed_memory(command):
-    """``command`` run with freed memory kept for reuse (:mod:`core.heap`): a site's apply allocates the same large
-    arrays block after block, and the scrypt unlock's 256 MiB are reused by the first blocks. (Not the export: there
-    pandas' parser threads cannot use what the unlock leaves in the main heap, and its peak memory rose by ~0.5 GB.)"""
+def _within(context: str):
+    """A command run inside ``core.heap``'s context manager ``context`` (imported only when the command runs)."""
     import functools
 
-    @functools.wraps(command)
-    def run(args) -> None:
-        from .heap import reuse_freed_memory
+    def wrap(command):
+        @functools.wraps(command)
+        def run(args) -> None:
+            from . import heap
 
-        with reuse_freed_memory():
-            command(args)
+            with getattr(heap, context)():
+                command(args)
 
-    return run
+        return run
 
-
-def _without_huge_pages(command):
-    """``command`` run with numpy asking for no transparent huge pages (:func:`core.heap.without_huge_pages`): the
-    export's few large arrays then cost no memory compaction when first touched."""
-    import functools
-
-    @functools.wraps(command)
-    def run(args) -> None:
-        from .heap import without_huge_pages
-
-        with without_huge_pages():
-            command(args)
-
-    return run
+    return wrap
 
 
-@_without_huge_pages
+# the export's few large arrays then cost no memory compaction when first touched (core.heap.without_huge_pages)
+@_within("without_huge_pages")
 def cmd_participant_export(args) -> None:
     from .api import leaves_sentence
 
@@ -467,7 +454,9 @@ def _confirm_analyst(job, given: str | None) -> None:
         job.confirm_analyst(given, how="fingerprint given" if job.first_use else "fingerprint given again")
 
 
-@_reusing_freed_memory
+# a site's apply allocates the same large arrays block after block, and the scrypt unlock's 256 MiB are reused by the
+# first blocks (not the export: pandas' parser threads cannot use the main heap's free memory; its peak rose 0.5 GB)
+@_within("reuse_freed_memory")
 def cmd_participant_apply(args) -> None:
     from .api.common import SiteWorkspace, default_workspace
     from .api.participant import apply_package

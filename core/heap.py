@@ -64,23 +64,21 @@ def _glibc():
 
 @contextmanager
 def reuse_freed_memory() -> Iterator[None]:
-    """Within: freed memory stays in malloc's heap for the next allocation (module doc); nested uses are one."""
-    with _lock:
-        calls = _glibc()
-        _depth[0] += 1
-        _pages_off()
-        if _depth[0] == 1:
-            if calls is not None:
+    """Within: freed memory stays in malloc's heap for the next allocation, and numpy asks for no huge pages
+    (:func:`without_huge_pages`; module doc); nested uses are one."""
+    with without_huge_pages():
+        with _lock:
+            calls = _glibc()
+            _depth[0] += 1
+            if _depth[0] == 1 and calls is not None:
                 for param, value in KEPT.items():
                     calls[0](param, value)
-    try:
-        yield
-    finally:
-        with _lock:
-            _depth[0] -= 1
-            _pages_back()
-            if _depth[0] == 0:
-                if calls is not None:
+        try:
+            yield
+        finally:
+            with _lock:
+                _depth[0] -= 1
+                if _depth[0] == 0 and calls is not None:
                     for param, value in AFTER.items():
                         calls[0](param, value)
                     calls[1](0)
